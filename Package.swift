@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "LandmarkCatalog",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "LandmarkCatalog", targets: ["LandmarkCatalog"]),
+        .executable(name: "catalog", targets: ["catalog"]),
+    ],
+    targets: [
+        // SQLite from the system (Debian: libsqlite3-dev), through pkg-config.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        // Turns Migrations/*.sql into Swift source at build time, so the binary is self-contained
+        // and the .sql files stay the single source.
+        .executableTarget(name: "EmbedMigrationsTool"),
+        .plugin(
+            name: "EmbedMigrations",
+            capability: .buildTool(),
+            dependencies: ["EmbedMigrationsTool"]
+        ),
+        .target(
+            name: "LandmarkCatalog",
+            dependencies: ["CSQLite"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
+            plugins: ["EmbedMigrations"]
+        ),
+        .target(
+            name: "CatalogCLI",
+            dependencies: ["LandmarkCatalog"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+        .executableTarget(name: "catalog", dependencies: ["CatalogCLI"]),
+        .testTarget(
+            name: "LandmarkCatalogTests",
+            dependencies: ["LandmarkCatalog", "CatalogCLI"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,100 @@
+import Foundation
+import LandmarkCatalog
+
+/// Where the CLI writes: standard output for data, standard error for diagnostics. Taken as parameters so
+/// tests run commands in-process and read what they printed.
+public protocol OutputSink: AnyObject {
+    /// Writes bytes (buffered implementations flush on `flush()`).
+    func write(_ bytes: [UInt8])
+    /// Pushes buffered bytes out.
+    func flush()
+}
+
+extension OutputSink {
+    /// Writes a string as UTF-8.
+    public func write(_ text: String) { write(Array(text.utf8)) }
+    /// Writes a line (a newline is appended).
+    public func line(_ text: String) { write(Array((text + "\n").utf8)) }
+}
+
+/// A buffered sink over a file descriptor (1 or 2). A closed pipe (`EPIPE`) ends writing quietly.
+public final class FileDescriptorSink: OutputSink {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+    private var broken = false
+
+    public init(fd: Int32) {
+        self.fd = fd
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    public func write(_ bytes: [UInt8]) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 16 || fd == 2 { flush() }
+    }
+
+    public func flush() {
+        guard !broken, !buffer.isEmpty else { buffer.removeAll(keepingCapacity: true); return }
+        buffer.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    broken = true
+                    return
+                }
+                offset += n
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// True once a write failed (e.g. the reader of a pipe went away).
+    public var failed: Bool { broken }
+
+    deinit { flush() }
+}
+
+/// A sink that keeps what was written (tests).
+public final class MemorySink: OutputSink {
+    public private(set) var bytes: [UInt8] = []
+    public init() {}
+    public func write(_ bytes: [UInt8]) { self.bytes.append(contentsOf: bytes) }
+    public func flush() {}
+    /// What was written, decoded as UTF-8.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// Everything a command may touch outside its arguments.
+public struct CLIContext {
+    public var stdout: any OutputSink
+    public var stderr: any OutputSink
+    /// The descriptor read for `-` (standard input).
+    public var stdinFD: Int32
+    /// The process environment (`CATALOG_DB`, `XDG_DATA_HOME`, `HOME`).
+    public var environment: [String: String]
+    /// Whether stderr is a terminal (progress is shown only then, never in a pipe or cron).
+    public var stderrIsTerminal: Bool
+    /// The wall clock for HLC stamps.
+    public var wallClock: any WallClock
+
+    public init(stdout: any OutputSink, stderr: any OutputSink, stdinFD: Int32 = 0,
+                environment: [String: String] = ProcessInfo.processInfo.environment,
+                stderrIsTerminal: Bool = false, wallClock: any WallClock = SystemClock()) {
+        self.stdout = stdout
+        self.stderr = stderr
+        self.stdinFD = stdinFD
+        self.environment = environment
+        self.stderrIsTerminal = stderrIsTerminal
+        self.wallClock = wallClock
+    }
+
+    /// `catalog: warning: <what>`
+    func warn(_ text: String) { stderr.line("catalog: warning: \(text)") }
+    /// `catalog: error: <what>` and an optional hint line.
+    func error(_ text: String, hint: String? = nil) {
+        stderr.line("catalog: error: \(text)")
+        if let hint { stderr.line("hint: \(hint)") }
+    }
+}

@@ -1,0 +1,1116 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A streaming pull reader for JSON text (RFC 8259: https://www.rfc-editor.org/rfc/rfc8259) that
+/// knows the line and column of everything it reads.
+///
+/// It reads a file descriptor in chunks (64 KiB by default) or a byte array, so memory stays bounded by
+/// the buffer plus the value being read, whatever the size of the input. Typical use:
+///
+/// ```swift
+/// let reader = JSONPullReader(fileDescriptor: fd, options: .init())
+/// try reader.beginArray()
+/// while try reader.nextElement() {
+///     let position = reader.position
+///     let record = try reader.readValue()
+///     // …
+/// }
+/// try reader.finish()
+/// ```
+///
+/// What it accepts is RFC 8259, strictly:
+/// - Whitespace is only space, tab, LF and CR. Lines end at LF (see ``SourcePosition``).
+/// - Numbers follow §6 exactly (no `+`, no leading zeros, no `.5` or `5.`, no `NaN` or `Infinity`);
+///   any magnitude is accepted (see ``JSONNumber/doubleValue``).
+/// - Strings (§7): raw control characters U+0000…U+001F are errors; every escape is decoded; a `\uXXXX`
+///   escape for a surrogate must be a high surrogate (D800…DBFF) directly followed by a `\uXXXX` low
+///   surrogate (DC00…DFFF). A lone or reversed surrogate escape is an error, since it names no Unicode
+///   scalar and a Swift `String` cannot hold it.
+/// - The input must be UTF-8 (§8.1): invalid UTF-8 anywhere (stray continuation bytes, overlong forms,
+///   UTF-8-encoded surrogates, code points above U+10FFFF, truncated sequences) is an error at the
+///   first byte of the bad sequence. One leading byte order mark (EF BB BF) is skipped. Input that is
+///   UTF-16 or UTF-32 (a byte order mark FE FF or FF FE, or a NUL among the first two bytes) is refused.
+/// - Duplicate object keys are kept, in order: the caller decides what they mean.
+/// - Nesting deeper than ``Options/maxDepth`` arrays and objects is an error (never a stack overflow:
+///   nothing here recurses).
+/// - The one leniency, only with ``Options/allowTrailingCommas``: a single comma directly before `]` or
+///   `}` (whitespace between allowed) is accepted and recorded in ``warnings``. `[1,,]`, `[,]` and `{,}`
+///   stay errors.
+///
+/// Errors are ``JSONSyntaxError`` (the position where the problem was detected, and a message saying
+/// what was expected and what was found) or, for a file descriptor, ``JSONReadError``. After an error
+/// the reader's state is unspecified: stop reading.
+///
+/// Calling the pull methods out of order (e.g. ``nextElement()`` when no array is open) is a
+/// programming error and traps.
+public final class JSONPullReader {
+    /// How strict the reader is.
+    public struct Options: Sendable {
+        /// Accept a single trailing comma before `]` or `}` with a warning (Apple's 2019
+        /// `landmarkData.json` has one). Default `false`: RFC 8259 forbids it.
+        public var allowTrailingCommas: Bool
+        /// The deepest nesting of arrays and objects accepted; default 512 (Foundation's
+        /// `JSONSerialization` limit). The outermost array or object is depth 1.
+        public var maxDepth: Int
+
+        /// Creates options.
+        /// - Parameters:
+        ///   - allowTrailingCommas: Accept one trailing comma before `]` or `}` with a warning.
+        ///   - maxDepth: The deepest nesting of arrays and objects accepted (at least 1).
+        public init(allowTrailingCommas: Bool = false, maxDepth: Int = 512) {
+            precondition(maxDepth >= 1, "maxDepth must be at least 1")
+            self.allowTrailingCommas = allowTrailingCommas
+            self.maxDepth = maxDepth
+        }
+    }
+
+    /// The size of the read buffer for a file descriptor, in bytes (64 KiB).
+    public static let defaultBufferSize = 64 * 1024
+
+    private enum Container: UInt8 {
+        case arrayEmpty, arrayFilled, objectEmpty, objectFilled
+        var isArray: Bool { self == .arrayEmpty || self == .arrayFilled }
+    }
+
+    private let fileDescriptor: Int32
+    private let options: Options
+
+    // The buffer: bytes [0, end) are valid, [pos, end) not yet consumed; storage[0] is input byte `base`.
+    private var storage: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var pos = 0
+    private var end = 0
+    private var base = 0
+    private var atEOF: Bool
+    private var readError: JSONReadError?
+
+    // Position tracking: the current line, the input offset where it starts, and counts of UTF-8
+    // continuation bytes (only strings can hold any) in total and before the line start.
+    private var line = 1
+    private var lineStart = 0
+    private var continuation = 0
+    private var lineStartContinuation = 0
+
+    private var containers: [Container] = []
+    private var started = false
+    private var ready = false
+    private var startError: JSONSyntaxError?
+    private var topLevelValueStarted = false
+    private var scratch: [UInt8] = []
+
+    /// What was accepted although RFC 8259 forbids it, in input order (lenient mode only).
+    public private(set) var warnings: [JSONWarning] = []
+
+    /// Creates a reader over an open file descriptor, read with `read(2)` in 64 KiB chunks.
+    ///
+    /// The reader never closes `fileDescriptor`; the caller keeps it open while reading and closes it after.
+    /// - Parameters:
+    ///   - fileDescriptor: A descriptor open for reading (a file, a pipe, standard input).
+    ///   - options: Strictness and limits.
+    public convenience init(fileDescriptor: Int32, options: Options) {
+        self.init(fileDescriptor: fileDescriptor, options: options, bufferSize: JSONPullReader.defaultBufferSize)
+    }
+
+    /// Creates a reader over a file descriptor with a buffer of `bufferSize` bytes (tests use tiny ones
+    /// to put chunk boundaries everywhere).
+    init(fileDescriptor: Int32, options: Options, bufferSize: Int) {
+        precondition(bufferSize >= 1)
+        self.fileDescriptor = fileDescriptor
+        self.options = options
+        capacity = bufferSize
+        storage = .allocate(capacity: bufferSize)
+        atEOF = false
+    }
+
+    /// Creates a reader over bytes in memory (the reader keeps its own copy).
+    /// - Parameters:
+    ///   - bytes: The whole JSON text.
+    ///   - options: Strictness and limits.
+    public init(bytes: [UInt8], options: Options) {
+        fileDescriptor = -1
+        self.options = options
+        capacity = max(bytes.count, 1)
+        let copy = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+        bytes.withUnsafeBufferPointer { buffer in
+            if let source = buffer.baseAddress { copy.initialize(from: source, count: buffer.count) }
+        }
+        storage = copy
+        end = bytes.count
+        atEOF = true
+    }
+
+    deinit {
+        storage.deallocate()
+    }
+
+    // MARK: - Public pull API
+
+    /// The position of the next byte that is not whitespace (the start of the next token), or of the
+    /// end of the input. Skips whitespace, reading more input if needed.
+    public var position: SourcePosition {
+        if !started { begin() }
+        _ = peekNonWhitespace()
+        return position(at: pos)
+    }
+
+    /// The kind of the next value, without consuming anything.
+    /// - Returns: The kind, judged from the value's first byte.
+    /// - Throws: ``JSONSyntaxError`` at the end of input or at a byte that cannot start a value;
+    ///   ``JSONReadError`` when reading fails.
+    public func peekKind() throws -> JSONKind {
+        try prepare()
+        guard let byte = peekNonWhitespace() else { throw expectedValueError() }
+        if containers.isEmpty && topLevelValueStarted { throw trailingDataError() }
+        switch byte {
+        case UInt8(ascii: "{"): return .object
+        case UInt8(ascii: "["): return .array
+        case UInt8(ascii: "\""): return .string
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool
+        case UInt8(ascii: "n"): return .null
+        default: throw expectedValueError()
+        }
+    }
+
+    /// Consumes the `[` that opens an array; then call ``nextElement()`` before each element.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not an array or nesting exceeds
+    ///   ``Options/maxDepth``; ``JSONReadError`` when reading fails.
+    public func beginArray() throws {
+        let byte = try valueStart()
+        guard byte == UInt8(ascii: "[") else { throw mismatch("an array") }
+        try open(.arrayEmpty)
+    }
+
+    /// Moves to the next element of the innermost open array.
+    ///
+    /// Consumes the `,` before every element but the first. At the end consumes `]` (and, in lenient
+    /// mode, one trailing comma before it, with a warning at the comma).
+    /// - Returns: `true` when an element follows (read or skip it next); `false` when the array is closed.
+    /// - Throws: ``JSONSyntaxError`` when neither an element nor `]` follows; ``JSONReadError``.
+    public func nextElement() throws -> Bool {
+        try prepare()
+        return try advanceInArray()
+    }
+
+    /// Consumes the `{` that opens an object; then call ``nextKey()`` before each member.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not an object or nesting exceeds
+    ///   ``Options/maxDepth``; ``JSONReadError`` when reading fails.
+    public func beginObject() throws {
+        let byte = try valueStart()
+        guard byte == UInt8(ascii: "{") else { throw mismatch("an object") }
+        try open(.objectEmpty)
+    }
+
+    /// Moves to the next member of the innermost open object, consuming its key and the `:`.
+    ///
+    /// At the end consumes `}` (and, in lenient mode, one trailing comma before it, with a warning).
+    /// - Returns: The decoded key and the position of its opening quote; `nil` when the object is closed.
+    /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONReadError``.
+    public func nextKey() throws -> (key: String, position: SourcePosition)? {
+        try prepare()
+        return try advanceInObject(buildKey: true)
+    }
+
+    /// Reads the next value with everything inside it.
+    /// - Returns: The value; object members keep their order and key positions.
+    /// - Throws: ``JSONSyntaxError`` for malformed JSON; ``JSONReadError`` when reading fails.
+    public func readValue() throws -> JSONValue {
+        let first = try valueStart()
+        return try readTree(startingWith: first)
+    }
+
+    /// Reads the next value, which must be a string.
+    /// - Returns: The string with its escapes decoded.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) string; ``JSONReadError``.
+    public func readString() throws -> String {
+        let byte = try valueStart()
+        guard byte == UInt8(ascii: "\"") else { throw mismatch("a string") }
+        return try scanString(build: true)
+    }
+
+    /// Reads the next value, which must be a number.
+    /// - Returns: The number, with its literal, `Int64` value (when exact) and `Double` value.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) number; ``JSONReadError``.
+    public func readNumber() throws -> JSONNumber {
+        let byte = try valueStart()
+        guard byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) else {
+            throw mismatch("a number")
+        }
+        return try scanNumber(build: true)
+    }
+
+    /// Reads the next value, which must be `true` or `false`.
+    /// - Returns: The boolean.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not a boolean; ``JSONReadError``.
+    public func readBool() throws -> Bool {
+        let byte = try valueStart()
+        switch byte {
+        case UInt8(ascii: "t"): try scanLiteral(JSONPullReader.trueBytes); return true
+        case UInt8(ascii: "f"): try scanLiteral(JSONPullReader.falseBytes); return false
+        default: throw mismatch("a boolean")
+        }
+    }
+
+    /// Reads the next value, which must be `null`.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not `null`; ``JSONReadError``.
+    public func readNull() throws {
+        let byte = try valueStart()
+        guard byte == UInt8(ascii: "n") else { throw mismatch("null") }
+        try scanLiteral(JSONPullReader.nullBytes)
+    }
+
+    /// Skips the next value with everything inside it, checking it as thoroughly as ``readValue()``
+    /// but building nothing.
+    /// - Throws: ``JSONSyntaxError`` for malformed JSON; ``JSONReadError`` when reading fails.
+    public func skipValue() throws {
+        let first = try valueStart()
+        let depth = containers.count
+        try skip(startingWith: first)
+        while containers.count > depth {
+            let more: Bool
+            if containers[containers.count - 1].isArray {
+                more = try advanceInArray()
+            } else {
+                more = try advanceInObject(buildKey: false) != nil
+            }
+            if more {
+                guard let next = peekNonWhitespace() else { throw expectedValueError() }
+                try skip(startingWith: next)
+            }
+        }
+    }
+
+    /// Checks that nothing but whitespace follows the value that was read.
+    /// - Throws: ``JSONSyntaxError`` `unexpected data after the end of the JSON text` when anything
+    ///   else follows, or `expected a value, found end of input` when the input held no value at all;
+    ///   ``JSONReadError`` when reading fails.
+    public func finish() throws {
+        try prepare()
+        precondition(containers.isEmpty, "finish() called with \(containers.count) array(s) or object(s) still open")
+        if peekNonWhitespace() != nil { throw trailingDataError() }
+        if let readError { throw readError }
+        if !topLevelValueStarted { throw expectedValueError() }
+    }
+
+    // MARK: - Start of input
+
+    @inline(__always)
+    private func prepare() throws {
+        if _slowPath(!ready) {
+            if !started { begin() }
+            if let startError { throw startError }
+            ready = true
+        }
+    }
+
+    /// Looks at the first bytes: skips a UTF-8 byte order mark, refuses UTF-16 and UTF-32.
+    private func begin() {
+        started = true
+        _ = ensure(3)
+        let available = end - pos
+        let b0 = available > 0 ? storage[pos] : 0xFF
+        let b1 = available > 1 ? storage[pos + 1] : 0xFF
+        if available >= 3 && b0 == 0xEF && b1 == 0xBB && storage[pos + 2] == 0xBF {
+            pos += 3
+            lineStart = base + pos
+        } else if (b0 == 0xFE && b1 == 0xFF) || (b0 == 0xFF && b1 == 0xFE) {
+            startError = JSONSyntaxError(
+                message: "input is UTF-16 or UTF-32 (it starts with the byte order mark \(hex(b0)) \(hex(b1))), only UTF-8 is accepted",
+                position: position(at: pos))
+        } else if (available > 0 && b0 == 0) || (available > 1 && b1 == 0) {
+            startError = JSONSyntaxError(
+                message: "input is UTF-16 or UTF-32 (a NUL byte among its first two bytes), only UTF-8 is accepted",
+                position: position(at: pos))
+        }
+    }
+
+    // MARK: - Buffer
+
+    /// Moves bytes `[keep, end)` to the start of the buffer and reads more after them.
+    /// - Returns: `false` when nothing more could be read (end of input or a read error, kept in `readError`).
+    @inline(never)
+    private func fill(keepingFrom keep: Int) -> Bool {
+        if atEOF { return false }
+        if keep > 0 {
+            let kept = end - keep
+            if kept > 0 { memmove(storage, storage + keep, kept) }
+            base += keep
+            pos -= keep
+            end = kept
+        }
+        if end == capacity {
+            // One token longer than the buffer (a huge number or literal): grow.
+            let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
+            bigger.initialize(from: storage, count: end)
+            storage.deallocate()
+            storage = bigger
+            capacity *= 2
+        }
+        while true {
+            let count = read(fileDescriptor, storage + end, capacity - end)
+            if count > 0 {
+                end += count
+                return true
+            }
+            if count == 0 {
+                atEOF = true
+                return false
+            }
+            let code = errno
+            if code == EINTR { continue }
+            readError = JSONReadError(errno: code, offset: base + end)
+            atEOF = true
+            return false
+        }
+    }
+
+    /// Makes at least `count` bytes available from `pos`, unless the input ends first.
+    @inline(__always)
+    private func ensure(_ count: Int) -> Bool {
+        if end - pos >= count { return true }
+        return ensureSlow(count)
+    }
+
+    @inline(never)
+    private func ensureSlow(_ count: Int) -> Bool {
+        while end - pos < count {
+            if !fill(keepingFrom: pos) { return false }
+        }
+        return true
+    }
+
+    /// The byte `offset` bytes after `pos` (which stays where it is), or -1 past the end of input.
+    @inline(__always)
+    private func byte(ahead offset: Int) -> Int {
+        if pos + offset < end { return Int(storage[pos + offset]) }
+        return ensure(offset + 1) ? Int(storage[pos + offset]) : -1
+    }
+
+    // MARK: - Positions
+
+    /// The position of buffer index `index`; `continuation` must count the continuation bytes before it.
+    @inline(__always)
+    private func position(at index: Int) -> SourcePosition {
+        let offset = base + index
+        return SourcePosition(
+            line: line,
+            column: offset - lineStart - (continuation - lineStartContinuation) + 1,
+            offset: offset)
+    }
+
+    /// Skips whitespace (space, tab, LF, CR), counting lines.
+    /// - Returns: The next byte, not consumed, or `nil` at the end of input.
+    @inline(__always)
+    private func peekNonWhitespace() -> UInt8? {
+        if pos < end {
+            let byte = storage[pos]
+            if byte > 0x20 { return byte }
+        }
+        return skipWhitespace()
+    }
+
+    private func skipWhitespace() -> UInt8? {
+        var p = pos
+        var e = end
+        var s = storage
+        while true {
+            while p < e {
+                let byte = s[p]
+                if byte == 0x20 {
+                    p += 1
+                    // Indentation comes in runs of spaces: take eight at a time.
+                    while p + 8 <= e && UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self) == 0x2020_2020_2020_2020 {
+                        p += 8
+                    }
+                } else if byte == 0x0A {
+                    p += 1
+                    line += 1
+                    lineStart = base + p
+                    lineStartContinuation = continuation
+                } else if byte == 0x09 || byte == 0x0D {
+                    p += 1
+                } else {
+                    pos = p
+                    return byte
+                }
+            }
+            pos = p
+            if !fill(keepingFrom: p) { return nil }
+            p = pos
+            e = end
+            s = storage
+        }
+    }
+
+    // MARK: - Containers
+
+    /// Takes the next byte as the start of a value (at the top level: the only value).
+    @inline(__always)
+    private func valueStart() throws -> UInt8 {
+        try prepare()
+        guard let byte = peekNonWhitespace() else { throw expectedValueError() }
+        if containers.isEmpty {
+            if topLevelValueStarted { throw trailingDataError() }
+            topLevelValueStarted = true
+        }
+        return byte
+    }
+
+    private func open(_ container: Container) throws {
+        if containers.count >= options.maxDepth {
+            throw syntaxError(
+                "too deeply nested: more than \(options.maxDepth) levels of arrays and objects (maxDepth)", at: pos)
+        }
+        containers.append(container)
+        pos += 1
+    }
+
+    private func close() {
+        containers.removeLast()
+        pos += 1
+    }
+
+    private func advanceInArray() throws -> Bool {
+        let index = containers.count - 1
+        precondition(index >= 0 && containers[index].isArray, "nextElement() called when no array is open")
+        if containers[index] == .arrayEmpty {
+            guard let byte = peekNonWhitespace() else {
+                throw syntaxError("expected a value or ']', found end of input", at: pos)
+            }
+            if byte == UInt8(ascii: "]") {
+                close()
+                return false
+            }
+            containers[index] = .arrayFilled
+            return true
+        }
+        guard let byte = peekNonWhitespace() else {
+            throw syntaxError("expected ',' or ']' after array element, found end of input", at: pos)
+        }
+        if byte == UInt8(ascii: ",") {
+            let comma = position(at: pos)
+            pos += 1
+            guard let next = peekNonWhitespace() else {
+                throw syntaxError("expected a value after ',', found end of input", at: pos)
+            }
+            if next == UInt8(ascii: "]") {
+                try trailingComma(at: comma, closer: "]", expected: "a value")
+                close()
+                return false
+            }
+            return true
+        }
+        if byte == UInt8(ascii: "]") {
+            close()
+            return false
+        }
+        throw syntaxError("expected ',' or ']' after array element, found \(describe(ahead: 0))", at: pos)
+    }
+
+    private func advanceInObject(buildKey: Bool) throws -> (key: String, position: SourcePosition)? {
+        let index = containers.count - 1
+        precondition(index >= 0 && !containers[index].isArray, "nextKey() called when no object is open")
+        guard let byte = peekNonWhitespace() else {
+            let expected = containers[index] == .objectEmpty
+                ? "a string key or '}'" : "',' or '}' after object member"
+            throw syntaxError("expected \(expected), found end of input", at: pos)
+        }
+        if containers[index] == .objectEmpty {
+            if byte == UInt8(ascii: "}") {
+                close()
+                return nil
+            }
+            guard byte == UInt8(ascii: "\"") else {
+                throw syntaxError("expected a string key or '}', found \(describe(ahead: 0))", at: pos)
+            }
+            containers[index] = .objectFilled
+        } else if byte == UInt8(ascii: ",") {
+            let comma = position(at: pos)
+            pos += 1
+            guard let next = peekNonWhitespace() else {
+                throw syntaxError("expected a string key after ',', found end of input", at: pos)
+            }
+            if next == UInt8(ascii: "}") {
+                try trailingComma(at: comma, closer: "}", expected: "a string key")
+                close()
+                return nil
+            }
+            guard next == UInt8(ascii: "\"") else {
+                throw syntaxError("expected a string key after ',', found \(describe(ahead: 0))", at: pos)
+            }
+        } else if byte == UInt8(ascii: "}") {
+            close()
+            return nil
+        } else {
+            throw syntaxError("expected ',' or '}' after object member, found \(describe(ahead: 0))", at: pos)
+        }
+        let keyPosition = position(at: pos)
+        let key = try scanString(build: buildKey)
+        guard let colon = peekNonWhitespace() else {
+            throw syntaxError("expected ':' after object key, found end of input", at: pos)
+        }
+        guard colon == UInt8(ascii: ":") else {
+            throw syntaxError("expected ':' after object key, found \(describe(ahead: 0))", at: pos)
+        }
+        pos += 1
+        return (key, keyPosition)
+    }
+
+    /// A comma directly before `closer` (at `pos`): a warning in lenient mode, else an error at the closer.
+    private func trailingComma(at comma: SourcePosition, closer: Character, expected: String) throws {
+        if options.allowTrailingCommas {
+            warnings.append(JSONWarning(message: "trailing comma before '\(closer)'", position: comma))
+        } else {
+            throw syntaxError(
+                "expected \(expected) after ',', found '\(closer)' (trailing comma at \(comma))", at: pos)
+        }
+    }
+
+    // MARK: - Whole values
+
+    private enum Frame {
+        case array([JSONValue])
+        case object([JSONMember], key: String, position: SourcePosition)
+    }
+
+    /// Reads a value whose first byte, at `pos`, is `first`, without recursion.
+    private func readTree(startingWith first: UInt8) throws -> JSONValue {
+        var stack: [Frame] = []
+        var byte = first
+        while true {
+            var value: JSONValue
+            switch byte {
+            case UInt8(ascii: "["):
+                try open(.arrayEmpty)
+                if try advanceInArray() {
+                    stack.append(.array([]))
+                    byte = try nextValueByte()
+                    continue
+                }
+                value = .array([])
+            case UInt8(ascii: "{"):
+                try open(.objectEmpty)
+                if let (key, position) = try advanceInObject(buildKey: true) {
+                    stack.append(.object([], key: key, position: position))
+                    byte = try nextValueByte()
+                    continue
+                }
+                value = .object([])
+            default:
+                value = try readScalar(startingWith: byte)
+            }
+            // `value` is complete: hand it to its parent, closing every container it completes.
+            while true {
+                guard let frame = stack.popLast() else { return value }
+                switch frame {
+                case .array(var elements):
+                    elements.append(value)
+                    if try advanceInArray() {
+                        stack.append(.array(elements))
+                        break
+                    }
+                    value = .array(elements)
+                    continue
+                case .object(var members, let key, let position):
+                    members.append(JSONMember(key: key, value: value, position: position))
+                    if let (nextKey, nextPosition) = try advanceInObject(buildKey: true) {
+                        stack.append(.object(members, key: nextKey, position: nextPosition))
+                        break
+                    }
+                    value = .object(members)
+                    continue
+                }
+                break
+            }
+            byte = try nextValueByte()
+        }
+    }
+
+    @inline(__always)
+    private func nextValueByte() throws -> UInt8 {
+        guard let byte = peekNonWhitespace() else { throw expectedValueError() }
+        return byte
+    }
+
+    private func readScalar(startingWith byte: UInt8) throws -> JSONValue {
+        switch byte {
+        case UInt8(ascii: "\""): return .string(try scanString(build: true))
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try scanNumber(build: true))
+        case UInt8(ascii: "t"): try scanLiteral(JSONPullReader.trueBytes); return .bool(true)
+        case UInt8(ascii: "f"): try scanLiteral(JSONPullReader.falseBytes); return .bool(false)
+        case UInt8(ascii: "n"): try scanLiteral(JSONPullReader.nullBytes); return .null
+        default: throw expectedValueError()
+        }
+    }
+
+    /// Skips a scalar, or opens the container that starts with `byte`.
+    private func skip(startingWith byte: UInt8) throws {
+        switch byte {
+        case UInt8(ascii: "["): try open(.arrayEmpty)
+        case UInt8(ascii: "{"): try open(.objectEmpty)
+        case UInt8(ascii: "\""): _ = try scanString(build: false)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try scanNumber(build: false)
+        case UInt8(ascii: "t"): try scanLiteral(JSONPullReader.trueBytes)
+        case UInt8(ascii: "f"): try scanLiteral(JSONPullReader.falseBytes)
+        case UInt8(ascii: "n"): try scanLiteral(JSONPullReader.nullBytes)
+        default: throw expectedValueError()
+        }
+    }
+
+    // MARK: - Literals
+
+    private static let trueBytes: [UInt8] = Array("true".utf8)
+    private static let falseBytes: [UInt8] = Array("false".utf8)
+    private static let nullBytes: [UInt8] = Array("null".utf8)
+
+    /// Consumes `word` (`true`, `false` or `null`), whose first byte is at `pos`.
+    private func scanLiteral(_ word: [UInt8]) throws {
+        for k in 1..<word.count where byte(ahead: k) != Int(word[k]) {
+            throw syntaxError(
+                "invalid literal, expected '\(String(decoding: word, as: UTF8.self))', found \(describe(ahead: k))",
+                at: pos + k)
+        }
+        pos += word.count
+    }
+
+    // MARK: - Numbers
+
+    @inline(__always)
+    private static func isDigit(_ byte: Int) -> Bool {
+        byte >= 0x30 && byte <= 0x39
+    }
+
+    /// Scans a number (RFC 8259 §6) starting at `pos`, keeping it contiguous in the buffer.
+    private func scanNumber(build: Bool) throws -> JSONNumber {
+        var k = 0
+        var c = byte(ahead: 0)
+        if c == 0x2D {  // '-'
+            k = 1
+            c = byte(ahead: 1)
+        }
+        if c == 0x30 {  // '0'
+            k += 1
+            c = byte(ahead: k)
+            if JSONPullReader.isDigit(c) {
+                throw syntaxError("leading zeros are not allowed in numbers, found \(describe(ahead: k)) after '0'", at: pos + k)
+            }
+        } else if JSONPullReader.isDigit(c) {
+            repeat {
+                k += 1
+                c = byte(ahead: k)
+            } while JSONPullReader.isDigit(c)
+        } else {
+            throw syntaxError("expected a digit after '-', found \(describe(ahead: k))", at: pos + k)
+        }
+        let integerEnd = k
+        var fractionEnd = k
+        if c == 0x2E {  // '.'
+            k += 1
+            c = byte(ahead: k)
+            guard JSONPullReader.isDigit(c) else {
+                throw syntaxError("expected a digit after '.' in number, found \(describe(ahead: k))", at: pos + k)
+            }
+            repeat {
+                k += 1
+                c = byte(ahead: k)
+            } while JSONPullReader.isDigit(c)
+            fractionEnd = k
+        }
+        var exponentStart = -1
+        if c == 0x65 || c == 0x45 {  // 'e' 'E'
+            k += 1
+            c = byte(ahead: k)
+            exponentStart = k
+            if c == 0x2B || c == 0x2D {  // '+' '-'
+                k += 1
+                c = byte(ahead: k)
+            }
+            guard JSONPullReader.isDigit(c) else {
+                throw syntaxError("expected a digit in the exponent of a number, found \(describe(ahead: k))", at: pos + k)
+            }
+            repeat {
+                k += 1
+                c = byte(ahead: k)
+            } while JSONPullReader.isDigit(c)
+        }
+        defer { pos += k }
+        if !build { return JSONNumber(literal: "", int64Value: nil, doubleValue: 0) }
+        return JSONPullReader.makeNumber(
+            UnsafeBufferPointer(start: storage + pos, count: k),
+            integerEnd: integerEnd, fractionEnd: fractionEnd, exponentStart: exponentStart)
+    }
+
+    /// Exact powers of ten that a `Double` holds (1e0 … 1e22).
+    private static let powersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ]
+
+    /// Builds a ``JSONNumber`` from a literal already checked against the grammar.
+    /// - Parameters:
+    ///   - bytes: The literal.
+    ///   - integerEnd: Index just past the integer digits.
+    ///   - fractionEnd: Index just past the fraction digits (`integerEnd` when there is no fraction).
+    ///   - exponentStart: Index just past the `e`/`E`, or -1 without an exponent.
+    static func makeNumber(
+        _ bytes: UnsafeBufferPointer<UInt8>, integerEnd: Int, fractionEnd: Int, exponentStart: Int
+    ) -> JSONNumber {
+        let literal = String(decoding: bytes, as: UTF8.self)
+        let negative = bytes[0] == 0x2D
+        let integerStart = negative ? 1 : 0
+
+        // Significant digits of integer and fraction, up to 19 (which fit a UInt64).
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var overflow = false
+        for i in integerStart..<fractionEnd where i != integerEnd {
+            let digit = UInt64(bytes[i] &- 0x30)
+            if digits == 0 && digit == 0 { continue }
+            if digits == 19 {
+                overflow = true
+                break
+            }
+            mantissa = mantissa &* 10 &+ digit
+            digits += 1
+        }
+
+        var int64Value: Int64?
+        if exponentStart < 0 && fractionEnd == integerEnd && !overflow {
+            if negative {
+                if mantissa <= UInt64(Int64.max) { int64Value = -Int64(mantissa) }
+                else if mantissa == UInt64(Int64.max) + 1 { int64Value = Int64.min }
+            } else if mantissa <= UInt64(Int64.max) {
+                int64Value = Int64(mantissa)
+            }
+        }
+
+        // Clinger's fast path: a mantissa of at most 2^53 and a power of ten up to 1e22 are both exact
+        // Doubles, so one correctly rounded multiplication or division gives the correctly rounded result.
+        if !overflow {
+            var exponent = 0
+            if exponentStart >= 0 {
+                var i = exponentStart
+                var exponentNegative = false
+                if bytes[i] == 0x2B || bytes[i] == 0x2D {
+                    exponentNegative = bytes[i] == 0x2D
+                    i += 1
+                }
+                while i < bytes.count {
+                    if exponent < 100_000 { exponent = exponent * 10 + Int(bytes[i] &- 0x30) }
+                    i += 1
+                }
+                if exponentNegative { exponent = -exponent }
+            }
+            // Digits after the point that were counted as significant shift the exponent down.
+            // (Leading zeros were left out of the mantissa, which does not change its value.)
+            exponent -= fractionEnd > integerEnd ? fractionEnd - integerEnd - 1 : 0
+            if mantissa == 0 {
+                return JSONNumber(literal: literal, int64Value: int64Value, doubleValue: negative ? -0.0 : 0.0)
+            }
+            if mantissa <= 1 << 53 && exponent >= -22 && exponent <= 22 {
+                var value = Double(mantissa)
+                if exponent >= 0 {
+                    value *= powersOfTen[exponent]
+                } else {
+                    value /= powersOfTen[-exponent]
+                }
+                return JSONNumber(literal: literal, int64Value: int64Value, doubleValue: negative ? -value : value)
+            }
+        }
+        // Everything else: the C library's strtod (Swift's Double(String) uses strtod_l in the C locale).
+        guard let value = Double(literal) else {
+            preconditionFailure("a literal that passed the JSON number grammar was refused by Double(_:): \(literal)")
+        }
+        return JSONNumber(literal: literal, int64Value: int64Value, doubleValue: value)
+    }
+
+    // MARK: - Strings
+
+    /// Scans a string starting at its opening quote at `pos`; validates UTF-8 and escapes.
+    /// - Parameter build: Whether to build the string (`false` returns "").
+    private func scanString(build: Bool) throws -> String {
+        let start = position(at: pos)
+        pos += 1
+        var p = pos
+        var e = end
+        var s = storage
+        var cont = continuation
+        var runStart = p  // start of the bytes not yet copied to `scratch`
+        var usingScratch = false
+        if build { scratch.removeAll(keepingCapacity: true) }
+
+        while true {
+            // Fast scan of plain ASCII.
+            while p < e {
+                let c = s[p]
+                if c < 0x80 && c >= 0x20 && c != 0x22 && c != 0x5C {
+                    p += 1
+                } else {
+                    break
+                }
+            }
+            if p >= e {
+                // Out of buffered bytes inside the string: keep what we have and read more.
+                if build && p > runStart {
+                    scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
+                }
+                usingScratch = true
+                pos = p
+                continuation = cont
+                if !fill(keepingFrom: p) {
+                    throw syntaxError("unterminated string (it starts at \(start)), found end of input", at: pos)
+                }
+                p = pos
+                e = end
+                s = storage
+                runStart = p
+                continue
+            }
+            let c = s[p]
+            if c == 0x22 {  // closing quote
+                pos = p + 1
+                continuation = cont
+                if !build { return "" }
+                if !usingScratch {
+                    return String(decoding: UnsafeBufferPointer(start: s + runStart, count: p - runStart), as: UTF8.self)
+                }
+                scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
+                return String(decoding: scratch, as: UTF8.self)
+            }
+            if c == 0x5C {  // backslash
+                // Make the longest escape (\uD83D\uDE00, 12 bytes) contiguous when the input has it.
+                if e - p < 12 && !atEOF {
+                    if build && p > runStart {
+                        scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
+                    }
+                    usingScratch = true
+                    pos = p
+                    continuation = cont
+                    _ = ensure(12)
+                    p = pos
+                    e = end
+                    s = storage
+                    runStart = p
+                    continue
+                }
+                if build {
+                    if p > runStart {
+                        scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
+                    }
+                    usingScratch = true
+                }
+                continuation = cont
+                p += try decodeEscape(at: p, limit: e, build: build)
+                runStart = p
+                continue
+            }
+            if c < 0x20 {
+                continuation = cont
+                throw syntaxError(
+                    "unescaped control character U+\(hex4(UInt32(c))) in string (RFC 8259 requires an escape such as \\u\(hex4(UInt32(c))))",
+                    at: p)
+            }
+            // Non-ASCII: one UTF-8 sequence (Unicode 15, table 3-7: well-formed byte sequences).
+            let length: Int
+            var low: UInt8 = 0x80
+            var high: UInt8 = 0xBF
+            switch c {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; low = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED: length = 3; high = 0x9F
+            case 0xF0: length = 4; low = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; high = 0x8F
+            default:
+                continuation = cont
+                throw syntaxError("invalid UTF-8: \(hex(c)) cannot start a character", at: p)
+            }
+            if e - p < length && !atEOF {
+                if build && p > runStart {
+                    scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
+                }
+                usingScratch = true
+                pos = p
+                continuation = cont
+                _ = ensure(length)
+                p = pos
+                e = end
+                s = storage
+                runStart = p
+                continue
+            }
+            var bad = 0  // index in the sequence of the first byte that does not fit, 0 when none
+            if !(p + 1 < e && s[p + 1] >= low && s[p + 1] <= high) {
+                bad = 1
+            } else {
+                for i in 2..<length where !(p + i < e && s[p + i] >= 0x80 && s[p + i] <= 0xBF) {
+                    bad = i
+                    break
+                }
+            }
+            if bad != 0 {
+                continuation = cont
+                var bytes: [String] = []
+                for i in 0...bad where p + i < e { bytes.append(hex(s[p + i])) }
+                let cause = p + bad < e ? "" : " cut short by the end of input"
+                throw syntaxError(
+                    "invalid UTF-8 sequence \(bytes.joined(separator: " "))\(cause) (overlong, surrogate, above U+10FFFF or truncated)",
+                    at: p)
+            }
+            p += length
+            cont += length - 1
+        }
+    }
+
+    /// Decodes the escape whose backslash is at `p` into `scratch` (when `build`).
+    /// - Returns: The number of bytes the escape takes.
+    private func decodeEscape(at p: Int, limit e: Int, build: Bool) throws -> Int {
+        let s = storage
+        guard p + 1 < e else { throw syntaxError("unterminated string, found end of input", at: p + 1) }
+        let decoded: UInt8
+        switch s[p + 1] {
+        case UInt8(ascii: "\""): decoded = 0x22
+        case UInt8(ascii: "\\"): decoded = 0x5C
+        case UInt8(ascii: "/"): decoded = 0x2F
+        case UInt8(ascii: "b"): decoded = 0x08
+        case UInt8(ascii: "f"): decoded = 0x0C
+        case UInt8(ascii: "n"): decoded = 0x0A
+        case UInt8(ascii: "r"): decoded = 0x0D
+        case UInt8(ascii: "t"): decoded = 0x09
+        case UInt8(ascii: "u"):
+            let first = try hexQuad(at: p + 2, limit: e)
+            var scalar = first
+            var length = 6
+            if first >= 0xD800 && first <= 0xDBFF {
+                guard p + 7 < e, s[p + 6] == UInt8(ascii: "\\"), s[p + 7] == UInt8(ascii: "u") else {
+                    throw syntaxError(
+                        "lone surrogate \\u\(hex4(first)) in string: a high surrogate must be followed by a \\u escape of a low surrogate (DC00…DFFF)",
+                        at: p)
+                }
+                let second = try hexQuad(at: p + 8, limit: e)
+                guard second >= 0xDC00 && second <= 0xDFFF else {
+                    throw syntaxError(
+                        "lone surrogate \\u\(hex4(first)) in string: it is followed by \\u\(hex4(second)), not by a low surrogate (DC00…DFFF)",
+                        at: p)
+                }
+                scalar = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                length = 12
+            } else if first >= 0xDC00 && first <= 0xDFFF {
+                throw syntaxError(
+                    "lone surrogate \\u\(hex4(first)) in string: a low surrogate must follow a high surrogate (D800…DBFF)",
+                    at: p)
+            }
+            if build { appendUTF8(scalar) }
+            return length
+        default:
+            let position = position(at: p + 1)
+            throw syntaxError(
+                "invalid escape in string, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX, found \(describe(ahead: p + 1 - pos)) after '\\'",
+                position: position)
+        }
+        if build { scratch.append(decoded) }
+        return 2
+    }
+
+    /// Reads four hex digits at `p`.
+    private func hexQuad(at p: Int, limit e: Int) throws -> UInt32 {
+        var value: UInt32 = 0
+        for i in p..<p + 4 {
+            guard i < e else { throw syntaxError("expected 4 hex digits after \\u, found end of input", at: i) }
+            let c = storage[i]
+            let digit: UInt8
+            switch c {
+            case 0x30...0x39: digit = c - 0x30
+            case 0x41...0x46: digit = c - 0x41 + 10
+            case 0x61...0x66: digit = c - 0x61 + 10
+            default:
+                let position = position(at: i)
+                throw syntaxError("expected 4 hex digits after \\u, found \(describe(ahead: i - pos))", position: position)
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+
+    private func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case 0..<0x80:
+            scratch.append(UInt8(scalar))
+        case 0x80..<0x800:
+            scratch.append(UInt8(0xC0 | scalar >> 6))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        case 0x800..<0x10000:
+            scratch.append(UInt8(0xE0 | scalar >> 12))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        default:
+            scratch.append(UInt8(0xF0 | scalar >> 18))
+            scratch.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        }
+    }
+
+    // MARK: - Errors
+
+    /// An error at buffer index `index`; a failed read, when there was one, is the real cause and wins.
+    private func syntaxError(_ message: String, at index: Int) -> any Error {
+        syntaxError(message, position: position(at: index))
+    }
+
+    private func syntaxError(_ message: String, position: SourcePosition) -> any Error {
+        if let readError { return readError }
+        return JSONSyntaxError(message: message, position: position)
+    }
+
+    private func expectedValueError() -> any Error {
+        syntaxError("expected a value, found \(describe(ahead: 0))", at: pos)
+    }
+
+    private func trailingDataError() -> any Error {
+        syntaxError("unexpected data after the end of the JSON text, found \(describe(ahead: 0))", at: pos)
+    }
+
+    private func mismatch(_ expected: String) -> any Error {
+        syntaxError("expected \(expected), found \(describe(ahead: 0))", at: pos)
+    }
+
+    /// Describes the input at `pos + offset` for a message: `'x'`, `'é' (U+00E9)`,
+    /// `control character U+000C`, `invalid UTF-8 byte 0xFF` or `end of input`.
+    private func describe(ahead offset: Int) -> String {
+        let first = byte(ahead: offset)
+        if first < 0 { return "end of input" }
+        let c = UInt8(first)
+        if c < 0x20 || c == 0x7F { return "control character U+\(hex4(UInt32(c)))" }
+        if c < 0x80 { return "'\(Character(Unicode.Scalar(c)))'" }
+        let length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2
+        _ = byte(ahead: offset + length - 1)  // make the whole sequence available when it exists
+        let available = min(length, end - pos - offset)
+        var bytes: [UInt8] = []
+        for i in 0..<max(available, 0) { bytes.append(storage[pos + offset + i]) }
+        if let decoded = String(validating: bytes, as: UTF8.self), decoded.unicodeScalars.count == 1,
+           let scalar = decoded.unicodeScalars.first {
+            return "'\(decoded)' (U+\(hex4(scalar.value)))"
+        }
+        return "invalid UTF-8 byte \(hex(c))"
+    }
+}
+
+@available(*, unavailable, message: "a JSONPullReader holds a read position and buffer: use it from one task only")
+extension JSONPullReader: Sendable {}
+
+private func hex(_ byte: UInt8) -> String {
+    let digits = String(byte, radix: 16, uppercase: true)
+    return byte < 0x10 ? "0x0\(digits)" : "0x\(digits)"
+}
+
+private func hex4(_ value: UInt32) -> String {
+    let digits = String(value, radix: 16, uppercase: true)
+    return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+}

@@ -1,0 +1,39 @@
+/// One landmark as stored: the fields of Apple's `landmarkData.json` plus the keys this catalog did not
+/// recognise (kept, and written back on output).
+public struct Landmark: Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var category: String?
+    public var city: String?
+    public var state: String?
+    public var park: String?
+    public var description: String?
+    public var imageName: String?
+    public var isFeatured: Bool
+    public var isFavorite: Bool
+    /// Degrees, −90…90 (WGS 84, as in the tutorial's data).
+    public var latitude: Double
+    /// Degrees, −180…180.
+    public var longitude: Double
+    /// Unknown keys, as a compact JSON object text in file order (`{"url":"…"}`), or nil.
+    public var extraJSON: String?
+
+    public init(id: Int64, name: String, category: String? = nil, city: String? = nil, state: String? = nil,
+                park: String? = nil, description: String? = nil, imageName: String? = nil,
+                isFeatured: Bool = false, isFavorite: Bool = false, latitude: Double, longitude: Double,
+                extraJSON: String? = nil) {
+        self.id = id
+        self.name = name
+        self.category = category
+        self.city = city
+        self.state = state
+        self.park = park
+        self.description = description
+        self.imageName = imageName
+        self.isFeatured = isFeatured
+        self.isFavorite = isFavorite
+        self.latitude = latitude
+        self.longitude = longitude
+        self.extraJSON = extraJSON
+    }
+}

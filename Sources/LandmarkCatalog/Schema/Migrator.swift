@@ -1,0 +1,153 @@
+import Foundation
+
+/// One numbered migration: `Migrations/NNNN_description.sql`.
+public struct Migration: Sendable, Equatable {
+    /// The number in the file name (`0001` → 1).
+    public var version: Int
+    /// The words of the file name (`create_landmarks`).
+    public var description: String
+    /// The file name, e.g. `0001_create_landmarks.sql`.
+    public var fileName: String
+    /// The SQL, exactly the file's text.
+    public var sql: String
+
+    /// A 64-bit FNV-1a hash of the SQL's UTF-8 bytes, as 16 hex digits.
+    /// It detects an applied migration that was edited afterwards (an accident); it is not meant to resist
+    /// tampering. FNV-1a: http://www.isthe.com/chongo/tech/comp/fnv/
+    public var checksum: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in sql.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01B3
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// Parses a migration from its file name and text.
+    /// - Throws: `CatalogError` (exit 70) when the name is not `NNNN_description.sql`
+    ///   (four digits, then lowercase letters, digits and underscores). A bad name is never skipped silently.
+    public init(fileName: String, sql: String) throws {
+        let parts = fileName.split(separator: "_", maxSplits: 1)
+        guard parts.count == 2, parts[0].count == 4, parts[0].allSatisfy(\.isASCII), let version = Int(parts[0]),
+              version > 0, parts[1].hasSuffix(".sql")
+        else {
+            throw CatalogError(.software, "bad migration file name '\(fileName)': expected NNNN_description.sql")
+        }
+        let words = parts[1].dropLast(4)
+        guard !words.isEmpty, words.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
+            throw CatalogError(.software, "bad migration file name '\(fileName)': the description must be lowercase words joined by '_'")
+        }
+        self.version = version
+        self.description = String(words)
+        self.fileName = fileName
+        self.sql = sql
+    }
+
+    /// The migrations compiled into this binary from `Migrations/*.sql`, in version order.
+    /// - Throws: `CatalogError` for a bad file name or a repeated version.
+    public static func embedded() throws -> [Migration] {
+        try ordered(embeddedMigrationFiles.map { try Migration(fileName: $0.name, sql: $0.sql) })
+    }
+
+    /// Sorts by version, refusing repeated versions.
+    static func ordered(_ migrations: [Migration]) throws -> [Migration] {
+        let sorted = migrations.sorted { $0.version < $1.version }
+        for (a, b) in zip(sorted, sorted.dropFirst()) where a.version == b.version {
+            throw CatalogError(.software, "two migrations have version \(a.version): \(a.fileName) and \(b.fileName)")
+        }
+        return sorted
+    }
+}
+
+/// The state of one migration in a database, for `catalog migrate --status`.
+public struct MigrationStatus: Sendable, Equatable {
+    public var version: Int
+    public var description: String
+    public var checksum: String
+    /// When it was applied (UTC, ISO 8601), or nil when pending.
+    public var appliedAt: String?
+}
+
+/// Applies numbered migrations in order, each with its ledger row in one transaction.
+///
+/// Modelled on sqlx's migrator and GRDB's `DatabaseMigrator`: a changed applied migration, an applied
+/// version this binary does not know (a newer database) or a badly named file is an error, never skipped.
+public struct Migrator {
+    public var migrations: [Migration]
+
+    public init(migrations: [Migration]) throws {
+        self.migrations = try Migration.ordered(migrations)
+    }
+
+    static let ledgerSQL = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version     INTEGER PRIMARY KEY NOT NULL,
+            description TEXT NOT NULL,
+            checksum    TEXT NOT NULL,
+            applied_at  TEXT NOT NULL
+        ) STRICT
+        """
+
+    /// The ledger rows, checked against this binary's migrations.
+    /// - Throws: `CatalogError` (exit 73) for a newer database or a changed migration.
+    func applied(_ db: Connection) throws -> [Int: (checksum: String, appliedAt: String)] {
+        let statement = try db.cachedStatement(sql: "SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version")
+        var rows: [Int: (checksum: String, appliedAt: String)] = [:]
+        while try statement.step() {
+            rows[Int(statement.int(0))] = (statement.text(1) ?? "", statement.text(2) ?? "")
+        }
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        for (version, row) in rows.sorted(by: { $0.key < $1.key }) {
+            guard let migration = known[version] else {
+                throw CatalogError(.cantCreate,
+                    "database has migration \(version) applied, which this catalog binary does not know (it knows up to \(migrations.last?.version ?? 0)), \(db.path)",
+                    hint: "the database was written by a newer catalog; upgrade this binary")
+            }
+            guard migration.checksum == row.checksum else {
+                throw CatalogError(.cantCreate,
+                    "migration \(migration.fileName) was changed after it was applied (checksum \(row.checksum) in the database, \(migration.checksum) in this binary), \(db.path)",
+                    hint: "never edit a shipped migration; add a new one instead")
+            }
+        }
+        return rows
+    }
+
+    /// Applies every pending migration. Idempotent.
+    /// - Parameter now: the applied time to record.
+    /// - Returns: the versions applied by this call.
+    /// - Throws: `CatalogError` for ledger conflicts, `SQLiteError` naming the failing statement.
+    @discardableResult
+    public func migrate(_ db: Connection, now: Date = Date()) throws -> [Int] {
+        try db.execute(sql: Self.ledgerSQL)
+        var appliedNow: [Int] = []
+        for migration in migrations {
+            // Re-read inside each transaction: another process may be migrating the same file.
+            let done = try db.writeTransaction { () throws -> Bool in
+                if try applied(db)[migration.version] != nil { return true }
+                do {
+                    try db.executeScript(sql: migration.sql)
+                } catch let error as SQLiteError {
+                    throw CatalogError(.software, "migration \(migration.fileName) failed: \(error)")
+                }
+                try db.execute(
+                    sql: "INSERT INTO schema_migrations (version, description, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                    [.integer(Int64(migration.version)), .text(migration.description), .text(migration.checksum),
+                     .text(Timestamp.format(milliseconds: Int64(now.timeIntervalSince1970 * 1000)))])
+                return false
+            }
+            if !done { appliedNow.append(migration.version) }
+        }
+        return appliedNow
+    }
+
+    /// Every known migration with its applied time, or nil when pending.
+    public func status(_ db: Connection) throws -> [MigrationStatus] {
+        try db.execute(sql: Self.ledgerSQL)
+        let rows = try applied(db)
+        return migrations.map {
+            MigrationStatus(version: $0.version, description: $0.description, checksum: $0.checksum,
+                            appliedAt: rows[$0.version]?.appliedAt)
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+@testable import LandmarkCatalog
+import Testing
+
+@Suite("Migrations")
+struct MigrationTests {
+    @Test("the embedded migrations are exactly the files in Migrations/")
+    func embeddedMatchFiles() throws {
+        let dir = Support.root.appending(path: "Migrations")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".sql") }.sorted()
+        let embedded = try Migration.embedded()
+        #expect(embedded.map(\.fileName) == names)
+        for m in embedded {
+            #expect(m.sql == (try String(contentsOf: dir.appending(path: m.fileName), encoding: .utf8)))
+        }
+        #expect(embedded.map(\.version) == Array(1...embedded.count))
+    }
+
+    @Test("opening applies every migration once, with a ledger row each")
+    func ledger() throws {
+        let db = Support.temporaryDatabase()
+        _ = try CatalogStore.open(path: db)
+        let store = try CatalogStore.open(path: db)  // idempotent
+        let status = try store.migrationStatus()
+        #expect(status.count == (try Migration.embedded()).count)
+        #expect(status.allSatisfy { $0.appliedAt != nil })
+        #expect(try store.connection.scalarInt(sql: "SELECT count(*) FROM schema_migrations") == Int64(status.count))
+        #expect(try store.connection.scalarText(sql: "PRAGMA journal_mode") == "wal")
+        #expect(try store.connection.scalarInt(sql: "PRAGMA foreign_keys") == 1)
+    }
+
+    @Test("a changed applied migration is refused (73)")
+    func changedChecksum() throws {
+        let db = Support.temporaryDatabase()
+        _ = try CatalogStore.open(path: db)
+        var edited = try Migration.embedded()
+        edited[0].sql += "\n-- edited\n"
+        #expect {
+            _ = try CatalogStore.open(path: db, migrations: edited)
+        } throws: { error in
+            guard let e = error as? CatalogError else { return false }
+            return e.exitStatus == 73 && e.message.contains("0001_create_landmarks.sql was changed after it was applied")
+        }
+    }
+
+    @Test("a database newer than the binary is refused (73)")
+    func newerDatabase() throws {
+        let db = Support.temporaryDatabase()
+        _ = try CatalogStore.open(path: db)
+        let c = try Connection(path: db)
+        try c.execute(sql: "INSERT INTO schema_migrations VALUES (9999, 'future', '00', '2030-01-01T00:00:00.000Z')")
+        #expect {
+            _ = try CatalogStore.open(path: db)
+        } throws: { error in
+            (error as? CatalogError)?.message.contains("migration 9999 applied, which this catalog binary does not know") == true
+        }
+    }
+
+    @Test("badly named migration files are errors, never skipped", arguments: [
+        "1_create.sql", "0001-create.sql", "0001_Create.sql", "0001_.sql", "0001_create.txt", "abcd_create.sql",
+    ])
+    func badNames(_ name: String) {
+        #expect(throws: CatalogError.self) { try Migration(fileName: name, sql: "SELECT 1;") }
+    }
+
+    @Test("two migrations with one version are refused")
+    func duplicateVersions() throws {
+        let a = try Migration(fileName: "0001_a.sql", sql: "SELECT 1;")
+        let b = try Migration(fileName: "0001_b.sql", sql: "SELECT 2;")
+        #expect(throws: CatalogError.self) { try Migrator(migrations: [a, b]) }
+    }
+
+    @Test("a failing migration names its file and rolls back with its ledger row")
+    func failingMigration() throws {
+        let db = Support.temporaryDatabase()
+        let good = try Migration(fileName: "0001_good.sql", sql: "CREATE TABLE t (x INTEGER);")
+        let bad = try Migration(fileName: "0002_bad.sql", sql: "CREATE TABLE u (y INTEGER);\nINSERT INTO nowhere VALUES (1);")
+        let c = try Connection(path: db)
+        #expect {
+            try Migrator(migrations: [good, bad]).migrate(c)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("0002_bad.sql") && text.contains("no such table: nowhere") && text.contains("INSERT INTO nowhere")
+        }
+        #expect(try c.scalarInt(sql: "SELECT count(*) FROM schema_migrations") == 1)
+        #expect(try c.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE name = 'u'") == 0)
+    }
+
+    @Test("a file that is not a database is refused at open (73)")
+    func notADatabase() throws {
+        let dir = Support.temporaryDirectory()
+        let path = dir.appending(path: "junk.sqlite").path
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
+        let result = runCLI(["featured"], db: path)
+        #expect(result.status == 73)
+        #expect(result.stderr.contains("junk.sqlite"))
+    }
+
+    @Test("migrate --status lists versions, checksums and applied times")
+    func statusCommand() throws {
+        let db = Support.temporaryDatabase()
+        let result = runCLI(["migrate", "--status"], db: db)
+        #expect(result.status == 0)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("VERSION  DESCRIPTION") == true)
+        #expect(lines.dropFirst().first?.hasPrefix("0001     create_landmarks") == true)
+        #expect(!result.stdout.contains("pending"))
+    }
+}

@@ -1,0 +1,98 @@
+import CatalogCLI
+import Foundation
+@testable import LandmarkCatalog
+import Testing
+
+/// Paths, temporary databases and an in-process CLI runner shared by the suites.
+enum Support {
+    /// The package root (three levels above this file).
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    /// Our own small fixtures.
+    static func fixture(_ name: String) -> String { root.appending(path: "Tests/Fixtures/\(name)").path }
+    /// `../shared/fixtures/landmarks` (present in CI, maybe not on a fresh clone).
+    static let sharedLandmarks = root.deletingLastPathComponent().appending(path: "shared/fixtures/landmarks")
+    static var hasSharedLandmarks: Bool { FileManager.default.fileExists(atPath: sharedLandmarks.path) }
+    static func shared(_ name: String) -> String { sharedLandmarks.appending(path: name).path }
+
+    /// A fresh temporary directory.
+    static func temporaryDirectory() -> URL {
+        let url = FileManager.default.temporaryDirectory.appending(path: "catalog-tests-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// A fresh database file path in a new temporary directory.
+    static func temporaryDatabase() -> String { temporaryDirectory().appending(path: "catalog.sqlite").path }
+
+    /// The built `catalog` executable beside the test bundle.
+    static var catalogBinary: URL {
+        let candidates = [
+            Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "catalog"),
+            root.appending(path: ".build/debug/catalog"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[1]
+    }
+}
+
+/// What one in-process CLI run printed and returned.
+struct CLIResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs `catalog ARGS` in-process against `db`.
+func runCLI(_ arguments: [String], db: String? = nil, stdinFD: Int32 = 0, clock: any WallClock = SystemClock(),
+            environment: [String: String] = [:]) -> CLIResult {
+    let out = MemorySink(), err = MemorySink()
+    let context = CLIContext(stdout: out, stderr: err, stdinFD: stdinFD, environment: environment, wallClock: clock)
+    let status = CatalogCLI.run((db.map { ["--db", $0] } ?? []) + arguments, context: context)
+    return CLIResult(status: status, stdout: out.text, stderr: err.text)
+}
+
+/// Runs an executable and captures its output.
+func runProcess(_ executable: URL, _ arguments: [String], in directory: URL? = nil,
+                environment: [String: String]? = nil, stdin: Data? = nil) throws -> CLIResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    if let environment { process.environment = environment }
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try input.fileHandleForWriting.close()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                     stderr: String(decoding: errData, as: UTF8.self))
+}
+
+/// A wall clock tests can set and step, including backwards.
+final class ManualClock: WallClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var now: Int64
+    init(_ now: Int64) { self.now = now }
+    func nowMilliseconds() -> Int64 { lock.withLock { now } }
+    func set(_ value: Int64) { lock.withLock { now = value } }
+    func advance(_ delta: Int64) { lock.withLock { now += delta } }
+}
+
+/// Every landmark row, all columns, in id order: to compare database content before and after.
+func dumpLandmarks(_ path: String) throws -> [[SQLValue]] {
+    let connection = try Connection(path: path)
+    let s = try connection.makeStatement(sql: "SELECT * FROM landmarks ORDER BY id")
+    var rows: [[SQLValue]] = []
+    while try s.step() { rows.append((0..<s.columnCount).map { s.value($0) }) }
+    return rows
+}
+
+/// Ids of the featured landmarks as the CLI reports them.
+func featuredIDs(_ db: String) throws -> [Int64] {
+    try CatalogStore.open(path: db).featuredIDs()
+}
