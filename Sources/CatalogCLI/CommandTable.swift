@@ -12,6 +12,13 @@ struct OptionSpec {
     /// May be given more than once.
     var repeatable = false
 
+    /// A copy with other help text.
+    func with(help: String) -> OptionSpec {
+        var copy = self
+        copy.help = help
+        return copy
+    }
+
     static func flag(_ name: String, _ help: String) -> OptionSpec { OptionSpec(name: name, valueName: nil, help: help) }
     static func value(_ name: String, _ valueName: String, _ help: String, repeatable: Bool = false) -> OptionSpec {
         OptionSpec(name: name, valueName: valueName, help: help, repeatable: repeatable)

@@ -8,33 +8,48 @@ extension CatalogCLI {
             discussion: "--json prints an array in the shape of landmarkData.json (Apple's Landmark decodes it; missing strings are \"\"), keys sorted, kept unknown keys included.",
             options: [
                 .flag("--json", "Print JSON instead of a table."),
+                userOption.with(help: "Also show this user's current page: with --json, {user, currentPage, pageCount, landmarks}."),
             ],
             run: runFeatured)
     }
 
     static func runFeatured(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
         let store = try openStore(parsed, context)
+        var current: Int?
+        if let user = parsed.value("--user") {
+            current = try store.position(user: user)?.currentPage
+        }
         if parsed.has("--json") {
             var w = JSONWriter(reservingCapacity: 1 << 16)
+            if let user = parsed.value("--user") {
+                w.raw("{"); w.key("currentPage"); w.int(current.map(Int64.init))
+                w.raw(","); w.key("landmarks")
+            }
             w.byte(0x5B)
-            var first = true
+            var count = 0
             try store.forEachFeaturedLandmark { landmark in
-                if !first { w.byte(0x2C) }
-                first = false
+                if count > 0 { w.byte(0x2C) }
+                count += 1
                 landmark.writeJSON(to: &w)
                 if w.bytes.count >= 1 << 16 {
                     context.stdout.write(w.bytes)
                     w.bytes.removeAll(keepingCapacity: true)
                 }
             }
-            w.raw("]\n")
+            w.byte(0x5D)
+            if let user = parsed.value("--user") {
+                w.raw(","); w.key("pageCount"); w.int(Int64(count))
+                w.raw(","); w.key("user"); w.string(try UserID.normalize(user)); w.raw("}")
+            }
+            w.byte(0x0A)
             context.stdout.write(w.bytes)
             return 0
         }
         var rows: [[String]] = [["PAGE", "ID", "NAME", "CATEGORY", "PARK", "STATE"]]
         var page = 0
         try store.forEachFeaturedLandmark { l in
-            rows.append([String(page), String(l.id), l.name, l.category ?? "", l.park ?? "", l.state ?? ""])
+            let marker = page == current ? "> " : (parsed.value("--user") != nil ? "  " : "")
+            rows.append([marker + String(page), String(l.id), l.name, l.category ?? "", l.park ?? "", l.state ?? ""])
             page += 1
         }
         if rows.count == 1 {

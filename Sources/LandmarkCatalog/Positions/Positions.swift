@@ -1,0 +1,170 @@
+import Foundation
+
+/// A user's place in the featured carousel, resolved against the featured set as it is now (SPEC §5).
+public struct CarouselPosition: Sendable, Equatable {
+    /// The user id (NFC-normalised).
+    public var user: String
+    /// The 0-based page now: the index of the stored landmark among the featured ones; if it is no longer
+    /// featured, the stored page clamped into `0..<pageCount`; nil when nothing is featured.
+    public var currentPage: Int?
+    /// How many featured landmarks there are (pages in the carousel).
+    public var pageCount: Int
+    /// The landmark on `currentPage`, nil when nothing is featured.
+    public var landmarkID: Int64?
+    /// The page and landmark as written.
+    public var storedPage: Int
+    public var storedLandmarkID: Int64?
+    /// The last-writer-wins stamp of the write.
+    public var stamp: HLCStamp
+}
+
+/// What `position set` points at.
+public enum PositionTarget: Sendable, Equatable {
+    /// A 0-based page of the carousel.
+    case page(Int)
+    /// A featured landmark's id.
+    case landmark(Int64)
+}
+
+/// User ids: non-empty, at most 256 bytes of UTF-8, no control characters, compared after Unicode
+/// normalisation form C (UAX #15), so the same name typed in NFD or NFC addresses one row.
+public enum UserID {
+    /// The NFC form of `raw`.
+    /// - Throws: `CatalogError.usage` (64) for an empty, over-long or control-character id.
+    public static func normalize(_ raw: String) throws -> String {
+        let nfc = raw.precomposedStringWithCanonicalMapping
+        guard !nfc.isEmpty else { throw CatalogError(.usage, "user id must not be empty") }
+        guard nfc.utf8.count <= 256 else {
+            throw CatalogError(.usage, "user id is \(nfc.utf8.count) bytes of UTF-8; at most 256 are allowed")
+        }
+        if let bad = nfc.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+            throw CatalogError(.usage, "user id contains the control character U+\(String(bad.value, radix: 16, uppercase: true))")
+        }
+        return nfc
+    }
+}
+
+extension CatalogStore {
+    static let positionColumns = "user_id, page, landmark_id, updated_ms, counter, node"
+
+    /// Stores where `user` is, stamped with a fresh HLC stamp, in one transaction.
+    ///
+    /// - Parameters:
+    ///   - user: the user id (validated and NFC-normalised).
+    ///   - target: a page in `0..<pageCount`, or a featured landmark.
+    /// - Returns: the stored position, resolved.
+    /// - Throws: `CatalogError.usage` (64) for a bad user id, a page out of range, a landmark that is not
+    ///   featured, or an empty carousel; nothing is stored then.
+    @discardableResult
+    public func setPosition(user: String, to target: PositionTarget) throws -> CarouselPosition {
+        let user = try UserID.normalize(user)
+        return try write {
+            let featured = try featuredIDsInTransaction()
+            let page: Int
+            switch target {
+            case .page(let p):
+                guard !featured.isEmpty else {
+                    throw CatalogError(.usage, "no landmarks are featured, so there is no page \(p)", hint: "import a file with featured landmarks first")
+                }
+                guard p >= 0, p < featured.count else {
+                    throw CatalogError(.usage, "page \(p) is out of range: the carousel has \(featured.count) pages (0…\(featured.count - 1))")
+                }
+                page = p
+            case .landmark(let id):
+                guard let index = featured.firstIndex(of: id) else {
+                    throw CatalogError(.usage, "landmark \(id) is not featured, so it is on no page",
+                                       hint: featured.isEmpty ? "no landmarks are featured" : "featured: \(featured.map(String.init).joined(separator: ", "))")
+                }
+                page = index
+            }
+            let stamp = try localStamp()
+            try connection.execute(sql: """
+                INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted)
+                VALUES (?, ?, ?, ?, ?, ?, 0)
+                ON CONFLICT (user_id) DO UPDATE SET page = excluded.page, landmark_id = excluded.landmark_id,
+                    updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = 0
+                """, [.text(user), .integer(Int64(page)), .integer(featured[page]), .integer(stamp.wallMilliseconds),
+                      .integer(stamp.counter), .text(stamp.node)])
+            return Self.resolve(user: user, page: page, landmarkID: featured[page], stamp: stamp, featured: featured)
+        }
+    }
+
+    /// Writes a tombstone for `user`'s position (a deletion that takes part in last-writer-wins).
+    /// - Throws: `CatalogError.usage` for a bad user id.
+    public func clearPosition(user: String) throws {
+        let user = try UserID.normalize(user)
+        try write {
+            let stamp = try localStamp()
+            try connection.execute(sql: """
+                INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted)
+                VALUES (?, 0, NULL, ?, ?, ?, 1)
+                ON CONFLICT (user_id) DO UPDATE SET updated_ms = excluded.updated_ms, counter = excluded.counter,
+                    node = excluded.node, deleted = 1
+                """, [.text(user), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)])
+        }
+    }
+
+    /// `user`'s position resolved against today's featured set, or nil when there is none (never set, or cleared).
+    public func position(user: String) throws -> CarouselPosition? {
+        let user = try UserID.normalize(user)
+        return try read {
+            let featured = try featuredIDsInTransaction()
+            let s = try connection.cachedStatement(sql: "SELECT \(Self.positionColumns) FROM positions WHERE user_id = ? AND deleted = 0")
+            defer { s.reset() }
+            try s.bind(user, at: 1)
+            guard try s.step() else { return nil }
+            return Self.resolvePosition(s, featured: featured)
+        }
+    }
+
+    /// Every live position, resolved, ordered by user id (byte order).
+    public func positions() throws -> [CarouselPosition] {
+        try read {
+            let featured = try featuredIDsInTransaction()
+            let s = try connection.cachedStatement(sql: "SELECT \(Self.positionColumns) FROM positions WHERE deleted = 0 ORDER BY user_id")
+            defer { s.reset() }
+            let pages = Dictionary(uniqueKeysWithValues: featured.enumerated().map { ($1, $0) })
+            var result: [CarouselPosition] = []
+            while try s.step() { result.append(Self.resolvePosition(s, featured: featured, pageOf: { pages[$0] })) }
+            return result
+        }
+    }
+
+    /// Whether a tombstone is stored for `user` (for tests and status).
+    public func hasTombstone(user: String) throws -> Bool {
+        let user = try UserID.normalize(user)
+        return try read {
+            try connection.scalarInt(sql: "SELECT count(*) FROM positions WHERE user_id = ? AND deleted = 1", [.text(user)]) == 1
+        }
+    }
+
+    func featuredIDsInTransaction() throws -> [Int64] {
+        let s = try connection.cachedStatement(sql: "SELECT id FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id")
+        defer { s.reset() }
+        var ids: [Int64] = []
+        while try s.step() { ids.append(s.int(0)) }
+        return ids
+    }
+
+    static func resolvePosition(_ s: Statement, featured: [Int64], pageOf: ((Int64) -> Int?)? = nil) -> CarouselPosition {
+        resolve(user: s.text(0) ?? "", page: Int(s.int(1)), landmarkID: s.optionalInt(2),
+                stamp: HLCStamp(wallMilliseconds: s.int(3), counter: s.int(4), node: s.text(5) ?? ""), featured: featured,
+                pageOf: pageOf)
+    }
+
+    /// SPEC §5: follow the landmark; if it is no longer featured, clamp the page; nothing featured → nil.
+    static func resolve(user: String, page: Int, landmarkID: Int64?, stamp: HLCStamp, featured: [Int64],
+                        pageOf: ((Int64) -> Int?)? = nil) -> CarouselPosition {
+        var current: Int?
+        if featured.isEmpty {
+            current = nil
+        } else if let landmarkID, let index = pageOf.map({ $0(landmarkID) }) ?? featured.firstIndex(of: landmarkID) {
+            current = index
+        } else {
+            current = min(max(page, 0), featured.count - 1)
+        }
+        return CarouselPosition(user: user, currentPage: current, pageCount: featured.count,
+                                landmarkID: current.map { featured[$0] }, storedPage: page, storedLandmarkID: landmarkID,
+                                stamp: stamp)
+    }
+}
