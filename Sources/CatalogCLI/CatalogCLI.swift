@@ -5,7 +5,7 @@ import LandmarkCatalog
 /// returns its exit status (SPEC §9). Writes only through `context`, so tests run it in-process.
 public enum CatalogCLI {
     /// The version printed by `--version`.
-    public static let version = "0.1.0"
+    public static let version = CatalogVersion.string
 
     /// Runs one command line.
     /// - Parameters:
@@ -71,7 +71,8 @@ public enum CatalogCLI {
             abstract: "Keep a catalog of landmarks in SQLite and keep many machines' copies of it in agreement.",
             discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
-                importCommand, featuredCommand, positionCommand, positionsCommand, migrateCommand, initCommand,
+                importCommand, featuredCommand, positionCommand, positionsCommand, exportCommand, syncCommand, remoteCommand,
+                statusCommand, migrateCommand, initCommand,
             ])
     }
 

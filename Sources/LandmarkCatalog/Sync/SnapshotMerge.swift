@@ -1,0 +1,357 @@
+import Foundation
+
+/// What merging one or more snapshots did (or, in a dry run, would do).
+public struct MergeCounts: Sendable, Equatable {
+    /// Landmark rows read from snapshots.
+    public var landmarksSeen = 0
+    /// Landmark rows that replaced (or created) the stored row.
+    public var landmarksApplied = 0
+    /// Position rows read.
+    public var positionsSeen = 0
+    /// Position rows that replaced (or created) the stored row.
+    public var positionsApplied = 0
+    /// Rows whose key was not greater than the stored row's (old or repeated deliveries).
+    public var stale = 0
+    /// Rows whose key equalled the stored one with different content: settled by the fixed rule, logged.
+    public var ties = 0
+    /// Rows stamped beyond the allowed drift: kept in quarantine, not applied.
+    public var quarantined = 0
+
+    public init() {}
+
+    static func + (a: MergeCounts, b: MergeCounts) -> MergeCounts {
+        var c = a
+        c.landmarksSeen += b.landmarksSeen
+        c.landmarksApplied += b.landmarksApplied
+        c.positionsSeen += b.positionsSeen
+        c.positionsApplied += b.positionsApplied
+        c.stale += b.stale
+        c.ties += b.ties
+        c.quarantined += b.quarantined
+        return c
+    }
+}
+
+/// Merges one snapshot stream into the database, inside the caller's write transaction, by the rules of
+/// SPEC §7: each row's order key is (`updatedAt` as an instant in ms, `counter`, `node`); a row replaces the
+/// stored one only when its key is strictly greater; on equal keys with different content a tombstone
+/// wins, else the greater content (compared as bytes of its canonical JSON) wins, and the tie is logged.
+/// The result is the per-row maximum of a total order, so merging is commutative, associative and idempotent.
+///
+/// Each position is one guarded upsert (`INSERT … ON CONFLICT DO UPDATE … WHERE`, see
+/// https://sqlite.org/lang_upsert.html).
+struct SnapshotMerger {
+    let store: CatalogStore
+    let source: String
+    /// Rows stamped later than this instant (ms since the epoch, UTC) are quarantined.
+    let quarantineAfter: Int64
+    let diagnostics: (Diagnostic) -> Void
+    var counts = MergeCounts()
+    var errors = 0
+    let maxErrors = 20
+    /// The largest key applied or seen (not quarantined): the clock moves past it.
+    var maxSeen: (wall: Int64, counter: Int64) = (0, 0)
+    var format: String?
+    var version: Int64?
+
+    init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) {
+        self.store = store
+        self.source = source
+        self.quarantineAfter = quarantineAfter
+        self.diagnostics = diagnostics
+    }
+
+    mutating func error(_ message: String, at position: SourcePosition?, index: Int? = nil, id: Int64? = nil, field: String? = nil) {
+        errors += 1
+        guard errors <= maxErrors else { return }
+        diagnostics(Diagnostic(severity: .error, message: message, file: source, position: position, index: index, id: id, field: field))
+    }
+
+    /// Reads and merges the whole snapshot.
+    /// - Throws: `CatalogError` 76 for an unknown format or a newer version, 65 for malformed content
+    ///   (after reporting each error to `diagnostics`); the caller rolls the transaction back.
+    mutating func merge(_ reader: JSONPullReader) throws {
+        do {
+            guard try reader.peekKind() == .object else {
+                error("a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\"", at: reader.position)
+                throw failure()
+            }
+            try reader.beginObject()
+            while let (key, at) = try reader.nextKey() {
+                switch key {
+                case "format":
+                    guard case .string(let s) = try reader.readValue() else { error("format must be a string", at: at, field: "format"); continue }
+                    format = s
+                    try checkEnvelope()
+                case "version":
+                    guard case .number(let n) = try reader.readValue(), let v = n.int64Value else {
+                        error("version must be an integer", at: at, field: "version"); continue
+                    }
+                    version = v
+                    try checkEnvelope()
+                case "landmarks":
+                    try reader.beginArray()
+                    var index = 0
+                    while try reader.nextElement() {
+                        let p = reader.position
+                        try mergeLandmark(try reader.readValue(), index: index, at: p)
+                        index += 1
+                    }
+                case "positions":
+                    try reader.beginArray()
+                    var index = 0
+                    while try reader.nextElement() {
+                        let p = reader.position
+                        try mergePosition(try reader.readValue(), index: index, at: p)
+                        index += 1
+                    }
+                default:
+                    try reader.skipValue()  // node, generatedAt, and keys a later minor revision may add
+                }
+            }
+            try reader.finish()
+        } catch let e as JSONSyntaxError {
+            error(e.message, at: e.position)
+        }
+        try checkEnvelope()
+        if format == nil { error("missing \"format\": \"\(SnapshotFormat.name)\"", at: nil, field: "format") }
+        if version == nil { error("missing \"version\"", at: nil, field: "version") }
+        if errors > 0 { throw failure() }
+    }
+
+    func checkEnvelope() throws {
+        if let format, format != SnapshotFormat.name {
+            throw CatalogError(.incompatible, "unknown snapshot format \(String(reflecting: format)) (expected \"\(SnapshotFormat.name)\"), \(source)")
+        }
+        if let version, version > SnapshotFormat.version {
+            throw CatalogError(.incompatible, "snapshot version \(version) is newer than this catalog reads (\(SnapshotFormat.version)), \(source)",
+                               hint: "upgrade catalog on this machine")
+        }
+    }
+
+    func failure() -> CatalogError {
+        CatalogError(.dataInvalid, "\(source) is not a valid snapshot (\(errors == 1 ? "1 error" : "\(errors) errors")); nothing was merged")
+    }
+
+    // MARK: Stamps
+
+    /// Reads `updatedAt`, `counter`, `node`, `deleted` from a row.
+    mutating func stamp(_ members: [JSONMember], index: Int, at: SourcePosition, kind: String, id: Int64?)
+        -> (stamp: HLCStamp, deleted: Bool)? {
+        var wall: Int64?, counter: Int64 = 0, node: String?, deleted = false
+        let before = errors
+        for m in members {
+            switch m.key {
+            case "updatedAt":
+                if case .string(let s) = m.value, let ms = Timestamp.parse(s) { wall = ms } else {
+                    error("updatedAt must be an RFC 3339 date-time, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).updatedAt")
+                }
+            case "counter":
+                if case .number(let n) = m.value, let c = n.int64Value, c >= 0 { counter = c } else {
+                    error("counter must be a non-negative integer, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).counter")
+                }
+            case "node":
+                if case .string(let s) = m.value, !s.isEmpty, s.utf8.count <= 255 { node = s } else {
+                    error("node must be a non-empty string, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).node")
+                }
+            case "deleted":
+                switch m.value {
+                case .bool(let b): deleted = b
+                case .null: deleted = false
+                default: error("deleted must be true or false", at: m.position, index: index, id: id, field: "\(kind).deleted")
+                }
+            default: break
+            }
+        }
+        if wall == nil && errors == before { error("missing updatedAt", at: at, index: index, id: id, field: "\(kind).updatedAt") }
+        if node == nil && errors == before { error("missing node", at: at, index: index, id: id, field: "\(kind).node") }
+        guard errors == before, let wall, let node else { return nil }
+        return (HLCStamp(wallMilliseconds: wall, counter: counter, node: node), deleted)
+    }
+
+    /// Quarantines a row stamped beyond the drift limit. Returns true when it did.
+    mutating func quarantine(_ stamp: HLCStamp, kind: String, key: String, row: JSONValue) throws -> Bool {
+        guard stamp.wallMilliseconds > quarantineAfter else {
+            if (stamp.wallMilliseconds, stamp.counter) > maxSeen { maxSeen = (stamp.wallMilliseconds, stamp.counter) }
+            return false
+        }
+        counts.quarantined += 1
+        let ahead = Double(stamp.wallMilliseconds - (quarantineAfter)) / 1000
+        try store.connection.execute(sql: """
+            INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
+                  .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(row.serialized()),
+                  .text("stamped \(Timestamp.format(milliseconds: stamp.wallMilliseconds)), beyond the allowed clock drift by \(ahead) s")])
+        diagnostics(Diagnostic(severity: .warning,
+                               message: "quarantined \(kind) \(key): stamped \(Timestamp.format(milliseconds: stamp.wallMilliseconds)), beyond the allowed clock drift; not applied",
+                               file: source, position: nil, index: nil, id: nil, field: nil))
+        return true
+    }
+
+    // MARK: Positions
+
+    mutating func mergePosition(_ value: JSONValue, index: Int, at: SourcePosition) throws {
+        counts.positionsSeen += 1
+        guard case .object(let members) = value else {
+            error("a position must be a JSON object, found \(ImportRun.kindName(value))", at: at, index: index, field: "positions")
+            return
+        }
+        let before = errors
+        var user: String?, page: Int64?, landmark: Int64?
+        for m in members {
+            switch m.key {
+            case "user":
+                if case .string(let s) = m.value {
+                    do { user = try UserID.normalize(s) } catch let e as CatalogError {
+                        error(e.message, at: m.position, index: index, field: "positions.user")
+                    }
+                } else { error("user must be a string, found \(ImportRun.describe(m.value))", at: m.position, index: index, field: "positions.user") }
+            case "page":
+                if case .number(let n) = m.value, let p = n.int64Value, p >= 0 { page = p } else {
+                    error("page must be a non-negative integer, found \(ImportRun.describe(m.value))", at: m.position, index: index, field: "positions.page")
+                }
+            case "landmarkId":
+                switch m.value {
+                case .number(let n) where n.int64Value != nil: landmark = n.int64Value
+                case .null: landmark = nil
+                default: error("landmarkId must be an integer or null, found \(ImportRun.describe(m.value))", at: m.position, index: index, field: "positions.landmarkId")
+                }
+            default: break
+            }
+        }
+        if user == nil && errors == before { error("missing user", at: at, index: index, field: "positions.user") }
+        if page == nil && errors == before { error("missing page", at: at, index: index, field: "positions.page") }
+        guard let (stamp, deleted) = stamp(members, index: index, at: at, kind: "positions", id: nil),
+              errors == before, let user, let page else { return }
+        if try quarantine(stamp, kind: "position", key: user, row: value) { return }
+
+        // Classify first (a point read), so stale re-deliveries cost no write and ties are counted.
+        let select = try store.connection.cachedStatement(sql: """
+            SELECT updated_ms, counter, node, deleted, page, landmark_id FROM positions WHERE user_id = ?
+            """)
+        try select.bind(user, at: 1)
+        if try select.step() {
+            let stored = HLCStamp(wallMilliseconds: select.int(0), counter: select.int(1), node: select.text(2) ?? "")
+            let storedContent = (select.int(3), select.int(4), select.optionalInt(5) ?? Int64.min)
+            select.reset()
+            if stamp < stored { counts.stale += 1; return }
+            if stamp == stored {
+                let content = (Int64(deleted ? 1 : 0), page, landmark ?? Int64.min)
+                if content == storedContent { counts.stale += 1; return }
+                counts.ties += 1
+                diagnostics(Diagnostic(severity: .warning, message: "tie on position of \(String(reflecting: user)) at \(stamp): equal stamps, different content; settled by the fixed rule (tombstone, else greater page, else greater landmark)",
+                                       file: source, position: at, index: index, id: nil, field: nil))
+                if content < storedContent { return }
+            }
+        } else {
+            select.reset()
+        }
+        let upsert = try store.connection.cachedStatement(sql: """
+            INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            ON CONFLICT (user_id) DO UPDATE SET page = excluded.page, landmark_id = excluded.landmark_id,
+                updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = excluded.deleted
+            WHERE (excluded.updated_ms, excluded.counter, excluded.node) > (positions.updated_ms, positions.counter, positions.node)
+               OR ((excluded.updated_ms, excluded.counter, excluded.node) = (positions.updated_ms, positions.counter, positions.node)
+                   AND (excluded.deleted, excluded.page, coalesce(excluded.landmark_id, -9223372036854775808))
+                     > (positions.deleted, positions.page, coalesce(positions.landmark_id, -9223372036854775808)))
+            """)
+        try upsert.bind(user, at: 1)
+        try upsert.bind(page, at: 2)
+        if let landmark { try upsert.bind(landmark, at: 3) } else { try upsert.bind(.null, at: 3) }
+        try upsert.bind(stamp.wallMilliseconds, at: 4)
+        try upsert.bind(stamp.counter, at: 5)
+        try upsert.bind(stamp.node, at: 6)
+        try upsert.bind(Int64(deleted ? 1 : 0), at: 7)
+        try upsert.run()
+        if store.connection.changes > 0 {
+            counts.positionsApplied += 1
+        } else {
+            counts.stale += 1
+        }
+    }
+
+    // MARK: Landmarks
+
+    mutating func mergeLandmark(_ value: JSONValue, index: Int, at: SourcePosition) throws {
+        counts.landmarksSeen += 1
+        guard case .object(let members) = value else {
+            error("a landmark must be a JSON object, found \(ImportRun.kindName(value))", at: at, index: index, field: "landmarks")
+            return
+        }
+        let stampKeys: Set<String> = ["updatedAt", "counter", "node", "deleted"]
+        var validator = ImportRun(store: store, file: source, options: ImportOptions(), diagnostics: { [diagnostics] d in
+            if d.severity == .error { diagnostics(d) }
+        })
+        let record = validator.validate(.object(members.filter { !stampKeys.contains($0.key) }), index: index, position: at)
+        errors += validator.errors
+        guard let record else { return }
+        guard let (stamp, deleted) = stamp(members, index: index, at: at, kind: "landmarks", id: record.id) else { return }
+        if try quarantine(stamp, kind: "landmark", key: String(record.id), row: value) { return }
+
+        // A snapshot row is the whole state: absent optional keys are null.
+        let incoming = ImportRun.merge(record, into: Landmark(id: record.id, name: record.name, latitude: record.latitude, longitude: record.longitude))
+        let select = try store.connection.cachedStatement(sql: """
+            SELECT \(CatalogStore.landmarkColumns), updated_ms, counter, node, deleted FROM landmarks WHERE id = ?
+            """)
+        try select.bind(record.id, at: 1)
+        if try select.step() {
+            let stored = HLCStamp(wallMilliseconds: select.int(13), counter: select.int(14), node: select.text(15) ?? "")
+            let storedDeleted = select.int(16) != 0
+            let old = CatalogStore.landmark(from: select)
+            select.reset()
+            if stamp < stored { counts.stale += 1; return }
+            if stamp == stored {
+                let a = Self.canonical(incoming, deleted: deleted), b = Self.canonical(old, deleted: storedDeleted)
+                if a == b { counts.stale += 1; return }
+                counts.ties += 1
+                diagnostics(Diagnostic(severity: .warning, message: "tie on landmark \(record.id) at \(stamp): equal stamps, different content; settled by the fixed rule (tombstone, else greater content)",
+                                       file: source, position: at, index: index, id: record.id, field: nil))
+                guard a.lexicographicallyPrecedes(b) == false else { return }
+            }
+        } else {
+            select.reset()
+        }
+        let upsert = try store.connection.cachedStatement(sql: """
+            INSERT INTO landmarks (id, name, category, city, state, park, description, image_name, is_featured,
+                                   is_favorite, latitude, longitude, extra, updated_ms, counter, node, deleted)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+            ON CONFLICT (id) DO UPDATE SET
+                name = excluded.name, category = excluded.category, city = excluded.city, state = excluded.state,
+                park = excluded.park, description = excluded.description, image_name = excluded.image_name,
+                is_featured = excluded.is_featured, is_favorite = excluded.is_favorite,
+                latitude = excluded.latitude, longitude = excluded.longitude, extra = excluded.extra,
+                updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = excluded.deleted
+            """)
+        let l = incoming
+        try upsert.bind(l.id, at: 1)
+        try upsert.bind(l.name, at: 2)
+        try upsert.bind(l.category, at: 3)
+        try upsert.bind(l.city, at: 4)
+        try upsert.bind(l.state, at: 5)
+        try upsert.bind(l.park, at: 6)
+        try upsert.bind(l.description, at: 7)
+        try upsert.bind(l.imageName, at: 8)
+        try upsert.bind(Int64(l.isFeatured ? 1 : 0), at: 9)
+        try upsert.bind(Int64(l.isFavorite ? 1 : 0), at: 10)
+        try upsert.bind(l.latitude, at: 11)
+        try upsert.bind(l.longitude, at: 12)
+        try upsert.bind(l.extraJSON, at: 13)
+        try upsert.bind(stamp.wallMilliseconds, at: 14)
+        try upsert.bind(stamp.counter, at: 15)
+        try upsert.bind(stamp.node, at: 16)
+        try upsert.bind(Int64(deleted ? 1 : 0), at: 17)
+        try upsert.run()
+        counts.landmarksApplied += 1
+    }
+
+    /// The bytes that order equal-stamped contents: the deletion flag first (a tombstone wins), then
+    /// the landmark's canonical JSON (sorted keys, nulls kept).
+    static func canonical(_ l: Landmark, deleted: Bool) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 512)
+        w.byte(deleted ? 0x31 : 0x30)
+        l.writeJSON(to: &w, nullStrings: .null)
+        return w.bytes
+    }
+}

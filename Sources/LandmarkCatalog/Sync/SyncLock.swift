@@ -1,0 +1,42 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One sync at a time per database: an exclusive `flock(2)` on `<database>.sync-lock`. The kernel drops
+/// the lock when the process exits or dies (even by SIGKILL), so a stale lock never blocks the next run.
+/// The file holds the holder's pid, host and start time, for the message a second run prints.
+final class SyncLock {
+    private let fd: Int32
+
+    /// - Throws: `CatalogError.tempFail` (75) at once when another process holds the lock, naming it;
+    ///   `CatalogError.cantCreate` (73) when the lock file cannot be opened.
+    init(databasePath: String, now: Int64) throws {
+        let path = databasePath + ".sync-lock"
+        fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw CatalogError(.cantCreate, "cannot open the sync lock \(path): \(String(cString: strerror(errno)))")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let reason = errno
+            var buffer = [UInt8](repeating: 0, count: 512)
+            let n = pread(fd, &buffer, buffer.count, 0)
+            close(fd)
+            let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingWhitespace() : "another process"
+            guard reason == EWOULDBLOCK else {
+                throw CatalogError(.cantCreate, "cannot lock \(path): \(String(cString: strerror(reason)))")
+            }
+            throw CatalogError(.tempFail, "another sync is running on this database (\(holder)), \(path)",
+                               hint: "it exits 75 so cron retries at the next run; nothing was changed")
+        }
+        let holder = "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\n"
+        ftruncate(fd, 0)
+        _ = holder.withCString { pwrite(fd, $0, strlen($0), 0) }
+    }
+
+    deinit {
+        ftruncate(fd, 0)
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}
