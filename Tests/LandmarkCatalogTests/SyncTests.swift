@@ -1,0 +1,235 @@
+import Foundation
+@testable import LandmarkCatalog
+import Testing
+
+/// A snapshot document built by hand.
+func snapshot(node: String = "n-test", landmarks: [String] = [], positions: [String] = [], version: Int = 1,
+              format: String = "landmark-catalog-snapshot") -> String {
+    """
+    {"format": "\(format)", "version": \(version), "node": "\(node)", "generatedAt": "2026-11-30T01:02:03.456Z",
+     "landmarks": [\(landmarks.joined(separator: ",\n"))],
+     "positions": [\(positions.joined(separator: ",\n"))]}
+    """
+}
+
+func positionRow(_ user: String, page: Int, landmark: Int? = nil, at: String, counter: Int = 0, node: String = "n-test",
+                 deleted: Bool = false) -> String {
+    #"{"user": "\#(user)", "page": \#(page), "landmarkId": \#(landmark.map(String.init) ?? "null"), "updatedAt": "\#(at)", "counter": \#(counter), "node": "\#(node)", "deleted": \#(deleted)}"#
+}
+
+func landmarkRow(_ id: Int, name: String, featured: Bool = true, at: String, counter: Int = 0, node: String = "n-test",
+                 deleted: Bool = false) -> String {
+    #"{"id": \#(id), "name": "\#(name)", "category": "Lakes", "city": null, "state": "Alaska", "park": null, "description": null, "imageName": "x", "isFeatured": \#(featured), "isFavorite": false, "coordinates": {"latitude": 61.2, "longitude": -149.9}, "updatedAt": "\#(at)", "counter": \#(counter), "node": "\#(node)", "deleted": \#(deleted)}"#
+}
+
+/// Writes `text` to a new temporary file and returns its path.
+func writeTemporary(_ text: String, name: String = "snapshot.json") throws -> String {
+    let url = Support.temporaryDirectory().appending(path: name)
+    try text.write(to: url, atomically: true, encoding: .utf8)
+    return url.path
+}
+
+/// 2026-11-30T00:00:00Z in ms; the tests' "now".
+let testNow: Int64 = 1_795_996_800_000
+
+@Suite("Sync: merge rules")
+struct MergeRuleTests {
+    func store() throws -> (CatalogStore, String) {
+        let path = Support.temporaryDatabase()
+        return (try CatalogStore.open(path: path, wallClock: ManualClock(testNow)), path)
+    }
+
+    @Test("equal instant and counter: the greater node wins, in either delivery order")
+    func nodeBreaksTies() throws {
+        let a = try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T10:00:00.000Z", counter: 4, node: "n-a")]))
+        let b = try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-11-29T10:00:00.000Z", counter: 4, node: "n-b")]))
+        for order in [[a, b], [b, a], [a, b, a, b]] {
+            let (s, _) = try store()
+            for source in order { _ = try s.sync(sources: [source]) }
+            let row = try s.connection.scalarText(sql: "SELECT node || ':' || page FROM positions WHERE user_id = 'u'")
+            #expect(row == "n-b:2", "order \(order)")
+        }
+    }
+
+    @Test("equal keys, different content: the tombstone wins and the tie is counted, in either order")
+    func trueTie() throws {
+        let live = try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T10:00:00.000Z", node: "n-a")]))
+        let dead = try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T10:00:00.000Z", node: "n-a", deleted: true)]))
+        for order in [[live, dead], [dead, live]] {
+            let (s, _) = try store()
+            var ties = 0
+            for source in order { ties += try s.sync(sources: [source]).counts.ties }
+            #expect(ties == 1)
+            #expect(try s.hasTombstone(user: "u"))
+        }
+        // Landmarks too: equal stamps, different names → the greater canonical content, whatever the order.
+        let x = try writeTemporary(snapshot(landmarks: [landmarkRow(5, name: "Alpha", at: "2026-11-29T10:00:00.000Z")]))
+        let y = try writeTemporary(snapshot(landmarks: [landmarkRow(5, name: "Beta", at: "2026-11-29T10:00:00.000Z")]))
+        var names: Set<String> = []
+        for order in [[x, y], [y, x]] {
+            let (s, _) = try store()
+            for source in order { _ = try s.sync(sources: [source]) }
+            names.insert(try #require(try s.landmark(id: 5)).name)
+        }
+        #expect(names == ["Beta"])
+    }
+
+    @Test("offsets other than Z are compared as instants, not as text")
+    func mixedOffsets() throws {
+        let (s, _) = try store()
+        // 01:30Z is later than 02:00+01:00 (= 01:00Z), though "02:00" sorts after "01:30" as text.
+        _ = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:30:00.000Z")]))])
+        let r = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-11-29T02:00:00.000+01:00")]))])
+        #expect(r.counts.stale == 1)
+        #expect(try s.connection.scalarInt(sql: "SELECT page FROM positions") == 1)
+        // The same instant written with another offset and the same counter/node is a duplicate, not a change.
+        let same = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T03:30:00.000+02:00")]))])
+        #expect(same.counts.stale == 1)
+        #expect(same.counts.positionsApplied == 0)
+        #expect(try s.connection.scalarInt(sql: "SELECT updated_ms FROM positions") == Timestamp.parse("2026-11-29T01:30:00Z"))
+    }
+
+    @Test("a stamp a day ahead is quarantined, reported, and does not win")
+    func skewedClock() throws {
+        let (s, path) = try store()
+        _ = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T23:00:00.000Z")]))])
+        var warnings: [String] = []
+        let r = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-12-01T00:00:00.000Z")]))]) {
+            warnings.append($0.description)
+        }
+        #expect(r.counts.quarantined == 1)
+        #expect(r.counts.positionsApplied == 0)
+        #expect(warnings.contains { $0.contains("quarantined position u") })
+        #expect(try s.connection.scalarInt(sql: "SELECT page FROM positions") == 1)
+        #expect(try s.status().quarantined == 1)
+        // The clock did not jump to the skewed stamp: a local write now is stamped near now.
+        let local = try s.write { try s.localStamp() }
+        #expect(local.wallMilliseconds < Timestamp.parse("2026-11-30T01:00:00Z")!)
+        // And the status command shows it.
+        #expect(runCLI(["status"], db: path).stdout.contains("quarantine:  1 rows"))
+    }
+
+    @Test("a tombstone beats an older update delivered after it; an old snapshot never resurrects")
+    func noResurrection() throws {
+        let (s, _) = try store()
+        let old = try writeTemporary(snapshot(
+            landmarks: [landmarkRow(7, name: "Seven", at: "2026-11-29T01:00:00.000Z")],
+            positions: [positionRow("u", page: 0, landmark: 7, at: "2026-11-29T01:00:00.000Z")]))
+        let newer = try writeTemporary(snapshot(
+            landmarks: [landmarkRow(7, name: "Seven", at: "2026-11-29T02:00:00.000Z", deleted: true)],
+            positions: [positionRow("u", page: 0, landmark: 7, at: "2026-11-29T02:00:00.000Z", deleted: true)]))
+        _ = try s.sync(sources: [newer])
+        let r = try s.sync(sources: [old])
+        #expect(r.counts.stale == 2)
+        #expect(try s.landmark(id: 7) == nil)
+        #expect(try s.position(user: "u") == nil)
+        #expect(try s.hasTombstone(user: "u"))
+    }
+
+    @Test("a later local write wins over everything merged before it (the clock moved past merged stamps)")
+    func clockMovesPastMerged() throws {
+        let path = Support.temporaryDatabase()
+        let clock = ManualClock(testNow)
+        let s = try CatalogStore.open(path: path, wallClock: clock)
+        _ = try s.sync(sources: [try writeTemporary(snapshot(
+            landmarks: [landmarkRow(1, name: "One", at: "2026-11-30T00:04:00.000Z"), landmarkRow(2, name: "Two", at: "2026-11-30T00:04:00.000Z")],
+            positions: [positionRow("u", page: 0, landmark: 1, at: "2026-11-30T00:04:00.000Z", counter: 9, node: "zz")]))])
+        let local = try s.setPosition(user: "u", to: .page(1))
+        #expect(local.stamp.wallMilliseconds == Timestamp.parse("2026-11-30T00:04:00Z"))
+        #expect(local.stamp.counter == 11)
+    }
+
+    @Test("a position may name a landmark this database does not have yet; it resolves when read")
+    func positionBeforeLandmark() throws {
+        let (s, _) = try store()
+        _ = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, landmark: 9, at: "2026-11-29T01:00:00.000Z")]))])
+        #expect(try s.position(user: "u")?.currentPage == nil)
+        _ = try s.sync(sources: [try writeTemporary(snapshot(landmarks: [
+            landmarkRow(8, name: "Eight", at: "2026-11-29T01:00:00.000Z"), landmarkRow(9, name: "Nine", at: "2026-11-29T01:00:00.000Z"),
+        ]))])
+        #expect(try s.position(user: "u")?.currentPage == 1)
+        #expect(try s.position(user: "u")?.landmarkID == 9)
+    }
+
+    struct BadSnapshot: Sendable, CustomTestStringConvertible {
+        var name: String
+        var text: String
+        var status: Int32
+        var mentions: String
+        var testDescription: String { name }
+    }
+
+    @Test("bad snapshots: 65 or 76, a message naming where, and nothing merged from any source", arguments: [
+        BadSnapshot(name: "truncated", text: String(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:00:00Z")]).dropLast(20)), status: 65, mentions: "snapshot.json:"),
+        BadSnapshot(name: "format", text: snapshot(format: "something-else"), status: 76, mentions: "unknown snapshot format \"something-else\""),
+        BadSnapshot(name: "version", text: snapshot(version: 2), status: 76, mentions: "snapshot version 2 is newer"),
+        BadSnapshot(name: "bad stamp", text: snapshot(positions: [positionRow("u", page: 1, at: "yesterday")]), status: 65, mentions: "updatedAt must be an RFC 3339 date-time"),
+        BadSnapshot(name: "negative page", text: snapshot(positions: [positionRow("u", page: -1, at: "2026-11-29T01:00:00Z")]), status: 65, mentions: "page must be a non-negative integer"),
+        BadSnapshot(name: "bad landmark", text: snapshot(landmarks: [landmarkRow(1, name: "", at: "2026-11-29T01:00:00Z")]), status: 65, mentions: "name must not be empty"),
+        BadSnapshot(name: "not an object", text: "[]", status: 65, mentions: "a snapshot must be a JSON object"),
+    ])
+    func badSnapshots(_ bad: BadSnapshot) throws {
+        let db = Support.temporaryDatabase()
+        let good = try writeTemporary(snapshot(positions: [positionRow("g", page: 0, at: "2026-11-29T01:00:00Z")]))
+        let badPath = try writeTemporary(bad.text)
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
+        let before = (try dumpLandmarks(db), try dumpPositions(db))
+        let result = runCLI(["sync", good, badPath], db: db)
+        #expect(result.status == bad.status, "\(result.stderr)")
+        #expect(result.stderr.contains(bad.mentions), "\(result.stderr)")
+        #expect(try dumpLandmarks(db) == before.0)
+        #expect(try dumpPositions(db) == before.1)
+        #expect(runCLI(["status", "--json"], db: db).stdout.contains(#""outcome":"failed""#))
+    }
+
+    @Test("--dry-run reports and changes nothing; --publish writes the merged state atomically")
+    func dryRunAndPublish() throws {
+        let db = Support.temporaryDatabase()
+        let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
+        let dry = runCLI(["sync", "--dry-run", source], db: db)
+        #expect(dry.stdout.hasPrefix("dry run, nothing written: 1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 positions applied"), "\(dry.stdout)")
+        #expect(try dumpPositions(db).isEmpty)
+        let out = Support.temporaryDirectory().appending(path: "published.json").path
+        let real = runCLI(["sync", "--quiet", "--publish", out, source], db: db)
+        #expect(real.status == 0)
+        #expect(real.stdout == "")
+        #expect(real.stderr == "")
+        let published = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(published.hasPrefix(#"{"format":"landmark-catalog-snapshot","version":1,"#))
+        #expect(published.contains(#""user":"u""#))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: (out as NSString).deletingLastPathComponent)
+        #expect(leftovers == ["published.json"])
+    }
+
+    @Test("export then sync into an empty database reproduces every row, stamps included")
+    func roundTrip() throws {
+        let a = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.fixture("unknown-keys-crlf.json")], db: a).status == 0)
+        #expect(runCLI(["position", "set", "--user", "Zoé", "--page", "1"], db: a).status == 0)
+        #expect(runCLI(["position", "set", "--user", "x", "--page", "0"], db: a).status == 0)
+        #expect(runCLI(["position", "clear", "--user", "x"], db: a).status == 0)
+        let file = Support.temporaryDirectory().appending(path: "a.json").path
+        #expect(runCLI(["export", "--output", file], db: a).status == 0)
+        let b = Support.temporaryDatabase()
+        let r = runCLI(["sync", file], db: b)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try dumpLandmarks(b) == dumpLandmarks(a))
+        #expect(try dumpPositions(b) == dumpPositions(a))
+    }
+
+    @Test("saved remotes: add, list, remove; sync with no SOURCE uses them")
+    func remotes() throws {
+        let db = Support.temporaryDatabase()
+        let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
+        #expect(runCLI(["sync"], db: db).status == 64)
+        #expect(runCLI(["remote", "add", "peer", source], db: db).status == 0)
+        #expect(runCLI(["remote", "add", "peer", source], db: db).status == 64)
+        #expect(runCLI(["remote", "add", "bad name", source], db: db).status == 64)
+        #expect(runCLI(["remote", "add", "rel", "relative/path.json"], db: db).status == 64)
+        #expect(runCLI(["remote", "list"], db: db).stdout == "NAME  URL\npeer  \(source)\n")
+        #expect(runCLI(["sync", "--quiet"], db: db).status == 0)
+        #expect(try dumpPositions(db).count == 1)
+        #expect(runCLI(["remote", "remove", "peer"], db: db).status == 0)
+        #expect(runCLI(["remote", "remove", "peer"], db: db).status == 64)
+    }
+}
