@@ -89,6 +89,13 @@ public struct Migrator {
         ) STRICT
         """
 
+    /// Creates the ledger table when it is missing (a read first, so an existing database takes no write lock).
+    func ensureLedger(_ db: Connection) throws {
+        if try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") == 0 {
+            try db.execute(sql: Self.ledgerSQL)
+        }
+    }
+
     /// The ledger rows, checked against this binary's migrations.
     /// - Throws: `CatalogError` (exit 73) for a newer database or a changed migration.
     func applied(_ db: Connection) throws -> [Int: (checksum: String, appliedAt: String)] {
@@ -119,7 +126,10 @@ public struct Migrator {
     /// - Throws: `CatalogError` for ledger conflicts, `SQLiteError` naming the failing statement.
     @discardableResult
     public func migrate(_ db: Connection, now: Date = Date()) throws -> [Int] {
-        try db.execute(sql: Self.ledgerSQL)
+        try ensureLedger(db)
+        // Up to date: return without taking the write lock, so opening never waits on another writer.
+        let current = try applied(db)
+        if migrations.allSatisfy({ current[$0.version] != nil }) { return [] }
         var appliedNow: [Int] = []
         for migration in migrations {
             // Re-read inside each transaction: another process may be migrating the same file.
@@ -143,7 +153,7 @@ public struct Migrator {
 
     /// Every known migration with its applied time, or nil when pending.
     public func status(_ db: Connection) throws -> [MigrationStatus] {
-        try db.execute(sql: Self.ledgerSQL)
+        try ensureLedger(db)
         let rows = try applied(db)
         return migrations.map {
             MigrationStatus(version: $0.version, description: $0.description, checksum: $0.checksum,
