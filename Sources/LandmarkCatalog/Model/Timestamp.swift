@@ -33,7 +33,11 @@ public enum Timestamp {
     /// Offsets other than `Z` name the same instant: they are applied, never compared as text.
     /// - Returns: nil when the text is not an RFC 3339 date-time.
     public static func parse(_ text: String) -> Int64? {
-        let b = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    static func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> Int64? {
         func digits(_ at: Int, _ n: Int) -> Int64? {
             guard at + n <= b.count else { return nil }
             var v: Int64 = 0

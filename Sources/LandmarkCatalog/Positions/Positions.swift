@@ -32,6 +32,8 @@ public enum UserID {
     /// The NFC form of `raw`.
     /// - Throws: `CatalogError.usage` (64) for an empty, over-long or control-character id.
     public static func normalize(_ raw: String) throws -> String {
+        // Printable ASCII is already NFC and has no control characters: the common case, kept cheap.
+        if !raw.isEmpty, raw.utf8.count <= 256, raw.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return raw }
         let nfc = raw.precomposedStringWithCanonicalMapping
         guard !nfc.isEmpty else { throw CatalogError(.usage, "user id must not be empty") }
         guard nfc.utf8.count <= 256 else {

@@ -100,11 +100,16 @@ struct SnapshotMerger {
                 case "positions":
                     try reader.beginArray()
                     var index = 0
+                    var batch: [PositionRow] = []
+                    batch.reserveCapacity(Self.batchSize)
                     while try reader.nextElement() {
-                        let p = reader.position
-                        try mergePosition(try reader.readValue(), index: index, at: p)
+                        if let row = try readPosition(reader, index: index) { batch.append(row) }
                         index += 1
+                        if batch.count == Self.batchSize {
+                            try applyPositions(&batch)
+                        }
                     }
+                    try applyPositions(&batch)
                 default:
                     try reader.skipValue()  // node, generatedAt, and keys a later minor revision may add
                 }
@@ -170,7 +175,7 @@ struct SnapshotMerger {
     }
 
     /// Quarantines a row stamped beyond the drift limit. Returns true when it did.
-    mutating func quarantine(_ stamp: HLCStamp, kind: String, key: String, row: JSONValue) throws -> Bool {
+    mutating func quarantine(_ stamp: HLCStamp, kind: String, key: String, rowJSON: @autoclosure () -> String) throws -> Bool {
         guard stamp.wallMilliseconds > quarantineAfter else {
             if (stamp.wallMilliseconds, stamp.counter) > maxSeen { maxSeen = (stamp.wallMilliseconds, stamp.counter) }
             return false
@@ -181,7 +186,7 @@ struct SnapshotMerger {
             INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
-                  .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(row.serialized()),
+                  .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(rowJSON()),
                   .text("stamped \(Timestamp.format(milliseconds: stamp.wallMilliseconds)), beyond the allowed clock drift by \(ahead) s")])
         diagnostics(Diagnostic(severity: .warning,
                                message: "quarantined \(kind) \(key): stamped \(Timestamp.format(milliseconds: stamp.wallMilliseconds)), beyond the allowed clock drift; not applied",
@@ -191,62 +196,117 @@ struct SnapshotMerger {
 
     // MARK: Positions
 
-    mutating func mergePosition(_ value: JSONValue, index: Int, at: SourcePosition) throws {
+    /// Rows are applied in batches sorted by user id: B-tree pages are then visited in key order, which
+    /// is what makes a million random-order upserts fast (and the batch bounds memory).
+    static let batchSize = 50_000
+
+    /// One position row of a snapshot, validated.
+    struct PositionRow {
+        var user: String
+        var page: Int64
+        var landmark: Int64?
+        var stamp: HLCStamp
+        var deleted: Bool
+        var index: Int
+        var position: SourcePosition
+
+        /// The row as JSON, for the quarantine table.
+        var json: String {
+            var w = JSONWriter()
+            w.raw("{"); w.key("counter"); w.int(stamp.counter)
+            w.raw(","); w.key("deleted"); w.bool(deleted)
+            w.raw(","); w.key("landmarkId"); w.int(landmark)
+            w.raw(","); w.key("node"); w.string(stamp.node)
+            w.raw(","); w.key("page"); w.int(page)
+            w.raw(","); w.key("updatedAt"); w.string(Timestamp.format(milliseconds: stamp.wallMilliseconds))
+            w.raw(","); w.key("user"); w.string(user); w.raw("}")
+            return String(decoding: w.bytes, as: UTF8.self)
+        }
+    }
+
+    /// Reads one position object field by field (no intermediate tree).
+    mutating func readPosition(_ reader: JSONPullReader, index: Int) throws -> PositionRow? {
         counts.positionsSeen += 1
-        guard case .object(let members) = value else {
+        let at = reader.position
+        guard try reader.peekKind() == .object else {
+            let value = try reader.readValue()
             error("a position must be a JSON object, found \(ImportRun.kindName(value))", at: at, index: index, field: "positions")
-            return
+            return nil
         }
         let before = errors
-        var user: String?, page: Int64?, landmark: Int64?
-        for m in members {
-            switch m.key {
+        var user: String?, page: Int64?, landmark: Int64?, wall: Int64?, counter: Int64 = 0, node: String?, deleted = false
+        try reader.beginObject()
+        while let (key, keyAt) = try reader.nextKey() {
+            let kind = try reader.peekKind()
+            func wrong(_ what: String) throws {
+                let value = try reader.readValue()
+                error("\(key) must be \(what), found \(ImportRun.describe(value))", at: keyAt, index: index, field: "positions.\(key)")
+            }
+            switch key {
             case "user":
-                if case .string(let s) = m.value {
-                    do { user = try UserID.normalize(s) } catch let e as CatalogError {
-                        error(e.message, at: m.position, index: index, field: "positions.user")
-                    }
-                } else { error("user must be a string, found \(ImportRun.describe(m.value))", at: m.position, index: index, field: "positions.user") }
+                guard kind == .string else { try wrong("a string"); continue }
+                do { user = try UserID.normalize(try reader.readString()) } catch let e as CatalogError {
+                    error(e.message, at: keyAt, index: index, field: "positions.user")
+                }
             case "page":
-                if case .number(let n) = m.value, let p = n.int64Value, p >= 0 { page = p } else {
-                    error("page must be a non-negative integer, found \(ImportRun.describe(m.value))", at: m.position, index: index, field: "positions.page")
+                guard kind == .number else { try wrong("a non-negative integer"); continue }
+                let n = try reader.readNumber()
+                if let p = n.int64Value, p >= 0 { page = p } else {
+                    error("page must be a non-negative integer, found the number \(n.literal)", at: keyAt, index: index, field: "positions.page")
                 }
             case "landmarkId":
-                switch m.value {
-                case .number(let n) where n.int64Value != nil: landmark = n.int64Value
-                case .null: landmark = nil
-                default: error("landmarkId must be an integer or null, found \(ImportRun.describe(m.value))", at: m.position, index: index, field: "positions.landmarkId")
+                if kind == .null { try reader.readNull(); landmark = nil; continue }
+                guard kind == .number else { try wrong("an integer or null"); continue }
+                let n = try reader.readNumber()
+                if let v = n.int64Value { landmark = v } else {
+                    error("landmarkId must be an integer or null, found the number \(n.literal)", at: keyAt, index: index, field: "positions.landmarkId")
                 }
-            default: break
+            case "updatedAt":
+                guard kind == .string else { try wrong("an RFC 3339 date-time"); continue }
+                let text = try reader.readString()
+                if let ms = Timestamp.parse(text) { wall = ms } else {
+                    error("updatedAt must be an RFC 3339 date-time, found \(String(reflecting: text))", at: keyAt, index: index, field: "positions.updatedAt")
+                }
+            case "counter":
+                guard kind == .number else { try wrong("a non-negative integer"); continue }
+                let n = try reader.readNumber()
+                if let c = n.int64Value, c >= 0 { counter = c } else {
+                    error("counter must be a non-negative integer, found the number \(n.literal)", at: keyAt, index: index, field: "positions.counter")
+                }
+            case "node":
+                guard kind == .string else { try wrong("a non-empty string"); continue }
+                let text = try reader.readString()
+                if !text.isEmpty, text.utf8.count <= 255 { node = text } else {
+                    error("node must be a non-empty string of at most 255 bytes", at: keyAt, index: index, field: "positions.node")
+                }
+            case "deleted":
+                if kind == .null { try reader.readNull(); continue }
+                guard kind == .bool else { try wrong("true or false"); continue }
+                deleted = try reader.readBool()
+            default:
+                try reader.skipValue()
             }
         }
-        if user == nil && errors == before { error("missing user", at: at, index: index, field: "positions.user") }
-        if page == nil && errors == before { error("missing page", at: at, index: index, field: "positions.page") }
-        guard let (stamp, deleted) = stamp(members, index: index, at: at, kind: "positions", id: nil),
-              errors == before, let user, let page else { return }
-        if try quarantine(stamp, kind: "position", key: user, row: value) { return }
+        if errors == before {
+            if user == nil { error("missing user", at: at, index: index, field: "positions.user") }
+            else if page == nil { error("missing page", at: at, index: index, field: "positions.page") }
+            else if wall == nil { error("missing updatedAt", at: at, index: index, field: "positions.updatedAt") }
+            else if node == nil { error("missing node", at: at, index: index, field: "positions.node") }
+        }
+        guard errors == before, let user, let page, let wall, let node else { return nil }
+        return PositionRow(user: user, page: page, landmark: landmark,
+                           stamp: HLCStamp(wallMilliseconds: wall, counter: counter, node: node),
+                           deleted: deleted, index: index, position: at)
+    }
 
-        // Classify first (a point read), so stale re-deliveries cost no write and ties are counted.
+    /// Applies a batch in user-id order, then empties it. Skipped once errors were found (the run fails).
+    mutating func applyPositions(_ batch: inout [PositionRow]) throws {
+        defer { batch.removeAll(keepingCapacity: true) }
+        guard errors == 0, !batch.isEmpty else { return }
+        batch.sort { $0.user.utf8.lexicographicallyPrecedes($1.user.utf8) }
         let select = try store.connection.cachedStatement(sql: """
             SELECT updated_ms, counter, node, deleted, page, landmark_id FROM positions WHERE user_id = ?
             """)
-        try select.bind(user, at: 1)
-        if try select.step() {
-            let stored = HLCStamp(wallMilliseconds: select.int(0), counter: select.int(1), node: select.text(2) ?? "")
-            let storedContent = (select.int(3), select.int(4), select.optionalInt(5) ?? Int64.min)
-            select.reset()
-            if stamp < stored { counts.stale += 1; return }
-            if stamp == stored {
-                let content = (Int64(deleted ? 1 : 0), page, landmark ?? Int64.min)
-                if content == storedContent { counts.stale += 1; return }
-                counts.ties += 1
-                diagnostics(Diagnostic(severity: .warning, message: "tie on position of \(String(reflecting: user)) at \(stamp): equal stamps, different content; settled by the fixed rule (tombstone, else greater page, else greater landmark)",
-                                       file: source, position: at, index: index, id: nil, field: nil))
-                if content < storedContent { return }
-            }
-        } else {
-            select.reset()
-        }
         let upsert = try store.connection.cachedStatement(sql: """
             INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -257,18 +317,36 @@ struct SnapshotMerger {
                    AND (excluded.deleted, excluded.page, coalesce(excluded.landmark_id, -9223372036854775808))
                      > (positions.deleted, positions.page, coalesce(positions.landmark_id, -9223372036854775808)))
             """)
-        try upsert.bind(user, at: 1)
-        try upsert.bind(page, at: 2)
-        if let landmark { try upsert.bind(landmark, at: 3) } else { try upsert.bind(.null, at: 3) }
-        try upsert.bind(stamp.wallMilliseconds, at: 4)
-        try upsert.bind(stamp.counter, at: 5)
-        try upsert.bind(stamp.node, at: 6)
-        try upsert.bind(Int64(deleted ? 1 : 0), at: 7)
-        try upsert.run()
-        if store.connection.changes > 0 {
-            counts.positionsApplied += 1
-        } else {
-            counts.stale += 1
+        for row in batch {
+            let stamp = row.stamp
+            if try quarantine(stamp, kind: "position", key: row.user, rowJSON: row.json) { continue }
+            // Classify first (a point read), so stale re-deliveries cost no write and ties are counted.
+            try select.bind(row.user, at: 1)
+            if try select.step() {
+                let stored = HLCStamp(wallMilliseconds: select.int(0), counter: select.int(1), node: select.text(2) ?? "")
+                let storedContent = (select.int(3), select.int(4), select.optionalInt(5) ?? Int64.min)
+                select.reset()
+                if stamp < stored { counts.stale += 1; continue }
+                if stamp == stored {
+                    let content = (Int64(row.deleted ? 1 : 0), row.page, row.landmark ?? Int64.min)
+                    if content == storedContent { counts.stale += 1; continue }
+                    counts.ties += 1
+                    diagnostics(Diagnostic(severity: .warning, message: "tie on position of \(String(reflecting: row.user)) at \(stamp): equal stamps, different content; settled by the fixed rule (tombstone, else greater page, else greater landmark)",
+                                           file: source, position: row.position, index: row.index, id: nil, field: nil))
+                    if content < storedContent { continue }
+                }
+            } else {
+                select.reset()
+            }
+            try upsert.bind(row.user, at: 1)
+            try upsert.bind(row.page, at: 2)
+            if let landmark = row.landmark { try upsert.bind(landmark, at: 3) } else { try upsert.bind(.null, at: 3) }
+            try upsert.bind(stamp.wallMilliseconds, at: 4)
+            try upsert.bind(stamp.counter, at: 5)
+            try upsert.bind(stamp.node, at: 6)
+            try upsert.bind(Int64(row.deleted ? 1 : 0), at: 7)
+            try upsert.run()
+            if store.connection.changes > 0 { counts.positionsApplied += 1 } else { counts.stale += 1 }
         }
     }
 
@@ -288,7 +366,7 @@ struct SnapshotMerger {
         errors += validator.errors
         guard let record else { return }
         guard let (stamp, deleted) = stamp(members, index: index, at: at, kind: "landmarks", id: record.id) else { return }
-        if try quarantine(stamp, kind: "landmark", key: String(record.id), row: value) { return }
+        if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: value.serialized()) { return }
 
         // A snapshot row is the whole state: absent optional keys are null.
         let incoming = ImportRun.merge(record, into: Landmark(id: record.id, name: record.name, latitude: record.latitude, longitude: record.longitude))

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# LandmarkCatalog benchmarks: each case against the sqlite3 CLI doing the same job, measured in the same
+# invocation, reported as medians, rows/s, peak RSS and ratios.
+#
+#   Benchmarks/run.sh            full run: 10k / 100k / 1M landmarks (the 1M file is ~0.9 GB), 10k / 1M users
+#   Benchmarks/run.sh --quick    10k / 100k landmarks, 10k users (about a minute; CI runs it)
+#
+# Data is generated once, deterministically (seeded), into Benchmarks/data/ (git-ignored).
+# Results: a table on stdout and Benchmarks/results/latest.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+quick=false
+[ "${1:-}" = "--quick" ] && quick=true
+
+# What the benchmark needs from Debian.
+need=()
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+[ -x /usr/bin/time ] || need+=(time)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+./scripts/setup
+
+swift build -c release >&2
+bin=$(swift build -c release --show-bin-path)/catalog
+data=Benchmarks/data
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$data" Benchmarks/results
+
+if $quick; then
+    sizes=(10000 100000); users=(10000); runs=3
+else
+    sizes=(10000 100000 1000000); users=(10000 1000000); runs=3
+fi
+
+gen() {  # gen FILE ARGS...: generate once
+    local file=$1; shift
+    [ -s "$file" ] || python3 Benchmarks/generate.py "$@" >&2
+}
+for n in "${sizes[@]}"; do
+    parts=$(( n >= 1000000 ? 4 : 1 ))
+    if [ "$parts" -gt 1 ]; then gen "$data/landmarks-$n.part0.json" landmarks "$n" "$data/landmarks-$n.json" --parts "$parts"
+    else gen "$data/landmarks-$n.json" landmarks "$n" "$data/landmarks-$n.json"; fi
+done
+for u in "${users[@]}"; do
+    gen "$data/positions-$u.json" positions "$u" "$data/positions-$u.json"
+    gen "$data/positions-$u-second.json" positions "$u" "$data/positions-$u-second.json" --overlap
+done
+
+# measure NAME SETUP CMD: runs SETUP (untimed) then CMD under GNU time, $runs times.
+# Sets MEDIAN (seconds) and PEAK (MB, the largest max RSS seen).
+measure() {
+    local setup=$2 cmd=$3 times=() peak=0
+    for _ in $(seq "$runs"); do
+        bash -c "$setup" >/dev/null 2>&1
+        /usr/bin/time -f "%e %M" -o "$work/time" bash -c "$cmd" >/dev/null 2>"$work/err" || { echo "FAILED: $cmd" >&2; cat "$work/err" >&2; exit 1; }
+        read -r t rss <"$work/time"
+        times+=("$t")
+        [ "$rss" -gt "$peak" ] && peak=$rss
+    done
+    MEDIAN=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    PEAK=$(( peak / 1024 ))
+}
+
+rows=()
+row() {  # row CASE SIZE TOOL SECONDS RSS_MB COUNT BASELINE_SECONDS
+    local rate ratio
+    rate=$(awk -v n="$6" -v t="$4" 'BEGIN { printf "%.0f", (t > 0 ? n / t : 0) }')
+    ratio=$(awk -v b="$7" -v t="$4" 'BEGIN { if (b == "" || t == 0) print "-"; else printf "%.2fx", b / t }')
+    rows+=("| $1 | $2 | $3 | $4 | $rate | $5 | $ratio |")
+    printf '%-28s %-9s %-22s %8ss %12s rows/s %6s MB  %s\n' "$1" "$2" "$3" "$4" "$rate" "$5" "$ratio" >&2
+}
+
+node="n-bench"
+landmark_sql() {  # the baseline a user would write: INSERT … SELECT … FROM json_each(readfile(…))
+    local f
+    echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; BEGIN;"
+    for f in "$@"; do
+        cat <<SQL
+INSERT INTO landmarks (id, name, category, city, state, park, description, image_name, is_featured, is_favorite,
+                       latitude, longitude, extra, updated_ms, counter, node, deleted)
+SELECT json_extract(value, '\$.id'), json_extract(value, '\$.name'), json_extract(value, '\$.category'),
+       json_extract(value, '\$.city'), json_extract(value, '\$.state'), json_extract(value, '\$.park'),
+       json_extract(value, '\$.description'), json_extract(value, '\$.imageName'),
+       coalesce(json_extract(value, '\$.isFeatured'), 0), coalesce(json_extract(value, '\$.isFavorite'), 0),
+       json_extract(value, '\$.coordinates.latitude'), json_extract(value, '\$.coordinates.longitude'),
+       NULL, 1795996800000, 0, '$node', 0
+FROM json_each(readfile('$repo/$f'));
+SQL
+    done
+    echo "COMMIT;"
+}
+
+position_sql() {  # a guarded last-writer-wins upsert from json_each
+    cat <<SQL
+PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; BEGIN;
+INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted)
+SELECT json_extract(value, '\$.user'), json_extract(value, '\$.page'), json_extract(value, '\$.landmarkId'),
+       CAST(round((julianday(json_extract(value, '\$.updatedAt')) - 2440587.5) * 86400000) AS INTEGER),
+       json_extract(value, '\$.counter'), json_extract(value, '\$.node'), json_extract(value, '\$.deleted')
+FROM json_each(readfile('$repo/$1'), '\$.positions') WHERE true
+ON CONFLICT (user_id) DO UPDATE SET page = excluded.page, landmark_id = excluded.landmark_id,
+    updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = excluded.deleted
+WHERE (excluded.updated_ms, excluded.counter, excluded.node) > (positions.updated_ms, positions.counter, positions.node);
+COMMIT;
+SQL
+}
+
+echo "case                         size      tool                     median      rows/s            peak   vs sqlite3" >&2
+for n in "${sizes[@]}"; do
+    file="$data/landmarks-$n.json"
+    if [ "$n" -ge 1000000 ]; then parts=("$data"/landmarks-"$n".part*.json); else parts=("$file"); fi
+    db="$work/import.sqlite"
+    landmark_sql "${parts[@]}" >"$work/baseline.sql"
+    measure base "rm -f $db*; $bin --db $db init" "sqlite3 $db < $work/baseline.sql"
+    base=$MEDIAN; row "import (fresh)" "$n" "sqlite3 json_each" "$MEDIAN" "$PEAK" "$n" ""
+    measure ours "rm -f $db*; $bin --db $db init" "$bin --db $db import $file"
+    first=$MEDIAN; row "import (fresh)" "$n" "catalog import" "$MEDIAN" "$PEAK" "$n" "$base"
+    # Re-import of the unchanged file: compared with the first import; the WAL must not grow.
+    wal_before=$(stat -c %s "$db-wal" 2>/dev/null || echo 0)
+    sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+    measure ours "true" "$bin --db $db import $file"
+    wal_after=$(stat -c %s "$db-wal" 2>/dev/null || echo 0)
+    row "re-import (unchanged)" "$n" "catalog import" "$MEDIAN" "$PEAK" "$n" "$first"
+    echo "  re-import: WAL bytes written after checkpoint: $wal_after (0 = no page rewritten)" >&2
+    rows+=("| re-import WAL bytes written | $n | catalog import | $wal_after bytes | | | |")
+    # featured --json on this database.
+    featured=$(sqlite3 "$db" "SELECT count(*) FROM landmarks WHERE is_featured = 1 AND deleted = 0")
+    measure base "true" "sqlite3 -json $db \"SELECT id, name, category, city, state, park, description, image_name AS imageName, is_featured AS isFeatured, is_favorite AS isFavorite, json_object('latitude', latitude, 'longitude', longitude) AS coordinates FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id\" > /dev/null"
+    base=$MEDIAN; row "featured --json" "$n" "sqlite3 -json" "$MEDIAN" "$PEAK" "$featured" ""
+    measure ours "true" "$bin --db $db featured --json > /dev/null"
+    row "featured --json" "$n" "catalog featured" "$MEDIAN" "$PEAK" "$featured" "$base"
+done
+
+for u in "${users[@]}"; do
+    first="$data/positions-$u.json"; second="$data/positions-$u-second.json"
+    db="$work/sync.sqlite"
+    position_sql "$first" >"$work/p1.sql"; position_sql "$second" >"$work/p2.sql"
+    measure base "rm -f $db*; $bin --db $db init" "sqlite3 $db < $work/p1.sql"
+    base=$MEDIAN; row "sync positions (empty db)" "$u" "sqlite3 upsert" "$MEDIAN" "$PEAK" "$u" ""
+    measure ours "rm -f $db*; $bin --db $db init" "$bin --db $db sync --quiet --max-drift 100000000 $first"
+    row "sync positions (empty db)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
+    measure base "rm -f $db*; $bin --db $db init; sqlite3 $db < $work/p1.sql" "sqlite3 $db < $work/p2.sql"
+    base=$MEDIAN; row "sync positions (populated)" "$u" "sqlite3 upsert" "$MEDIAN" "$PEAK" "$u" ""
+    measure ours "rm -f $db*; $bin --db $db init; $bin --db $db sync --quiet --max-drift 100000000 $first" "$bin --db $db sync --quiet --max-drift 100000000 $second"
+    row "sync positions (populated)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
+done
+
+{
+    echo "Benchmarks/run.sh $* — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $runs runs per case (median), sqlite3 $(sqlite3 --version | cut -d' ' -f1)"
+    echo
+    echo "| case | size | tool | median s | rows/s | peak RSS MB | speed-up vs sqlite3 |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    printf '%s\n' "${rows[@]}"
+} | tee Benchmarks/results/latest.md
