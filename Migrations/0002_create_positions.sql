@@ -5,6 +5,7 @@
 -- No foreign key to landmarks: snapshots arrive in any order, so a position may name a landmark this
 -- database does not have yet, and an import must never delete or rewrite positions.
 -- deleted = 1 is a tombstone (`position clear`), kept so the deletion takes part in sync.
+-- WITHOUT ROWID: the rows are clustered by user id, so an upsert is one B-tree descent, not two.
 CREATE TABLE positions (
     user_id     TEXT PRIMARY KEY NOT NULL,
     page        INTEGER NOT NULL CHECK (page >= 0),
@@ -13,4 +14,4 @@ CREATE TABLE positions (
     counter     INTEGER NOT NULL DEFAULT 0,
     node        TEXT NOT NULL,
     deleted     INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1))
-) STRICT;
+) STRICT, WITHOUT ROWID;

@@ -198,7 +198,7 @@ struct SnapshotMerger {
 
     /// Rows are applied in batches sorted by user id: B-tree pages are then visited in key order, which
     /// is what makes a million random-order upserts fast (and the batch bounds memory).
-    static let batchSize = 50_000
+    static let batchSize = 100_000
 
     /// One position row of a snapshot, validated.
     struct PositionRow {
@@ -303,7 +303,7 @@ struct SnapshotMerger {
     mutating func applyPositions(_ batch: inout [PositionRow]) throws {
         defer { batch.removeAll(keepingCapacity: true) }
         guard errors == 0, !batch.isEmpty else { return }
-        batch.sort { $0.user.utf8.lexicographicallyPrecedes($1.user.utf8) }
+        batch.sort { $0.user < $1.user }  // NFC strings: scalar order, which is UTF-8 byte order
         let select = try store.connection.cachedStatement(sql: """
             SELECT updated_ms, counter, node, deleted, page, landmark_id FROM positions WHERE user_id = ?
             """)
