@@ -83,6 +83,7 @@ public final class JSONPullReader {
     // The buffer: bytes [0, end) are valid, [pos, end) not yet consumed; storage[0] is input byte `base`.
     private var storage: UnsafeMutablePointer<UInt8>
     private var capacity: Int
+    private let bufferSize: Int
     private var pos = 0
     private var end = 0
     private var base = 0
@@ -96,12 +97,23 @@ public final class JSONPullReader {
     private var continuation = 0
     private var lineStartContinuation = 0
 
-    private var containers: [Container] = []
     private var started = false
     private var ready = false
     private var startError: JSONSyntaxError?
     private var topLevelValueStarted = false
-    private var scratch: [UInt8] = []
+
+    /// The containers that are open, innermost last, and the buffer where strings with escapes or split
+    /// across reads are assembled. They sit behind a pointer because modifying an array stored in a class
+    /// costs a dynamic exclusivity check per call (about 15% of the reading time); nothing else holds them.
+    private struct Work {
+        var containers: [Container] = []
+        var scratch: [UInt8] = []
+        /// The arrays and objects that ``readValue()`` is building, innermost last (kept to reuse their storage).
+        var arrays: [[JSONValue]] = []
+        var objects: [[JSONMember]] = []
+        var keys: [(key: String, position: SourcePosition)] = []
+    }
+    private let work: UnsafeMutablePointer<Work>
 
     /// What was accepted although RFC 8259 forbids it, in input order (lenient mode only).
     public private(set) var warnings: [JSONWarning] = []
@@ -123,7 +135,10 @@ public final class JSONPullReader {
         self.fileDescriptor = fileDescriptor
         self.options = options
         capacity = bufferSize
+        self.bufferSize = bufferSize
         storage = .allocate(capacity: bufferSize)
+        work = .allocate(capacity: 1)
+        work.initialize(to: Work())
         atEOF = false
     }
 
@@ -135,17 +150,22 @@ public final class JSONPullReader {
         fileDescriptor = -1
         self.options = options
         capacity = max(bytes.count, 1)
+        bufferSize = capacity
         let copy = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
         bytes.withUnsafeBufferPointer { buffer in
             if let source = buffer.baseAddress { copy.initialize(from: source, count: buffer.count) }
         }
         storage = copy
+        work = .allocate(capacity: 1)
+        work.initialize(to: Work())
         end = bytes.count
         atEOF = true
     }
 
     deinit {
         storage.deallocate()
+        work.deinitialize(count: 1)
+        work.deallocate()
     }
 
     // MARK: - Public pull API
@@ -165,7 +185,7 @@ public final class JSONPullReader {
     public func peekKind() throws -> JSONKind {
         try prepare()
         guard let byte = peekNonWhitespace() else { throw expectedValueError() }
-        if containers.isEmpty && topLevelValueStarted { throw trailingDataError() }
+        if work.pointee.containers.isEmpty && topLevelValueStarted { throw trailingDataError() }
         switch byte {
         case UInt8(ascii: "{"): return .object
         case UInt8(ascii: "["): return .array
@@ -183,6 +203,7 @@ public final class JSONPullReader {
     public func beginArray() throws {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "[") else { throw mismatch("an array") }
+        consumingValue()
         try open(.arrayEmpty)
     }
 
@@ -203,6 +224,7 @@ public final class JSONPullReader {
     public func beginObject() throws {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "{") else { throw mismatch("an object") }
+        consumingValue()
         try open(.objectEmpty)
     }
 
@@ -221,6 +243,7 @@ public final class JSONPullReader {
     /// - Throws: ``JSONSyntaxError`` for malformed JSON; ``JSONReadError`` when reading fails.
     public func readValue() throws -> JSONValue {
         let first = try valueStart()
+        consumingValue()
         return try readTree(startingWith: first)
     }
 
@@ -230,6 +253,7 @@ public final class JSONPullReader {
     public func readString() throws -> String {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "\"") else { throw mismatch("a string") }
+        consumingValue()
         return try scanString(build: true)
     }
 
@@ -241,6 +265,7 @@ public final class JSONPullReader {
         guard byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) else {
             throw mismatch("a number")
         }
+        consumingValue()
         return try scanNumber(build: true)
     }
 
@@ -250,8 +275,14 @@ public final class JSONPullReader {
     public func readBool() throws -> Bool {
         let byte = try valueStart()
         switch byte {
-        case UInt8(ascii: "t"): try scanLiteral(JSONPullReader.trueBytes); return true
-        case UInt8(ascii: "f"): try scanLiteral(JSONPullReader.falseBytes); return false
+        case UInt8(ascii: "t"):
+            consumingValue()
+            try scanLiteral(JSONPullReader.trueBytes)
+            return true
+        case UInt8(ascii: "f"):
+            consumingValue()
+            try scanLiteral(JSONPullReader.falseBytes)
+            return false
         default: throw mismatch("a boolean")
         }
     }
@@ -261,6 +292,7 @@ public final class JSONPullReader {
     public func readNull() throws {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "n") else { throw mismatch("null") }
+        consumingValue()
         try scanLiteral(JSONPullReader.nullBytes)
     }
 
@@ -269,11 +301,12 @@ public final class JSONPullReader {
     /// - Throws: ``JSONSyntaxError`` for malformed JSON; ``JSONReadError`` when reading fails.
     public func skipValue() throws {
         let first = try valueStart()
-        let depth = containers.count
+        consumingValue()
+        let depth = work.pointee.containers.count
         try skip(startingWith: first)
-        while containers.count > depth {
+        while work.pointee.containers.count > depth {
             let more: Bool
-            if containers[containers.count - 1].isArray {
+            if work.pointee.containers[work.pointee.containers.count - 1].isArray {
                 more = try advanceInArray()
             } else {
                 more = try advanceInObject(buildKey: false) != nil
@@ -291,7 +324,9 @@ public final class JSONPullReader {
     ///   ``JSONReadError`` when reading fails.
     public func finish() throws {
         try prepare()
-        precondition(containers.isEmpty, "finish() called with \(containers.count) array(s) or object(s) still open")
+        precondition(
+            work.pointee.containers.isEmpty,
+            "finish() called with \(work.pointee.containers.count) array(s) or object(s) still open")
         if peekNonWhitespace() != nil { throw trailingDataError() }
         if let readError { throw readError }
         if !topLevelValueStarted { throw expectedValueError() }
@@ -312,17 +347,17 @@ public final class JSONPullReader {
     private func begin() {
         started = true
         _ = ensure(3)
-        let available = end - pos
-        let b0 = available > 0 ? storage[pos] : 0xFF
-        let b1 = available > 1 ? storage[pos + 1] : 0xFF
-        if available >= 3 && b0 == 0xEF && b1 == 0xBB && storage[pos + 2] == 0xBF {
+        let b0 = byte(ahead: 0)
+        let b1 = byte(ahead: 1)
+        if b0 == 0xEF && b1 == 0xBB && byte(ahead: 2) == 0xBF {
             pos += 3
             lineStart = base + pos
         } else if (b0 == 0xFE && b1 == 0xFF) || (b0 == 0xFF && b1 == 0xFE) {
             startError = JSONSyntaxError(
-                message: "input is UTF-16 or UTF-32 (it starts with the byte order mark \(hex(b0)) \(hex(b1))), only UTF-8 is accepted",
+                message: "input is UTF-16 or UTF-32 (it starts with the byte order mark \(hex(UInt8(b0))) "
+                    + "\(hex(UInt8(b1)))), only UTF-8 is accepted",
                 position: position(at: pos))
-        } else if (available > 0 && b0 == 0) || (available > 1 && b1 == 0) {
+        } else if b0 == 0 || b1 == 0 {
             startError = JSONSyntaxError(
                 message: "input is UTF-16 or UTF-32 (a NUL byte among its first two bytes), only UTF-8 is accepted",
                 position: position(at: pos))
@@ -344,12 +379,11 @@ public final class JSONPullReader {
             end = kept
         }
         if end == capacity {
-            // One token longer than the buffer (a huge number or literal): grow.
-            let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
-            bigger.initialize(from: storage, count: end)
-            storage.deallocate()
-            storage = bigger
-            capacity *= 2
+            // One number longer than the buffer: grow, so that it stays contiguous.
+            resize(to: capacity * 2)
+        } else if capacity > bufferSize && end <= bufferSize / 2 {
+            // The long number is behind us: shrink back, so memory stays bounded by the current value.
+            resize(to: bufferSize)
         }
         while true {
             let count = read(fileDescriptor, storage + end, capacity - end)
@@ -367,6 +401,14 @@ public final class JSONPullReader {
             atEOF = true
             return false
         }
+    }
+
+    private func resize(to newCapacity: Int) {
+        let resized = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        resized.initialize(from: storage, count: end)
+        storage.deallocate()
+        storage = resized
+        capacity = newCapacity
     }
 
     /// Makes at least `count` bytes available from `pos`, unless the input ends first.
@@ -422,10 +464,20 @@ public final class JSONPullReader {
             while p < e {
                 let byte = s[p]
                 if byte == 0x20 {
-                    p += 1
-                    // Indentation comes in runs of spaces: take eight at a time.
-                    while p + 8 <= e && UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self) == 0x2020_2020_2020_2020 {
-                        p += 8
+                    // Indentation comes in runs of spaces: eight at a time, then the rest of the run at once
+                    // (in a little-endian word the lowest differing byte is the first one).
+                    guard p &+ 8 <= e else {
+                        p += 1
+                        continue
+                    }
+                    while p &+ 8 <= e {
+                        let other = UInt64(littleEndian: UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self))
+                            ^ 0x2020_2020_2020_2020
+                        if other != 0 {
+                            p &+= other.trailingZeroBitCount >> 3
+                            break
+                        }
+                        p &+= 8
                     }
                 } else if byte == 0x0A {
                     p += 1
@@ -449,36 +501,40 @@ public final class JSONPullReader {
 
     // MARK: - Containers
 
-    /// Takes the next byte as the start of a value (at the top level: the only value).
+    /// The first byte of the next value, not consumed (at the top level there is only one value).
     @inline(__always)
     private func valueStart() throws -> UInt8 {
         try prepare()
         guard let byte = peekNonWhitespace() else { throw expectedValueError() }
-        if containers.isEmpty {
-            if topLevelValueStarted { throw trailingDataError() }
-            topLevelValueStarted = true
-        }
+        if work.pointee.containers.isEmpty && topLevelValueStarted { throw trailingDataError() }
         return byte
     }
 
+    /// Notes that a value is being consumed (after its kind was checked, so that a mismatch consumes nothing).
+    @inline(__always)
+    private func consumingValue() {
+        if work.pointee.containers.isEmpty { topLevelValueStarted = true }
+    }
+
     private func open(_ container: Container) throws {
-        if containers.count >= options.maxDepth {
+        if work.pointee.containers.count >= options.maxDepth {
             throw syntaxError(
                 "too deeply nested: more than \(options.maxDepth) levels of arrays and objects (maxDepth)", at: pos)
         }
-        containers.append(container)
+        work.pointee.containers.append(container)
         pos += 1
     }
 
     private func close() {
-        containers.removeLast()
+        work.pointee.containers.removeLast()
         pos += 1
     }
 
     private func advanceInArray() throws -> Bool {
-        let index = containers.count - 1
-        precondition(index >= 0 && containers[index].isArray, "nextElement() called when no array is open")
-        if containers[index] == .arrayEmpty {
+        let index = work.pointee.containers.count - 1
+        precondition(
+            index >= 0 && work.pointee.containers[index].isArray, "nextElement() called when no array is open")
+        if work.pointee.containers[index] == .arrayEmpty {
             guard let byte = peekNonWhitespace() else {
                 throw syntaxError("expected a value or ']', found end of input", at: pos)
             }
@@ -486,7 +542,7 @@ public final class JSONPullReader {
                 close()
                 return false
             }
-            containers[index] = .arrayFilled
+            work.pointee.containers[index] = .arrayFilled
             return true
         }
         guard let byte = peekNonWhitespace() else {
@@ -513,14 +569,15 @@ public final class JSONPullReader {
     }
 
     private func advanceInObject(buildKey: Bool) throws -> (key: String, position: SourcePosition)? {
-        let index = containers.count - 1
-        precondition(index >= 0 && !containers[index].isArray, "nextKey() called when no object is open")
+        let index = work.pointee.containers.count - 1
+        precondition(
+            index >= 0 && !work.pointee.containers[index].isArray, "nextKey() called when no object is open")
         guard let byte = peekNonWhitespace() else {
-            let expected = containers[index] == .objectEmpty
+            let expected = work.pointee.containers[index] == .objectEmpty
                 ? "a string key or '}'" : "',' or '}' after object member"
             throw syntaxError("expected \(expected), found end of input", at: pos)
         }
-        if containers[index] == .objectEmpty {
+        if work.pointee.containers[index] == .objectEmpty {
             if byte == UInt8(ascii: "}") {
                 close()
                 return nil
@@ -528,7 +585,7 @@ public final class JSONPullReader {
             guard byte == UInt8(ascii: "\"") else {
                 throw syntaxError("expected a string key or '}', found \(describe(ahead: 0))", at: pos)
             }
-            containers[index] = .objectFilled
+            work.pointee.containers[index] = .objectFilled
         } else if byte == UInt8(ascii: ",") {
             let comma = position(at: pos)
             pos += 1
@@ -573,14 +630,14 @@ public final class JSONPullReader {
 
     // MARK: - Whole values
 
-    private enum Frame {
-        case array([JSONValue])
-        case object([JSONMember], key: String, position: SourcePosition)
-    }
-
-    /// Reads a value whose first byte, at `pos`, is `first`, without recursion.
+    /// Reads a value whose first byte, at `pos`, is `first`, without recursion: the arrays and objects
+    /// being built wait on stacks in `work`, and values are appended to them in place.
     private func readTree(startingWith first: UInt8) throws -> JSONValue {
-        var stack: [Frame] = []
+        let depth = work.pointee.containers.count
+        // After an error, leftovers of the failed read are dropped here.
+        work.pointee.arrays.removeAll(keepingCapacity: true)
+        work.pointee.objects.removeAll(keepingCapacity: true)
+        work.pointee.keys.removeAll(keepingCapacity: true)
         var byte = first
         while true {
             var value: JSONValue
@@ -588,15 +645,16 @@ public final class JSONPullReader {
             case UInt8(ascii: "["):
                 try open(.arrayEmpty)
                 if try advanceInArray() {
-                    stack.append(.array([]))
+                    work.pointee.arrays.append([])
                     byte = try nextValueByte()
                     continue
                 }
                 value = .array([])
             case UInt8(ascii: "{"):
                 try open(.objectEmpty)
-                if let (key, position) = try advanceInObject(buildKey: true) {
-                    stack.append(.object([], key: key, position: position))
+                if let key = try advanceInObject(buildKey: true) {
+                    work.pointee.objects.append([])
+                    work.pointee.keys.append(key)
                     byte = try nextValueByte()
                     continue
                 }
@@ -604,29 +662,25 @@ public final class JSONPullReader {
             default:
                 value = try readScalar(startingWith: byte)
             }
-            // `value` is complete: hand it to its parent, closing every container it completes.
-            while true {
-                guard let frame = stack.popLast() else { return value }
-                switch frame {
-                case .array(var elements):
-                    elements.append(value)
-                    if try advanceInArray() {
-                        stack.append(.array(elements))
+            // `value` is complete: append it to its parent, closing every container that it completes.
+            // The reader's own stack of open containers says which kind of parent comes next.
+            while work.pointee.containers.count > depth {
+                if work.pointee.containers[work.pointee.containers.count - 1].isArray {
+                    work.pointee.arrays[work.pointee.arrays.count - 1].append(value)
+                    if try advanceInArray() { break }
+                    value = .array(work.pointee.arrays.removeLast())
+                } else {
+                    let key = work.pointee.keys.removeLast()
+                    work.pointee.objects[work.pointee.objects.count - 1].append(
+                        JSONMember(key: key.key, value: value, position: key.position))
+                    if let next = try advanceInObject(buildKey: true) {
+                        work.pointee.keys.append(next)
                         break
                     }
-                    value = .array(elements)
-                    continue
-                case .object(var members, let key, let position):
-                    members.append(JSONMember(key: key, value: value, position: position))
-                    if let (nextKey, nextPosition) = try advanceInObject(buildKey: true) {
-                        stack.append(.object(members, key: nextKey, position: nextPosition))
-                        break
-                    }
-                    value = .object(members)
-                    continue
+                    value = .object(work.pointee.objects.removeLast())
                 }
-                break
             }
+            if work.pointee.containers.count == depth { return value }
             byte = try nextValueByte()
         }
     }
@@ -641,9 +695,15 @@ public final class JSONPullReader {
         switch byte {
         case UInt8(ascii: "\""): return .string(try scanString(build: true))
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try scanNumber(build: true))
-        case UInt8(ascii: "t"): try scanLiteral(JSONPullReader.trueBytes); return .bool(true)
-        case UInt8(ascii: "f"): try scanLiteral(JSONPullReader.falseBytes); return .bool(false)
-        case UInt8(ascii: "n"): try scanLiteral(JSONPullReader.nullBytes); return .null
+        case UInt8(ascii: "t"):
+            try scanLiteral(JSONPullReader.trueBytes)
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try scanLiteral(JSONPullReader.falseBytes)
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try scanLiteral(JSONPullReader.nullBytes)
+            return .null
         default: throw expectedValueError()
         }
     }
@@ -697,7 +757,8 @@ public final class JSONPullReader {
             k += 1
             c = byte(ahead: k)
             if JSONPullReader.isDigit(c) {
-                throw syntaxError("leading zeros are not allowed in numbers, found \(describe(ahead: k)) after '0'", at: pos + k)
+                throw syntaxError(
+                    "leading zeros are not allowed in numbers, found \(describe(ahead: k)) after '0'", at: pos + k)
             }
         } else if JSONPullReader.isDigit(c) {
             repeat {
@@ -731,7 +792,8 @@ public final class JSONPullReader {
                 c = byte(ahead: k)
             }
             guard JSONPullReader.isDigit(c) else {
-                throw syntaxError("expected a digit in the exponent of a number, found \(describe(ahead: k))", at: pos + k)
+                throw syntaxError(
+                    "expected a digit in the exponent of a number, found \(describe(ahead: k))", at: pos + k)
             }
             repeat {
                 k += 1
@@ -782,8 +844,11 @@ public final class JSONPullReader {
         var int64Value: Int64?
         if exponentStart < 0 && fractionEnd == integerEnd && !overflow {
             if negative {
-                if mantissa <= UInt64(Int64.max) { int64Value = -Int64(mantissa) }
-                else if mantissa == UInt64(Int64.max) + 1 { int64Value = Int64.min }
+                if mantissa <= UInt64(Int64.max) {
+                    int64Value = -Int64(mantissa)
+                } else if mantissa == UInt64(Int64.max) + 1 {
+                    int64Value = Int64.min
+                }
             } else if mantissa <= UInt64(Int64.max) {
                 int64Value = Int64(mantissa)
             }
@@ -832,7 +897,11 @@ public final class JSONPullReader {
     // MARK: - Strings
 
     /// Scans a string starting at its opening quote at `pos`; validates UTF-8 and escapes.
-    /// - Parameter build: Whether to build the string (`false` returns "").
+    ///
+    /// A string that lies whole in the buffer and has no escapes becomes a `String` straight from the
+    /// buffer; otherwise its pieces are gathered in `scratch` (decoded escapes, and the bytes read so far
+    /// whenever the buffer must be refilled).
+    /// - Parameter build: Whether to build the string (`false` checks it and returns "").
     private func scanString(build: Bool) throws -> String {
         let start = position(at: pos)
         pos += 1
@@ -842,130 +911,161 @@ public final class JSONPullReader {
         var cont = continuation
         var runStart = p  // start of the bytes not yet copied to `scratch`
         var usingScratch = false
-        if build { scratch.removeAll(keepingCapacity: true) }
+        if build && !work.pointee.scratch.isEmpty { work.pointee.scratch.removeAll(keepingCapacity: true) }
 
         while true {
-            // Fast scan of plain ASCII.
-            while p < e {
-                let c = s[p]
-                if c < 0x80 && c >= 0x20 && c != 0x22 && c != 0x5C {
-                    p += 1
-                } else {
+            // Plain ASCII (0x20…0x7F except '"' and '\\') eight bytes at a time. A byte is special when its
+            // high bit is set or when subtracting borrows from it (x < 0x20, or x == '"' or '\\' after an
+            // XOR): the zero-byte test of Hacker's Delight §6-1. A borrow only runs towards later bytes, so
+            // the lowest flagged byte of the little-endian word is the first special one.
+            while p &+ 8 <= e {
+                let word = UInt64(littleEndian: UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self))
+                let quote = word ^ 0x2222_2222_2222_2222
+                let backslash = word ^ 0x5C5C_5C5C_5C5C_5C5C
+                let control = (word &- 0x2020_2020_2020_2020) & ~word
+                let quotes = (quote &- 0x0101_0101_0101_0101) & ~quote
+                let backslashes = (backslash &- 0x0101_0101_0101_0101) & ~backslash
+                let special = (word | control | quotes | backslashes) & 0x8080_8080_8080_8080
+                if special != 0 {
+                    p &+= special.trailingZeroBitCount >> 3
                     break
                 }
+                p &+= 8
             }
-            if p >= e {
-                // Out of buffered bytes inside the string: keep what we have and read more.
-                if build && p > runStart {
-                    scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
+            while p < e {
+                let c = s[p]
+                guard c < 0x80 && c >= 0x20 && c != 0x22 && c != 0x5C else { break }
+                p += 1
+            }
+
+            // Wanted: `needed` bytes from p, or else the closing quote, an escape or a character.
+            var needed = 1
+            if p < e {
+                let c = s[p]
+                if c == 0x22 {  // the closing quote
+                    pos = p + 1
+                    continuation = cont
+                    if !build { return "" }
+                    if !usingScratch {
+                        let run = UnsafeBufferPointer(start: s + runStart, count: p - runStart)
+                        return String(decoding: run, as: UTF8.self)
+                    }
+                    spill(from: runStart, to: p)
+                    let string = String(decoding: work.pointee.scratch, as: UTF8.self)
+                    if work.pointee.scratch.capacity > 1 << 20 { work.pointee.scratch = [] }  // let a huge one go
+                    return string
                 }
-                usingScratch = true
-                pos = p
-                continuation = cont
+                if c == 0x5C {
+                    // Have the longest escape (\uD83D\uDE00, 12 bytes) in the buffer when the input has it.
+                    if e - p >= 12 || atEOF {
+                        if build {
+                            spill(from: runStart, to: p)
+                            usingScratch = true
+                        }
+                        continuation = cont
+                        p += try decodeEscape(at: p, limit: e, build: build)
+                        runStart = p
+                        continue
+                    }
+                    needed = 12
+                } else if c < 0x20 {
+                    continuation = cont
+                    let code = hex4(UInt32(c))
+                    throw syntaxError(
+                        "unescaped control character U+\(code) in string "
+                            + "(RFC 8259 requires an escape such as \\u\(code))",
+                        at: p)
+                } else {
+                    let length = try utf8Sequence(at: p, limit: e, continuation: cont)
+                    if length > 0 {
+                        p += length
+                        cont += length - 1
+                        continue
+                    }
+                    needed = -length
+                }
+            }
+
+            // Out of buffered bytes: keep what we have and read more.
+            if build { spill(from: runStart, to: p) }
+            usingScratch = true
+            pos = p
+            continuation = cont
+            if needed == 1 {
                 if !fill(keepingFrom: p) {
                     throw syntaxError("unterminated string (it starts at \(start)), found end of input", at: pos)
                 }
-                p = pos
-                e = end
-                s = storage
-                runStart = p
-                continue
-            }
-            let c = s[p]
-            if c == 0x22 {  // closing quote
-                pos = p + 1
-                continuation = cont
-                if !build { return "" }
-                if !usingScratch {
-                    return String(decoding: UnsafeBufferPointer(start: s + runStart, count: p - runStart), as: UTF8.self)
-                }
-                scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
-                return String(decoding: scratch, as: UTF8.self)
-            }
-            if c == 0x5C {  // backslash
-                // Make the longest escape (\uD83D\uDE00, 12 bytes) contiguous when the input has it.
-                if e - p < 12 && !atEOF {
-                    if build && p > runStart {
-                        scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
-                    }
-                    usingScratch = true
-                    pos = p
-                    continuation = cont
-                    _ = ensure(12)
-                    p = pos
-                    e = end
-                    s = storage
-                    runStart = p
-                    continue
-                }
-                if build {
-                    if p > runStart {
-                        scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
-                    }
-                    usingScratch = true
-                }
-                continuation = cont
-                p += try decodeEscape(at: p, limit: e, build: build)
-                runStart = p
-                continue
-            }
-            if c < 0x20 {
-                continuation = cont
-                throw syntaxError(
-                    "unescaped control character U+\(hex4(UInt32(c))) in string (RFC 8259 requires an escape such as \\u\(hex4(UInt32(c))))",
-                    at: p)
-            }
-            // Non-ASCII: one UTF-8 sequence (Unicode 15, table 3-7: well-formed byte sequences).
-            let length: Int
-            var low: UInt8 = 0x80
-            var high: UInt8 = 0xBF
-            switch c {
-            case 0xC2...0xDF: length = 2
-            case 0xE0: length = 3; low = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: length = 3
-            case 0xED: length = 3; high = 0x9F
-            case 0xF0: length = 4; low = 0x90
-            case 0xF1...0xF3: length = 4
-            case 0xF4: length = 4; high = 0x8F
-            default:
-                continuation = cont
-                throw syntaxError("invalid UTF-8: \(hex(c)) cannot start a character", at: p)
-            }
-            if e - p < length && !atEOF {
-                if build && p > runStart {
-                    scratch.append(contentsOf: UnsafeBufferPointer(start: s + runStart, count: p - runStart))
-                }
-                usingScratch = true
-                pos = p
-                continuation = cont
-                _ = ensure(length)
-                p = pos
-                e = end
-                s = storage
-                runStart = p
-                continue
-            }
-            var bad = 0  // index in the sequence of the first byte that does not fit, 0 when none
-            if !(p + 1 < e && s[p + 1] >= low && s[p + 1] <= high) {
-                bad = 1
             } else {
-                for i in 2..<length where !(p + i < e && s[p + i] >= 0x80 && s[p + i] <= 0xBF) {
-                    bad = i
-                    break
-                }
+                _ = ensure(needed)
             }
-            if bad != 0 {
-                continuation = cont
-                var bytes: [String] = []
-                for i in 0...bad where p + i < e { bytes.append(hex(s[p + i])) }
-                let cause = p + bad < e ? "" : " cut short by the end of input"
-                throw syntaxError(
-                    "invalid UTF-8 sequence \(bytes.joined(separator: " "))\(cause) (overlong, surrogate, above U+10FFFF or truncated)",
-                    at: p)
-            }
-            p += length
-            cont += length - 1
+            p = pos
+            e = end
+            s = storage
+            runStart = p
         }
+    }
+
+    /// Copies buffer bytes `[from, to)` to `scratch`.
+    @inline(__always)
+    private func spill(from: Int, to: Int) {
+        if to > from {
+            work.pointee.scratch.append(contentsOf: UnsafeBufferPointer(start: storage + from, count: to - from))
+        }
+    }
+
+    /// Checks the UTF-8 sequence that starts with the non-ASCII byte at `p` (Unicode 15, table 3-7,
+    /// well-formed byte sequences: no overlong forms, no surrogates, nothing above U+10FFFF).
+    /// - Returns: Its length; or minus its length, when the buffer ends inside it and more input may follow.
+    /// - Throws: ``JSONSyntaxError`` at `p` for an ill-formed or truncated sequence.
+    @inline(__always)
+    private func utf8Sequence(at p: Int, limit e: Int, continuation cont: Int) throws -> Int {
+        let s = storage
+        let lead = s[p]
+        let length: Int
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF:
+            length = 2
+        case 0xE0:
+            length = 3
+            low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF:
+            length = 3
+        case 0xED:
+            length = 3
+            high = 0x9F
+        case 0xF0:
+            length = 4
+            low = 0x90
+        case 0xF1...0xF3:
+            length = 4
+        case 0xF4:
+            length = 4
+            high = 0x8F
+        default:
+            continuation = cont
+            throw syntaxError("invalid UTF-8: \(hex(lead)) cannot start a character", at: p)
+        }
+        if e - p < length && !atEOF { return -length }
+        var bad = 0  // the index in the sequence of the first byte that does not fit, 0 when none
+        if !(p + 1 < e && s[p + 1] >= low && s[p + 1] <= high) {
+            bad = 1
+        } else {
+            for i in 2..<length where !(p + i < e && s[p + i] >= 0x80 && s[p + i] <= 0xBF) {
+                bad = i
+                break
+            }
+        }
+        if bad == 0 { return length }
+        continuation = cont
+        var bytes: [String] = []
+        for i in 0...bad where p + i < e { bytes.append(hex(s[p + i])) }
+        let cut = p + bad < e ? "" : " cut short by the end of input"
+        throw syntaxError(
+            "invalid UTF-8 sequence \(bytes.joined(separator: " "))\(cut) "
+                + "(overlong, surrogate, above U+10FFFF or truncated)",
+            at: p)
     }
 
     /// Decodes the escape whose backslash is at `p` into `scratch` (when `build`).
@@ -990,20 +1090,23 @@ public final class JSONPullReader {
             if first >= 0xD800 && first <= 0xDBFF {
                 guard p + 7 < e, s[p + 6] == UInt8(ascii: "\\"), s[p + 7] == UInt8(ascii: "u") else {
                     throw syntaxError(
-                        "lone surrogate \\u\(hex4(first)) in string: a high surrogate must be followed by a \\u escape of a low surrogate (DC00…DFFF)",
+                        "lone surrogate \\u\(hex4(first)) in string: a high surrogate must be followed by "
+                            + "a \\u escape of a low surrogate (DC00…DFFF)",
                         at: p)
                 }
                 let second = try hexQuad(at: p + 8, limit: e)
                 guard second >= 0xDC00 && second <= 0xDFFF else {
                     throw syntaxError(
-                        "lone surrogate \\u\(hex4(first)) in string: it is followed by \\u\(hex4(second)), not by a low surrogate (DC00…DFFF)",
+                        "lone surrogate \\u\(hex4(first)) in string: it is followed by \\u\(hex4(second)), "
+                            + "not by a low surrogate (DC00…DFFF)",
                         at: p)
                 }
                 scalar = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
                 length = 12
             } else if first >= 0xDC00 && first <= 0xDFFF {
                 throw syntaxError(
-                    "lone surrogate \\u\(hex4(first)) in string: a low surrogate must follow a high surrogate (D800…DBFF)",
+                    "lone surrogate \\u\(hex4(first)) in string: a low surrogate must follow "
+                        + "a high surrogate (D800…DBFF)",
                     at: p)
             }
             if build { appendUTF8(scalar) }
@@ -1011,10 +1114,11 @@ public final class JSONPullReader {
         default:
             let position = position(at: p + 1)
             throw syntaxError(
-                "invalid escape in string, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX, found \(describe(ahead: p + 1 - pos)) after '\\'",
+                #"invalid escape in string, expected one of \" \\ \/ \b \f \n \r \t \uXXXX, found "#
+                    + "\(describe(ahead: p + 1 - pos)) after '\\'",
                 position: position)
         }
-        if build { scratch.append(decoded) }
+        if build { work.pointee.scratch.append(decoded) }
         return 2
     }
 
@@ -1031,7 +1135,8 @@ public final class JSONPullReader {
             case 0x61...0x66: digit = c - 0x61 + 10
             default:
                 let position = position(at: i)
-                throw syntaxError("expected 4 hex digits after \\u, found \(describe(ahead: i - pos))", position: position)
+                throw syntaxError(
+                    "expected 4 hex digits after \\u, found \(describe(ahead: i - pos))", position: position)
             }
             value = value << 4 | UInt32(digit)
         }
@@ -1041,19 +1146,19 @@ public final class JSONPullReader {
     private func appendUTF8(_ scalar: UInt32) {
         switch scalar {
         case 0..<0x80:
-            scratch.append(UInt8(scalar))
+            work.pointee.scratch.append(UInt8(scalar))
         case 0x80..<0x800:
-            scratch.append(UInt8(0xC0 | scalar >> 6))
-            scratch.append(UInt8(0x80 | scalar & 0x3F))
+            work.pointee.scratch.append(UInt8(0xC0 | scalar >> 6))
+            work.pointee.scratch.append(UInt8(0x80 | scalar & 0x3F))
         case 0x800..<0x10000:
-            scratch.append(UInt8(0xE0 | scalar >> 12))
-            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
-            scratch.append(UInt8(0x80 | scalar & 0x3F))
+            work.pointee.scratch.append(UInt8(0xE0 | scalar >> 12))
+            work.pointee.scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            work.pointee.scratch.append(UInt8(0x80 | scalar & 0x3F))
         default:
-            scratch.append(UInt8(0xF0 | scalar >> 18))
-            scratch.append(UInt8(0x80 | scalar >> 12 & 0x3F))
-            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
-            scratch.append(UInt8(0x80 | scalar & 0x3F))
+            work.pointee.scratch.append(UInt8(0xF0 | scalar >> 18))
+            work.pointee.scratch.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+            work.pointee.scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            work.pointee.scratch.append(UInt8(0x80 | scalar & 0x3F))
         }
     }
 
