@@ -43,3 +43,6 @@ CREATE TABLE landmarks (
 -- The carousel: featured, live landmarks in id order. Partial, so it stays small as the catalog grows;
 -- `featured` reads it in order with no sort step.
 CREATE INDEX landmarks_featured ON landmarks (id) WHERE is_featured = 1 AND deleted = 0;
+
+-- Tombstones, so counting them (and finding them) never scans the table.
+CREATE INDEX landmarks_tombstones ON landmarks (id) WHERE deleted = 1;

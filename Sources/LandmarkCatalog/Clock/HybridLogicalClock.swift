@@ -54,6 +54,19 @@ struct HybridLogicalClock {
         return (s.int(0), s.int(1))
     }
 
+    /// The stamp `send` would issue now, without storing it (store it with `store(_:)` once used).
+    func peekSend(node: String) throws -> HLCStamp {
+        let last = try load()
+        let now = wall.nowMilliseconds()
+        let next: (wall: Int64, counter: Int64) = now > last.wall ? (now, 0) : (last.wall, last.counter + 1)
+        return HLCStamp(wallMilliseconds: next.wall, counter: next.counter, node: node)
+    }
+
+    /// Records `stamp` as the last issued.
+    func store(_ stamp: HLCStamp) throws {
+        try store((stamp.wallMilliseconds, stamp.counter))
+    }
+
     private func store(_ state: (wall: Int64, counter: Int64)) throws {
         try db.execute(sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1",
                        [.integer(state.wall), .integer(state.counter)])

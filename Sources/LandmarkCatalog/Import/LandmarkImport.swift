@@ -95,14 +95,16 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
 extension CatalogStore {
     /// Validates `source` and upserts its landmarks by `id` in one transaction (SPEC §3).
     ///
-    /// The file is streamed: memory stays bounded by one record plus an id set, whatever the file size.
-    /// A re-import of the same file rewrites no row. Keys absent from a record leave stored values as
-    /// they were; optional keys given as `null` clear them.
+    /// The file is streamed: one thread reads and validates records into small batches while this one
+    /// writes them, so memory stays bounded by a few batches (about 2,000 records each) whatever the
+    /// file size, and reading overlaps writing. A re-import of the same file rewrites no row and, when
+    /// nothing changed, writes nothing at all. Keys absent from a record leave stored values as they
+    /// were; optional keys given as `null` clear them.
     ///
     /// - Parameters:
-    ///   - source: a file path or standard input.
+    ///   - source: a file path, standard input or an open descriptor.
     ///   - options: strictness, pruning, dry run.
-    ///   - diagnostics: called with each warning and error as it is found.
+    ///   - diagnostics: called with each warning and error as it is found, in input order.
     ///   - progress: called about every 10,000 records with the count so far.
     /// - Returns: the counts; with `dryRun`, what would have happened.
     /// - Throws: `CatalogError` — 66 for a missing or unreadable file or a directory, 65 for invalid data
@@ -113,25 +115,28 @@ extension CatalogStore {
                                 progress: (Int) -> Void = { _ in }) throws -> ImportSummary {
         let fd: Int32
         switch source {
-        case .standardInput:
-            fd = 0
-        case .descriptor(let descriptor, _):
-            fd = descriptor
-        case .file(let path):
-            fd = try Self.openForReading(path)
+        case .standardInput: fd = 0
+        case .descriptor(let descriptor, _): fd = descriptor
+        case .file(let path): fd = try Self.openForReading(path)
         }
         defer { if case .file = source { close(fd) } }
-        let reader = JSONPullReader(fileDescriptor: fd,
-                                    options: .init(allowTrailingCommas: !options.strict, maxDepth: 64))
-        var run = ImportRun(store: self, file: source.displayName, options: options, diagnostics: diagnostics)
+
+        let queue = BatchQueue()
+        let reading = LandmarkReadingThread(fd: fd, file: source.displayName, options: options, queue: queue)
+        reading.start()
+        defer {
+            queue.cancel()
+            reading.waitUntilDone()  // the descriptor is closed only after the reader is gone
+        }
+        var writer = ImportWriter(store: self, file: source.displayName, options: options, diagnostics: diagnostics)
         do {
             return try write {
-                try run.execute(reader: reader, progress: progress)
+                try writer.run(queue: queue, progress: progress)
                 if options.dryRun { throw DryRunRollback() }
-                return run.summary
+                return writer.summary
             }
         } catch is DryRunRollback {
-            var summary = run.summary
+            var summary = writer.summary
             summary.dryRun = true
             return summary
         }
@@ -154,19 +159,121 @@ extension CatalogStore {
 
 private struct DryRunRollback: Error {}
 
-/// The state of one import while it runs inside its transaction.
-struct ImportRun {
+/// A bounded hand-off of batches from the reading thread to the writing one (at most `capacity` waiting).
+final class BatchQueue: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var items: [LandmarkBatch] = []
+    private var cancelled = false
+    private let capacity = 3
+
+    /// Blocks while full. Returns false once the writer gave up (the reader should stop).
+    func put(_ batch: LandmarkBatch) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count >= capacity && !cancelled { condition.wait() }
+        guard !cancelled else { return false }
+        items.append(batch)
+        condition.broadcast()
+        return true
+    }
+
+    /// Blocks until a batch is there.
+    func take() -> LandmarkBatch {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.isEmpty { condition.wait() }
+        let batch = items.removeFirst()
+        condition.broadcast()
+        return batch
+    }
+
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        items.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// Reads and validates records on its own thread, handing batches to a `BatchQueue`.
+final class LandmarkReadingThread: @unchecked Sendable {
+    let fd: Int32
+    let file: String
+    let options: ImportOptions
+    let queue: BatchQueue
+    private let done = DispatchSemaphore(value: 0)
+
+    init(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue) {
+        self.fd = fd
+        self.file = file
+        self.options = options
+        self.queue = queue
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            read()
+            done.signal()
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    func waitUntilDone() { done.wait() }
+
+    private func read() {
+        var decoder = LandmarkDecoder(file: file, strict: options.strict)
+        let reader = JSONPullReader(fileDescriptor: fd, options: .init(allowTrailingCommas: !options.strict, maxDepth: 64))
+        var batch = LandmarkBatch()
+        var index = 0
+        do {
+            let kind = try reader.peekKind()
+            guard kind == .array else {
+                decoder.report(batch, .error, "expected a JSON array of landmarks, found \(kind)", at: reader.position)
+                batch.isLast = true
+                _ = queue.put(batch)
+                return
+            }
+            try reader.beginArray()
+            while try reader.nextElement() {
+                try decoder.decode(reader, index: index, into: batch)
+                index += 1
+                if batch.records.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21 {
+                    batch.recordsRead = index
+                    guard queue.put(batch) else { return }
+                    batch = LandmarkBatch()
+                }
+                if decoder.errors > options.maxErrors { break }
+            }
+            if decoder.errors <= options.maxErrors { try reader.finish() }
+        } catch let error as JSONSyntaxError {
+            decoder.report(batch, .error, error.message, at: error.position)
+        } catch let error as JSONReadError {
+            batch.failure = CatalogError(.ioError, "cannot read \(file): \(String(cString: strerror(error.errno)))")
+        } catch {
+            batch.failure = error
+        }
+        for warning in reader.warnings {
+            decoder.report(batch, .warning, warning.message + " (accepted: Apple's own landmarkData.json has one)", at: warning.position)
+        }
+        batch.recordsRead = index
+        batch.seen = decoder.seen
+        batch.isLast = true
+        _ = queue.put(batch)
+    }
+}
+
+/// Writes decoded batches inside the import's transaction and counts what happened.
+struct ImportWriter {
     let store: CatalogStore
     let file: String
     let options: ImportOptions
     let diagnostics: (Diagnostic) -> Void
     var summary = ImportSummary()
     var errors = 0
-    /// id → record index, for duplicate detection and `--prune`.
-    var seen: [Int64: Int32] = [:]
-    /// Keys already warned about in this file (one warning per key).
-    var warnedKeys: Set<String> = []
     var stamp: HLCStamp?
+    var stampStored = false
 
     init(store: CatalogStore, file: String, options: ImportOptions, diagnostics: @escaping (Diagnostic) -> Void) {
         self.store = store
@@ -175,65 +282,102 @@ struct ImportRun {
         self.diagnostics = diagnostics
     }
 
-    mutating func report(_ severity: Diagnostic.Severity, _ message: String, at position: SourcePosition?,
-                         index: Int? = nil, id: Int64? = nil, field: String? = nil) {
-        let effective: Diagnostic.Severity = options.strict ? .error : severity
-        if effective == .error {
-            errors += 1
-            guard errors <= options.maxErrors else { return }
-        } else {
-            summary.warnings += 1
+    /// The upsert: absent keys (bit clear in ?17) keep the stored value (or the default, over a
+    /// tombstone); the `WHERE` skips rows whose content would not change, so they are never rewritten.
+    /// https://sqlite.org/lang_upsert.html
+    static let upsertSQL: String = {
+        func keep(_ column: String, _ bit: UInt16, _ cleared: String) -> String {
+            "\(column) = CASE WHEN ?17 & \(bit) THEN excluded.\(column) WHEN landmarks.deleted THEN \(cleared) ELSE landmarks.\(column) END"
         }
-        diagnostics(Diagnostic(severity: effective, message: message + (severity == .warning && options.strict ? " (--strict)" : ""),
-                               file: file, position: position, index: index, id: id, field: field))
-    }
-
-    mutating func execute(reader: JSONPullReader, progress: (Int) -> Void) throws {
-        let db = store.connection
-        let select = try db.cachedStatement(sql: """
-            SELECT name, category, city, state, park, description, image_name, is_featured, is_favorite,
-                   latitude, longitude, extra, deleted FROM landmarks WHERE id = ?
-            """)
-        let upsert = try db.cachedStatement(sql: """
+        func differs(_ column: String, _ bit: UInt16) -> String {
+            "(?17 & \(bit) AND landmarks.\(column) IS NOT excluded.\(column))"
+        }
+        typealias F = RawLandmark.Field
+        let optional: [(String, UInt16, String)] = [
+            ("category", F.bit(F.category), "NULL"), ("city", F.bit(F.city), "NULL"), ("state", F.bit(F.state), "NULL"),
+            ("park", F.bit(F.park), "NULL"), ("description", F.bit(F.description), "NULL"),
+            ("image_name", F.bit(F.imageName), "NULL"), ("is_featured", F.isFeatured, "0"), ("is_favorite", F.isFavorite, "0"),
+            ("extra", F.extra, "NULL"),
+        ]
+        return """
             INSERT INTO landmarks (id, name, category, city, state, park, description, image_name, is_featured,
                                    is_favorite, latitude, longitude, extra, updated_ms, counter, node, deleted)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0)
             ON CONFLICT (id) DO UPDATE SET
-                name = excluded.name, category = excluded.category, city = excluded.city, state = excluded.state,
-                park = excluded.park, description = excluded.description, image_name = excluded.image_name,
-                is_featured = excluded.is_featured, is_favorite = excluded.is_favorite,
-                latitude = excluded.latitude, longitude = excluded.longitude, extra = excluded.extra,
+                name = excluded.name, latitude = excluded.latitude, longitude = excluded.longitude,
+                \(optional.map { keep($0.0, $0.1, $0.2) }.joined(separator: ",\n    ")),
                 updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = 0
-            """)
-        do {
-            guard try reader.peekKind() == .array else {
-                let found = try reader.peekKind()
-                report(.error, "expected a JSON array of landmarks, found \(found == .object ? "an object" : "a \(found)")",
-                       at: reader.position)
-                throw failure()
+            WHERE landmarks.deleted = 1 OR landmarks.name IS NOT excluded.name
+               OR landmarks.latitude IS NOT excluded.latitude OR landmarks.longitude IS NOT excluded.longitude
+               OR \(optional.map { differs($0.0, $0.1) }.joined(separator: "\n   OR "))
+            """
+    }()
+
+    mutating func report(_ diagnostic: Diagnostic) {
+        var d = diagnostic
+        if d.severity == .warning {
+            if options.strict {
+                d.severity = .error
+                d.message += " (--strict)"
+            } else {
+                summary.warnings += 1
             }
-            try reader.beginArray()
-            var index = 0
-            while try reader.nextElement() {
-                let position = reader.position
-                let value = try reader.readValue()
-                if let record = validate(value, index: index, position: position) {
-                    try apply(record, index: index, select: select, upsert: upsert)
+        }
+        if d.severity == .error {
+            errors += 1
+            guard errors <= options.maxErrors else { return }
+        }
+        diagnostics(d)
+    }
+
+    mutating func run(queue: BatchQueue, progress: (Int) -> Void) throws {
+        let db = store.connection
+        let upsert = try db.cachedStatement(sql: Self.upsertSQL)
+        let tombstonesBefore = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
+        let node = try db.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? ""
+        let clock = HybridLogicalClock(db: db, wall: store.wallClock)
+        let candidate = try clock.peekSend(node: node)
+        var lastProgress = 0
+        while true {
+            let batch = queue.take()
+            var next = 0
+            for (i, record) in batch.records.enumerated() {
+                while next < batch.diagnostics.count, batch.diagnostics[next].afterRecord <= i {
+                    report(batch.diagnostics[next].diagnostic)
+                    next += 1
                 }
-                index += 1
-                summary.records = index
-                if index % 10_000 == 0 { progress(index) }
-                if errors > options.maxErrors { break }
+                if let first = record.duplicateOf {
+                    let firstName = try db.scalarText(sql: "SELECT name FROM landmarks WHERE id = ?", [.integer(record.id)])
+                    let name = batch.text(record, RawLandmark.Field.name) ?? ""
+                    report(Diagnostic(severity: .error,
+                                      message: "duplicate id \(record.id): record \(first)\(firstName.map { " (\(String(reflecting: $0)))" } ?? "") and record \(record.index) (\(String(reflecting: name))) both use it",
+                                      file: file, position: record.position, index: record.index, id: record.id, field: "id"))
+                    continue
+                }
+                guard errors == 0 else { continue }  // the transaction will roll back: skip the writes
+                try apply(record, in: batch, upsert: upsert, stamp: candidate, clock: clock)
             }
-            if errors <= options.maxErrors { try reader.finish() }
-        } catch let error as JSONSyntaxError {
-            report(.error, error.message, at: error.position)
+            while next < batch.diagnostics.count {
+                report(batch.diagnostics[next].diagnostic)
+                next += 1
+            }
+            summary.records = batch.recordsRead
+            if summary.records - lastProgress >= 10_000 {
+                lastProgress = summary.records
+                progress(summary.records)
+            }
+            if let failure = batch.failure { throw failure }
+            if batch.isLast {
+                if errors > 0 { throw failure() }
+                // A tombstone brought back counts as inserted, not updated.
+                let tombstonesAfter = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
+                let resurrected = Int(tombstonesBefore - tombstonesAfter)
+                summary.inserted += resurrected
+                summary.updated -= resurrected
+                if options.prune { try prune(seen: batch.seen, stamp: candidate, clock: clock) }
+                return
+            }
         }
-        for warning in reader.warnings {
-            report(.warning, warning.message + " (accepted: Apple's own landmarkData.json has one)", at: warning.position)
-        }
-        if errors > 0 { throw failure() }
-        if options.prune { try prune() }
     }
 
     func failure() -> CatalogError {
@@ -243,152 +387,85 @@ struct ImportRun {
                             hint: options.strict ? "without --strict, Apple's known quirks are accepted with a warning" : nil)
     }
 
-    // MARK: Validation
-
-    /// A validated record: the keys it had, with their values. `nil` fields were absent; `.some(nil)` was `null`.
-    struct Record {
-        var id: Int64
-        var name: String
-        var latitude: Double
-        var longitude: Double
-        var category: String??
-        var city: String??
-        var state: String??
-        var park: String??
-        var description: String??
-        var imageName: String??
-        var isFeatured: Bool?
-        var isFavorite: Bool?
-        var extra: [JSONMember] = []
+    /// Persists the import's stamp in the clock the first time a row really changes.
+    mutating func noteWrite(_ stamp: HLCStamp, clock: HybridLogicalClock) throws {
+        guard !stampStored else { return }
+        try clock.store(stamp)
+        stampStored = true
     }
 
-    mutating func validate(_ value: JSONValue, index: Int, position: SourcePosition) -> Record? {
-        guard case .object(let members) = value else {
-            report(.error, "a landmark must be a JSON object, found \(Self.kindName(value))", at: position, index: index)
-            return nil
-        }
-        let errorsBefore = errors
-        // The id first, so every later message can name it.
-        var id: Int64?
-        var keys: Set<String> = []
-        for member in members {
-            if !keys.insert(member.key).inserted {
-                report(.error, "duplicate key '\(member.key)' in one landmark", at: member.position, index: index, field: member.key)
-            }
-        }
-        if let member = members.first(where: { $0.key == "id" }) {
-            if case .number(let n) = member.value, let v = n.int64Value {
-                id = v
-            } else {
-                report(.error, "id must be an integer that fits in 64 bits, found \(Self.describe(member.value))",
-                       at: member.position, index: index, field: "id")
-            }
-        } else {
-            report(.error, "missing required key 'id'", at: position, index: index, field: "id")
-        }
-        var record = Record(id: id ?? 0, name: "", latitude: .nan, longitude: .nan)
-        var sawName = false, sawCoordinates = false
-        for member in members {
-            let at = member.position
-            func text(_ field: String) -> String?? {
-                switch member.value {
-                case .string(let s): return .some(s)
-                case .null: return .some(nil)
-                default:
-                    report(.error, "\(field) must be a string or null, found \(Self.describe(member.value))", at: at, index: index, id: id, field: field)
-                    return nil
+    mutating func apply(_ record: RawLandmark, in batch: LandmarkBatch, upsert: Statement, stamp: HLCStamp,
+                        clock: HybridLogicalClock) throws {
+        var extra = record.extraJSON
+        if let recordExtra = extra {
+            // Unknown keys merge with the stored ones (rare: a slow path is fine).
+            let stored = try store.connection.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0",
+                                                         [.integer(record.id)])
+            if let stored, let old = ImportRun.parseObject(stored), let new = ImportRun.parseObject(recordExtra) {
+                var members = old
+                for m in new {
+                    if let i = members.firstIndex(where: { $0.key == m.key }) { members[i].value = m.value } else { members.append(m) }
                 }
+                extra = JSONValue.object(members).serialized()
             }
-            func flag(_ field: String) -> Bool? {
-                switch member.value {
-                case .bool(let b): return b
-                case .null: return false
-                default:
-                    report(.error, "\(field) must be true, false or null, found \(Self.describe(member.value))", at: at, index: index, id: id, field: field)
-                    return nil
-                }
-            }
-            switch member.key {
-            case "id": break
-            case "name":
-                sawName = true
-                if case .string(let s) = member.value {
-                    if s.allSatisfy(\.isWhitespace) {
-                        report(.error, "name must not be empty", at: at, index: index, id: id, field: "name")
-                    }
-                    record.name = s
+        }
+        try batch.bytes.withUnsafeBufferPointer { bytes in
+            func text(_ field: Int, at index: Int32) throws {
+                let r = record.texts[field]
+                if r.start < 0 {
+                    try upsert.bind(.null, at: index)
                 } else {
-                    report(.error, "name must be a non-empty string, found \(Self.describe(member.value))", at: at, index: index, id: id, field: "name")
+                    try upsert.bindStatic(UnsafeBufferPointer(rebasing: bytes[Int(r.start)..<Int(r.start + r.count)]), at: index)
                 }
-            case "coordinates":
-                sawCoordinates = true
-                readCoordinates(member, into: &record, index: index, id: id)
-            case "category": record.category = text("category")
-            case "city": record.city = text("city")
-            case "state": record.state = text("state")
-            case "park": record.park = text("park")
-            case "description": record.description = text("description")
-            case "imageName": record.imageName = text("imageName")
-            case "isFeatured": record.isFeatured = flag("isFeatured")
-            case "isFavorite": record.isFavorite = flag("isFavorite")
-            case "isFavourite":
-                if keys.contains("isFavorite") {
-                    report(.error, "both isFavorite and isFavourite are given; keep one", at: at, index: index, id: id, field: "isFavourite")
-                } else {
-                    warnOnce("isFavourite", "the British spelling 'isFavourite' is read as 'isFavorite'", at: at, index: index, id: id)
-                    record.isFavorite = flag("isFavourite")
-                }
-            default:
-                warnOnce(member.key, "unknown key '\(member.key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
-                record.extra.append(member)
             }
+            try upsert.bind(record.id, at: 1)
+            try text(RawLandmark.Field.name, at: 2)
+            for field in 1...6 { try text(field, at: Int32(field + 2)) }
+            try upsert.bind(Int64(record.isFeatured ? 1 : 0), at: 9)
+            try upsert.bind(Int64(record.isFavorite ? 1 : 0), at: 10)
+            try upsert.bind(record.latitude, at: 11)
+            try upsert.bind(record.longitude, at: 12)
+            try upsert.bind(extra, at: 13)
+            try upsert.bind(stamp.wallMilliseconds, at: 14)
+            try upsert.bind(stamp.counter, at: 15)
+            try upsert.bind(stamp.node, at: 16)
+            try upsert.bind(Int64(record.present), at: 17)
+            store.connection.setLastInsertRowID(record.id &+ 1)
+            try upsert.run()
         }
-        if !sawName { report(.error, "missing required key 'name'", at: position, index: index, id: id, field: "name") }
-        if !sawCoordinates {
-            report(.error, "missing required key 'coordinates'", at: position, index: index, id: id, field: "coordinates")
-        }
-        if record.isFeatured == nil, !keys.contains("isFeatured"), case .some(.some("Featured")) = record.category {
-            warnOnce("\u{0}legacy", "legacy shape without isFeatured: category \"Featured\" is read as featured",
-                     at: position, index: index, id: id)
-            record.isFeatured = true
-        }
-        return errors == errorsBefore && id != nil ? record : nil
-    }
-
-    mutating func warnOnce(_ key: String, _ message: String, at: SourcePosition, index: Int, id: Int64?) {
-        guard warnedKeys.insert(key).inserted else { return }
-        report(.warning, message, at: at, index: index, id: id, field: key.hasPrefix("\u{0}") ? nil : key)
-    }
-
-    mutating func readCoordinates(_ member: JSONMember, into record: inout Record, index: Int, id: Int64?) {
-        guard case .object(let parts) = member.value else {
-            report(.error, "coordinates must be an object with latitude and longitude, found \(Self.describe(member.value))",
-                   at: member.position, index: index, id: id, field: "coordinates")
+        guard store.connection.changes > 0 else {
+            summary.unchanged += 1
             return
         }
-        for (field, limit) in [("latitude", 90.0), ("longitude", 180.0)] {
-            let name = "coordinates.\(field)"
-            guard let part = parts.first(where: { $0.key == field }) else {
-                report(.error, "missing required key '\(field)'", at: member.position, index: index, id: id, field: name)
-                continue
-            }
-            guard case .number(let n) = part.value else {
-                report(.error, "\(field) must be a number, found \(Self.describe(part.value))", at: part.position, index: index, id: id, field: name)
-                continue
-            }
-            let v = n.doubleValue
-            guard v.isFinite, v >= -limit, v <= limit else {
-                report(.error, "\(field) \(n.literal) is outside −\(Int(limit))…\(Int(limit))", at: part.position, index: index, id: id, field: name)
-                continue
-            }
-            if field == "latitude" { record.latitude = v } else { record.longitude = v }
-        }
-        for part in parts where part.key != "latitude" && part.key != "longitude" {
-            report(.error, "unknown key '\(part.key)' in coordinates (only latitude and longitude are stored)",
-                   at: part.position, index: index, id: id, field: "coordinates.\(part.key)")
-        }
+        try noteWrite(stamp, clock: clock)
+        if store.connection.lastInsertRowID == record.id { summary.inserted += 1 } else { summary.updated += 1 }
     }
 
+    mutating func prune(seen: SeenIDs, stamp: HLCStamp, clock: HybridLogicalClock) throws {
+        let db = store.connection
+        let live = try db.cachedStatement(sql: "SELECT id FROM landmarks WHERE deleted = 0")
+        var doomed: [Int64] = []
+        while try live.step() {
+            let id = live.int(0)
+            if !seen.contains(id) { doomed.append(id) }
+        }
+        live.reset()
+        guard !doomed.isEmpty else { return }
+        try noteWrite(stamp, clock: clock)
+        let tombstone = try db.cachedStatement(sql: "UPDATE landmarks SET deleted = 1, updated_ms = ?, counter = ?, node = ? WHERE id = ?")
+        for id in doomed {
+            try tombstone.bind(stamp.wallMilliseconds, at: 1)
+            try tombstone.bind(stamp.counter, at: 2)
+            try tombstone.bind(stamp.node, at: 3)
+            try tombstone.bind(id, at: 4)
+            try tombstone.run()
+        }
+        summary.pruned = doomed.count
+    }
+}
+
+/// Helpers for describing and re-reading JSON values in messages and stored text.
+enum ImportRun {
     static func kindName(_ value: JSONValue) -> String {
         switch value {
         case .null: return "null"
@@ -409,123 +486,10 @@ struct ImportRun {
         }
     }
 
-    // MARK: Upsert
-
-    mutating func apply(_ record: Record, index: Int, select: Statement, upsert: Statement) throws {
-        if let first = seen[record.id] {
-            let firstName = try store.connection.scalarText(sql: "SELECT name FROM landmarks WHERE id = ?", [.integer(record.id)])
-            report(.error, "duplicate id \(record.id): record \(first)\(firstName.map { " (\(String(reflecting: $0)))" } ?? "") and record \(index) (\(String(reflecting: record.name))) both use it",
-                   at: nil, index: index, id: record.id, field: "id")
-            return
-        }
-        seen[record.id] = Int32(truncatingIfNeeded: index)
-        guard errors == 0 else { return }  // the transaction will roll back: skip the writes
-
-        try select.bind(record.id, at: 1)
-        var merged: Landmark
-        let isNew: Bool
-        if try select.step(), select.int(12) == 0 {
-            let old = Landmark(id: record.id, name: select.text(0) ?? "", category: select.text(1), city: select.text(2),
-                               state: select.text(3), park: select.text(4), description: select.text(5),
-                               imageName: select.text(6), isFeatured: select.int(7) != 0, isFavorite: select.int(8) != 0,
-                               latitude: select.double(9), longitude: select.double(10), extraJSON: select.text(11))
-            select.reset()
-            merged = Self.merge(record, into: old)
-            if merged == old {
-                summary.unchanged += 1
-                return
-            }
-            isNew = false
-        } else {
-            select.reset()
-            merged = Self.merge(record, into: Landmark(id: record.id, name: record.name, latitude: record.latitude, longitude: record.longitude))
-            isNew = true
-        }
-        let stamp = try writeStamp()
-        try upsert.bind(merged.id, at: 1)
-        try upsert.bind(merged.name, at: 2)
-        try upsert.bind(merged.category, at: 3)
-        try upsert.bind(merged.city, at: 4)
-        try upsert.bind(merged.state, at: 5)
-        try upsert.bind(merged.park, at: 6)
-        try upsert.bind(merged.description, at: 7)
-        try upsert.bind(merged.imageName, at: 8)
-        try upsert.bind(Int64(merged.isFeatured ? 1 : 0), at: 9)
-        try upsert.bind(Int64(merged.isFavorite ? 1 : 0), at: 10)
-        try upsert.bind(merged.latitude, at: 11)
-        try upsert.bind(merged.longitude, at: 12)
-        try upsert.bind(merged.extraJSON, at: 13)
-        try upsert.bind(stamp.wallMilliseconds, at: 14)
-        try upsert.bind(stamp.counter, at: 15)
-        try upsert.bind(stamp.node, at: 16)
-        try upsert.run()
-        if isNew { summary.inserted += 1 } else { summary.updated += 1 }
-    }
-
-    /// The stored landmark after applying the keys present in `record` (absent keys keep `old`'s values).
-    static func merge(_ record: Record, into old: Landmark) -> Landmark {
-        var l = old
-        l.name = record.name
-        l.latitude = record.latitude
-        l.longitude = record.longitude
-        if let v = record.category { l.category = v }
-        if let v = record.city { l.city = v }
-        if let v = record.state { l.state = v }
-        if let v = record.park { l.park = v }
-        if let v = record.description { l.description = v }
-        if let v = record.imageName { l.imageName = v }
-        if let v = record.isFeatured { l.isFeatured = v }
-        if let v = record.isFavorite { l.isFavorite = v }
-        if !record.extra.isEmpty {
-            var members = old.extraJSON.flatMap(Self.parseObject) ?? []
-            for member in record.extra {
-                if let i = members.firstIndex(where: { $0.key == member.key }) {
-                    members[i].value = member.value
-                } else {
-                    members.append(member)
-                }
-            }
-            l.extraJSON = JSONValue.object(members).serialized()
-        }
-        return l
-    }
-
+    /// Parses stored `extra` text back into members.
     static func parseObject(_ text: String) -> [JSONMember]? {
         let reader = JSONPullReader(bytes: Array(text.utf8), options: .init(allowTrailingCommas: false, maxDepth: 64))
         guard case .object(let members)? = try? reader.readValue() else { return nil }
         return members
-    }
-
-    // MARK: Prune
-
-    /// The one HLC stamp of this import's writes, issued at the first write (an import that changes
-    /// nothing does not even advance the clock, so it rewrites no page).
-    mutating func writeStamp() throws -> HLCStamp {
-        if let stamp { return stamp }
-        let issued = try store.localStamp()
-        stamp = issued
-        return issued
-    }
-
-    mutating func prune() throws {
-        let db = store.connection
-        let live = try db.cachedStatement(sql: "SELECT id FROM landmarks WHERE deleted = 0")
-        var doomed: [Int64] = []
-        while try live.step() {
-            let id = live.int(0)
-            if seen[id] == nil { doomed.append(id) }
-        }
-        live.reset()
-        guard !doomed.isEmpty else { return }
-        let stamp = try writeStamp()
-        let tombstone = try db.cachedStatement(sql: "UPDATE landmarks SET deleted = 1, updated_ms = ?, counter = ?, node = ? WHERE id = ?")
-        for id in doomed {
-            try tombstone.bind(stamp.wallMilliseconds, at: 1)
-            try tombstone.bind(stamp.counter, at: 2)
-            try tombstone.bind(stamp.node, at: 3)
-            try tombstone.bind(id, at: 4)
-            try tombstone.run()
-        }
-        summary.pruned = doomed.count
     }
 }

@@ -257,6 +257,23 @@ public final class JSONPullReader {
         return try scanString(build: true)
     }
 
+    /// Reads the next value, which must be a string, and appends its decoded UTF-8 bytes (escapes
+    /// decoded, validated) to `buffer`, without making a `String`: the import's fast path.
+    /// - Returns: The number of bytes appended.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) string; ``JSONReadError``.
+    @discardableResult
+    public func appendString(to buffer: inout [UInt8]) throws -> Int {
+        let byte = try valueStart()
+        guard byte == UInt8(ascii: "\"") else { throw mismatch("a string") }
+        consumingValue()
+        var count = 0
+        try scanStringBytes(build: true) { bytes in
+            buffer.append(contentsOf: bytes)
+            count = bytes.count
+        }
+        return count
+    }
+
     /// Reads the next value, which must be a number.
     /// - Returns: The number, with its literal, `Int64` value (when exact) and `Double` value.
     /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) number; ``JSONReadError``.
@@ -903,6 +920,15 @@ public final class JSONPullReader {
     /// whenever the buffer must be refilled).
     /// - Parameter build: Whether to build the string (`false` checks it and returns "").
     private func scanString(build: Bool) throws -> String {
+        var result = ""
+        try scanStringBytes(build: build) { result = String(decoding: $0, as: UTF8.self) }
+        return result
+    }
+
+    /// Scans a string like ``scanString(build:)`` but hands its decoded, validated UTF-8 bytes to
+    /// `complete` (valid only during the call) instead of making a `String`.
+    @inline(__always)
+    private func scanStringBytes(build: Bool, _ complete: (UnsafeBufferPointer<UInt8>) -> Void) throws {
         let start = position(at: pos)
         pos += 1
         var p = pos
@@ -945,15 +971,15 @@ public final class JSONPullReader {
                 if c == 0x22 {  // the closing quote
                     pos = p + 1
                     continuation = cont
-                    if !build { return "" }
+                    if !build { return }
                     if !usingScratch {
-                        let run = UnsafeBufferPointer(start: s + runStart, count: p - runStart)
-                        return String(decoding: run, as: UTF8.self)
+                        complete(UnsafeBufferPointer(start: s + runStart, count: p - runStart))
+                        return
                     }
                     spill(from: runStart, to: p)
-                    let string = String(decoding: work.pointee.scratch, as: UTF8.self)
+                    work.pointee.scratch.withUnsafeBufferPointer { complete($0) }
                     if work.pointee.scratch.capacity > 1 << 20 { work.pointee.scratch = [] }  // let a huge one go
-                    return string
+                    return
                 }
                 if c == 0x5C {
                     // Have the longest escape (\uD83D\uDE00, 12 bytes) in the buffer when the input has it.

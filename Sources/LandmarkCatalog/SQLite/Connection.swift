@@ -162,6 +162,12 @@ public final class Connection {
     /// Whether a transaction is open.
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    /// The rowid of the last inserted row (`sqlite3_last_insert_rowid`); an upsert that updates leaves it.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Sets what `lastInsertRowID` reports until the next insert.
+    public func setLastInsertRowID(_ value: Int64) { sqlite3_set_last_insert_rowid(handle, value) }
+
     /// Rows changed by the last INSERT / UPDATE / DELETE.
     public var changes: Int { Int(sqlite3_changes(handle)) }
 

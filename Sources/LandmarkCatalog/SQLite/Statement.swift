@@ -93,6 +93,17 @@ public final class Statement {
         }
     }
 
+    /// Binds UTF-8 bytes as text without copying (`SQLITE_STATIC`): `bytes` must stay valid and unchanged
+    /// until the statement is stepped and reset.
+    @inline(__always)
+    public func bindStatic(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) throws {
+        let rc = bytes.withMemoryRebound(to: CChar.self) { chars -> Int32 in
+            guard let base = chars.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, nil) }
+            return sqlite3_bind_text(handle, index, base, Int32(chars.count), nil)
+        }
+        guard rc == SQLITE_OK else { throw connection.lastError(sql: sql) }
+    }
+
     /// Steps once. Returns true when a row is available, false when done.
     /// - Throws: `SQLiteError` with the extended code, SQLite's message and this statement's SQL.
     @discardableResult

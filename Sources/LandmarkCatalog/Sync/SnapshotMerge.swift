@@ -92,9 +92,25 @@ struct SnapshotMerger {
                 case "landmarks":
                     try reader.beginArray()
                     var index = 0
+                    var decoder = LandmarkDecoder(file: source, strict: false, snapshotRows: true)
+                    let batch = LandmarkBatch()
                     while try reader.nextElement() {
-                        let p = reader.position
-                        try mergeLandmark(try reader.readValue(), index: index, at: p)
+                        counts.landmarksSeen += 1
+                        try decoder.decode(reader, index: index, into: batch)
+                        for (_, d) in batch.diagnostics where d.severity == .error {
+                            error(d.message, at: d.position, index: d.index, id: d.id, field: d.field.map { "landmarks.\($0)" })
+                        }
+                        if let record = batch.records.first {
+                            if let first = record.duplicateOf {
+                                error("duplicate id \(record.id): records \(first) and \(record.index) both use it", at: record.position,
+                                      index: record.index, id: record.id, field: "landmarks.id")
+                            } else {
+                                try mergeLandmark(record, in: batch)
+                            }
+                        }
+                        batch.records.removeAll(keepingCapacity: true)
+                        batch.bytes.removeAll(keepingCapacity: true)
+                        batch.diagnostics.removeAll(keepingCapacity: true)
                         index += 1
                     }
                 case "positions":
@@ -352,28 +368,23 @@ struct SnapshotMerger {
 
     // MARK: Landmarks
 
-    mutating func mergeLandmark(_ value: JSONValue, index: Int, at: SourcePosition) throws {
-        counts.landmarksSeen += 1
-        guard case .object(let members) = value else {
-            error("a landmark must be a JSON object, found \(ImportRun.kindName(value))", at: at, index: index, field: "landmarks")
-            return
-        }
-        let stampKeys: Set<String> = ["updatedAt", "counter", "node", "deleted"]
-        var validator = ImportRun(store: store, file: source, options: ImportOptions(), diagnostics: { [diagnostics] d in
-            if d.severity == .error { diagnostics(d) }
-        })
-        let record = validator.validate(.object(members.filter { !stampKeys.contains($0.key) }), index: index, position: at)
-        errors += validator.errors
-        guard let record else { return }
-        guard let (stamp, deleted) = stamp(members, index: index, at: at, kind: "landmarks", id: record.id) else { return }
-        if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: value.serialized()) { return }
-
+    mutating func mergeLandmark(_ record: RawLandmark, in batch: LandmarkBatch) throws {
+        let members = [record.stamp.updatedAt, record.stamp.counter, record.stamp.node, record.stamp.deleted].compactMap { $0 }
+        guard let (stamp, deleted) = stamp(members, index: record.index, at: record.position, kind: "landmarks", id: record.id) else { return }
+        typealias F = RawLandmark.Field
         // A snapshot row is the whole state: absent optional keys are null.
-        let incoming = ImportRun.merge(record, into: Landmark(id: record.id, name: record.name, latitude: record.latitude, longitude: record.longitude))
+        let incoming = Landmark(id: record.id, name: batch.text(record, F.name) ?? "", category: batch.text(record, F.category),
+                                city: batch.text(record, F.city), state: batch.text(record, F.state), park: batch.text(record, F.park),
+                                description: batch.text(record, F.description), imageName: batch.text(record, F.imageName),
+                                isFeatured: record.isFeatured, isFavorite: record.isFavorite, latitude: record.latitude,
+                                longitude: record.longitude, extraJSON: record.extraJSON)
+        guard errors == 0 else { return }
+        if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: Self.rowJSON(incoming, stamp: stamp, deleted: deleted)) { return }
         let select = try store.connection.cachedStatement(sql: """
             SELECT \(CatalogStore.landmarkColumns), updated_ms, counter, node, deleted FROM landmarks WHERE id = ?
             """)
         try select.bind(record.id, at: 1)
+        let at = record.position, index = record.index
         if try select.step() {
             let stored = HLCStamp(wallMilliseconds: select.int(13), counter: select.int(14), node: select.text(15) ?? "")
             let storedDeleted = select.int(16) != 0
@@ -422,6 +433,16 @@ struct SnapshotMerger {
         try upsert.bind(Int64(deleted ? 1 : 0), at: 17)
         try upsert.run()
         counts.landmarksApplied += 1
+    }
+
+    /// A landmark row as snapshot JSON, for the quarantine table.
+    static func rowJSON(_ l: Landmark, stamp: HLCStamp, deleted: Bool) -> String {
+        var w = JSONWriter()
+        l.writeJSON(to: &w, nullStrings: .null, additional: [
+            ("counter", String(stamp.counter)), ("deleted", deleted ? "true" : "false"),
+            ("node", CatalogStore.jsonString(stamp.node)), ("updatedAt", CatalogStore.jsonString(Timestamp.format(milliseconds: stamp.wallMilliseconds))),
+        ])
+        return String(decoding: w.bytes, as: UTF8.self)
     }
 
     /// The bytes that order equal-stamped contents: the deletion flag first (a tombstone wins), then
