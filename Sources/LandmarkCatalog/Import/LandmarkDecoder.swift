@@ -7,7 +7,7 @@ struct RawLandmark {
     var position: SourcePosition
     var id: Int64 = 0
     /// Byte ranges in `LandmarkBatch.bytes`, by `Field.text` order; `start < 0` means null.
-    var texts: [(start: Int32, count: Int32)] = Array(repeating: (-1, 0), count: 7)
+    var texts = TextRanges()
     var isFeatured = false
     var isFavorite = false
     var latitude = 0.0
@@ -15,7 +15,7 @@ struct RawLandmark {
     /// Unknown keys as a compact JSON object text, or nil.
     var extraJSON: String?
     /// For snapshots: the last-writer-wins keys, when present.
-    var stamp: (updatedAt: JSONMember?, counter: JSONMember?, node: JSONMember?, deleted: JSONMember?) = (nil, nil, nil, nil)
+    var stamp: StampMembers?
     /// Set when this id already appeared in the file: the index of its first record.
     var duplicateOf: Int?
 
@@ -25,6 +25,45 @@ struct RawLandmark {
         static let isFeatured: UInt16 = 1 << 7, isFavorite: UInt16 = 1 << 8, extra: UInt16 = 1 << 9
         static func bit(_ text: Int) -> UInt16 { 1 << UInt16(text) }
     }
+}
+
+/// Seven byte ranges stored inline (no array allocation per record).
+struct TextRanges {
+    private var ranges: (Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (-1, -1, -1, -1, -1, -1, -1)
+
+    /// The range of field `i` (0…6); `start < 0` means null.
+    subscript(i: Int) -> (start: Int32, count: Int32) {
+        get {
+            let v: Int64
+            switch i {
+            case 0: v = ranges.0
+            case 1: v = ranges.1
+            case 2: v = ranges.2
+            case 3: v = ranges.3
+            case 4: v = ranges.4
+            case 5: v = ranges.5
+            default: v = ranges.6
+            }
+            return v < 0 ? (-1, 0) : (Int32(truncatingIfNeeded: v >> 32), Int32(truncatingIfNeeded: v & 0xFFFF_FFFF))
+        }
+        set {
+            let v = newValue.start < 0 ? -1 : (Int64(newValue.start) << 32) | Int64(UInt32(bitPattern: newValue.count))
+            switch i {
+            case 0: ranges.0 = v
+            case 1: ranges.1 = v
+            case 2: ranges.2 = v
+            case 3: ranges.3 = v
+            case 4: ranges.4 = v
+            case 5: ranges.5 = v
+            default: ranges.6 = v
+            }
+        }
+    }
+}
+
+/// A snapshot row's last-writer-wins keys, as read.
+final class StampMembers {
+    var updatedAt, counter, node, deleted: JSONMember?
 }
 
 /// Decoded records and the diagnostics found while decoding them, handed from the reading thread to
@@ -253,11 +292,13 @@ struct LandmarkDecoder {
                 try readCoordinates(reader, at: at, kind: kind, into: &record, index: index, id: id, batch: batch)
             case 12...15:
                 let member = JSONMember(key: key, value: try reader.readValue(), position: at)
+                let stamp = record.stamp ?? StampMembers()
+                record.stamp = stamp
                 switch known {
-                case 12: record.stamp.updatedAt = member
-                case 13: record.stamp.counter = member
-                case 14: record.stamp.node = member
-                default: record.stamp.deleted = member
+                case 12: stamp.updatedAt = member
+                case 13: stamp.counter = member
+                case 14: stamp.node = member
+                default: stamp.deleted = member
                 }
             default:
                 extras.append(JSONMember(key: key, value: try reader.readValue(), position: at))

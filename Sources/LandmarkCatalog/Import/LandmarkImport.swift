@@ -337,6 +337,9 @@ struct ImportWriter {
         let node = try db.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? ""
         let clock = HybridLogicalClock(db: db, wall: store.wallClock)
         let candidate = try clock.peekSend(node: node)
+        try upsert.bind(candidate.wallMilliseconds, at: 14)
+        try upsert.bind(candidate.counter, at: 15)
+        try upsert.bind(candidate.node, at: 16)
         var lastProgress = 0
         while true {
             let batch = queue.take()
@@ -426,9 +429,7 @@ struct ImportWriter {
             try upsert.bind(record.latitude, at: 11)
             try upsert.bind(record.longitude, at: 12)
             try upsert.bind(extra, at: 13)
-            try upsert.bind(stamp.wallMilliseconds, at: 14)
-            try upsert.bind(stamp.counter, at: 15)
-            try upsert.bind(stamp.node, at: 16)
+            // ?14–?16 (the stamp) were bound once in `run`; reset keeps bindings.
             try upsert.bind(Int64(record.present), at: 17)
             store.connection.setLastInsertRowID(record.id &+ 1)
             try upsert.run()

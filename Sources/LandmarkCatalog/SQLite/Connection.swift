@@ -43,6 +43,10 @@ public final class Connection {
             // Fails with SQLITE_NOTADB now rather than at the first real query.
             try execute(sql: "SELECT count(*) FROM sqlite_master")
             if !readOnly {
+                // 16 KiB pages for a new database (ignored for an existing one): rows of ~1 KiB, and a
+                // quarter of the page I/O of 4 KiB pages when millions are written. Must precede WAL.
+                // https://sqlite.org/pragma.html#pragma_page_size
+                try execute(sql: "PRAGMA page_size = 16384")
                 let mode = try scalarText(sql: "PRAGMA journal_mode = WAL")
                 if mode?.lowercased() != "wal" && path != ":memory:" {
                     throw SQLiteError(code: .error, message: "journal_mode is \(mode ?? "unknown"), expected wal",

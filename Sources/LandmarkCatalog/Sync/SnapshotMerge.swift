@@ -369,7 +369,7 @@ struct SnapshotMerger {
     // MARK: Landmarks
 
     mutating func mergeLandmark(_ record: RawLandmark, in batch: LandmarkBatch) throws {
-        let members = [record.stamp.updatedAt, record.stamp.counter, record.stamp.node, record.stamp.deleted].compactMap { $0 }
+        let members = [record.stamp?.updatedAt, record.stamp?.counter, record.stamp?.node, record.stamp?.deleted].compactMap { $0 }
         guard let (stamp, deleted) = stamp(members, index: record.index, at: record.position, kind: "landmarks", id: record.id) else { return }
         typealias F = RawLandmark.Field
         // A snapshot row is the whole state: absent optional keys are null.
