@@ -176,6 +176,12 @@ struct LandmarkDecoder {
 
     static func describe(_ value: JSONValue) -> String { ImportRun.describe(value) }
 
+    /// The keys a landmark record may have, in the order `decode` numbers them (12… only in snapshots).
+    static let keyNames = ["id", "name", "category", "city", "state", "park", "description", "imageName", "isFeatured",
+                           "isFavorite", "isFavourite", "coordinates", "updatedAt", "counter", "node", "deleted"]
+    static let keys = JSONKeyTable(Array(keyNames.prefix(12)))
+    static let snapshotKeys = JSONKeyTable(keyNames)
+
     /// Decodes the next array element into `batch` (when valid). The reader is at the element's start.
     /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown.
     mutating func decode(_ reader: JSONPullReader, index: Int, into batch: LandmarkBatch) throws {
@@ -204,28 +210,11 @@ struct LandmarkDecoder {
         var favouriteAt: (SourcePosition, Bool?)?
         var extras: [JSONMember] = []
         try reader.beginObject()
-        while let (key, at) = try reader.nextKey() {
+        let table = snapshotRows ? Self.snapshotKeys : Self.keys
+        while let (match, unknownKey, at) = try reader.nextKey(in: table) {
             let kind = try reader.peekKind()
-            let known: Int
-            switch key {
-            case "id": known = 0
-            case "name": known = 1
-            case "category": known = 2
-            case "city": known = 3
-            case "state": known = 4
-            case "park": known = 5
-            case "description": known = 6
-            case "imageName": known = 7
-            case "isFeatured": known = 8
-            case "isFavorite": known = 9
-            case "isFavourite": known = 10
-            case "coordinates": known = 11
-            case "updatedAt" where snapshotRows: known = 12
-            case "counter" where snapshotRows: known = 13
-            case "node" where snapshotRows: known = 14
-            case "deleted" where snapshotRows: known = 15
-            default: known = -1
-            }
+            let known = match
+            let key = unknownKey ?? Self.keyNames[match]
             if known >= 0 {
                 if seenKeys & (1 << known) != 0 {
                     report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)

@@ -333,6 +333,7 @@ struct ImportWriter {
     mutating func run(queue: BatchQueue, progress: (Int) -> Void) throws {
         let db = store.connection
         let upsert = try db.cachedStatement(sql: Self.upsertSQL)
+        let preImage = store.path == ":memory:" ? nil : try PreImage(path: store.path)
         let tombstonesBefore = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
         let node = try db.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? ""
         let clock = HybridLogicalClock(db: db, wall: store.wallClock)
@@ -358,6 +359,10 @@ struct ImportWriter {
                     continue
                 }
                 guard errors == 0 else { continue }  // the transaction will roll back: skip the writes
+                if let preImage, try preImage.seek(record.id), preImage.matches(record, in: batch) {
+                    summary.unchanged += 1
+                    continue
+                }
                 try apply(record, in: batch, upsert: upsert, stamp: candidate, clock: clock)
             }
             while next < batch.diagnostics.count {
@@ -462,6 +467,88 @@ struct ImportWriter {
             try tombstone.run()
         }
         summary.pruned = doomed.count
+    }
+}
+
+/// The landmarks as they were before this import, read in id order through a second, read-only
+/// connection (in WAL mode it sees the last committed state, not the import's own writes).
+///
+/// A file sorted by id is then compared with the stored rows by one forward scan instead of a seek per
+/// record; out-of-order ids re-seek. Rows that match the record exactly are not even offered to the
+/// upsert, which is what makes re-importing an unchanged file cheap.
+final class PreImage {
+    private let connection: Connection
+    private let scan: Statement
+    private var current: Int64?
+    private var positioned = false
+    /// The scan ran off the end after a seek to this id: larger ids are absent.
+    private var exhaustedAfter: Int64?
+
+    init(path: String) throws {
+        connection = try Connection(path: path, readOnly: true)
+        try connection.execute(sql: "PRAGMA cache_size = -8192")
+        scan = try connection.makeStatement(sql: """
+            SELECT id, name, category, city, state, park, description, image_name, is_featured, is_favorite,
+                   latitude, longitude, extra, deleted FROM landmarks WHERE id >= ? ORDER BY id
+            """)
+    }
+
+    deinit { scan.reset() }
+
+    /// Moves to the stored row with `id`. Returns true when it exists (its columns are then readable).
+    func seek(_ id: Int64) throws -> Bool {
+        if positioned, let at = current {
+            if at == id { return true }
+            if at < id {
+                for _ in 0..<8 {
+                    guard try scan.step() else {
+                        current = nil
+                        exhaustedAfter = id
+                        return false
+                    }
+                    let next = scan.int(0)
+                    current = next
+                    if next >= id { return next == id }
+                }
+            }
+        } else if positioned, let end = exhaustedAfter, id >= end {
+            return false
+        }
+        scan.reset()
+        try scan.bind(id, at: 1)
+        positioned = true
+        exhaustedAfter = nil
+        guard try scan.step() else {
+            current = nil
+            exhaustedAfter = id
+            return false
+        }
+        current = scan.int(0)
+        return current == id
+    }
+
+    /// Whether the current row already holds exactly what `record` would store (keys absent from the
+    /// record keep stored values, so only present keys are compared). A tombstone never matches, nor
+    /// does a record with unknown keys (those go through the upsert, which merges them).
+    func matches(_ record: RawLandmark, in batch: LandmarkBatch) -> Bool {
+        typealias F = RawLandmark.Field
+        if scan.int(13) != 0 || record.present & F.extra != 0 { return false }
+        guard scan.double(10) == record.latitude, scan.double(11) == record.longitude else { return false }
+        if record.present & F.isFeatured != 0, (scan.int(8) != 0) != record.isFeatured { return false }
+        if record.present & F.isFavorite != 0, (scan.int(9) != 0) != record.isFavorite { return false }
+        return batch.bytes.withUnsafeBufferPointer { bytes in
+            for field in 0...6 where field == F.name || record.present & F.bit(field) != 0 {
+                let r = record.texts[field]
+                let stored = scan.textBytes(field + 1)
+                if r.start < 0 {
+                    if stored != nil { return false }
+                    continue
+                }
+                guard let stored, stored.count == Int(r.count) else { return false }
+                if r.count > 0, memcmp(bytes.baseAddress! + Int(r.start), stored.baseAddress!, Int(r.count)) != 0 { return false }
+            }
+            return true
+        }
     }
 }
 

@@ -238,6 +238,22 @@ public final class JSONPullReader {
         return try advanceInObject(buildKey: true)
     }
 
+    /// Moves to the next member like ``nextKey()``, matching the key against `table` by its bytes, so
+    /// known keys cost no `String`.
+    /// - Returns: the index of the key in `table` (`key` nil), or −1 and the key for an unknown key, with
+    ///   the position of its opening quote; `nil` when the object is closed.
+    /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONReadError``.
+    public func nextKey(in table: JSONKeyTable) throws -> (index: Int, key: String?, position: SourcePosition)? {
+        try prepare()
+        var index = -1
+        var key: String?
+        guard let position = try advanceInObject(buildKey: true, { bytes in
+            index = table.index(of: bytes)
+            if index < 0 { key = String(decoding: bytes, as: UTF8.self) }
+        }) else { return nil }
+        return (index, key, position)
+    }
+
     /// Reads the next value with everything inside it.
     /// - Returns: The value; object members keep their order and key positions.
     /// - Throws: ``JSONSyntaxError`` for malformed JSON; ``JSONReadError`` when reading fails.
@@ -586,6 +602,17 @@ public final class JSONPullReader {
     }
 
     private func advanceInObject(buildKey: Bool) throws -> (key: String, position: SourcePosition)? {
+        var key = ""
+        guard let position = try advanceInObject(buildKey: buildKey, { key = String(decoding: $0, as: UTF8.self) }) else {
+            return nil
+        }
+        return (key, position)
+    }
+
+    /// Like ``advanceInObject(buildKey:)`` but hands the key's decoded bytes to `deliver` (valid during
+    /// the call) and returns only its position.
+    @inline(__always)
+    private func advanceInObject(buildKey: Bool, _ deliver: (UnsafeBufferPointer<UInt8>) -> Void) throws -> SourcePosition? {
         let index = work.pointee.containers.count - 1
         precondition(
             index >= 0 && !work.pointee.containers[index].isArray, "nextKey() called when no object is open")
@@ -624,7 +651,7 @@ public final class JSONPullReader {
             throw syntaxError("expected ',' or '}' after object member, found \(describe(ahead: 0))", at: pos)
         }
         let keyPosition = position(at: pos)
-        let key = try scanString(build: buildKey)
+        try scanStringBytes(build: buildKey, deliver)
         guard let colon = peekNonWhitespace() else {
             throw syntaxError("expected ':' after object key, found end of input", at: pos)
         }
@@ -632,7 +659,7 @@ public final class JSONPullReader {
             throw syntaxError("expected ':' after object key, found \(describe(ahead: 0))", at: pos)
         }
         pos += 1
-        return (key, keyPosition)
+        return keyPosition
     }
 
     /// A comma directly before `closer` (at `pos`): a warning in lenient mode, else an error at the closer.
@@ -1244,4 +1271,25 @@ private func hex(_ byte: UInt8) -> String {
 private func hex4(_ value: UInt32) -> String {
     let digits = String(value, radix: 16, uppercase: true)
     return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+}
+
+/// A fixed set of object keys matched by their UTF-8 bytes (see ``JSONPullReader/nextKey(in:)``).
+public struct JSONKeyTable: Sendable {
+    private let keys: [[UInt8]]
+
+    /// - Parameter keys: the keys; a key's index in this array is what ``index(of:)`` returns.
+    public init(_ keys: [String]) {
+        self.keys = keys.map { Array($0.utf8) }
+    }
+
+    /// The index of the key spelled by `bytes`, or −1.
+    @inline(__always)
+    public func index(of bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        for i in keys.indices {
+            let k = keys[i]
+            guard k.count == bytes.count, k.first == bytes.first else { continue }
+            if k.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, k.count) == 0 }) { return i }
+        }
+        return -1
+    }
 }

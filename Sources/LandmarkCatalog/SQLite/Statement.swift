@@ -137,6 +137,13 @@ public final class Statement {
         let n = Int(sqlite3_column_bytes(handle, Int32(i)))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
+    /// Column `i` as UTF-8 bytes without copying, valid until the next step or reset; nil when NULL.
+    @inline(__always)
+    public func textBytes(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
+        guard let p = sqlite3_column_text(handle, Int32(i)) else { return nil }
+        return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, Int32(i))))
+    }
+
     /// Column `i` as a value of its storage class.
     public func value(_ i: Int) -> SQLValue {
         switch sqlite3_column_type(handle, Int32(i)) {
