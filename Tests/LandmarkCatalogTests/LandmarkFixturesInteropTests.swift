@@ -97,6 +97,25 @@ struct LandmarkFixturesInteropTests {
         #expect(landmarks.map(\.name) == ["Turtle Rock", "St. Mary Lake", "Charley Rivers"])
     }
 
+    @Test("positions over Apple's files: page 2 is 1007; featured4 keeps it there; without 1007 it is clamped")
+    func positionsOverAppleFiles() throws {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.shared("landmarkData.apple-2021.with-description.json")], db: db).status == 0)
+        #expect(runCLI(["position", "set", "--user", "u-1", "--page", "2"], db: db).status == 0)
+        #expect(runCLI(["position", "get", "--user", "u-1"], db: db).stdout == "u-1: page 2 of 3 (landmark 1007)\n")
+        #expect(runCLI(["position", "set", "--user", "u-1", "--page", "3"], db: db).status == 64)
+        #expect(runCLI(["import", Support.shared("landmarkData.apple-2019.featured4.trailing-comma.json")], db: db).status == 0)
+        #expect(runCLI(["position", "get", "--user", "u-1"], db: db).stdout == "u-1: page 2 of 4 (landmark 1007)\n")
+        // The same data with only 1001 and 1002 featured: 1007 left the carousel, page 2 is clamped to 1.
+        let dir = Support.temporaryDirectory()
+        var records = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Support.shared("landmarkData.apple-2021.with-description.json")))) as! [[String: Any]]
+        for i in records.indices { records[i]["isFeatured"] = [1001, 1002].contains((records[i]["id"] as! NSNumber).intValue) }
+        let file = dir.appending(path: "no-1007.json")
+        try JSONSerialization.data(withJSONObject: records).write(to: file)
+        #expect(runCLI(["import", file.path], db: db).status == 0)
+        #expect(runCLI(["position", "get", "--user", "u-1"], db: db).stdout == "u-1: page 1 of 2 (landmark 1002)\n")
+    }
+
     @Test("every fixture file is covered by a case")
     func allFilesCovered() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Support.sharedLandmarks.path).filter { $0.hasSuffix(".json") }
