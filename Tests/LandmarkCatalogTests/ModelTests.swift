@@ -1,0 +1,98 @@
+import Foundation
+@testable import CatalogCLI
+@testable import LandmarkCatalog
+import Testing
+
+@Suite("RFC 3339 timestamps")
+struct TimestampTests {
+    @Test("parses to the instant in ms, applying offsets", arguments: [
+        ("2026-11-30T01:02:03.456Z", 1_796_000_523_456),
+        ("2026-11-30T02:02:03.456+01:00", 1_796_000_523_456),
+        ("2026-11-29T20:32:03.456-04:30", 1_796_000_523_456),
+        ("2026-11-30t01:02:03.456z", 1_796_000_523_456),
+        ("2026-11-30T01:02:03Z", 1_796_000_523_000),
+        ("2026-11-30T01:02:03.4567891Z", 1_796_000_523_456),
+        ("2026-11-30T01:02:03.4Z", 1_796_000_523_400),
+        ("1970-01-01T00:00:00Z", 0),
+        ("1969-12-31T23:59:59.999Z", -1),
+        ("2024-02-29T00:00:00Z", 1_709_164_800_000),
+    ] as [(String, Int64)])
+    func parses(_ pair: (String, Int64)) {
+        #expect(Timestamp.parse(pair.0) == pair.1)
+    }
+
+    @Test("refuses what is not an RFC 3339 date-time", arguments: [
+        "2026-11-30", "2026-11-30T01:02:03", "2026-02-30T00:00:00Z", "2025-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+        "2026-11-30T24:00:00Z", "2026-11-30T01:02:03.Z", "2026-11-30T01:02:03+0100", "2026-11-30 01:02:03Z", "yesterday", "",
+        "2026-11-30T01:02:03Z trailing",
+    ])
+    func refuses(_ text: String) {
+        #expect(Timestamp.parse(text) == nil)
+    }
+
+    @Test("formats ms as UTC with three fraction digits and parses back", arguments: [
+        Int64(0), -1, 1_796_000_523_456, 951_782_400_000, 4_102_444_799_999,
+    ])
+    func roundTrip(_ ms: Int64) {
+        let text = Timestamp.format(milliseconds: ms)
+        #expect(text.hasSuffix("Z"))
+        #expect(text.count == 24)
+        #expect(Timestamp.parse(text) == ms)
+    }
+}
+
+@Suite("JSON writer")
+struct JSONWriterTests {
+    @Test("escapes quotes, backslashes and control characters; keeps other text as UTF-8")
+    func escaping() throws {
+        var w = JSONWriter()
+        w.string("a\"b\\c\nd\te\u{1}f é 東京 🏔️ \u{7F}")
+        let text = String(decoding: w.bytes, as: UTF8.self)
+        #expect(text == #""a\"b\\c\nd\te\u0001f é 東京 🏔️ \#u{7F}""#)
+        let decoded = try JSONSerialization.jsonObject(with: Data(w.bytes), options: .fragmentsAllowed) as? String
+        #expect(decoded == "a\"b\\c\nd\te\u{1}f é 東京 🏔️ \u{7F}")
+    }
+
+    @Test("doubles in shortest round-trip form")
+    func doubles() {
+        var w = JSONWriter()
+        for v in [37.54628069864881, -116.166868, 90.0, -0.0, 1e-7] {
+            w.double(v)
+            w.byte(0x20)
+        }
+        #expect(String(decoding: w.bytes, as: UTF8.self) == "37.54628069864881 -116.166868 90.0 -0.0 1e-07 ")
+    }
+}
+
+@Suite("Suggestions")
+struct SuggestTests {
+    @Test("nearest spelling with transpositions", arguments: [
+        ("featrued", "featured"), ("improt", "import"), ("postions", "positions"), ("--jsn", "--json"), ("snyc", "sync"),
+    ])
+    func suggests(_ pair: (String, String)) {
+        let candidates = ["import", "featured", "position", "positions", "sync", "export", "--json", "--db"]
+        #expect(Suggest.nearest(to: pair.0, in: candidates) == pair.1)
+    }
+
+    @Test("nothing close, no suggestion")
+    func none() {
+        #expect(Suggest.nearest(to: "frobnicate", in: ["import", "featured"]) == nil)
+    }
+}
+
+@Suite("Seen ids")
+struct SeenIDsTests {
+    @Test("runs and out-of-order ids remember each id's first record")
+    func remembers() {
+        var seen = SeenIDs()
+        for (index, id) in [Int64(5), 6, 7, 100, 3, 8].enumerated() {
+            #expect(seen.insert(id, index: index) == nil)
+        }
+        #expect(seen.insert(6, index: 6) == 1)
+        #expect(seen.insert(3, index: 7) == 4)
+        #expect(seen.insert(8, index: 8) == 5)
+        #expect(seen.insert(100, index: 9) == 3)
+        #expect(!seen.contains(4))
+        #expect(seen.contains(7))
+    }
+}
