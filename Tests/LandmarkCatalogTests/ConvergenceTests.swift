@@ -2,19 +2,6 @@ import Foundation
 @testable import LandmarkCatalog
 import Testing
 
-/// SplitMix64: a small seeded generator, so a failing run can be replayed from its printed seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Every row of both replicated tables, stamps included: equal dumps mean converged stores.
 func canonicalDump(_ store: CatalogStore) throws -> [[SQLValue]] {
     var rows: [[SQLValue]] = []
@@ -49,7 +36,7 @@ struct ConvergenceTests {
           arguments: 0..<25)
     func converges(_ iteration: Int) throws {
         let seed = UInt64(0xC0FFEE) &+ UInt64(iteration) &* 7919
-        var rng = SeededGenerator(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let dir = Support.temporaryDirectory()
         // Three stores whose wall clocks disagree by up to ±90 s (inside the 300 s drift limit).
         var clocks: [ManualClock] = []

@@ -497,7 +497,7 @@ struct JSONReaderNumberTests {
 
     @Test("Double values of random literals match Double(String), fast path and slow path alike")
     func randomDoubles() throws {
-        var random = JSONTestRandom(seed: 0xD0_0B1E)
+        var random = SplitMix64(seed: 0xD0_0B1E)
         var mismatches: [String] = []
         for _ in 0..<20_000 {
             let integerDigits = Int.random(in: 1...20, using: &random)
@@ -731,7 +731,7 @@ struct JSONReaderValueTests {
 
     @Test("serialized() reads back to an equal value")
     func roundTrip() throws {
-        var random = JSONTestRandom(seed: 42)
+        var random = SplitMix64(seed: 42)
         for _ in 0..<300 {
             let value = JSONTestDocuments.value(depth: 0, using: &random)
             let text = value.serialized()
@@ -770,19 +770,6 @@ struct JSONReaderValueTests {
 }
 
 // MARK: - JSONTestDifferential testing against Foundation's JSONSerialization
-
-/// A small, fast, seedable generator (JSONTestRandom, Steele et al. 2014), so a failing run can be replayed.
-struct JSONTestRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Random JSON values and random texts for them.
 enum JSONTestDocuments {
@@ -1159,7 +1146,7 @@ struct JSONReaderDifferentialTests {
     @Test("2000 random documents and 2000 random mutations of them")
     func random() {
         let seed = ProcessInfo.processInfo.environment["JSON_DIFFERENTIAL_SEED"].flatMap { UInt64($0) } ?? 20_261_130
-        var random = JSONTestRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         var documents: [[UInt8]] = []
         var failures: [String] = []
         var accepted = 0

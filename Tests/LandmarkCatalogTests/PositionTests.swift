@@ -17,14 +17,6 @@ func landmarkFile(featured: Set<Int64>, ids: ClosedRange<Int64> = 1001...1012) t
     return url.path
 }
 
-func dumpPositions(_ path: String) throws -> [[SQLValue]] {
-    let connection = try Connection(path: path)
-    let s = try connection.makeStatement(sql: "SELECT * FROM positions ORDER BY user_id")
-    var rows: [[SQLValue]] = []
-    while try s.step() { rows.append((0..<s.columnCount).map { s.value($0) }) }
-    return rows
-}
-
 @Suite("Positions")
 struct PositionTests {
     @Test("a position follows its landmark, is clamped when it leaves, is null when nothing is featured, and comes back")

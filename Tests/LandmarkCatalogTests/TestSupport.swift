@@ -83,13 +83,33 @@ final class ManualClock: WallClock, @unchecked Sendable {
     func advance(_ delta: Int64) { lock.withLock { now += delta } }
 }
 
-/// Every landmark row, all columns, in id order: to compare database content before and after.
-func dumpLandmarks(_ path: String) throws -> [[SQLValue]] {
+/// Every row of a query, all columns: to compare database content before and after.
+func dumpRows(_ path: String, sql: String) throws -> [[SQLValue]] {
     let connection = try Connection(path: path)
-    let s = try connection.makeStatement(sql: "SELECT * FROM landmarks ORDER BY id")
+    let s = try connection.makeStatement(sql: sql)
     var rows: [[SQLValue]] = []
     while try s.step() { rows.append((0..<s.columnCount).map { s.value($0) }) }
     return rows
+}
+
+/// Every landmark row, all columns, in id order.
+func dumpLandmarks(_ path: String) throws -> [[SQLValue]] { try dumpRows(path, sql: "SELECT * FROM landmarks ORDER BY id") }
+
+/// Every position row, all columns, in user order.
+func dumpPositions(_ path: String) throws -> [[SQLValue]] { try dumpRows(path, sql: "SELECT * FROM positions ORDER BY user_id") }
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014):
+/// small and seedable, so a failing randomized test can be replayed from its printed seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
 
 /// Ids of the featured landmarks as the CLI reports them.
