@@ -43,5 +43,6 @@ CREATE TABLE sync_quarantine (
     counter     INTEGER NOT NULL,
     node        TEXT NOT NULL,
     row_json    TEXT NOT NULL,
-    reason      TEXT NOT NULL
+    reason      TEXT NOT NULL,
+    UNIQUE (kind, row_key, updated_ms, counter, node)   -- a row delivered again is kept once
 ) STRICT;

@@ -14,10 +14,18 @@ public enum CatalogCLI {
     /// - Returns: the exit status: 0, or a sysexits code (64 usage, 65 data, 66 no input, 69 unavailable,
     ///   70 internal, 73 cannot create, 74 I/O, 75 try again, 76 incompatible snapshot).
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
-        defer {
-            context.stdout.flush()
-            context.stderr.flush()
+        let status = dispatch(arguments, context: context)
+        context.stdout.flush()
+        defer { context.stderr.flush() }
+        // Data that did not reach stdout is a failure (a full disk), except a reader that went away.
+        if let error = context.stdout.writeError, error != EPIPE {
+            context.error("cannot write standard output (\(String(cString: strerror(error))))")
+            return status == 0 ? 74 : status
         }
+        return status
+    }
+
+    static func dispatch(_ arguments: [String], context: CLIContext) -> Int32 {
         let root = rootCommand
         do {
             let (command, parsed) = try Parser.parse(arguments, root: root)

@@ -11,6 +11,8 @@ struct OptionSpec {
     var help: String
     /// May be given more than once.
     var repeatable = false
+    /// Must be given (shown without brackets in the usage line).
+    var required = false
 
     /// A copy with other help text.
     func with(help: String) -> OptionSpec {
@@ -108,7 +110,8 @@ enum Parser {
                     if let inline {
                         value = inline
                     } else {
-                        guard i < arguments.count else {
+                        // `--user --page 0`: the next word is an option, so the value is missing.
+                        guard i < arguments.count, lookup(arguments[i]) == nil || arguments[i] == "-" else {
                             throw UsageError(message: "option '\(name)' needs a value (\(name) \(valueName))", path: parsed.path)
                         }
                         value = arguments[i]
@@ -214,7 +217,8 @@ enum Help {
             parts.append("<command>")
         }
         for option in command.options {
-            parts.append("[\(option.name)\(option.valueName.map { " \($0)" } ?? "")]")
+            let text = "\(option.name)\(option.valueName.map { " \($0)" } ?? "")"
+            parts.append(option.required ? text : "[\(text)]")
         }
         for argument in command.arguments {
             let text = "<\(argument.name)>" + (argument.repeating ? "..." : "")

@@ -8,9 +8,13 @@ public protocol OutputSink: AnyObject {
     func write(_ bytes: [UInt8])
     /// Pushes buffered bytes out.
     func flush()
+    /// The `errno` of a failed write, if one failed (a full disk; `EPIPE` when the reader went away).
+    var writeError: Int32? { get }
 }
 
 extension OutputSink {
+    public var writeError: Int32? { nil }
+
     /// Writes a string as UTF-8.
     public func write(_ text: String) { write(Array(text.utf8)) }
     /// Writes a line (a newline is appended).
@@ -22,6 +26,7 @@ public final class FileDescriptorSink: OutputSink {
     let fd: Int32
     private var buffer: [UInt8] = []
     private var broken = false
+    public private(set) var writeError: Int32?
 
     public init(fd: Int32) {
         self.fd = fd
@@ -42,6 +47,7 @@ public final class FileDescriptorSink: OutputSink {
                 if n < 0 {
                     if errno == EINTR { continue }
                     broken = true
+                    writeError = errno
                     return
                 }
                 offset += n

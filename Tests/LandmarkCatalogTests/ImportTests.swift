@@ -55,7 +55,7 @@ struct ImportTests {
         try #"[{"id": 1001, "name": "Half Dome", "coordinates": {"latitude": 37.7459, "longitude": -119.5332}, "park": null}]"#
             .write(to: partial, atomically: true, encoding: .utf8)
         let result = runCLI(["import", partial.path], db: db)
-        #expect(result.stdout.hasPrefix("1 records: 0 inserted, 1 updated"), "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.hasPrefix("1 record: 0 inserted, 1 updated"), "\(result.stdout) \(result.stderr)")
         let halfDome = try #require(try CatalogStore.open(path: db).landmark(id: 1001))
         #expect(halfDome.park == nil)
         #expect(halfDome.state == "California")

@@ -8,7 +8,7 @@ extension CatalogCLI {
             discussion: "--json prints an array in the shape of landmarkData.json (Apple's Landmark decodes it; missing strings are \"\"), keys sorted, kept unknown keys included.",
             options: [
                 .flag("--json", "Print JSON instead of a table."),
-                userOption.with(help: "Also show this user's current page: with --json, {user, currentPage, pageCount, landmarks}."),
+                { var o = userOption.with(help: "Also show this user's current page: with --json, {user, currentPage, pageCount, landmarks}."); o.required = false; return o }(),
             ],
             run: runFeatured)
     }
@@ -52,10 +52,7 @@ extension CatalogCLI {
             rows.append([marker + String(page), String(l.id), l.name, l.category ?? "", l.park ?? "", l.state ?? ""])
             page += 1
         }
-        if rows.count == 1 {
-            context.stderr.line("catalog: no featured landmarks")
-            return 0
-        }
+        if rows.count == 1 { return 0 }  // nothing featured: nothing to print
         context.stdout.write(Table.render(rows))
         return 0
     }

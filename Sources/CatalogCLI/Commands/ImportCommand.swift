@@ -54,8 +54,11 @@ extension CatalogCLI {
         } else {
             let prefix = summary.dryRun ? "dry run, nothing written: " : ""
             let nothing = summary.inserted + summary.updated + summary.pruned == 0 ? " (nothing to do)" : ""
-            context.stdout.line("\(prefix)\(summary.records) records: \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged, \(summary.pruned) pruned, \(summary.warnings) warnings\(nothing)")
+            context.stdout.line("\(prefix)\(plural(summary.records, "record")): \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged, \(summary.pruned) pruned, \(plural(summary.warnings, "warning"))\(nothing)")
         }
         return 0
     }
 }
+
+/// `1 record`, `2 records`.
+func plural(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }

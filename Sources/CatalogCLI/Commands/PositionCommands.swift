@@ -1,7 +1,11 @@
 import LandmarkCatalog
 
 extension CatalogCLI {
-    static let userOption = OptionSpec.value("--user", "ID", "The user id (NFC-normalised; at most 256 bytes, no control characters).")
+    static let userOption: OptionSpec = {
+        var option = OptionSpec.value("--user", "ID", "The user id (NFC-normalised; at most 256 bytes, no control characters).")
+        option.required = true
+        return option
+    }()
 
     static var positionCommand: CommandSpec {
         CommandSpec(

@@ -347,6 +347,10 @@ struct LandmarkDecoder {
         while let (key, keyAt) = try reader.nextKey() {
             let limit: Double
             switch key {
+            case "latitude" where sawLatitude, "longitude" where sawLongitude:
+                try reader.skipValue()
+                report(batch, .error, "duplicate key '\(key)' in coordinates", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
+                continue
             case "latitude": limit = 90; sawLatitude = true
             case "longitude": limit = 180; sawLongitude = true
             default:

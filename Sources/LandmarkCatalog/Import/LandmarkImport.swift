@@ -146,12 +146,12 @@ extension CatalogStore {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
-            throw CatalogError(.noInput, "cannot open \(path): \(reason)")
+            throw CatalogError(.noInput, "cannot open the file (\(reason)), \(path)")
         }
         var info = stat()
         if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             close(fd)
-            throw CatalogError(.noInput, "\(path) is a directory, not a landmarkData.json file")
+            throw CatalogError(.noInput, "is a directory, not a file, \(path)")
         }
         return fd
     }
@@ -272,6 +272,8 @@ struct ImportWriter {
     let diagnostics: (Diagnostic) -> Void
     var summary = ImportSummary()
     var errors = 0
+    /// Warnings that `--strict` turned into errors.
+    var strictWarnings = 0
     var stamp: HLCStamp?
     var stampStored = false
 
@@ -319,6 +321,7 @@ struct ImportWriter {
             if options.strict {
                 d.severity = .error
                 d.message += " (--strict)"
+                strictWarnings += 1
             } else {
                 summary.warnings += 1
             }
@@ -389,10 +392,12 @@ struct ImportWriter {
     }
 
     func failure() -> CatalogError {
-        let shown = min(errors, options.maxErrors)
-        let more = errors > options.maxErrors ? " (the first \(shown) shown)" : ""
-        return CatalogError(.dataInvalid, "\(file) has \(errors == 1 ? "1 error" : "\(errors) errors")\(more); nothing was imported",
-                            hint: options.strict ? "without --strict, Apple's known quirks are accepted with a warning" : nil)
+        // Reading stops once more than maxErrors were found, so past that the count is a lower bound.
+        let count = errors > options.maxErrors
+            ? "more than \(options.maxErrors) errors (the first \(options.maxErrors) shown)"
+            : errors == 1 ? "1 error" : "\(errors) errors"
+        return CatalogError(.dataInvalid, "\(count); nothing was imported, \(file)",
+                            hint: strictWarnings > 0 ? "without --strict, Apple's known quirks are accepted with a warning" : nil)
     }
 
     /// Persists the import's stamp in the clock the first time a row really changes.

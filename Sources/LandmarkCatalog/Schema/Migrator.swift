@@ -90,8 +90,15 @@ public struct Migrator {
         """
 
     /// Creates the ledger table when it is missing (a read first, so an existing database takes no write lock).
+    /// - Throws: `CatalogError` (73) for a database that has tables but no ledger: some other
+    ///   application's SQLite file, which is never migrated into a catalog.
     func ensureLedger(_ db: Connection) throws {
         if try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") == 0 {
+            let tables = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'") ?? 0
+            guard tables == 0 else {
+                throw CatalogError(.cantCreate, "not a catalog database (it has \(tables) tables of another application and no schema_migrations ledger), \(db.path)",
+                                   hint: "point --db at a catalog database, or at a new file")
+            }
             try db.execute(sql: Self.ledgerSQL)
         }
     }

@@ -32,8 +32,11 @@ public final class CatalogStore {
     ///   database, 73 when the database is newer than this binary or a migration changed, 75 when busy.
     public static func open(path: String, wallClock: any WallClock = SystemClock(),
                             migrations: [Migration]? = nil) throws -> CatalogStore {
+        guard !path.isEmpty else {
+            throw CatalogError(.usage, "the database path is empty", hint: "pass a file path with --db or CATALOG_DB")
+        }
         if path != ":memory:" {
-            let directory = (path as NSString).deletingLastPathComponent
+            let directory = Self.directory(of: path)
             if !directory.isEmpty {
                 do {
                     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -57,6 +60,12 @@ public final class CatalogStore {
         } catch let error as SQLiteError {
             throw CatalogError(error, path: path)
         }
+    }
+
+    /// The directory part of a path ("" when it has none): `a/b/c.sqlite` → `a/b`, `/c.sqlite` → `/`.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// The default database path (SPEC §2): `$CATALOG_DB`, else `$XDG_DATA_HOME/landmark-catalog/catalog.sqlite`,

@@ -11,16 +11,33 @@ final class AtomicFileWriter {
     private var fd: Int32
     private var committed = false
 
-    /// - Throws: `CatalogError.cantCreate` (73) when the temporary file cannot be created.
-    init(path: String) throws {
+    /// A symbolic link is written through (its target is replaced); an existing file keeps its mode.
+    /// - Throws: `CatalogError.cantCreate` (73) when the target exists and is not a regular file (a
+    ///   device such as `/dev/null`, a FIFO, a directory), or the temporary file cannot be created.
+    init(path requested: String) throws {
+        var path = requested
+        var info = stat()
+        if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK, let resolved = realpath(path, nil) {
+            path = String(cString: resolved)
+            free(resolved)
+        }
+        var mode: mode_t = 0o644
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFREG else {
+                throw CatalogError(.cantCreate, "not a regular file, refusing to replace it, \(requested)",
+                                   hint: "write to a file path, or use --output - for standard output")
+            }
+            mode = info.st_mode & 0o7777
+        }
         self.path = path
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         temporaryPath = directory + "/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        fd = Glibc.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        fd = Glibc.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw CatalogError(.cantCreate, "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw CatalogError(.cantCreate, "cannot create the file (\(String(cString: strerror(errno)))), \(path)")
         }
+        fchmod(fd, mode)
     }
 
     /// Appends bytes.

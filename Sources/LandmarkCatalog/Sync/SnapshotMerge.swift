@@ -53,6 +53,7 @@ struct SnapshotMerger {
     var maxSeen: (wall: Int64, counter: Int64) = (0, 0)
     var format: String?
     var version: Int64?
+    var sawFormat = false, sawVersion = false
 
     init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) {
         self.store = store
@@ -80,13 +81,18 @@ struct SnapshotMerger {
             while let (key, at) = try reader.nextKey() {
                 switch key {
                 case "format":
-                    guard case .string(let s) = try reader.readValue() else { error("format must be a string", at: at, field: "format"); continue }
+                    sawFormat = true
+                    guard case .string(let s) = try reader.readValue() else {
+                        error("format must be a string", at: at, field: "format"); continue
+                    }
                     format = s
                     try checkEnvelope()
                 case "version":
+                    sawVersion = true
                     guard case .number(let n) = try reader.readValue(), let v = n.int64Value else {
                         error("version must be an integer", at: at, field: "version"); continue
                     }
+                    guard v >= 1 else { error("version must be 1 or more, found \(v)", at: at, field: "version"); continue }
                     version = v
                     try checkEnvelope()
                 case "landmarks":
@@ -135,8 +141,10 @@ struct SnapshotMerger {
             error(e.message, at: e.position)
         }
         try checkEnvelope()
-        if format == nil { error("missing \"format\": \"\(SnapshotFormat.name)\"", at: nil, field: "format") }
-        if version == nil { error("missing \"version\"", at: nil, field: "version") }
+        if errors == 0 {
+            if !sawFormat { error("missing \"format\": \"\(SnapshotFormat.name)\"", at: nil, field: "format") }
+            if !sawVersion { error("missing \"version\"", at: nil, field: "version") }
+        }
         if errors > 0 { throw failure() }
     }
 
@@ -172,8 +180,8 @@ struct SnapshotMerger {
                     error("counter must be a non-negative integer, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).counter")
                 }
             case "node":
-                if case .string(let s) = m.value, !s.isEmpty, s.utf8.count <= 255 { node = s } else {
-                    error("node must be a non-empty string, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).node")
+                if case .string(let s) = m.value, CatalogStore.isValidNodeID(s) { node = s } else {
+                    error("node must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).node")
                 }
             case "deleted":
                 switch m.value {
@@ -198,12 +206,15 @@ struct SnapshotMerger {
         }
         counts.quarantined += 1
         let ahead = Double(stamp.wallMilliseconds - (quarantineAfter)) / 1000
+        // The same row delivered again (every cron run, say) is kept once and reported once.
         try store.connection.execute(sql: """
             INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (kind, row_key, updated_ms, counter, node) DO NOTHING
             """, [.text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
                   .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(rowJSON()),
                   .text("stamped \(Timestamp.format(milliseconds: stamp.wallMilliseconds)), beyond the allowed clock drift by \(ahead) s")])
+        guard store.connection.changes > 0 else { return true }
         diagnostics(Diagnostic(severity: .warning,
                                message: "quarantined \(kind) \(key): stamped \(Timestamp.format(milliseconds: stamp.wallMilliseconds)), beyond the allowed clock drift; not applied",
                                file: source, position: nil, index: nil, id: nil, field: nil))
@@ -292,8 +303,8 @@ struct SnapshotMerger {
             case "node":
                 guard kind == .string else { try wrong("a non-empty string"); continue }
                 let text = try reader.readString()
-                if !text.isEmpty, text.utf8.count <= 255 { node = text } else {
-                    error("node must be a non-empty string of at most 255 bytes", at: keyAt, index: index, field: "positions.node")
+                if CatalogStore.isValidNodeID(text) { node = text } else {
+                    error("node must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(String(reflecting: text))", at: keyAt, index: index, field: "positions.node")
                 }
             case "deleted":
                 if kind == .null { try reader.readNull(); continue }

@@ -69,9 +69,16 @@ extension CatalogStore {
         let lock = path == ":memory:" ? nil : try SyncLock(databasePath: path, now: started)
         defer { withExtendedLifetime(lock) {} }
 
-        var sources = requested
+        // A SOURCE that is the name of a saved remote (and not an existing file) means that remote.
+        let saved = try remotes()
+        var sources = requested.map { source in
+            if let remote = saved.first(where: { $0.name == source }), !FileManager.default.fileExists(atPath: source) {
+                return remote.url
+            }
+            return source
+        }
         if sources.isEmpty {
-            sources = try remotes().map(\.url)
+            sources = saved.map(\.url)
             guard !sources.isEmpty else {
                 throw CatalogError(.usage, "nothing to sync: no SOURCE given and no remotes saved",
                                    hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-")
@@ -105,6 +112,9 @@ extension CatalogStore {
         }
         let fetcher = HTTPFetcher(timeout: options.timeoutSeconds, retries: options.retries, maxBytes: options.maxBytes,
                                   backoff: options.backoffSeconds)
+        guard sources.filter({ $0 == "-" }).count <= 1 else {
+            throw CatalogError(.usage, "'-' (standard input) can be given only once")
+        }
         for source in sources {
             if source == "-" {
                 pending.append(Pending(source: "<stdin>", fd: standardInput, bytes: 0))
@@ -128,15 +138,12 @@ extension CatalogStore {
                     pending.append(Pending(source: source, fd: fd, temporary: path, bytes: bytes, etag: etag, lastModified: lastModified))
                 }
             } else {
-                var path = source
-                if source.hasPrefix("file://") {
-                    guard let url = URL(string: source), url.isFileURL else { throw CatalogError(.usage, "not a valid file URL: \(source)") }
-                    path = url.path
-                }
+                var path = try Self.resolveSource(source)
+                if !path.hasPrefix("/") { path = FileManager.default.currentDirectoryPath + "/" + path }  // one key per file in status
                 let fd = try Self.openForReading(path)
                 var info = stat()
                 fstat(fd, &info)
-                pending.append(Pending(source: source, fd: fd, bytes: Int64(info.st_size)))
+                pending.append(Pending(source: path, fd: fd, bytes: Int64(info.st_size)))
             }
         }
 
@@ -177,10 +184,33 @@ extension CatalogStore {
             return report
         }
         if let publish = options.publishPath {
-            try exportSnapshot(toFile: publish)
+            do {
+                try exportSnapshot(toFile: publish)
+            } catch let error as CatalogError {
+                throw CatalogError(error.kind, "the merge was committed, but publishing failed: \(error.message)", hint: error.hint)
+            }
             report.published = publish
         }
         return report
+    }
+
+    /// The file path a path or `file://` source names (`file:///x` or `file://localhost/x`).
+    /// - Throws: `CatalogError.usage` for a `file://` URL naming another host, or a malformed URL.
+    static func resolveSource(_ source: String) throws -> String {
+        if source.hasPrefix("http://") || source.hasPrefix("https://") {
+            guard let url = URL(string: source), let host = url.host, !host.isEmpty else {
+                throw CatalogError(.usage, "not a valid URL: \(source)")
+            }
+            return source
+        }
+        guard source.hasPrefix("file://") else { return source }
+        guard let url = URL(string: source), url.isFileURL, !url.path.isEmpty else {
+            throw CatalogError(.usage, "not a valid file URL: \(source)")
+        }
+        if let host = url.host, !host.isEmpty, host != "localhost" {
+            throw CatalogError(.usage, "file URL names another host '\(host)': \(source)", hint: "use file:///path for a local file")
+        }
+        return url.path
     }
 
     private func noteSource(_ source: String, etag: String?, lastModified: String?, outcome: String, at now: Int64) throws {
@@ -235,6 +265,7 @@ extension CatalogStore {
         guard ok, url != "/" else {
             throw CatalogError(.usage, "invalid remote URL '\(url)': use http://, https://, file:// or an absolute path")
         }
+        _ = try Self.resolveSource(url)  // refuses file://host/…, a URL without a host, …
         try write {
             if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")

@@ -1,0 +1,177 @@
+import Foundation
+@testable import LandmarkCatalog
+import Testing
+
+/// Each test here is a bug found by trying the tool as a user would, with the input that broke it.
+@Suite("Regressions")
+struct RegressionTests {
+    static func seeded() throws -> String {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
+        return db
+    }
+
+    @Test("export refuses to replace a device such as /dev/null (it replaced it with a file)")
+    func exportToDevice() throws {
+        let result = runCLI(["export", "--output", "/dev/null"], db: try Self.seeded())
+        #expect(result.status == 73)
+        #expect(result.stderr.contains("not a regular file, refusing to replace it, /dev/null"))
+        var info = stat()
+        #expect(stat("/dev/null", &info) == 0 && (info.st_mode & S_IFMT) == S_IFCHR)
+    }
+
+    @Test("export writes through a symbolic link and keeps the file's mode")
+    func exportThroughSymlink() throws {
+        let dir = Support.temporaryDirectory()
+        let real = dir.appending(path: "real.json").path, link = dir.appending(path: "link.json").path
+        try "old".write(toFile: real, atomically: false, encoding: .utf8)
+        chmod(real, 0o640)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "real.json")
+        #expect(runCLI(["export", "--output", link], db: try Self.seeded()).status == 0)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "real.json")
+        #expect(try String(contentsOfFile: real, encoding: .utf8).hasPrefix(#"{"format":"landmark-catalog-snapshot""#))
+        var info = stat()
+        stat(real, &info)
+        #expect(info.st_mode & 0o777 == 0o640)
+    }
+
+    @Test("a one-character database path works (it crashed)")
+    func shortPath() throws {
+        let dir = Support.temporaryDirectory()
+        let result = try runProcess(Support.catalogBinary, ["--db", "b", "status"], in: dir)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(FileManager.default.fileExists(atPath: dir.appending(path: "b").path))
+        #expect(CatalogStore.directory(of: "b") == "")
+        #expect(CatalogStore.directory(of: "/b") == "/")
+        #expect(CatalogStore.directory(of: "x/y/b") == "x/y")
+    }
+
+    @Test("a failed write to standard output (a full disk) is exit 74 (it was 0)")
+    func fullDisk() throws {
+        let db = try Self.seeded()
+        let process = Process()
+        process.executableURL = Support.catalogBinary
+        process.arguments = ["--db", db, "export"]
+        process.standardOutput = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 74)
+        #expect(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("cannot write standard output"))
+    }
+
+    @Test("another application's SQLite file is refused, not migrated (73)")
+    func foreignDatabase() throws {
+        let path = Support.temporaryDatabase()
+        let other = try Connection(path: path)
+        try other.execute(sql: "CREATE TABLE t (x)")
+        let result = runCLI(["status"], db: path)
+        #expect(result.status == 73)
+        #expect(result.stderr.contains("not a catalog database"))
+        #expect(try other.scalarInt(sql: "SELECT count(*) FROM sqlite_master") == 1)
+    }
+
+    @Test("an empty --db is a usage error (it was an internal error)")
+    func emptyPath() {
+        let result = runCLI(["init"], db: "")
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("the database path is empty"))
+    }
+
+    @Test("a quarantined row delivered again is kept and reported once")
+    func quarantineOnce() throws {
+        let db = Support.temporaryDatabase()
+        let future = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2099-01-01T00:00:00Z")]))
+        let first = runCLI(["sync", future], db: db)
+        let second = runCLI(["sync", future], db: db)
+        #expect(first.stderr.contains("quarantined position u"))
+        #expect(second.status == 0)
+        #expect(!second.stderr.contains("quarantined position u"))
+        #expect(second.stdout.contains("1 quarantined"))
+        #expect(try CatalogStore.open(path: db).status().quarantined == 1)
+    }
+
+    @Test("a duplicate key inside coordinates is an error (it was accepted)")
+    func duplicateCoordinate() throws {
+        let file = try writeTemporary(#"[{"id":7,"name":"z","coordinates":{"latitude":1,"latitude":3,"longitude":2}}]"#)
+        let db = Support.temporaryDatabase()
+        let result = runCLI(["import", file], db: db)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("duplicate key 'latitude' in coordinates"))
+        #expect(try dumpLandmarks(db).isEmpty)
+    }
+
+    @Test("past the error limit the count says 'more than' (it said 22)")
+    func errorCount() throws {
+        let records = (0..<30).map { #"{"id": "x\#($0)", "name": "", "coordinates": {"latitude": 1, "longitude": 2}}"# }
+        let file = try writeTemporary("[" + records.joined(separator: ",") + "]")
+        let result = runCLI(["import", file], db: Support.temporaryDatabase())
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("more than 20 errors (the first 20 shown); nothing was imported"), "\(result.stderr)")
+        #expect(result.stderr.components(separatedBy: "catalog: error: ").count - 1 == 21)
+    }
+
+    @Test("user ids with U+FFFD (invalid UTF-8) or only whitespace are refused", arguments: ["a\u{FFFD}b", " ", "\u{3000}"])
+    func badUserIDs(_ user: String) throws {
+        let db = try Self.seeded()
+        let result = runCLI(["position", "set", "--user", user, "--page", "0"], db: db)
+        #expect(result.status == 64)
+        #expect(try dumpPositions(db).isEmpty)
+    }
+
+    @Test("a file URL naming another host is refused at remote add")
+    func fileURLHost() throws {
+        let result = runCLI(["remote", "add", "weird", "file://host/x.json"], db: Support.temporaryDatabase())
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("file URL names another host 'host'"))
+    }
+
+    @Test("an option followed by another option has no value; '-' twice is refused")
+    func usageCascades() throws {
+        let missing = runCLI(["position", "set", "--user", "--page", "0"], db: Support.temporaryDatabase())
+        #expect(missing.status == 64)
+        #expect(missing.stderr.contains("option '--user' needs a value"))
+        let twice = runCLI(["sync", "-", "-"], db: Support.temporaryDatabase())
+        #expect(twice.status == 64)
+        #expect(twice.stderr.contains("'-' (standard input) can be given only once"))
+    }
+
+    @Test("snapshot version 0 and a node id with a space are refused like local ones")
+    func snapshotChecks() throws {
+        let zero = runCLI(["sync", try writeTemporary(snapshot(version: 0))], db: Support.temporaryDatabase())
+        #expect(zero.status == 65)
+        #expect(zero.stderr.contains("version must be 1 or more, found 0"))
+        #expect(!zero.stderr.contains("missing \"version\""))
+        let spaced = runCLI(["sync", try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z", node: "has space")]))],
+                            db: Support.temporaryDatabase())
+        #expect(spaced.status == 65)
+        #expect(spaced.stderr.contains("node must be 1–64 characters"))
+    }
+
+    @Test("a syntax error in a snapshot is not followed by 'missing format' noise")
+    func noCascade() throws {
+        let result = runCLI(["sync", try writeTemporary(#"{"format": "landmark-catalog-snapshot", "version": 1, "positions": [}"#)],
+                            db: Support.temporaryDatabase())
+        #expect(result.status == 65)
+        #expect(!result.stderr.contains("missing"))
+    }
+
+    @Test("a saved remote's name is accepted as a SOURCE")
+    func remoteNameAsSource() throws {
+        let db = Support.temporaryDatabase()
+        let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
+        #expect(runCLI(["remote", "add", "peer-b", source], db: db).status == 0)
+        let result = runCLI(["sync", "peer-b"], db: db)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try dumpPositions(db).count == 1)
+    }
+
+    @Test("featured on an empty catalog is silent on stderr")
+    func quietEmpty() {
+        let result = runCLI(["featured"], db: Support.temporaryDatabase())
+        #expect(result.status == 0)
+        #expect(result.stdout == "")
+        #expect(result.stderr == "")
+    }
+}
