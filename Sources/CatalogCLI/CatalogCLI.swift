@@ -68,8 +68,15 @@ public enum CatalogCLI {
     }
 
     /// Opens the store named by `--db`, `$CATALOG_DB` or the XDG default.
-    static func openStore(_ parsed: ParsedArguments, _ context: CLIContext) throws -> CatalogStore {
+    ///
+    /// - Parameter existing: the command only reads, so a missing database is an error (66) rather than
+    ///   a new empty one: a mistyped `--db` in a cron line should fail loudly, not print nothing.
+    static func openStore(_ parsed: ParsedArguments, _ context: CLIContext, existing: Bool = false) throws -> CatalogStore {
         let path = parsed.value("--db") ?? CatalogStore.defaultPath(environment: context.environment)
+        if existing, !path.isEmpty, path != ":memory:", !FileManager.default.fileExists(atPath: path) {
+            throw CatalogError(.noInput, "no catalog database, \(path)",
+                               hint: "create it with 'catalog init' or 'catalog import FILE', or check --db / CATALOG_DB")
+        }
         return try CatalogStore.open(path: path, wallClock: context.wallClock)
     }
 

@@ -79,6 +79,17 @@ struct FeaturedTests {
             """)
     }
 
+    @Test("reading commands refuse a missing database (66) instead of creating an empty one", arguments: [
+        ["featured"], ["positions"], ["position", "get", "--user", "u"], ["export"], ["status"], ["remote", "list"],
+    ])
+    func missingDatabase(_ arguments: [String]) {
+        let db = Support.temporaryDatabase()
+        let result = runCLI(arguments, db: db)
+        #expect(result.status == 66)
+        #expect(result.stderr.hasPrefix("catalog: error: no catalog database, \(db)"))
+        #expect(!FileManager.default.fileExists(atPath: db))
+    }
+
     @Test("the featured query is served by the partial index (EXPLAIN QUERY PLAN)")
     func usesIndex() throws {
         let store = try CatalogStore.open(path: ":memory:")
@@ -90,7 +101,9 @@ struct FeaturedTests {
 
     @Test("an empty catalog prints an empty JSON array")
     func emptyCatalog() throws {
-        let result = runCLI(["featured", "--json"], db: Support.temporaryDatabase())
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["init"], db: db).status == 0)
+        let result = runCLI(["featured", "--json"], db: db)
         #expect(result.status == 0)
         #expect(result.stdout == "[]\n")
     }

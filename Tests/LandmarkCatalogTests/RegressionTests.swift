@@ -38,7 +38,7 @@ struct RegressionTests {
     @Test("a one-character database path works (it crashed)")
     func shortPath() throws {
         let dir = Support.temporaryDirectory()
-        let result = try runProcess(Support.catalogBinary, ["--db", "b", "status"], in: dir)
+        let result = try runProcess(Support.catalogBinary, ["--db", "b", "init"], in: dir)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(FileManager.default.fileExists(atPath: dir.appending(path: "b").path))
         #expect(CatalogStore.directory(of: "b") == "")
@@ -169,7 +169,9 @@ struct RegressionTests {
 
     @Test("featured on an empty catalog is silent on stderr")
     func quietEmpty() {
-        let result = runCLI(["featured"], db: Support.temporaryDatabase())
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["init"], db: db).status == 0)
+        let result = runCLI(["featured"], db: db)
         #expect(result.status == 0)
         #expect(result.stdout == "")
         #expect(result.stderr == "")

@@ -14,7 +14,7 @@ extension CatalogCLI {
     }
 
     static func runFeatured(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(parsed, context)
+        let store = try openStore(parsed, context, existing: true)
         var current: Int?
         if let user = parsed.value("--user") {
             current = try store.position(user: user)?.currentPage

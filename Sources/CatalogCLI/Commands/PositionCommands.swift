@@ -83,7 +83,7 @@ extension CatalogCLI {
     }
 
     static func runPositionGet(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(p, context)
+        let store = try openStore(p, context, existing: true)
         let user = p.value("--user")!
         let position = try store.position(user: user)
         if p.has("--json") {
@@ -112,7 +112,7 @@ extension CatalogCLI {
     }
 
     static func runPositions(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let all = try openStore(p, context).positions()
+        let all = try openStore(p, context, existing: true).positions()
         if p.has("--json") {
             var w = JSONWriter()
             w.byte(0x5B)

@@ -12,7 +12,7 @@ extension CatalogCLI {
     }
 
     static func runExport(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(p, context)
+        let store = try openStore(p, context, existing: true)
         if let output = p.value("--output"), output != "-" {
             try store.exportSnapshot(toFile: output)
         } else {
@@ -126,7 +126,7 @@ extension CatalogCLI {
     }
 
     static func runRemoteList(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let remotes = try openStore(p, context).remotes()
+        let remotes = try openStore(p, context, existing: true).remotes()
         if p.has("--json") {
             var w = JSONWriter()
             w.raw("[")
@@ -151,7 +151,7 @@ extension CatalogCLI {
     }
 
     static func runStatus(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(p, context)
+        let store = try openStore(p, context, existing: true)
         let s = try store.status()
         if p.has("--json") {
             var w = JSONWriter()
