@@ -26,15 +26,9 @@ extension CatalogCLI {
                 w.raw(","); w.key("landmarks")
             }
             w.byte(0x5B)
-            var count = 0
-            try store.forEachFeaturedLandmark { landmark in
-                if count > 0 { w.byte(0x2C) }
-                count += 1
-                landmark.writeJSON(to: &w)
-                if w.bytes.count >= 1 << 16 {
-                    context.stdout.write(w.bytes)
-                    w.bytes.removeAll(keepingCapacity: true)
-                }
+            let count = try store.writeFeaturedJSON(to: &w) { w in
+                context.stdout.write(w.bytes)
+                w.bytes.removeAll(keepingCapacity: true)
             }
             w.byte(0x5D)
             if let user = parsed.value("--user") {

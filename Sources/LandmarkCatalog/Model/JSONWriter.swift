@@ -22,24 +22,43 @@ public struct JSONWriter: Sendable {
                 let c = utf8[i]
                 guard c < 0x20 || c == 0x22 || c == 0x5C else { continue }
                 if start < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
-                bytes.append(0x5C)
-                switch c {
-                case 0x22: bytes.append(0x22)
-                case 0x5C: bytes.append(0x5C)
-                case 0x0A: bytes.append(0x6E)
-                case 0x0D: bytes.append(0x72)
-                case 0x09: bytes.append(0x74)
-                case 0x08: bytes.append(0x62)
-                case 0x0C: bytes.append(0x66)
-                default:
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [0x75, 0x30, 0x30, hex[Int(c >> 4)], hex[Int(c & 0xF)]])
-                }
+                appendEscape(c)
                 start = i + 1
             }
             if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
         }
         bytes.append(0x22)
+    }
+
+    /// Appends a JSON string literal from UTF-8 bytes (already valid UTF-8, as SQLite text is here).
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(0x22)
+        var start = 0
+        for i in 0..<utf8.count {
+            let c = utf8[i]
+            guard c < 0x20 || c == 0x22 || c == 0x5C else { continue }
+            if start < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
+            appendEscape(c)
+            start = i + 1
+        }
+        if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
+        bytes.append(0x22)
+    }
+
+    private mutating func appendEscape(_ c: UInt8) {
+        bytes.append(0x5C)
+        switch c {
+        case 0x22: bytes.append(0x22)
+        case 0x5C: bytes.append(0x5C)
+        case 0x0A: bytes.append(0x6E)
+        case 0x0D: bytes.append(0x72)
+        case 0x09: bytes.append(0x74)
+        case 0x08: bytes.append(0x62)
+        case 0x0C: bytes.append(0x66)
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            hex.withUTF8Buffer { h in bytes.append(contentsOf: [0x75, 0x30, 0x30, h[Int(c >> 4)], h[Int(c & 0xF)]]) }
+        }
     }
 
     public mutating func string(_ s: String?) {

@@ -76,3 +76,53 @@ extension Landmark {
         writer.byte(0x7D)
     }
 }
+
+extension CatalogStore {
+    /// Writes each featured landmark, in page order, as the JSON object of `Landmark.writeJSON` (Apple's
+    /// shape, nil strings as `""`), straight from SQLite's column bytes: no `String` per field.
+    /// - Parameters:
+    ///   - writer: receives the objects, comma-separated (the caller writes the brackets).
+    ///   - flush: called whenever the writer holds 64 KiB or more, to pass the bytes on.
+    /// - Returns: how many landmarks were written.
+    @discardableResult
+    public func writeFeaturedJSON(to writer: inout JSONWriter, flush: (inout JSONWriter) throws -> Void) throws -> Int {
+        var count = 0
+        try read {
+            let s = try connection.cachedStatement(sql: Self.featuredSQL)
+            defer { s.reset() }
+            while try s.step() {
+                if count > 0 { writer.byte(0x2C) }
+                count += 1
+                if !s.isNull(12) {
+                    Self.landmark(from: s).writeJSON(to: &writer)  // kept unknown keys: merge them in key order
+                } else {
+                    func text(_ key: StaticString, _ column: Int) {
+                        writer.raw(key)
+                        if let bytes = s.textBytes(column) { writer.string(utf8: bytes) } else { writer.raw("\"\"") }
+                    }
+                    text("{\"category\":", 2)
+                    text(",\"city\":", 3)
+                    writer.raw(",\"coordinates\":{\"latitude\":")
+                    writer.double(s.double(10))
+                    writer.raw(",\"longitude\":")
+                    writer.double(s.double(11))
+                    writer.raw("}")
+                    text(",\"description\":", 6)
+                    writer.raw(",\"id\":")
+                    writer.int(s.int(0))
+                    text(",\"imageName\":", 7)
+                    writer.raw(",\"isFavorite\":")
+                    writer.bool(s.int(9) != 0)
+                    writer.raw(",\"isFeatured\":")
+                    writer.bool(s.int(8) != 0)
+                    text(",\"name\":", 1)
+                    text(",\"park\":", 5)
+                    text(",\"state\":", 4)
+                    writer.byte(0x7D)
+                }
+                if writer.bytes.count >= 1 << 16 { try flush(&writer) }
+            }
+        }
+        return count
+    }
+}
