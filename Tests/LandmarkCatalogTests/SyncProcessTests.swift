@@ -149,7 +149,7 @@ struct SyncLockTests {
         let first = Process()
         first.executableURL = Support.catalogBinary
         first.arguments = ["--db", db, "sync", "--quiet", source]
-        first.environment = ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "1500", "PATH": "/usr/bin:/bin"]
+        first.environment = ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "3000", "PATH": "/usr/bin:/bin"]
         try first.run()
         try waitForLock(db)
         let second = try runProcess(Support.catalogBinary, ["--db", db, "sync", source])
