@@ -21,7 +21,7 @@ extension CatalogCLI {
         }
         if parsed.has("--json") {
             var w = JSONWriter(reservingCapacity: 1 << 16)
-            if let user = parsed.value("--user") {
+            if parsed.value("--user") != nil {
                 w.raw("{"); w.key("currentPage"); w.int(current.map(Int64.init))
                 w.raw(","); w.key("landmarks")
             }

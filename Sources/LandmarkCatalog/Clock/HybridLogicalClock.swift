@@ -74,11 +74,9 @@ struct HybridLogicalClock {
 
     /// Issues a stamp for a local write. Call inside the write transaction that uses it.
     func send(node: String) throws -> HLCStamp {
-        let last = try load()
-        let now = wall.nowMilliseconds()
-        let next: (wall: Int64, counter: Int64) = now > last.wall ? (now, 0) : (last.wall, last.counter + 1)
-        try store(next)
-        return HLCStamp(wallMilliseconds: next.wall, counter: next.counter, node: node)
+        let stamp = try peekSend(node: node)
+        try store(stamp)
+        return stamp
     }
 
     /// Moves the clock past a merged remote stamp, so later local writes order after it.

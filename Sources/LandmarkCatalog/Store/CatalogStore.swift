@@ -173,13 +173,7 @@ public final class CatalogStore {
 
     /// The ids of the featured landmarks, in page order.
     public func featuredIDs() throws -> [Int64] {
-        try read {
-            let s = try connection.cachedStatement(sql: "SELECT id FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id")
-            defer { s.reset() }
-            var ids: [Int64] = []
-            while try s.step() { ids.append(s.int(0)) }
-            return ids
-        }
+        try read { try featuredIDsInTransaction() }
     }
 
     /// One live landmark by id, or nil (absent or a tombstone).
