@@ -96,14 +96,31 @@ struct MigrationTests {
         #expect(result.stderr.contains("junk.sqlite"))
     }
 
-    @Test("migrate --status lists versions, checksums and applied times")
+    @Test("migrate --status lists versions, checksums, applied times and states")
     func statusCommand() throws {
         let db = Support.temporaryDatabase()
+        #expect(runCLI(["migrate"], db: db).status == 0)
         let result = runCLI(["migrate", "--status"], db: db)
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n")
         #expect(lines.first?.hasPrefix("VERSION  DESCRIPTION") == true)
         #expect(lines.dropFirst().first?.hasPrefix("0001     create_landmarks") == true)
-        #expect(!result.stdout.contains("pending"))
+        #expect(lines.dropFirst().allSatisfy { $0.hasSuffix("applied") })
+        #expect(runCLI(["migrate", "--json"], db: db).status == 64)
+    }
+
+    @Test("migrate --status still lists a database it refuses to open, then exits 73")
+    func statusOfRefusedDatabase() throws {
+        let db = Support.temporaryDatabase()
+        _ = try CatalogStore.open(path: db)
+        let c = try Connection(path: db)
+        try c.execute(sql: "UPDATE schema_migrations SET checksum = '0000000000000000' WHERE version = 1")
+        try c.execute(sql: "INSERT INTO schema_migrations VALUES (9999, 'future', 'ff', '2030-01-01T00:00:00.000Z')")
+        let result = runCLI(["migrate", "--status", "--json"], db: db)
+        #expect(result.status == 73)
+        #expect(result.stdout.contains(#""description":"create_landmarks","state":"changed","version":1"#), "\(result.stdout)")
+        #expect(result.stdout.contains(#""description":"future","state":"unknown","version":9999"#))
+        #expect(result.stderr.contains("migration 0001 was changed after it was applied"))
+        #expect(runCLI(["featured"], db: db).status == 73)
     }
 }

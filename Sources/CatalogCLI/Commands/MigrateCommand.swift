@@ -5,17 +5,33 @@ extension CatalogCLI {
         CommandSpec(
             name: "migrate",
             abstract: "Apply pending schema migrations (done on every open), or list them.",
+            discussion: "--status lists without applying anything, and still lists a database this binary refuses to open (a changed migration, or one from a newer binary), then exits 73.",
             options: [
-                .flag("--status", "List every migration: version, description, checksum, applied time (UTC)."),
+                .flag("--status", "List every migration: version, description, checksum, applied time (UTC), state."),
                 .flag("--json", "With --status, print JSON."),
             ],
+            validate: { p in
+                if p.has("--json") && !p.has("--status") {
+                    throw UsageError(message: "--json goes with --status", path: p.path)
+                }
+            },
             run: runMigrate)
     }
 
     static func runMigrate(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(parsed, context)  // opening applies pending migrations
-        guard parsed.has("--status") else { return 0 }
-        let status = try store.migrationStatus()
+        guard parsed.has("--status") else {
+            _ = try openStore(parsed, context)  // opening applies pending migrations
+            return 0
+        }
+        let path = parsed.value("--db") ?? CatalogStore.defaultPath(environment: context.environment)
+        let status = try CatalogStore.migrationStatus(path: path)
+        defer {
+            if let bad = status.first(where: { $0.state == .changed || $0.state == .unknown }) {
+                context.error(bad.state == .changed
+                    ? "migration \(String(format: "%04d", bad.version)) was changed after it was applied, \(path)"
+                    : "migration \(String(format: "%04d", bad.version)) was applied by a newer catalog binary, \(path)")
+            }
+        }
         if parsed.has("--json") {
             var w = JSONWriter()
             w.byte(0x5B)
@@ -24,18 +40,19 @@ extension CatalogCLI {
                 w.raw("{"); w.key("appliedAt"); w.string(m.appliedAt)
                 w.raw(","); w.key("checksum"); w.string(m.checksum)
                 w.raw(","); w.key("description"); w.string(m.description)
+                w.raw(","); w.key("state"); w.string(m.state.rawValue)
                 w.raw(","); w.key("version"); w.int(Int64(m.version)); w.raw("}")
             }
             w.raw("]\n")
             context.stdout.write(w.bytes)
         } else {
-            var rows = [["VERSION", "DESCRIPTION", "CHECKSUM", "APPLIED (UTC)"]]
+            var rows = [["VERSION", "DESCRIPTION", "CHECKSUM", "APPLIED (UTC)", "STATE"]]
             for m in status {
-                rows.append([String(format: "%04d", m.version), m.description, m.checksum, m.appliedAt ?? "pending"])
+                rows.append([String(format: "%04d", m.version), m.description, m.checksum, m.appliedAt ?? "-", m.state.rawValue])
             }
             context.stdout.write(Table.render(rows))
         }
-        return 0
+        return status.contains { $0.state == .changed || $0.state == .unknown } ? 73 : 0
     }
 
     static var initCommand: CommandSpec {
@@ -50,7 +67,14 @@ extension CatalogCLI {
 
     static func runInit(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
         let store = try openStore(parsed, context)
-        if let node = parsed.value("--node") { try store.setNodeID(node) }
+        if let node = parsed.value("--node") {
+            let old = try store.nodeID()
+            try store.setNodeID(node)
+            let rows = try store.landmarkCounts().live + store.positions().count
+            if old != node && rows > 0 {
+                context.warn("node id changed from \(old) to \(node); rows already written keep \(old) in their stamps")
+            }
+        }
         context.stdout.line("\(store.path) node \(try store.nodeID())")
         return 0
     }

@@ -62,11 +62,24 @@ public struct Migration: Sendable, Equatable {
 
 /// The state of one migration in a database, for `catalog migrate --status`.
 public struct MigrationStatus: Sendable, Equatable {
+    /// Where a migration stands.
+    public enum State: String, Sendable {
+        /// Applied, with the checksum this binary has.
+        case applied
+        /// Known to this binary, not applied yet.
+        case pending
+        /// Applied, but the file changed since (a refusal on open).
+        case changed
+        /// Applied by a newer binary: this one does not know it (a refusal on open).
+        case unknown
+    }
     public var version: Int
     public var description: String
+    /// The checksum this binary has (for `unknown`, the ledger's).
     public var checksum: String
-    /// When it was applied (UTC, ISO 8601), or nil when pending.
+    /// When it was applied (UTC, RFC 3339), or nil when pending.
     public var appliedAt: String?
+    public var state: State = .applied
 }
 
 /// Applies numbered migrations in order, each with its ledger row in one transaction.
@@ -158,13 +171,25 @@ public struct Migrator {
         return appliedNow
     }
 
-    /// Every known migration with its applied time, or nil when pending.
+    /// Every migration this binary knows, and every one the ledger has, with its state — read without
+    /// refusing anything, so a changed or newer database can still be inspected.
     public func status(_ db: Connection) throws -> [MigrationStatus] {
         try ensureLedger(db)
-        let rows = try applied(db)
-        return migrations.map {
-            MigrationStatus(version: $0.version, description: $0.description, checksum: $0.checksum,
-                            appliedAt: rows[$0.version]?.appliedAt)
+        let s = try db.makeStatement(sql: "SELECT version, description, checksum, applied_at FROM schema_migrations ORDER BY version")
+        var ledger: [Int: MigrationStatus] = [:]
+        while try s.step() {
+            let version = Int(s.int(0))
+            ledger[version] = MigrationStatus(version: version, description: s.text(1) ?? "", checksum: s.text(2) ?? "",
+                                              appliedAt: s.text(3), state: .unknown)
         }
+        var result = migrations.map { m -> MigrationStatus in
+            guard let row = ledger.removeValue(forKey: m.version) else {
+                return MigrationStatus(version: m.version, description: m.description, checksum: m.checksum, appliedAt: nil, state: .pending)
+            }
+            return MigrationStatus(version: m.version, description: m.description, checksum: m.checksum, appliedAt: row.appliedAt,
+                                   state: row.checksum == m.checksum ? .applied : .changed)
+        }
+        result += ledger.values.sorted { $0.version < $1.version }
+        return result
     }
 }

@@ -132,6 +132,24 @@ public final class CatalogStore {
 
     /// Every migration this binary knows, with when it was applied.
     public func migrationStatus() throws -> [MigrationStatus] {
+        try Self.migrationStatus(connection: connection, path: path)
+    }
+
+    /// The migrations of the database at `path`, read without applying or refusing anything (so a
+    /// database with a changed or newer migration can still be listed).
+    /// - Throws: `CatalogError` 66 when there is no database there, 73 when it is not a catalog database.
+    public static func migrationStatus(path: String) throws -> [MigrationStatus] {
+        guard path == ":memory:" || FileManager.default.fileExists(atPath: path) else {
+            throw CatalogError(.noInput, "no catalog database, \(path)", hint: "create it with 'catalog init'")
+        }
+        do {
+            return try migrationStatus(connection: Connection(path: path), path: path)
+        } catch let error as SQLiteError {
+            throw CatalogError(error, path: path)
+        }
+    }
+
+    static func migrationStatus(connection: Connection, path: String) throws -> [MigrationStatus] {
         do {
             return try Migrator(migrations: Migration.embedded()).status(connection)
         } catch let error as SQLiteError {
