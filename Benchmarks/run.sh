@@ -143,11 +143,11 @@ for u in "${users[@]}"; do
     position_sql "$first" >"$work/p1.sql"; position_sql "$second" >"$work/p2.sql"
     measure base "rm -f $db*; $bin --db $db init" "sqlite3 $db < $work/p1.sql"
     base=$MEDIAN; row "sync positions (empty db)" "$u" "sqlite3 upsert" "$MEDIAN" "$PEAK" "$u" ""
-    measure ours "rm -f $db*; $bin --db $db init" "$bin --db $db sync --quiet --max-drift 100000000 $first"
+    measure ours "rm -f $db*; $bin --db $db init" "$bin --db $db sync --quiet $first"
     row "sync positions (empty db)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
     measure base "rm -f $db*; $bin --db $db init; sqlite3 $db < $work/p1.sql" "sqlite3 $db < $work/p2.sql"
     base=$MEDIAN; row "sync positions (populated)" "$u" "sqlite3 upsert" "$MEDIAN" "$PEAK" "$u" ""
-    measure ours "rm -f $db*; $bin --db $db init; $bin --db $db sync --quiet --max-drift 100000000 $first" "$bin --db $db sync --quiet --max-drift 100000000 $second"
+    measure ours "rm -f $db*; $bin --db $db init; $bin --db $db sync --quiet $first" "$bin --db $db sync --quiet $second"
     row "sync positions (populated)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
 done
 

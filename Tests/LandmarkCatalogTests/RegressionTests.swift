@@ -167,6 +167,13 @@ struct RegressionTests {
         #expect(try dumpPositions(db).count == 1)
     }
 
+    @Test("--max-drift is bounded to a year (a huge one let a year-9999 stamp move the clock)")
+    func driftBound() throws {
+        let result = runCLI(["sync", "--max-drift", "999999999999", try writeTemporary(snapshot())], db: Support.temporaryDatabase())
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--max-drift needs 0…31536000 seconds"))
+    }
+
     @Test("featured on an empty catalog is silent on stderr")
     func quietEmpty() {
         let db = Support.temporaryDatabase()

@@ -38,7 +38,7 @@ extension CatalogCLI {
                 .flag("--dry-run", "Report what would change; change nothing."),
                 .flag("--json", "Print the run's report as JSON."),
                 .flag("--quiet", "Print nothing on success (warnings and errors still go to stderr)."),
-                .value("--max-drift", "SECONDS", "Quarantine rows stamped further ahead than this (default 300)."),
+                .value("--max-drift", "SECONDS", "Quarantine rows stamped further ahead than this (default 300, at most a year)."),
                 .value("--timeout", "SECONDS", "HTTP: give up on a silent server after this long (default 30)."),
                 .value("--retries", "N", "HTTP: retries on 429 and 5xx, with exponential backoff (default 3)."),
                 .value("--max-bytes", "BYTES", "HTTP: the largest snapshot accepted (default 1073741824)."),
@@ -51,7 +51,11 @@ extension CatalogCLI {
         options.dryRun = p.has("--dry-run")
         options.publishPath = p.value("--publish")
         if let v = p.value("--max-drift") {
-            guard let s = Double(v), s >= 0, s.isFinite else { throw UsageError(message: "--max-drift needs seconds, got '\(v)'", path: p.path) }
+            guard let s = Double(v), s >= 0, s <= 31_536_000 else {
+                // A larger allowance would let one far-future stamp drag this node's clock (and every later
+                // local write) years ahead, where peers would quarantine it.
+                throw UsageError(message: "--max-drift needs 0…31536000 seconds (a year at most), got '\(v)'", path: p.path)
+            }
             options.maxDriftMilliseconds = Int64(s * 1000)
         }
         if let v = p.value("--timeout") {
