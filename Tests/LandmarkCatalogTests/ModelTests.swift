@@ -80,6 +80,22 @@ struct SuggestTests {
     }
 }
 
+@Suite("Tables")
+struct TableTests {
+    @Test("display width: Hangul and emoji are two columns, combining marks none", arguments: [
+        ("Half Dome", 9), ("서울", 4), ("Zoe\u{301}", 3), ("🏔️", 2), ("東京タワー", 10), ("Kīlauea", 7),
+    ])
+    func width(_ pair: (String, Int)) {
+        #expect(Table.displayWidth(pair.0) == pair.1)
+    }
+
+    @Test("columns line up by display width")
+    func aligned() {
+        let text = Table.render([["NAME", "ID"], ["서울", "1"], ["Rome", "2"]])
+        #expect(text == "NAME  ID\n서울  1\nRome  2\n")
+    }
+}
+
 @Suite("Seen ids")
 struct SeenIDsTests {
     @Test("runs and out-of-order ids remember each id's first record")
