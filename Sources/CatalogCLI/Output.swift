@@ -74,7 +74,9 @@ public final class MemorySink: OutputSink {
 
 /// Everything a command may touch outside its arguments.
 public struct CLIContext {
+    /// Data only.
     public var stdout: any OutputSink
+    /// Diagnostics (`catalog: error: …`, warnings, progress).
     public var stderr: any OutputSink
     /// The descriptor read for `-` (standard input).
     public var stdinFD: Int32

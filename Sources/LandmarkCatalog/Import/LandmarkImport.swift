@@ -62,6 +62,7 @@ public struct ImportSummary: Sendable, Equatable {
 
 /// A problem found in input data, with where it is: file, line:column, record index, id and field.
 public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
+    /// A warning is accepted (unless `--strict`); an error fails the import.
     public enum Severity: String, Sendable { case warning, error }
     public var severity: Severity
     /// What is wrong.

@@ -24,6 +24,7 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable 
         case incompatible = 76
     }
 
+    /// The category, which decides the exit status.
     public var kind: Kind
     /// What went wrong and where (file, line:column or index, id, field).
     public var message: String

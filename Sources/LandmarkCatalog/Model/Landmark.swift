@@ -1,7 +1,9 @@
 /// One landmark as stored: the fields of Apple's `landmarkData.json` plus the keys this catalog did not
 /// recognise (kept, and written back on output).
 public struct Landmark: Sendable, Equatable {
+    /// The record's `id`: the key of upserts and merges (names may repeat).
     public var id: Int64
+    /// Never empty.
     public var name: String
     public var category: String?
     public var city: String?
@@ -9,6 +11,7 @@ public struct Landmark: Sendable, Equatable {
     public var park: String?
     public var description: String?
     public var imageName: String?
+    /// On the carousel (the featured pages, in id order).
     public var isFeatured: Bool
     public var isFavorite: Bool
     /// Degrees, −90…90 (WGS 84, as in the tutorial's data).

@@ -124,6 +124,7 @@ public final class Statement {
         while try step() {}
     }
 
+    /// Columns in a result row; the accessors below take 0-based column indexes and read the current row.
     public var columnCount: Int { Int(sqlite3_column_count(handle)) }
     public func columnName(_ i: Int) -> String { String(cString: sqlite3_column_name(handle, Int32(i))) }
     public func isNull(_ i: Int) -> Bool { sqlite3_column_type(handle, Int32(i)) == SQLITE_NULL }

@@ -27,8 +27,11 @@ public struct SyncOptions: Sendable {
 
 /// What happened to one source in a sync run.
 public struct SourceReport: Sendable, Equatable {
+    /// `merged`: the snapshot was read and merged; `not-modified`: an HTTP 304, nothing to read.
     public enum Outcome: String, Sendable { case merged, notModified = "not-modified" }
+    /// The source: an absolute path, a URL, or `<stdin>`.
     public var source: String
+    /// What happened to it.
     public var outcome: Outcome
     /// Bytes read (0 for not modified).
     public var bytes: Int64
@@ -36,15 +39,21 @@ public struct SourceReport: Sendable, Equatable {
 
 /// What a sync run did.
 public struct SyncReport: Sendable, Equatable {
+    /// Each source, in the order given.
     public var sources: [SourceReport] = []
+    /// Rows seen, applied, stale, tied and quarantined, over all sources.
     public var counts = MergeCounts()
+    /// True when everything was rolled back (`--dry-run`).
     public var dryRun = false
+    /// The path the merged snapshot was published to, if any.
     public var published: String?
 }
 
 /// A remote saved with `catalog remote add`.
 public struct Remote: Sendable, Equatable {
+    /// The remote's name (1–64 of A–Z a–z 0–9 . _ -).
     public var name: String
+    /// An `http(s)://` or `file://` URL, or an absolute path.
     public var url: String
 }
 
@@ -290,12 +299,17 @@ extension CatalogStore {
 
     /// What `catalog status` shows.
     public struct Status: Sendable {
+        /// This database's node id.
         public var node: String
+        /// The highest applied migration.
         public var schemaVersion: Int
+        /// Live landmarks, and tombstones.
         public var landmarks: Int
         public var landmarkTombstones: Int
+        /// Live positions, and tombstones.
         public var positions: Int
         public var positionTombstones: Int
+        /// Rows kept in quarantine (stamped beyond the drift allowance), over all runs.
         public var quarantined: Int
         /// Per source: the last good sync time (UTC) and outcome.
         public var sources: [(source: String, lastSuccess: String?, outcome: String?)]
