@@ -383,27 +383,44 @@ struct SnapshotMerger {
         let members = [record.stamp?.updatedAt, record.stamp?.counter, record.stamp?.node, record.stamp?.deleted].compactMap { $0 }
         guard let (stamp, deleted) = stamp(members, index: record.index, at: record.position, kind: "landmarks", id: record.id) else { return }
         typealias F = RawLandmark.Field
-        // A snapshot row is the whole state: absent optional keys are null.
-        let incoming = Landmark(id: record.id, name: batch.text(record, F.name) ?? "", category: batch.text(record, F.category),
-                                city: batch.text(record, F.city), state: batch.text(record, F.state), park: batch.text(record, F.park),
-                                description: batch.text(record, F.description), imageName: batch.text(record, F.imageName),
-                                isFeatured: record.isFeatured, isFavorite: record.isFavorite, latitude: record.latitude,
-                                longitude: record.longitude, extraJSON: record.extraJSON)
+        // A snapshot row is the whole state: absent optional keys are null. Built only when needed.
+        func incomingLandmark() -> Landmark {
+            Landmark(id: record.id, name: batch.text(record, F.name) ?? "", category: batch.text(record, F.category),
+                     city: batch.text(record, F.city), state: batch.text(record, F.state), park: batch.text(record, F.park),
+                     description: batch.text(record, F.description), imageName: batch.text(record, F.imageName),
+                     isFeatured: record.isFeatured, isFavorite: record.isFavorite, latitude: record.latitude,
+                     longitude: record.longitude, extraJSON: record.extraJSON)
+        }
         guard errors == 0 else { return }
-        if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: Self.rowJSON(incoming, stamp: stamp, deleted: deleted)) { return }
+        if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: Self.rowJSON(incomingLandmark(), stamp: stamp, deleted: deleted)) { return }
         let select = try store.connection.cachedStatement(sql: """
             SELECT \(CatalogStore.landmarkColumns), updated_ms, counter, node, deleted FROM landmarks WHERE id = ?
             """)
         try select.bind(record.id, at: 1)
         let at = record.position, index = record.index
+        var incoming: Landmark?
         if try select.step() {
-            let stored = HLCStamp(wallMilliseconds: select.int(13), counter: select.int(14), node: select.text(15) ?? "")
+            // The stamp decides most rows: an older or repeated delivery costs a point read and no strings.
+            let storedWall = select.int(13), storedCounter = select.int(14)
+            if (stamp.wallMilliseconds, stamp.counter) < (storedWall, storedCounter) {
+                select.reset()
+                counts.stale += 1
+                return
+            }
+            let stored = HLCStamp(wallMilliseconds: storedWall, counter: storedCounter, node: select.text(15) ?? "")
             let storedDeleted = select.int(16) != 0
-            let old = CatalogStore.landmark(from: select)
+            if stamp == stored, Self.sameContent(record, in: batch, as: select, deleted: deleted) {
+                select.reset()
+                counts.stale += 1  // the same row delivered again
+                return
+            }
+            let old = stamp == stored ? CatalogStore.landmark(from: select) : nil
             select.reset()
             if stamp < stored { counts.stale += 1; return }
-            if stamp == stored {
-                let a = Self.canonical(incoming, deleted: deleted), b = Self.canonical(old, deleted: storedDeleted)
+            if let old {
+                let incomingNow = incomingLandmark()
+                incoming = incomingNow
+                let a = Self.canonical(incomingNow, deleted: deleted), b = Self.canonical(old, deleted: storedDeleted)
                 if a == b { counts.stale += 1; return }
                 counts.ties += 1
                 diagnostics(Diagnostic(severity: .warning, message: "tie on landmark \(record.id) at \(stamp): equal stamps, different content; settled by the fixed rule (tombstone, else greater content)",
@@ -424,7 +441,7 @@ struct SnapshotMerger {
                 latitude = excluded.latitude, longitude = excluded.longitude, extra = excluded.extra,
                 updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = excluded.deleted
             """)
-        let l = incoming
+        let l = incoming ?? incomingLandmark()
         try upsert.bind(l.id, at: 1)
         try upsert.bind(l.name, at: 2)
         try upsert.bind(l.category, at: 3)
@@ -444,6 +461,33 @@ struct SnapshotMerger {
         try upsert.bind(Int64(deleted ? 1 : 0), at: 17)
         try upsert.run()
         counts.landmarksApplied += 1
+    }
+
+    /// Whether the stored row (`s`, columns as `landmarkColumns` then the stamp and `deleted`) holds
+    /// exactly the snapshot row's content, compared on the bytes: a repeated delivery costs no strings.
+    static func sameContent(_ record: RawLandmark, in batch: LandmarkBatch, as s: Statement, deleted: Bool) -> Bool {
+        guard (s.int(16) != 0) == deleted, (s.int(8) != 0) == record.isFeatured, (s.int(9) != 0) == record.isFavorite,
+              s.double(10) == record.latitude, s.double(11) == record.longitude
+        else { return false }
+        let storedExtra = s.textBytes(12)
+        if let extra = record.extraJSON {
+            guard let storedExtra, storedExtra.elementsEqual(extra.utf8) else { return false }
+        } else if storedExtra != nil {
+            return false
+        }
+        return batch.bytes.withUnsafeBufferPointer { bytes in
+            for field in 0...6 {
+                let r = record.texts[field]
+                let stored = s.textBytes(field + 1)
+                if r.start < 0 {
+                    if stored != nil { return false }
+                    continue
+                }
+                guard let stored, stored.count == Int(r.count) else { return false }
+                if r.count > 0, memcmp(bytes.baseAddress! + Int(r.start), stored.baseAddress!, Int(r.count)) != 0 { return false }
+            }
+            return true
+        }
     }
 
     /// A landmark row as snapshot JSON, for the quarantine table.
