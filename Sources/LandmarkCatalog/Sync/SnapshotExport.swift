@@ -35,13 +35,17 @@ extension CatalogStore {
             while try landmarks.step() {
                 w.raw(first ? "\n" : ",\n")
                 first = false
-                let l = Self.landmark(from: landmarks)
-                l.writeJSON(to: &w, nullStrings: .null, additional: [
-                    ("counter", String(landmarks.int(14))),
-                    ("deleted", landmarks.int(16) != 0 ? "true" : "false"),
-                    ("node", Self.jsonString(landmarks.text(15) ?? "")),
-                    ("updatedAt", Self.jsonString(Timestamp.format(milliseconds: landmarks.int(13)))),
-                ])
+                if landmarks.isNull(12) {
+                    Self.writeSnapshotRow(landmarks, to: &w)
+                } else {
+                    // Kept unknown keys merge into the sorted keys: the general path.
+                    Self.landmark(from: landmarks).writeJSON(to: &w, nullStrings: .null, additional: [
+                        ("counter", String(landmarks.int(14))),
+                        ("deleted", landmarks.int(16) != 0 ? "true" : "false"),
+                        ("node", Self.jsonString(landmarks.text(15) ?? "")),
+                        ("updatedAt", Self.jsonString(Timestamp.format(milliseconds: landmarks.int(13)))),
+                    ])
+                }
                 if w.bytes.count >= 1 << 16 {
                     try output(w.bytes)
                     w.bytes.removeAll(keepingCapacity: true)
@@ -80,6 +84,40 @@ extension CatalogStore {
         let file = try AtomicFileWriter(path: path)
         try exportSnapshot { try file.write($0) }
         try file.commit()
+    }
+
+    /// A landmark row without unknown keys as snapshot JSON, keys sorted, straight from the column bytes
+    /// (the same text `Landmark.writeJSON(nullStrings: .null, additional: stamp)` gives).
+    static func writeSnapshotRow(_ s: Statement, to w: inout JSONWriter) {
+        func text(_ key: StaticString, _ column: Int) {
+            w.raw(key)
+            if let bytes = s.textBytes(column) { w.string(utf8: bytes) } else { w.raw("null") }
+        }
+        text("{\"category\":", 2)
+        text(",\"city\":", 3)
+        w.raw(",\"coordinates\":{\"latitude\":")
+        w.double(s.double(10))
+        w.raw(",\"longitude\":")
+        w.double(s.double(11))
+        w.raw("},\"counter\":")
+        w.int(s.int(14))
+        w.raw(",\"deleted\":")
+        w.bool(s.int(16) != 0)
+        text(",\"description\":", 6)
+        w.raw(",\"id\":")
+        w.int(s.int(0))
+        text(",\"imageName\":", 7)
+        w.raw(",\"isFavorite\":")
+        w.bool(s.int(9) != 0)
+        w.raw(",\"isFeatured\":")
+        w.bool(s.int(8) != 0)
+        text(",\"name\":", 1)
+        text(",\"node\":", 15)
+        text(",\"park\":", 5)
+        text(",\"state\":", 4)
+        w.raw(",\"updatedAt\":")
+        w.string(Timestamp.format(milliseconds: s.int(13)))
+        w.byte(0x7D)
     }
 
     static func jsonString(_ s: String) -> String {
