@@ -26,13 +26,14 @@ extension CatalogCLI {
             name: "sync",
             abstract: "Pull peers' snapshots and merge them with last-writer-wins, in one transaction.",
             discussion: """
-                SOURCE is a path, file://, http://, https:// or - (standard input); with none, the saved remotes.
+                SOURCE is a path, file://, http://, https://, - (standard input) or a saved remote's name; with
+                none, every saved remote.
                 HTTP sources use conditional GET (ETag / Last-Modified): a 304 is success with nothing to do.
                 Any bad or unavailable source fails the whole run and nothing is merged. One sync at a time
                 per database: an overlapping run exits 75 at once. Rows stamped more than --max-drift ahead
                 of this machine's clock are quarantined and reported, never applied.
                 """,
-            arguments: [ArgumentSpec(name: "source", help: "Snapshot sources (default: the saved remotes).", optional: true, repeating: true)],
+            arguments: [ArgumentSpec(name: "source", help: "Snapshot sources or remote names (default: every saved remote).", optional: true, repeating: true)],
             options: [
                 .value("--publish", "FILE", "After merging, write the merged state as a snapshot to FILE (atomically)."),
                 .flag("--dry-run", "Report what would change; change nothing."),
