@@ -174,6 +174,21 @@ struct RegressionTests {
         #expect(result.stderr.contains("--max-drift needs 0…31536000 seconds"))
     }
 
+    @Test("an import while another writer holds the database exits 75 after the busy timeout, writing nothing")
+    func busyImport() throws {
+        let db = try Self.seeded()
+        let before = try dumpLandmarks(db)
+        let holder = try Connection(path: db)
+        try holder.execute(sql: "BEGIN IMMEDIATE")
+        let started = Date()
+        let result = runCLI(["import", Support.fixture("valid-one-change.json")], db: db)
+        try holder.execute(sql: "ROLLBACK")
+        #expect(result.status == 75, "\(result.stderr)")
+        #expect(result.stderr.contains("database is busy"))
+        #expect(Date().timeIntervalSince(started) < 15)
+        #expect(try dumpLandmarks(db) == before)
+    }
+
     @Test("featured on an empty catalog is silent on stderr")
     func quietEmpty() {
         let db = Support.temporaryDatabase()

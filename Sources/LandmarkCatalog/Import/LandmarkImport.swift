@@ -123,15 +123,20 @@ extension CatalogStore {
         defer { if case .file = source { close(fd) } }
 
         let queue = BatchQueue()
-        let reading = LandmarkReadingThread(fd: fd, file: source.displayName, options: options, queue: queue)
-        reading.start()
+        var reading: LandmarkReadingThread?
         defer {
-            queue.cancel()
-            reading.waitUntilDone()  // the descriptor is closed only after the reader is gone
+            if let reading {
+                queue.cancel()
+                reading.waitUntilDone()  // the descriptor is closed only after the reader is gone
+            }
         }
         var writer = ImportWriter(store: self, file: source.displayName, options: options, diagnostics: diagnostics)
         do {
             return try write {
+                // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
+                let thread = LandmarkReadingThread(fd: fd, file: source.displayName, options: options, queue: queue)
+                thread.start()
+                reading = thread
                 try writer.run(queue: queue, progress: progress)
                 if options.dryRun { throw DryRunRollback() }
                 return writer.summary
