@@ -71,6 +71,12 @@ public enum CatalogCLI {
     ///
     /// - Parameter existing: the command only reads, so a missing database is an error (66) rather than
     ///   a new empty one: a mistyped `--db` in a cron line should fail loudly, not print nothing.
+    /// Whether the database file named by `--db`, `$CATALOG_DB` or the default exists.
+    static func databaseExists(_ parsed: ParsedArguments, _ context: CLIContext) -> Bool {
+        let path = parsed.value("--db") ?? CatalogStore.defaultPath(environment: context.environment)
+        return path == ":memory:" || FileManager.default.fileExists(atPath: path)
+    }
+
     static func openStore(_ parsed: ParsedArguments, _ context: CLIContext, existing: Bool = false) throws -> CatalogStore {
         let path = parsed.value("--db") ?? CatalogStore.defaultPath(environment: context.environment)
         if existing, !path.isEmpty, path != ":memory:", !FileManager.default.fileExists(atPath: path) {

@@ -117,7 +117,10 @@ struct PositionTests {
 
     @Test("a page on an empty carousel is refused")
     func emptyCarousel() throws {
-        let result = runCLI(["position", "set", "--user", "u", "--page", "0"], db: Support.temporaryDatabase())
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["position", "set", "--user", "u", "--page", "0"], db: db).status == 66)  // no database at all
+        #expect(runCLI(["init"], db: db).status == 0)
+        let result = runCLI(["position", "set", "--user", "u", "--page", "0"], db: db)
         #expect(result.status == 64)
         #expect(result.stderr.contains("no landmarks are featured"))
     }

@@ -64,12 +64,30 @@ struct RegressionTests {
     @Test("another application's SQLite file is refused, not migrated (73)")
     func foreignDatabase() throws {
         let path = Support.temporaryDatabase()
-        let other = try Connection(path: path)
-        try other.execute(sql: "CREATE TABLE t (x)")
-        let result = runCLI(["status"], db: path)
-        #expect(result.status == 73)
-        #expect(result.stderr.contains("not a catalog database"))
-        #expect(try other.scalarInt(sql: "SELECT count(*) FROM sqlite_master") == 1)
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        sqlite.arguments = [path, "CREATE TABLE t (x)"]
+        try sqlite.run()
+        sqlite.waitUntilExit()
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        for arguments in [["status"], ["featured"], ["migrate", "--status"], ["import", Support.fixture("valid.json")]] {
+            let result = runCLI(arguments, db: path)
+            #expect(result.status == 73, "\(arguments)")
+            #expect(result.stderr.contains("not a catalog database"))
+        }
+        // Left byte-for-byte as it was (it was switched to WAL before).
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test("a refused open closes its handle exactly once: no descriptor leaks (a throwing init used to close twice)")
+    func refusedOpenClosesOnce() throws {
+        let path = Support.temporaryDirectory().appending(path: "junk.sqlite").path
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
+        func openDescriptors() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count }
+        _ = try? Connection(path: path)
+        let before = try openDescriptors()
+        for _ in 0..<50 { #expect(throws: SQLiteError.self) { _ = try Connection(path: path) } }
+        #expect(try openDescriptors() <= before + 5)  // other tests run in parallel; 50 leaks would show
     }
 
     @Test("an empty --db is a usage error (it was an internal error)")

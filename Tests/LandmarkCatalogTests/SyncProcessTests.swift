@@ -131,7 +131,7 @@ struct SyncLockTests {
         let db = Support.temporaryDatabase()
         let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
         _ = try CatalogStore.open(path: db)
-        let holder = try SyncLock(databasePath: db, now: testNow)
+        let holder = try SyncLock.acquire(databasePath: db, now: testNow)
         let started = Date()
         let second = runCLI(["sync", source], db: db)
         #expect(second.status == 75)

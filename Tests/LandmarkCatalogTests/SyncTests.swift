@@ -188,6 +188,9 @@ struct MergeRuleTests {
         let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
         let dry = runCLI(["sync", "--dry-run", source], db: db)
         #expect(dry.stdout.hasPrefix("dry run, nothing written: 1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 positions applied"), "\(dry.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: db))  // not even the database was created
+        #expect(runCLI(["init"], db: db).status == 0)
+        #expect(runCLI(["sync", "--dry-run", source], db: db).status == 0)
         #expect(try dumpPositions(db).isEmpty)
         let out = Support.temporaryDirectory().appending(path: "published.json").path
         let real = runCLI(["sync", "--quiet", "--publish", out, source], db: db)

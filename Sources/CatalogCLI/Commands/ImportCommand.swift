@@ -24,21 +24,28 @@ extension CatalogCLI {
     static func runImport(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
         let argument = parsed.positionals[0]
         let source: ImportSource = argument == "-" ? .descriptor(context.stdinFD, name: "<stdin>") : .file(argument)
-        let store = try openStore(parsed, context)
+        // A dry run against a database that does not exist yet runs against an empty one in memory, so a
+        // mistyped path leaves nothing behind.
+        let store = parsed.has("--dry-run") && !databaseExists(parsed, context)
+            ? try CatalogStore.open(path: ":memory:", wallClock: context.wallClock)
+            : try openStore(parsed, context)
         let options = ImportOptions(strict: parsed.has("--strict"), prune: parsed.has("--prune"), dryRun: parsed.has("--dry-run"))
         let showProgress = context.stderrIsTerminal
         var lastProgress = Date()
+        let progressLine = ProgressLine()
         let summary = try store.importLandmarks(
             from: source, options: options,
             diagnostics: { diagnostic in
+                if progressLine.shown { context.stderr.write("\r\u{1B}[K") }
                 context.stderr.line("catalog: \(diagnostic.severity.rawValue): \(diagnostic)")
             },
             progress: { count in
                 guard showProgress, Date().timeIntervalSince(lastProgress) > 0.5 else { return }
                 lastProgress = Date()
+                progressLine.shown = true
                 context.stderr.write("\rimporting: \(count) records")
             })
-        if showProgress && summary.records >= 10_000 { context.stderr.write("\r\u{1B}[K") }
+        if progressLine.shown { context.stderr.write("\r\u{1B}[K") }
         if parsed.has("--json") {
             var w = JSONWriter()
             w.raw("{"); w.key("dryRun"); w.bool(summary.dryRun)
@@ -62,3 +69,8 @@ extension CatalogCLI {
 
 /// `1 record`, `2 records`.
 func plural(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }
+
+/// Whether a progress line is on the terminal (cleared before any other message).
+final class ProgressLine {
+    var shown = false
+}

@@ -71,7 +71,7 @@ extension CatalogCLI {
         } else {
             target = .landmark(try integer(p, "--landmark")!)
         }
-        let store = try openStore(p, context)
+        let store = try openStore(p, context, existing: true)  // no catalog, no featured page to be on
         let position = try store.setPosition(user: p.value("--user")!, to: target)
         if p.has("--json") {
             var w = JSONWriter()

@@ -74,7 +74,9 @@ extension CatalogCLI {
         if let v = context.environment["CATALOG_TEST_BACKOFF_SECONDS"], let s = Double(v) { options.backoffSeconds = s }
         if let v = context.environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"], let ms = Int(v) { options.pauseBeforeCommitMilliseconds = ms }
 
-        let store = try openStore(p, context)
+        let store = options.dryRun && !databaseExists(p, context)
+            ? try CatalogStore.open(path: ":memory:", wallClock: context.wallClock)  // a dry run creates nothing
+            : try openStore(p, context)
         let report = try store.sync(sources: p.positionals, options: options, standardInput: context.stdinFD) { diagnostic in
             context.stderr.line("catalog: \(diagnostic.severity.rawValue): \(diagnostic)")
         }

@@ -372,7 +372,12 @@ struct ImportWriter {
                     summary.unchanged += 1
                     continue
                 }
-                try apply(record, in: batch, upsert: upsert, stamp: candidate, clock: clock)
+                do {
+                    try apply(record, in: batch, upsert: upsert, stamp: candidate, clock: clock)
+                } catch let error as SQLiteError where error.code.primary == .tooBig {
+                    report(Diagnostic(severity: .error, message: "a value is larger than SQLite stores (1,000,000,000 bytes)",
+                                      file: file, position: record.position, index: record.index, id: record.id))
+                }
             }
             while next < batch.diagnostics.count {
                 report(batch.diagnostics[next].diagnostic)

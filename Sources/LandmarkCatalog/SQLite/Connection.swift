@@ -20,7 +20,10 @@ public final class Connection {
     ///   - busyTimeoutMilliseconds: how long a statement waits for another connection's lock, in ms.
     /// - Throws: `SQLiteError` when the file cannot be opened or is not a database
     ///   (`SQLITE_NOTADB`, found by reading `sqlite_master` right after open), or when WAL cannot be enabled.
-    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    ///   - acceptDatabase: called right after open, before anything is changed (the journal mode, say),
+    ///     to refuse a file the caller must not touch; it throws to refuse.
+    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5000,
+                acceptDatabase: (Connection) throws -> Void = { _ in }) throws {
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE))
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -42,6 +45,7 @@ public final class Connection {
             _ = csqlite_db_config_defensive(db, 1)
             // Fails with SQLITE_NOTADB now rather than at the first real query.
             try execute(sql: "SELECT count(*) FROM sqlite_master")
+            try acceptDatabase(self)
             if !readOnly {
                 // 16 KiB pages for a new database (ignored for an existing one): rows of ~1 KiB, and a
                 // quarter of the page I/O of 4 KiB pages when millions are written. Must precede WAL.
@@ -56,8 +60,8 @@ public final class Connection {
             try execute(sql: "PRAGMA foreign_keys = ON")
             try execute(sql: "PRAGMA synchronous = NORMAL")
         } catch {
-            cache.removeAll()
-            sqlite3_close_v2(db)
+            // Every stored property is set, so throwing runs `deinit`, which finalizes the statements and
+            // closes the handle; closing it here as well would close it twice.
             throw error
         }
     }

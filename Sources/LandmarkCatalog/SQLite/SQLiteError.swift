@@ -1,4 +1,5 @@
 internal import CSQLite
+import Foundation
 
 /// An error reported by SQLite, with the extended result code, SQLite's message and the SQL that failed.
 ///
@@ -23,6 +24,7 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         public static let constraint = Code(rawValue: SQLITE_CONSTRAINT)
         public static let notADatabase = Code(rawValue: SQLITE_NOTADB)
         public static let misuse = Code(rawValue: SQLITE_MISUSE)
+        public static let tooBig = Code(rawValue: SQLITE_TOOBIG)
     }
 
     /// The extended result code.
@@ -39,9 +41,13 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     }
 
     /// `SQLite error 19: NOT NULL constraint failed: landmarks.name — while executing `INSERT …``
+    /// (the SQL on one line, at most 160 characters).
     public var description: String {
         var text = "SQLite error \(code.rawValue): \(message)"
-        if let sql { text += " — while executing `\(sql.trimmingWhitespace())`" }
+        if let sql {
+            let oneLine = sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+            text += " — while executing `\(oneLine.count > 160 ? oneLine.prefix(160) + "…" : oneLine)`"
+        }
         return text
     }
 }

@@ -75,7 +75,7 @@ public struct MigrationStatus: Sendable, Equatable {
     }
     public var version: Int
     public var description: String
-    /// The checksum this binary has (for `unknown`, the ledger's).
+    /// The checksum in the ledger when applied (for `pending`, this binary's).
     public var checksum: String
     /// When it was applied (UTC, RFC 3339), or nil when pending.
     public var appliedAt: String?
@@ -107,13 +107,20 @@ public struct Migrator {
     ///   application's SQLite file, which is never migrated into a catalog.
     func ensureLedger(_ db: Connection) throws {
         if try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") == 0 {
-            let tables = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'") ?? 0
-            guard tables == 0 else {
-                throw CatalogError(.cantCreate, "not a catalog database (it has \(tables) tables of another application and no schema_migrations ledger), \(db.path)",
-                                   hint: "point --db at a catalog database, or at a new file")
-            }
+            try Self.refuseForeign(db)
             try db.execute(sql: Self.ledgerSQL)
         }
+    }
+
+    /// Refuses a database that has objects but no `schema_migrations` ledger: another application's file,
+    /// which must be left byte-for-byte as it is (pass this as `Connection`'s `acceptDatabase`).
+    /// - Throws: `CatalogError` (73).
+    public static func refuseForeign(_ db: Connection) throws {
+        let ledger = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
+        let objects = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'") ?? 0
+        guard ledger == 0, objects > 0 else { return }
+        throw CatalogError(.cantCreate, "not a catalog database (it holds another application's tables and no schema_migrations ledger), \(db.path)",
+                           hint: "point --db at a catalog database, or at a new file")
     }
 
     /// The ledger rows, checked against this binary's migrations.
@@ -186,7 +193,8 @@ public struct Migrator {
             guard let row = ledger.removeValue(forKey: m.version) else {
                 return MigrationStatus(version: m.version, description: m.description, checksum: m.checksum, appliedAt: nil, state: .pending)
             }
-            return MigrationStatus(version: m.version, description: m.description, checksum: m.checksum, appliedAt: row.appliedAt,
+            // A changed migration shows the ledger's checksum (what was applied), not this binary's.
+            return MigrationStatus(version: m.version, description: m.description, checksum: row.checksum, appliedAt: row.appliedAt,
                                    state: row.checksum == m.checksum ? .applied : .changed)
         }
         result += ledger.values.sorted { $0.version < $1.version }

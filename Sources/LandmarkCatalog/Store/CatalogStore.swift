@@ -50,7 +50,7 @@ public final class CatalogStore {
             }
         }
         do {
-            let connection = try Connection(path: path)
+            let connection = try Connection(path: path, acceptDatabase: Migrator.refuseForeign)
             // A 32 MiB page cache (the default is 2 MiB): imports and merges of millions of rows revisit
             // B-tree pages; memory stays well under 100 MB. https://sqlite.org/pragma.html#pragma_cache_size
             try connection.execute(sql: "PRAGMA cache_size = -32768")
@@ -143,7 +143,7 @@ public final class CatalogStore {
             throw CatalogError(.noInput, "no catalog database, \(path)", hint: "create it with 'catalog init'")
         }
         do {
-            return try migrationStatus(connection: Connection(path: path), path: path)
+            return try migrationStatus(connection: Connection(path: path, acceptDatabase: Migrator.refuseForeign), path: path)
         } catch let error as SQLiteError {
             throw CatalogError(error, path: path)
         }

@@ -75,7 +75,7 @@ extension CatalogStore {
     public func sync(sources requested: [String], options: SyncOptions = SyncOptions(), standardInput: Int32 = 0,
                      diagnostics: @escaping (Diagnostic) -> Void = { _ in }) throws -> SyncReport {
         let started = wallClock.nowMilliseconds()
-        let lock = path == ":memory:" ? nil : try SyncLock(databasePath: path, now: started)
+        let lock = path == ":memory:" ? nil : try SyncLock.acquire(databasePath: path, now: started)
         defer { withExtendedLifetime(lock) {} }
 
         // A SOURCE that is the name of a saved remote (and not an existing file) means that remote.
@@ -180,6 +180,10 @@ extension CatalogStore {
                         try noteSource(p.source, etag: p.etag, lastModified: p.lastModified, outcome: "ok", at: now)
                     }
                 }
+                // Rows held back earlier that are no longer beyond the allowance leave the quarantine: the next
+                // delivery applies them, and `status` counts only what is still held back.
+                try connection.execute(sql: "DELETE FROM sync_quarantine WHERE updated_ms <= ?",
+                                       [.integer(now + options.maxDriftMilliseconds)])
                 // Later local writes must order after everything merged (SPEC §7).
                 if maxSeen > (0, 0) {
                     try HybridLogicalClock(db: connection, wall: wallClock).receive(wallMilliseconds: maxSeen.wall, counter: maxSeen.counter)

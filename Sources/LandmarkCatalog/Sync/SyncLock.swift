@@ -9,13 +9,21 @@ import Glibc
 final class SyncLock {
     private let fd: Int32
 
+    /// Wraps a descriptor that already holds the lock. Only `acquire` makes one: an initializer that
+    /// throws after its properties are set would run `deinit` and close the descriptor twice (and a
+    /// descriptor number closed twice may by then belong to another file of this process).
+    private init(holding fd: Int32) {
+        self.fd = fd
+    }
+
+    /// Takes the lock for the database at `databasePath`.
     /// - Throws: `CatalogError.tempFail` (75) at once when another process holds the lock, naming it;
     ///   `CatalogError.cantCreate` (73) when the lock file cannot be opened.
-    init(databasePath: String, now: Int64) throws {
+    static func acquire(databasePath: String, now: Int64) throws -> SyncLock {
         let path = databasePath + ".sync-lock"
-        fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw CatalogError(.cantCreate, "cannot open the sync lock \(path): \(String(cString: strerror(errno)))")
+            throw CatalogError(.cantCreate, "cannot open the sync lock (\(String(cString: strerror(errno)))), \(path)")
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let reason = errno
@@ -24,7 +32,7 @@ final class SyncLock {
             close(fd)
             let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingWhitespace() : "another process"
             guard reason == EWOULDBLOCK else {
-                throw CatalogError(.cantCreate, "cannot lock \(path): \(String(cString: strerror(reason)))")
+                throw CatalogError(.cantCreate, "cannot lock (\(String(cString: strerror(reason)))), \(path)")
             }
             throw CatalogError(.tempFail, "another sync is running on this database (\(holder)), \(path)",
                                hint: "it exits 75 so cron retries at the next run; nothing was changed")
@@ -32,6 +40,7 @@ final class SyncLock {
         let holder = "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\n"
         ftruncate(fd, 0)
         _ = holder.withCString { pwrite(fd, $0, strlen($0), 0) }
+        return SyncLock(holding: fd)
     }
 
     deinit {
