@@ -110,6 +110,18 @@ struct RegressionTests {
         #expect(try CatalogStore.open(path: db).status().quarantined == 1)
     }
 
+    @Test("a quarantined row leaves the quarantine once it is within the allowance (the count only grew)")
+    func quarantineReleased() throws {
+        let db = Support.temporaryDatabase()
+        let ahead = Timestamp.format(milliseconds: SystemClock().nowMilliseconds() + 3_600_000)  // an hour ahead
+        let future = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: ahead)]))
+        #expect(runCLI(["sync", future], db: db).stdout.contains("1 quarantined"))
+        #expect(try CatalogStore.open(path: db).status().quarantined == 1)
+        let later = runCLI(["sync", "--max-drift", "7200", future], db: db)
+        #expect(later.stdout.contains("1 of 1 positions applied"), "\(later.stdout)")
+        #expect(try CatalogStore.open(path: db).status().quarantined == 0)
+    }
+
     @Test("a duplicate key inside coordinates is an error (it was accepted)")
     func duplicateCoordinate() throws {
         let file = try writeTemporary(#"[{"id":7,"name":"z","coordinates":{"latitude":1,"latitude":3,"longitude":2}}]"#)
