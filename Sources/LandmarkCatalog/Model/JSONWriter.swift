@@ -14,20 +14,8 @@ public struct JSONWriter: Sendable {
 
     /// Appends a JSON string literal: `"`, `\`, and control characters escaped; everything else as UTF-8.
     public mutating func string(_ s: String) {
-        bytes.append(0x22)
         var s = s
-        s.withUTF8 { utf8 in
-            var start = 0
-            for i in 0..<utf8.count {
-                let c = utf8[i]
-                guard c < 0x20 || c == 0x22 || c == 0x5C else { continue }
-                if start < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
-                appendEscape(c)
-                start = i + 1
-            }
-            if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
-        }
-        bytes.append(0x22)
+        s.withUTF8 { string(utf8: $0) }
     }
 
     /// Appends a JSON string literal from UTF-8 bytes (already valid UTF-8, as SQLite text is here).
