@@ -70,8 +70,8 @@ extension CatalogCLI {
         if let node = parsed.value("--node") {
             let old = try store.nodeID()
             try store.setNodeID(node)
-            let rows = try store.landmarkCounts().live + store.positions().count
-            if old != node && rows > 0 {
+            let counts = try store.status()  // counts only: listing every position here would load them all
+            if old != node && counts.landmarks + counts.positions > 0 {
                 context.warn("node id changed from \(old) to \(node); rows already written keep \(old) in their stamps")
             }
         }

@@ -174,7 +174,6 @@ struct LandmarkDecoder {
         report(batch, .warning, message, at: at, index: index, id: id, field: key.hasPrefix("\u{0}") ? nil : key)
     }
 
-    static func describe(_ value: JSONValue) -> String { ImportRun.describe(value) }
 
     /// The keys a landmark record may have, in the order `decode` numbers them (12… only in snapshots).
     static let keyNames = ["id", "name", "category", "city", "state", "park", "description", "imageName", "isFeatured",
@@ -188,7 +187,7 @@ struct LandmarkDecoder {
         let position = reader.position
         guard try reader.peekKind() == .object else {
             let value = try reader.readValue()
-            report(batch, .error, "a landmark must be a JSON object, found \(ImportRun.kindName(value))", at: position, index: index)
+            report(batch, .error, "a landmark must be a JSON object, found \(value.kind.description)", at: position, index: index)
             return
         }
         let errorsBefore = errors
@@ -229,7 +228,7 @@ struct LandmarkDecoder {
             }
             func wrong(_ field: String, _ expected: String) throws {
                 let value = try reader.readValue()
-                report(batch, .error, "\(field) must be \(expected), found \(Self.describe(value))", at: at, index: index, id: id, field: field)
+                report(batch, .error, "\(field) must be \(expected), found \(value.described)", at: at, index: index, id: id, field: field)
             }
             switch known {
             case 0:
@@ -338,7 +337,7 @@ struct LandmarkDecoder {
                                   index: Int, id: Int64?, batch: LandmarkBatch) throws {
         guard kind == .object else {
             let value = try reader.readValue()
-            report(batch, .error, "coordinates must be an object with latitude and longitude, found \(Self.describe(value))",
+            report(batch, .error, "coordinates must be an object with latitude and longitude, found \(value.described)",
                    at: at, index: index, id: id, field: "coordinates")
             return
         }
@@ -361,7 +360,7 @@ struct LandmarkDecoder {
             }
             guard try reader.peekKind() == .number else {
                 let value = try reader.readValue()
-                report(batch, .error, "\(key) must be a number, found \(Self.describe(value))", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
+                report(batch, .error, "\(key) must be a number, found \(value.described)", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }
             let n = try reader.readNumber()

@@ -425,7 +425,7 @@ struct ImportWriter {
             // Unknown keys merge with the stored ones (rare: a slow path is fine).
             let stored = try store.connection.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0",
                                                          [.integer(record.id)])
-            if let stored, let old = ImportRun.parseObject(stored), let new = ImportRun.parseObject(recordExtra) {
+            if let stored, let old = JSONValue.parseObject(stored), let new = JSONValue.parseObject(recordExtra) {
                 var members = old
                 for m in new {
                     if let i = members.firstIndex(where: { $0.key == m.key }) { members[i].value = m.value } else { members.append(m) }
@@ -568,29 +568,18 @@ final class PreImage {
     }
 }
 
-/// Helpers for describing and re-reading JSON values in messages and stored text.
-enum ImportRun {
-    static func kindName(_ value: JSONValue) -> String {
-        switch value {
-        case .null: return "null"
-        case .bool: return "a boolean"
-        case .number: return "a number"
-        case .string: return "a string"
-        case .array: return "an array"
-        case .object: return "an object"
-        }
-    }
-
-    static func describe(_ value: JSONValue) -> String {
-        switch value {
+extension JSONValue {
+    /// The value as a message names it: `the number 91`, `the string "x"`, `true`, or its kind (`an object`).
+    var described: String {
+        switch self {
         case .number(let n): return "the number \(n.literal)"
         case .string(let s): return "the string \(s.count > 40 ? String(reflecting: String(s.prefix(40)) + "…") : String(reflecting: s))"
         case .bool(let b): return "\(b)"
-        default: return kindName(value)
+        default: return kind.description
         }
     }
 
-    /// Parses stored `extra` text back into members.
+    /// Parses stored `extra` text (a JSON object) back into its members; nil when it is not an object.
     static func parseObject(_ text: String) -> [JSONMember]? {
         let reader = JSONPullReader(bytes: Array(text.utf8), options: .init(allowTrailingCommas: false, maxDepth: 64))
         guard case .object(let members)? = try? reader.readValue() else { return nil }

@@ -19,7 +19,7 @@ extension Landmark {
     public func writeJSON(to writer: inout JSONWriter, nullStrings: NullStrings = .emptyString,
                           additional: [(key: String, json: String)] = []) {
         var fields: [(key: String, json: String?)] = []
-        if let extraJSON, let members = ImportRun.parseObject(extraJSON) {
+        if let extraJSON, let members = JSONValue.parseObject(extraJSON) {
             for m in members { fields.append((m.key, m.value.serialized())) }
         }
         for a in additional { fields.append((a.key, a.json)) }

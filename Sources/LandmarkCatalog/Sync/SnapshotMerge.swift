@@ -173,15 +173,15 @@ struct SnapshotMerger {
             switch m.key {
             case "updatedAt":
                 if case .string(let s) = m.value, let ms = Timestamp.parse(s) { wall = ms } else {
-                    error("updatedAt must be an RFC 3339 date-time, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).updatedAt")
+                    error("updatedAt must be an RFC 3339 date-time, found \(m.value.described)", at: m.position, index: index, id: id, field: "\(kind).updatedAt")
                 }
             case "counter":
                 if case .number(let n) = m.value, let c = n.int64Value, c >= 0 { counter = c } else {
-                    error("counter must be a non-negative integer, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).counter")
+                    error("counter must be a non-negative integer, found \(m.value.described)", at: m.position, index: index, id: id, field: "\(kind).counter")
                 }
             case "node":
                 if case .string(let s) = m.value, CatalogStore.isValidNodeID(s) { node = s } else {
-                    error("node must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(ImportRun.describe(m.value))", at: m.position, index: index, id: id, field: "\(kind).node")
+                    error("node must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(m.value.described)", at: m.position, index: index, id: id, field: "\(kind).node")
                 }
             case "deleted":
                 switch m.value {
@@ -257,7 +257,7 @@ struct SnapshotMerger {
         let at = reader.position
         guard try reader.peekKind() == .object else {
             let value = try reader.readValue()
-            error("a position must be a JSON object, found \(ImportRun.kindName(value))", at: at, index: index, field: "positions")
+            error("a position must be a JSON object, found \(value.kind.description)", at: at, index: index, field: "positions")
             return nil
         }
         let before = errors
@@ -267,7 +267,7 @@ struct SnapshotMerger {
             let kind = try reader.peekKind()
             func wrong(_ what: String) throws {
                 let value = try reader.readValue()
-                error("\(key) must be \(what), found \(ImportRun.describe(value))", at: keyAt, index: index, field: "positions.\(key)")
+                error("\(key) must be \(what), found \(value.described)", at: keyAt, index: index, field: "positions.\(key)")
             }
             switch key {
             case "user":
