@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "LandmarkCatalog",
-    platforms: [.macOS(.v13)],
     products: [
         .library(name: "LandmarkCatalog", targets: ["LandmarkCatalog"]),
         .executable(name: "catalog", targets: ["catalog"]),
@@ -35,6 +34,8 @@ let package = Package(
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .executableTarget(name: "catalog", dependencies: ["CatalogCLI"]),
+        // `catalog` with the test suite's hooks (never shipped): see Tests/CatalogTestHarness/main.swift.
+        .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/CatalogTestHarness"),
         .testTarget(
             name: "LandmarkCatalogTests",
             dependencies: ["LandmarkCatalog", "CatalogCLI"]

@@ -40,8 +40,8 @@ struct CLITests {
         let viaFlag = runCLI(["import", "--help"])
         #expect(viaHelp.status == 0)
         #expect(viaHelp.stdout == viaFlag.stdout)
-        #expect(viaFlag.stdout.contains("USAGE: catalog [--db PATH] import [--strict] [--prune] [--dry-run] [--json] <file>"))
-        #expect(viaFlag.stdout.contains("  --dry-run               Validate and report the counts; write nothing."))
+        #expect(viaFlag.stdout.contains("USAGE: catalog [--db PATH] import [--strict] [--prune] [--dry-run] [--json] [--quiet] <file>"))
+        #expect(viaFlag.stdout.contains("  -n, --dry-run           Validate and report the counts; write nothing."))
     }
 
     @Test("--version prints the version and exits 0")

@@ -37,20 +37,19 @@ struct FastPathTests {
     @Test("export rows from column bytes equal Landmark.writeJSON with the stamp keys")
     func export() throws {
         let store = try store()
-        let s = try store.connection.makeStatement(sql: "SELECT \(CatalogStore.landmarkColumns), updated_ms, counter, node, deleted FROM landmarks WHERE extra IS NULL ORDER BY id")
+        let s = try store.connection.makeStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks ORDER BY id")
         var rows = 0
         while try s.step() {
             rows += 1
             var fast = JSONWriter()
-            CatalogStore.writeSnapshotRow(s, to: &fast)
+            LandmarkJSON.write(LandmarkRow(statement: s), shape: .snapshot, to: &fast)
             var general = JSONWriter()
-            CatalogStore.landmark(from: s).writeJSON(to: &general, nullStrings: .null, additional: [
-                ("counter", String(s.int(14))), ("deleted", s.int(16) != 0 ? "true" : "false"),
-                ("node", CatalogStore.jsonString(s.text(15) ?? "")),
-                ("updatedAt", CatalogStore.jsonString(Timestamp.format(milliseconds: s.int(13)))),
-            ])
+            Landmark(row: s).writeJSON(to: &general, shape: .snapshot,
+                                       stamp: HLCStamp(wallMilliseconds: s.int(LandmarkColumn.updatedMs), counter: s.int(LandmarkColumn.counter),
+                                                       node: s.text(LandmarkColumn.node) ?? ""),
+                                       deleted: s.bool(LandmarkColumn.deleted))
             #expect(String(decoding: fast.bytes, as: UTF8.self) == String(decoding: general.bytes, as: UTF8.self))
         }
-        #expect(rows == 2)
+        #expect(rows == 3)
     }
 }

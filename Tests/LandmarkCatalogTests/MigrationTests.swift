@@ -60,14 +60,19 @@ struct MigrationTests {
         "1_create.sql", "0001-create.sql", "0001_Create.sql", "0001_.sql", "0001_create.txt", "abcd_create.sql",
     ])
     func badNames(_ name: String) {
-        #expect(throws: CatalogError.self) { try Migration(fileName: name, sql: "SELECT 1;") }
+        #expect {
+            try Migration(fileName: name, sql: "SELECT 1;")
+        } throws: { error in
+            guard case .badFileName(let bad, _)? = error as? MigrationError else { return false }
+            return bad == name && CatalogError(error as! MigrationError, path: "x").exitStatus == 70
+        }
     }
 
     @Test("two migrations with one version are refused")
     func duplicateVersions() throws {
         let a = try Migration(fileName: "0001_a.sql", sql: "SELECT 1;")
         let b = try Migration(fileName: "0001_b.sql", sql: "SELECT 2;")
-        #expect(throws: CatalogError.self) { try Migrator(migrations: [a, b]) }
+        #expect(throws: MigrationError.duplicateVersion(1, "0001_a.sql", "0001_b.sql")) { try Migrator(migrations: [a, b]) }
     }
 
     @Test("a failing migration names its file and rolls back with its ledger row")

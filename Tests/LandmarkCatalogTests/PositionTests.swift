@@ -209,7 +209,7 @@ struct ClockTests {
         var stamps: [HLCStamp] = []
         for step: Int64 in [5, -60_000, 0, -1, 120_000, -3_600_000, 1] {
             clock.advance(step)
-            try store.write { stamps.append(try store.localStamp()) }
+            try store.write { stamps.append(try store.issueLocalStamp()) }
         }
         #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 }, "\(stamps)")
         #expect(stamps[1].wallMilliseconds == 1_800_000_000_005)  // held at the high-water mark
@@ -223,13 +223,13 @@ struct ClockTests {
         var first: HLCStamp?
         do {
             let store = try CatalogStore.open(path: path, wallClock: fast)
-            try store.write { first = try store.localStamp() }
+            try store.write { first = try store.issueLocalStamp() }
         }
         // The next run's wall clock is an hour behind; its stamp still orders after.
         let slow = ManualClock(1_900_000_000_000 - 3_600_000)
         let store = try CatalogStore.open(path: path, wallClock: slow)
         var second: HLCStamp?
-        try store.write { second = try store.localStamp() }
+        try store.write { second = try store.issueLocalStamp() }
         #expect(try #require(first) < #require(second))
         #expect(second?.wallMilliseconds == 1_900_000_000_000)
         #expect(second?.counter == 1)
@@ -240,8 +240,8 @@ struct ClockTests {
         let clock = ManualClock(1_000)
         let store = try CatalogStore.open(path: ":memory:", wallClock: clock)
         try store.write {
-            try HybridLogicalClock(db: store.connection, wall: clock).receive(wallMilliseconds: 50_000, counter: 7)
-            let next = try store.localStamp()
+            try store.observeRemoteStamp(wall: 50_000, counter: 7)
+            let next = try store.issueLocalStamp()
             #expect(next.wallMilliseconds == 50_000)
             #expect(next.counter == 9)
         }

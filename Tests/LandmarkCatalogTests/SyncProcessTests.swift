@@ -106,13 +106,14 @@ struct HTTPSyncTests {
         #expect(refused.status == 69)
     }
 
-    @Test("an unavailable source among good ones fails the run and merges nothing")
+    @Test("an unavailable source among good ones: the good one merges, the run exits 69")
     func oneBadSource() throws {
         let (dir, server) = try Self.served()
         let db = Support.temporaryDatabase()
-        let result = runCLI(["sync", dir.appending(path: "peer.json").path, server.url("/missing")], db: db)
+        let result = runCLI(["sync", server.url("/missing"), dir.appending(path: "peer.json").path], db: db)
         #expect(result.status == 69)
-        #expect(try dumpPositions(db).isEmpty)
+        #expect(try dumpPositions(db).count == 1)
+        #expect(result.stdout.contains("2 sources (1 merged, 0 not modified, 1 failed)"), "\(result.stdout)")
     }
 
     @Test("a body over --max-bytes is refused")
@@ -147,7 +148,7 @@ struct SyncLockTests {
         _ = try CatalogStore.open(path: db)
         let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
         let first = Process()
-        first.executableURL = Support.catalogBinary
+        first.executableURL = Support.harnessBinary
         first.arguments = ["--db", db, "sync", "--quiet", source]
         first.environment = ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "3000", "PATH": "/usr/bin:/bin"]
         try first.run()
@@ -170,7 +171,7 @@ struct SyncLockTests {
             landmarks: [landmarkRow(1001, name: "Renamed", at: Timestamp.format(milliseconds: SystemClock().nowMilliseconds() + 60_000))],
             positions: (0..<500).map { positionRow("user-\($0)", page: 0, at: "2026-11-29T01:00:00Z") }))
         let victim = Process()
-        victim.executableURL = Support.catalogBinary
+        victim.executableURL = Support.harnessBinary
         victim.arguments = ["--db", db, "sync", source]
         victim.environment = ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "10000", "PATH": "/usr/bin:/bin"]
         try victim.run()

@@ -103,7 +103,7 @@ struct MergeRuleTests {
         #expect(try s.connection.scalarInt(sql: "SELECT page FROM positions") == 1)
         #expect(try s.status().quarantined == 1)
         // The clock did not jump to the skewed stamp: a local write now is stamped near now.
-        let local = try s.write { try s.localStamp() }
+        let local = try s.write { try s.issueLocalStamp() }
         #expect(local.wallMilliseconds < Timestamp.parse("2026-11-30T01:00:00Z")!)
         // And the status command shows it.
         #expect(runCLI(["status"], db: path).stdout.contains("quarantine:  1 rows"))
@@ -159,7 +159,7 @@ struct MergeRuleTests {
         var testDescription: String { name }
     }
 
-    @Test("bad snapshots: 65 or 76, a message naming where, and nothing merged from any source", arguments: [
+    @Test("bad snapshots: 65 or 76, a message naming where; nothing from the bad source merged, the good one merged", arguments: [
         BadSnapshot(name: "truncated", text: String(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:00:00Z")]).dropLast(20)), status: 65, mentions: "snapshot.json:"),
         BadSnapshot(name: "format", text: snapshot(format: "something-else"), status: 76, mentions: "unknown snapshot format \"something-else\""),
         BadSnapshot(name: "version", text: snapshot(version: 2), status: 76, mentions: "snapshot version 2 is newer"),
@@ -173,13 +173,16 @@ struct MergeRuleTests {
         let good = try writeTemporary(snapshot(positions: [positionRow("g", page: 0, at: "2026-11-29T01:00:00Z")]))
         let badPath = try writeTemporary(bad.text)
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
-        let before = (try dumpLandmarks(db), try dumpPositions(db))
+        let before = try dumpLandmarks(db)
         let result = runCLI(["sync", good, badPath], db: db)
         #expect(result.status == bad.status, "\(result.stderr)")
         #expect(result.stderr.contains(bad.mentions), "\(result.stderr)")
-        #expect(try dumpLandmarks(db) == before.0)
-        #expect(try dumpPositions(db) == before.1)
-        #expect(runCLI(["status", "--json"], db: db).stdout.contains(#""outcome":"failed""#))
+        #expect(try dumpLandmarks(db) == before)
+        // Each source stands alone (SPEC §8): the good one merged, nothing of the bad one did.
+        #expect(try dumpPositions(db).map { $0[0] } == [.text("g")])
+        let status = runCLI(["status", "--json"], db: db).stdout
+        #expect(status.contains(#""outcome":"failed""#))
+        #expect(status.contains(#""lastOutcome":"failed","lastStatus":\#(bad.status)"#), "\(status)")
     }
 
     @Test("--dry-run reports and changes nothing; --publish writes the merged state atomically")
@@ -216,8 +219,8 @@ struct MergeRuleTests {
         let b = Support.temporaryDatabase()
         let r = runCLI(["sync", file], db: b)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(try dumpLandmarks(b) == dumpLandmarks(a))
-        #expect(try dumpPositions(b) == dumpPositions(a))
+        #expect(try replicatedLandmarks(b) == replicatedLandmarks(a))
+        #expect(try replicatedPositions(b) == replicatedPositions(a))
     }
 
     @Test("saved remotes: add, list, remove; sync with no SOURCE uses them")

@@ -1,4 +1,4 @@
-import CatalogCLI
+@_spi(Testing) import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
 import Testing
@@ -33,6 +33,9 @@ enum Support {
         ]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[1]
     }
+
+    /// `catalog` with the test hooks (`CATALOG_TEST_*` variables), built beside it.
+    static var harnessBinary: URL { catalogBinary.deletingLastPathComponent().appending(path: "catalog-test-harness") }
 }
 
 /// What one in-process CLI run printed and returned.
@@ -46,7 +49,9 @@ struct CLIResult {
 func runCLI(_ arguments: [String], db: String? = nil, stdinFD: Int32 = 0, clock: any WallClock = SystemClock(),
             environment: [String: String] = [:]) -> CLIResult {
     let out = MemorySink(), err = MemorySink()
-    let context = CLIContext(stdout: out, stderr: err, stdinFD: stdinFD, environment: environment, wallClock: clock)
+    let hooks = TestHooks(backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
+                          pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0)
+    let context = CLIContext(stdout: out, stderr: err, stdinFD: stdinFD, environment: environment, wallClock: clock, testHooks: hooks)
     let status = CatalogCLI.run((db.map { ["--db", $0] } ?? []) + arguments, context: context)
     return CLIResult(status: status, stdout: out.text, stderr: err.text)
 }
@@ -97,6 +102,16 @@ func dumpLandmarks(_ path: String) throws -> [[SQLValue]] { try dumpRows(path, s
 
 /// Every position row, all columns, in user order.
 func dumpPositions(_ path: String) throws -> [[SQLValue]] { try dumpRows(path, sql: "SELECT * FROM positions ORDER BY user_id") }
+
+/// The replicated columns (all but each database's own `seq`) of every landmark, for comparing two databases.
+func replicatedLandmarks(_ path: String) throws -> [[SQLValue]] {
+    try dumpRows(path, sql: "SELECT \(LandmarkColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM landmarks ORDER BY id")
+}
+
+/// The replicated columns of every position, for comparing two databases.
+func replicatedPositions(_ path: String) throws -> [[SQLValue]] {
+    try dumpRows(path, sql: "SELECT \(PositionColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM positions ORDER BY user_id")
+}
 
 /// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014):
 /// small and seedable, so a failing randomized test can be replayed from its printed seed.

@@ -2,6 +2,11 @@ import Foundation
 import LandmarkCatalog
 
 extension CatalogCLI {
+    enum ImportOptions {
+        static let strict = Flag("--strict", "Treat every warning as an error.")
+        static let prune = Flag("--prune", "Tombstone stored landmarks that are missing from the file.")
+    }
+
     static var importCommand: CommandSpec {
         CommandSpec(
             name: "import",
@@ -11,42 +16,31 @@ extension CatalogCLI {
                 category "Featured" meant featured); --strict makes them errors. Keys absent from a record keep
                 the stored value; null clears it. Any error: exit 65 and nothing is written.
                 """,
-            arguments: [ArgumentSpec(name: "file", help: "The landmarkData.json file, or - for standard input.")],
+            arguments: [ArgumentSpec(name: "file", help: "The landmarkData.json file, or - for standard input.", completion: .file)],
             options: [
-                .flag("--strict", "Treat every warning as an error."),
-                .flag("--prune", "Tombstone stored landmarks that are missing from the file."),
-                .flag("--dry-run", "Validate and report the counts; write nothing."),
-                .flag("--json", "Print the summary as JSON."),
+                ImportOptions.strict.spec, ImportOptions.prune.spec,
+                Options.dryRun.with(help: "Validate and report the counts; write nothing.").spec,
+                Options.json.with(help: "Print the summary as JSON.").spec,
+                Options.quiet.with(help: "Print no summary (warnings and errors still go to stderr).").spec,
             ],
             run: runImport)
     }
 
-    static func runImport(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let argument = parsed.positionals[0]
-        let source: ImportSource = argument == "-" ? .descriptor(context.stdinFD, name: "<stdin>") : .file(argument)
+    static func runImport(_ i: Invocation) throws -> Int32 {
+        let argument = i.positionals[0]
+        let source: LandmarkCatalog.ImportSource = argument == "-" ? .descriptor(i.context.stdinFD, name: "<stdin>") : .file(argument)
         // A dry run against a database that does not exist yet runs against an empty one in memory, so a
         // mistyped path leaves nothing behind.
-        let store = parsed.has("--dry-run") && !databaseExists(parsed, context)
-            ? try CatalogStore.open(path: ":memory:", wallClock: context.wallClock)
-            : try openStore(parsed, context)
-        let options = ImportOptions(strict: parsed.has("--strict"), prune: parsed.has("--prune"), dryRun: parsed.has("--dry-run"))
-        let showProgress = context.stderrIsTerminal
-        var lastProgress = Date()
-        let progressLine = ProgressLine()
-        let summary = try store.importLandmarks(
-            from: source, options: options,
-            diagnostics: { diagnostic in
-                if progressLine.shown { context.stderr.write("\r\u{1B}[K") }
-                context.stderr.line("catalog: \(diagnostic.severity.rawValue): \(diagnostic)")
-            },
-            progress: { count in
-                guard showProgress, Date().timeIntervalSince(lastProgress) > 0.5 else { return }
-                lastProgress = Date()
-                progressLine.shown = true
-                context.stderr.write("\rimporting: \(count) records")
-            })
-        if progressLine.shown { context.stderr.write("\r\u{1B}[K") }
-        if parsed.has("--json") {
+        let store = i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore()
+        let options = LandmarkCatalog.ImportOptions(strict: i[ImportOptions.strict], prune: i[ImportOptions.prune], dryRun: i[Options.dryRun])
+        let progress = ProgressLine(sink: i.context.stderr, enabled: i.context.stderrIsTerminal && !i[Options.quiet] && !i[Options.json],
+                                    label: "importing")
+        i.reporter.beforeLine = { progress.clear() }
+        let summary = try store.importLandmarks(from: source, options: options, diagnostics: i.report) { p in
+            progress.update(records: p.records, bytes: p.bytes, total: p.totalBytes)
+        }
+        progress.clear()
+        if i[Options.json] {
             var w = JSONWriter()
             w.raw("{"); w.key("dryRun"); w.bool(summary.dryRun)
             w.raw(","); w.key("file"); w.string(source.displayName)
@@ -57,11 +51,11 @@ extension CatalogCLI {
             w.raw(","); w.key("updated"); w.int(Int64(summary.updated))
             w.raw(","); w.key("warnings"); w.int(Int64(summary.warnings))
             w.raw("}\n")
-            context.stdout.write(w.bytes)
-        } else {
+            i.stdout.write(w.bytes)
+        } else if !i[Options.quiet] {
             let prefix = summary.dryRun ? "dry run, nothing written: " : ""
             let nothing = summary.inserted + summary.updated + summary.pruned == 0 ? " (nothing to do)" : ""
-            context.stdout.line("\(prefix)\(plural(summary.records, "record")): \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged, \(summary.pruned) pruned, \(plural(summary.warnings, "warning"))\(nothing)")
+            i.stdout.line("\(prefix)\(plural(summary.records, "record")): \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged, \(summary.pruned) pruned, \(plural(summary.warnings, "warning"))\(nothing)")
         }
         return 0
     }
@@ -69,8 +63,3 @@ extension CatalogCLI {
 
 /// `1 record`, `2 records`.
 func plural(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }
-
-/// Whether a progress line is on the terminal (cleared before any other message).
-final class ProgressLine {
-    var shown = false
-}

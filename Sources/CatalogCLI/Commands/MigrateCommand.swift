@@ -1,42 +1,45 @@
+import Foundation
 import LandmarkCatalog
 
 extension CatalogCLI {
+    enum MigrateOptions {
+        static let status = Flag("--status", "List every migration: version, description, checksum, applied time (UTC), state.")
+        static let node = Option<String>("--node", "ID", "Set this database's node id (1–64 of A–Z a–z 0–9 . _ -).", parse: Values.nonEmpty)
+    }
+
     static var migrateCommand: CommandSpec {
         CommandSpec(
             name: "migrate",
             abstract: "Apply pending schema migrations (done on every open), or list them.",
             discussion: "--status lists without applying anything, and still lists a database this binary refuses to open (a changed migration, or one from a newer binary), then exits 73.",
-            options: [
-                .flag("--status", "List every migration: version, description, checksum, applied time (UTC), state."),
-                .flag("--json", "With --status, print JSON."),
-            ],
+            options: [MigrateOptions.status.spec, Options.json.with(help: "With --status, print JSON.").spec],
             validate: { p in
-                if p.has("--json") && !p.has("--status") {
+                if p[Options.json] && !p[MigrateOptions.status] {
                     throw UsageError(message: "--json goes with --status", path: p.path)
                 }
             },
             run: runMigrate)
     }
 
-    static func runMigrate(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        guard parsed.has("--status") else {
-            _ = try openStore(parsed, context)  // opening applies pending migrations
+    static func runMigrate(_ i: Invocation) throws -> Int32 {
+        guard i[MigrateOptions.status] else {
+            _ = try i.openStore()  // opening applies pending migrations
             return 0
         }
-        let path = parsed.value("--db") ?? CatalogStore.defaultPath(environment: context.environment)
+        let path = i.databasePath
         let status = try CatalogStore.migrationStatus(path: path)
         defer {
             if let bad = status.first(where: { $0.state == .changed || $0.state == .unknown }) {
-                context.error(bad.state == .changed
+                i.reporter.error(bad.state == .changed
                     ? "migration \(String(format: "%04d", bad.version)) was changed after it was applied, \(path)"
                     : "migration \(String(format: "%04d", bad.version)) was applied by a newer catalog binary, \(path)")
             }
         }
-        if parsed.has("--json") {
+        if i[Options.json] {
             var w = JSONWriter()
             w.byte(0x5B)
-            for (i, m) in status.enumerated() {
-                if i > 0 { w.byte(0x2C) }
+            for (n, m) in status.enumerated() {
+                if n > 0 { w.byte(0x2C) }
                 w.raw("{"); w.key("appliedAt"); w.string(m.appliedAt)
                 w.raw(","); w.key("checksum"); w.string(m.checksum)
                 w.raw(","); w.key("description"); w.string(m.description)
@@ -44,13 +47,13 @@ extension CatalogCLI {
                 w.raw(","); w.key("version"); w.int(Int64(m.version)); w.raw("}")
             }
             w.raw("]\n")
-            context.stdout.write(w.bytes)
+            i.stdout.write(w.bytes)
         } else {
             var rows = [["VERSION", "DESCRIPTION", "CHECKSUM", "APPLIED (UTC)", "STATE"]]
             for m in status {
                 rows.append([String(format: "%04d", m.version), m.description, m.checksum, m.appliedAt ?? "-", m.state.rawValue])
             }
-            context.stdout.write(Table.render(rows))
+            i.stdout.write(Table.render(rows))
         }
         return status.contains { $0.state == .changed || $0.state == .unknown } ? 73 : 0
     }
@@ -59,23 +62,21 @@ extension CatalogCLI {
         CommandSpec(
             name: "init",
             abstract: "Create and migrate the database; print its path and node id.",
-            options: [
-                .value("--node", "ID", "Set this database's node id (1–64 of A–Z a–z 0–9 . _ -)."),
-            ],
+            options: [MigrateOptions.node.spec],
             run: runInit)
     }
 
-    static func runInit(_ parsed: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(parsed, context)
-        if let node = parsed.value("--node") {
+    static func runInit(_ i: Invocation) throws -> Int32 {
+        let store = try i.openStore()
+        if let node = i[MigrateOptions.node] {
             let old = try store.nodeID()
             try store.setNodeID(node)
             let counts = try store.status()  // counts only: listing every position here would load them all
             if old != node && counts.landmarks + counts.positions > 0 {
-                context.warn("node id changed from \(old) to \(node); rows already written keep \(old) in their stamps")
+                i.reporter.warn("node id changed from \(old) to \(node); rows already written keep \(old) in their stamps")
             }
         }
-        context.stdout.line("\(store.path) node \(try store.nodeID())")
+        i.stdout.line("\(store.path) node \(try store.nodeID())")
         return 0
     }
 }

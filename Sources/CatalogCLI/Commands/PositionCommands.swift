@@ -1,11 +1,11 @@
 import LandmarkCatalog
 
 extension CatalogCLI {
-    static let userOption: OptionSpec = {
-        var option = OptionSpec.value("--user", "ID", "The user id (NFC-normalised; at most 256 bytes, no control characters).")
-        option.required = true
-        return option
-    }()
+    enum PositionOptions {
+        static let page = Option<Int64>("--page", "N", "The 0-based page.", parse: Values.anyInteger)
+        static let landmark = Option<Int64>("--landmark", "ID", "A featured landmark's id (its page is stored).", parse: Values.anyInteger)
+        static let user = Options.user.mandatory.spec
+    }
 
     static var positionCommand: CommandSpec {
         CommandSpec(
@@ -17,14 +17,11 @@ extension CatalogCLI {
                     abstract: "Store the user's page (or the featured landmark they are on), stamped with the hybrid logical clock.",
                     discussion: "A page outside 0..<pageCount or a landmark that is not featured is a usage error (64); nothing is stored.",
                     options: [
-                        userOption,
-                        .value("--page", "N", "The 0-based page."),
-                        .value("--landmark", "ID", "A featured landmark's id (its page is stored)."),
-                        .flag("--json", "Print the stored position as JSON."),
+                        PositionOptions.user, PositionOptions.page.spec, PositionOptions.landmark.spec,
+                        Options.json.with(help: "Print the stored position as JSON.").spec,
                     ],
                     validate: { p in
-                        try requireUser(p)
-                        guard (p.value("--page") == nil) != (p.value("--landmark") == nil) else {
+                        guard p.given(PositionOptions.page) != p.given(PositionOptions.landmark) else {
                             throw UsageError(message: "give exactly one of --page N and --landmark ID", path: p.path)
                         }
                     },
@@ -32,14 +29,12 @@ extension CatalogCLI {
                 CommandSpec(
                     name: "get",
                     abstract: "Show the user's current page, resolved against today's featured landmarks.",
-                    options: [userOption, .flag("--json", "Print JSON.")],
-                    validate: requireUser,
+                    options: [PositionOptions.user, Options.json.spec],
                     run: runPositionGet),
                 CommandSpec(
                     name: "clear",
                     abstract: "Forget the user's page (writes a tombstone, so the deletion syncs).",
-                    options: [userOption],
-                    validate: requireUser,
+                    options: [PositionOptions.user],
                     run: runPositionClear),
             ])
     }
@@ -48,45 +43,34 @@ extension CatalogCLI {
         CommandSpec(
             name: "positions",
             abstract: "List every user's current page.",
-            options: [.flag("--json", "Print JSON.")],
+            options: [Options.json.spec],
             run: runPositions)
     }
 
-    static func requireUser(_ p: ParsedArguments) throws {
-        guard p.value("--user") != nil else { throw UsageError(message: "missing --user ID", path: p.path) }
-    }
-
-    static func integer(_ p: ParsedArguments, _ name: String) throws -> Int64? {
-        guard let text = p.value(name) else { return nil }
-        guard let value = Int64(text) else {
-            throw UsageError(message: "\(name) needs an integer, got '\(text)'", path: p.path)
-        }
-        return value
-    }
-
-    static func runPositionSet(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
+    static func runPositionSet(_ i: Invocation) throws -> Int32 {
         let target: PositionTarget
-        if let page = try integer(p, "--page") {
+        if let page = i[PositionOptions.page] {
             target = .page(Int(clamping: page))
         } else {
-            target = .landmark(try integer(p, "--landmark")!)
+            target = .landmark(i[PositionOptions.landmark] ?? 0)
         }
-        let store = try openStore(p, context, existing: true)  // no catalog, no featured page to be on
-        let position = try store.setPosition(user: p.value("--user")!, to: target)
-        if p.has("--json") {
+        // No catalog, no featured page to be on: a missing database is refused (66) like a reading command.
+        let store = try i.openStore(i.databaseExists ? .write : .read)
+        let position = try store.setPosition(user: i[Options.user] ?? "", to: target)
+        if i[Options.json] {
             var w = JSONWriter()
             writePosition(position, to: &w)
             w.byte(0x0A)
-            context.stdout.write(w.bytes)
+            i.stdout.write(w.bytes)
         }
         return 0
     }
 
-    static func runPositionGet(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(p, context, existing: true)
-        let user = p.value("--user")!
+    static func runPositionGet(_ i: Invocation) throws -> Int32 {
+        let store = try i.openStore(.read)
+        let user = i[Options.user] ?? ""
         let position = try store.position(user: user)
-        if p.has("--json") {
+        if i[Options.json] {
             var w = JSONWriter()
             if let position {
                 writePosition(position, to: &w)
@@ -97,23 +81,23 @@ extension CatalogCLI {
                 w.raw(","); w.key("user"); w.string(try UserID.normalize(user)); w.raw("}")
             }
             w.byte(0x0A)
-            context.stdout.write(w.bytes)
+            i.stdout.write(w.bytes)
         } else if let position {
-            context.stdout.line(describe(position))
+            i.stdout.line(describe(position))
         } else {
-            context.stdout.line("\(try UserID.normalize(user)): no position")
+            i.stdout.line("\(try UserID.normalize(user)): no position")
         }
         return 0
     }
 
-    static func runPositionClear(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        try openStore(p, context).clearPosition(user: p.value("--user")!)
+    static func runPositionClear(_ i: Invocation) throws -> Int32 {
+        try i.openStore().clearPosition(user: i[Options.user] ?? "")
         return 0
     }
 
-    static func runPositions(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let all = try openStore(p, context, existing: true).positions()
-        if p.has("--json") {
+    static func runPositions(_ i: Invocation) throws -> Int32 {
+        let all = try i.openStore(.read).positions()
+        if i[Options.json] {
             var w = JSONWriter()
             w.byte(0x5B)
             for (i, position) in all.enumerated() {
@@ -121,7 +105,7 @@ extension CatalogCLI {
                 writePosition(position, to: &w)
             }
             w.raw("]\n")
-            context.stdout.write(w.bytes)
+            i.stdout.write(w.bytes)
         } else if !all.isEmpty {
             var rows = [["USER", "PAGE", "OF", "LANDMARK", "UPDATED (UTC)", "NODE"]]
             for position in all {
@@ -129,7 +113,7 @@ extension CatalogCLI {
                              position.landmarkID.map(String.init) ?? "-",
                              Timestamp.format(milliseconds: position.stamp.wallMilliseconds), position.stamp.node])
             }
-            context.stdout.write(Table.render(rows))
+            i.stdout.write(Table.render(rows))
         }
         return 0
     }

@@ -1,89 +1,90 @@
 import Foundation
-import LandmarkCatalog
+@_spi(Testing) import LandmarkCatalog
 
 extension CatalogCLI {
     static var exportCommand: CommandSpec {
         CommandSpec(
             name: "export",
             abstract: "Write the whole catalog as a snapshot for peers (landmarks and positions, tombstones included).",
-            discussion: "A file is written atomically (temporary file in the same directory, fsync, rename). Default: standard output.",
-            options: [.value("--output", "FILE", "Write to FILE instead of standard output (- is standard output).")],
+            discussion: "A file is written atomically (temporary file in the same directory, fsync, rename). Default: standard output. The same state always gives the same bytes.",
+            options: [Options.output.spec],
             run: runExport)
     }
 
-    static func runExport(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(p, context, existing: true)
-        if let output = p.value("--output"), output != "-" {
+    static func runExport(_ i: Invocation) throws -> Int32 {
+        let store = try i.openStore(.read)
+        if let output = i[Options.output], output != "-" {
             try store.exportSnapshot(toFile: output)
         } else {
-            try store.exportSnapshot { context.stdout.write($0) }
+            try store.exportSnapshot { i.stdout.write($0) }
         }
         return 0
+    }
+
+    enum SyncOptionsTable {
+        static let publish = Option<String>("--publish", "PATH",
+            "After merging, publish the merged state: a snapshot log when PATH is a directory or does not end in .json, else one snapshot file (atomically).",
+            completion: .file, parse: Values.nonEmpty)
+        static let maxDrift = Option<Double>("--max-drift", "SECONDS", "Quarantine rows stamped further ahead than this (default 300, at most a year).",
+                                             parse: Values.seconds(0...31_536_000, "a year at most"))
+        static let timeout = Option<Double>("--timeout", "SECONDS",
+            "HTTP: give up when connecting, or receiving less than 1 KiB/s, takes longer than this (default 30).",
+            parse: Values.seconds(0.001...86_400))
+        static let deadline = Option<Double>("--deadline", "SECONDS",
+            "HTTP: the most one source may take, every attempt, backoff and Retry-After included (default 600).",
+            parse: Values.seconds(0.001...604_800))
+        static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429 and 5xx, with exponential backoff (default 3).",
+                                         parse: Values.integer(0...10))
+        static let maxBytes = Option<Int64>("--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 1073741824).",
+                                            parse: Values.int64(1...Int64.max))
     }
 
     static var syncCommand: CommandSpec {
         CommandSpec(
             name: "sync",
-            abstract: "Pull peers' snapshots and merge them with last-writer-wins, in one transaction.",
+            abstract: "Pull peers' snapshots and logs and merge them with last-writer-wins, each source on its own.",
             discussion: """
                 SOURCE is a path, file://, http://, https://, - (standard input) or a saved remote's name; with
-                none, every saved remote.
-                HTTP sources use conditional GET (ETag / Last-Modified): a 304 is success with nothing to do.
-                Any bad or unavailable source fails the whole run and nothing is merged. One sync at a time
-                per database: an overlapping run exits 75 at once. Rows stamped more than --max-drift ahead
-                of this machine's clock are quarantined and reported, never applied.
+                none, every saved remote. HTTP sources use conditional GET (ETag / Last-Modified): a 304 is
+                success with nothing to do. Each source is merged in its own transaction: a source that is
+                unavailable or bad changes nothing and is reported, the others still merge and --publish still
+                runs; the exit status is the first failure's. One sync at a time per database: an overlapping
+                run exits 75 at once. Rows stamped more than --max-drift ahead of this machine's clock are
+                quarantined and reported, never applied.
                 """,
-            arguments: [ArgumentSpec(name: "source", help: "Snapshot sources or remote names (default: every saved remote).", optional: true, repeating: true)],
+            arguments: [ArgumentSpec(name: "source", help: "Sources or remote names (default: every saved remote).", optional: true,
+                                     repeating: true, completion: .remote)],
             options: [
-                .value("--publish", "FILE", "After merging, write the merged state as a snapshot to FILE (atomically)."),
-                .flag("--dry-run", "Report what would change; change nothing."),
-                .flag("--json", "Print the run's report as JSON."),
-                .flag("--quiet", "Print nothing on success (warnings and errors still go to stderr)."),
-                .value("--max-drift", "SECONDS", "Quarantine rows stamped further ahead than this (default 300, at most a year)."),
-                .value("--timeout", "SECONDS", "HTTP: give up on a silent server after this long (default 30)."),
-                .value("--retries", "N", "HTTP: retries on 429 and 5xx, with exponential backoff (default 3)."),
-                .value("--max-bytes", "BYTES", "HTTP: the largest snapshot accepted (default 1073741824)."),
+                SyncOptionsTable.publish.spec, Options.dryRun.spec, Options.json.with(help: "Print the run's report as JSON.").spec,
+                Options.quiet.spec, SyncOptionsTable.maxDrift.spec, SyncOptionsTable.timeout.spec, SyncOptionsTable.deadline.spec,
+                SyncOptionsTable.retries.spec, SyncOptionsTable.maxBytes.spec,
             ],
             run: runSync)
     }
 
-    static func runSync(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
+    static func runSync(_ i: Invocation) throws -> Int32 {
         var options = SyncOptions()
-        options.dryRun = p.has("--dry-run")
-        options.publishPath = p.value("--publish")
-        if let v = p.value("--max-drift") {
-            guard let s = Double(v), s >= 0, s <= 31_536_000 else {
-                // A larger allowance would let one far-future stamp drag this node's clock (and every later
-                // local write) years ahead, where peers would quarantine it.
-                throw UsageError(message: "--max-drift needs 0…31536000 seconds (a year at most), got '\(v)'", path: p.path)
-            }
-            options.maxDriftMilliseconds = Int64(s * 1000)
-        }
-        if let v = p.value("--timeout") {
-            guard let s = Double(v), s > 0, s.isFinite else { throw UsageError(message: "--timeout needs seconds > 0, got '\(v)'", path: p.path) }
-            options.timeoutSeconds = s
-        }
-        if let v = p.value("--retries") {
-            guard let n = Int(v), (0...10).contains(n) else { throw UsageError(message: "--retries needs 0…10, got '\(v)'", path: p.path) }
-            options.retries = n
-        }
-        if let v = p.value("--max-bytes") {
-            guard let n = Int64(v), n > 0 else { throw UsageError(message: "--max-bytes needs a positive integer, got '\(v)'", path: p.path) }
-            options.maxBytes = n
-        }
-        if let v = context.environment["CATALOG_TEST_BACKOFF_SECONDS"], let s = Double(v) { options.backoffSeconds = s }
-        if let v = context.environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"], let ms = Int(v) { options.pauseBeforeCommitMilliseconds = ms }
+        options.dryRun = i[Options.dryRun]
+        options.publishPath = i[SyncOptionsTable.publish]
+        if let s = i[SyncOptionsTable.maxDrift] { options.maxDriftMilliseconds = Int64(s * 1000) }
+        if let s = i[SyncOptionsTable.timeout] { options.timeoutSeconds = s }
+        if let s = i[SyncOptionsTable.deadline] { options.deadlineSeconds = s }
+        if let n = i[SyncOptionsTable.retries] { options.retries = n }
+        if let n = i[SyncOptionsTable.maxBytes] { options.maxBytes = n }
+        if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
+        options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
 
-        let store = options.dryRun && !databaseExists(p, context)
-            ? try CatalogStore.open(path: ":memory:", wallClock: context.wallClock)  // a dry run creates nothing
-            : try openStore(p, context)
-        let report = try store.sync(sources: p.positionals, options: options, standardInput: context.stdinFD) { diagnostic in
-            context.stderr.line("catalog: \(diagnostic.severity.rawValue): \(diagnostic)")
+        let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
+        let report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report)
+        for source in report.sources {
+            if let error = source.error { i.reporter.error(error.message, hint: error.hint) }
         }
+        if let error = report.publishError { i.reporter.error(error.message, hint: error.hint) }
         let c = report.counts
-        if p.has("--json") {
+        if i[Options.json] {
             var w = JSONWriter()
             w.raw("{"); w.key("dryRun"); w.bool(report.dryRun)
+            w.raw(","); w.key("exitStatus"); w.int(Int64(report.exitStatus))
             w.raw(","); w.key("landmarksApplied"); w.int(Int64(c.landmarksApplied))
             w.raw(","); w.key("landmarksSeen"); w.int(Int64(c.landmarksSeen))
             w.raw(","); w.key("positionsApplied"); w.int(Int64(c.positionsApplied))
@@ -91,9 +92,11 @@ extension CatalogCLI {
             w.raw(","); w.key("published"); w.string(report.published)
             w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
             w.raw(","); w.key("sources"); w.raw("[")
-            for (i, s) in report.sources.enumerated() {
-                if i > 0 { w.raw(",") }
+            for (n, s) in report.sources.enumerated() {
+                if n > 0 { w.raw(",") }
                 w.raw("{"); w.key("bytes"); w.int(s.bytes)
+                w.raw(","); w.key("error"); w.string(s.error?.message)
+                w.raw(","); w.key("exitStatus"); w.int(Int64(s.error?.exitStatus ?? 0))
                 w.raw(","); w.key("outcome"); w.string(s.outcome.rawValue)
                 w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
             }
@@ -101,17 +104,19 @@ extension CatalogCLI {
             w.raw(","); w.key("stale"); w.int(Int64(c.stale))
             w.raw(","); w.key("ties"); w.int(Int64(c.ties))
             w.raw("}\n")
-            context.stdout.write(w.bytes)
-        } else if !p.has("--quiet") {
+            i.stdout.write(w.bytes)
+        } else if !i[Options.quiet] {
             let merged = report.sources.filter { $0.outcome == .merged }.count
-            let notModified = report.sources.count - merged
+            let failed = report.sources.filter { $0.outcome == .failed }.count
+            let notModified = report.sources.count - merged - failed
             var line = report.dryRun ? "dry run, nothing written: " : ""
-            line += "\(report.sources.count) source\(report.sources.count == 1 ? "" : "s") (\(merged) merged, \(notModified) not modified): "
+            line += "\(report.sources.count) source\(report.sources.count == 1 ? "" : "s") (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
             line += "\(c.landmarksApplied) of \(c.landmarksSeen) landmarks and \(c.positionsApplied) of \(c.positionsSeen) positions applied, "
             line += "\(c.stale) stale, \(c.ties) ties, \(c.quarantined) quarantined"
-            context.stdout.line(line)
+            if let published = report.published { line += "; published \(published)" }
+            i.stdout.line(line)
         }
-        return 0
+        return report.exitStatus
     }
 
     static var remoteCommand: CommandSpec {
@@ -119,50 +124,54 @@ extension CatalogCLI {
             name: "remote",
             abstract: "Manage the saved remotes that 'catalog sync' pulls when given no SOURCE.",
             subcommands: [
-                CommandSpec(name: "add", abstract: "Save a remote: a name and an http(s)://, file:// URL or absolute path.",
+                CommandSpec(name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres:// URL or absolute path.",
                             arguments: [ArgumentSpec(name: "name", help: "1–64 of A–Z a–z 0–9 . _ -"),
-                                        ArgumentSpec(name: "url", help: "http://, https://, file:// or an absolute path.")],
-                            run: { p, c in try openStore(p, c).addRemote(name: p.positionals[0], url: p.positionals[1]); return 0 }),
-                CommandSpec(name: "list", abstract: "List the saved remotes.",
-                            options: [.flag("--json", "Print JSON.")],
+                                        ArgumentSpec(name: "url", help: "http://, https://, file://, postgres:// or an absolute path.", completion: .file)],
+                            run: { i in try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1]); return 0 }),
+                CommandSpec(name: "list", abstract: "List the saved remotes (passwords are never shown).",
+                            options: [Options.json.spec],
                             run: runRemoteList),
                 CommandSpec(name: "remove", abstract: "Forget a saved remote.",
-                            arguments: [ArgumentSpec(name: "name", help: "The remote's name.")],
-                            run: { p, c in try openStore(p, c).removeRemote(name: p.positionals[0]); return 0 }),
+                            arguments: [ArgumentSpec(name: "name", help: "The remote's name.", completion: .remote)],
+                            run: { i in try i.openStore().removeRemote(name: i.positionals[0]); return 0 }),
             ])
     }
 
-    static func runRemoteList(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let remotes = try openStore(p, context, existing: true).remotes()
-        if p.has("--json") {
+    static func runRemoteList(_ i: Invocation) throws -> Int32 {
+        let remotes = try i.openStore(.read).remotes()
+        if i[Options.json] {
             var w = JSONWriter()
             w.raw("[")
-            for (i, r) in remotes.enumerated() {
-                if i > 0 { w.raw(",") }
-                w.raw("{"); w.key("name"); w.string(r.name); w.raw(","); w.key("url"); w.string(r.url); w.raw("}")
+            for (n, r) in remotes.enumerated() {
+                if n > 0 { w.raw(",") }
+                w.raw("{"); w.key("name"); w.string(r.name); w.raw(","); w.key("url"); w.string(redacted(r.url)); w.raw("}")
             }
             w.raw("]\n")
-            context.stdout.write(w.bytes)
+            i.stdout.write(w.bytes)
         } else if !remotes.isEmpty {
-            context.stdout.write(Table.render([["NAME", "URL"]] + remotes.map { [$0.name, $0.url] }))
+            i.stdout.write(Table.render([["NAME", "URL"]] + remotes.map { [$0.name, redacted($0.url)] }))
         }
         return 0
     }
+
+    /// A URL or connection string with its password replaced by `***`.
+    static func redacted(_ url: String) -> String { SourceLocator.redacted(url) }
 
     static var statusCommand: CommandSpec {
         CommandSpec(
             name: "status",
             abstract: "Show node id, schema version, counts, quarantine, and the last good sync per source.",
-            options: [.flag("--json", "Print JSON.")],
+            options: [Options.json.spec],
             run: runStatus)
     }
 
-    static func runStatus(_ p: ParsedArguments, _ context: CLIContext) throws -> Int32 {
-        let store = try openStore(p, context, existing: true)
+    static func runStatus(_ i: Invocation) throws -> Int32 {
+        let store = try i.openStore(.read)
         let s = try store.status()
-        if p.has("--json") {
+        if i[Options.json] {
             var w = JSONWriter()
-            w.raw("{"); w.key("database"); w.string(store.path)
+            w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
+            w.raw(","); w.key("database"); w.string(store.path)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
             w.raw(","); w.key("lastRun")
@@ -178,14 +187,18 @@ extension CatalogCLI {
             w.raw(","); w.key("quarantined"); w.int(Int64(s.quarantined))
             w.raw(","); w.key("schemaVersion"); w.int(Int64(s.schemaVersion))
             w.raw(","); w.key("sources"); w.raw("[")
-            for (i, src) in s.sources.enumerated() {
-                if i > 0 { w.raw(",") }
-                w.raw("{"); w.key("lastOutcome"); w.string(src.outcome)
+            for (n, src) in s.sources.enumerated() {
+                if n > 0 { w.raw(",") }
+                w.raw("{"); w.key("kind"); w.string(src.kind)
+                w.raw(","); w.key("lastAttemptAt"); w.string(src.lastAttempt)
+                w.raw(","); w.key("lastError"); w.string(src.lastError)
+                w.raw(","); w.key("lastOutcome"); w.string(src.outcome)
+                w.raw(","); w.key("lastStatus"); w.int(src.lastStatus.map(Int64.init))
                 w.raw(","); w.key("lastSuccessAt"); w.string(src.lastSuccess)
                 w.raw(","); w.key("source"); w.string(src.source); w.raw("}")
             }
             w.raw("]}\n")
-            context.stdout.write(w.bytes)
+            i.stdout.write(w.bytes)
             return 0
         }
         var out = """
@@ -194,6 +207,7 @@ extension CatalogCLI {
             schema:      version \(s.schemaVersion)
             landmarks:   \(s.landmarks) live, \(s.landmarkTombstones) tombstones
             positions:   \(s.positions) live, \(s.positionTombstones) tombstones
+            changes:     \(s.changeSequence)
             quarantine:  \(s.quarantined) rows
 
             """
@@ -203,9 +217,11 @@ extension CatalogCLI {
             out += "last sync:   never\n"
         }
         for src in s.sources {
-            out += "source:      \(src.source) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))\n"
+            out += "source:      \(src.source) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))"
+            if let error = src.lastError { out += "; last error: \(error)" }
+            out += "\n"
         }
-        context.stdout.write(out)
+        i.stdout.write(out)
         return 0
     }
 }

@@ -4,10 +4,15 @@ import Foundation
 public struct HLCStamp: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Physical part: ms since 1970-01-01 UTC.
     public var wallMilliseconds: Int64
-    /// Logical part: orders events within one millisecond.
+    /// Logical part: orders events within one millisecond; 0…``maxCounter``.
     public var counter: Int64
-    /// The node that wrote it; the last tie-breaker.
+    /// The node that wrote it; the last tie-breaker, compared as UTF-8 bytes.
     public var node: String
+
+    /// The largest counter a stamp may carry: 2³² − 1. Snapshots and hubs with a larger one are refused
+    /// where they enter (exit 65), and the clock never issues one: when its counter would pass this, it
+    /// moves to the next millisecond instead, so stamps still only grow and nothing can overflow.
+    public static let maxCounter: Int64 = 4_294_967_295
 
     public init(wallMilliseconds: Int64, counter: Int64, node: String) {
         self.wallMilliseconds = wallMilliseconds
@@ -37,58 +42,36 @@ public struct SystemClock: WallClock {
 }
 
 /// The hybrid logical clock of Kulkarni et al., "Logical Physical Clocks and Consistent Snapshots in
-/// Globally Distributed Databases" (OPODIS 2014), persisted in the `hlc_clock` table.
+/// Globally Distributed Databases" (OPODIS 2014): the paper's rules as pure functions on the last
+/// issued or observed (wall, counter); the store persists the state in `hlc_clock`.
 ///
 /// Every stamp it issues is strictly greater than every stamp it issued or received before, across
-/// process restarts (the state lives in the database), a wall clock stepping backwards, and merged
-/// remote stamps. `send` is the paper's "send or local event" rule, `receive` its "receive event" rule.
-struct HybridLogicalClock {
-    let db: Connection
-    let wall: any WallClock
+/// process restarts, a wall clock stepping backwards, and merged remote stamps. Counters stay within
+/// ``HLCStamp/maxCounter`` (see there); no input can make it trap.
+struct HybridLogicalClock: Equatable {
+    /// The last issued or observed physical part (ms) and counter.
+    var wall: Int64
+    var counter: Int64
 
-    /// The last issued or observed (wall ms, counter).
-    func load() throws -> (wall: Int64, counter: Int64) {
-        let s = try db.cachedStatement(sql: "SELECT wall_ms, counter FROM hlc_clock WHERE id = 1")
-        defer { s.reset() }
-        guard try s.step() else { return (0, 0) }
-        return (s.int(0), s.int(1))
+    /// The paper's "send or local event" rule: the next stamp's (wall, counter) at `now`.
+    func sent(now: Int64) -> HybridLogicalClock {
+        now > wall ? HybridLogicalClock(wall: now, counter: 0) : Self.bounded(wall: wall, counter: counter)
     }
 
-    /// The stamp `send` would issue now, without storing it (store it with `store(_:)` once used).
-    func peekSend(node: String) throws -> HLCStamp {
-        let last = try load()
-        let now = wall.nowMilliseconds()
-        let next: (wall: Int64, counter: Int64) = now > last.wall ? (now, 0) : (last.wall, last.counter + 1)
-        return HLCStamp(wallMilliseconds: next.wall, counter: next.counter, node: node)
+    /// The paper's "receive event" rule: the state after observing a remote (wall, counter) at `now`.
+    func received(wall remoteWall: Int64, counter remoteCounter: Int64, now: Int64) -> HybridLogicalClock {
+        let remoteCounter = min(max(remoteCounter, 0), HLCStamp.maxCounter)
+        let w = max(wall, remoteWall, now)
+        if w == wall && w == remoteWall { return Self.bounded(wall: w, counter: max(counter, remoteCounter)) }
+        if w == wall { return Self.bounded(wall: w, counter: counter) }
+        if w == remoteWall { return Self.bounded(wall: w, counter: remoteCounter) }
+        return HybridLogicalClock(wall: w, counter: 0)
     }
 
-    /// Records `stamp` as the last issued.
-    func store(_ stamp: HLCStamp) throws {
-        try store((stamp.wallMilliseconds, stamp.counter))
-    }
-
-    private func store(_ state: (wall: Int64, counter: Int64)) throws {
-        try db.execute(sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1",
-                       [.integer(state.wall), .integer(state.counter)])
-    }
-
-    /// Issues a stamp for a local write. Call inside the write transaction that uses it.
-    func send(node: String) throws -> HLCStamp {
-        let stamp = try peekSend(node: node)
-        try store(stamp)
-        return stamp
-    }
-
-    /// Moves the clock past a merged remote stamp, so later local writes order after it.
-    func receive(wallMilliseconds remoteWall: Int64, counter remoteCounter: Int64) throws {
-        let last = try load()
-        let now = wall.nowMilliseconds()
-        let w = max(last.wall, remoteWall, now)
-        let c: Int64
-        if w == last.wall && w == remoteWall { c = max(last.counter, remoteCounter) + 1 }
-        else if w == last.wall { c = last.counter + 1 }
-        else if w == remoteWall { c = remoteCounter + 1 }
-        else { c = 0 }
-        try store((w, c))
+    /// (wall, counter + 1), or (wall + 1 ms, 0) when the counter is at its bound.
+    private static func bounded(wall: Int64, counter: Int64) -> HybridLogicalClock {
+        counter >= HLCStamp.maxCounter
+            ? HybridLogicalClock(wall: wall &+ 1, counter: 0)
+            : HybridLogicalClock(wall: wall, counter: counter + 1)
     }
 }

@@ -1,189 +1,70 @@
-/// A landmark record decoded straight from the reader, field by field, with its strings kept as UTF-8
-/// byte ranges in the batch's shared buffer (no `String` per field): the import's fast path.
-struct RawLandmark {
-    /// Which optional keys the record had (`Field` bits). Keys it lacked keep stored values.
-    var present: UInt16 = 0
-    var index: Int
-    var position: SourcePosition
-    var id: Int64 = 0
-    /// Byte ranges in `LandmarkBatch.bytes`, by `Field.text` order; `start < 0` means null.
-    var texts = TextRanges()
-    var isFeatured = false
-    var isFavorite = false
-    var latitude = 0.0
-    var longitude = 0.0
-    /// Unknown keys as a compact JSON object text, or nil.
-    var extraJSON: String?
-    /// For snapshots: the last-writer-wins keys, when present.
-    var stamp: StampMembers?
-    /// Set when this id already appeared in the file: the index of its first record.
-    var duplicateOf: Int?
-
-    /// Bits of `present`; `text` fields are also indexes into `texts`.
-    enum Field {
-        static let name = 0, category = 1, city = 2, state = 3, park = 4, description = 5, imageName = 6
-        static let isFeatured: UInt16 = 1 << 7, isFavorite: UInt16 = 1 << 8, extra: UInt16 = 1 << 9
-        static func bit(_ text: Int) -> UInt16 { 1 << UInt16(text) }
-    }
-}
-
-/// Seven byte ranges stored inline (no array allocation per record).
-struct TextRanges {
-    private var ranges: (Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (-1, -1, -1, -1, -1, -1, -1)
-
-    /// The range of field `i` (0…6); `start < 0` means null.
-    subscript(i: Int) -> (start: Int32, count: Int32) {
-        get {
-            let v: Int64
-            switch i {
-            case 0: v = ranges.0
-            case 1: v = ranges.1
-            case 2: v = ranges.2
-            case 3: v = ranges.3
-            case 4: v = ranges.4
-            case 5: v = ranges.5
-            default: v = ranges.6
-            }
-            return v < 0 ? (-1, 0) : (Int32(truncatingIfNeeded: v >> 32), Int32(truncatingIfNeeded: v & 0xFFFF_FFFF))
-        }
-        set {
-            let v = newValue.start < 0 ? -1 : (Int64(newValue.start) << 32) | Int64(UInt32(bitPattern: newValue.count))
-            switch i {
-            case 0: ranges.0 = v
-            case 1: ranges.1 = v
-            case 2: ranges.2 = v
-            case 3: ranges.3 = v
-            case 4: ranges.4 = v
-            case 5: ranges.5 = v
-            default: ranges.6 = v
-            }
-        }
-    }
-}
-
-/// A snapshot row's last-writer-wins keys, as read.
-final class StampMembers {
-    var updatedAt, counter, node, deleted: JSONMember?
-}
-
-/// Decoded records and the diagnostics found while decoding them, handed from the reading thread to
-/// the writing one.
-final class LandmarkBatch: @unchecked Sendable {
-    var bytes: [UInt8] = []
-    var records: [RawLandmark] = []
-    /// Diagnostics in input order, each after the record it concerns (`afterRecord` = count of records before it).
-    var diagnostics: [(afterRecord: Int, diagnostic: Diagnostic)] = []
-    /// The reading failed: a syntax, read or usage error that ends the import.
-    var failure: (any Error)?
-    /// True for the last batch.
-    var isLast = false
-    /// Records read from the file so far (valid or not).
-    var recordsRead = 0
-    /// With the last batch: every id in the file, for `--prune`.
-    var seen = SeenIDs()
-
-    init() {
-        bytes.reserveCapacity(1 << 21)
-        records.reserveCapacity(LandmarkDecoder.batchSize)
-    }
-
-    /// The text field `field` of `record`, or nil when null.
-    func text(_ record: RawLandmark, _ field: Int) -> String? {
-        let r = record.texts[field]
-        guard r.start >= 0 else { return nil }
-        return bytes.withUnsafeBufferPointer {
-            String(decoding: UnsafeBufferPointer(rebasing: $0[Int(r.start)..<Int(r.start + r.count)]), as: UTF8.self)
-        }
-    }
-}
-
-/// Ids seen so far in one file, in memory that grows with the number of *runs* of consecutive ids in
-/// consecutive records (one run for a typical file), not with the number of records; out-of-order ids
-/// fall back to a dictionary. Remembers each id's first record index, for the duplicate-id message.
-struct SeenIDs {
-    /// Runs: ids lo…hi were records firstIndex…firstIndex + (hi − lo), sorted by lo, disjoint.
-    private var runs: [(lo: Int64, hi: Int64, firstIndex: Int)] = []
-    private var others: [Int64: Int] = [:]
-
-    /// Records `id` at record `index`; returns the first index if the id was already seen.
-    mutating func insert(_ id: Int64, index: Int) -> Int? {
-        if let last = runs.last {
-            if id == last.hi &+ 1, index == last.firstIndex + Int(last.hi - last.lo) + 1, last.hi < Int64.max {
-                runs[runs.count - 1].hi = id
-                return others[id]
-            }
-            if let first = firstIndex(of: id) { return first }
-        } else if let first = others[id] {
-            return first
-        }
-        if runs.isEmpty || id > runs[runs.count - 1].hi {
-            runs.append((id, id, index))
-        } else {
-            others[id] = index
-        }
-        return nil
-    }
-
-    /// The first record index of `id`, or nil when unseen.
-    func firstIndex(of id: Int64) -> Int? {
-        if let i = others[id] { return i }
-        var low = 0, high = runs.count - 1
-        while low <= high {
-            let mid = (low + high) / 2
-            let run = runs[mid]
-            if id < run.lo { high = mid - 1 } else if id > run.hi { low = mid + 1 } else {
-                return run.firstIndex + Int(id - run.lo)
-            }
-        }
-        return nil
-    }
-
-    func contains(_ id: Int64) -> Bool { firstIndex(of: id) != nil }
-}
-
-/// Reads landmark records from a JSON reader positioned inside the top-level array, validating each
-/// against SPEC §3, into batches. Diagnostics carry file, line:column, record index, id and field.
+/// Reads landmark objects from a JSON reader into a ``RowBatch``, validating each against SPEC §3 (and,
+/// for snapshot rows, the stamp of SPEC §6). Diagnostics carry file, line:column, record index, id and
+/// field. Keys are matched by their bytes against a table generated from ``LandmarkColumn``.
 struct LandmarkDecoder {
     static let batchSize = 2000
 
+    /// What the objects are.
+    enum Mode {
+        /// Records of `landmarkData.json`: absent keys keep stored values; the snapshot stamp keys are
+        /// reserved (refused: kept, they would be written twice in one snapshot object).
+        case importRecord
+        /// Snapshot rows (SPEC §6): whole rows with `updatedAt`, `counter`, `node`, `deleted`.
+        case snapshotRow
+        /// A landmark's canonical content (``LandmarkJSONShape/content``), e.g. a hub row's body.
+        case content
+    }
+
     let file: String
-    /// Read `updatedAt`, `counter`, `node`, `deleted` into `stamp` (snapshot rows) instead of keeping them as unknown keys.
-    let snapshotRows: Bool
+    let mode: Mode
+    let strict: Bool
+    /// Prepended to field names in messages (`landmarks.` inside a snapshot).
+    let fieldPrefix: String
     /// Keys already warned about in this file (one warning per key).
     var warnedKeys: Set<String> = []
     var seen = SeenIDs()
     /// Errors so far (with `strict`, warnings count too).
     var errors = 0
-    let strict: Bool
 
-    init(file: String, strict: Bool, snapshotRows: Bool = false) {
+    init(file: String, mode: Mode, strict: Bool = false) {
         self.file = file
+        self.mode = mode
         self.strict = strict
-        self.snapshotRows = snapshotRows
+        self.fieldPrefix = mode == .snapshotRow ? "landmarks." : ""
     }
 
-    mutating func report(_ batch: LandmarkBatch, _ severity: Diagnostic.Severity, _ message: String, at position: SourcePosition?,
-                         index: Int? = nil, id: Int64? = nil, field: String? = nil) {
+    /// The keys a landmark object may have.
+    enum Key {
+        case column(LandmarkColumn)
+        case isFavourite, coordinates
+    }
+
+    static let keys: [(String, Key)] = {
+        var keys: [(String, Key)] = []
+        for c in LandmarkColumn.allCases {
+            guard let key = c.jsonKey else { continue }
+            if case .coordinate = c.kind { continue }
+            keys.append((key, .column(c)))
+        }
+        return keys + [("isFavourite", .isFavourite), ("coordinates", .coordinates)]
+    }()
+    static let keyTable = JSONKeyTable(keys.map(\.0))
+
+    mutating func report(_ batch: RowBatch, _ severity: Diagnostic.Severity, _ message: String, at position: SourcePosition?,
+                         index: Int? = nil, id: Int64? = nil, field: String? = nil, kind: String? = nil) {
         if severity == .error || strict { errors += 1 }
-        batch.diagnostics.append((batch.records.count, Diagnostic(severity: severity, message: message, file: file, position: position,
-                                                                   index: index, id: id, field: field)))
+        batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: severity, message: message, file: file, position: position,
+                                                                     index: index, id: id, field: field.map { fieldPrefix + $0 }, kind: kind)))
     }
 
-    mutating func warnOnce(_ batch: LandmarkBatch, _ key: String, _ message: String, at: SourcePosition, index: Int, id: Int64?) {
+    mutating func warnOnce(_ batch: RowBatch, _ key: String, kind: String, _ message: String, at: SourcePosition, index: Int, id: Int64?) {
         guard warnedKeys.insert(key).inserted else { return }
-        report(batch, .warning, message, at: at, index: index, id: id, field: key.hasPrefix("\u{0}") ? nil : key)
+        report(batch, .warning, message, at: at, index: index, id: id, field: key.hasPrefix("\u{0}") ? nil : key, kind: kind)
     }
-
-
-    /// The keys a landmark record may have, in the order `decode` numbers them (12… only in snapshots).
-    static let keyNames = ["id", "name", "category", "city", "state", "park", "description", "imageName", "isFeatured",
-                           "isFavorite", "isFavourite", "coordinates", "updatedAt", "counter", "node", "deleted"]
-    static let keys = JSONKeyTable(Array(keyNames.prefix(12)))
-    static let snapshotKeys = JSONKeyTable(keyNames)
 
     /// Decodes the next array element into `batch` (when valid). The reader is at the element's start.
     /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown.
-    mutating func decode(_ reader: JSONPullReader, index: Int, into batch: LandmarkBatch) throws {
+    mutating func decode(_ reader: JSONPullReader, index: Int, into batch: RowBatch) throws {
         let position = reader.position
         guard try reader.peekKind() == .object else {
             let value = try reader.readValue()
@@ -204,23 +85,21 @@ struct LandmarkDecoder {
             }
         }
         var record = RawLandmark(index: index, position: position)
-        var seenKeys: UInt32 = 0  // bit per known key, for duplicate keys
-        var sawName = false, sawCoordinates = false, sawIsFavorite = false
+        var seenKeys: UInt64 = 0  // bit per known key, for duplicate keys
+        var sawName = false, sawCoordinates = false, sawUpdatedAt = false, sawNode = false
         var favouriteAt: (SourcePosition, Bool?)?
         var extras: [JSONMember] = []
         try reader.beginObject()
-        let table = snapshotRows ? Self.snapshotKeys : Self.keys
-        while let (match, unknownKey, at) = try reader.nextKey(in: table) {
+        while let (match, unknownKey, at) = try reader.nextKey(in: Self.keyTable) {
             let kind = try reader.peekKind()
-            let known = match
-            let key = unknownKey ?? Self.keyNames[match]
-            if known >= 0 {
-                if seenKeys & (1 << known) != 0 {
+            let key = unknownKey ?? Self.keys[match].0
+            if match >= 0 {
+                if seenKeys & (1 << UInt64(match)) != 0 {
                     report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
                     try reader.skipValue()
                     continue
                 }
-                seenKeys |= 1 << known
+                seenKeys |= 1 << UInt64(match)
             } else if extras.contains(where: { $0.key == key }) {
                 report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
                 try reader.skipValue()
@@ -230,75 +109,77 @@ struct LandmarkDecoder {
                 let value = try reader.readValue()
                 report(batch, .error, "\(field) must be \(expected), found \(value.described)", at: at, index: index, id: id, field: field)
             }
-            switch known {
-            case 0:
+            guard match >= 0 else {
+                extras.append(JSONMember(key: key, value: try reader.readValue(), position: at))
+                if mode == .importRecord {
+                    warnOnce(batch, key, kind: "unknown-key", "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
+                }
+                continue
+            }
+            let column: LandmarkColumn
+            switch Self.keys[match].1 {
+            case .coordinates:
+                sawCoordinates = true
+                try readCoordinates(reader, at: at, kind: kind, into: &record, index: index, id: id, batch: batch)
+                continue
+            case .isFavourite:
+                switch kind {
+                case .bool: favouriteAt = (at, try reader.readBool())
+                case .null: try reader.readNull(); favouriteAt = (at, false)
+                default: try wrong(key, "true, false or null"); favouriteAt = (at, nil)
+                }
+                continue
+            case .column(let c): column = c
+            }
+            switch column.kind {
+            case .id:
                 guard kind == .number else { try wrong("id", "an integer that fits in 64 bits"); continue }
                 let n = try reader.readNumber()
                 if let v = n.int64Value { id = v } else {
                     report(batch, .error, "id must be an integer that fits in 64 bits, found the number \(n.literal)", at: at, index: index, field: "id")
                 }
-            case 1:
-                sawName = true
-                guard kind == .string else { try wrong("name", "a non-empty string"); continue }
-                let start = batch.bytes.count
-                let count = try reader.appendString(to: &batch.bytes)
-                record.texts[RawLandmark.Field.name] = (Int32(start), Int32(count))
-                if Self.isBlank(batch.bytes[start...]) {
-                    report(batch, .error, "name must not be empty", at: at, index: index, id: id, field: "name")
-                }
-            case 2...7:
-                let field = known - 1
-                record.present |= RawLandmark.Field.bit(field)
-                if kind == .null {
+            case .text(let required):
+                if required { sawName = true } else { record.mark(column) }
+                if kind == .null && !required {
                     try reader.readNull()
                 } else if kind == .string {
                     let start = batch.bytes.count
                     let count = try reader.appendString(to: &batch.bytes)
-                    record.texts[field] = (Int32(start), Int32(count))
+                    record.texts[column.textSlot] = (Int32(start), Int32(count))
+                    if required, Self.isBlank(batch.bytes[start...]) {
+                        report(batch, .error, "\(key) must not be empty", at: at, index: index, id: id, field: key)
+                    }
                 } else {
-                    try wrong(key, "a string or null")
+                    try wrong(key, required ? "a non-empty string" : "a string or null")
                 }
-            case 8, 9, 10:
+            case .bool:
                 let value: Bool?
                 switch kind {
                 case .bool: value = try reader.readBool()
                 case .null: try reader.readNull(); value = false
                 default: try wrong(key, "true, false or null"); value = nil
                 }
-                if known == 8 {
-                    record.present |= RawLandmark.Field.isFeatured
-                    record.isFeatured = value ?? false
-                } else if known == 9 {
-                    sawIsFavorite = true
-                    record.present |= RawLandmark.Field.isFavorite
-                    record.isFavorite = value ?? false
-                } else {
-                    favouriteAt = (at, value)
-                }
-            case 11:
-                sawCoordinates = true
-                try readCoordinates(reader, at: at, kind: kind, into: &record, index: index, id: id, batch: batch)
-            case 12...15:
-                let member = JSONMember(key: key, value: try reader.readValue(), position: at)
-                let stamp = record.stamp ?? StampMembers()
-                record.stamp = stamp
-                switch known {
-                case 12: stamp.updatedAt = member
-                case 13: stamp.counter = member
-                case 14: stamp.node = member
-                default: stamp.deleted = member
-                }
-            default:
-                extras.append(JSONMember(key: key, value: try reader.readValue(), position: at))
-                warnOnce(batch, key, "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
+                record.mark(column)
+                if column == .isFeatured { record.isFeatured = value ?? false } else { record.isFavorite = value ?? false }
+            case .stamp where mode == .snapshotRow:
+                try readStamp(column, reader, kind: kind, at: at, into: &record, index: index, id: id, batch: batch)
+                if column == .updatedMs { sawUpdatedAt = true }
+                if column == .node { sawNode = true }
+            case .stamp:
+                try reader.skipValue()
+                report(batch, .error,
+                       "'\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it",
+                       at: at, index: index, id: id, field: key)
+            case .coordinate, .extra:
+                preconditionFailure("\(column) has no key of its own")
             }
         }
         if let (at, value) = favouriteAt {
-            if sawIsFavorite {
+            if record.has(.isFavorite) {
                 report(batch, .error, "both isFavorite and isFavourite are given; keep one", at: at, index: index, id: id, field: "isFavourite")
             } else {
-                warnOnce(batch, "isFavourite", "the British spelling 'isFavourite' is read as 'isFavorite'", at: at, index: index, id: id)
-                record.present |= RawLandmark.Field.isFavorite
+                warnOnce(batch, "isFavourite", kind: "quirk", "the British spelling 'isFavourite' is read as 'isFavorite'", at: at, index: index, id: id)
+                record.mark(.isFavorite)
                 record.isFavorite = value ?? false
             }
         }
@@ -309,18 +190,22 @@ struct LandmarkDecoder {
         if !sawCoordinates {
             report(batch, .error, "missing required key 'coordinates'", at: position, index: index, id: id, field: "coordinates")
         }
+        if mode == .snapshotRow && errors == errorsBefore {
+            if !sawUpdatedAt { report(batch, .error, "missing updatedAt", at: position, index: index, id: id, field: "updatedAt") }
+            else if !sawNode { report(batch, .error, "missing node", at: position, index: index, id: id, field: "node") }
+        }
         // Apple's 2019 shape: no isFeatured, and category "Featured" meant featured.
-        if record.present & RawLandmark.Field.isFeatured == 0, record.present & RawLandmark.Field.bit(RawLandmark.Field.category) != 0 {
-            let r = record.texts[RawLandmark.Field.category]
+        if mode == .importRecord, !record.has(.isFeatured), record.has(.category) {
+            let r = record.texts[LandmarkColumn.category.textSlot]
             if r.start >= 0, batch.bytes[Int(r.start)..<Int(r.start + r.count)].elementsEqual("Featured".utf8) {
-                warnOnce(batch, "\u{0}legacy", "legacy shape without isFeatured: category \"Featured\" is read as featured",
+                warnOnce(batch, "\u{0}legacy", kind: "quirk", "legacy shape without isFeatured: category \"Featured\" is read as featured",
                          at: position, index: index, id: id)
-                record.present |= RawLandmark.Field.isFeatured
+                record.mark(.isFeatured)
                 record.isFeatured = true
             }
         }
         if !extras.isEmpty {
-            record.present |= RawLandmark.Field.extra
+            record.mark(.extra)
             record.extraJSON = JSONValue.object(extras).serialized()
         }
         guard errors == errorsBefore, let id else {
@@ -329,12 +214,42 @@ struct LandmarkDecoder {
         }
         record.id = id
         record.duplicateOf = seen.insert(id, index: index)
-        if record.duplicateOf != nil { errors += 1 }
-        batch.records.append(record)
+        if let first = record.duplicateOf {
+            errors += 1
+            if mode != .importRecord {
+                // The import names both records itself (it can read the first one's name).
+                report(batch, .error, "duplicate id \(id): records \(first) and \(index) both use it", at: position, index: index, id: id, field: "id")
+                batch.bytes.removeSubrange(bytesBefore...)
+                return
+            }
+        }
+        batch.landmarks.append(record)
+    }
+
+    /// Reads one stamp key of a snapshot row (SPEC §6): `updatedAt` an RFC 3339 date-time, `counter` an
+    /// integer in 0…``HLCStamp/maxCounter``, `node` a node id, `deleted` a boolean or null.
+    mutating func readStamp(_ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, at: SourcePosition,
+                            into record: inout RawLandmark, index: Int, id: Int64?, batch: RowBatch) throws {
+        let key = column.jsonKey ?? ""
+        let value = try reader.readValue()
+        switch StampField.parse(column, value) {
+        case .success(let parsed):
+            switch parsed {
+            case .wall(let ms): record.updatedMs = ms
+            case .counter(let c): record.counter = c
+            case .deleted(let d): record.deleted = d
+            case .node(let node):
+                let start = batch.bytes.count
+                batch.bytes.append(contentsOf: node.utf8)
+                record.texts[TextRanges.nodeSlot] = (Int32(start), Int32(node.utf8.count))
+            }
+        case .failure(let problem):
+            report(batch, .error, "\(key) \(problem)", at: at, index: index, id: id, field: key)
+        }
     }
 
     mutating func readCoordinates(_ reader: JSONPullReader, at: SourcePosition, kind: JSONKind, into record: inout RawLandmark,
-                                  index: Int, id: Int64?, batch: LandmarkBatch) throws {
+                                  index: Int, id: Int64?, batch: RowBatch) throws {
         guard kind == .object else {
             let value = try reader.readValue()
             report(batch, .error, "coordinates must be an object with latitude and longitude, found \(value.described)",
@@ -344,20 +259,21 @@ struct LandmarkDecoder {
         var sawLatitude = false, sawLongitude = false
         try reader.beginObject()
         while let (key, keyAt) = try reader.nextKey() {
-            let limit: Double
+            let column: LandmarkColumn
             switch key {
             case "latitude" where sawLatitude, "longitude" where sawLongitude:
                 try reader.skipValue()
                 report(batch, .error, "duplicate key '\(key)' in coordinates", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
-            case "latitude": limit = 90; sawLatitude = true
-            case "longitude": limit = 180; sawLongitude = true
+            case "latitude": column = .latitude; sawLatitude = true
+            case "longitude": column = .longitude; sawLongitude = true
             default:
                 try reader.skipValue()
                 report(batch, .error, "unknown key '\(key)' in coordinates (only latitude and longitude are stored)",
                        at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }
+            guard case .coordinate(let limit) = column.kind else { preconditionFailure() }
             guard try reader.peekKind() == .number else {
                 let value = try reader.readValue()
                 report(batch, .error, "\(key) must be a number, found \(value.described)", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
@@ -370,7 +286,7 @@ struct LandmarkDecoder {
                        field: "coordinates.\(key)")
                 continue
             }
-            if key == "latitude" { record.latitude = v } else { record.longitude = v }
+            if column == .latitude { record.latitude = v } else { record.longitude = v }
         }
         if !sawLatitude { report(batch, .error, "missing required key 'latitude'", at: at, index: index, id: id, field: "coordinates.latitude") }
         if !sawLongitude { report(batch, .error, "missing required key 'longitude'", at: at, index: index, id: id, field: "coordinates.longitude") }
@@ -384,5 +300,54 @@ struct LandmarkDecoder {
             if b != 0x20 && b != 0x09 && b != 0x0A && b != 0x0D { return false }
         }
         return !nonASCII || String(decoding: bytes, as: UTF8.self).allSatisfy(\.isWhitespace)
+    }
+}
+
+/// The stamp keys of snapshot rows (SPEC §6), validated in one place for landmarks and positions.
+enum StampField {
+    case wall(Int64), counter(Int64), node(String), deleted(Bool)
+
+    /// Parses the value of stamp column `column` (`updatedMs`, `counter`, `node`, `deleted`).
+    /// - Returns: the value, or what is wrong with it (`must be …, found …`).
+    static func parse(_ column: LandmarkColumn, _ value: JSONValue) -> Result<StampField, StampProblem> {
+        switch column {
+        case .updatedMs:
+            if case .string(let s) = value, let ms = Timestamp.parse(s) { return .success(.wall(ms)) }
+            return .failure(StampProblem("must be an RFC 3339 date-time, found \(value.described)"))
+        case .counter:
+            if case .number(let n) = value, let c = n.int64Value, c >= 0, c <= HLCStamp.maxCounter { return .success(.counter(c)) }
+            return .failure(StampProblem("must be an integer in 0…\(HLCStamp.maxCounter), found \(value.described)"))
+        case .node:
+            if case .string(let s) = value, CatalogStore.isValidNodeID(s) { return .success(.node(s)) }
+            return .failure(StampProblem("must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(value.described)"))
+        case .deleted:
+            switch value {
+            case .bool(let b): return .success(.deleted(b))
+            case .null: return .success(.deleted(false))
+            default: return .failure(StampProblem("must be true or false, found \(value.described)"))
+            }
+        default:
+            preconditionFailure("\(column) is not a stamp key")
+        }
+    }
+}
+
+/// What is wrong with a stamp value.
+struct StampProblem: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+extension StampProblem: CustomStringConvertible { var description: String { message } }
+
+extension JSONValue {
+    /// The value as a message names it: `the number 91`, `the string "x"`, `true`, or its kind (`an object`).
+    var described: String {
+        switch self {
+        case .number(let n): return "the number \(n.literal)"
+        case .string(let s): return "the string \(s.count > 40 ? String(reflecting: String(s.prefix(40)) + "…") : String(reflecting: s))"
+        case .bool(let b): return "\(b)"
+        default: return kind.description
+        }
     }
 }

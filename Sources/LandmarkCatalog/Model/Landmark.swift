@@ -39,4 +39,28 @@ public struct Landmark: Sendable, Equatable {
         self.longitude = longitude
         self.extraJSON = extraJSON
     }
+
+    /// The string property stored in text column `column`.
+    func text(_ column: LandmarkColumn) -> String? {
+        switch column {
+        case .name: return name
+        case .category: return category
+        case .city: return city
+        case .state: return state
+        case .park: return park
+        case .description: return description
+        case .imageName: return imageName
+        default: preconditionFailure("\(column) is not a text column")
+        }
+    }
+
+    /// The landmark in the current row of `s`, which selects `LandmarkColumn.selectList`.
+    init(row s: Statement) {
+        self.init(id: s.int(LandmarkColumn.id), name: s.text(LandmarkColumn.name) ?? "", category: s.text(LandmarkColumn.category),
+                  city: s.text(LandmarkColumn.city), state: s.text(LandmarkColumn.state), park: s.text(LandmarkColumn.park),
+                  description: s.text(LandmarkColumn.description), imageName: s.text(LandmarkColumn.imageName),
+                  isFeatured: s.bool(LandmarkColumn.isFeatured), isFavorite: s.bool(LandmarkColumn.isFavorite),
+                  latitude: s.double(LandmarkColumn.latitude), longitude: s.double(LandmarkColumn.longitude),
+                  extraJSON: s.text(LandmarkColumn.extra))
+    }
 }

@@ -1,128 +1,180 @@
-extension Landmark {
-    /// How nil optional strings are written.
-    public enum NullStrings: Sendable {
-        /// As `""`, so Apple's tutorial `Landmark` (whose `park`, `state`, `city`, `category`,
-        /// `description` and `imageName` are non-optional `String`s) decodes every row.
-        case emptyString
-        /// As `null` (snapshots: `null` means cleared, and merges must keep that).
-        case null
-    }
+/// Read access to one landmark's columns, wherever they live: an SQLite row, a decoded batch, a value.
+/// ``LandmarkJSON`` writes every landmark shape through it, so each shape has one writer.
+protocol LandmarkFields {
+    /// Calls `body` with the UTF-8 bytes of text column `column` (or of `extra`), nil for NULL.
+    func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T
+    /// An integer column (`id`, `counter`, `updatedMs`, `seq`) or a boolean one as 0 / 1.
+    func int(_ column: LandmarkColumn) -> Int64
+    /// A coordinate column.
+    func double(_ column: LandmarkColumn) -> Double
+}
 
-    /// Writes this landmark as a JSON object in the shape of `landmarkData.json`: `category`, `city`,
-    /// `coordinates {latitude, longitude}`, `description`, `id`, `imageName`, `isFavorite`, `isFeatured`,
-    /// `name`, `park`, `state`, plus the kept unknown keys and `additional` fields, all keys sorted.
-    ///
-    /// - Parameters:
-    ///   - writer: the output.
-    ///   - nullStrings: how nil strings are written.
-    ///   - additional: extra keys with raw JSON values (used by snapshots for `updatedAt`, `counter`, …).
-    public func writeJSON(to writer: inout JSONWriter, nullStrings: NullStrings = .emptyString,
-                          additional: [(key: String, json: String)] = []) {
-        var fields: [(key: String, json: String?)] = []
-        if let extraJSON, let members = JSONValue.parseObject(extraJSON) {
-            for m in members { fields.append((m.key, m.value.serialized())) }
+/// The landmark JSON shapes (one writer for all): keys sorted by their UTF-8 bytes, compact, kept
+/// unknown keys merged in key order.
+public enum LandmarkJSONShape: Sendable {
+    /// `landmarkData.json` as Apple's tutorial `Landmark` decodes it (`featured --json`): a NULL
+    /// string is written `""`, because that type declares `park`, `state`, `city`, `category`,
+    /// `description` and `imageName` as non-optional `String`s.
+    case apple
+    /// A snapshot row (SPEC §6): content with NULL as `null`, plus `counter`, `deleted`, `node`, `updatedAt`.
+    case snapshot
+    /// A landmark's canonical content: the snapshot row without its stamp. The tie rule of
+    /// ``LastWriterWins`` orders these bytes; the hub stores them as a row's body.
+    case content
+}
+
+enum LandmarkJSON {
+    /// One key of the shapes, in output order.
+    enum Item { case column(LandmarkColumn), coordinates }
+
+    /// Every key of every shape, as `"key":` bytes, sorted by key bytes (`coordinates` holds
+    /// `latitude` and `longitude`).
+    static let order: [(key: String, prefix: [UInt8], item: Item)] = {
+        var items: [(String, Item)] = [("coordinates", .coordinates)]
+        for c in LandmarkColumn.allCases {
+            guard let key = c.jsonKey else { continue }
+            if case .coordinate = c.kind { continue }
+            items.append((key, .column(c)))
         }
-        for a in additional { fields.append((a.key, a.json)) }
-        fields.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        var pending = fields[...]
-        func flushExtras(before key: StaticString, _ w: inout JSONWriter) {
-            let k = key.withUTF8Buffer { String(decoding: $0, as: UTF8.self) }
-            while let f = pending.first, f.key.utf8.lexicographicallyPrecedes(k.utf8) {
-                w.key(f.key)
-                w.raw(f.json ?? "null")
-                w.byte(0x2C)
-                pending.removeFirst()
+        items.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        return items.map { (key: $0.0, prefix: Array("\"\($0.0)\":".utf8), item: $0.1) }
+    }()
+
+    /// Every key a shape may write itself: kept unknown keys with these names are never written (they
+    /// would repeat a key in one object).
+    static let ownKeys: Set<String> = Set(order.map(\.key)).union(["latitude", "longitude"])
+
+    /// Writes `fields` as a JSON object of `shape`.
+    static func write<F: LandmarkFields>(_ fields: F, shape: LandmarkJSONShape, to w: inout JSONWriter) {
+        let extras = fields.withText(.extra) { bytes in bytes.map { keptKeys(in: $0) } } ?? []
+        var next = 0
+        w.byte(0x7B)
+        var first = true
+        for entry in order {
+            if case .column(let c) = entry.item, c.kind == .stamp, shape != .snapshot { continue }
+            while next < extras.count, extras[next].key.utf8.lexicographicallyPrecedes(entry.key.utf8) {
+                if !first { w.byte(0x2C) }
+                first = false
+                w.key(extras[next].key)
+                w.raw(extras[next].json)
+                next += 1
+            }
+            if !first { w.byte(0x2C) }
+            first = false
+            w.bytes.append(contentsOf: entry.prefix)
+            switch entry.item {
+            case .coordinates:
+                w.raw("{\"latitude\":")
+                w.double(fields.double(.latitude))
+                w.raw(",\"longitude\":")
+                w.double(fields.double(.longitude))
+                w.byte(0x7D)
+            case .column(let c):
+                switch c {
+                case .id, .counter: w.int(fields.int(c))
+                case .isFeatured, .isFavorite, .deleted: w.bool(fields.int(c) != 0)
+                case .updatedMs: Timestamp.write(milliseconds: fields.int(c), to: &w)
+                default:
+                    fields.withText(c) { bytes in
+                        if let bytes { w.string(utf8: bytes) } else if shape == .apple { w.raw("\"\"") } else { w.raw("null") }
+                    }
+                }
             }
         }
-        func str(_ key: StaticString, _ value: String?, _ w: inout JSONWriter) {
-            flushExtras(before: key, &w)
-            w.raw("\""); w.raw(key); w.raw("\":")
-            if let value { w.string(value) } else if nullStrings == .emptyString { w.raw("\"\"") } else { w.raw("null") }
+        while next < extras.count {
             w.byte(0x2C)
+            w.key(extras[next].key)
+            w.raw(extras[next].json)
+            next += 1
         }
-        writer.byte(0x7B)
-        str("category", category, &writer)
-        str("city", city, &writer)
-        flushExtras(before: "coordinates", &writer)
-        writer.raw("\"coordinates\":{\"latitude\":")
-        writer.double(latitude)
-        writer.raw(",\"longitude\":")
-        writer.double(longitude)
-        writer.raw("},")
-        str("description", description, &writer)
-        flushExtras(before: "id", &writer)
-        writer.raw("\"id\":")
-        writer.int(id)
-        writer.byte(0x2C)
-        str("imageName", imageName, &writer)
-        flushExtras(before: "isFavorite", &writer)
-        writer.raw("\"isFavorite\":")
-        writer.bool(isFavorite)
-        writer.byte(0x2C)
-        flushExtras(before: "isFeatured", &writer)
-        writer.raw("\"isFeatured\":")
-        writer.bool(isFeatured)
-        writer.byte(0x2C)
-        str("name", name, &writer)
-        str("park", park, &writer)
-        flushExtras(before: "state", &writer)
-        writer.raw("\"state\":")
-        if let state { writer.string(state) } else if nullStrings == .emptyString { writer.raw("\"\"") } else { writer.raw("null") }
-        for f in pending {
-            writer.byte(0x2C)
-            writer.key(f.key)
-            writer.raw(f.json ?? "null")
-        }
-        writer.byte(0x7D)
+        w.byte(0x7D)
+    }
+
+    /// The kept unknown keys of an `extra` object text, sorted by key bytes, without keys a shape
+    /// writes itself (a database written before such keys were refused may still hold them).
+    static func keptKeys(in bytes: UnsafeBufferPointer<UInt8>) -> [(key: String, json: String)] {
+        let reader = JSONPullReader(bytes: Array(bytes), options: .init(allowTrailingCommas: false, maxDepth: 64))
+        guard case .object(let members)? = try? reader.readValue() else { return [] }
+        return members.filter { !ownKeys.contains($0.key) }
+            .map { (key: $0.key, json: $0.value.serialized()) }
+            .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+
+    /// `fields` as bytes of `shape`.
+    static func bytes<F: LandmarkFields>(_ fields: F, shape: LandmarkJSONShape) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 512)
+        write(fields, shape: shape, to: &w)
+        return w.bytes
     }
 }
 
-extension CatalogStore {
-    /// Writes each featured landmark, in page order, as the JSON object of `Landmark.writeJSON` (Apple's
-    /// shape, nil strings as `""`), straight from SQLite's column bytes: no `String` per field.
-    /// - Parameters:
-    ///   - writer: receives the objects, comma-separated (the caller writes the brackets).
-    ///   - flush: called whenever the writer holds 64 KiB or more, to pass the bytes on.
-    /// - Returns: how many landmarks were written.
-    @discardableResult
-    public func writeFeaturedJSON(to writer: inout JSONWriter, flush: (inout JSONWriter) throws -> Void) throws -> Int {
-        var count = 0
-        try read {
-            let s = try connection.cachedStatement(sql: Self.featuredSQL)
-            defer { s.reset() }
-            while try s.step() {
-                if count > 0 { writer.byte(0x2C) }
-                count += 1
-                if !s.isNull(12) {
-                    Self.landmark(from: s).writeJSON(to: &writer)  // kept unknown keys: merge them in key order
-                } else {
-                    func text(_ key: StaticString, _ column: Int) {
-                        writer.raw(key)
-                        if let bytes = s.textBytes(column) { writer.string(utf8: bytes) } else { writer.raw("\"\"") }
-                    }
-                    text("{\"category\":", 2)
-                    text(",\"city\":", 3)
-                    writer.raw(",\"coordinates\":{\"latitude\":")
-                    writer.double(s.double(10))
-                    writer.raw(",\"longitude\":")
-                    writer.double(s.double(11))
-                    writer.raw("}")
-                    text(",\"description\":", 6)
-                    writer.raw(",\"id\":")
-                    writer.int(s.int(0))
-                    text(",\"imageName\":", 7)
-                    writer.raw(",\"isFavorite\":")
-                    writer.bool(s.int(9) != 0)
-                    writer.raw(",\"isFeatured\":")
-                    writer.bool(s.int(8) != 0)
-                    text(",\"name\":", 1)
-                    text(",\"park\":", 5)
-                    text(",\"state\":", 4)
-                    writer.byte(0x7D)
-                }
-                if writer.bytes.count >= 1 << 16 { try flush(&writer) }
+/// An SQLite row that selects `LandmarkColumn.selectList`.
+struct LandmarkRow: LandmarkFields {
+    let statement: Statement
+    @inline(__always) func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T {
+        body(statement.textBytes(column))
+    }
+    @inline(__always) func int(_ column: LandmarkColumn) -> Int64 { statement.int(column) }
+    @inline(__always) func double(_ column: LandmarkColumn) -> Double { statement.double(column) }
+}
+
+/// A ``Landmark`` value with an optional stamp (a tombstone flag included).
+struct LandmarkValue: LandmarkFields {
+    var landmark: Landmark
+    var stamp = HLCStamp(wallMilliseconds: 0, counter: 0, node: "")
+    var deleted = false
+
+    func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T {
+        var text: String?
+        switch column {
+        case .extra: text = landmark.extraJSON
+        case .node: text = stamp.node
+        default: text = landmark.text(column)
+        }
+        guard var text else { return body(nil) }
+        return text.withUTF8 { body($0) }
+    }
+    func int(_ column: LandmarkColumn) -> Int64 {
+        switch column {
+        case .id: return landmark.id
+        case .isFeatured: return landmark.isFeatured ? 1 : 0
+        case .isFavorite: return landmark.isFavorite ? 1 : 0
+        case .updatedMs: return stamp.wallMilliseconds
+        case .counter: return stamp.counter
+        case .deleted: return deleted ? 1 : 0
+        default: preconditionFailure("\(column) is not an integer column")
+        }
+    }
+    func double(_ column: LandmarkColumn) -> Double { column == .latitude ? landmark.latitude : landmark.longitude }
+}
+
+extension Landmark {
+    /// Writes this landmark as a JSON object of `shape` (keys sorted, compact; kept unknown keys
+    /// merged in key order). For `.snapshot`, `stamp` and `deleted` give the stamp keys.
+    public func writeJSON(to writer: inout JSONWriter, shape: LandmarkJSONShape = .apple,
+                          stamp: HLCStamp = HLCStamp(wallMilliseconds: 0, counter: 0, node: ""), deleted: Bool = false) {
+        LandmarkJSON.write(LandmarkValue(landmark: self, stamp: stamp, deleted: deleted), shape: shape, to: &writer)
+    }
+}
+
+extension LandmarkJSON {
+    /// Whether two landmarks hold the same content, compared column by column on the bytes (no JSON is
+    /// built). Stamps and the tombstone flag are not compared. Kept unknown keys compare as text, so
+    /// the same keys in another order count as different here (the canonical bytes then decide).
+    static func sameContent<A: LandmarkFields, B: LandmarkFields>(_ a: A, _ b: B) -> Bool {
+        for column in LandmarkColumn.allCases {
+            switch column.kind {
+            case .id, .bool:
+                if a.int(column) != b.int(column) { return false }
+            case .coordinate:
+                if a.double(column) != b.double(column) { return false }
+            case .text, .extra:
+                let equal = a.withText(column) { x in b.withText(column) { y in PreImage.equal(x, y) } }
+                if !equal { return false }
+            case .stamp:
+                continue
             }
         }
-        return count
+        return true
     }
 }

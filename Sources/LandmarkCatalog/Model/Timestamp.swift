@@ -28,6 +28,41 @@ public enum Timestamp {
             + "\(pad(Int64(secondOfDay / 60 % 60), 2)):\(pad(Int64(secondOfDay % 60), 2)).\(pad(Int64(ms), 3))Z"
     }
 
+    /// Writes `format(milliseconds:)` as a JSON string, digit by digit (no intermediate `String`).
+    static func write(milliseconds: Int64, to w: inout JSONWriter) {
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        let ms = milliseconds - seconds * 1000
+        var days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
+        let secondOfDay = seconds - days * 86400
+        days += 719_468
+        let era = (days >= 0 ? days : days - 146_096) / 146_097
+        let doe = days - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        var year = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        if month <= 2 { year += 1 }
+        guard (0...9999).contains(year) else {
+            w.string(format(milliseconds: milliseconds))
+            return
+        }
+        func digits(_ v: Int64, _ n: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<n { divisor *= 10 }
+            while divisor > 0 {
+                w.byte(UInt8(48 + (v / divisor) % 10))
+                divisor /= 10
+            }
+        }
+        w.byte(0x22)
+        digits(year, 4); w.byte(0x2D); digits(month, 2); w.byte(0x2D); digits(day, 2); w.byte(0x54)
+        digits(secondOfDay / 3600, 2); w.byte(0x3A); digits(secondOfDay / 60 % 60, 2); w.byte(0x3A)
+        digits(secondOfDay % 60, 2); w.byte(0x2E); digits(ms, 3); w.byte(0x5A)
+        w.byte(0x22)
+    }
+
     /// Parses an RFC 3339 `date-time` (`2026-11-30T01:02:03.456Z`, `2026-11-30T02:02:03+01:00`, `t`/`z`
     /// lowercase allowed) into ms since the epoch; fractions beyond ms are truncated.
     /// Offsets other than `Z` name the same instant: they are applied, never compared as text.

@@ -57,7 +57,19 @@ public enum UserID {
 }
 
 extension CatalogStore {
-    static let positionColumns = "user_id, page, landmark_id, updated_ms, counter, node"
+    /// Writes a local position row (a set or a tombstone) stamped `stamp`, taking the next change
+    /// sequence number. A tombstone keeps the stored page and landmark.
+    func writeLocalPosition(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool) throws {
+        try connection.execute(sql: """
+            INSERT INTO positions (\(PositionColumn.selectList)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT (user_id) DO UPDATE SET
+                page = CASE WHEN excluded.deleted THEN positions.page ELSE excluded.page END,
+                landmark_id = CASE WHEN excluded.deleted THEN positions.landmark_id ELSE excluded.landmark_id END,
+                updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node,
+                deleted = excluded.deleted, seq = excluded.seq
+            """, [.text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
+                  .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(try lastChangeSequence() + 1)])
+    }
 
     /// Stores where `user` is, stamped with a fresh HLC stamp, in one transaction.
     ///
@@ -89,14 +101,8 @@ extension CatalogStore {
                 }
                 page = index
             }
-            let stamp = try localStamp()
-            try connection.execute(sql: """
-                INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted)
-                VALUES (?, ?, ?, ?, ?, ?, 0)
-                ON CONFLICT (user_id) DO UPDATE SET page = excluded.page, landmark_id = excluded.landmark_id,
-                    updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = 0
-                """, [.text(user), .integer(Int64(page)), .integer(featured[page]), .integer(stamp.wallMilliseconds),
-                      .integer(stamp.counter), .text(stamp.node)])
+            let stamp = try issueLocalStamp()
+            try writeLocalPosition(user: user, page: Int64(page), landmark: featured[page], stamp: stamp, deleted: false)
             return Self.resolve(user: user, page: page, landmarkID: featured[page], stamp: stamp, featured: featured)
         }
     }
@@ -106,13 +112,7 @@ extension CatalogStore {
     public func clearPosition(user: String) throws {
         let user = try UserID.normalize(user)
         try write {
-            let stamp = try localStamp()
-            try connection.execute(sql: """
-                INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted)
-                VALUES (?, 0, NULL, ?, ?, ?, 1)
-                ON CONFLICT (user_id) DO UPDATE SET updated_ms = excluded.updated_ms, counter = excluded.counter,
-                    node = excluded.node, deleted = 1
-                """, [.text(user), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)])
+            try writeLocalPosition(user: user, page: 0, landmark: nil, stamp: try issueLocalStamp(), deleted: true)
         }
     }
 
@@ -121,11 +121,8 @@ extension CatalogStore {
         let user = try UserID.normalize(user)
         return try read {
             let featured = try featuredIDsInTransaction()
-            let s = try connection.cachedStatement(sql: "SELECT \(Self.positionColumns) FROM positions WHERE user_id = ? AND deleted = 0")
-            defer { s.reset() }
-            try s.bind(user, at: 1)
-            guard try s.step() else { return nil }
-            return Self.resolvePosition(s, featured: featured)
+            return try connection.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0",
+                                           [.text(user)]) { Self.resolvePosition($0, featured: featured) }
         }
     }
 
@@ -133,11 +130,11 @@ extension CatalogStore {
     public func positions() throws -> [CarouselPosition] {
         try read {
             let featured = try featuredIDsInTransaction()
-            let s = try connection.cachedStatement(sql: "SELECT \(Self.positionColumns) FROM positions WHERE deleted = 0 ORDER BY user_id")
-            defer { s.reset() }
             let pages = Dictionary(uniqueKeysWithValues: featured.enumerated().map { ($1, $0) })
             var result: [CarouselPosition] = []
-            while try s.step() { result.append(Self.resolvePosition(s, featured: featured, pageOf: { pages[$0] })) }
+            try connection.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE deleted = 0 ORDER BY user_id") { s in
+                result.append(Self.resolvePosition(s, featured: featured, pageOf: { pages[$0] }))
+            }
             return result
         }
     }
@@ -150,18 +147,11 @@ extension CatalogStore {
         }
     }
 
-    func featuredIDsInTransaction() throws -> [Int64] {
-        let s = try connection.cachedStatement(sql: "SELECT id FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id")
-        defer { s.reset() }
-        var ids: [Int64] = []
-        while try s.step() { ids.append(s.int(0)) }
-        return ids
-    }
-
     static func resolvePosition(_ s: Statement, featured: [Int64], pageOf: ((Int64) -> Int?)? = nil) -> CarouselPosition {
-        resolve(user: s.text(0) ?? "", page: Int(s.int(1)), landmarkID: s.optionalInt(2),
-                stamp: HLCStamp(wallMilliseconds: s.int(3), counter: s.int(4), node: s.text(5) ?? ""), featured: featured,
-                pageOf: pageOf)
+        resolve(user: s.text(PositionColumn.userID) ?? "", page: Int(s.int(PositionColumn.page)), landmarkID: s.optionalInt(PositionColumn.landmarkID),
+                stamp: HLCStamp(wallMilliseconds: s.int(PositionColumn.updatedMs), counter: s.int(PositionColumn.counter),
+                                node: s.text(PositionColumn.node) ?? ""),
+                featured: featured, pageOf: pageOf)
     }
 
     /// SPEC §5: follow the landmark; if it is no longer featured, clamp the page; nothing featured → nil.

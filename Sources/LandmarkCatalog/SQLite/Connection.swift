@@ -4,30 +4,50 @@ import Foundation
 /// One SQLite connection, set up for this tool: WAL journal, `busy_timeout` 5000 ms, foreign keys on,
 /// `synchronous = NORMAL`, defensive mode.
 ///
-/// Not thread-safe and deliberately not `Sendable`: one connection belongs to one task.
-/// Statements are prepared once per SQL text and cached (GRDB's `StatementCache` is the model).
-public final class Connection {
+/// Not thread-safe and deliberately not `Sendable`: one connection belongs to one task. Statements are
+/// prepared once per SQL text and cached (GRDB's `StatementCache` is the model); callers reach them only
+/// through ``withStatement(sql:_:_:)`` and the row helpers, which always reset the statement, so no call
+/// site can leave a read open (an open read keeps the WAL from being checkpointed).
+final class Connection {
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]
     /// The path given at open (`:memory:` for an in-memory database).
-    public let path: String
+    let path: String
+
+    /// How a connection opens its file.
+    enum Mode: Equatable {
+        /// Read and write, creating the file if needed; switches a new database to WAL and 16 KiB pages.
+        case readWrite
+        /// Read only (the file must exist). SQLite still needs to create `-shm` beside a WAL database.
+        case readOnly
+        /// Read only, with SQLite's `immutable=1` URI parameter: no locks and no `-shm`, for a database on
+        /// read-only media that nobody can be writing (https://sqlite.org/wal.html#readonly).
+        case immutable
+    }
 
     /// Opens (creating if needed) the database at `path` and configures it.
     ///
     /// - Parameters:
     ///   - path: a file path, or `":memory:"`.
-    ///   - readOnly: open without write access (the file must exist).
+    ///   - mode: read-write (the default), read-only, or immutable.
     ///   - busyTimeoutMilliseconds: how long a statement waits for another connection's lock, in ms.
-    /// - Throws: `SQLiteError` when the file cannot be opened or is not a database
-    ///   (`SQLITE_NOTADB`, found by reading `sqlite_master` right after open), or when WAL cannot be enabled.
     ///   - acceptDatabase: called right after open, before anything is changed (the journal mode, say),
     ///     to refuse a file the caller must not touch; it throws to refuse.
-    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5000,
-                acceptDatabase: (Connection) throws -> Void = { _ in }) throws {
+    /// - Throws: `SQLiteError` when the file cannot be opened or is not a database
+    ///   (`SQLITE_NOTADB`, found by reading `sqlite_master` right after open), or when WAL cannot be enabled.
+    init(path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 5000,
+         acceptDatabase: (Connection) throws -> Void = { _ in }) throws {
         var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE))
-            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        var name = path
+        switch mode {
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        case .immutable:
+            flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+            name = "file:" + Self.uriEscaped(path) + "?immutable=1"
+        }
+        let rc = sqlite3_open_v2(name, &db, flags, nil)
         guard let db else {
             throw SQLiteError(code: .init(rawValue: rc), message: "cannot open database: out of memory")
         }
@@ -39,31 +59,41 @@ public final class Connection {
         }
         self.handle = db
         self.path = path
-        do {
-            sqlite3_extended_result_codes(db, 1)
-            sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
-            _ = csqlite_db_config_defensive(db, 1)
-            // Fails with SQLITE_NOTADB now rather than at the first real query.
-            try execute(sql: "SELECT count(*) FROM sqlite_master")
-            try acceptDatabase(self)
-            if !readOnly {
-                // 16 KiB pages for a new database (ignored for an existing one): rows of ~1 KiB, and a
-                // quarter of the page I/O of 4 KiB pages when millions are written. Must precede WAL.
-                // https://sqlite.org/pragma.html#pragma_page_size
-                try execute(sql: "PRAGMA page_size = 16384")
-                let mode = try scalarText(sql: "PRAGMA journal_mode = WAL")
-                if mode?.lowercased() != "wal" && path != ":memory:" {
-                    throw SQLiteError(code: .error, message: "journal_mode is \(mode ?? "unknown"), expected wal",
-                                      sql: "PRAGMA journal_mode = WAL")
-                }
+        // Every stored property is set from here on, so a throw runs `deinit`, which finalizes the
+        // statements and closes the handle (closing it here as well would close it twice).
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        _ = csqlite_db_config_defensive(db, 1)
+        // Fails with SQLITE_NOTADB now rather than at the first real query.
+        try execute(sql: "SELECT count(*) FROM sqlite_master")
+        try acceptDatabase(self)
+        if mode == .readWrite {
+            // 16 KiB pages for a new database (ignored for an existing one): rows of ~1 KiB, and a
+            // quarter of the page I/O of 4 KiB pages when millions are written. Must precede WAL.
+            // https://sqlite.org/pragma.html#pragma_page_size
+            try execute(sql: "PRAGMA page_size = 16384")
+            let mode = try scalarText(sql: "PRAGMA journal_mode = WAL")
+            if mode?.lowercased() != "wal" && path != ":memory:" {
+                throw SQLiteError(code: .error, message: "journal_mode is \(mode ?? "unknown"), expected wal",
+                                  sql: "PRAGMA journal_mode = WAL")
             }
-            try execute(sql: "PRAGMA foreign_keys = ON")
-            try execute(sql: "PRAGMA synchronous = NORMAL")
-        } catch {
-            // Every stored property is set, so throwing runs `deinit`, which finalizes the statements and
-            // closes the handle; closing it here as well would close it twice.
-            throw error
         }
+        try execute(sql: "PRAGMA foreign_keys = ON")
+        if mode == .readWrite { try execute(sql: "PRAGMA synchronous = NORMAL") }
+    }
+
+    /// Percent-escapes what an SQLite URI filename cannot hold literally (https://sqlite.org/uri.html).
+    static func uriEscaped(_ path: String) -> String {
+        var out = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), 0..<0x21, 0x7F...:
+                out += "%" + String(format: "%02X", byte)
+            default:
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        return out
     }
 
     deinit {
@@ -71,9 +101,8 @@ public final class Connection {
         sqlite3_close_v2(handle)
     }
 
-    /// Returns the cached prepared statement for `sql`, preparing it on first use.
-    /// - Throws: `SQLiteError` naming the SQL when it does not compile, or when it is blank.
-    public func cachedStatement(sql: String) throws -> Statement {
+    /// The cached prepared statement for `sql`, prepared on first use, reset.
+    private func cachedStatement(sql: String) throws -> Statement {
         if let statement = cache[sql] {
             statement.reset()
             return statement
@@ -83,29 +112,52 @@ public final class Connection {
         return statement
     }
 
-    /// Prepares a statement that is not cached (finalized when released).
-    public func makeStatement(sql: String) throws -> Statement {
-        try Statement(connection: self, sql: sql)
-    }
-
-    /// Runs one statement with the given arguments, discarding rows.
-    public func execute(sql: String, _ arguments: [SQLValue] = []) throws {
+    /// Runs `body` with the cached statement for `sql`, bound to `arguments` (none: `body` binds), and
+    /// resets it afterwards on every path, so a read never stays open. A statement that failed is
+    /// evicted from the cache.
+    /// - Throws: `SQLiteError` naming the SQL when it does not compile or a step fails; whatever `body` throws.
+    func withStatement<T>(sql: String, _ arguments: [SQLValue] = [], _ body: (Statement) throws -> T) throws -> T {
         let statement = try cachedStatement(sql: sql)
+        defer { statement.reset() }
         do {
-            try statement.bind(arguments)
-            while try statement.step() {}
-        } catch {
-            cache[sql] = nil  // evicted after a failure
+            if !arguments.isEmpty { try statement.bind(arguments) }
+            return try body(statement)
+        } catch let error as SQLiteError {
+            cache[sql] = nil
             throw error
         }
     }
 
+    /// Calls `body` with each row of `sql`, then resets the statement.
+    func forEachRow(sql: String, _ arguments: [SQLValue] = [], _ body: (Statement) throws -> Void) throws {
+        try withStatement(sql: sql, arguments) { s in
+            while try s.step() { try body(s) }
+        }
+    }
+
+    /// `map` of the first row of `sql`, or nil when there is none.
+    func firstRow<T>(sql: String, _ arguments: [SQLValue] = [], _ map: (Statement) throws -> T) throws -> T? {
+        try withStatement(sql: sql, arguments) { s in try s.step() ? map(s) : nil }
+    }
+
+    /// Prepares a statement that is not cached (finalized when released): for long scans that run
+    /// beside cached statements of the same SQL.
+    func makeStatement(sql: String) throws -> Statement {
+        try Statement(connection: self, sql: sql)
+    }
+
+    /// Runs one statement with the given arguments, discarding rows.
+    func execute(sql: String, _ arguments: [SQLValue] = []) throws {
+        try withStatement(sql: sql, arguments) { s in while try s.step() {} }
+    }
+
     /// Runs a script of several statements one by one, so an error names the failing statement.
     /// Used for migrations. Statements are not cached.
-    public func executeScript(sql script: String) throws {
+    func executeScript(sql script: String) throws {
         var remaining = Array(script.utf8CString)
         try remaining.withUnsafeMutableBufferPointer { buffer in
-            var cursor: UnsafePointer<CChar>? = UnsafePointer(buffer.baseAddress!)
+            guard let base = buffer.baseAddress else { return }
+            var cursor: UnsafePointer<CChar>? = UnsafePointer(base)
             while let start = cursor, start.pointee != 0 {
                 var stmt: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
@@ -126,32 +178,32 @@ public final class Connection {
     }
 
     /// The first column of the first row, as text (nil for no row or NULL).
-    public func scalarText(sql: String, _ arguments: [SQLValue] = []) throws -> String? {
-        let statement = try cachedStatement(sql: sql)
-        try statement.bind(arguments)
-        defer { statement.reset() }
-        return try statement.step() ? statement.text(0) : nil
+    func scalarText(sql: String, _ arguments: [SQLValue] = []) throws -> String? {
+        try firstRow(sql: sql, arguments) { $0.text(0) } ?? nil
     }
 
     /// The first column of the first row, as an integer (nil for no row or NULL).
-    public func scalarInt(sql: String, _ arguments: [SQLValue] = []) throws -> Int64? {
-        let statement = try cachedStatement(sql: sql)
-        try statement.bind(arguments)
-        defer { statement.reset() }
-        return try statement.step() ? statement.optionalInt(0) : nil
+    func scalarInt(sql: String, _ arguments: [SQLValue] = []) throws -> Int64? {
+        try firstRow(sql: sql, arguments) { $0.optionalInt(0) } ?? nil
     }
 
-    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when `body` returns, rolled back when it throws.
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction; `body` decides whether it commits or rolls back.
     ///
     /// `IMMEDIATE` takes the write lock at once so the busy timeout applies; a deferred transaction
     /// that upgrades later fails with `SQLITE_BUSY` without waiting (see GRDB's `inTransaction`).
-    /// - Throws: the first error, from `body` or from `BEGIN` / `COMMIT`.
-    public func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+    /// - Returns: the value `body` returned with its decision.
+    /// - Throws: the first error, from `body` or from `BEGIN` / `COMMIT`; the transaction is rolled back.
+    func transaction<T>(_ body: () throws -> TransactionOutcome<T>) throws -> T {
         try execute(sql: "BEGIN IMMEDIATE")
         do {
-            let result = try body()
-            try execute(sql: "COMMIT")
-            return result
+            switch try body() {
+            case .commit(let value):
+                try execute(sql: "COMMIT")
+                return value
+            case .rollback(let value):
+                try execute(sql: "ROLLBACK")
+                return value
+            }
         } catch {
             if sqlite3_get_autocommit(handle) == 0 {
                 try? execute(sql: "ROLLBACK")  // the first error is the one worth reporting
@@ -160,32 +212,40 @@ public final class Connection {
         }
     }
 
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction, committed when it returns, rolled back when it throws.
+    func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+        try transaction { .commit(try body()) }
+    }
+
     /// Runs `body` in a deferred read transaction, so every read sees one snapshot.
-    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
         try execute(sql: "BEGIN DEFERRED")
         defer { if sqlite3_get_autocommit(handle) == 0 { try? execute(sql: "ROLLBACK") } }
         return try body()
     }
 
     /// Whether a transaction is open.
-    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
     /// The rowid of the last inserted row (`sqlite3_last_insert_rowid`); an upsert that updates leaves it.
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Sets what `lastInsertRowID` reports until the next insert.
-    public func setLastInsertRowID(_ value: Int64) { sqlite3_set_last_insert_rowid(handle, value) }
+    func setLastInsertRowID(_ value: Int64) { sqlite3_set_last_insert_rowid(handle, value) }
 
     /// Rows changed by the last INSERT / UPDATE / DELETE.
-    public var changes: Int { Int(sqlite3_changes(handle)) }
-
-    /// Rows changed since the connection opened.
-    public var totalChanges: Int { Int(sqlite3_total_changes(handle)) }
+    var changes: Int { Int(sqlite3_changes(handle)) }
 
     func lastError(sql: String?) -> SQLiteError {
         SQLiteError(code: .init(rawValue: sqlite3_extended_errcode(handle)),
                     message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
+}
+
+/// What a transaction's body decided: keep its writes or undo them (a dry run), with its result.
+enum TransactionOutcome<T> {
+    case commit(T)
+    case rollback(T)
 }
 
 @available(*, unavailable)

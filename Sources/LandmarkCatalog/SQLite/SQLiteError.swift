@@ -5,7 +5,7 @@ import Foundation
 ///
 /// The code is an open struct, not a closed enum, so codes SQLite adds later still fit
 /// (https://sqlite.org/rescode.html). Bound values are never printed.
-public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An SQLite result code, primary (`SQLITE_BUSY` = 5) or extended (`SQLITE_CONSTRAINT_UNIQUE` = 2067).
     public struct Code: RawRepresentable, Hashable, Sendable {
         public var rawValue: Int32

@@ -1,7 +1,7 @@
 internal import CSQLite
 
 /// A value bound to or read from SQLite.
-public enum SQLValue: Sendable, Hashable {
+enum SQLValue: Sendable, Hashable {
     case null
     case integer(Int64)
     case real(Double)
@@ -10,10 +10,10 @@ public enum SQLValue: Sendable, Hashable {
 }
 
 /// A prepared statement: bind, step, read columns. Finalized when released.
-public final class Statement {
+final class Statement {
     let handle: OpaquePointer
     /// The SQL text it was prepared from.
-    public let sql: String
+    let sql: String
     private unowned let connection: Connection
 
     init(connection: Connection, sql: String) throws {
@@ -31,14 +31,14 @@ public final class Statement {
     deinit { sqlite3_finalize(handle) }
 
     /// Resets the statement and clears its bindings.
-    public func reset() {
+    func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
 
     /// Binds values to parameters 1…n.
     /// - Throws: `SQLiteError` if the count does not match or a bind fails.
-    public func bind(_ values: [SQLValue]) throws {
+    func bind(_ values: [SQLValue]) throws {
         let expected = Int(sqlite3_bind_parameter_count(handle))
         guard values.count == expected else {
             throw SQLiteError(code: .misuse, message: "\(values.count) arguments for \(expected) parameters", sql: sql)
@@ -50,7 +50,7 @@ public final class Statement {
 
     /// Binds one value to parameter `index` (1-based).
     @inline(__always)
-    public func bind(_ value: SQLValue, at index: Int32) throws {
+    func bind(_ value: SQLValue, at index: Int32) throws {
         let rc: Int32
         switch value {
         case .null: rc = sqlite3_bind_null(handle, index)
@@ -66,13 +66,13 @@ public final class Statement {
         guard rc == SQLITE_OK else { throw connection.lastError(sql: sql) }
     }
 
-    @inline(__always) public func bind(_ value: Int64, at index: Int32) throws {
+    @inline(__always) func bind(_ value: Int64, at index: Int32) throws {
         guard sqlite3_bind_int64(handle, index, value) == SQLITE_OK else { throw connection.lastError(sql: sql) }
     }
-    @inline(__always) public func bind(_ value: Double, at index: Int32) throws {
+    @inline(__always) func bind(_ value: Double, at index: Int32) throws {
         guard sqlite3_bind_double(handle, index, value) == SQLITE_OK else { throw connection.lastError(sql: sql) }
     }
-    @inline(__always) public func bind(_ value: String?, at index: Int32) throws {
+    @inline(__always) func bind(_ value: String?, at index: Int32) throws {
         guard var value else {
             guard sqlite3_bind_null(handle, index) == SQLITE_OK else { throw connection.lastError(sql: sql) }
             return
@@ -96,7 +96,7 @@ public final class Statement {
     /// Binds UTF-8 bytes as text without copying (`SQLITE_STATIC`): `bytes` must stay valid and unchanged
     /// until the statement is stepped and reset.
     @inline(__always)
-    public func bindStatic(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) throws {
+    func bindStatic(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) throws {
         let rc = bytes.withMemoryRebound(to: CChar.self) { chars -> Int32 in
             guard let base = chars.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, nil) }
             return sqlite3_bind_text(handle, index, base, Int32(chars.count), nil)
@@ -107,7 +107,7 @@ public final class Statement {
     /// Steps once. Returns true when a row is available, false when done.
     /// - Throws: `SQLiteError` with the extended code, SQLite's message and this statement's SQL.
     @discardableResult
-    public func step() throws -> Bool {
+    func step() throws -> Bool {
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -118,35 +118,38 @@ public final class Statement {
         }
     }
 
-    /// Runs to completion, discarding rows, then resets.
-    public func run() throws {
+    /// Runs to completion, discarding rows, then resets (bindings are kept, so a loop rebinds only what changes).
+    func run() throws {
         defer { sqlite3_reset(handle) }
         while try step() {}
     }
 
+    /// Resets the statement, keeping its bindings.
+    func rewind() { sqlite3_reset(handle) }
+
     /// Columns in a result row; the accessors below take 0-based column indexes and read the current row.
-    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
-    public func columnName(_ i: Int) -> String { String(cString: sqlite3_column_name(handle, Int32(i))) }
-    public func isNull(_ i: Int) -> Bool { sqlite3_column_type(handle, Int32(i)) == SQLITE_NULL }
-    @inline(__always) public func int(_ i: Int) -> Int64 { sqlite3_column_int64(handle, Int32(i)) }
-    public func optionalInt(_ i: Int) -> Int64? { isNull(i) ? nil : int(i) }
-    @inline(__always) public func double(_ i: Int) -> Double { sqlite3_column_double(handle, Int32(i)) }
-    public func optionalDouble(_ i: Int) -> Double? { isNull(i) ? nil : double(i) }
+    var columnCount: Int { Int(sqlite3_column_count(handle)) }
+    func columnName(_ i: Int) -> String { String(cString: sqlite3_column_name(handle, Int32(i))) }
+    func isNull(_ i: Int) -> Bool { sqlite3_column_type(handle, Int32(i)) == SQLITE_NULL }
+    @inline(__always) func int(_ i: Int) -> Int64 { sqlite3_column_int64(handle, Int32(i)) }
+    func optionalInt(_ i: Int) -> Int64? { isNull(i) ? nil : int(i) }
+    @inline(__always) func double(_ i: Int) -> Double { sqlite3_column_double(handle, Int32(i)) }
+    func optionalDouble(_ i: Int) -> Double? { isNull(i) ? nil : double(i) }
     /// Column `i` as text, or nil when NULL.
-    public func text(_ i: Int) -> String? {
+    func text(_ i: Int) -> String? {
         guard let p = sqlite3_column_text(handle, Int32(i)) else { return nil }
         let n = Int(sqlite3_column_bytes(handle, Int32(i)))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
     /// Column `i` as UTF-8 bytes without copying, valid until the next step or reset; nil when NULL.
     @inline(__always)
-    public func textBytes(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
+    func textBytes(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
         guard let p = sqlite3_column_text(handle, Int32(i)) else { return nil }
         return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, Int32(i))))
     }
 
     /// Column `i` as a value of its storage class.
-    public func value(_ i: Int) -> SQLValue {
+    func value(_ i: Int) -> SQLValue {
         switch sqlite3_column_type(handle, Int32(i)) {
         case SQLITE_INTEGER: return .integer(int(i))
         case SQLITE_FLOAT: return .real(double(i))

@@ -25,18 +25,18 @@ public struct Migration: Sendable, Equatable {
     }
 
     /// Parses a migration from its file name and text.
-    /// - Throws: `CatalogError` (exit 70) when the name is not `NNNN_description.sql`
+    /// - Throws: `MigrationError.badFileName` when the name is not `NNNN_description.sql`
     ///   (four digits, then lowercase letters, digits and underscores). A bad name is never skipped silently.
     public init(fileName: String, sql: String) throws {
         let parts = fileName.split(separator: "_", maxSplits: 1)
         guard parts.count == 2, parts[0].count == 4, parts[0].allSatisfy(\.isASCII), let version = Int(parts[0]),
               version > 0, parts[1].hasSuffix(".sql")
         else {
-            throw CatalogError(.software, "bad migration file name '\(fileName)': expected NNNN_description.sql")
+            throw MigrationError.badFileName(fileName, reason: "expected NNNN_description.sql")
         }
         let words = parts[1].dropLast(4)
         guard !words.isEmpty, words.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
-            throw CatalogError(.software, "bad migration file name '\(fileName)': the description must be lowercase words joined by '_'")
+            throw MigrationError.badFileName(fileName, reason: "the description must be lowercase words joined by '_'")
         }
         self.version = version
         self.description = String(words)
@@ -45,16 +45,22 @@ public struct Migration: Sendable, Equatable {
     }
 
     /// The migrations compiled into this binary from `Migrations/*.sql`, in version order.
-    /// - Throws: `CatalogError` for a bad file name or a repeated version.
+    /// - Throws: `MigrationError` for a bad file name or a repeated version.
     public static func embedded() throws -> [Migration] {
         try ordered(embeddedMigrationFiles.map { try Migration(fileName: $0.name, sql: $0.sql) })
+    }
+
+    /// Parses the files of one set of migrations (`name`, `sql`), in version order.
+    /// - Throws: `MigrationError` for a bad file name or a repeated version.
+    static func parse(_ files: [(name: String, sql: String)]) throws -> [Migration] {
+        try ordered(files.map { try Migration(fileName: $0.name, sql: $0.sql) })
     }
 
     /// Sorts by version, refusing repeated versions.
     static func ordered(_ migrations: [Migration]) throws -> [Migration] {
         let sorted = migrations.sorted { $0.version < $1.version }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.version == b.version {
-            throw CatalogError(.software, "two migrations have version \(a.version): \(a.fileName) and \(b.fileName)")
+            throw MigrationError.duplicateVersion(a.version, a.fileName, b.fileName)
         }
         return sorted
     }
@@ -106,53 +112,60 @@ public struct Migrator {
     /// - Throws: `CatalogError` (73) for a database that has tables but no ledger: some other
     ///   application's SQLite file, which is never migrated into a catalog.
     func ensureLedger(_ db: Connection) throws {
-        if try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") == 0 {
+        if try !Self.hasLedger(db) {
             try Self.refuseForeign(db)
             try db.execute(sql: Self.ledgerSQL)
         }
     }
 
+    static func hasLedger(_ db: Connection) throws -> Bool {
+        try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") != 0
+    }
+
     /// Refuses a database that has objects but no `schema_migrations` ledger: another application's file,
     /// which must be left byte-for-byte as it is (pass this as `Connection`'s `acceptDatabase`).
-    /// - Throws: `CatalogError` (73).
-    public static func refuseForeign(_ db: Connection) throws {
+    /// - Throws: `MigrationError.foreignDatabase`.
+    static func refuseForeign(_ db: Connection) throws {
         let ledger = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
         let objects = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'") ?? 0
         guard ledger == 0, objects > 0 else { return }
-        throw CatalogError(.cantCreate, "not a catalog database (it holds another application's tables and no schema_migrations ledger), \(db.path)",
-                           hint: "point --db at a catalog database, or at a new file")
+        throw MigrationError.foreignDatabase
     }
 
     /// The ledger rows, checked against this binary's migrations.
-    /// - Throws: `CatalogError` (exit 73) for a newer database or a changed migration.
+    /// - Throws: `MigrationError` for a newer database or a changed migration.
     func applied(_ db: Connection) throws -> [Int: (checksum: String, appliedAt: String)] {
-        let statement = try db.cachedStatement(sql: "SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version")
         var rows: [Int: (checksum: String, appliedAt: String)] = [:]
-        while try statement.step() {
-            rows[Int(statement.int(0))] = (statement.text(1) ?? "", statement.text(2) ?? "")
+        guard try Self.hasLedger(db) else { return rows }
+        try db.forEachRow(sql: "SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version") { s in
+            rows[Int(s.int(0))] = (s.text(1) ?? "", s.text(2) ?? "")
         }
         let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
         for (version, row) in rows.sorted(by: { $0.key < $1.key }) {
             guard let migration = known[version] else {
-                throw CatalogError(.cantCreate,
-                    "database has migration \(version) applied, which this catalog binary does not know (it knows up to \(migrations.last?.version ?? 0)), \(db.path)",
-                    hint: "the database was written by a newer catalog; upgrade this binary")
+                throw MigrationError.newerDatabase(version: version, known: migrations.last?.version ?? 0)
             }
             guard migration.checksum == row.checksum else {
-                throw CatalogError(.cantCreate,
-                    "migration \(migration.fileName) was changed after it was applied (checksum \(row.checksum) in the database, \(migration.checksum) in this binary), \(db.path)",
-                    hint: "never edit a shipped migration; add a new one instead")
+                throw MigrationError.changed(fileName: migration.fileName, applied: row.checksum, binary: migration.checksum)
             }
         }
         return rows
     }
 
+    /// The migrations this binary knows that the database has not applied, read without writing.
+    /// - Throws: `MigrationError` for a newer database or a changed migration.
+    func pending(_ db: Connection) throws -> [Migration] {
+        let current = try applied(db)
+        return migrations.filter { current[$0.version] == nil }
+    }
+
     /// Applies every pending migration. Idempotent.
     /// - Parameter now: the applied time to record.
     /// - Returns: the versions applied by this call.
-    /// - Throws: `CatalogError` for ledger conflicts, `SQLiteError` naming the failing statement.
+    /// - Throws: `MigrationError` for ledger conflicts and failing SQL (naming the statement), `SQLiteError`
+    ///   for the ledger itself (a busy database).
     @discardableResult
-    public func migrate(_ db: Connection, now: Date = Date()) throws -> [Int] {
+    func migrate(_ db: Connection, now: Date = Date()) throws -> [Int] {
         try ensureLedger(db)
         // Up to date: return without taking the write lock, so opening never waits on another writer.
         let current = try applied(db)
@@ -165,7 +178,7 @@ public struct Migrator {
                 do {
                     try db.executeScript(sql: migration.sql)
                 } catch let error as SQLiteError {
-                    throw CatalogError(.software, "migration \(migration.fileName) failed: \(error)")
+                    throw MigrationError.failed(fileName: migration.fileName, error: error)
                 }
                 try db.execute(
                     sql: "INSERT INTO schema_migrations (version, description, checksum, applied_at) VALUES (?, ?, ?, ?)",
@@ -180,14 +193,16 @@ public struct Migrator {
 
     /// Every migration this binary knows, and every one the ledger has, with its state — read without
     /// refusing anything, so a changed or newer database can still be inspected.
-    public func status(_ db: Connection) throws -> [MigrationStatus] {
-        try ensureLedger(db)
-        let s = try db.makeStatement(sql: "SELECT version, description, checksum, applied_at FROM schema_migrations ORDER BY version")
+    func status(_ db: Connection) throws -> [MigrationStatus] {
         var ledger: [Int: MigrationStatus] = [:]
-        while try s.step() {
-            let version = Int(s.int(0))
-            ledger[version] = MigrationStatus(version: version, description: s.text(1) ?? "", checksum: s.text(2) ?? "",
-                                              appliedAt: s.text(3), state: .unknown)
+        if try Self.hasLedger(db) {
+            try db.forEachRow(sql: "SELECT version, description, checksum, applied_at FROM schema_migrations ORDER BY version") { s in
+                let version = Int(s.int(0))
+                ledger[version] = MigrationStatus(version: version, description: s.text(1) ?? "", checksum: s.text(2) ?? "",
+                                                  appliedAt: s.text(3), state: .unknown)
+            }
+        } else {
+            try Self.refuseForeign(db)
         }
         var result = migrations.map { m -> MigrationStatus in
             guard let row = ledger.removeValue(forKey: m.version) else {

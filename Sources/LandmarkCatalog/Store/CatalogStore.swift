@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The catalog's repository: every read and write the CLI needs, named by intent, each write one
 /// `BEGIN IMMEDIATE` transaction. Owns one SQLite connection; not `Sendable`.
@@ -9,57 +12,133 @@ import Foundation
 /// let pages = try store.featuredLandmarks()
 /// ```
 public final class CatalogStore {
-    /// The underlying connection (for tests and tools; the CLI never writes SQL).
-    public let connection: Connection
+    /// The connection; only the repository's own methods issue SQL.
+    let connection: Connection
     /// The database file path.
     public let path: String
     /// The wall clock stamps are drawn from (injected in tests).
     public let wallClock: any WallClock
+    /// Whether this store was opened for reading only (``Access/read``).
+    public let isReadOnly: Bool
 
-    init(connection: Connection, path: String, wallClock: any WallClock) {
+    init(connection: Connection, path: String, wallClock: any WallClock, isReadOnly: Bool = false) {
         self.connection = connection
         self.path = path
         self.wallClock = wallClock
+        self.isReadOnly = isReadOnly
     }
 
-    /// Opens the database at `path`, creating it and its parent directories as needed, and applies every
-    /// pending migration compiled into this binary.
+    /// What a caller will do with the store.
+    public enum Access: Sendable {
+        /// Read and write: creates the database and its directories as needed, applies migrations.
+        case write
+        /// Only read: the database must exist (66 otherwise); opened read-only, so it works on read-only
+        /// media and in directories this user cannot write (SQLite's "WAL databases on read-only
+        /// media", https://sqlite.org/wal.html#readonly); nothing is created or migrated.
+        case read
+    }
+
+    /// Opens the database at `path`.
     ///
     /// - Parameters:
     ///   - path: a file path, or `":memory:"`.
+    ///   - access: `.write` (the default) creates the file and its directories as needed and applies every
+    ///     pending migration compiled into this binary; `.read` only reads (see ``Access/read``).
     ///   - wallClock: where the hybrid logical clock reads physical time.
-    /// - Throws: `CatalogError` — 73 when the directory or file cannot be created or is not a catalog
-    ///   database, 73 when the database is newer than this binary or a migration changed, 75 when busy.
-    public static func open(path: String, wallClock: any WallClock = SystemClock(),
+    /// - Throws: `CatalogError` — 66 when `.read` finds no database; 73 when the directory or file cannot
+    ///   be created or read, is not a catalog database, is newer than this binary or has a changed
+    ///   migration (and, for `.read`, when it still needs a migration this user cannot apply); 75 when busy.
+    public static func open(path: String, access: Access = .write, wallClock: any WallClock = SystemClock(),
                             migrations: [Migration]? = nil) throws -> CatalogStore {
         guard !path.isEmpty else {
             throw CatalogError(.usage, "the database path is empty", hint: "pass a file path with --db or CATALOG_DB")
         }
-        if path != ":memory:" {
-            let directory = Self.directory(of: path)
-            if !directory.isEmpty {
-                do {
-                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                } catch {
-                    throw CatalogError(.cantCreate, "cannot create the database directory \(directory): \(error.localizedDescription)")
-                }
-            }
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-                throw CatalogError(.cantCreate, "the database path is a directory, \(path)", hint: "pass a file path with --db")
-            }
-        }
+        let migrator = try Migrator(migrations: migrations ?? Migration.embedded())
         do {
-            let connection = try Connection(path: path, acceptDatabase: Migrator.refuseForeign)
-            // A 32 MiB page cache (the default is 2 MiB): imports and merges of millions of rows revisit
-            // B-tree pages; memory stays well under 100 MB. https://sqlite.org/pragma.html#pragma_cache_size
-            try connection.execute(sql: "PRAGMA cache_size = -32768")
-            let migrator = try Migrator(migrations: migrations ?? Migration.embedded())
-            try migrator.migrate(connection)
-            return CatalogStore(connection: connection, path: path, wallClock: wallClock)
+            switch access {
+            case .write:
+                try prepareDirectory(for: path)
+                let connection = try Connection(path: path, acceptDatabase: Migrator.refuseForeign)
+                try configure(connection)
+                try migrator.migrate(connection)
+                return CatalogStore(connection: connection, path: path, wallClock: wallClock)
+            case .read:
+                return try openForReading(path: path, migrator: migrator, wallClock: wallClock)
+            }
         } catch let error as SQLiteError {
             throw CatalogError(error, path: path)
+        } catch let error as MigrationError {
+            throw CatalogError(error, path: path)
         }
+    }
+
+    /// A 32 MiB page cache (the default is 2 MiB): imports and merges of millions of rows revisit
+    /// B-tree pages; memory stays well under 100 MB. https://sqlite.org/pragma.html#pragma_cache_size
+    private static func configure(_ connection: Connection) throws {
+        try connection.execute(sql: "PRAGMA cache_size = -32768")
+    }
+
+    private static func prepareDirectory(for path: String) throws {
+        guard path != ":memory:" else { return }
+        let directory = Self.directory(of: path)
+        if !directory.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw CatalogError(.cantCreate, "cannot create the database directory \(directory): \(error.localizedDescription)")
+            }
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CatalogError(.cantCreate, "the database path is a directory, \(path)", hint: "pass a file path with --db")
+        }
+    }
+
+    private static func openForReading(path: String, migrator: Migrator, wallClock: any WallClock) throws -> CatalogStore {
+        if path == ":memory:" {
+            return try open(path: path, access: .write, wallClock: wallClock, migrations: migrator.migrations)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CatalogError(.noInput, "no catalog database, \(path)",
+                               hint: "create it with 'catalog init' or 'catalog import FILE', or check --db / CATALOG_DB")
+        }
+        if isDirectory.boolValue {
+            throw CatalogError(.cantCreate, "the database path is a directory, \(path)", hint: "pass a file path with --db")
+        }
+        let connection: Connection
+        do {
+            connection = try Connection(path: path, mode: .readOnly, acceptDatabase: Migrator.refuseForeign)
+        } catch let error as SQLiteError where [.cantOpen, .readOnly].contains(error.code.primary) {
+            // A WAL database needs DB-shm beside it. On a read-only file system nobody can be writing,
+            // so SQLite may read it as immutable; in a read-only directory someone else may be writing,
+            // so that would not be safe: say what is wrong instead.
+            guard isOnReadOnlyFileSystem(path) else {
+                throw CatalogError(.cantCreate,
+                    "cannot read the database: SQLite needs to create \(path)-shm beside a WAL database and the directory \(directory(of: path).isEmpty ? "." : directory(of: path)) is not writable by this user (\(error.message)), \(path)",
+                    hint: "run as the database's owner, or give this user write access to the directory (the database itself can stay read-only)")
+            }
+            connection = try Connection(path: path, mode: .immutable, acceptDatabase: Migrator.refuseForeign)
+        }
+        try configure(connection)
+        let pending = try migrator.pending(connection)
+        if !pending.isEmpty {
+            // Written by an older binary: migrate once, if this user may.
+            if access(path, W_OK) == 0 && access(directory(of: path).isEmpty ? "." : directory(of: path), W_OK) == 0 {
+                return try open(path: path, access: .write, wallClock: wallClock, migrations: migrator.migrations)
+            }
+            throw CatalogError(.cantCreate,
+                "the database needs migration \(pending.map { String(format: "%04d", $0.version) }.joined(separator: ", ")) and cannot be written here, \(path)",
+                hint: "run 'catalog migrate' once as a user who can write the database")
+        }
+        return CatalogStore(connection: connection, path: path, wallClock: wallClock, isReadOnly: true)
+    }
+
+    /// Whether `path` lies on a file system mounted read-only (`statvfs`'s `ST_RDONLY`).
+    static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return false }
+        return info.f_flag & UInt(ST_RDONLY) != 0
     }
 
     /// The directory part of a path ("" when it has none): `a/b/c.sqlite` → `a/b`, `/c.sqlite` → `/`.
@@ -80,13 +159,20 @@ public final class CatalogStore {
         return home + "/.local/share/landmark-catalog/catalog.sqlite"
     }
 
-    /// Runs `body` in one write transaction, mapping SQLite failures to `CatalogError`.
-    func write<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body` in one write transaction that `body` commits or rolls back, mapping SQLite failures
+    /// to `CatalogError`.
+    func transaction<T>(_ body: () throws -> TransactionOutcome<T>) throws -> T {
+        guard !isReadOnly else { preconditionFailure("a write on a store opened for reading") }
         do {
-            return try connection.writeTransaction(body)
+            return try connection.transaction(body)
         } catch let error as SQLiteError {
             throw CatalogError(error, path: path)
         }
+    }
+
+    /// Runs `body` in one write transaction, committed when it returns.
+    func write<T>(_ body: () throws -> T) throws -> T {
+        try transaction { .commit(try body()) }
     }
 
     /// Runs `body` in one read transaction, mapping SQLite failures to `CatalogError`.
@@ -98,11 +184,16 @@ public final class CatalogStore {
         }
     }
 
-    // MARK: - Node identity
+    // MARK: - Node identity and clock
 
     /// This database's node id: the last tie-breaker of every last-writer-wins stamp it writes.
     public func nodeID() throws -> String {
-        try read { try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? "" }
+        try read { try currentNode() }
+    }
+
+    /// The node id, inside a transaction.
+    func currentNode() throws -> String {
+        try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? ""
     }
 
     /// Sets this database's node id (`catalog init --node ID`).
@@ -122,10 +213,48 @@ public final class CatalogStore {
             && node.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 46 || $0 == 95 || $0 == 45 }
     }
 
-    /// Issues a fresh HLC stamp for a local write. Call inside a write transaction.
-    func localStamp() throws -> HLCStamp {
-        let node = try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? ""
-        return try HybridLogicalClock(db: connection, wall: wallClock).send(node: node)
+    /// The hybrid logical clock's persisted state.
+    func loadClock() throws -> HybridLogicalClock {
+        try connection.firstRow(sql: "SELECT wall_ms, counter FROM hlc_clock WHERE id = 1") {
+            HybridLogicalClock(wall: $0.int(0), counter: $0.int(1))
+        } ?? HybridLogicalClock(wall: 0, counter: 0)
+    }
+
+    /// Persists the clock's state. Call inside the write transaction that used it.
+    func storeClock(_ clock: HybridLogicalClock) throws {
+        try connection.execute(sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1",
+                               [.integer(clock.wall), .integer(clock.counter)])
+    }
+
+    /// The stamp a local write would get now, without persisting it (persist with ``storeClock(_:)``).
+    func peekLocalStamp() throws -> HLCStamp {
+        let next = try loadClock().sent(now: wallClock.nowMilliseconds())
+        return HLCStamp(wallMilliseconds: next.wall, counter: next.counter, node: try currentNode())
+    }
+
+    /// Issues a fresh stamp for a local write. Call inside a write transaction.
+    func issueLocalStamp() throws -> HLCStamp {
+        let stamp = try peekLocalStamp()
+        try storeClock(HybridLogicalClock(wall: stamp.wallMilliseconds, counter: stamp.counter))
+        return stamp
+    }
+
+    /// Moves the clock past a merged remote stamp, so later local writes order after it (SPEC §7).
+    func observeRemoteStamp(wall: Int64, counter: Int64) throws {
+        try storeClock(loadClock().received(wall: wall, counter: counter, now: wallClock.nowMilliseconds()))
+    }
+
+    // MARK: - Change sequence
+
+    /// The largest change sequence number in use (0 for an empty database): every row change takes
+    /// the next one (SPEC §7). Read from the two `seq` indexes, so it costs two B-tree descents.
+    func lastChangeSequence() throws -> Int64 {
+        try connection.scalarInt(sql: "SELECT max(coalesce((SELECT max(seq) FROM landmarks), 0), coalesce((SELECT max(seq) FROM positions), 0))") ?? 0
+    }
+
+    /// The change sequence's high-water mark, for `status` and publishing.
+    public func changeSequence() throws -> Int64 {
+        try read { try lastChangeSequence() }
     }
 
     // MARK: - Migrations
@@ -143,8 +272,16 @@ public final class CatalogStore {
             throw CatalogError(.noInput, "no catalog database, \(path)", hint: "create it with 'catalog init'")
         }
         do {
-            return try migrationStatus(connection: Connection(path: path, acceptDatabase: Migrator.refuseForeign), path: path)
+            let connection: Connection
+            do {
+                connection = try Connection(path: path, mode: .readOnly, acceptDatabase: Migrator.refuseForeign)
+            } catch let error as SQLiteError where [.cantOpen, .readOnly].contains(error.code.primary) && isOnReadOnlyFileSystem(path) {
+                connection = try Connection(path: path, mode: .immutable, acceptDatabase: Migrator.refuseForeign)
+            }
+            return try migrationStatus(connection: connection, path: path)
         } catch let error as SQLiteError {
+            throw CatalogError(error, path: path)
+        } catch let error as MigrationError {
             throw CatalogError(error, path: path)
         }
     }
@@ -154,62 +291,8 @@ public final class CatalogStore {
             return try Migrator(migrations: Migration.embedded()).status(connection)
         } catch let error as SQLiteError {
             throw CatalogError(error, path: path)
-        }
-    }
-
-    // MARK: - Featured
-
-    static let landmarkColumns = """
-        id, name, category, city, state, park, description, image_name, is_featured, is_favorite, latitude, longitude, extra
-        """
-
-    @inline(__always)
-    static func landmark(from s: Statement) -> Landmark {
-        Landmark(id: s.int(0), name: s.text(1) ?? "", category: s.text(2), city: s.text(3), state: s.text(4),
-                 park: s.text(5), description: s.text(6), imageName: s.text(7), isFeatured: s.int(8) != 0,
-                 isFavorite: s.int(9) != 0, latitude: s.double(10), longitude: s.double(11), extraJSON: s.text(12))
-    }
-
-    /// The featured landmarks in `id` order: the carousel's pages, page 0 first. Served from the partial
-    /// index `landmarks_featured` (no table scan, no sort).
-    public func featuredLandmarks() throws -> [Landmark] {
-        var result: [Landmark] = []
-        try forEachFeaturedLandmark { result.append($0) }
-        return result
-    }
-
-    /// Calls `body` with each featured landmark in `id` order, without holding them all in memory.
-    public func forEachFeaturedLandmark(_ body: (Landmark) throws -> Void) throws {
-        try read {
-            let s = try connection.cachedStatement(sql: Self.featuredSQL)
-            defer { s.reset() }
-            while try s.step() { try body(Self.landmark(from: s)) }
-        }
-    }
-
-    static let featuredSQL = "SELECT \(landmarkColumns) FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id"
-
-    /// The ids of the featured landmarks, in page order.
-    public func featuredIDs() throws -> [Int64] {
-        try read { try featuredIDsInTransaction() }
-    }
-
-    /// One live landmark by id, or nil (absent or a tombstone).
-    public func landmark(id: Int64) throws -> Landmark? {
-        try read {
-            let s = try connection.cachedStatement(sql: "SELECT \(Self.landmarkColumns) FROM landmarks WHERE id = ? AND deleted = 0")
-            defer { s.reset() }
-            try s.bind(id, at: 1)
-            return try s.step() ? Self.landmark(from: s) : nil
-        }
-    }
-
-    /// Counts of live and tombstoned landmarks.
-    public func landmarkCounts() throws -> (live: Int, tombstones: Int) {
-        try read {
-            let live = try connection.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 0") ?? 0
-            let dead = try connection.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
-            return (Int(live), Int(dead))
+        } catch let error as MigrationError {
+            throw CatalogError(error, path: path)
         }
     }
 }

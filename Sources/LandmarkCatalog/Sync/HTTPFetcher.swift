@@ -118,7 +118,3 @@ struct HTTPFetcher {
     }
 }
 
-/// The library's version, sent as the HTTP User-Agent.
-public enum CatalogVersion {
-    public static let string = "0.1.0"
-}

@@ -72,6 +72,19 @@ public final class MemorySink: OutputSink {
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 }
 
+/// Hooks for the test suite only: set through the test harness executable, never read from the
+/// environment by the product.
+@_spi(Testing) public struct TestHooks: Sendable {
+    /// HTTP: the first backoff delay, in seconds (shortened so retry tests run fast).
+    public var backoffSeconds: Double?
+    /// Sync: sleep this long inside each source's merge transaction before committing (ms).
+    public var pauseBeforeCommitMilliseconds = 0
+    public init(backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0) {
+        self.backoffSeconds = backoffSeconds
+        self.pauseBeforeCommitMilliseconds = pauseBeforeCommitMilliseconds
+    }
+}
+
 /// Everything a command may touch outside its arguments.
 public struct CLIContext {
     /// Data only.
@@ -86,6 +99,8 @@ public struct CLIContext {
     public var stderrIsTerminal: Bool
     /// The wall clock for HLC stamps.
     public var wallClock: any WallClock
+    /// Test-only hooks (see ``TestHooks``).
+    var testHooks = TestHooks()
 
     public init(stdout: any OutputSink, stderr: any OutputSink, stdinFD: Int32 = 0,
                 environment: [String: String] = ProcessInfo.processInfo.environment,
@@ -98,11 +113,12 @@ public struct CLIContext {
         self.wallClock = wallClock
     }
 
-    /// `catalog: warning: <what>`
-    func warn(_ text: String) { stderr.line("catalog: warning: \(text)") }
-    /// `catalog: error: <what>` and an optional hint line.
-    func error(_ text: String, hint: String? = nil) {
-        stderr.line("catalog: error: \(text)")
-        if let hint { stderr.line("hint: \(hint)") }
+    /// A context with test hooks (the test harness executable and in-process tests).
+    @_spi(Testing) public init(stdout: any OutputSink, stderr: any OutputSink, stdinFD: Int32 = 0,
+                               environment: [String: String] = ProcessInfo.processInfo.environment,
+                               stderrIsTerminal: Bool = false, wallClock: any WallClock = SystemClock(), testHooks: TestHooks) {
+        self.init(stdout: stdout, stderr: stderr, stdinFD: stdinFD, environment: environment, stderrIsTerminal: stderrIsTerminal,
+                  wallClock: wallClock)
+        self.testHooks = testHooks
     }
 }

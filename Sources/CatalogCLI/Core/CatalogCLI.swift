@@ -14,46 +14,63 @@ public enum CatalogCLI {
     /// - Returns: the exit status: 0, or a sysexits code (64 usage, 65 data, 66 no input, 69 unavailable,
     ///   70 internal, 73 cannot create, 74 I/O, 75 try again, 76 incompatible snapshot).
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
-        let status = dispatch(arguments, context: context)
+        let reporter = Reporter(stderr: context.stderr, format: logFormat(in: arguments) == "json" ? .json : .text,
+                                limit: diagnosticLimit(in: arguments))
+        let status = dispatch(arguments, context: context, reporter: reporter)
         context.stdout.flush()
         defer { context.stderr.flush() }
+        reporter.finish()
         // Data that did not reach stdout is a failure (a full disk), except a reader that went away.
         if let error = context.stdout.writeError, error != EPIPE {
-            context.error("cannot write standard output (\(String(cString: strerror(error))))")
+            reporter.error("cannot write standard output (\(String(cString: strerror(error))))")
             return status == 0 ? 74 : status
         }
         return status
     }
 
-    static func dispatch(_ arguments: [String], context: CLIContext) -> Int32 {
+    /// `--log-format`'s value, read before parsing so usage errors are written in that format too.
+    static func logFormat(in arguments: [String]) -> String? {
+        for (i, a) in arguments.enumerated() {
+            if a == "--" { break }
+            if a.hasPrefix("--log-format=") { return String(a.dropFirst("--log-format=".count)) }
+            if a == "--log-format", i + 1 < arguments.count { return arguments[i + 1] }
+        }
+        return nil
+    }
+
+    static func diagnosticLimit(in arguments: [String]) -> Int {
+        for (i, a) in arguments.enumerated() {
+            if a == "--" { break }
+            if a.hasPrefix("--max-diagnostics="), let n = Int(a.dropFirst("--max-diagnostics=".count)), n >= 0 { return n }
+            if a == "--max-diagnostics", i + 1 < arguments.count, let n = Int(arguments[i + 1]), n >= 0 { return n }
+        }
+        return 20
+    }
+
+    static func dispatch(_ arguments: [String], context: CLIContext, reporter: Reporter) -> Int32 {
         let root = rootCommand
         do {
             let (command, parsed) = try Parser.parse(arguments, root: root)
-            if parsed.has("--help") {
+            if parsed[GlobalOptions.help] {
                 context.stdout.write(Help.render(command, path: parsed.path, footer: parsed.path.isEmpty ? exitStatusHelp : nil))
                 return 0
             }
-            if parsed.has("--version") {
+            if parsed[GlobalOptions.version] {
                 context.stdout.line("catalog \(version)")
                 return 0
             }
             guard let run = command.run else { return 64 }
-            return try run(parsed, context)
+            return try run(Invocation(parsed: parsed, context: context, reporter: reporter))
         } catch let error as UsageError {
             let command = resolve(error.path, in: root)
-            context.error(error.message)
-            context.stderr.line("Usage: \(Help.usageLine(command, path: error.path))")
-            context.stderr.line("  See 'catalog \((error.path + ["--help"]).joined(separator: " "))'.")
+            reporter.usageError(error.message, usage: Help.usageLine(command, path: error.path),
+                                see: "catalog \((error.path + ["--help"]).joined(separator: " "))")
             return 64
         } catch let error as CatalogError {
-            context.error(error.message, hint: error.hint)
+            reporter.error(error.message, hint: error.hint)
             return error.exitStatus
-        } catch let error as SQLiteError {
-            let mapped = CatalogError(error, path: "")
-            context.error(mapped.message, hint: mapped.hint)
-            return mapped.exitStatus
         } catch {
-            context.error("internal error: \(error)")
+            reporter.error("internal error: \(error)")
             return 70
         }
     }
@@ -65,25 +82,6 @@ public enum CatalogCLI {
             command = sub
         }
         return command
-    }
-
-    /// Opens the store named by `--db`, `$CATALOG_DB` or the XDG default.
-    ///
-    /// - Parameter existing: the command only reads, so a missing database is an error (66) rather than
-    ///   a new empty one: a mistyped `--db` in a cron line should fail loudly, not print nothing.
-    /// Whether the database file named by `--db`, `$CATALOG_DB` or the default exists.
-    static func databaseExists(_ parsed: ParsedArguments, _ context: CLIContext) -> Bool {
-        let path = parsed.value("--db") ?? CatalogStore.defaultPath(environment: context.environment)
-        return path == ":memory:" || FileManager.default.fileExists(atPath: path)
-    }
-
-    static func openStore(_ parsed: ParsedArguments, _ context: CLIContext, existing: Bool = false) throws -> CatalogStore {
-        let path = parsed.value("--db") ?? CatalogStore.defaultPath(environment: context.environment)
-        if existing, !path.isEmpty, path != ":memory:", !FileManager.default.fileExists(atPath: path) {
-            throw CatalogError(.noInput, "no catalog database, \(path)",
-                               hint: "create it with 'catalog init' or 'catalog import FILE', or check --db / CATALOG_DB")
-        }
-        return try CatalogStore.open(path: path, wallClock: context.wallClock)
     }
 
     static var rootCommand: CommandSpec {
@@ -111,4 +109,36 @@ public enum CatalogCLI {
           76  incompatible snapshot format or version
 
         """
+}
+
+/// One run of a command: what was parsed, where output goes, and the helpers every command uses.
+struct Invocation {
+    let parsed: ParsedArguments
+    let context: CLIContext
+    let reporter: Reporter
+
+    subscript(flag: Flag) -> Bool { parsed[flag] }
+    subscript<V>(option: Option<V>) -> V? { parsed[option] }
+    var positionals: [String] { parsed.positionals }
+    var stdout: any OutputSink { context.stdout }
+
+    /// The database path: `--db`, `$CATALOG_DB` or the XDG default.
+    var databasePath: String { parsed[GlobalOptions.db] ?? CatalogStore.defaultPath(environment: context.environment) }
+
+    /// Whether the database file exists.
+    var databaseExists: Bool { databasePath == ":memory:" || FileManager.default.fileExists(atPath: databasePath) }
+
+    /// Opens the store: `.write` creates and migrates; `.read` needs an existing database (66 otherwise:
+    /// a mistyped `--db` in a cron line should fail loudly, not print nothing) and opens it read-only.
+    func openStore(_ access: CatalogStore.Access = .write) throws -> CatalogStore {
+        try CatalogStore.open(path: databasePath, access: access, wallClock: context.wallClock)
+    }
+
+    /// A store for a dry run: the database if it exists, else an empty one in memory (nothing is created).
+    func openStoreForDryRun() throws -> CatalogStore {
+        databaseExists ? try openStore() : try CatalogStore.open(path: ":memory:", wallClock: context.wallClock)
+    }
+
+    /// Passes a diagnostic to the reporter.
+    func report(_ d: Diagnostic) { reporter.report(d) }
 }

@@ -1,0 +1,203 @@
+/// Declarations of commands, options and arguments: the one source for parsing, `--help`, the man
+/// page and the shell completions (the shape of swift-driver's option table and swift-argument-parser's
+/// declarations). Options are declared once as typed values and queried typed, so a misspelt option
+/// name cannot compile.
+
+/// What a shell may complete for an option's value or an argument.
+enum CompletionKind: Sendable {
+    case none
+    /// A file or directory path.
+    case file
+    /// A directory.
+    case directory
+    /// A saved remote's name (or a path / URL).
+    case remote
+    /// One of fixed words.
+    case words([String])
+}
+
+/// One option: a flag (`--json`) or an option with a value (`--page N`), with its help and how its value
+/// is read. The parser checks values (types and ranges) before any command runs.
+struct OptionSpec: @unchecked Sendable {
+    /// The long name with dashes, `--json`.
+    var name: String
+    /// A one-letter short name (`q` for `-q`), or nil.
+    var short: Character?
+    /// The value's placeholder (`N`, `FILE`), or nil for a flag.
+    var valueName: String?
+    /// One line of help.
+    var help: String
+    /// May be given more than once.
+    var repeatable = false
+    /// Must be given (shown without brackets in the usage line).
+    var required = false
+    /// Turns the text into the typed value, or throws a ``ValueError`` saying what is expected.
+    var parse: ((String) throws -> Any)?
+    /// What a shell completes for the value.
+    var completion: CompletionKind = .none
+
+    /// A copy with other help text.
+    func with(help: String) -> OptionSpec {
+        var copy = self
+        copy.help = help
+        return copy
+    }
+
+    /// A copy that must be given.
+    var mandatory: OptionSpec {
+        var copy = self
+        copy.required = true
+        return copy
+    }
+}
+
+/// Why an option's value was refused: `needs 0…10, got 'x'`.
+struct ValueError: Error {
+    var expected: String
+}
+
+/// A declared flag, queried as `parsed[Options.json]`.
+struct Flag: Sendable {
+    let spec: OptionSpec
+    init(_ name: String, short: Character? = nil, _ help: String) {
+        spec = OptionSpec(name: name, short: short, valueName: nil, help: help)
+    }
+    private init(spec: OptionSpec) { self.spec = spec }
+    func with(help: String) -> Flag { Flag(spec: spec.with(help: help)) }
+}
+
+/// A declared option with a value of type `Value`, queried as `parsed[Options.page]`.
+struct Option<Value>: @unchecked Sendable {
+    let spec: OptionSpec
+    init(_ name: String, short: Character? = nil, _ valueName: String, _ help: String, repeatable: Bool = false,
+         completion: CompletionKind = .none, parse: @escaping (String) throws -> Value) {
+        spec = OptionSpec(name: name, short: short, valueName: valueName, help: help, repeatable: repeatable,
+                          parse: { try parse($0) }, completion: completion)
+    }
+    private init(spec: OptionSpec) { self.spec = spec }
+    func with(help: String) -> Option { Option(spec: spec.with(help: help)) }
+    var mandatory: Option { Option(spec: spec.mandatory) }
+}
+
+/// Value readers for ``Option``.
+enum Values {
+    static func string(_ text: String) throws -> String { text }
+
+    static func nonEmpty(_ text: String) throws -> String {
+        guard !text.isEmpty else { throw ValueError(expected: "a non-empty value") }
+        return text
+    }
+
+    static func integer(_ range: ClosedRange<Int>) -> (String) throws -> Int {
+        { text in
+            guard let n = Int(text), range.contains(n) else { throw ValueError(expected: "an integer in \(range.lowerBound)…\(range.upperBound)") }
+            return n
+        }
+    }
+
+    static func anyInteger(_ text: String) throws -> Int64 {
+        guard let n = Int64(text) else { throw ValueError(expected: "an integer") }
+        return n
+    }
+
+    static func int64(_ range: ClosedRange<Int64>) -> (String) throws -> Int64 {
+        { text in
+            guard let n = Int64(text), range.contains(n) else { throw ValueError(expected: "an integer in \(range.lowerBound)…\(range.upperBound)") }
+            return n
+        }
+    }
+
+    /// Seconds as a number (`30`, `0.5`) in `range`; `why` explains the bound in messages.
+    static func seconds(_ range: ClosedRange<Double>, _ why: String? = nil) -> (String) throws -> Double {
+        { text in
+            guard let s = Double(text), s.isFinite, range.contains(s) else {
+                throw ValueError(expected: "\(Self.number(range.lowerBound))…\(Self.number(range.upperBound)) seconds\(why.map { " (\($0))" } ?? "")")
+            }
+            return s
+        }
+    }
+
+    /// A duration: a number with a unit `s`, `m`, `h` or `d` (`90s`, `15m`, `2h`); a bare number is seconds.
+    static func duration(_ text: String) throws -> Double {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var digits = Substring(text)
+        var factor = 1.0
+        if let last = digits.last, let unit = units[last] {
+            factor = unit
+            digits = digits.dropLast()
+        }
+        guard let value = Double(digits), value.isFinite, value > 0 else { throw ValueError(expected: "a duration such as 90s, 15m or 2h") }
+        return value * factor
+    }
+
+    static func oneOf(_ words: [String]) -> (String) throws -> String {
+        { text in
+            guard words.contains(text) else { throw ValueError(expected: "one of \(words.joined(separator: ", "))") }
+            return text
+        }
+    }
+
+    private static func number(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
+}
+
+/// One positional argument.
+struct ArgumentSpec: Sendable {
+    var name: String
+    var help: String
+    var optional = false
+    var repeating = false
+    var completion: CompletionKind = .none
+}
+
+/// A command: its name, abstract, arguments, options, subcommands and what it runs.
+struct CommandSpec {
+    var name: String
+    var abstract: String
+    var discussion: String? = nil
+    var arguments: [ArgumentSpec] = []
+    var options: [OptionSpec] = []
+    var subcommands: [CommandSpec] = []
+    /// Checks that need more than the table (exclusive options); throws `UsageError`.
+    var validate: ((ParsedArguments) throws -> Void)? = nil
+    /// Runs the command; returns the exit status.
+    var run: ((Invocation) throws -> Int32)? = nil
+}
+
+/// Options every command takes.
+enum GlobalOptions {
+    static let db = Option<String>("--db", "PATH",
+        "Database file (default: $CATALOG_DB, else $XDG_DATA_HOME/landmark-catalog/catalog.sqlite, else ~/.local/share/landmark-catalog/catalog.sqlite).",
+        completion: .file, parse: Values.string)
+    static let logFormat = Option<String>("--log-format", "FORMAT",
+        "How diagnostics on stderr are written: text (default) or json (one JSON object per line).",
+        completion: .words(["text", "json"]), parse: Values.oneOf(["text", "json"]))
+    static let maxDiagnostics = Option<Int>("--max-diagnostics", "N",
+        "Lines of one kind of diagnostic shown per run (default 20; 0 shows all). Counts are always complete.",
+        parse: Values.integer(0...100_000_000))
+    static let help = Flag("--help", short: "h", "Show help for this command.")
+    static let version = Flag("--version", "Show the version.")
+    static let all: [OptionSpec] = [db.spec, logFormat.spec, maxDiagnostics.spec, help.spec, version.spec]
+}
+
+/// What the parser found: flags given, typed option values, positional arguments.
+struct ParsedArguments {
+    /// The command path, e.g. `["position", "set"]`.
+    var path: [String] = []
+    var flags: Set<String> = []
+    var values: [String: [Any]] = [:]
+    var texts: [String: [String]] = [:]
+    var positionals: [String] = []
+
+    subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
+    subscript<V>(option: Option<V>) -> V? { values[option.spec.name]?.last as? V }
+    func all<V>(_ option: Option<V>) -> [V] { values[option.spec.name]?.compactMap { $0 as? V } ?? [] }
+    /// Whether the option was given at all.
+    func given<V>(_ option: Option<V>) -> Bool { values[option.spec.name] != nil }
+}
+
+/// A command line that does not fit the table: exit 64 with the usage and a hint.
+struct UsageError: Error {
+    var message: String
+    /// The command path whose usage to print.
+    var path: [String]
+}

@@ -1,0 +1,94 @@
+import Foundation
+/// The options commands share, declared once. A command lists the ones it takes (with its own help
+/// text where that reads better); runs query them typed, `invocation[Options.json]`.
+enum Options {
+    static let json = Flag("--json", "Print JSON.")
+    static let quiet = Flag("--quiet", short: "q", "Print nothing on success (warnings and errors still go to stderr).")
+    static let dryRun = Flag("--dry-run", short: "n", "Report what would change; change nothing.")
+    static let output = Option<String>("--output", short: "o", "FILE", "Write to FILE instead of standard output (- is standard output).",
+                                       completion: .file, parse: Values.nonEmpty)
+    static let user = Option<String>("--user", "ID", "The user id (NFC-normalised; at most 256 bytes, no control characters).",
+                                     parse: Values.string)
+    static let limit = Option<Int>("--limit", "N", "Show at most N entries (default 20).", parse: Values.integer(1...1_000_000))
+}
+
+/// Whether a progress line is on the terminal, and how to draw it: for files of known size the bytes
+/// done and total, the percentage, rows per second and the time left; otherwise rows and rows per second.
+/// Shown on a terminal only — never in a pipe, under cron, or with `--quiet` / `--json`.
+final class ProgressLine {
+    private(set) var shown = false
+    private let sink: any OutputSink
+    private let enabled: Bool
+    private let label: String
+    private var started: Double
+    private var last: Double = 0
+    private let now: () -> Double
+
+    init(sink: any OutputSink, enabled: Bool, label: String, now: @escaping () -> Double = { ProcessInfoClock.seconds() }) {
+        self.sink = sink
+        self.enabled = enabled
+        self.label = label
+        self.now = now
+        self.started = now()
+    }
+
+    /// Redraws the line (at most twice a second).
+    func update(records: Int, bytes: Int64, total: Int64?) {
+        guard enabled else { return }
+        let t = now()
+        guard t - last >= 0.5 else { return }
+        last = t
+        sink.write("\r\u{1B}[K" + Self.render(label: label, records: records, bytes: bytes, total: total, elapsed: t - started))
+        shown = true
+    }
+
+    /// The line's text.
+    static func render(label: String, records: Int, bytes: Int64, total: Int64?, elapsed: Double) -> String {
+        let rate = elapsed > 0 ? Double(records) / elapsed : 0
+        var parts = ["\(label):"]
+        if let total, total > 0 {
+            let fraction = min(1, Double(bytes) / Double(total))
+            parts.append(String(format: "%3.0f%%", fraction * 100))
+            parts.append("\(megabytes(bytes)) of \(megabytes(total)) MB,")
+            parts.append("\(grouped(records)) records,")
+            parts.append("\(grouped(Int(rate))) rows/s,")
+            let left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0
+            parts.append("ETA \(clock(left))")
+        } else {
+            parts.append("\(grouped(records)) records,")
+            parts.append("\(grouped(Int(rate))) rows/s")
+        }
+        return parts.joined(separator: " ")
+    }
+
+    /// Clears the line before anything else is written to the terminal.
+    func clear() {
+        guard shown else { return }
+        sink.write("\r\u{1B}[K")
+        shown = false
+    }
+
+    static func megabytes(_ bytes: Int64) -> String { String(format: "%.1f", Double(bytes) / 1_000_000) }
+    static func grouped(_ n: Int) -> String {
+        let digits = String(n)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return out
+    }
+    static func clock(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    }
+}
+
+/// Monotonic seconds, for rates.
+enum ProcessInfoClock {
+    static func seconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,152 @@
+enum Parser {
+    /// Parses `arguments` against `root`. `-h` is `--help`; short options (`-q`, `-o FILE`) as declared;
+    /// `--name=value` and `--name value` both work; `--` ends options. Global options may come before or
+    /// after the command. Option values are checked here, before any command runs.
+    static func parse(_ arguments: [String], root: CommandSpec) throws -> (CommandSpec, ParsedArguments) {
+        var parsed = ParsedArguments()
+        var command = root
+        var i = 0
+        var optionsEnded = false
+        func available() -> [OptionSpec] { command.options + GlobalOptions.all }
+        func lookup(_ name: String) -> OptionSpec? {
+            if name.count == 2, name.hasPrefix("-"), let letter = name.last, letter != "-" {
+                return available().first { $0.short == letter }
+            }
+            return available().first { $0.name == name }
+        }
+        while i < arguments.count {
+            let token = arguments[i]
+            i += 1
+            if !optionsEnded && token == "--" { optionsEnded = true; continue }
+            if !optionsEnded && token.hasPrefix("-") && token != "-" {
+                var name = token
+                var inline: String?
+                if token.hasPrefix("--"), let eq = token.firstIndex(of: "=") {
+                    name = String(token[..<eq])
+                    inline = String(token[token.index(after: eq)...])
+                }
+                guard let spec = lookup(name) else {
+                    throw UsageError(message: unknownOption(name, among: available()), path: parsed.path)
+                }
+                if let valueName = spec.valueName {
+                    let value: String
+                    if let inline {
+                        value = inline
+                    } else {
+                        // `--user --page 0`: the next word is an option, so the value is missing.
+                        guard i < arguments.count, lookup(arguments[i]) == nil || arguments[i] == "-" else {
+                            throw UsageError(message: "option '\(spec.name)' needs a value (\(spec.name) \(valueName))", path: parsed.path)
+                        }
+                        value = arguments[i]
+                        i += 1
+                    }
+                    if !spec.repeatable, parsed.texts[spec.name] != nil, spec.name != GlobalOptions.db.spec.name {
+                        throw UsageError(message: "option '\(spec.name)' is given more than once", path: parsed.path)
+                    }
+                    let typed: Any
+                    do {
+                        typed = try spec.parse.map { try $0(value) } ?? value
+                    } catch let error as ValueError {
+                        throw UsageError(message: "\(spec.name) needs \(error.expected), got '\(value)'", path: parsed.path)
+                    }
+                    parsed.texts[spec.name, default: []].append(value)
+                    parsed.values[spec.name, default: []].append(typed)
+                } else {
+                    if inline != nil { throw UsageError(message: "option '\(spec.name)' takes no value", path: parsed.path) }
+                    parsed.flags.insert(spec.name)
+                }
+                continue
+            }
+            // A word: a subcommand while the command has them, else a positional argument.
+            if !command.subcommands.isEmpty && parsed.positionals.isEmpty {
+                if let sub = command.subcommands.first(where: { $0.name == token }) {
+                    command = sub
+                    parsed.path.append(token)
+                    continue
+                }
+                if parsed.path.isEmpty && token == "help" {
+                    // `catalog help [COMMAND...]`
+                    var target = root
+                    var path: [String] = []
+                    for word in arguments[i...] {
+                        guard let sub = target.subcommands.first(where: { $0.name == word }) else {
+                            throw unknownCommand(word, in: target, path: path)
+                        }
+                        target = sub
+                        path.append(word)
+                    }
+                    var p = ParsedArguments()
+                    p.path = path
+                    p.flags.insert(GlobalOptions.help.spec.name)
+                    return (target, p)
+                }
+                if command.run == nil { throw unknownCommand(token, in: command, path: parsed.path) }
+            }
+            parsed.positionals.append(token)
+        }
+        if parsed[GlobalOptions.help] || parsed[GlobalOptions.version] { return (command, parsed) }
+        guard command.run != nil else {
+            throw UsageError(message: parsed.path.isEmpty ? "missing command" : "missing subcommand for '\(parsed.path.joined(separator: " "))'",
+                             path: parsed.path)
+        }
+        for option in command.options where option.required && parsed.texts[option.name] == nil && !parsed.flags.contains(option.name) {
+            throw UsageError(message: "missing \(Help.optionUsage(option))", path: parsed.path)
+        }
+        let required = command.arguments.filter { !$0.optional }.count
+        let maximum = command.arguments.contains(where: \.repeating) ? Int.max : command.arguments.count
+        if parsed.positionals.count < required {
+            let missing = command.arguments[parsed.positionals.count]
+            throw UsageError(message: "missing argument <\(missing.name)>", path: parsed.path)
+        }
+        if parsed.positionals.count > maximum {
+            throw UsageError(message: "unexpected argument '\(parsed.positionals[maximum])'", path: parsed.path)
+        }
+        try command.validate?(parsed)
+        return (command, parsed)
+    }
+
+    static func unknownOption(_ name: String, among options: [OptionSpec]) -> String {
+        var message = "unknown option '\(name)'"
+        if let guess = Suggest.nearest(to: name, in: options.map(\.name)) { message += ". Did you mean '\(guess)'?" }
+        return message
+    }
+
+    static func unknownCommand(_ word: String, in command: CommandSpec, path: [String]) -> UsageError {
+        var message = "unknown command '\(word)'"
+        if let guess = Suggest.nearest(to: word, in: command.subcommands.map(\.name) + (path.isEmpty ? ["help"] : [])) {
+            message += ". Did you mean '\(guess)'?"
+        }
+        return UsageError(message: message, path: path)
+    }
+}
+
+/// Suggestions for a misspelt or shortened name: the one candidate that `word` is a prefix of (`--out`
+/// → `--output`), else the nearest by optimal string alignment distance (Damerau–Levenshtein with
+/// adjacent transpositions), so `featrued` → `featured`.
+enum Suggest {
+    static func nearest(to word: String, in candidates: [String]) -> String? {
+        let prefixed = candidates.filter { $0.hasPrefix(word) && $0 != word }
+        if prefixed.count == 1, word.count >= 3 { return prefixed[0] }
+        let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= max(2, $0.0.count / 3) }
+        return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.lowercased().unicodeScalars), b = Array(b.lowercased().unicodeScalars)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var d = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return d[a.count][b.count]
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import LandmarkCatalog
+
+/// The one place diagnostics reach stderr (SPEC §12): as text (`catalog: warning: …`) or, with
+/// `--log-format json`, as one JSON object per line; at most `limit` lines of one kind per run, then
+/// one line with the count of the rest and where to see them all. Counts stay complete.
+final class Reporter {
+    enum Format { case text, json }
+    let stderr: any OutputSink
+    let format: Format
+    /// Lines of one kind shown per run; 0 = no limit.
+    let limit: Int
+    private(set) var counts: [String: Int] = [:]
+    private var order: [String] = []
+    /// Called before a line is written (a progress line clears itself).
+    var beforeLine: () -> Void = {}
+
+    init(stderr: any OutputSink, format: Format, limit: Int = 20) {
+        self.stderr = stderr
+        self.format = format
+        self.limit = limit
+    }
+
+    /// Where every diagnostic of `kind` can be listed, for the summary line.
+    static func listing(for kind: String) -> String {
+        switch kind {
+        case "quarantined": return "see them all with 'catalog quarantine list'"
+        case "tie": return "see them all with 'catalog conflicts'"
+        default: return "rerun with --max-diagnostics 0 to see them all"
+        }
+    }
+
+    /// Reports one diagnostic (counted; shown while its kind is under the limit).
+    func report(_ d: Diagnostic) {
+        let n = (counts[d.kind] ?? 0) + 1
+        counts[d.kind] = n
+        if n == 1 { order.append(d.kind) }
+        guard limit == 0 || n <= limit else { return }
+        write(level: d.severity.rawValue, kind: d.kind, message: d.message, text: d.description, diagnostic: d)
+    }
+
+    /// An error that ends the command (never bounded).
+    func error(_ message: String, hint: String? = nil) {
+        beforeLine()
+        switch format {
+        case .text:
+            stderr.line("catalog: error: \(message)")
+            if let hint { stderr.line("hint: \(hint)") }
+        case .json:
+            var w = JSONWriter()
+            w.raw("{"); w.key("hint"); w.string(hint)
+            w.raw(","); w.key("kind"); w.string("error")
+            w.raw(","); w.key("level"); w.string("error")
+            w.raw(","); w.key("message"); w.string(message); w.raw("}\n")
+            stderr.write(w.bytes)
+        }
+    }
+
+    /// A usage error: the message, the usage line and where to read more (exit 64).
+    func usageError(_ message: String, usage: String, see: String) {
+        beforeLine()
+        switch format {
+        case .text:
+            stderr.line("catalog: error: \(message)")
+            stderr.line("Usage: \(usage)")
+            stderr.line("  See '\(see)'.")
+        case .json:
+            var w = JSONWriter()
+            w.raw("{"); w.key("kind"); w.string("usage")
+            w.raw(","); w.key("level"); w.string("error")
+            w.raw(","); w.key("message"); w.string(message)
+            w.raw(","); w.key("see"); w.string(see)
+            w.raw(","); w.key("usage"); w.string(usage); w.raw("}\n")
+            stderr.write(w.bytes)
+        }
+    }
+
+    /// A warning of `kind` that is not about data (bounded like diagnostics).
+    func warn(_ message: String, kind: String = "warning") {
+        report(Diagnostic(severity: .warning, message: message, file: "", kind: kind))
+    }
+
+    /// Writes the summary lines for kinds over the limit. Call once at the end of the command.
+    func finish() {
+        guard limit > 0 else { return }
+        for kind in order {
+            guard let n = counts[kind], n > limit else { continue }
+            let message = "\(n - limit) more \(kind) diagnostics not shown (\(n) in all); \(Self.listing(for: kind))"
+            write(level: "info", kind: "suppressed", message: message, text: message, diagnostic: nil, count: n - limit)
+        }
+        order.removeAll()
+    }
+
+    private func write(level: String, kind: String, message: String, text: String, diagnostic d: Diagnostic?, count: Int? = nil) {
+        beforeLine()
+        switch format {
+        case .text:
+            stderr.line("catalog: \(level): \(text)")
+        case .json:
+            var w = JSONWriter()
+            var fields: [(String, (inout JSONWriter) -> Void)] = [
+                ("kind", { $0.string(kind) }), ("level", { $0.string(level) }), ("message", { $0.string(message) }),
+            ]
+            if let count { fields.append(("count", { $0.int(Int64(count)) })) }
+            if let d {
+                if !d.file.isEmpty { fields.append(("source", { $0.string(d.file) })) }
+                if d.position != nil { fields.append(("location", { $0.string(d.location) })) }
+                if let index = d.index { fields.append(("record", { $0.int(Int64(index)) })) }
+                if let id = d.id { fields.append(("id", { $0.int(id) })) }
+                if let field = d.field { fields.append(("field", { $0.string(field) })) }
+                for detail in d.details where !fields.contains(where: { $0.0 == detail.key }) {
+                    fields.append((detail.key, { $0.string(detail.value) }))
+                }
+            }
+            fields.sort { $0.0 < $1.0 }
+            w.byte(0x7B)
+            for (i, f) in fields.enumerated() {
+                if i > 0 { w.byte(0x2C) }
+                w.key(f.0)
+                f.1(&w)
+            }
+            w.raw("}\n")
+            stderr.write(w.bytes)
+        }
+    }
+}

@@ -1,0 +1,140 @@
+/// Where `catalog import` reads from.
+public enum ImportSource: Sendable, Equatable {
+    /// A file path.
+    case file(String)
+    /// Standard input (`-`).
+    case standardInput
+    /// An open file descriptor (not closed by the import), with the name to use in messages.
+    case descriptor(Int32, name: String)
+
+    /// The name used in messages: the path, or `<stdin>`.
+    public var displayName: String {
+        switch self {
+        case .file(let path): return path
+        case .standardInput: return "<stdin>"
+        case .descriptor(_, let name): return name
+        }
+    }
+}
+
+/// How an import behaves (SPEC §3).
+public struct ImportOptions: Sendable {
+    /// Every warning (trailing comma, `isFavourite`, legacy shape, unknown key) becomes an error.
+    public var strict = false
+    /// Live landmarks missing from the file become tombstones.
+    public var prune = false
+    /// Validate and count, then roll back: nothing is written.
+    public var dryRun = false
+    /// At most this many errors are reported before the import stops looking for more.
+    public var maxErrors = 20
+
+    public init(strict: Bool = false, prune: Bool = false, dryRun: Bool = false) {
+        self.strict = strict
+        self.prune = prune
+        self.dryRun = dryRun
+    }
+}
+
+/// What an import did (or, with `dryRun`, would do).
+public struct ImportSummary: Sendable, Equatable {
+    /// Records read from the file.
+    public var records = 0
+    /// New ids (or ids that were tombstones).
+    public var inserted = 0
+    /// Existing rows whose content changed.
+    public var updated = 0
+    /// Existing rows left as they were (not rewritten).
+    public var unchanged = 0
+    /// Rows tombstoned by `--prune`.
+    public var pruned = 0
+    /// Warnings reported.
+    public var warnings = 0
+    /// True when nothing was written because of `dryRun`.
+    public var dryRun = false
+
+    public init() {}
+}
+
+/// How far a long job has come, for a progress line on a terminal.
+public struct Progress: Sendable, Equatable {
+    /// Records (or rows) done so far.
+    public var records: Int
+    /// Input bytes consumed so far.
+    public var bytes: Int64
+    /// The input's size in bytes when known (a regular file), for a percentage and an ETA.
+    public var totalBytes: Int64?
+
+    public init(records: Int, bytes: Int64, totalBytes: Int64?) {
+        self.records = records
+        self.bytes = bytes
+        self.totalBytes = totalBytes
+    }
+}
+
+/// A problem found in input data or met while syncing, with where it is: file, line:column, record
+/// index, id and field, and a `kind` that groups diagnostics of one sort (for bounded reporting and
+/// `--log-format json`).
+public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
+    /// A warning is accepted (unless `--strict`); an error fails the import or the source.
+    public enum Severity: String, Sendable { case warning, error }
+    public var severity: Severity
+    /// What is wrong.
+    public var message: String
+    /// The file name (a path, or `<stdin>`), or the source.
+    public var file: String
+    /// Line and column, when known.
+    public var position: SourcePosition?
+    /// The record's 0-based index in its array, when known.
+    public var index: Int?
+    /// The record's id, when known.
+    public var id: Int64?
+    /// The field, in dotted form (`coordinates.latitude`), when known.
+    public var field: String?
+    /// The sort of diagnostic: `invalid` (bad data), `unknown-key`, `quirk`, `quarantined`, `tie`,
+    /// `retry`, … Diagnostics of one kind are reported at most 20 times per run (SPEC §12).
+    public var kind: String
+    /// Structured fields for machine-readable logs (`user`, `stamp`, …), in order.
+    public var details: [Detail]
+
+    /// One structured field.
+    public struct Detail: Sendable, Equatable {
+        public var key: String
+        public var value: String
+        public init(_ key: String, _ value: String) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    public init(severity: Severity, message: String, file: String, position: SourcePosition? = nil, index: Int? = nil,
+                id: Int64? = nil, field: String? = nil, kind: String? = nil, details: [Detail] = []) {
+        self.severity = severity
+        self.message = message
+        self.file = file
+        self.position = position
+        self.index = index
+        self.id = id
+        self.field = field
+        self.kind = kind ?? (severity == .error ? "invalid" : "warning")
+        self.details = details
+    }
+
+    /// `file:line:column` (or what is known of it).
+    public var location: String {
+        var location = file
+        if let position { location += ":\(position.line):\(position.column)" }
+        return location
+    }
+
+    /// `<what>, <file>:<line>:<column>, record <index> (id <id>), field <field>`
+    public var description: String {
+        var parts = [message, location]
+        if let index {
+            parts.append("record \(index)" + (id.map { " (id \($0))" } ?? ""))
+        } else if let id {
+            parts.append("id \(id)")
+        }
+        if let field { parts.append("field \(field)") }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,327 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension CatalogStore {
+    /// Validates `source` and upserts its landmarks by `id` in one transaction (SPEC §3).
+    ///
+    /// The file is streamed: one thread reads and validates records into small batches while this one
+    /// writes them, so memory stays bounded by a few batches (about 2,000 records each) whatever the
+    /// file size, and reading overlaps writing. A re-import of the same file rewrites no row and, when
+    /// nothing changed, writes nothing at all. Keys absent from a record leave stored values as they
+    /// were; optional keys given as `null` clear them. Every changed row takes the next number of the
+    /// change sequence.
+    ///
+    /// - Parameters:
+    ///   - source: a file path, standard input or an open descriptor.
+    ///   - options: strictness, pruning, dry run.
+    ///   - diagnostics: called with each warning and error as it is found, in input order.
+    ///   - progress: called about every 10,000 records with the records and bytes done so far.
+    /// - Returns: the counts; with `dryRun`, what would have happened.
+    /// - Throws: `CatalogError` — 66 for a missing or unreadable file or a directory, 65 for invalid data
+    ///   (after every error found, up to `maxErrors`, went to `diagnostics`), 74 for a read error;
+    ///   nothing is written in any of these cases.
+    public func importLandmarks(from source: ImportSource, options: ImportOptions = ImportOptions(),
+                                diagnostics: @escaping (Diagnostic) -> Void = { _ in },
+                                progress: (Progress) -> Void = { _ in }) throws -> ImportSummary {
+        let fd: Int32
+        switch source {
+        case .standardInput: fd = 0
+        case .descriptor(let descriptor, _): fd = descriptor
+        case .file(let path): fd = try Self.openForReading(path)
+        }
+        defer { if case .file = source { close(fd) } }
+        let total = Self.regularFileSize(fd)
+        var writer = ImportWriter(store: self, file: source.displayName, options: options, diagnostics: diagnostics)
+        return try transaction {
+            // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
+            let file = source.displayName
+            let reading = ReadingThread { queue in Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue) }
+            defer { reading.finish() }
+            try writer.run(queue: reading.queue) { records, bytes in
+                progress(Progress(records: records, bytes: bytes, totalBytes: total))
+            }
+            var summary = writer.summary
+            summary.dryRun = options.dryRun
+            return options.dryRun ? .rollback(summary) : .commit(summary)
+        }
+    }
+
+    /// The size of the regular file open at `fd`, or nil (a pipe, a terminal).
+    static func regularFileSize(_ fd: Int32) -> Int64? {
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
+    }
+
+    static func openForReading(_ path: String) throws -> Int32 {
+        let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw CatalogError(.noInput, "cannot open the file (\(reason)), \(path)")
+        }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw CatalogError(.noInput, "is a directory, not a file, \(path)")
+        }
+        return fd
+    }
+
+    /// The reading thread's work for an import: the top-level array of `landmarkData.json`.
+    static func decodeLandmarkFile(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue) {
+        var decoder = LandmarkDecoder(file: file, mode: .importRecord, strict: options.strict)
+        let reader = JSONPullReader(fileDescriptor: fd, options: .init(allowTrailingCommas: !options.strict, maxDepth: 64))
+        var batch = RowBatch()
+        var index = 0
+        do {
+            let kind = try reader.peekKind()
+            guard kind == .array else {
+                decoder.report(batch, .error, "expected a JSON array of landmarks, found \(kind)", at: reader.position)
+                batch.isLast = true
+                _ = queue.put(batch)
+                return
+            }
+            try reader.beginArray()
+            while try reader.nextElement() {
+                try decoder.decode(reader, index: index, into: batch)
+                index += 1
+                if batch.landmarks.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21 {
+                    batch.recordsRead = index
+                    batch.bytesRead = reader.position.offset
+                    guard queue.put(batch) else { return }
+                    batch = RowBatch()
+                }
+                if decoder.errors > options.maxErrors { break }
+            }
+            if decoder.errors <= options.maxErrors { try reader.finish() }
+        } catch let error as JSONSyntaxError {
+            decoder.report(batch, .error, error.message, at: error.position, kind: "syntax")
+        } catch let error as JSONReadError {
+            batch.failure = CatalogError(.ioError, "cannot read \(file): \(String(cString: strerror(error.errno)))")
+        } catch {
+            batch.failure = error
+        }
+        for warning in reader.warnings {
+            decoder.report(batch, .warning, warning.message + " (accepted: Apple's own landmarkData.json has one)", at: warning.position, kind: "quirk")
+        }
+        batch.recordsRead = index
+        batch.bytesRead = reader.position.offset
+        batch.seen = decoder.seen
+        batch.isLast = true
+        _ = queue.put(batch)
+    }
+}
+
+/// Writes decoded batches inside the import's transaction and counts what happened.
+struct ImportWriter {
+    let store: CatalogStore
+    let file: String
+    let options: ImportOptions
+    let diagnostics: (Diagnostic) -> Void
+    var summary = ImportSummary()
+    var errors = 0
+    /// Warnings that `--strict` turned into errors.
+    var strictWarnings = 0
+    var stampStored = false
+    /// The change sequence number the next changed row takes.
+    var nextSeq: Int64 = 0
+
+    init(store: CatalogStore, file: String, options: ImportOptions, diagnostics: @escaping (Diagnostic) -> Void) {
+        self.store = store
+        self.file = file
+        self.options = options
+        self.diagnostics = diagnostics
+    }
+
+    /// The parameter holding the record's bit mask of present optional columns.
+    static let presentParameter = Int32(LandmarkColumn.allCases.count + 1)
+
+    /// The upsert: absent keys (bit clear in the mask) keep the stored value (or the default, over a
+    /// tombstone); the `WHERE` skips rows whose content would not change, so they are never rewritten.
+    /// https://sqlite.org/lang_upsert.html
+    static let upsertSQL: String = {
+        let mask = "?\(presentParameter)"
+        func cleared(_ c: LandmarkColumn) -> String { c.kind == .bool ? "0" : "NULL" }
+        let keep = LandmarkColumn.optionalContent.map { c in
+            "\(c.sqlName) = CASE WHEN \(mask) & \(RawLandmark.bit(c)) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(cleared(c)) ELSE landmarks.\(c.sqlName) END"
+        }
+        let always: [LandmarkColumn] = LandmarkColumn.allCases.filter { $0 != .id && !LandmarkColumn.optionalContent.contains($0) }
+        let differs = always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
+            + LandmarkColumn.optionalContent.map { "(\(mask) & \(RawLandmark.bit($0)) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
+        return """
+            \(LandmarkColumn.insertAllSQL)
+            ON CONFLICT (id) DO UPDATE SET
+                \((always.map { "\($0.sqlName) = excluded.\($0.sqlName)" } + keep).joined(separator: ",\n    "))
+            WHERE landmarks.deleted = 1 OR \(differs.joined(separator: "\n   OR "))
+            """
+    }()
+
+    mutating func report(_ diagnostic: Diagnostic) {
+        var d = diagnostic
+        if d.severity == .warning {
+            if options.strict {
+                d.severity = .error
+                d.message += " (--strict)"
+                strictWarnings += 1
+            } else {
+                summary.warnings += 1
+            }
+        }
+        if d.severity == .error {
+            errors += 1
+            guard errors <= options.maxErrors else { return }
+        }
+        diagnostics(d)
+    }
+
+    mutating func run(queue: BatchQueue, progress: (Int, Int64) -> Void) throws {
+        let db = store.connection
+        let preImage = store.path == ":memory:" ? nil : try PreImage(path: store.path)
+        let tombstonesBefore = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
+        let stamp = try store.peekLocalStamp()
+        nextSeq = try store.lastChangeSequence() + 1
+        try db.withStatement(sql: Self.upsertSQL) { upsert in
+            try upsert.bind(stamp.wallMilliseconds, to: LandmarkColumn.updatedMs)
+            try upsert.bind(stamp.counter, to: LandmarkColumn.counter)
+            try upsert.bind(stamp.node, to: LandmarkColumn.node)
+            try upsert.bind(Int64(0), to: LandmarkColumn.deleted)
+            var lastProgress = 0
+            while true {
+                let batch = queue.take()
+                var next = 0
+                for (i, record) in batch.landmarks.enumerated() {
+                    while next < batch.diagnostics.count, batch.diagnostics[next].afterRecord <= i {
+                        report(batch.diagnostics[next].diagnostic)
+                        next += 1
+                    }
+                    if let first = record.duplicateOf {
+                        let firstName = try db.scalarText(sql: "SELECT name FROM landmarks WHERE id = ?", [.integer(record.id)])
+                        let name = batch.text(record, .name) ?? ""
+                        report(Diagnostic(severity: .error,
+                                          message: "duplicate id \(record.id): record \(first)\(firstName.map { " (\(String(reflecting: $0)))" } ?? "") and record \(record.index) (\(String(reflecting: name))) both use it",
+                                          file: file, position: record.position, index: record.index, id: record.id, field: "id"))
+                        continue
+                    }
+                    guard errors == 0 else { continue }  // the transaction will roll back: skip the writes
+                    if let preImage, try preImage.seek(record.id), preImage.matches(record, in: batch) {
+                        summary.unchanged += 1
+                        continue
+                    }
+                    do {
+                        try apply(record, in: batch, upsert: upsert, stamp: stamp)
+                    } catch let error as SQLiteError where error.code.primary == .tooBig {
+                        report(Diagnostic(severity: .error, message: "a value is larger than SQLite stores (1,000,000,000 bytes)",
+                                          file: file, position: record.position, index: record.index, id: record.id))
+                    }
+                }
+                while next < batch.diagnostics.count {
+                    report(batch.diagnostics[next].diagnostic)
+                    next += 1
+                }
+                summary.records = batch.recordsRead
+                if summary.records - lastProgress >= 10_000 || batch.isLast {
+                    lastProgress = summary.records
+                    progress(summary.records, Int64(batch.bytesRead))
+                }
+                if let failure = batch.failure { throw failure }
+                if batch.isLast {
+                    if errors > 0 { throw failure() }
+                    // A tombstone brought back counts as inserted, not updated.
+                    let tombstonesAfter = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
+                    let resurrected = Int(tombstonesBefore - tombstonesAfter)
+                    summary.inserted += resurrected
+                    summary.updated -= resurrected
+                    if options.prune { try prune(seen: batch.seen, stamp: stamp) }
+                    return
+                }
+            }
+        }
+    }
+
+    func failure() -> CatalogError {
+        // Reading stops once more than maxErrors were found, so past that the count is a lower bound.
+        let count = errors > options.maxErrors
+            ? "more than \(options.maxErrors) errors (the first \(options.maxErrors) shown)"
+            : errors == 1 ? "1 error" : "\(errors) errors"
+        return CatalogError(.dataInvalid, "\(count); nothing was imported, \(file)",
+                            hint: strictWarnings > 0 ? "without --strict, Apple's known quirks are accepted with a warning" : nil)
+    }
+
+    /// Persists the import's stamp in the clock the first time a row really changes.
+    mutating func noteWrite(_ stamp: HLCStamp) throws {
+        guard !stampStored else { return }
+        try store.storeClock(HybridLogicalClock(wall: stamp.wallMilliseconds, counter: stamp.counter))
+        stampStored = true
+    }
+
+    mutating func apply(_ record: RawLandmark, in batch: RowBatch, upsert: Statement, stamp: HLCStamp) throws {
+        var extra = record.extraJSON
+        if let recordExtra = extra {
+            // Unknown keys merge with the stored ones (rare: a slow path is fine).
+            let stored = try store.connection.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0",
+                                                         [.integer(record.id)])
+            if let stored, let old = JSONValue.parseObject(stored), let new = JSONValue.parseObject(recordExtra) {
+                var members = old
+                for m in new {
+                    if let i = members.firstIndex(where: { $0.key == m.key }) { members[i].value = m.value } else { members.append(m) }
+                }
+                extra = JSONValue.object(members).serialized()
+            }
+        }
+        try batch.withView(record) { view in
+            try upsert.bind(record.id, to: LandmarkColumn.id)
+            for column in LandmarkColumn.textColumns { try upsert.bindStatic(view.slot(column.textSlot), to: column) }
+            try upsert.bind(record.isFeatured, to: LandmarkColumn.isFeatured)
+            try upsert.bind(record.isFavorite, to: LandmarkColumn.isFavorite)
+            try upsert.bind(record.latitude, to: LandmarkColumn.latitude)
+            try upsert.bind(record.longitude, to: LandmarkColumn.longitude)
+            try upsert.bind(extra, to: LandmarkColumn.extra)
+            try upsert.bind(nextSeq, to: LandmarkColumn.seq)
+            // The stamp was bound once in `run`; `run()` keeps bindings.
+            try upsert.bind(Int64(record.present), at: Self.presentParameter)
+            store.connection.setLastInsertRowID(record.id &+ 1)
+            try upsert.run()
+        }
+        guard store.connection.changes > 0 else {
+            summary.unchanged += 1
+            return
+        }
+        nextSeq += 1
+        try noteWrite(stamp)
+        if store.connection.lastInsertRowID == record.id { summary.inserted += 1 } else { summary.updated += 1 }
+    }
+
+    mutating func prune(seen: SeenIDs, stamp: HLCStamp) throws {
+        let db = store.connection
+        var doomed: [Int64] = []
+        try db.forEachRow(sql: "SELECT id FROM landmarks WHERE deleted = 0") { row in
+            let id = row.int(0)
+            if !seen.contains(id) { doomed.append(id) }
+        }
+        guard !doomed.isEmpty else { return }
+        try noteWrite(stamp)
+        try db.withStatement(sql: "UPDATE landmarks SET deleted = 1, updated_ms = ?1, counter = ?2, node = ?3, seq = ?4 WHERE id = ?5") { tombstone in
+            try tombstone.bind(stamp.wallMilliseconds, at: 1)
+            try tombstone.bind(stamp.counter, at: 2)
+            try tombstone.bind(stamp.node, at: 3)
+            for id in doomed {
+                try tombstone.bind(nextSeq, at: 4)
+                try tombstone.bind(id, at: 5)
+                try tombstone.run()
+                nextSeq += 1
+            }
+        }
+        summary.pruned = doomed.count
+    }
+}
+
+extension JSONValue {
+    /// Parses stored `extra` text (a JSON object) back into its members; nil when it is not an object.
+    static func parseObject(_ text: String) -> [JSONMember]? {
+        let reader = JSONPullReader(bytes: Array(text.utf8), options: .init(allowTrailingCommas: false, maxDepth: 64))
+        guard case .object(let members)? = try? reader.readValue() else { return nil }
+        return members
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+/// The landmarks as they were before this import, read in id order through a second, read-only
+/// connection (in WAL mode it sees the last committed state, not the import's own writes).
+///
+/// A file sorted by id is then compared with the stored rows by one forward scan instead of a seek per
+/// record; out-of-order ids re-seek. Rows that match the record exactly are not even offered to the
+/// upsert, which is what makes re-importing an unchanged file cheap.
+final class PreImage {
+    private let connection: Connection
+    private let scan: Statement
+    private var current: Int64?
+    private var positioned = false
+    /// The scan ran off the end after a seek to this id: larger ids are absent.
+    private var exhaustedAfter: Int64?
+
+    init(path: String) throws {
+        connection = try Connection(path: path, mode: .readOnly)
+        try connection.execute(sql: "PRAGMA cache_size = -8192")
+        scan = try connection.makeStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id >= ? ORDER BY id")
+    }
+
+    deinit { scan.reset() }
+
+    /// Moves to the stored row with `id`. Returns true when it exists (its columns are then readable).
+    func seek(_ id: Int64) throws -> Bool {
+        if positioned, let at = current {
+            if at == id { return true }
+            if at < id {
+                for _ in 0..<8 {
+                    guard try scan.step() else {
+                        current = nil
+                        exhaustedAfter = id
+                        return false
+                    }
+                    let next = scan.int(LandmarkColumn.id)
+                    current = next
+                    if next >= id { return next == id }
+                }
+            }
+        } else if positioned, let end = exhaustedAfter, id >= end {
+            return false
+        }
+        scan.reset()
+        try scan.bind(id, at: 1)
+        positioned = true
+        exhaustedAfter = nil
+        guard try scan.step() else {
+            current = nil
+            exhaustedAfter = id
+            return false
+        }
+        current = scan.int(LandmarkColumn.id)
+        return current == id
+    }
+
+    /// Whether the current row already holds exactly what `record` would store (keys absent from the
+    /// record keep stored values, so only present keys are compared). A tombstone never matches, nor
+    /// does a record with unknown keys (those go through the upsert, which merges them).
+    func matches(_ record: RawLandmark, in batch: RowBatch) -> Bool {
+        if scan.bool(LandmarkColumn.deleted) || record.has(.extra) { return false }
+        guard scan.double(LandmarkColumn.latitude) == record.latitude, scan.double(LandmarkColumn.longitude) == record.longitude else { return false }
+        if record.has(.isFeatured), scan.bool(LandmarkColumn.isFeatured) != record.isFeatured { return false }
+        if record.has(.isFavorite), scan.bool(LandmarkColumn.isFavorite) != record.isFavorite { return false }
+        return batch.withView(record) { view in
+            for column in LandmarkColumn.textColumns where column == .name || record.has(column) {
+                guard Self.equal(view.slot(column.textSlot), scan.textBytes(column)) else { return false }
+            }
+            return true
+        }
+    }
+
+    /// Whether two optional byte strings are equal (nil is SQL NULL).
+    @inline(__always)
+    static func equal(_ a: UnsafeBufferPointer<UInt8>?, _ b: UnsafeBufferPointer<UInt8>?) -> Bool {
+        guard let a else { return b == nil }
+        guard let b, a.count == b.count else { return false }
+        return a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+    }
+}

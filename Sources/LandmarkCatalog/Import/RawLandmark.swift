@@ -1,0 +1,219 @@
+/// A landmark record decoded straight from a JSON reader, field by field, with its strings kept as
+/// UTF-8 byte ranges in its batch's shared buffer (no `String` per field): the import's and the
+/// merge's fast path. Snapshot rows also carry their last-writer-wins stamp.
+struct RawLandmark {
+    /// Which optional content columns the record had (bit `1 << column.rawValue`). An import keeps the
+    /// stored value of the columns a record lacks; a snapshot row is whole (absent means null).
+    var present: UInt32 = 0
+    var index: Int
+    var position: SourcePosition
+    var id: Int64 = 0
+    /// Byte ranges in `RowBatch.bytes`: the text columns by `textSlot`, then the stamp's node.
+    var texts = TextRanges()
+    var isFeatured = false
+    var isFavorite = false
+    var latitude = 0.0
+    var longitude = 0.0
+    /// Unknown keys as a compact JSON object text, or nil.
+    var extraJSON: String?
+    /// Snapshot rows: the stamp (ms since the epoch, counter; the node is at ``TextRanges/nodeSlot``).
+    var updatedMs: Int64 = 0
+    var counter: Int64 = 0
+    var deleted = false
+    /// Set when this id already appeared in the file: the index of its first record.
+    var duplicateOf: Int?
+
+    static func bit(_ column: LandmarkColumn) -> UInt32 { 1 << UInt32(column.rawValue) }
+    func has(_ column: LandmarkColumn) -> Bool { present & Self.bit(column) != 0 }
+    mutating func mark(_ column: LandmarkColumn) { present |= Self.bit(column) }
+}
+
+/// Byte ranges stored inline (no array allocation per record): one per text column, one for a node id.
+struct TextRanges {
+    private var ranges: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) =
+        (-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)
+    static let capacity = 12
+    /// The slot of a snapshot row's node id.
+    static let nodeSlot: Int = {
+        precondition(LandmarkColumn.textColumns.count < capacity, "TextRanges needs a slot per text column and one for the node")
+        return LandmarkColumn.textColumns.count
+    }()
+
+    /// The range of slot `i`; `start < 0` means null.
+    subscript(i: Int) -> (start: Int32, count: Int32) {
+        get {
+            let v = withUnsafeBytes(of: ranges) { $0.load(fromByteOffset: i * 8, as: Int64.self) }
+            return v < 0 ? (-1, 0) : (Int32(truncatingIfNeeded: v >> 32), Int32(truncatingIfNeeded: v & 0xFFFF_FFFF))
+        }
+        set {
+            precondition(i >= 0 && i < Self.capacity)
+            let v = newValue.start < 0 ? -1 : (Int64(newValue.start) << 32) | Int64(UInt32(bitPattern: newValue.count))
+            withUnsafeMutableBytes(of: &ranges) { $0.storeBytes(of: v, toByteOffset: i * 8, as: Int64.self) }
+        }
+    }
+}
+
+/// One position row with its stamp, as snapshots, logs and the hub carry it.
+struct PositionRecord: Sendable {
+    var user: String
+    var page: Int64
+    var landmark: Int64?
+    var stamp: HLCStamp
+    var deleted: Bool
+    /// Where it was read, for messages (nil from a hub).
+    var index: Int?
+    var position: SourcePosition?
+
+    /// The tie rule's content order: the greater page, then the greater landmark (null lowest).
+    func compareContent(page storedPage: Int64, landmark storedLandmark: Int64?) -> LastWriterWins.ContentOrder {
+        if page != storedPage { return page < storedPage ? .less : .greater }
+        return LastWriterWins.order(landmark ?? Int64.min, storedLandmark ?? Int64.min)
+    }
+
+    /// The snapshot row (SPEC §6), keys sorted: the one writer of this shape.
+    func writeJSON(to w: inout JSONWriter) {
+        w.raw("{\"counter\":"); w.int(stamp.counter)
+        w.raw(",\"deleted\":"); w.bool(deleted)
+        w.raw(",\"landmarkId\":"); w.int(landmark)
+        w.raw(",\"node\":"); w.string(stamp.node)
+        w.raw(",\"page\":"); w.int(page)
+        w.raw(",\"updatedAt\":"); Timestamp.write(milliseconds: stamp.wallMilliseconds, to: &w)
+        w.raw(",\"user\":"); w.string(user)
+        w.byte(0x7D)
+    }
+
+    var json: String {
+        var w = JSONWriter(reservingCapacity: 160)
+        writeJSON(to: &w)
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+}
+
+/// Decoded rows and the diagnostics found while decoding them, handed from a reading thread to the
+/// writing one.
+final class RowBatch: @unchecked Sendable {
+    var bytes: [UInt8] = []
+    var landmarks: [RawLandmark] = []
+    var positions: [PositionRecord] = []
+    /// Diagnostics in input order, each after the landmark it concerns (`afterRecord` = count of landmarks before it).
+    var diagnostics: [(afterRecord: Int, diagnostic: Diagnostic)] = []
+    /// The reading failed: a syntax, read or format error that ends the run.
+    var failure: (any Error)?
+    /// True for the last batch.
+    var isLast = false
+    /// Records read so far (valid or not).
+    var recordsRead = 0
+    /// Input bytes consumed so far (for progress).
+    var bytesRead = 0
+    /// With the last batch of an import: every id in the file, for `--prune`.
+    var seen = SeenIDs()
+
+    init(reserving: Bool = true) {
+        if reserving {
+            bytes.reserveCapacity(1 << 21)
+            landmarks.reserveCapacity(LandmarkDecoder.batchSize)
+        }
+    }
+
+    /// The text in slot `slot` of `record`, or nil when null.
+    func text(_ record: RawLandmark, slot: Int) -> String? {
+        let r = record.texts[slot]
+        guard r.start >= 0 else { return nil }
+        return bytes.withUnsafeBufferPointer {
+            String(decoding: UnsafeBufferPointer(rebasing: $0[Int(r.start)..<Int(r.start + r.count)]), as: UTF8.self)
+        }
+    }
+
+    func text(_ record: RawLandmark, _ column: LandmarkColumn) -> String? { text(record, slot: column.textSlot) }
+
+    /// Calls `body` with a view of `record` that ``LandmarkJSON`` and the upserts read.
+    func withView<T>(_ record: RawLandmark, _ body: (RawLandmarkView) throws -> T) rethrows -> T {
+        try bytes.withUnsafeBufferPointer { try body(RawLandmarkView(record: record, bytes: $0)) }
+    }
+}
+
+/// A decoded record and the buffer its texts live in.
+struct RawLandmarkView: LandmarkFields {
+    let record: RawLandmark
+    let bytes: UnsafeBufferPointer<UInt8>
+
+    @inline(__always) func slot(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
+        let r = record.texts[i]
+        guard r.start >= 0, let base = bytes.baseAddress else { return r.start >= 0 ? UnsafeBufferPointer(start: nil, count: 0) : nil }
+        return UnsafeBufferPointer(start: base + Int(r.start), count: Int(r.count))
+    }
+
+    func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T {
+        switch column {
+        case .extra:
+            guard var extra = record.extraJSON else { return body(nil) }
+            return extra.withUTF8 { body($0) }
+        case .node: return body(slot(TextRanges.nodeSlot))
+        default: return body(slot(column.textSlot))
+        }
+    }
+
+    func int(_ column: LandmarkColumn) -> Int64 {
+        switch column {
+        case .id: return record.id
+        case .isFeatured: return record.isFeatured ? 1 : 0
+        case .isFavorite: return record.isFavorite ? 1 : 0
+        case .updatedMs: return record.updatedMs
+        case .counter: return record.counter
+        case .deleted: return record.deleted ? 1 : 0
+        default: preconditionFailure("\(column) is not an integer column")
+        }
+    }
+
+    func double(_ column: LandmarkColumn) -> Double { column == .latitude ? record.latitude : record.longitude }
+
+    /// The stamp of a snapshot row.
+    var stamp: HLCStamp {
+        HLCStamp(wallMilliseconds: record.updatedMs, counter: record.counter,
+                 node: slot(TextRanges.nodeSlot).map { String(decoding: $0, as: UTF8.self) } ?? "")
+    }
+}
+
+/// Ids seen so far in one file, in memory that grows with the number of *runs* of consecutive ids in
+/// consecutive records (one run for a typical file), not with the number of records; out-of-order ids
+/// fall back to a dictionary. Remembers each id's first record index, for the duplicate-id message.
+struct SeenIDs {
+    /// Runs: ids lo…hi were records firstIndex…firstIndex + (hi − lo), sorted by lo, disjoint.
+    private var runs: [(lo: Int64, hi: Int64, firstIndex: Int)] = []
+    private var others: [Int64: Int] = [:]
+
+    /// Records `id` at record `index`; returns the first index if the id was already seen.
+    mutating func insert(_ id: Int64, index: Int) -> Int? {
+        if let last = runs.last {
+            if id == last.hi &+ 1, index == last.firstIndex + Int(last.hi - last.lo) + 1, last.hi < Int64.max {
+                runs[runs.count - 1].hi = id
+                return others[id]
+            }
+            if let first = firstIndex(of: id) { return first }
+        } else if let first = others[id] {
+            return first
+        }
+        if runs.isEmpty || id > runs[runs.count - 1].hi {
+            runs.append((id, id, index))
+        } else {
+            others[id] = index
+        }
+        return nil
+    }
+
+    /// The first record index of `id`, or nil when unseen.
+    func firstIndex(of id: Int64) -> Int? {
+        if let i = others[id] { return i }
+        var low = 0, high = runs.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            let run = runs[mid]
+            if id < run.lo { high = mid - 1 } else if id > run.hi { low = mid + 1 } else {
+                return run.firstIndex + Int(id - run.lo)
+            }
+        }
+        return nil
+    }
+
+    func contains(_ id: Int64) -> Bool { firstIndex(of: id) != nil }
+}

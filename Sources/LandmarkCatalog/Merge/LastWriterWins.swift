@@ -1,0 +1,89 @@
+/// What last-writer-wins decides for one incoming row against the stored one (SPEC §7).
+public enum LWWDecision: String, Sendable, Equatable, CaseIterable {
+    /// Nothing is stored under the key: the incoming row is stored.
+    case insert
+    /// The incoming stamp is greater: the incoming row replaces the stored one.
+    case replace
+    /// The incoming stamp is smaller: an old delivery, ignored.
+    case stale
+    /// The same stamp and the same content: the same row delivered again, ignored.
+    case duplicate
+    /// The same stamp, different content (two writers sharing a node id), settled by the fixed rule
+    /// for the incoming row: it replaces the stored one.
+    case tieWon = "tie-won"
+    /// The same, settled for the stored row: the incoming one is ignored.
+    case tieLost = "tie-lost"
+
+    /// Whether the incoming row is written.
+    public var applies: Bool { self == .insert || self == .replace || self == .tieWon }
+    /// Whether this was a tie (equal stamps, different content).
+    public var isTie: Bool { self == .tieWon || self == .tieLost }
+}
+
+/// The one last-writer-wins rule of this catalog, used by every merge path (landmarks, positions, the
+/// hub): the row with the greater order key wins, the key being (`updatedAt` as an instant in ms,
+/// `counter`, `node` as UTF-8 bytes); on equal keys the tombstone wins, else the greater content.
+///
+/// The winner is the maximum of a total order on (stamp, deleted, content), so merging is commutative,
+/// associative and idempotent: any set of deliveries, in any order, any number of times, leaves the
+/// same row (Shapiro et al., "Conflict-free Replicated Data Types", 2011: a last-writer-wins register).
+public enum LastWriterWins {
+    /// The tie rule, as messages and documentation state it.
+    public static let tieRule = "equal stamps, different content: the tombstone wins, else the greater content"
+
+    /// Decides for one incoming row.
+    ///
+    /// - Parameters:
+    ///   - incoming: the incoming row's stamp and tombstone flag.
+    ///   - stored: the stored row's, or nil when there is none.
+    ///   - compareContent: orders the incoming content against the stored one (called only when the
+    ///     stamps and flags are equal; for landmarks the canonical JSON bytes, for positions (page,
+    ///     landmark)). Must be a total order, the same on every node.
+    public static func decide(incoming: HLCStamp, incomingDeleted: Bool, stored: (stamp: HLCStamp, deleted: Bool)?,
+                              compareContent: () -> ContentOrder) -> LWWDecision {
+        guard let stored else { return .insert }
+        if incoming != stored.stamp { return stored.stamp < incoming ? .replace : .stale }
+        if incomingDeleted != stored.deleted { return incomingDeleted ? .tieWon : .tieLost }
+        switch compareContent() {
+        case .same: return .duplicate
+        case .greater: return .tieWon
+        case .less: return .tieLost
+        }
+    }
+
+    /// How two contents order.
+    public enum ContentOrder: Sendable { case less, same, greater }
+
+    /// Orders two values by `<`.
+    public static func order<T: Comparable>(_ a: T, _ b: T) -> ContentOrder { a < b ? .less : (a == b ? .same : .greater) }
+
+    /// Orders two byte strings lexicographically (unsigned bytes, as `memcmp` and SQL's `COLLATE "C"`).
+    public static func order<A: Sequence<UInt8>, B: Sequence<UInt8>>(bytes a: A, _ b: B) -> ContentOrder {
+        var i = a.makeIterator(), j = b.makeIterator()
+        while true {
+            switch (i.next(), j.next()) {
+            case (nil, nil): return .same
+            case (nil, _): return .less
+            case (_, nil): return .greater
+            case let (x?, y?): if x != y { return x < y ? .less : .greater }
+            }
+        }
+    }
+
+    /// The same rule as an SQL predicate, for upserts that decide inside the database (the hub, where
+    /// concurrent pushes meet): true when the row `incoming` beats the row `stored`. Row-value
+    /// comparison (`(a, b) > (c, d)`) works alike in SQLite ≥ 3.15 and PostgreSQL
+    /// (https://sqlite.org/rowvalue.html, PostgreSQL "Row Constructor Comparison").
+    ///
+    /// - Parameters:
+    ///   - incoming: the incoming row's alias (`excluded`).
+    ///   - stored: the stored row's alias (the table name).
+    ///   - content: the content expressions in order for a row alias, e.g. `{ ["\($0).page"] }` (text
+    ///     compared with its column's collation, which must be byte order: `COLLATE "C"` in PostgreSQL).
+    /// The tombstone column is `deleted` (booleans order false < true in PostgreSQL, 0 < 1 in SQLite).
+    public static func sqlIncomingWins(incoming: String, stored: String, content: (String) -> [String]) -> String {
+        func key(_ alias: String) -> String { "(\(alias).updated_ms, \(alias).counter, \(alias).node)" }
+        func tie(_ alias: String) -> String { "(" + (["\(alias).deleted"] + content(alias)).joined(separator: ", ") + ")" }
+        return "(\(key(incoming)) > \(key(stored)) OR (\(key(incoming)) = \(key(stored)) AND \(tie(incoming)) > \(tie(stored))))"
+    }
+}

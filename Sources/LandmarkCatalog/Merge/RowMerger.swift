@@ -1,0 +1,280 @@
+import Foundation
+
+/// What merging did (or, in a dry run, would do). On every path
+/// `landmarksSeen + positionsSeen == applied + stale + quarantined`; ties are also counted as applied
+/// or stale, whichever way the rule settled them.
+public struct MergeCounts: Sendable, Equatable {
+    /// Landmark rows read.
+    public var landmarksSeen = 0
+    /// Landmark rows that replaced (or created) the stored row.
+    public var landmarksApplied = 0
+    /// Position rows read.
+    public var positionsSeen = 0
+    /// Position rows that replaced (or created) the stored row.
+    public var positionsApplied = 0
+    /// Rows that did not replace the stored row: older, repeated, or tie losers.
+    public var stale = 0
+    /// Rows whose stamp equalled the stored one with different content, settled by the fixed rule.
+    public var ties = 0
+    /// Rows stamped beyond the allowed drift: kept in quarantine, not applied.
+    public var quarantined = 0
+
+    public init() {}
+
+    /// All rows seen.
+    public var seen: Int { landmarksSeen + positionsSeen }
+    /// All rows applied.
+    public var applied: Int { landmarksApplied + positionsApplied }
+
+    static func + (a: MergeCounts, b: MergeCounts) -> MergeCounts {
+        var c = a
+        c.landmarksSeen += b.landmarksSeen
+        c.landmarksApplied += b.landmarksApplied
+        c.positionsSeen += b.positionsSeen
+        c.positionsApplied += b.positionsApplied
+        c.stale += b.stale
+        c.ties += b.ties
+        c.quarantined += b.quarantined
+        return c
+    }
+}
+
+/// Applies rows from any source — snapshot files, logs, the hub — to the store, inside the caller's
+/// write transaction, by ``LastWriterWins``. Rows stamped beyond the drift allowance go to the
+/// quarantine; ties are recorded in the conflicts table and reported once; every applied row takes the
+/// next change sequence number; afterwards the caller moves the clock past ``maxSeen``.
+///
+/// Each row costs a point read (to decide, so stale re-deliveries write nothing) and, when it wins, an
+/// unguarded upsert (https://sqlite.org/lang_upsert.html). Position batches are applied in user-id
+/// order, so B-tree pages are visited in key order.
+struct RowMerger {
+    let store: CatalogStore
+    /// The source's display name (no password), as recorded with quarantined rows and conflicts.
+    let source: String
+    /// Rows stamped later than this instant (ms since the epoch, UTC) are quarantined.
+    let quarantineAfter: Int64
+    let diagnostics: (Diagnostic) -> Void
+    var counts = MergeCounts()
+    /// Errors the decoder reported (the source then fails and nothing is kept).
+    var errors = 0
+    let maxErrors = 20
+    /// The largest (wall, counter) seen and not quarantined: the clock moves past it.
+    var maxSeen = HybridLogicalClock(wall: 0, counter: 0)
+    /// The change sequence number the next applied row takes.
+    private(set) var nextSeq: Int64
+    /// Change sequence numbers this merger used: `firstSeq..<nextSeq`.
+    let firstSeq: Int64
+
+    init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws {
+        self.store = store
+        self.source = source
+        self.quarantineAfter = quarantineAfter
+        self.diagnostics = diagnostics
+        nextSeq = try store.lastChangeSequence() + 1
+        firstSeq = nextSeq
+    }
+
+    /// Applies a decoded batch: its diagnostics, then its landmarks, then its positions.
+    mutating func apply(_ batch: RowBatch) throws {
+        for (_, d) in batch.diagnostics where d.severity == .error {
+            errors += 1
+            if errors <= maxErrors { diagnostics(d) }
+        }
+        guard errors == 0 else { return }  // the source will fail and roll back: skip the writes
+        if !batch.landmarks.isEmpty { try applyLandmarks(batch) }
+        if !batch.positions.isEmpty {
+            var rows = batch.positions
+            rows.sort { $0.user < $1.user }  // NFC strings: scalar order, which is UTF-8 byte order
+            try applyPositions(rows)
+        }
+    }
+
+    /// The error that fails the source when the decoder found any.
+    func failure() -> CatalogError? {
+        guard errors > 0 else { return nil }
+        return CatalogError(.dataInvalid, "\(source) is not a valid snapshot (\(errors == 1 ? "1 error" : errors > maxErrors ? "more than \(maxErrors) errors" : "\(errors) errors")); nothing was merged from it")
+    }
+
+    // MARK: Quarantine and conflicts
+
+    private mutating func note(_ stamp: HLCStamp) {
+        if (stamp.wallMilliseconds, stamp.counter) > (maxSeen.wall, maxSeen.counter) {
+            maxSeen = HybridLogicalClock(wall: stamp.wallMilliseconds, counter: stamp.counter)
+        }
+    }
+
+    /// Quarantines a row stamped beyond the drift limit. Returns true when it did.
+    private mutating func quarantine(_ stamp: HLCStamp, kind: String, key: String, rowJSON: () -> String) throws -> Bool {
+        guard stamp.wallMilliseconds > quarantineAfter else {
+            note(stamp)
+            return false
+        }
+        counts.quarantined += 1
+        let ahead = Double(stamp.wallMilliseconds - quarantineAfter) / 1000
+        let at = Timestamp.format(milliseconds: stamp.wallMilliseconds)
+        // The same row delivered again (every cron run, say) is kept once and reported once.
+        try store.connection.execute(sql: """
+            INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (kind, row_key, updated_ms, counter, node) DO NOTHING
+            """, [.text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
+                  .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(rowJSON()),
+                  .text("stamped \(at), beyond the allowed clock drift by \(ahead) s")])
+        guard store.connection.changes > 0 else { return true }
+        diagnostics(Diagnostic(severity: .warning,
+                               message: "quarantined \(kind) \(key): stamped \(at), beyond the allowed clock drift; not applied",
+                               file: source, kind: "quarantined",
+                               details: [.init(kind, key), .init("stamp", stamp.description)]))
+        return true
+    }
+
+    /// Records a tie in the conflicts table; reports it only the first time it is settled this way.
+    private func recordTie(kind: String, key: String, stamp: HLCStamp, decision: LWWDecision, incoming: () -> String, stored: () -> String,
+                           position: SourcePosition?, index: Int?, id: Int64?) throws {
+        let winner = decision == .tieWon ? incoming() : stored()
+        let loser = decision == .tieWon ? stored() : incoming()
+        try store.connection.execute(sql: """
+            INSERT INTO sync_conflicts (detected_at, source, kind, row_key, updated_ms, counter, node, winner_json, loser_json, rule)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (kind, row_key, updated_ms, counter, node, loser_json) DO NOTHING
+            """, [.text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
+                  .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(winner), .text(loser),
+                  .text(LastWriterWins.tieRule)])
+        guard store.connection.changes > 0 else { return }
+        diagnostics(Diagnostic(severity: .warning,
+                               message: "tie on \(kind) \(key) at \(stamp): \(LastWriterWins.tieRule); kept the \(decision == .tieWon ? "incoming" : "stored") row",
+                               file: source, position: position, index: index, id: id, kind: "tie",
+                               details: [.init(kind, key), .init("stamp", stamp.description)]))
+    }
+
+    // MARK: Positions
+
+    private mutating func applyPositions(_ rows: [PositionRecord]) throws {
+        let db = store.connection
+        try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { select in
+            try db.withStatement(sql: """
+                \(PositionColumn.insertAllSQL)
+                ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+                """) { upsert in
+                for row in rows {
+                    counts.positionsSeen += 1
+                    if try quarantine(row.stamp, kind: "position", key: row.user, rowJSON: { row.json }) { continue }
+                    try select.bind(row.user, at: 1)
+                    var stored: (stamp: HLCStamp, deleted: Bool)?
+                    var storedPage: Int64 = 0, storedLandmark: Int64?
+                    if try select.step() {
+                        stored = (HLCStamp(wallMilliseconds: select.int(PositionColumn.updatedMs), counter: select.int(PositionColumn.counter),
+                                           node: select.text(PositionColumn.node) ?? ""),
+                                  select.bool(PositionColumn.deleted))
+                        storedPage = select.int(PositionColumn.page)
+                        storedLandmark = select.optionalInt(PositionColumn.landmarkID)
+                    }
+                    select.rewind()
+                    let decision = LastWriterWins.decide(incoming: row.stamp, incomingDeleted: row.deleted, stored: stored) {
+                        row.compareContent(page: storedPage, landmark: storedLandmark)
+                    }
+                    if decision.isTie, let stored {
+                        counts.ties += 1
+                        let storedRow = PositionRecord(user: row.user, page: storedPage, landmark: storedLandmark, stamp: stored.stamp,
+                                                       deleted: stored.deleted)
+                        try recordTie(kind: "position", key: row.user, stamp: row.stamp, decision: decision, incoming: { row.json },
+                                      stored: { storedRow.json }, position: row.position, index: row.index, id: nil)
+                    }
+                    guard decision.applies else {
+                        counts.stale += 1
+                        continue
+                    }
+                    try upsert.bind(row.user, to: PositionColumn.userID)
+                    try upsert.bind(row.page, to: PositionColumn.page)
+                    if let landmark = row.landmark { try upsert.bind(landmark, to: PositionColumn.landmarkID) } else { try upsert.bindNull(to: PositionColumn.landmarkID) }
+                    try upsert.bind(row.stamp.wallMilliseconds, to: PositionColumn.updatedMs)
+                    try upsert.bind(row.stamp.counter, to: PositionColumn.counter)
+                    try upsert.bind(row.stamp.node, to: PositionColumn.node)
+                    try upsert.bind(row.deleted, to: PositionColumn.deleted)
+                    try upsert.bind(nextSeq, to: PositionColumn.seq)
+                    try upsert.run()
+                    nextSeq += 1
+                    counts.positionsApplied += 1
+                }
+            }
+        }
+    }
+
+    // MARK: Landmarks
+
+    static let landmarkUpsertSQL = """
+        \(LandmarkColumn.insertAllSQL)
+        ON CONFLICT (id) DO UPDATE SET \(LandmarkColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+        """
+
+    private mutating func applyLandmarks(_ batch: RowBatch) throws {
+        let db = store.connection
+        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?") { select in
+            try db.withStatement(sql: Self.landmarkUpsertSQL) { upsert in
+                try batch.bytes.withUnsafeBufferPointer { bytes in
+                    for record in batch.landmarks {
+                        let view = RawLandmarkView(record: record, bytes: bytes)
+                        try applyLandmark(view, select: select, upsert: upsert)
+                    }
+                }
+            }
+        }
+    }
+
+    private mutating func applyLandmark(_ view: RawLandmarkView, select: Statement, upsert: Statement) throws {
+        counts.landmarksSeen += 1
+        let record = view.record
+        let stamp = view.stamp
+        if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: {
+            String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self)
+        }) { return }
+        try select.bind(record.id, at: 1)
+        defer { select.rewind() }
+        var stored: (stamp: HLCStamp, deleted: Bool)?
+        if try select.step() {
+            stored = (HLCStamp(wallMilliseconds: select.int(LandmarkColumn.updatedMs), counter: select.int(LandmarkColumn.counter),
+                               node: select.text(LandmarkColumn.node) ?? ""),
+                      select.bool(LandmarkColumn.deleted))
+        }
+        let row = LandmarkRow(statement: select)
+        let decision = LastWriterWins.decide(incoming: stamp, incomingDeleted: record.deleted, stored: stored) {
+            // A repeated delivery is recognised on the bytes, building no JSON; a real tie compares the
+            // canonical content, the same bytes on every node and on the hub.
+            if LandmarkJSON.sameContent(view, row) { return .same }
+            return LastWriterWins.order(bytes: LandmarkJSON.bytes(view, shape: .content), LandmarkJSON.bytes(row, shape: .content))
+        }
+        if decision.isTie, let stored {
+            counts.ties += 1
+            try recordTie(kind: "landmark", key: String(record.id), stamp: stamp, decision: decision,
+                          incoming: { String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self) },
+                          stored: { _ = stored; return String(decoding: LandmarkJSON.bytes(row, shape: .snapshot), as: UTF8.self) },
+                          position: record.position, index: record.index, id: record.id)
+        }
+        guard decision.applies else {
+            counts.stale += 1
+            return
+        }
+        select.rewind()
+        try bindLandmark(view, seq: nextSeq, to: upsert)
+        try upsert.run()
+        nextSeq += 1
+        counts.landmarksApplied += 1
+    }
+
+    /// Binds every column of `view` (a whole snapshot row) to the landmark upsert.
+    private func bindLandmark(_ view: RawLandmarkView, seq: Int64, to upsert: Statement) throws {
+        let record = view.record
+        try upsert.bind(record.id, to: LandmarkColumn.id)
+        for column in LandmarkColumn.textColumns { try upsert.bindStatic(view.slot(column.textSlot), to: column) }
+        try upsert.bind(record.isFeatured, to: LandmarkColumn.isFeatured)
+        try upsert.bind(record.isFavorite, to: LandmarkColumn.isFavorite)
+        try upsert.bind(record.latitude, to: LandmarkColumn.latitude)
+        try upsert.bind(record.longitude, to: LandmarkColumn.longitude)
+        try upsert.bind(record.extraJSON, to: LandmarkColumn.extra)
+        try upsert.bind(record.updatedMs, to: LandmarkColumn.updatedMs)
+        try upsert.bind(record.counter, to: LandmarkColumn.counter)
+        try upsert.bindStatic(view.slot(TextRanges.nodeSlot), to: LandmarkColumn.node)
+        try upsert.bind(record.deleted, to: LandmarkColumn.deleted)
+        try upsert.bind(seq, to: LandmarkColumn.seq)
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+
+/// The snapshot format's identity (SPEC §6).
+public enum SnapshotFormat {
+    /// The value of the `format` key.
+    public static let name = "landmark-catalog-snapshot"
+    /// The newest version this binary reads and the one it writes.
+    public static let version: Int64 = 1
+}
+
+/// Decodes one snapshot document (SPEC §6) into row batches, on a reading thread: the envelope
+/// (`format`, `version`; an unknown format or a newer version ends it with exit 76), then landmark
+/// rows and position rows, each validated, with diagnostics naming the source, line:column, record,
+/// id and field. Decoding knows nothing of the database: ``RowMerger`` applies what it yields.
+struct SnapshotDecoder {
+    /// The source's name in messages.
+    let source: String
+    /// Position rows per batch: the merger sorts each batch by user id before applying it.
+    static let positionBatchSize = 100_000
+
+    /// Reads the snapshot on `fd` to its end, putting batches on `queue`; the last has `isLast` set.
+    func run(fd: Int32, queue: BatchQueue) {
+        let reader = JSONPullReader(fileDescriptor: fd, options: .init(allowTrailingCommas: false, maxDepth: 64))
+        run(reader: reader, queue: queue)
+    }
+
+    func run(reader: JSONPullReader, queue: BatchQueue) {
+        var state = State(source: source)
+        var batch = RowBatch()
+        func emit(_ b: inout RowBatch) -> Bool {
+            b.bytesRead = reader.position.offset
+            guard queue.put(b) else { return false }
+            b = RowBatch()
+            return true
+        }
+        do {
+            guard try reader.peekKind() == .object else {
+                state.error(batch, "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\"", at: reader.position)
+                throw Stop()
+            }
+            try reader.beginObject()
+            var keys: Set<String> = []
+            while let (key, at) = try reader.nextKey() {
+                guard keys.insert(key).inserted else {
+                    state.error(batch, "duplicate top-level key '\(key)' in a snapshot", at: at, field: key)
+                    try reader.skipValue()
+                    continue
+                }
+                switch key {
+                case "format":
+                    guard case .string(let s) = try reader.readValue() else {
+                        state.error(batch, "format must be a string", at: at, field: "format"); continue
+                    }
+                    state.format = s
+                    try state.checkEnvelope()
+                case "version":
+                    guard case .number(let n) = try reader.readValue(), let v = n.int64Value else {
+                        state.error(batch, "version must be an integer", at: at, field: "version"); continue
+                    }
+                    guard v >= 1 else { state.error(batch, "version must be 1 or more, found \(v)", at: at, field: "version"); continue }
+                    state.version = v
+                    try state.checkEnvelope()
+                case "landmarks":
+                    guard try reader.peekKind() == .array else {
+                        state.error(batch, "landmarks must be an array", at: at, field: "landmarks")
+                        try reader.skipValue()
+                        continue
+                    }
+                    try reader.beginArray()
+                    var index = 0
+                    while try reader.nextElement() {
+                        try state.landmarks.decode(reader, index: index, into: batch)
+                        index += 1
+                        batch.recordsRead += 1
+                        if batch.landmarks.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21 {
+                            guard emit(&batch) else { return }
+                        }
+                        if state.errors > state.maxErrors { throw Stop() }
+                    }
+                case "positions":
+                    guard try reader.peekKind() == .array else {
+                        state.error(batch, "positions must be an array", at: at, field: "positions")
+                        try reader.skipValue()
+                        continue
+                    }
+                    try reader.beginArray()
+                    var index = 0
+                    while try reader.nextElement() {
+                        if let row = try state.readPosition(reader, index: index, batch: batch) { batch.positions.append(row) }
+                        index += 1
+                        batch.recordsRead += 1
+                        if batch.positions.count >= Self.positionBatchSize {
+                            guard emit(&batch) else { return }
+                        }
+                        if state.errors > state.maxErrors { throw Stop() }
+                    }
+                default:
+                    try reader.skipValue()  // node, generatedAt, and keys a later minor revision may add
+                }
+            }
+            try reader.finish()
+            if state.errors == 0 {
+                if state.format == nil { state.error(batch, "missing \"format\": \"\(SnapshotFormat.name)\"", at: nil, field: "format") }
+                else if state.version == nil { state.error(batch, "missing \"version\"", at: nil, field: "version") }
+            }
+        } catch is Stop {
+        } catch let error as JSONSyntaxError {
+            state.error(batch, error.message, at: error.position, kind: "syntax")
+        } catch let error as JSONReadError {
+            batch.failure = CatalogError(.ioError, "cannot read \(source): \(String(cString: strerror(error.errno)))")
+        } catch {
+            batch.failure = error
+        }
+        batch.bytesRead = reader.position.offset
+        batch.isLast = true
+        _ = queue.put(batch)
+    }
+
+    private struct Stop: Error {}
+
+    /// What the decoder has seen so far.
+    struct State {
+        let source: String
+        var landmarks: LandmarkDecoder
+        var format: String?
+        var version: Int64?
+        var positionErrors = 0
+        let maxErrors = 20
+        var errors: Int { landmarks.errors + positionErrors }
+
+        init(source: String) {
+            self.source = source
+            landmarks = LandmarkDecoder(file: source, mode: .snapshotRow)
+        }
+
+        mutating func error(_ batch: RowBatch, _ message: String, at position: SourcePosition?, index: Int? = nil, field: String? = nil,
+                            kind: String? = nil) {
+            positionErrors += 1
+            batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: .error, message: message, file: source, position: position,
+                                                                         index: index, field: field, kind: kind)))
+        }
+
+        func checkEnvelope() throws {
+            if let format, format != SnapshotFormat.name {
+                throw CatalogError(.incompatible, "unknown snapshot format \(String(reflecting: format)) (expected \"\(SnapshotFormat.name)\"), \(source)")
+            }
+            if let version, version > SnapshotFormat.version {
+                throw CatalogError(.incompatible, "snapshot version \(version) is newer than this catalog reads (\(SnapshotFormat.version)), \(source)",
+                                   hint: "upgrade catalog on this machine")
+            }
+        }
+
+        /// Reads one position object field by field (no intermediate tree).
+        mutating func readPosition(_ reader: JSONPullReader, index: Int, batch: RowBatch) throws -> PositionRecord? {
+            let at = reader.position
+            guard try reader.peekKind() == .object else {
+                let value = try reader.readValue()
+                error(batch, "a position must be a JSON object, found \(value.kind.description)", at: at, index: index, field: "positions")
+                return nil
+            }
+            let before = errors
+            var user: String?, page: Int64?, landmark: Int64?, wall: Int64?, counter: Int64 = 0, node: String?, deleted = false
+            var seenKeys: Set<String> = []
+            try reader.beginObject()
+            while let (key, keyAt) = try reader.nextKey() {
+                guard seenKeys.insert(key).inserted else {
+                    error(batch, "duplicate key '\(key)' in one position", at: keyAt, index: index, field: "positions.\(key)")
+                    try reader.skipValue()
+                    continue
+                }
+                let kind = try reader.peekKind()
+                func wrong(_ what: String) throws {
+                    let value = try reader.readValue()
+                    error(batch, "\(key) must be \(what), found \(value.described)", at: keyAt, index: index, field: "positions.\(key)")
+                }
+                func stamp(_ column: LandmarkColumn) throws {
+                    switch StampField.parse(column, try reader.readValue()) {
+                    case .success(.wall(let ms)): wall = ms
+                    case .success(.counter(let c)): counter = c
+                    case .success(.node(let n)): node = n
+                    case .success(.deleted(let d)): deleted = d
+                    case .failure(let problem): error(batch, "\(key) \(problem)", at: keyAt, index: index, field: "positions.\(key)")
+                    }
+                }
+                switch key {
+                case "user":
+                    guard kind == .string else { try wrong("a string"); continue }
+                    do { user = try UserID.normalize(try reader.readString()) } catch let e as CatalogError {
+                        error(batch, e.message, at: keyAt, index: index, field: "positions.user")
+                    }
+                case "page":
+                    guard kind == .number else { try wrong("a non-negative integer"); continue }
+                    let n = try reader.readNumber()
+                    if let p = n.int64Value, p >= 0 { page = p } else {
+                        error(batch, "page must be a non-negative integer, found the number \(n.literal)", at: keyAt, index: index, field: "positions.page")
+                    }
+                case "landmarkId":
+                    if kind == .null { try reader.readNull(); landmark = nil; continue }
+                    guard kind == .number else { try wrong("an integer or null"); continue }
+                    let n = try reader.readNumber()
+                    if let v = n.int64Value { landmark = v } else {
+                        error(batch, "landmarkId must be an integer or null, found the number \(n.literal)", at: keyAt, index: index, field: "positions.landmarkId")
+                    }
+                case "updatedAt": try stamp(.updatedMs)
+                case "counter": try stamp(.counter)
+                case "node": try stamp(.node)
+                case "deleted": try stamp(.deleted)
+                default:
+                    try reader.skipValue()
+                }
+            }
+            if errors == before {
+                if user == nil { error(batch, "missing user", at: at, index: index, field: "positions.user") }
+                else if page == nil { error(batch, "missing page", at: at, index: index, field: "positions.page") }
+                else if wall == nil { error(batch, "missing updatedAt", at: at, index: index, field: "positions.updatedAt") }
+                else if node == nil { error(batch, "missing node", at: at, index: index, field: "positions.node") }
+            }
+            guard errors == before, let user, let page, let wall, let node else { return nil }
+            return PositionRecord(user: user, page: page, landmark: landmark,
+                                  stamp: HLCStamp(wallMilliseconds: wall, counter: counter, node: node),
+                                  deleted: deleted, index: index, position: at)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+
+/// What an export wrote.
+public struct ExportSummary: Sendable, Equatable {
+    /// Landmark rows written (tombstones included).
+    public var landmarks = 0
+    /// Position rows written (tombstones included).
+    public var positions = 0
+    /// Bytes written.
+    public var bytes: Int64 = 0
+    /// The largest change sequence number among the rows written (0 when none).
+    public var maxSeq: Int64 = 0
+}
+
+extension CatalogStore {
+    /// Writes the catalog — landmarks and positions, tombstones included, each with its last-writer-wins
+    /// stamp — as a snapshot (SPEC §6), streamed in chunks of about 64 KiB; or, with `changes`, only the
+    /// rows whose change sequence number lies in that range (a delta of a snapshot log, SPEC §10).
+    ///
+    /// Shape: `{"format","version","node","landmarks":[…],"positions":[…],"generatedAt"}`; the format
+    /// and version come first so a reader can refuse an unknown format before reading rows. Rows are in
+    /// key order (landmarks by id, positions by user id), each row's keys sorted, and `generatedAt` is
+    /// the newest stamp among the rows (written last, so the export is one pass): the same state gives
+    /// the same bytes, so HTTP validators stay valid.
+    ///
+    /// - Parameters:
+    ///   - changes: only rows with `seq` in this range (both ends included); nil for all rows.
+    ///   - output: receives the bytes in order.
+    /// - Returns: the counts written.
+    /// - Throws: whatever `output` throws; `CatalogError` for database failures.
+    @discardableResult
+    public func exportSnapshot(changes: ClosedRange<Int64>? = nil, _ output: ([UInt8]) throws -> Void) throws -> ExportSummary {
+        try read { try exportSnapshotInTransaction(changes: changes, output) }
+    }
+
+    func exportSnapshotInTransaction(changes: ClosedRange<Int64>?, _ output: ([UInt8]) throws -> Void) throws -> ExportSummary {
+        var summary = ExportSummary()
+        var newest = Int64.min
+        var w = JSONWriter(reservingCapacity: 1 << 17)
+        func flush() throws {
+            summary.bytes += Int64(w.bytes.count)
+            try output(w.bytes)
+            w.bytes.removeAll(keepingCapacity: true)
+        }
+        let filter = changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2"
+        let arguments: [SQLValue] = changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? []
+        w.raw("{"); w.key("format"); w.string(SnapshotFormat.name)
+        w.raw(","); w.key("version"); w.int(SnapshotFormat.version)
+        w.raw(","); w.key("node"); w.string(try currentNode())
+        w.raw(",\n"); w.key("landmarks"); w.raw("[")
+        var first = true
+        try connection.forEachRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks\(filter) ORDER BY id", arguments) { s in
+            w.raw(first ? "\n" : ",\n")
+            first = false
+            LandmarkJSON.write(LandmarkRow(statement: s), shape: .snapshot, to: &w)
+            summary.landmarks += 1
+            newest = max(newest, s.int(LandmarkColumn.updatedMs))
+            summary.maxSeq = max(summary.maxSeq, s.int(LandmarkColumn.seq))
+            if w.bytes.count >= 1 << 16 { try flush() }
+        }
+        w.raw("],\n"); w.key("positions"); w.raw("[")
+        first = true
+        try connection.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions\(filter) ORDER BY user_id", arguments) { s in
+            w.raw(first ? "\n" : ",\n")
+            first = false
+            PositionRecord(row: s).writeJSON(to: &w)
+            summary.positions += 1
+            newest = max(newest, s.int(PositionColumn.updatedMs))
+            summary.maxSeq = max(summary.maxSeq, s.int(PositionColumn.seq))
+            if w.bytes.count >= 1 << 16 { try flush() }
+        }
+        w.raw("],\n"); w.key("generatedAt")
+        if newest == Int64.min { w.raw("null") } else { Timestamp.write(milliseconds: newest, to: &w) }
+        w.raw("}\n")
+        try flush()
+        return summary
+    }
+
+    /// Writes a snapshot to `path` atomically (temporary file in the same directory, fsync, rename).
+    /// - Throws: `CatalogError` 64 for an empty path, 73 when the file cannot be created, 74 on a write error.
+    @discardableResult
+    public func exportSnapshot(toFile path: String) throws -> ExportSummary {
+        let file = try AtomicFileWriter(path: path)
+        let summary = try exportSnapshot { try file.write($0) }
+        try file.commit()
+        return summary
+    }
+}
+
+extension PositionRecord {
+    /// The position in the current row of `s`, which selects `PositionColumn.selectList`.
+    init(row s: Statement) {
+        self.init(user: s.text(PositionColumn.userID) ?? "", page: s.int(PositionColumn.page), landmark: s.optionalInt(PositionColumn.landmarkID),
+                  stamp: HLCStamp(wallMilliseconds: s.int(PositionColumn.updatedMs), counter: s.int(PositionColumn.counter),
+                                  node: s.text(PositionColumn.node) ?? ""),
+                  deleted: s.bool(PositionColumn.deleted))
+    }
+}

@@ -1,0 +1,46 @@
+extension CatalogStore {
+    /// The saved remotes, by name.
+    public func remotes() throws -> [Remote] {
+        try read {
+            var result: [Remote] = []
+            try connection.forEachRow(sql: "SELECT name, url FROM sync_remotes ORDER BY name") { s in
+                result.append(Remote(name: s.text(0) ?? "", url: s.text(1) ?? ""))
+            }
+            return result
+        }
+    }
+
+    /// Saves a remote.
+    /// - Parameters:
+    ///   - name: 1–64 characters of `A–Z a–z 0–9 . _ -`.
+    ///   - url: `http://`, `https://`, `file://`, `postgres://`, `postgresql://` or an absolute path. A
+    ///     password in it is stored (the remote needs it) but never printed; prefer `~/.netrc` or `~/.pgpass`.
+    /// - Throws: `CatalogError.usage` for a bad name or URL, or a name already taken.
+    public func addRemote(name: String, url: String) throws {
+        guard Self.isValidNodeID(name) else {
+            throw CatalogError(.usage, "invalid remote name '\(name)': use 1–64 characters of A–Z a–z 0–9 . _ -")
+        }
+        guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil, url != "/" else {
+            throw CatalogError(.usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres:// or an absolute path")
+        }
+        _ = try SourceLocator.parse(url)  // refuses other schemes, file://host/…, a URL without a host, …
+        try write {
+            if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
+                throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
+            }
+            try connection.execute(sql: "INSERT INTO sync_remotes (name, url, added_at) VALUES (?, ?, ?)",
+                                   [.text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds()))])
+        }
+    }
+
+    /// Removes a saved remote.
+    /// - Throws: `CatalogError.usage` when there is no such remote.
+    public func removeRemote(name: String) throws {
+        try write {
+            try connection.execute(sql: "DELETE FROM sync_remotes WHERE name = ?", [.text(name)])
+            if connection.changes == 0 {
+                throw CatalogError(.usage, "no remote named '\(name)'")
+            }
+        }
+    }
+}

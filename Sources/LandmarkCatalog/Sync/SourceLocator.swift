@@ -1,0 +1,129 @@
+import Foundation
+
+/// Where a SOURCE points, parsed once (SPEC §8): a path, `file://`, `http(s)://`, `-`, a PostgreSQL hub
+/// (`postgres://`, `postgresql://`), or the name of a saved remote (resolved to its URL first). What a
+/// file or URL holds — a snapshot (§6) or a snapshot log's manifest (§10) — is decided by its content.
+public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
+    /// `-`: one snapshot on standard input.
+    case standardInput
+    /// A local path (absolute): a snapshot file, a log's `manifest.json`, or a log directory.
+    case file(path: String)
+    /// An `http://` or `https://` URL: a snapshot or a log manifest.
+    case http(url: String)
+    /// A PostgreSQL hub: a libpq URI.
+    case hub(conninfo: String)
+
+    /// Parses a SOURCE.
+    ///
+    /// - Parameters:
+    ///   - text: the argument.
+    ///   - remotes: saved remotes; a SOURCE naming one (and not an existing file) means its URL.
+    ///   - workingDirectory: where a relative path is resolved (so each file has one key in `status`).
+    /// - Throws: `CatalogError.usage` (64) for an unsupported scheme (`ftp://…`), a malformed URL, a
+    ///   `file://` URL naming another host, or an empty string.
+    public static func parse(_ text: String, remotes: [Remote] = [], workingDirectory: String = FileManager.default.currentDirectoryPath) throws -> SourceLocator {
+        if let remote = remotes.first(where: { $0.name == text }), !FileManager.default.fileExists(atPath: text) {
+            return try parse(remote.url, remotes: [], workingDirectory: workingDirectory)
+        }
+        guard !text.isEmpty else { throw CatalogError(.usage, "a SOURCE is empty") }
+        if text == "-" { return .standardInput }
+        if let scheme = Self.scheme(of: text) {
+            switch scheme {
+            case "http", "https":
+                guard let url = URL(string: text), let host = url.host, !host.isEmpty else {
+                    throw CatalogError(.usage, "not a valid URL: \(redactedURL(text))")
+                }
+                return .http(url: text)
+            case "postgres", "postgresql":
+                return .hub(conninfo: text)
+            case "file":
+                guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else {
+                    throw CatalogError(.usage, "not a valid file URL: \(text)")
+                }
+                if let host = url.host, !host.isEmpty, host != "localhost" {
+                    throw CatalogError(.usage, "file URL names another host '\(host)': \(text)", hint: "use file:///path for a local file")
+                }
+                return .file(path: url.path)
+            default:
+                throw CatalogError(.usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))",
+                                   hint: "a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name")
+            }
+        }
+        let path = text.hasPrefix("/") ? text : (workingDirectory.hasSuffix("/") ? workingDirectory : workingDirectory + "/") + text
+        return .file(path: URL(fileURLWithPath: path).standardizedFileURL.path)
+    }
+
+    /// The URL scheme of `text` (lowercased) when it starts like `scheme://`.
+    static func scheme(of text: String) -> String? {
+        guard let range = text.range(of: "://") else { return nil }
+        let scheme = text[..<range.lowerBound]
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") })
+        else { return nil }
+        return scheme.lowercased()
+    }
+
+    /// The key the source's cursor and last good sync are stored under, and its name in messages,
+    /// `status` and the run ledger: a path, a URL without its password, or `<stdin>`.
+    public var description: String {
+        switch self {
+        case .standardInput: return "<stdin>"
+        case .file(let path): return path
+        case .http(let url): return redactedURL(url)
+        case .hub(let conninfo): return redactedURL(conninfo)
+        }
+    }
+
+    /// The kind recorded with the source: `stdin`, `file`, `http`, `hub`.
+    var kindName: String {
+        switch self {
+        case .standardInput: return "stdin"
+        case .file: return "file"
+        case .http: return "http"
+        case .hub: return "hub"
+        }
+    }
+}
+
+/// A source's position between runs, kept by the store as one opaque value per source: HTTP
+/// validators, a log's generation and position, a hub's push and pull positions. Stored as a JSON
+/// object of strings.
+public struct SourceCursor: Sendable, Equatable {
+    public var values: [String: String]
+
+    public init(_ values: [String: String] = [:]) { self.values = values }
+
+    public subscript(key: String) -> String? {
+        get { values[key] }
+        set { values[key] = newValue }
+    }
+
+    /// The stored text: a JSON object with sorted keys.
+    var text: String {
+        var w = JSONWriter()
+        w.byte(0x7B)
+        for (i, key) in values.keys.sorted().enumerated() {
+            if i > 0 { w.byte(0x2C) }
+            w.key(key)
+            w.string(values[key])
+        }
+        w.byte(0x7D)
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+
+    /// Parses stored text; nil for nil or text that is not an object of strings (an unreadable cursor
+    /// means starting over, which merging makes safe).
+    init?(text: String?) {
+        guard let text, let members = JSONValue.parseObject(text) else { return nil }
+        var values: [String: String] = [:]
+        for m in members {
+            if case .string(let s) = m.value { values[m.key] = s }
+        }
+        self.values = values
+    }
+}
+
+extension SourceLocator {
+    /// `text` (a URL or a libpq connection string) with any password replaced by `***`.
+    public static func redacted(_ text: String) -> String { redactedURL(text) }
+}

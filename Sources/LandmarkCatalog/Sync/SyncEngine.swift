@@ -1,0 +1,267 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How `catalog sync` behaves (SPEC §8).
+public struct SyncOptions: Sendable {
+    /// Merge, report, then roll back: nothing is written (not even the run ledger).
+    public var dryRun = false
+    /// Rows stamped more than this many ms ahead of this machine's clock are quarantined. Default 300 s.
+    public var maxDriftMilliseconds: Int64 = 300_000
+    /// HTTP: seconds without progress (connecting, or fewer than 1 KiB/s arriving) before giving up.
+    public var timeoutSeconds: Double = 30
+    /// HTTP: seconds one source's whole fetch may take, every attempt, backoff and `Retry-After` included.
+    public var deadlineSeconds: Double = 600
+    /// HTTP: retries on 429 / 5xx after the first attempt.
+    public var retries = 3
+    /// HTTP: first backoff delay in seconds (doubling).
+    public var backoffSeconds: Double = 0.5
+    /// Largest body accepted from HTTP, in bytes (decoded), counted as it arrives.
+    public var maxBytes: Int64 = 1 << 30
+    /// After merging, publish the merged state here: a snapshot file, or a snapshot log directory.
+    public var publishPath: String?
+    /// Test hook: sleep this many ms inside each source's merge transaction before committing.
+    @_spi(Testing) public var pauseBeforeCommitMilliseconds = 0
+
+    public init() {}
+}
+
+/// What happened to one source in a sync run.
+public struct SourceReport: Sendable {
+    /// `merged`: rows were read and merged; `not-modified`: nothing new (an HTTP 304, a log at its end);
+    /// `failed`: the source changed nothing (see `error`).
+    public enum Outcome: String, Sendable { case merged, notModified = "not-modified", failed }
+    /// The source: an absolute path, a URL without its password, or `<stdin>`.
+    public var source: String
+    /// What happened to it.
+    public var outcome: Outcome
+    /// Bytes fetched.
+    public var bytes: Int64 = 0
+    /// What merging it did (zero for a failed source: its transaction rolled back).
+    public var counts = MergeCounts()
+    /// Why it failed.
+    public var error: CatalogError?
+    /// Wall time spent on it, in ms.
+    public var durationMilliseconds: Int64 = 0
+}
+
+/// What a sync run did.
+public struct SyncReport: Sendable {
+    /// Each source, in the order given.
+    public var sources: [SourceReport] = []
+    /// Rows seen, applied, stale, tied and quarantined, over the sources that merged.
+    public var counts = MergeCounts()
+    /// True when everything was rolled back (`--dry-run`).
+    public var dryRun = false
+    /// The path the merged state was published to, if it was.
+    public var published: String?
+    /// Why publishing failed, if it did.
+    public var publishError: CatalogError?
+
+    /// The run's exit status: 0, or the first failure's (a source's, else publishing's), so cron still
+    /// reports a failing source while the others merge (SPEC §8).
+    public var exitStatus: Int32 {
+        if let failed = sources.first(where: { $0.error != nil })?.error { return failed.exitStatus }
+        return publishError?.exitStatus ?? 0
+    }
+
+    /// The first failure, if any.
+    public var firstError: CatalogError? { sources.lazy.compactMap(\.error).first ?? publishError }
+}
+
+/// A remote saved with `catalog remote add`.
+public struct Remote: Sendable, Equatable {
+    /// The remote's name (1–64 of A–Z a–z 0–9 . _ -).
+    public var name: String
+    /// A URL or an absolute path, as given (a password in it is never printed).
+    public var url: String
+}
+
+extension CatalogStore {
+    /// Syncs with every source, each on its own (SPEC §8): a source is fetched, then merged in one
+    /// transaction with last-writer-wins (SPEC §7) and its cursor stored; a source that fails changes
+    /// nothing and is reported, and the others still merge. Then the merged state is published if asked,
+    /// and the run is recorded in the ledger.
+    ///
+    /// - Parameters:
+    ///   - sources: SOURCE arguments (see ``SourceLocator/parse(_:remotes:workingDirectory:)``); empty means
+    ///     the saved remotes, or — with a publish path — nothing but publishing.
+    ///   - options: dry run, drift, HTTP limits, publish path.
+    ///   - standardInput: the descriptor `-` reads.
+    ///   - diagnostics: warnings (quarantine, ties, retries) and errors with their location.
+    /// - Returns: per-source outcomes and errors, merge counts, and the publish result; its
+    ///   ``SyncReport/exitStatus`` is the first failure's.
+    /// - Throws: `CatalogError` only for what stops the whole run before any source: 75 when another sync
+    ///   holds the lock (at once), 64 for a bad SOURCE or nothing to do, 73 when the lock file cannot be made.
+    public func sync(sources requested: [String], options: SyncOptions = SyncOptions(), standardInput: Int32 = 0,
+                     diagnostics: @escaping (Diagnostic) -> Void = { _ in }) throws -> SyncReport {
+        let started = wallClock.nowMilliseconds()
+        let lock: SyncLock?
+        do {
+            lock = path == ":memory:" ? nil : try SyncLock.acquire(databasePath: path, now: started)
+        } catch let error as CatalogError {
+            if error.kind == .tempFail && !options.dryRun {
+                // The overlapping run is recorded too, so `catalog log` shows it.
+                try? recordRun(started: started, sources: requested.map(redactedURL), reports: [], outcome: "busy",
+                               status: error.exitStatus, message: error.message)
+            }
+            throw error
+        }
+        defer { withExtendedLifetime(lock) {} }
+
+        let saved = try remotes()
+        var locators = try requested.map { try SourceLocator.parse($0, remotes: saved) }
+        if locators.isEmpty {
+            locators = try saved.map { try SourceLocator.parse($0.url) }
+            guard !locators.isEmpty || options.publishPath != nil else {
+                throw CatalogError(.usage, "nothing to sync: no SOURCE given and no remotes saved",
+                                   hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-, or --publish PATH to only publish")
+            }
+        }
+        guard locators.filter({ $0 == .standardInput }).count <= 1 else {
+            throw CatalogError(.usage, "'-' (standard input) can be given only once")
+        }
+        var report = SyncReport()
+        report.dryRun = options.dryRun
+        let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics)
+        for locator in locators {
+            let source = try makeSource(locator)
+            let sourceStarted = wallClock.nowMilliseconds()
+            var sourceReport = SourceReport(source: locator.description, outcome: .failed)
+            do {
+                let (outcome, counts) = try syncOne(source, context: context)
+                sourceReport.outcome = outcome
+                sourceReport.counts = counts
+                report.counts = report.counts + counts
+            } catch let error as CatalogError {
+                sourceReport.error = error
+                if !options.dryRun { try? noteSourceFailure(locator, error: error) }
+            }
+            sourceReport.bytes = source.bytesFetched
+            sourceReport.durationMilliseconds = wallClock.nowMilliseconds() - sourceStarted
+            report.sources.append(sourceReport)
+        }
+        if !options.dryRun {
+            // Rows held back earlier that are no longer beyond the allowance leave the quarantine: the next
+            // delivery applies them, and `status` counts only what is still held back.
+            try? write {
+                try connection.execute(sql: "DELETE FROM sync_quarantine WHERE updated_ms <= ?",
+                                       [.integer(wallClock.nowMilliseconds() + options.maxDriftMilliseconds)])
+            }
+        }
+        if let publish = options.publishPath, !options.dryRun {
+            do {
+                try exportSnapshot(toFile: publish)
+                report.published = publish
+            } catch let error as CatalogError {
+                report.publishError = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
+            }
+        }
+        if !options.dryRun {
+            let failed = report.firstError
+            let outcome = failed != nil ? "failed"
+                : report.sources.allSatisfy({ $0.outcome == .notModified }) && !report.sources.isEmpty ? "not-modified" : "ok"
+            try? recordRun(started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
+                           status: report.exitStatus, message: failed?.message, counts: report.counts)
+        }
+        return report
+    }
+
+    func makeSource(_ locator: SourceLocator) throws -> any SyncSource {
+        switch locator {
+        case .standardInput: return StandardInputSource()
+        case .file(let path): return FileSource(path: path)
+        case .http(let url): return HTTPSnapshotSource(url: url)
+        case .hub: throw CatalogError(.usage, "PostgreSQL hubs are not supported by this build yet: \(locator)")
+        }
+    }
+
+    /// Fetches and merges one source in one transaction, storing its cursor with the merge.
+    private func syncOne(_ source: any SyncSource, context: SyncContext) throws -> (SourceReport.Outcome, MergeCounts) {
+        let locator = source.locator
+        let key = locator.description
+        let cursor = try read {
+            try connection.firstRow(sql: "SELECT cursor FROM sync_sources WHERE source = ?", [.text(key)]) { SourceCursor(text: $0.text(0)) } ?? nil
+        }
+        let feeds = try source.fetch(since: cursor, context: context)
+        let options = context.options
+        return try transaction {
+            let now = wallClock.nowMilliseconds()
+            guard let feeds else {
+                try noteSourceSuccess(locator, cursor: source.nextCursor, outcome: "not-modified", at: now)
+                return options.dryRun ? .rollback((.notModified, MergeCounts())) : .commit((.notModified, MergeCounts()))
+            }
+            var merger = try RowMerger(store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
+                                       diagnostics: context.diagnostics)
+            for feed in feeds { try feed.merge(into: &merger) }
+            // Later local writes must order after everything merged (SPEC §7).
+            if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
+                try observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
+            }
+            if locator != .standardInput {
+                try noteSourceSuccess(locator, cursor: source.nextCursor, outcome: "ok", at: now)
+            }
+            if options.pauseBeforeCommitMilliseconds > 0 { usleep(UInt32(options.pauseBeforeCommitMilliseconds) * 1000) }
+            return options.dryRun ? .rollback((.merged, merger.counts)) : .commit((.merged, merger.counts))
+        }
+    }
+
+    private func noteSourceSuccess(_ locator: SourceLocator, cursor: SourceCursor?, outcome: String, at now: Int64) throws {
+        let time = Timestamp.format(milliseconds: now)
+        try connection.execute(sql: """
+            INSERT INTO sync_sources (source, kind, cursor, last_success_at, last_outcome, last_attempt_at, last_status, last_error)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?4, 0, NULL)
+            ON CONFLICT (source) DO UPDATE SET kind = excluded.kind, cursor = excluded.cursor, last_success_at = excluded.last_success_at,
+                last_outcome = excluded.last_outcome, last_attempt_at = excluded.last_attempt_at, last_status = 0, last_error = NULL
+            """, [.text(locator.description), .text(locator.kindName), cursor.map { .text($0.text) } ?? .null, .text(time), .text(outcome)])
+    }
+
+    private func noteSourceFailure(_ locator: SourceLocator, error: CatalogError) throws {
+        guard locator != .standardInput else { return }
+        try write {
+            try connection.execute(sql: """
+                INSERT INTO sync_sources (source, kind, last_outcome, last_attempt_at, last_status, last_error)
+                VALUES (?1, ?2, 'failed', ?3, ?4, ?5)
+                ON CONFLICT (source) DO UPDATE SET kind = excluded.kind, last_outcome = 'failed', last_attempt_at = excluded.last_attempt_at,
+                    last_status = excluded.last_status, last_error = excluded.last_error
+                """, [.text(locator.description), .text(locator.kindName), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds())),
+                      .integer(Int64(error.exitStatus)), .text(error.message)])
+        }
+    }
+
+    private func recordRun(started: Int64, sources: [String], reports: [SourceReport], outcome: String, status: Int32, message: String?,
+                           counts: MergeCounts = MergeCounts()) throws {
+        var w = JSONWriter()
+        w.byte(0x5B)
+        for (i, s) in sources.enumerated() {
+            if i > 0 { w.byte(0x2C) }
+            w.string(s)
+        }
+        w.byte(0x5D)
+        let finished = wallClock.nowMilliseconds()
+        try write {
+            try connection.execute(sql: """
+                INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status, landmarks_applied,
+                                       positions_applied, stale, ties, quarantined, message, duration_ms, landmarks_seen, positions_seen)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)),
+                      .text(String(decoding: w.bytes, as: UTF8.self)), .text(outcome), .integer(Int64(status)),
+                      .integer(Int64(counts.landmarksApplied)), .integer(Int64(counts.positionsApplied)), .integer(Int64(counts.stale)),
+                      .integer(Int64(counts.ties)), .integer(Int64(counts.quarantined)), message.map(SQLValue.text) ?? .null,
+                      .integer(finished - started), .integer(Int64(counts.landmarksSeen)), .integer(Int64(counts.positionsSeen))])
+            let run = connection.lastInsertRowID
+            for (i, r) in reports.enumerated() {
+                try connection.execute(sql: """
+                    INSERT INTO sync_run_sources (run_id, position, source, outcome, exit_status, bytes, landmarks_seen, landmarks_applied,
+                                                  positions_seen, positions_applied, stale, ties, quarantined, duration_ms, message)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, [.integer(run), .integer(Int64(i)), .text(r.source), .text(r.outcome.rawValue), .integer(Int64(r.error?.exitStatus ?? 0)),
+                          .integer(r.bytes), .integer(Int64(r.counts.landmarksSeen)), .integer(Int64(r.counts.landmarksApplied)),
+                          .integer(Int64(r.counts.positionsSeen)), .integer(Int64(r.counts.positionsApplied)), .integer(Int64(r.counts.stale)),
+                          .integer(Int64(r.counts.ties)), .integer(Int64(r.counts.quarantined)), .integer(r.durationMilliseconds),
+                          r.error.map { .text($0.message) } ?? .null])
+            }
+        }
+    }
+}
