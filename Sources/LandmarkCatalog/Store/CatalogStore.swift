@@ -58,9 +58,12 @@ public final class CatalogStore {
             switch access {
             case .write:
                 try prepareDirectory(for: path)
-                let connection = try Connection(path: path, acceptDatabase: Migrator.refuseForeign)
-                try configure(connection)
-                try migrator.migrate(connection)
+                let connection = try retryingWhileBusy {
+                    let connection = try Connection(path: path, acceptDatabase: Migrator.refuseForeign)
+                    try configure(connection)
+                    try migrator.migrate(connection)
+                    return connection
+                }
                 return CatalogStore(connection: connection, path: path, wallClock: wallClock)
             case .read:
                 return try openForReading(path: path, migrator: migrator, wallClock: wallClock)
@@ -69,6 +72,30 @@ public final class CatalogStore {
             throw CatalogError(error, path: path)
         } catch let error as MigrationError {
             throw CatalogError(error, path: path)
+        }
+    }
+
+    /// Runs `body` again while it fails with `SQLITE_BUSY` / `SQLITE_LOCKED`, for up to 5 s (the busy
+    /// timeout). Opening a new database switches it to WAL and creates its tables; when several processes
+    /// open it at once (cron starting `import` and `sync` together), some of those steps can meet a lock
+    /// that SQLite's busy handler does not wait for, so the open as a whole is retried.
+    static func retryingWhileBusy<T>(_ body: () throws -> T) throws -> T {
+        let deadline = Date().addingTimeInterval(5)
+        var delay: UInt32 = 5_000
+        while true {
+            do {
+                return try body()
+            } catch let error as SQLiteError where [.busy, .locked].contains(error.code.primary) && Date() < deadline {
+                usleep(delay + UInt32.random(in: 0...delay))
+                delay = min(delay * 2, 100_000)
+            } catch let error as MigrationError {
+                if case .failed(_, let inner) = error, [.busy, .locked].contains(inner.code.primary), Date() < deadline {
+                    usleep(delay + UInt32.random(in: 0...delay))
+                    delay = min(delay * 2, 100_000)
+                    continue
+                }
+                throw error
+            }
         }
     }
 

@@ -3,9 +3,13 @@ import Foundation
 import Glibc
 #endif
 
-/// One sync at a time per database: an exclusive `flock(2)` on `<database>.sync-lock`. The kernel drops
-/// the lock when the process exits or dies (even by SIGKILL), so a stale lock never blocks the next run.
-/// The file holds the holder's pid, host and start time, for the message a second run prints.
+/// One sync at a time per database: an exclusive `flock(2)` on `<database>.sync-lock`, where
+/// `<database>` is the file's real path (symbolic links and `..` resolved), so every name that leads to
+/// the file through links takes the same lock. A hard link is another name for the same file with its
+/// own real path: two syncs through two hard links are not kept apart (README says: keep one name).
+/// The kernel drops the lock when the process exits or dies (even by SIGKILL), so a stale lock never
+/// blocks the next run. The file holds the holder's pid, host and start time, for the message a second
+/// run prints.
 final class SyncLock {
     private let fd: Int32
 
@@ -20,8 +24,8 @@ final class SyncLock {
     /// - Throws: `CatalogError.tempFail` (75) at once when another process holds the lock, naming it;
     ///   `CatalogError.cantCreate` (73) when the lock file cannot be opened.
     static func acquire(databasePath: String, now: Int64) throws -> SyncLock {
-        let path = databasePath + ".sync-lock"
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let path = lockPath(for: databasePath)
+        let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw CatalogError(.cantCreate, "cannot open the sync lock (\(String(cString: strerror(errno)))), \(path)")
         }
@@ -41,6 +45,13 @@ final class SyncLock {
         ftruncate(fd, 0)
         _ = holder.withCString { pwrite(fd, $0, strlen($0), 0) }
         return SyncLock(holding: fd)
+    }
+
+    /// `<real path of the database>.sync-lock` (the path as given when it does not exist yet).
+    static func lockPath(for databasePath: String) -> String {
+        guard let resolved = realpath(databasePath, nil) else { return databasePath + ".sync-lock" }
+        defer { free(resolved) }
+        return String(cString: resolved) + ".sync-lock"
     }
 
     deinit {
