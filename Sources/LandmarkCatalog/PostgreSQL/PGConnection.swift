@@ -16,8 +16,8 @@ import Foundation
 /// the server bounds itself too, through `statement_timeout`. Statements are parameterised
 /// (`PQsendQueryParams`, text format); only `executeScript` sends plain SQL.
 ///
-/// Not bounded: resolving a host name (`getaddrinfo` inside `PQconnectStartParams`) and a TLS handshake's
-/// certificate checks are libpq's own; the rest of the handshake is under the connect deadline.
+/// Not bounded: resolving a host name (`getaddrinfo`, which libpq calls synchronously while starting or
+/// moving to the next host). Every wait on the network — TCP, TLS, authentication — is under the deadline.
 final class PGConnection {
     /// The `PGconn`, nil once closed.
     private(set) var handle: OpaquePointer?
