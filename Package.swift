@@ -14,6 +14,12 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // libpq from the system (Debian: libpq-dev), through pkg-config: the PostgreSQL hub's client.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
         // Turns Migrations/*.sql into Swift source at build time, so the binary is self-contained
         // and the .sql files stay the single source.
         .executableTarget(name: "EmbedMigrationsTool"),
@@ -24,7 +30,7 @@ let package = Package(
         ),
         .target(
             name: "LandmarkCatalog",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "CLibPQ"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
             plugins: ["EmbedMigrations"]
         ),
