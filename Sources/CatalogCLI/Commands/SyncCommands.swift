@@ -57,7 +57,7 @@ extension CatalogCLI {
             options: [
                 SyncOptionsTable.publish.spec, Options.dryRun.spec, Options.json.with(help: "Print the run's report as JSON.").spec,
                 Options.quiet.spec, SyncOptionsTable.maxDrift.spec, SyncOptionsTable.timeout.spec, SyncOptionsTable.deadline.spec,
-                SyncOptionsTable.retries.spec, SyncOptionsTable.maxBytes.spec,
+                SyncOptionsTable.retries.spec, SyncOptionsTable.maxBytes.spec, PublishOptionsTable.grace.spec,
             ],
             run: runSync)
     }
@@ -66,6 +66,7 @@ extension CatalogCLI {
         var options = SyncOptions()
         options.dryRun = i[Options.dryRun]
         options.publishPath = i[SyncOptionsTable.publish]
+        options.publish = publishOptions(i)
         if let s = i[SyncOptionsTable.maxDrift] { options.maxDriftMilliseconds = Int64(s * 1000) }
         if let s = i[SyncOptionsTable.timeout] { options.timeoutSeconds = s }
         if let s = i[SyncOptionsTable.deadline] { options.deadlineSeconds = s }
@@ -89,6 +90,8 @@ extension CatalogCLI {
             w.raw(","); w.key("landmarksSeen"); w.int(Int64(c.landmarksSeen))
             w.raw(","); w.key("positionsApplied"); w.int(Int64(c.positionsApplied))
             w.raw(","); w.key("positionsSeen"); w.int(Int64(c.positionsSeen))
+            w.raw(","); w.key("publish")
+            if let log = report.logPublish { w.bytes += publishJSON(log) } else { w.raw("null") }
             w.raw(","); w.key("published"); w.string(report.published)
             w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
             w.raw(","); w.key("sources"); w.raw("[")
@@ -113,7 +116,11 @@ extension CatalogCLI {
             line += "\(report.sources.count) source\(report.sources.count == 1 ? "" : "s") (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
             line += "\(c.landmarksApplied) of \(c.landmarksSeen) landmarks and \(c.positionsApplied) of \(c.positionsSeen) positions applied, "
             line += "\(c.stale) stale, \(c.ties) ties, \(c.quarantined) quarantined"
-            if let published = report.published { line += "; published \(published)" }
+            if let log = report.logPublish {
+                line += log.changed ? "; published \(log.directory) through change \(log.manifest.through)" : "; \(log.directory) unchanged"
+            } else if let published = report.published {
+                line += "; published \(published)"
+            }
             i.stdout.line(line)
         }
         return report.exitStatus
@@ -168,9 +175,12 @@ extension CatalogCLI {
     static func runStatus(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
         let s = try store.status()
+        let digest = try store.stateDigest()
         if i[Options.json] {
             var w = JSONWriter()
             w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
+            w.raw(","); w.key("digest"); w.string(digest.hex)
+            w.raw(","); w.key("digestRows"); w.int(digest.rows)
             w.raw(","); w.key("database"); w.string(store.path)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
@@ -208,6 +218,7 @@ extension CatalogCLI {
             landmarks:   \(s.landmarks) live, \(s.landmarkTombstones) tombstones
             positions:   \(s.positions) live, \(s.positionTombstones) tombstones
             changes:     \(s.changeSequence)
+            digest:      \(digest)
             quarantine:  \(s.quarantined) rows
 
             """

@@ -30,6 +30,9 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable 
     public var message: String
     /// What the user can do about it.
     public var hint: String?
+    /// For an HTTP source that answered with an error status: that status (404 lets a log reader take a
+    /// fresh look at its manifest).
+    public var httpStatus: Int?
 
     public init(_ kind: Kind, _ message: String, hint: String? = nil) {
         self.kind = kind

@@ -103,9 +103,11 @@ final class AtomicFileWriter {
         bytesWritten += Int64(bytes.count)
     }
 
-    /// Makes the new content durable and visible under `path`.
+    /// Makes the new content durable and visible under `path` (or under `finalPath`, a path in the same
+    /// directory, when the name is known only once the content is: content-addressed files).
     /// - Throws: `CatalogError` 74 when the data cannot be synced, 73 when the rename fails.
-    func commit() throws {
+    func commit(as finalPath: String? = nil) throws {
+        let path = finalPath ?? self.path
         guard fsync(fd) == 0 else { throw CatalogError(.ioError, "cannot sync \(path): \(String(cString: strerror(errno)))") }
         close(fd)
         fd = -1

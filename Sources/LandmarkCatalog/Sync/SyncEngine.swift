@@ -19,8 +19,11 @@ public struct SyncOptions: Sendable {
     public var backoffSeconds: Double = 0.5
     /// Largest body accepted from HTTP, in bytes (decoded), counted as it arrives.
     public var maxBytes: Int64 = 1 << 30
-    /// After merging, publish the merged state here: a snapshot file, or a snapshot log directory.
+    /// After merging, publish the merged state here: a snapshot log when the path is a directory or does
+    /// not end in `.json` (SPEC §10), else a single snapshot file (SPEC §6).
     public var publishPath: String?
+    /// How a snapshot log is published.
+    public var publish = PublishOptions()
     /// Test hook: sleep this many ms inside each source's merge transaction before committing.
     @_spi(Testing) public var pauseBeforeCommitMilliseconds = 0
 
@@ -56,6 +59,8 @@ public struct SyncReport: Sendable {
     public var dryRun = false
     /// The path the merged state was published to, if it was.
     public var published: String?
+    /// What publishing a snapshot log did, when `--publish` named one.
+    public var logPublish: PublishReport?
     /// Why publishing failed, if it did.
     public var publishError: CatalogError?
 
@@ -152,7 +157,11 @@ extension CatalogStore {
         }
         if let publish = options.publishPath, !options.dryRun {
             do {
-                try exportSnapshot(toFile: publish)
+                if Self.publishesLog(publish) {
+                    report.logPublish = try publishLog(to: publish, options: options.publish)
+                } else {
+                    try exportSnapshot(toFile: publish)
+                }
                 report.published = publish
             } catch let error as CatalogError {
                 report.publishError = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
@@ -168,11 +177,18 @@ extension CatalogStore {
         return report
     }
 
+    /// Whether `--publish PATH` means a snapshot log: PATH is a directory, or does not end in `.json`.
+    public static func publishesLog(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) { return isDirectory.boolValue }
+        return !path.lowercased().hasSuffix(".json")
+    }
+
     func makeSource(_ locator: SourceLocator) throws -> any SyncSource {
         switch locator {
         case .standardInput: return StandardInputSource()
         case .file(let path): return FileSource(path: path)
-        case .http(let url): return HTTPSnapshotSource(url: url)
+        case .http(let url): return HTTPSource(url: url)
         case .hub: throw CatalogError(.usage, "PostgreSQL hubs are not supported by this build yet: \(locator)")
         }
     }

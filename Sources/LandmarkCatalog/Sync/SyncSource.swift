@@ -43,12 +43,16 @@ final class SnapshotFeed: ChangeFeed {
     let fd: Int32
     let name: String
     private let owned: Bool
+    private let keeping: AnyObject?
 
-    /// - Parameter owned: close `fd` when the feed is released.
-    init(fd: Int32, name: String, owned: Bool) {
+    /// - Parameters:
+    ///   - owned: close `fd` when the feed is released.
+    ///   - keeping: an object that owns `fd` (a downloaded body), kept alive as long as the feed.
+    init(fd: Int32, name: String, owned: Bool, keeping: AnyObject? = nil) {
         self.fd = fd
         self.name = name
         self.owned = owned
+        self.keeping = keeping
     }
 
     deinit { if owned { close(fd) } }
@@ -56,6 +60,7 @@ final class SnapshotFeed: ChangeFeed {
     func merge(into merger: inout RowMerger) throws {
         let decoder = SnapshotDecoder(source: name)
         let fd = self.fd
+        lseek(fd, 0, SEEK_SET)
         let reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) }
         defer { reading.finish() }
         while true {
@@ -81,8 +86,8 @@ final class StandardInputSource: SyncSource {
     }
 }
 
-/// A local file: a snapshot (read whole every run; its size and modification time are the cursor, so
-/// an unchanged file is not read again).
+/// A local path: a snapshot file (read whole every run), or a snapshot log — its directory, or its
+/// manifest — read from the cursor on (SPEC §10).
 final class FileSource: SyncSource {
     let locator: SourceLocator
     let path: String
@@ -95,53 +100,152 @@ final class FileSource: SyncSource {
     }
 
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return try readLog(DirectoryLogFetcher(directory: path), cursor: cursor)
+        }
         let fd = try CatalogStore.openForReading(path)
+        var head = [UInt8](repeating: 0, count: 512)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
+            close(fd)
+            return try readLog(DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path), cursor: cursor)
+        }
         var info = stat()
         fstat(fd, &info)
         bytesFetched = Int64(info.st_size)
         nextCursor = nil
         return [SnapshotFeed(fd: fd, name: path, owned: true)]
     }
+
+    private func readLog(_ fetcher: DirectoryLogFetcher, cursor: SourceCursor?) throws -> [any ChangeFeed]? {
+        defer { bytesFetched = fetcher.bytesFetched }
+        let (feeds, next) = try LogReader(fetcher: fetcher).fetch(since: cursor)
+        nextCursor = next
+        return feeds
+    }
 }
 
-/// An HTTP(S) URL serving a snapshot, fetched with conditional GET (the validators are the cursor).
-final class HTTPSnapshotSource: SyncSource {
+/// An HTTP(S) URL serving a snapshot or a snapshot log's manifest, fetched with conditional GET (the
+/// validators are part of the cursor), within `--deadline` for the whole source.
+final class HTTPSource: SyncSource {
     let locator: SourceLocator
     let url: String
     private(set) var nextCursor: SourceCursor?
     private(set) var bytesFetched: Int64 = 0
-    private var spooled: [String] = []
 
     init(url: String) {
         self.url = url
         self.locator = .http(url: url)
     }
 
-    deinit { for path in spooled { unlink(path) } }
-
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
-        let options = context.options
-        let fetcher = HTTPFetcher(timeout: options.timeoutSeconds, retries: options.retries, maxBytes: options.maxBytes,
-                                  backoff: options.backoffSeconds)
-        guard let parsed = URL(string: url) else { throw CatalogError(.usage, "not a valid URL: \(locator)") }
-        let name = locator.description
-        switch try fetcher.fetch(parsed, etag: cursor?["etag"], lastModified: cursor?["lastModified"], log: { message in
-            context.diagnostics(Diagnostic(severity: .warning, message: message, file: name, kind: "retry"))
-        }) {
-        case .notModified:
+        let session = HTTPSession(options: context.options, name: locator.description, diagnostics: context.diagnostics)
+        let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
+        let outcome = try session.get(url, validators: stored.etag == nil && stored.lastModified == nil ? nil : stored,
+                                      maxBytes: context.options.maxBytes)
+        guard case .fetched(let body) = outcome else {
             nextCursor = cursor
             return nil
-        case .fetched(let path, let bytes, let etag, let lastModified):
-            spooled.append(path)
-            bytesFetched += bytes
-            var next = SourceCursor()
-            next["etag"] = etag
-            next["lastModified"] = lastModified
-            nextCursor = next
-            let fd = try CatalogStore.openForReading(path)
-            unlink(path)
-            spooled.removeAll { $0 == path }
-            return [SnapshotFeed(fd: fd, name: name, owned: true)]
         }
+        bytesFetched += body.bytes
+        var head = [UInt8](repeating: 0, count: 512)
+        let n = head.withUnsafeMutableBytes { pread(body.fd, $0.baseAddress, $0.count, 0) }
+        if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
+            let bytes = try DirectoryLogFetcher.readAll(body.fd, name: locator.description, limit: 64 << 20)
+            let fetcher = HTTPLogFetcher(manifestURL: url, session: session, name: locator.description)
+            defer { bytesFetched += fetcher.bytesFetched }
+            let (feeds, next) = try LogReader(fetcher: fetcher).fetch(since: cursor, manifestBytes: bytes, validators: body.validators)
+            nextCursor = next
+            return feeds
+        }
+        var next = SourceCursor()
+        next["etag"] = body.validators.etag
+        next["lastModified"] = body.validators.lastModified
+        nextCursor = next
+        return [SnapshotFeed(fd: body.fd, name: locator.description, owned: false, keeping: body)]
+    }
+}
+
+/// The HTTP requests of one source: one deadline for all of them (`--deadline`), retries logged as
+/// diagnostics.
+final class HTTPSession {
+    let options: SyncOptions
+    let name: String
+    let diagnostics: (Diagnostic) -> Void
+    let deadline: Date
+
+    init(options: SyncOptions, name: String, diagnostics: @escaping (Diagnostic) -> Void) {
+        self.options = options
+        self.name = name
+        self.diagnostics = diagnostics
+        self.deadline = Date().addingTimeInterval(options.deadlineSeconds)
+    }
+
+    /// GETs `url` with what is left of the deadline.
+    func get(_ url: String, validators: HTTPValidators?, maxBytes: Int64) throws -> HTTPOutcome {
+        let left = deadline.timeIntervalSinceNow
+        guard left > 0 else {
+            throw CatalogError(.unavailable, "source unavailable: did not finish within \(Int(options.deadlineSeconds)) s (--deadline), \(name)")
+        }
+        var limits = HTTPLimits()
+        limits.stallTimeout = options.timeoutSeconds
+        limits.deadline = left
+        limits.maxBytes = maxBytes
+        limits.retries = options.retries
+        limits.backoff = options.backoffSeconds
+        let name = self.name
+        let diagnostics = self.diagnostics
+        return try HTTPClient(limits: limits).get(url, validators: validators) { message in
+            diagnostics(Diagnostic(severity: .warning, message: message, file: name, kind: "retry"))
+        }
+    }
+}
+
+/// A snapshot log served over HTTP: its files are fetched relative to the manifest's URL.
+final class HTTPLogFetcher: LogFileFetcher {
+    let manifestURL: String
+    let session: HTTPSession
+    let manifestName: String
+    private(set) var bytesFetched: Int64 = 0
+
+    init(manifestURL: String, session: HTTPSession, name: String) {
+        self.manifestURL = manifestURL
+        self.session = session
+        self.manifestName = name
+    }
+
+    func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
+        guard case .fetched(let body) = try session.get(manifestURL, validators: validators, maxBytes: 64 << 20) else { return nil }
+        bytesFetched += body.bytes
+        return (try DirectoryLogFetcher.readAll(body.fd, name: manifestName, limit: 64 << 20), body.validators)
+    }
+
+    func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {
+        guard let base = URL(string: manifestURL), let url = URL(string: file.name, relativeTo: base)?.absoluteString else {
+            throw CatalogError(.dataInvalid, "cannot resolve \(file.name) against \(manifestName)")
+        }
+        let shown = redactedURL(url)
+        let outcome: HTTPOutcome
+        do {
+            outcome = try session.get(url, validators: nil, maxBytes: file.bytes)
+        } catch let error as CatalogError where error.httpStatus == 404 || error.httpStatus == 410 {
+            throw LogFileGone(name: file.name)
+        } catch let error as CatalogError where error.kind == .dataInvalid {
+            // The body ran past the size the manifest gives (or would not decode): it is not that file.
+            throw CatalogError(.dataInvalid, "the log file does not match the manifest (\(file.bytes) bytes): \(error.message); nothing from it was merged")
+        }
+        guard case .fetched(let body) = outcome else {
+            throw CatalogError(.unavailable, "answered 304 to an unconditional request, \(shown)")
+        }
+        bytesFetched += body.bytes
+        guard body.bytes == file.bytes else {
+            throw CatalogError(.dataInvalid, "the log file is \(body.bytes) bytes, the manifest says \(file.bytes); nothing from it was merged, \(shown)")
+        }
+        let sha = SHA256.hex(body.sha256)
+        guard sha == file.sha256 else {
+            throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(shown)")
+        }
+        return SnapshotFeed(fd: body.fd, name: shown, owned: false, keeping: body)
     }
 }

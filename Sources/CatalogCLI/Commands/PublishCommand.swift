@@ -1,0 +1,72 @@
+import Foundation
+import LandmarkCatalog
+
+extension CatalogCLI {
+    enum PublishOptionsTable {
+        static let grace = Option<Double>("--grace", "DURATION",
+            "Remove files the manifest no longer names this long after (default 1h; 90s, 15m, 2h, 1d).", parse: Values.duration)
+        static let maxDeltas = Option<Int>("--max-deltas", "N", "Merge the deltas into one when there would be more than N (default 32).",
+                                           parse: Values.integer(1...10_000))
+    }
+
+    static var publishCommand: CommandSpec {
+        CommandSpec(
+            name: "publish",
+            abstract: "Publish this catalog as a snapshot log in DIR: a manifest, an immutable base and immutable deltas.",
+            discussion: """
+                Any static web server can serve DIR. Each publish writes only the rows changed since the last one
+                (one new delta) and then replaces manifest.json atomically; with nothing changed it writes nothing,
+                so conditional GETs get 304. A new generation with a fresh base starts when the deltas outgrow the
+                base. Peers sync from DIR, DIR/manifest.json or its URL.
+                """,
+            arguments: [ArgumentSpec(name: "dir", help: "The log directory (created if needed).", completion: .directory)],
+            options: [PublishOptionsTable.grace.spec, PublishOptionsTable.maxDeltas.spec,
+                      Options.json.with(help: "Print what was written as JSON.").spec, Options.quiet.spec],
+            run: runPublish)
+    }
+
+    static func publishOptions(_ i: Invocation) -> PublishOptions {
+        var options = PublishOptions()
+        if let grace = i[PublishOptionsTable.grace] { options.graceSeconds = grace }
+        if let n = i[PublishOptionsTable.maxDeltas] { options.maxDeltas = n }
+        return options
+    }
+
+    static func runPublish(_ i: Invocation) throws -> Int32 {
+        let store = try i.openStore(i.databaseExists ? .write : .read)
+        let report = try store.publishLog(to: i.positionals[0], options: publishOptions(i))
+        if i[Options.json] {
+            i.stdout.write(publishJSON(report))
+            i.stdout.line("")
+        } else if !i[Options.quiet] {
+            i.stdout.line(describe(report))
+        }
+        return 0
+    }
+
+    static func describe(_ r: PublishReport) -> String {
+        guard r.changed else {
+            return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(r.removed.count) old files removed")
+        }
+        let what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : "\(r.manifest.deltas.count) deltas"
+        return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(r.written.count) files, \(r.bytesWritten) bytes"
+            + (r.removed.isEmpty ? "" : ", removed \(r.removed.count) old files")
+    }
+
+    static func publishJSON(_ r: PublishReport) -> [UInt8] {
+        var w = JSONWriter()
+        w.raw("{"); w.key("bytesWritten"); w.int(r.bytesWritten)
+        w.raw(","); w.key("changed"); w.bool(r.changed)
+        w.raw(","); w.key("deltas"); w.int(Int64(r.manifest.deltas.count))
+        w.raw(","); w.key("directory"); w.string(r.directory)
+        w.raw(","); w.key("generation"); w.string(r.manifest.generation)
+        w.raw(","); w.key("newGeneration"); w.bool(r.newGeneration)
+        w.raw(","); w.key("removed"); w.raw("[")
+        for (n, name) in r.removed.enumerated() { if n > 0 { w.byte(0x2C) }; w.string(name) }
+        w.raw("],"); w.key("through"); w.int(r.manifest.through)
+        w.raw(","); w.key("written"); w.raw("[")
+        for (n, name) in r.written.enumerated() { if n > 0 { w.byte(0x2C) }; w.string(name) }
+        w.raw("]}")
+        return w.bytes
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How `catalog publish` behaves.
+public struct PublishOptions: Sendable {
+    /// Files the manifest stopped naming are removed this many seconds later (default 3600), so a peer
+    /// that read the previous manifest can still fetch them.
+    public var graceSeconds: Double = 3600
+    /// When the manifest would name more deltas than this, they are merged into one (default 32), so
+    /// the manifest a peer fetches on every run stays small.
+    public var maxDeltas = 32
+
+    public init() {}
+}
+
+/// What a publish did.
+public struct PublishReport: Sendable {
+    /// The log directory (its real path).
+    public var directory: String
+    /// False when nothing changed since the last publish: nothing was written, the manifest kept its
+    /// bytes and modification time.
+    public var changed: Bool
+    /// True when a new generation (a fresh base) was started.
+    public var newGeneration: Bool
+    /// The manifest now in the directory.
+    public var manifest: LogManifest
+    /// Files written (the manifest last), and their bytes in all.
+    public var written: [String] = []
+    public var bytesWritten: Int64 = 0
+    /// Files removed: retired longer than the grace period, or never named by any manifest.
+    public var removed: [String] = []
+}
+
+extension CatalogStore {
+    /// Publishes this database as a snapshot log in `directory` (SPEC §10), for any static web server.
+    ///
+    /// Work and bytes follow the changes since the previous publish: the rows whose change sequence
+    /// number is past the manifest's `through` become one new immutable delta (a range read of the `seq`
+    /// indexes), then the manifest is replaced atomically, last. Nothing changed: nothing is written.
+    /// A new generation, with a fresh base, starts when the deltas outgrow the base, when the directory
+    /// holds no manifest of this database's, or when the database is behind its own manifest (restored
+    /// from a backup). Deltas past ``PublishOptions/maxDeltas`` are merged into one.
+    ///
+    /// Files are named `base-<generation>-<through>-<sha256 prefix>.json` and
+    /// `delta-<generation>-<from>-<through>-<sha256 prefix>.json`, never rewritten; the directory holds a
+    /// lock file `.catalog-publish.lock` (two publishers never interleave: the second exits 75).
+    ///
+    /// - Throws: `CatalogError` 73 when the directory or a file cannot be created, 74 on a write error
+    ///   (disk full), 75 when another publish holds the directory. Files written before a failure are
+    ///   never named by a manifest and are removed later like any unreferenced file.
+    public func publishLog(to directory: String, options: PublishOptions = PublishOptions()) throws -> PublishReport {
+        guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CatalogError(.cantCreate, "cannot create the log directory (\(error.localizedDescription)), \(directory)")
+        }
+        guard let resolved = realpath(directory, nil) else {
+            throw CatalogError(.cantCreate, "cannot resolve the log directory (\(errorText(errno))), \(directory)")
+        }
+        let dir = String(cString: resolved)
+        free(resolved)
+        let lock = try DirectoryLock(path: dir + "/.catalog-publish.lock")
+        defer { withExtendedLifetime(lock) {} }
+        let now = wallClock.nowMilliseconds()
+        let manifestPath = dir + "/" + LogManifest.fileName
+        let existing = (FileManager.default.contents(atPath: manifestPath)).flatMap { try? LogManifest.parse(Array($0), source: manifestPath) }
+        let node = try nodeID()
+        let record = try read {
+            try connection.firstRow(sql: "SELECT generation, through FROM log_publications WHERE directory = ?", [.text(dir)]) {
+                (generation: $0.text(0) ?? "", through: $0.int(1))
+            }
+        }
+        let current = try changeSequence()
+        // The manifest continues only if it is this database's, at the point this database recorded,
+        // and not ahead of it; anything else (another publisher, a restored database, a crash between
+        // the manifest and the record) starts a new generation, which is always safe.
+        let continuing = existing.flatMap { m in
+            m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current ? m : nil
+        }
+        var report = PublishReport(directory: dir, changed: false, newGeneration: false,
+                                   manifest: continuing ?? existing ?? LogManifest(node: node, generation: "", through: 0,
+                                                                                  base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
+        if let continuing, continuing.through == current {
+            report.removed = try removeUnreferenced(in: dir, manifest: continuing, now: now, grace: options.graceSeconds)
+            return report
+        }
+        var retired: [String] = []
+        var manifest: LogManifest
+        if let m = continuing {
+            manifest = m
+            var delta = try writeLogFile(in: dir, generation: m.generation, after: m.through, report: &report)
+            manifest.deltas.append(delta)
+            if manifest.deltas.count > options.maxDeltas {
+                retired += manifest.deltas.map(\.name)
+                delta = try writeLogFile(in: dir, generation: m.generation, after: m.base.through, report: &report)
+                manifest.deltas = [delta]
+            }
+            manifest.through = delta.through
+            if manifest.deltas.reduce(0, { $0 + $1.bytes }) > manifest.base.bytes {
+                retired += manifest.deltas.map(\.name)
+                manifest = try newGeneration(in: dir, node: node, now: now, report: &report)
+            }
+        } else {
+            manifest = try newGeneration(in: dir, node: node, now: now, report: &report)
+        }
+        if let old = existing, old.generation != manifest.generation {
+            retired += [old.base.name] + old.deltas.map(\.name)
+        }
+        let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
+        retired = Array(Set(retired).subtracting(named)).sorted()
+        let file = try AtomicFileWriter(path: manifestPath)
+        try file.write(manifest.bytes)
+        try file.commit()
+        report.written.append(LogManifest.fileName)
+        report.bytesWritten += Int64(manifest.bytes.count)
+        try write {
+            try connection.execute(sql: """
+                INSERT INTO log_publications (directory, generation, through, published_at) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (directory) DO UPDATE SET generation = excluded.generation, through = excluded.through, published_at = excluded.published_at
+                """, [.text(dir), .text(manifest.generation), .integer(manifest.through), .text(Timestamp.format(milliseconds: now))])
+            for name in retired {
+                try connection.execute(sql: "INSERT INTO log_retired_files (directory, name, retired_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                       [.text(dir), .text(name), .integer(now)])
+            }
+        }
+        report.changed = true
+        report.manifest = manifest
+        report.removed = try removeUnreferenced(in: dir, manifest: manifest, now: now, grace: options.graceSeconds)
+        return report
+    }
+
+    private func newGeneration(in dir: String, node: String, now: Int64, report: inout PublishReport) throws -> LogManifest {
+        let generation = Self.makeGeneration(now: now)
+        let base = try writeLogFile(in: dir, generation: generation, after: nil, report: &report)
+        report.newGeneration = true
+        return LogManifest(node: node, generation: generation, through: base.through, base: base, deltas: [])
+    }
+
+    /// `g<UTC time>-<6 random hex digits>`: unique, and sorting by time.
+    static func makeGeneration(now: Int64) -> String {
+        let t = Timestamp.format(milliseconds: now).filter { $0.isNumber || $0 == "T" }.prefix(15)
+        return "g\(t)Z-\(String(format: "%06x", UInt32.random(in: 0...0xFF_FFFF)))"
+    }
+
+    /// Writes one immutable log file: the base (every row, `after` nil) or the delta of the rows changed
+    /// after `after`, read in one transaction with the change sequence number it covers up to.
+    private func writeLogFile(in dir: String, generation: String, after: Int64?, report: inout PublishReport) throws -> LogManifest.File {
+        let file = try AtomicFileWriter(path: dir + "/.pending-\(generation).json")
+        var hasher = SHA256()
+        let through = try read { () throws -> Int64 in
+            let through = try lastChangeSequence()
+            _ = try exportSnapshotInTransaction(changes: after.map { ($0 + 1)...max($0 + 1, through) }) { bytes in
+                hasher.update(bytes)
+                try file.write(bytes)
+            }
+            return through
+        }
+        let sha = SHA256.hex(hasher.finalize())
+        let name = after.map { "delta-\(generation)-\($0)-\(through)-\(sha.prefix(12)).json" } ?? "base-\(generation)-\(through)-\(sha.prefix(12)).json"
+        try file.commit(as: dir + "/" + name)
+        report.written.append(name)
+        report.bytesWritten += file.bytesWritten
+        return LogManifest.File(name: name, bytes: file.bytesWritten, sha256: sha, from: after ?? 0, through: through)
+    }
+
+    /// Removes the log files in `dir` that `manifest` does not name: retired ones once the grace period
+    /// has passed since they were retired, and ones never recorded as retired (left by a crash, or by a
+    /// publisher that is gone) once they are older than the grace period.
+    private func removeUnreferenced(in dir: String, manifest: LogManifest, now: Int64, grace: Double) throws -> [String] {
+        let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
+        var retired: [String: Int64] = [:]
+        try read {
+            try connection.forEachRow(sql: "SELECT name, retired_at FROM log_retired_files WHERE directory = ?", [.text(dir)]) {
+                retired[$0.text(0) ?? ""] = $0.int(1)
+            }
+        }
+        var removed: [String] = []
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        for name in names where (name.hasPrefix("base-") || name.hasPrefix("delta-")) && name.hasSuffix(".json") && !named.contains(name) {
+            let path = dir + "/" + name
+            let since: Int64
+            if let at = retired[name] {
+                since = at
+            } else {
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                since = Int64(info.st_mtim.tv_sec) * 1000
+            }
+            if Double(now - since) / 1000 >= grace, unlink(path) == 0 || errno == ENOENT {
+                removed.append(name)
+            }
+        }
+        let gone = Set(removed).union(Set(retired.keys).subtracting(names))
+        if !gone.isEmpty {
+            try write {
+                for name in gone {
+                    try connection.execute(sql: "DELETE FROM log_retired_files WHERE directory = ? AND name = ?", [.text(dir), .text(name)])
+                }
+            }
+        }
+        return removed.sorted()
+    }
+}
+
+/// An exclusive `flock(2)` on a file, released when the value goes away (or the process dies).
+final class DirectoryLock {
+    private let fd: Int32
+
+    /// - Throws: `CatalogError` 75 at once when another process holds it, 73 when it cannot be opened.
+    init(path: String) throws {
+        let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw CatalogError(.cantCreate, "cannot open the lock (\(errorText(errno))), \(path)") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw CatalogError(.tempFail, "another publish is writing this log directory, \(path)", hint: "retry later")
+        }
+        self.fd = fd
+    }
+
+    deinit {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a snapshot log's files come from: a local directory or an HTTP(S) base URL.
+protocol LogFileFetcher: AnyObject {
+    /// The manifest's name in messages.
+    var manifestName: String { get }
+    /// Fetches the manifest; nil when a conditional request found it not modified.
+    /// - Parameter validators: from the previous fetch, or nil for an unconditional one.
+    func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)?
+    /// Fetches one file of the log and checks its size and SHA-256 against the manifest's before anything
+    /// from it is merged.
+    /// - Returns: a feed that reads it.
+    /// - Throws: ``LogFileGone`` when the file is not there (404, or no such file); `CatalogError` 65 when
+    ///   its size or hash differs from the manifest's, 69 when it cannot be fetched.
+    func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed
+    /// Bytes fetched so far.
+    var bytesFetched: Int64 { get }
+}
+
+/// A file the manifest names is not there (any more): the publisher may have rolled a generation.
+struct LogFileGone: Error {
+    let name: String
+}
+
+/// A snapshot-log reader (SPEC §10): the consumer side of ``CatalogStore/publishLog(to:options:)``.
+///
+/// With a cursor (generation, through) it fetches the manifest, then only the deltas past the cursor;
+/// on a new generation, or when the deltas no longer chain from the cursor, the base and every delta.
+/// Each file is checked (size, SHA-256) before anything from it is merged; a file gone meanwhile means
+/// one fresh, unconditional look at the manifest, then 69.
+struct LogReader {
+    let fetcher: any LogFileFetcher
+
+    /// What to fetch for `cursor` from `manifest`: nil when the cursor is already at its end.
+    static func plan(_ manifest: LogManifest, cursor: SourceCursor?) -> [LogManifest.File]? {
+        if let cursor, cursor["generation"] == manifest.generation, let through = cursor["through"].flatMap(Int64.init) {
+            if through == manifest.through { return nil }
+            if through >= manifest.base.through, through < manifest.through {
+                let needed = manifest.deltas.filter { $0.through > through }
+                if let first = needed.first, first.from <= through { return needed }
+            }
+        }
+        return [manifest.base] + manifest.deltas
+    }
+
+    /// Fetches what is new since `cursor`.
+    /// - Parameter manifestBytes: the manifest, when the caller already fetched it (an HTTP source that
+    ///   found a manifest where it expected a snapshot).
+    /// - Returns: the feeds (nil: nothing new) and the cursor to store after merging them.
+    func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
+        throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?) {
+        var freshLook = false
+        var bytes = manifestBytes
+        var manifestValidators = validators
+        while true {
+            if bytes == nil {
+                let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
+                let sent = freshLook || (stored.etag == nil && stored.lastModified == nil) ? nil : stored
+                guard let fetched = try fetcher.fetchManifest(validators: sent) else {
+                    return (nil, cursor)  // 304: nothing new
+                }
+                bytes = fetched.bytes
+                manifestValidators = fetched.validators
+            }
+            let manifest = try LogManifest.parse(bytes ?? [], source: fetcher.manifestName)
+            var next = SourceCursor()
+            next["generation"] = manifest.generation
+            next["through"] = String(manifest.through)
+            next["etag"] = manifestValidators?.etag
+            next["lastModified"] = manifestValidators?.lastModified
+            guard let files = Self.plan(manifest, cursor: cursor) else { return (nil, next) }
+            do {
+                let feeds = try files.map { try fetcher.fetchFile($0) }
+                return (feeds, next)
+            } catch let gone as LogFileGone {
+                guard !freshLook else {
+                    throw CatalogError(.unavailable, "the log file \(gone.name) named by \(fetcher.manifestName) is not there, also after a fresh look at the manifest",
+                                       hint: "the publisher may be removing files too early; the next run tries again")
+                }
+                freshLook = true
+                bytes = nil
+            }
+        }
+    }
+}
+
+/// A log in a local directory.
+final class DirectoryLogFetcher: LogFileFetcher {
+    let directory: String
+    let manifestName: String
+    private(set) var bytesFetched: Int64 = 0
+
+    /// - Parameter manifest: the manifest's path (default `directory/manifest.json`).
+    init(directory: String, manifest: String? = nil) {
+        self.directory = directory
+        self.manifestName = manifest ?? directory + "/" + LogManifest.fileName
+    }
+
+    func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
+        let fd = try CatalogStore.openForReading(manifestName)
+        defer { close(fd) }
+        let bytes = try Self.readAll(fd, name: manifestName, limit: 64 << 20)
+        bytesFetched += Int64(bytes.count)
+        return (bytes, nil)
+    }
+
+    func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {
+        let path = directory + "/" + file.name
+        let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw LogFileGone(name: file.name) }
+            throw CatalogError(.noInput, "cannot open the log file (\(errorText(errno))), \(path)")
+        }
+        do {
+            var info = stat()
+            fstat(fd, &info)
+            guard Int64(info.st_size) == file.bytes else {
+                throw CatalogError(.dataInvalid, "the log file is \(info.st_size) bytes, the manifest says \(file.bytes); nothing from it was merged, \(path)")
+            }
+            var hasher = SHA256()
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            var offset: off_t = 0
+            while true {
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw CatalogError(.ioError, "cannot read \(path): \(errorText(errno))")
+                }
+                if n == 0 { break }
+                buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                offset += off_t(n)
+            }
+            let sha = SHA256.hex(hasher.finalize())
+            guard sha == file.sha256 else {
+                throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(path)")
+            }
+            bytesFetched += file.bytes
+            return SnapshotFeed(fd: fd, name: path, owned: true)
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Reads `fd` to its end (at most `limit` bytes).
+    static func readAll(_ fd: Int32, name: String, limit: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CatalogError(.ioError, "cannot read \(name): \(errorText(errno))")
+            }
+            if n == 0 { return out }
+            out += buffer[0..<n]
+            if out.count > limit { throw CatalogError(.dataInvalid, "\(name) is larger than \(limit) bytes") }
+        }
+    }
+}

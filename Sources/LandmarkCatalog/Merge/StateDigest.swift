@@ -1,0 +1,119 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A digest of a catalog's replicated state (SPEC §7): equal on every node, SQLite or the hub, that holds
+/// the same rows with the same stamps, whatever the order they arrived in.
+///
+/// Each row — live or tombstone — is written as one canonical text, hashed with SHA-256, and the first
+/// 16 bytes of its hash are added (as two big-endian 64-bit numbers, modulo 2⁶⁴) into two sums. Addition
+/// commutes, so the digest needs no sort and can be computed inside PostgreSQL as well (`sha256()` and
+/// `sum()`); the row count is kept beside it. The row texts, fields joined by LF:
+///
+/// - landmark: `L`, id, updated_ms, counter, node, deleted (`0`/`1`), the landmark's canonical content
+///   (``LandmarkJSONShape/content``: the bytes the tie rule orders, and the hub stores as the body);
+/// - position: `P`, user, updated_ms, counter, node, deleted, page, landmark id (empty for none).
+///
+/// The local change sequence is not part of it (it differs between nodes by design).
+public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
+    /// Rows hashed.
+    public var rows: Int64 = 0
+    public var high: UInt64 = 0
+    public var low: UInt64 = 0
+
+    public init() {}
+
+    public init(rows: Int64, high: UInt64, low: UInt64) {
+        self.rows = rows
+        self.high = high
+        self.low = low
+    }
+
+    /// 32 lowercase hex digits.
+    public var hex: String { Self.hex16(high) + Self.hex16(low) }
+
+    /// `<hex> (<rows> rows)`.
+    public var description: String { "\(hex) (\(rows) rows)" }
+
+    static func hex16(_ v: UInt64) -> String {
+        let s = String(v, radix: 16)
+        return String(repeating: "0", count: 16 - s.count) + s
+    }
+
+    /// Adds one row's canonical text.
+    mutating func add(_ text: [UInt8]) {
+        let hash = SHA256.hash(text)
+        var h: UInt64 = 0, l: UInt64 = 0
+        for i in 0..<8 { h = h << 8 | UInt64(hash[i]) }
+        for i in 8..<16 { l = l << 8 | UInt64(hash[i]) }
+        high &+= h
+        low &+= l
+        rows += 1
+    }
+
+    /// The canonical text of a landmark row.
+    static func landmarkText<F: LandmarkFields>(_ f: F, content: [UInt8]) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: content.count + 64)
+        w.raw("L\n"); w.raw(String(f.int(.id))); w.byte(0x0A)
+        w.raw(String(f.int(.updatedMs))); w.byte(0x0A)
+        w.raw(String(f.int(.counter))); w.byte(0x0A)
+        f.withText(.node) { if let b = $0 { w.bytes.append(contentsOf: b) } }
+        w.byte(0x0A)
+        w.raw(f.int(.deleted) != 0 ? "1" : "0"); w.byte(0x0A)
+        w.bytes.append(contentsOf: content)
+        return w.bytes
+    }
+
+    /// The canonical text of a position row.
+    static func positionText(_ p: PositionRecord) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 96)
+        w.raw("P\n"); w.raw(p.user); w.byte(0x0A)
+        w.raw(String(p.stamp.wallMilliseconds)); w.byte(0x0A)
+        w.raw(String(p.stamp.counter)); w.byte(0x0A)
+        w.raw(p.stamp.node); w.byte(0x0A)
+        w.raw(p.deleted ? "1" : "0"); w.byte(0x0A)
+        w.raw(String(p.page)); w.byte(0x0A)
+        if let l = p.landmark { w.raw(String(l)) }
+        return w.bytes
+    }
+}
+
+extension CatalogStore {
+    /// The state digest of this database (SPEC §7). Computing it reads every row (about a second per
+    /// million); the result is kept with the change sequence number it was computed at, so asking again
+    /// before anything changes costs nothing.
+    public func stateDigest() throws -> StateDigest {
+        let (digest, seq, cached) = try read { () throws -> (StateDigest, Int64, Bool) in
+            let seq = try lastChangeSequence()
+            if let text = try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'digest'"),
+               let cached = Self.parseCachedDigest(text), cached.seq == seq {
+                return (cached.digest, seq, true)
+            }
+            var digest = StateDigest()
+            try connection.forEachRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks") { s in
+                let row = LandmarkRow(statement: s)
+                digest.add(StateDigest.landmarkText(row, content: LandmarkJSON.bytes(row, shape: .content)))
+            }
+            try connection.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions") { s in
+                digest.add(StateDigest.positionText(PositionRecord(row: s)))
+            }
+            return (digest, seq, false)
+        }
+        if !cached && path != ":memory:" {
+            // A cache only, written through a connection of its own that waits at most 100 ms: a busy or
+            // read-only database just means computing it again next time.
+            let cache = try? Connection(path: path, mode: access(path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
+            try? cache?.execute(sql: "INSERT INTO catalog_meta (key, value) VALUES ('digest', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                [.text("\(seq) \(digest.rows) \(digest.hex)")])
+        }
+        return digest
+    }
+
+    static func parseCachedDigest(_ text: String) -> (seq: Int64, digest: StateDigest)? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 3, let seq = Int64(parts[0]), let rows = Int64(parts[1]), parts[2].count == 32,
+              let high = UInt64(parts[2].prefix(16), radix: 16), let low = UInt64(parts[2].suffix(16), radix: 16) else { return nil }
+        return (seq, StateDigest(rows: rows, high: high, low: low))
+    }
+}
