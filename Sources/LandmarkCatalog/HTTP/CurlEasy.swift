@@ -8,7 +8,9 @@ final class CurlEasy {
     /// exactly once, thread-safely). libcurl requires it before any other call from a threaded program.
     private static let globalInit: UInt32 = ccurl_global_init().rawValue
 
+    /// The `CURL *` handle (freed by `deinit` with `curl_easy_cleanup`).
     let handle: UnsafeMutableRawPointer
+    /// The CURLOPT_HTTPHEADER list, which libcurl does not copy: freed after the handle.
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// CURLOPT_ERRORBUFFER: libcurl's detailed message for the last failure (CURL_ERROR_SIZE bytes).
     private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -115,6 +117,8 @@ final class CurlEasy {
         return "\(text) (curl error \(code.rawValue))"
     }
 
+    /// Turns a refused option into an error naming it and this libcurl's version.
+    /// - Throws: `CatalogError(.software)` (70) unless `code` is CURLE_OK.
     private func check(_ code: CURLcode, _ name: String) throws {
         guard code == CURLE_OK else {
             let version = String(cString: curl_version())

@@ -58,6 +58,7 @@ final class HTTPBody: Sendable {
     /// The `Content-Type` header, if the server sent one.
     let contentType: String?
 
+    /// Takes ownership of `fd`.
     init(fd: Int32, bytes: Int64, sha256: [UInt8], validators: HTTPValidators, contentType: String?) {
         self.fd = fd
         self.bytes = bytes
@@ -138,6 +139,7 @@ struct HTTPClient: Sendable {
         }
     }
 
+    /// `get` without the final scrubbing: the attempt loop (deadline, retries, backoff, `Retry-After`).
     private func fetch(_ url: String, validators: HTTPValidators?, log: (String) -> Void) throws -> HTTPOutcome {
         let shown = redactedURL(url)
         let lowered = url.lowercased()

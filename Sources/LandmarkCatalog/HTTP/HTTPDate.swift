@@ -1,5 +1,6 @@
 /// Parsing of HTTP-date values (RFC 9110 §5.6.7) and `Retry-After` (RFC 9110 §10.2.3).
 enum HTTPDate {
+    /// Month names as HTTP-dates spell them, lowercased, January first.
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
     /// Seconds since 1970-01-01T00:00:00Z of an HTTP-date, or nil if `text` is not one.
@@ -54,6 +55,7 @@ enum HTTPDate {
         return max(0, Double(date) - base)
     }
 
+    /// `HH:MM:SS` as hours, minutes and seconds (two digits each; ranges are checked by the caller).
     private static func clock(_ text: String) -> (Int, Int, Int)? {
         let parts = text.split(separator: ":")
         guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }),

@@ -40,8 +40,12 @@ final class HTTPTransfer {
     private(set) var hasher = SHA256()
     /// Set when a callback stopped the transfer.
     private(set) var stop: Stop?
+    /// Whether the last response's header block ended (later lines are chunked trailers).
     private var headersComplete = false
 
+    /// - Parameters:
+    ///   - fd: the spool file (not owned).
+    ///   - maxBytes: largest decoded body accepted, in bytes.
     init(fd: Int32, maxBytes: Int64) {
         self.fd = fd
         self.maxBytes = maxBytes
@@ -103,6 +107,9 @@ final class HTTPTransfer {
         return true
     }
 
+    /// The blank line after a response's header fields: remembers a redirect's `Location`, and refuses a
+    /// 2xx whose identity-encoded `Content-Length` (bytes) is over `maxBytes` before any body byte is read.
+    /// - Returns: false to stop the transfer.
     private func headerBlockEnded() -> Bool {
         if (300...399).contains(status) { redirectLocation = headers["location"] }
         guard (200...299).contains(status), headers["transfer-encoding"] == nil else { return true }

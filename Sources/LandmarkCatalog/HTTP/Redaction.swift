@@ -39,6 +39,7 @@ private func userInfoBounds(_ s: String, after start: String.Index) -> (colon: S
     return (colon, at)
 }
 
+/// `s` with the password of its user information (after `start`, the end of `://`) replaced by `***`.
 private func redactedUserInfo(_ s: String, after start: String.Index) -> String {
     guard let (colon, at) = userInfoBounds(s, after: start) else { return s }
     return String(s[...colon]) + "***" + String(s[at...])
@@ -92,6 +93,7 @@ private func redactedKeywords(_ s: String) -> String {
     return out
 }
 
+/// Whether a query parameter or libpq keyword names a password (`password`, `sslpassword`, any case).
 private func isPasswordKeyword(_ keyword: Substring) -> Bool {
     keyword.lowercased().contains("password")
 }

@@ -16,6 +16,7 @@ struct SHA256: ~Copyable {
     /// Length of a digest in bytes.
     static let byteCount = 32
 
+    /// The `EVP_MD_CTX *`, freed by `deinit`.
     private let context: OpaquePointer
 
     /// A hasher with nothing hashed yet. Traps if OpenSSL cannot allocate or initialise a context
