@@ -20,6 +20,18 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
+        // libcurl from the system (Debian: libcurl4-openssl-dev), for the HTTP client.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+        ),
+        // OpenSSL's libcrypto (Debian: libssl-dev), for SHA-256.
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
         // Turns Migrations/*.sql into Swift source at build time, so the binary is self-contained
         // and the .sql files stay the single source.
         .executableTarget(name: "EmbedMigrationsTool"),
@@ -30,7 +42,7 @@ let package = Package(
         ),
         .target(
             name: "LandmarkCatalog",
-            dependencies: ["CSQLite", "CLibPQ"],
+            dependencies: ["CSQLite", "CLibPQ", "CCurl", "CCrypto"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
             plugins: ["EmbedMigrations"]
         ),

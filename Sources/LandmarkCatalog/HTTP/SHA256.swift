@@ -1,0 +1,81 @@
+internal import CCrypto
+
+/// A streaming SHA-256 hasher (FIPS 180-4) over OpenSSL's EVP digest API (`EVP_DigestInit_ex`,
+/// `EVP_DigestUpdate`, `EVP_DigestFinal_ex`; https://www.openssl.org/docs/man3.0/man3/EVP_DigestInit.html).
+///
+/// Bytes go to libcrypto a buffer at a time (no per-byte Swift work), so hashing runs at OpenSSL's speed,
+/// with the CPU's SHA extensions where it has them. The value owns its OpenSSL context, so it cannot be
+/// copied; it is not `Sendable` (use one hasher per thread).
+///
+/// ```swift
+/// var hasher = SHA256()
+/// hasher.update(Array("abc".utf8))
+/// SHA256.hex(hasher.finalize())   // "ba7816bf…f20015ad"
+/// ```
+struct SHA256: ~Copyable {
+    /// Length of a digest in bytes.
+    static let byteCount = 32
+
+    /// The `EVP_MD_CTX *`, freed by `deinit`.
+    private let context: OpaquePointer
+
+    /// A hasher with nothing hashed yet. Traps if OpenSSL cannot allocate or initialise a context
+    /// (out of memory, or a crypto policy without SHA-256): nothing sensible can continue then.
+    init() {
+        guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+            EVP_MD_CTX_free(context)
+            preconditionFailure("EVP_DigestInit_ex(SHA-256) failed")
+        }
+        self.context = context
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    /// Adds the bytes of `buffer` to the hashed input.
+    mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        let ok = EVP_DigestUpdate(context, base, buffer.count)
+        precondition(ok == 1, "EVP_DigestUpdate failed")
+    }
+
+    /// Adds `bytes` to the hashed input.
+    mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    /// The digest (32 bytes) of everything added so far. The hasher is left as it was: more bytes can be
+    /// added and `finalize()` called again for the digest of the longer input.
+    func finalize() -> [UInt8] {
+        guard let copy = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
+        defer { EVP_MD_CTX_free(copy) }
+        precondition(EVP_MD_CTX_copy_ex(copy, context) == 1, "EVP_MD_CTX_copy_ex failed")
+        var digest = [UInt8](repeating: 0, count: Self.byteCount)
+        var length: UInt32 = 0
+        let ok = digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(copy, $0.baseAddress, &length) }
+        precondition(ok == 1 && length == UInt32(Self.byteCount), "EVP_DigestFinal_ex failed")
+        return digest
+    }
+
+    /// The SHA-256 digest (32 bytes) of `bytes`.
+    static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(bytes)
+        return hasher.finalize()
+    }
+
+    /// `bytes` as lowercase hexadecimal, two digits per byte (the usual way to print a digest).
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (i, byte) in bytes.enumerated() {
+                out[2 * i] = digits[Int(byte >> 4)]
+                out[2 * i + 1] = digits[Int(byte & 0x0f)]
+            }
+            return bytes.count * 2
+        }
+    }
+}
+
+@available(*, unavailable, message: "one hasher per thread")
+extension SHA256: Sendable {}
