@@ -174,6 +174,39 @@ struct LandmarkDecoder {
         report(batch, .warning, message, at: at, index: index, id: id, field: key.hasPrefix("\u{0}") ? nil : key)
     }
 
+    /// Reports a string with bad content (`JSONStringContentError`: the reader is then just past the string)
+    /// as an error on `field`, so the record goes on being read; rethrows any other error.
+    @inline(never)  // the error path: kept out of the loops that call it
+    mutating func recover(_ error: any Error, _ batch: LandmarkBatch, _ field: String, index: Int, id: Int64?) throws {
+        guard let error = error as? JSONStringContentError else { throw error }
+        report(batch, .error, error.message(in: field), at: error.position, index: index, id: id, field: field)
+    }
+
+    /// The reader's next key in `table`; a key with bad content is reported as an error on it and its member skipped.
+    mutating func nextKey(_ reader: JSONPullReader, in table: JSONKeyTable, _ batch: LandmarkBatch, index: Int, id: Int64?)
+        throws -> (index: Int, key: String?, position: SourcePosition)? {
+        while true {
+            do { return try reader.nextKey(in: table) } catch { try skipMember(badKey: error, reader, batch, index: index, id: id) }
+        }
+    }
+
+    /// The reader's next key in the object `object`; a key with bad content is reported as an error on it and its member skipped.
+    mutating func nextKey(_ reader: JSONPullReader, in object: String, _ batch: LandmarkBatch, index: Int, id: Int64?)
+        throws -> (key: String, position: SourcePosition)? {
+        while true {
+            do { return try reader.nextKey() } catch { try skipMember(badKey: error, reader, batch, index: index, id: id, in: object) }
+        }
+    }
+
+    /// Reports a key with bad content (`error`; any other error is rethrown) and skips its value.
+    @inline(never)  // the error path: kept out of the loops that call it
+    mutating func skipMember(badKey error: any Error, _ reader: JSONPullReader, _ batch: LandmarkBatch, index: Int, id: Int64?,
+                             in object: String? = nil) throws {
+        guard let error = error as? JSONStringContentError else { throw error }
+        let key = (object.map { $0 + "." } ?? "") + (error.repaired ?? "")
+        report(batch, .error, error.message(in: "key '\(key)'"), at: error.position, index: index, id: id, field: key)
+        do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
+    }
 
     /// The keys a landmark record may have, in the order `decode` numbers them (12… only in snapshots).
     static let keyNames = ["id", "name", "category", "city", "state", "park", "description", "imageName", "isFeatured",
@@ -182,12 +215,14 @@ struct LandmarkDecoder {
     static let snapshotKeys = JSONKeyTable(keyNames)
 
     /// Decodes the next array element into `batch` (when valid). The reader is at the element's start.
-    /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown.
+    /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown, and
+    ///   so is a string with bad content (`JSONStringContentError`), as an error on its field.
     mutating func decode(_ reader: JSONPullReader, index: Int, into batch: LandmarkBatch) throws {
         let position = reader.position
-        guard try reader.peekKind() == .object else {
-            let value = try reader.readValue()
-            report(batch, .error, "a landmark must be a JSON object, found \(value.kind.description)", at: position, index: index)
+        let elementKind = try reader.peekKind()
+        guard elementKind == .object else {
+            do { _ = try reader.readValue() } catch is JSONStringContentError {}  // a string all the same, now read
+            report(batch, .error, "a landmark must be a JSON object, found \(elementKind.description)", at: position, index: index)
             return
         }
         let errorsBefore = errors
@@ -210,24 +245,25 @@ struct LandmarkDecoder {
         var extras: [JSONMember] = []
         try reader.beginObject()
         let table = snapshotRows ? Self.snapshotKeys : Self.keys
-        while let (match, unknownKey, at) = try reader.nextKey(in: table) {
+        while let (match, unknownKey, at) = try nextKey(reader, in: table, batch, index: index, id: id) {
             let kind = try reader.peekKind()
             let known = match
             let key = unknownKey ?? Self.keyNames[match]
             if known >= 0 {
                 if seenKeys & (1 << known) != 0 {
                     report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
-                    try reader.skipValue()
+                    do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
                     continue
                 }
                 seenKeys |= 1 << known
             } else if extras.contains(where: { $0.key == key }) {
                 report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
-                try reader.skipValue()
+                do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
                 continue
             }
             func wrong(_ field: String, _ expected: String) throws {
-                let value = try reader.readValue()
+                let value: JSONValue
+                do { value = try reader.readValue() } catch { return try recover(error, batch, field, index: index, id: id) }
                 report(batch, .error, "\(field) must be \(expected), found \(value.described)", at: at, index: index, id: id, field: field)
             }
             switch known {
@@ -241,7 +277,8 @@ struct LandmarkDecoder {
                 sawName = true
                 guard kind == .string else { try wrong("name", "a non-empty string"); continue }
                 let start = batch.bytes.count
-                let count = try reader.appendString(to: &batch.bytes)
+                let count: Int
+                do { count = try reader.appendString(to: &batch.bytes) } catch { try recover(error, batch, "name", index: index, id: id); continue }
                 record.texts[RawLandmark.Field.name] = (Int32(start), Int32(count))
                 if Self.isBlank(batch.bytes[start...]) {
                     report(batch, .error, "name must not be empty", at: at, index: index, id: id, field: "name")
@@ -253,7 +290,8 @@ struct LandmarkDecoder {
                     try reader.readNull()
                 } else if kind == .string {
                     let start = batch.bytes.count
-                    let count = try reader.appendString(to: &batch.bytes)
+                    let count: Int
+                    do { count = try reader.appendString(to: &batch.bytes) } catch { try recover(error, batch, key, index: index, id: id); continue }
                     record.texts[field] = (Int32(start), Int32(count))
                 } else {
                     try wrong(key, "a string or null")
@@ -279,7 +317,9 @@ struct LandmarkDecoder {
                 sawCoordinates = true
                 try readCoordinates(reader, at: at, kind: kind, into: &record, index: index, id: id, batch: batch)
             case 12...15:
-                let member = JSONMember(key: key, value: try reader.readValue(), position: at)
+                let value: JSONValue
+                do { value = try reader.readValue() } catch { try recover(error, batch, key, index: index, id: id); continue }
+                let member = JSONMember(key: key, value: value, position: at)
                 let stamp = record.stamp ?? StampMembers()
                 record.stamp = stamp
                 switch known {
@@ -289,7 +329,9 @@ struct LandmarkDecoder {
                 default: stamp.deleted = member
                 }
             default:
-                extras.append(JSONMember(key: key, value: try reader.readValue(), position: at))
+                let value: JSONValue
+                do { value = try reader.readValue() } catch { try recover(error, batch, key, index: index, id: id); continue }
+                extras.append(JSONMember(key: key, value: value, position: at))
                 warnOnce(batch, key, "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
             }
         }
@@ -336,30 +378,32 @@ struct LandmarkDecoder {
     mutating func readCoordinates(_ reader: JSONPullReader, at: SourcePosition, kind: JSONKind, into record: inout RawLandmark,
                                   index: Int, id: Int64?, batch: LandmarkBatch) throws {
         guard kind == .object else {
-            let value = try reader.readValue()
+            let value: JSONValue
+            do { value = try reader.readValue() } catch { return try recover(error, batch, "coordinates", index: index, id: id) }
             report(batch, .error, "coordinates must be an object with latitude and longitude, found \(value.described)",
                    at: at, index: index, id: id, field: "coordinates")
             return
         }
         var sawLatitude = false, sawLongitude = false
         try reader.beginObject()
-        while let (key, keyAt) = try reader.nextKey() {
+        while let (key, keyAt) = try nextKey(reader, in: "coordinates", batch, index: index, id: id) {
             let limit: Double
             switch key {
             case "latitude" where sawLatitude, "longitude" where sawLongitude:
-                try reader.skipValue()
+                do { try reader.skipValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id) }
                 report(batch, .error, "duplicate key '\(key)' in coordinates", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             case "latitude": limit = 90; sawLatitude = true
             case "longitude": limit = 180; sawLongitude = true
             default:
-                try reader.skipValue()
+                do { try reader.skipValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id) }
                 report(batch, .error, "unknown key '\(key)' in coordinates (only latitude and longitude are stored)",
                        at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }
             guard try reader.peekKind() == .number else {
-                let value = try reader.readValue()
+                let value: JSONValue
+                do { value = try reader.readValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id); continue }
                 report(batch, .error, "\(key) must be a number, found \(value.described)", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }

@@ -255,6 +255,8 @@ final class LandmarkReadingThread: @unchecked Sendable {
             if decoder.errors <= options.maxErrors { try reader.finish() }
         } catch let error as JSONSyntaxError {
             decoder.report(batch, .error, error.message, at: error.position)
+        } catch let error as JSONStringContentError {  // the decoder reports these per field; any other one is fatal
+            decoder.report(batch, .error, error.message, at: error.position)
         } catch let error as JSONReadError {
             batch.failure = CatalogError(.ioError, "cannot read \(file): \(String(cString: strerror(error.errno)))")
         } catch {

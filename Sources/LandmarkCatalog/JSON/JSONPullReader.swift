@@ -38,6 +38,11 @@
 /// what was expected and what was found) or, for a file descriptor, ``JSONReadError``. After an error
 /// the reader's state is unspecified: stop reading.
 ///
+/// The one recoverable error is ``JSONStringContentError``: a string read on its own whose end is well
+/// delimited but whose content is bad (a lone surrogate escape, invalid UTF-8, a raw control character).
+/// The reader is then right after the string and the caller may go on pulling; where and when it is
+/// thrown is said there.
+///
 /// Calling the pull methods out of order (e.g. ``nextElement()`` when no array is open) is a
 /// programming error and traps.
 ///
@@ -111,7 +116,12 @@ public final class JSONPullReader {
         var arrays: [[JSONValue]] = []
         var objects: [[JSONMember]] = []
         var keys: [(key: String, position: SourcePosition)] = []
+        /// The first bad content of the string being scanned; nil between strings.
+        var problem: StringProblem?
+        /// The error for the string just scanned with bad content, until it is thrown.
+        var contentError: JSONStringContentError?
     }
+
     let work: UnsafeMutablePointer<Work>
 
     /// What was accepted although RFC 8259 forbids it, in input order (lenient mode only).
@@ -231,7 +241,9 @@ public final class JSONPullReader {
     ///
     /// At the end consumes `}` (and, in lenient mode, one trailing comma before it, with a warning).
     /// - Returns: The decoded key and the position of its opening quote; `nil` when the object is closed.
-    /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONReadError``.
+    /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONStringContentError`` for
+    ///   a key with bad content (the reader is then at its value, `repaired` has the key);
+    ///   ``JSONReadError``.
     public func nextKey() throws -> (key: String, position: SourcePosition)? {
         try prepare()
         return try advanceInObject(buildKey: true)
@@ -241,7 +253,8 @@ public final class JSONPullReader {
     /// known keys cost no `String`.
     /// - Returns: the index of the key in `table` (`key` nil), or −1 and the key for an unknown key, with
     ///   the position of its opening quote; `nil` when the object is closed.
-    /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONReadError``.
+    /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONStringContentError`` for
+    ///   a key with bad content (the reader is then at its value); ``JSONReadError``.
     public func nextKey(in table: JSONKeyTable) throws -> (index: Int, key: String?, position: SourcePosition)? {
         try prepare()
         var index = -1
@@ -255,16 +268,25 @@ public final class JSONPullReader {
 
     /// Reads the next value with everything inside it.
     /// - Returns: The value; object members keep their order and key positions.
-    /// - Throws: ``JSONSyntaxError`` for malformed JSON; ``JSONReadError`` when reading fails.
+    /// - Throws: ``JSONSyntaxError`` for malformed JSON, including bad string content inside an array or
+    ///   object or in the top-level value; ``JSONStringContentError`` for a string with bad content that
+    ///   is an element or member value of an open array or object (the reader is then past it);
+    ///   ``JSONReadError`` when reading fails.
     public func readValue() throws -> JSONValue {
         let first = try valueStart()
         consumingValue()
-        return try readTree(startingWith: first)
+        if first == UInt8(ascii: "\""), !work.pointee.containers.isEmpty { return .string(try scanString(build: true)) }
+        do {
+            return try readTree(startingWith: first)
+        } catch let error as JSONStringContentError {
+            throw syntaxError(error.message, position: error.position)
+        }
     }
 
     /// Reads the next value, which must be a string.
     /// - Returns: The string with its escapes decoded.
-    /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) string; ``JSONReadError``.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) string;
+    ///   ``JSONStringContentError`` when its content is bad (the reader is then past it); ``JSONReadError``.
     public func readString() throws -> String {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "\"") else { throw mismatch("a string") }
@@ -275,17 +297,20 @@ public final class JSONPullReader {
     /// Reads the next value, which must be a string, and appends its decoded UTF-8 bytes (escapes
     /// decoded, validated) to `buffer`, without making a `String`: the import's fast path.
     /// - Returns: The number of bytes appended.
-    /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) string; ``JSONReadError``.
+    /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) string;
+    ///   ``JSONStringContentError`` when its content is bad (nothing is appended, the reader is then past
+    ///   it); ``JSONReadError``.
     @discardableResult
     public func appendString(to buffer: inout [UInt8]) throws -> Int {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "\"") else { throw mismatch("a string") }
         consumingValue()
         var count = 0
-        try scanStringBytes(build: true) { bytes in
+        let flawed = try scanStringBytes(build: true) { bytes in
             buffer.append(contentsOf: bytes)
             count = bytes.count
         }
+        if flawed { throw takeContentError() }
         return count
     }
 
@@ -330,23 +355,34 @@ public final class JSONPullReader {
 
     /// Skips the next value with everything inside it, checking it as thoroughly as ``readValue()``
     /// but building nothing.
-    /// - Throws: ``JSONSyntaxError`` for malformed JSON; ``JSONReadError`` when reading fails.
+    /// - Throws: what ``readValue()`` throws for the same value: ``JSONSyntaxError`` for malformed JSON
+    ///   (bad string content inside an array or object or in the top-level value included);
+    ///   ``JSONStringContentError`` for a string element or member value with bad content (the reader is
+    ///   then past it); ``JSONReadError`` when reading fails.
     public func skipValue() throws {
         let first = try valueStart()
         consumingValue()
         let depth = work.pointee.containers.count
-        try skip(startingWith: first)
-        while work.pointee.containers.count > depth {
-            let more: Bool
-            if work.pointee.containers[work.pointee.containers.count - 1].isArray {
-                more = try advanceInArray()
-            } else {
-                more = try advanceInObject(buildKey: false) != nil
+        if first == UInt8(ascii: "\""), depth > 0 {
+            _ = try scanString(build: false)
+            return
+        }
+        do {
+            try skip(startingWith: first)
+            while work.pointee.containers.count > depth {
+                let more: Bool
+                if work.pointee.containers[work.pointee.containers.count - 1].isArray {
+                    more = try advanceInArray()
+                } else {
+                    more = try advanceInObject(buildKey: false) != nil
+                }
+                if more {
+                    guard let next = peekNonWhitespace() else { throw expectedValueError() }
+                    try skip(startingWith: next)
+                }
             }
-            if more {
-                guard let next = peekNonWhitespace() else { throw expectedValueError() }
-                try skip(startingWith: next)
-            }
+        } catch let error as JSONStringContentError {
+            throw syntaxError(error.message, position: error.position)
         }
     }
 
@@ -515,14 +551,17 @@ public final class JSONPullReader {
             throw syntaxError("expected ',' or '}' after object member, found \(describe(ahead: 0))", at: pos)
         }
         let keyPosition = position(at: pos)
-        try scanStringBytes(build: buildKey, deliver)
-        guard let colon = peekNonWhitespace() else {
-            throw syntaxError("expected ':' after object key, found end of input", at: pos)
-        }
-        guard colon == UInt8(ascii: ":") else {
+        let flawed = try scanStringBytes(build: buildKey, deliver)
+        guard let colon = peekNonWhitespace(), colon == UInt8(ascii: ":") else {
+            // The key's bad content came first: it is the error, as if reading had stopped there.
+            if flawed {
+                let error = takeContentError()
+                throw syntaxError(error.message, position: error.position)
+            }
             throw syntaxError("expected ':' after object key, found \(describe(ahead: 0))", at: pos)
         }
         pos += 1
+        if flawed { throw takeContentError(isKey: true) }
         return keyPosition
     }
 

@@ -139,6 +139,8 @@ struct SnapshotMerger {
             try reader.finish()
         } catch let e as JSONSyntaxError {
             error(e.message, at: e.position)
+        } catch let e as JSONStringContentError {  // outside landmark rows (which the decoder reads): malformed as well
+            error(e.message, at: e.position)
         }
         try checkEnvelope()
         if errors == 0 {
