@@ -98,6 +98,8 @@ extension CatalogStore {
             if decoder.errors <= options.maxErrors { try reader.finish() }
         } catch let error as JSONSyntaxError {
             decoder.report(batch, .error, error.message, at: error.position, kind: "syntax")
+        } catch let error as JSONStringContentError {  // the decoder reports these per field; any other one is fatal
+            decoder.report(batch, .error, error.message, at: error.position, kind: "syntax")
         } catch let error as JSONReadError {
             batch.failure = CatalogError(.ioError, "cannot read \(file): \(String(cString: strerror(error.errno)))")
         } catch {

@@ -62,13 +62,49 @@ struct LandmarkDecoder {
         report(batch, .warning, message, at: at, index: index, id: id, field: key.hasPrefix("\u{0}") ? nil : key, kind: kind)
     }
 
+    /// Reports a string with bad content (`JSONStringContentError`: the reader is then just past the string)
+    /// as an error on `field`, so the record goes on being read; rethrows any other error.
+    @inline(never)  // the error path: kept out of the loops that call it
+    mutating func recover(_ error: any Error, _ batch: RowBatch, _ field: String, index: Int, id: Int64?) throws {
+        guard let error = error as? JSONStringContentError else { throw error }
+        report(batch, .error, error.message(in: field), at: error.position, index: index, id: id, field: field)
+    }
+
+    /// The reader's next key in `table`; a key with bad content is reported as an error on it and its member skipped.
+    mutating func nextKey(_ reader: JSONPullReader, in table: JSONKeyTable, _ batch: RowBatch, index: Int, id: Int64?)
+        throws -> (index: Int, key: String?, position: SourcePosition)? {
+        while true {
+            do { return try reader.nextKey(in: table) } catch { try skipMember(badKey: error, reader, batch, index: index, id: id) }
+        }
+    }
+
+    /// The reader's next key in the object `object`; a key with bad content is reported as an error on it and its member skipped.
+    mutating func nextKey(_ reader: JSONPullReader, in object: String, _ batch: RowBatch, index: Int, id: Int64?)
+        throws -> (key: String, position: SourcePosition)? {
+        while true {
+            do { return try reader.nextKey() } catch { try skipMember(badKey: error, reader, batch, index: index, id: id, in: object) }
+        }
+    }
+
+    /// Reports a key with bad content (`error`; any other error is rethrown) and skips its value.
+    @inline(never)  // the error path: kept out of the loops that call it
+    mutating func skipMember(badKey error: any Error, _ reader: JSONPullReader, _ batch: RowBatch, index: Int, id: Int64?,
+                             in object: String? = nil) throws {
+        guard let error = error as? JSONStringContentError else { throw error }
+        let key = (object.map { $0 + "." } ?? "") + (error.repaired ?? "")
+        report(batch, .error, error.message(in: "key '\(key)'"), at: error.position, index: index, id: id, field: key)
+        do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
+    }
+
     /// Decodes the next array element into `batch` (when valid). The reader is at the element's start.
-    /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown.
+    /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown, and
+    ///   so is a string with bad content (`JSONStringContentError`), as an error on its field.
     mutating func decode(_ reader: JSONPullReader, index: Int, into batch: RowBatch) throws {
         let position = reader.position
-        guard try reader.peekKind() == .object else {
-            let value = try reader.readValue()
-            report(batch, .error, "a landmark must be a JSON object, found \(value.kind.description)", at: position, index: index)
+        let elementKind = try reader.peekKind()
+        guard elementKind == .object else {
+            do { _ = try reader.readValue() } catch is JSONStringContentError {}  // a string all the same, now read
+            report(batch, .error, "a landmark must be a JSON object, found \(elementKind.description)", at: position, index: index)
             return
         }
         let errorsBefore = errors
@@ -90,27 +126,30 @@ struct LandmarkDecoder {
         var favouriteAt: (SourcePosition, Bool?)?
         var extras: [JSONMember] = []
         try reader.beginObject()
-        while let (match, unknownKey, at) = try reader.nextKey(in: Self.keyTable) {
+        while let (match, unknownKey, at) = try nextKey(reader, in: Self.keyTable, batch, index: index, id: id) {
             let kind = try reader.peekKind()
             let key = unknownKey ?? Self.keys[match].0
             if match >= 0 {
                 if seenKeys & (1 << UInt64(match)) != 0 {
                     report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
-                    try reader.skipValue()
+                    do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
                     continue
                 }
                 seenKeys |= 1 << UInt64(match)
             } else if extras.contains(where: { $0.key == key }) {
                 report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
-                try reader.skipValue()
+                do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
                 continue
             }
             func wrong(_ field: String, _ expected: String) throws {
-                let value = try reader.readValue()
+                let value: JSONValue
+                do { value = try reader.readValue() } catch { return try recover(error, batch, field, index: index, id: id) }
                 report(batch, .error, "\(field) must be \(expected), found \(value.described)", at: at, index: index, id: id, field: field)
             }
             guard match >= 0 else {
-                extras.append(JSONMember(key: key, value: try reader.readValue(), position: at))
+                let value: JSONValue
+                do { value = try reader.readValue() } catch { try recover(error, batch, key, index: index, id: id); continue }
+                extras.append(JSONMember(key: key, value: value, position: at))
                 if mode == .importRecord {
                     warnOnce(batch, key, kind: "unknown-key", "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
                 }
@@ -144,7 +183,8 @@ struct LandmarkDecoder {
                     try reader.readNull()
                 } else if kind == .string {
                     let start = batch.bytes.count
-                    let count = try reader.appendString(to: &batch.bytes)
+                    let count: Int
+                    do { count = try reader.appendString(to: &batch.bytes) } catch { try recover(error, batch, key, index: index, id: id); continue }
                     record.texts[column.textSlot] = (Int32(start), Int32(count))
                     if required, Self.isBlank(batch.bytes[start...]) {
                         report(batch, .error, "\(key) must not be empty", at: at, index: index, id: id, field: key)
@@ -166,7 +206,7 @@ struct LandmarkDecoder {
                 if column == .updatedMs { sawUpdatedAt = true }
                 if column == .node { sawNode = true }
             case .stamp:
-                try reader.skipValue()
+                do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
                 report(batch, .error,
                        "'\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it",
                        at: at, index: index, id: id, field: key)
@@ -231,7 +271,8 @@ struct LandmarkDecoder {
     mutating func readStamp(_ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, at: SourcePosition,
                             into record: inout RawLandmark, index: Int, id: Int64?, batch: RowBatch) throws {
         let key = column.jsonKey ?? ""
-        let value = try reader.readValue()
+        let value: JSONValue
+        do { value = try reader.readValue() } catch { return try recover(error, batch, key, index: index, id: id) }
         switch StampField.parse(column, value) {
         case .success(let parsed):
             switch parsed {
@@ -251,31 +292,33 @@ struct LandmarkDecoder {
     mutating func readCoordinates(_ reader: JSONPullReader, at: SourcePosition, kind: JSONKind, into record: inout RawLandmark,
                                   index: Int, id: Int64?, batch: RowBatch) throws {
         guard kind == .object else {
-            let value = try reader.readValue()
+            let value: JSONValue
+            do { value = try reader.readValue() } catch { return try recover(error, batch, "coordinates", index: index, id: id) }
             report(batch, .error, "coordinates must be an object with latitude and longitude, found \(value.described)",
                    at: at, index: index, id: id, field: "coordinates")
             return
         }
         var sawLatitude = false, sawLongitude = false
         try reader.beginObject()
-        while let (key, keyAt) = try reader.nextKey() {
+        while let (key, keyAt) = try nextKey(reader, in: "coordinates", batch, index: index, id: id) {
             let column: LandmarkColumn
             switch key {
             case "latitude" where sawLatitude, "longitude" where sawLongitude:
-                try reader.skipValue()
+                do { try reader.skipValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id) }
                 report(batch, .error, "duplicate key '\(key)' in coordinates", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             case "latitude": column = .latitude; sawLatitude = true
             case "longitude": column = .longitude; sawLongitude = true
             default:
-                try reader.skipValue()
+                do { try reader.skipValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id) }
                 report(batch, .error, "unknown key '\(key)' in coordinates (only latitude and longitude are stored)",
                        at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }
             guard case .coordinate(let limit) = column.kind else { preconditionFailure() }
             guard try reader.peekKind() == .number else {
-                let value = try reader.readValue()
+                let value: JSONValue
+                do { value = try reader.readValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id); continue }
                 report(batch, .error, "\(key) must be a number, found \(value.described)", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }

@@ -52,6 +52,83 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
     public var description: String { "\(message) at \(position)" }
 }
 
+/// A string whose content is bad although its end is well delimited: a lone surrogate escape, invalid
+/// UTF-8, or an unescaped control character inside the quotes.
+///
+/// Thrown by the ``JSONPullReader`` methods that read one string — ``JSONPullReader/readString()``,
+/// ``JSONPullReader/appendString(to:)``, ``JSONPullReader/nextKey()``, ``JSONPullReader/nextKey(in:)``,
+/// and ``JSONPullReader/readValue()`` / ``JSONPullReader/skipValue()`` of a string that is an element or
+/// member value of an open array or object — after consuming the whole string (for a key, the `:` too).
+/// The reader is left in a valid state right after it (at a key's value), so the caller may report it
+/// and go on pulling. A raw LF inside such a string counts as a line end for the positions that follow.
+///
+/// Everything else about strings stays a ``JSONSyntaxError``: no closing quote (the message is then the
+/// first problem in the string, as if reading had stopped there), an escape RFC 8259 does not have, a
+/// `\u` without four hex digits. Where the reader reads a whole array, object or document itself
+/// (``JSONPullReader/readValue()`` and ``JSONPullReader/skipValue()`` of an array or object, or of the
+/// top-level value), bad string content is a ``JSONSyntaxError`` too, with the same message and
+/// position: the value is refused as a whole.
+public struct JSONStringContentError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong with the content (an open set: more may be added).
+    public struct Problem: Sendable, Hashable, CustomStringConvertible {
+        /// A short name, e.g. `lone surrogate escape`.
+        public let description: String
+        /// Creates a problem from its name.
+        public init(_ description: String) { self.description = description }
+
+        /// A `\uXXXX` escape of a surrogate (D800…DFFF) that is not part of a high–low pair.
+        public static let loneSurrogate = Problem("lone surrogate escape")
+        /// Bytes that are not well-formed UTF-8 (Unicode 15, table 3-7).
+        public static let invalidUTF8 = Problem("invalid UTF-8")
+        /// A raw U+0000…U+001F, which RFC 8259 §7 requires to be escaped.
+        public static let controlCharacter = Problem("unescaped control character")
+    }
+
+    /// What is wrong (the first problem in the string; there may be more).
+    public var problem: Problem
+    /// The message a ``JSONSyntaxError`` would carry, e.g. `lone surrogate \uD800 in string: …`.
+    public var message: String
+    /// Where the first problem is: the backslash of the escape, the first byte of the bad sequence, or the
+    /// control character.
+    public var position: SourcePosition
+    /// Where the string starts (its opening quote).
+    public var stringPosition: SourcePosition
+    /// The offending input as written: the escape (`\ud800`), the bytes (`0xC0 0xAF`) or the character
+    /// (`U+0009`).
+    public var found: String
+    /// The string as read, each lone surrogate escape and each ill-formed UTF-8 sequence replaced by
+    /// U+FFFD (control characters are kept); `nil` when the string was skipped rather than read.
+    public var repaired: String?
+    /// Whether the string is an object key (the reader is then at the key's value).
+    public var isKey: Bool
+
+    /// Creates an error from its parts.
+    public init(problem: Problem, message: String, position: SourcePosition, stringPosition: SourcePosition,
+                found: String, repaired: String?, isKey: Bool) {
+        self.problem = problem
+        self.message = message
+        self.position = position
+        self.stringPosition = stringPosition
+        self.found = found
+        self.repaired = repaired
+        self.isKey = isKey
+    }
+
+    /// The problem said of `subject` (e.g. a field name): `name contains a lone surrogate escape \ud800`,
+    /// `invalid UTF-8 in name (0xFF)`, `name contains an unescaped control character U+0009`.
+    public func message(in subject: String) -> String {
+        switch problem {
+        case .loneSurrogate: "\(subject) contains a lone surrogate escape \(found)"
+        case .invalidUTF8: "invalid UTF-8 in \(subject) (\(found))"
+        case .controlCharacter: "\(subject) contains an unescaped control character \(found)"
+        default: "\(subject): \(message)"
+        }
+    }
+
+    /// The message followed by ` at line:column`, like ``JSONSyntaxError``.
+    public var description: String { "\(message) at \(position)" }
+}
+
 /// Something the reader accepted although RFC 8259 does not allow it (in lenient mode only: a single
 /// trailing comma before `]` or `}`), with the position of the offending byte.
 public struct JSONWarning: Sendable, Equatable, CustomStringConvertible {

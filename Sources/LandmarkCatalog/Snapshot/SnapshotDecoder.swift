@@ -106,6 +106,8 @@ struct SnapshotDecoder {
         } catch is Stop {
         } catch let error as JSONSyntaxError {
             state.error(batch, error.message, at: error.position, kind: "syntax")
+        } catch let error as JSONStringContentError {  // outside landmark rows (which the decoder reads): malformed as well
+            state.error(batch, error.message, at: error.position, kind: "syntax")
         } catch let error as JSONReadError {
             batch.failure = CatalogError(.ioError, "cannot read \(source): \(String(cString: strerror(error.errno)))")
         } catch {
