@@ -43,14 +43,22 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
                 if let host = url.host, !host.isEmpty, host != "localhost" {
                     throw CatalogError(.usage, "file URL names another host '\(host)': \(text)", hint: "use file:///path for a local file")
                 }
-                return .file(path: url.path)
+                return .file(path: normalizedFilePath(url.path))
             default:
                 throw CatalogError(.usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))",
                                    hint: "a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name")
             }
         }
         let path = text.hasPrefix("/") ? text : (workingDirectory.hasSuffix("/") ? workingDirectory : workingDirectory + "/") + text
-        return .file(path: URL(fileURLWithPath: path).standardizedFileURL.path)
+        return .file(path: normalizedFilePath(URL(fileURLWithPath: path).standardizedFileURL.path))
+    }
+
+    /// A snapshot log's directory stands for its manifest, so `DIR` and `DIR/manifest.json` are one
+    /// source with one cursor.
+    static func normalizedFilePath(_ path: String) -> String {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return path }
+        return (path.hasSuffix("/") ? path : path + "/") + LogManifest.fileName
     }
 
     /// The URL scheme of `text` (lowercased) when it starts like `scheme://`.
