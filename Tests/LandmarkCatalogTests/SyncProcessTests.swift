@@ -51,7 +51,9 @@ final class TestHTTPServer {
 struct HTTPSyncTests {
     static func served() throws -> (URL, TestHTTPServer) {
         let dir = Support.temporaryDirectory()
-        try snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]).write(to: dir.appending(path: "peer.json"), atomically: true, encoding: .utf8)
+        let peer = dir.appending(path: "peer.json")
+        try snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]).write(to: peer, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-2 * 86_400)], ofItemAtPath: peer.path)
         return (dir, try TestHTTPServer(directory: dir))
     }
 
@@ -73,9 +75,9 @@ struct HTTPSyncTests {
         #expect(log.count == 2)
         #expect(log[0]["ifNoneMatch"]! == nil)
         #expect(log[1]["ifNoneMatch"]! != nil)
-        // The file was written a moment before it was served: its Last-Modified is within a second of the
-        // response's Date, so it is weak (RFC 9110 §8.8.2.2) and not sent back (SPEC §8).
-        #expect(log[1]["ifModifiedSince"]! == nil)
+        // peer.json was last modified two days before it was served: a strong Last-Modified, sent back.
+        // (One within a second of the response's Date is weak and dropped: HTTPClientTests.)
+        #expect(log[1]["ifModifiedSince"]! != nil)
     }
 
     @Test("a 500 then a 200 is retried and succeeds; a 429 honours Retry-After")

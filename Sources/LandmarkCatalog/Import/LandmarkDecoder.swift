@@ -271,6 +271,40 @@ struct LandmarkDecoder {
     mutating func readStamp(_ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, at: SourcePosition,
                             into record: inout RawLandmark, index: Int, id: Int64?, batch: RowBatch) throws {
         let key = column.jsonKey ?? ""
+        // The common shapes are read without building a value: a string of bytes, a number, a boolean.
+        switch (column, kind) {
+        case (.updatedMs, .string):
+            let start = batch.bytes.count
+            do { try reader.appendString(to: &batch.bytes) } catch { return try recover(error, batch, key, index: index, id: id) }
+            let ms = batch.bytes.withUnsafeBufferPointer { Timestamp.parse(utf8: UnsafeBufferPointer(rebasing: $0[start...])) }
+            let text = ms == nil ? String(decoding: batch.bytes[start...], as: UTF8.self) : ""
+            batch.bytes.removeSubrange(start...)
+            if let ms { record.updatedMs = ms; return }
+            return report(batch, .error, "\(key) must be an RFC 3339 date-time, found \(JSONValue.string(text).described)", at: at,
+                          index: index, id: id, field: key)
+        case (.counter, .number):
+            let n = try reader.readNumber()
+            if let c = n.int64Value, c >= 0, c <= HLCStamp.maxCounter { record.counter = c; return }
+            return report(batch, .error, "\(key) must be an integer in 0…\(HLCStamp.maxCounter), found the number \(n.literal)", at: at,
+                          index: index, id: id, field: key)
+        case (.node, .string):
+            let start = batch.bytes.count
+            do { try reader.appendString(to: &batch.bytes) } catch { return try recover(error, batch, key, index: index, id: id) }
+            let bytes = batch.bytes[start...]
+            if !bytes.isEmpty, bytes.count <= 64, bytes.allSatisfy(CatalogStore.isNodeIDByte) {
+                record.texts[TextRanges.nodeSlot] = (Int32(start), Int32(bytes.count))
+                return
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            batch.bytes.removeSubrange(start...)
+            return report(batch, .error, "\(key) must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(JSONValue.string(text).described)",
+                          at: at, index: index, id: id, field: key)
+        case (.deleted, .bool):
+            record.deleted = try reader.readBool()
+            return
+        default:
+            break
+        }
         let value: JSONValue
         do { value = try reader.readValue() } catch { return try recover(error, batch, key, index: index, id: id) }
         switch StampField.parse(column, value) {

@@ -64,6 +64,11 @@ struct RowMerger {
     private(set) var nextSeq: Int64
     /// Change sequence numbers this merger used: `firstSeq..<nextSeq`.
     let firstSeq: Int64
+    /// The largest landmark id stored when the merge began, and the largest id this merge has met:
+    /// a row with a greater id than both cannot be stored yet, so it is inserted without a point read
+    /// (snapshots list landmarks in id order, so a base merged into an empty database never reads).
+    private let storedMaxID: Int64?
+    private var seenMaxID = Int64.min
 
     init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws {
         self.store = store
@@ -72,6 +77,7 @@ struct RowMerger {
         self.diagnostics = diagnostics
         nextSeq = try store.lastChangeSequence() + 1
         firstSeq = nextSeq
+        storedMaxID = try store.connection.scalarInt(sql: "SELECT max(id) FROM landmarks")
     }
 
     /// Applies a decoded batch: its diagnostics, then its landmarks, then its positions.
@@ -228,6 +234,15 @@ struct RowMerger {
         if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: {
             String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self)
         }) { return }
+        let unseen = record.id > seenMaxID && (storedMaxID.map { record.id > $0 } ?? true)
+        seenMaxID = max(seenMaxID, record.id)
+        if unseen {
+            try bindLandmark(view, seq: nextSeq, to: upsert)
+            try upsert.run()
+            nextSeq += 1
+            counts.landmarksApplied += 1
+            return
+        }
         try select.bind(record.id, at: 1)
         defer { select.rewind() }
         var stored: (stamp: HLCStamp, deleted: Bool)?

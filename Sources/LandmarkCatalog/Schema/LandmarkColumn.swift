@@ -15,13 +15,15 @@ enum LandmarkColumn: Int32, TableColumn {
 
     static let tableName = "landmarks"
 
-    var sqlName: String {
-        switch self {
+    var sqlName: String { Self.sqlNames[Int(rawValue)] }
+
+    private static let sqlNames: [String] = allCases.map { c in
+        switch c {
         case .imageName: return "image_name"
         case .isFeatured: return "is_featured"
         case .isFavorite: return "is_favorite"
         case .updatedMs: return "updated_ms"
-        default: return String(describing: self)
+        default: return String(describing: c)
         }
     }
 
@@ -52,11 +54,13 @@ enum LandmarkColumn: Int32, TableColumn {
     }
 
     /// The JSON key (in `landmarkData.json`, or for stamps in snapshot rows); nil for `extra` and `seq`.
-    var jsonKey: String? {
-        switch self {
+    var jsonKey: String? { Self.jsonKeys[Int(rawValue)] }
+
+    private static let jsonKeys: [String?] = allCases.map { c in
+        switch c {
         case .extra, .seq: return nil
         case .updatedMs: return "updatedAt"
-        default: return String(describing: self)
+        default: return String(describing: c)
         }
     }
 
@@ -64,10 +68,13 @@ enum LandmarkColumn: Int32, TableColumn {
     static let textColumns: [LandmarkColumn] = allCases.filter { if case .text = $0.kind { return true } else { return false } }
 
     /// The index of a text column in ``textColumns``.
-    var textSlot: Int {
-        guard let slot = Self.textColumns.firstIndex(of: self) else { preconditionFailure("\(self) is not a text column") }
+    @inline(__always) var textSlot: Int {
+        let slot = Self.textSlots[Int(rawValue)]
+        precondition(slot >= 0, "not a text column")
         return slot
     }
+
+    private static let textSlots: [Int] = allCases.map { textColumns.firstIndex(of: $0) ?? -1 }
 
     /// The optional content columns: a key absent from an import record keeps the stored value of these.
     static let optionalContent: [LandmarkColumn] = allCases.filter {
@@ -88,12 +95,14 @@ enum PositionColumn: Int32, TableColumn {
 
     static let tableName = "positions"
 
-    var sqlName: String {
-        switch self {
+    var sqlName: String { Self.sqlNames[Int(rawValue)] }
+
+    private static let sqlNames: [String] = allCases.map { c in
+        switch c {
         case .userID: return "user_id"
         case .landmarkID: return "landmark_id"
         case .updatedMs: return "updated_ms"
-        default: return String(describing: self)
+        default: return String(describing: c)
         }
     }
 }

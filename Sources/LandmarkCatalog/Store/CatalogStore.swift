@@ -236,8 +236,12 @@ public final class CatalogStore {
     }
 
     static func isValidNodeID(_ node: String) -> Bool {
-        !node.isEmpty && node.utf8.count <= 64
-            && node.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 46 || $0 == 95 || $0 == 45 }
+        !node.isEmpty && node.utf8.count <= 64 && node.utf8.allSatisfy(isNodeIDByte)
+    }
+
+    /// `A–Z a–z 0–9 . _ -`
+    @inline(__always) static func isNodeIDByte(_ b: UInt8) -> Bool {
+        (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 45
     }
 
     /// The hybrid logical clock's persisted state.

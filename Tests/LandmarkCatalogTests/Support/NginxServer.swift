@@ -87,9 +87,16 @@ final class NginxServer {
     /// `http://127.0.0.1:PORT/catalog/NAME`
     func url(_ name: String) -> String { "http://127.0.0.1:\(port)/catalog/\(name)" }
 
-    /// Every request so far: (uri, status, body bytes, content encoding or "-").
-    func requests() throws -> [(uri: String, status: Int, bytes: Int, encoding: String)] {
-        let text = (try? String(contentsOf: prefix.appending(path: "logs/access.log"), encoding: .utf8)) ?? ""
+    /// Every request so far: (uri, status, body bytes, content encoding or "-"). nginx logs a request
+    /// just after its response is sent, so this waits up to 2 s for at least `count` lines.
+    func requests(atLeast count: Int = 0) throws -> [(uri: String, status: Int, bytes: Int, encoding: String)] {
+        var text = ""
+        let deadline = Date().addingTimeInterval(2)
+        repeat {
+            text = (try? String(contentsOf: prefix.appending(path: "logs/access.log"), encoding: .utf8)) ?? ""
+            if text.split(separator: "\n").count >= count { break }
+            usleep(20_000)
+        } while Date() < deadline
         return text.split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ").map(String.init)
             guard f.count >= 4, let status = Int(f[1]), let bytes = Int(f[2]) else { return nil }
