@@ -6,6 +6,8 @@
                                                   and emoji; --parts also writes OUT.partI.json files
                                                   (for the sqlite3 baseline: SQLite strings stop at 1e9 bytes)
   generate.py positions N OUT.json [--overlap BASE.json-N]
+  generate.py changes N OUT.json USERS SEED   N position changes for users of a USERS-user snapshot, stamped
+                                             a second before now, so each run is newer than the last
                                                   a snapshot of N users' positions in random order; with
                                                   --overlap, a second snapshot over the same users: half
                                                   newer, a quarter older, a quarter equal (ties)
@@ -132,11 +134,23 @@ def positions(n, out, overlap):
     write_snapshot(out, second, "n-bench-b")
 
 
+def changes(n, out, users, run):
+    import time
+    rng = random.Random(run * 31 + n)
+    now = int(time.time() * 1000) - 1000
+    picked = rng.sample(range(users), n)
+    rows = [{"user": f"user-{u:07d}", "page": rng.randint(0, 99), "landmarkId": 1001 + rng.randint(0, 9999),
+             "updatedAt": now, "counter": 0, "node": "n-bench-c", "deleted": False} for u in picked]
+    write_snapshot(out, rows, "n-bench-c")
+
+
 if __name__ == "__main__":
     kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if kind == "landmarks":
         landmarks(n, out, int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[4] == "--parts" else 1)
     elif kind == "positions":
         positions(n, out, len(sys.argv) > 4 and sys.argv[4] == "--overlap")
+    elif kind == "changes":
+        changes(n, out, int(sys.argv[4]), int(sys.argv[5]))
     else:
         sys.exit(__doc__)

@@ -151,6 +151,53 @@ for u in "${users[@]}"; do
     row "sync positions (populated)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
 done
 
+# Incremental sync (snapshot logs): the cost of one change and of 10,000, against a full export and a
+# full-snapshot sync measured here; bootstrap from a base against an import of the same rows.
+if $quick; then ln=10000; pn=10000; else ln=1000000; pn=1000000; fi
+lfile="$data/landmarks-$ln.json"; pfile="$data/positions-$pn.json"
+pub="$work/pub.sqlite"; con="$work/con.sqlite"; log="$work/log"
+rm -rf "$pub"* "$con"* "$log"
+"$bin" --db "$pub" import --quiet "$lfile"
+"$bin" --db "$pub" sync --quiet "$pfile"
+"$bin" --db "$pub" publish --quiet "$log"
+"$bin" --db "$con" sync --quiet "$log"
+rows_total=$((ln + pn))
+echo "  log: $ln landmarks + $pn positions published; consumer bootstrapped" >&2
+measure base "true" "$bin --db $pub export --output $work/full.json"
+full_export=$MEDIAN; row "export (full snapshot)" "$rows_total" "catalog export" "$MEDIAN" "$PEAK" "$rows_total" ""
+full_bytes=$(stat -c %s "$work/full.json")
+measure base "$bin --db $pub position set --user bench-full-\$RANDOM --page 0 && $bin --db $pub export --output $work/full.json" \
+    "$bin --db $con sync --quiet $work/full.json"
+full_sync=$MEDIAN; row "sync full snapshot (1 change)" "$rows_total" "catalog sync" "$MEDIAN" "$PEAK" "$rows_total" ""
+rows+=("| full snapshot bytes fetched | $rows_total | catalog sync | $full_bytes bytes | | | |")
+"$bin" --db "$pub" publish --quiet "$log"; "$bin" --db "$con" sync --quiet "$log"
+for changes in 1 10000; do
+    if [ "$changes" -eq 1 ]; then
+        make_change="$bin --db $pub position set --user bench-one-\$RANDOM --page 0"
+    else
+        make_change="python3 $repo/Benchmarks/generate.py changes 10000 $work/changes.json $pn \$RANDOM >/dev/null 2>&1 && $bin --db $pub sync --quiet $work/changes.json"
+    fi
+    measure ours "$make_change" "$bin --db $pub publish --quiet $log"
+    row "publish after $changes change(s)" "$rows_total" "catalog publish (baseline: export)" "$MEDIAN" "$PEAK" "$changes" "$full_export"
+    measure ours "$make_change && $bin --db $pub publish --quiet $log" "$bin --db $con sync --quiet $log"
+    row "consumer sync after $changes change(s)" "$rows_total" "catalog sync (baseline: full sync)" "$MEDIAN" "$PEAK" "$changes" "$full_sync"
+    bash -c "$make_change" >/dev/null 2>&1; "$bin" --db "$pub" publish --quiet "$log"
+    fetched=$("$bin" --db "$con" sync --json "$log" | python3 -c 'import json,sys; print(sum(s["bytes"] for s in json.load(sys.stdin)["sources"]))')
+    echo "  after $changes change(s): a consumer fetched $fetched bytes (a full snapshot is $full_bytes)" >&2
+    rows+=("| bytes fetched after $changes change(s) | $rows_total | catalog sync | $fetched bytes | | | |")
+done
+digest_pub=$("$bin" --db "$pub" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
+digest_con=$("$bin" --db "$con" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
+[ "$digest_pub" = "$digest_con" ] || { echo "FAILED: publisher and consumer digests differ ($digest_pub / $digest_con)" >&2; exit 1; }
+# Bootstrap: a base of landmarks only, into an empty database, against importing the same file.
+lpub="$work/lpub.sqlite"; llog="$work/llog"; rm -rf "$lpub"* "$llog"
+"$bin" --db "$lpub" import --quiet "$lfile"; "$bin" --db "$lpub" publish --quiet "$llog"
+measure base "rm -f $work/boot.sqlite*; $bin --db $work/boot.sqlite init" "$bin --db $work/boot.sqlite import --quiet $lfile"
+import_base=$MEDIAN; row "import (for bootstrap)" "$ln" "catalog import" "$MEDIAN" "$PEAK" "$ln" ""
+measure ours "rm -f $work/boot.sqlite*; $bin --db $work/boot.sqlite init" "$bin --db $work/boot.sqlite sync --quiet $llog"
+row "bootstrap from a base" "$ln" "catalog sync (baseline: import)" "$MEDIAN" "$PEAK" "$ln" "$import_base"
+rm -rf "$pub"* "$con"* "$log" "$lpub"* "$llog" "$work"/boot.sqlite* "$work/full.json"
+
 {
     echo "Benchmarks/run.sh $* — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $runs runs per case (median), sqlite3 $(sqlite3 --version | cut -d' ' -f1)"
     echo
