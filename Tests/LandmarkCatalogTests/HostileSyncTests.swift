@@ -95,7 +95,7 @@ struct HostileSyncTests {
         if let why = Mounts.tmpfs(at: small, size: "1m") {
             try Test.cancel("mounting a 1 MiB tmpfs is not permitted here (\(why)): the disk-full case is not run")
         }
-        defer { Mounts.unmount(small) }
+        defer { Mounts.unmount(small); withExtendedLifetime(sandbox) {} }  // unmounted before the sandbox is removed
         let full = try sandbox.run(["sync", url], db: db, environment: ["TMPDIR": small.path], limit: 30)
         #expect(full.status == 74, "\(full)")
         #expect(full.stderr.contains("catalog: error: cannot write the body to a spool file in \(small.path)/: No space left on device, \(url)"),
@@ -283,6 +283,7 @@ struct HostileSyncTests {
 
         // export --output, killed mid-write.
         let victim = try sandbox.start(["export", "--output", exports.appending(path: "snap.json").path], db: big)
+        defer { victim.stop() }
         let stale = try Self.temporary(of: victim, for: "snap.json", in: exports)
         kill(victim.pid, SIGKILL)
         #expect(victim.finish().status == 128 + SIGKILL)
@@ -293,6 +294,7 @@ struct HostileSyncTests {
         let bigCopy = sandbox.path("big-copy.sqlite")
         try FileManager.default.copyItem(atPath: big, toPath: bigCopy)
         let publisher = try sandbox.start(["sync", "--quiet", "--publish", publishes.appending(path: "peer.json").path], db: bigCopy)
+        defer { publisher.stop() }
         let stalePublish = try Self.temporary(of: publisher, for: "peer.json", in: publishes)
         kill(publisher.pid, SIGKILL)
         #expect(publisher.finish().status == 128 + SIGKILL)
@@ -309,6 +311,7 @@ struct HostileSyncTests {
         let otherHost = ".snap.json\(AtomicFileWriter.marker)some-other-host-\(victim.pid)-0badc0de"
         for name in [liveName, otherHost] { try Data("partial".utf8).write(to: exports.appending(path: name)) }
         let live = try sandbox.start(["export", "--output", exports.appending(path: "live.json").path], db: big)
+        defer { live.stop() }
         let liveTemporary = try Self.temporary(of: live, for: "live.json", in: exports)
 
         let next = try sandbox.run(["export", "--output", exports.appending(path: "snap.json").path], db: small)
@@ -414,6 +417,7 @@ struct HostileSyncTests {
         let intruder = try sandbox.write(snapshot(positions: [positionRow("intruder", page: 0, at: stampFromNow(-1000))]), to: "other.json")
         let holder = try sandbox.start(["sync", "--quiet", source], db: db, binary: Support.harnessBinary,
                                        environment: ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "3000"])
+        defer { holder.stop() }
         try Self.waitForHolder(db, pid: holder.pid)
         let second = try sandbox.run(["sync", intruder], db: link)
         #expect(second.status == 75, "\(second)")
@@ -475,7 +479,7 @@ struct HostileSyncTests {
         if let why = Mounts.tmpfs(at: media, size: "16m") {
             try Test.cancel("mounting a tmpfs is not permitted here (\(why)): the read-only file system case is not run")
         }
-        defer { Mounts.unmount(media) }
+        defer { Mounts.unmount(media); withExtendedLifetime(sandbox) {} }  // unmounted before the sandbox is removed
         let db = media.appending(path: "catalog.sqlite").path
         try FileManager.default.copyItem(atPath: original, toPath: db)
         if let why = Mounts.remountReadOnly(media) { try Test.cancel("remounting read-only is not permitted here (\(why))") }

@@ -26,6 +26,12 @@ struct StartedProcess {
 
     var pid: Int32 { process.processIdentifier }
 
+    /// Kills the process if it is still running and reaps it (for `defer`, when a test ends early).
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
     /// Waits for the process (killing it after `limit` seconds) and collects its output.
     func finish(limit: Double = 60) -> BinaryRun {
         let deadline = started + .milliseconds(Int(limit * 1000))
