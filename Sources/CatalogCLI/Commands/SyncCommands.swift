@@ -223,13 +223,14 @@ extension CatalogCLI {
 
             """
         if let r = s.lastRun {
-            out += "last sync:   \(r.finished) \(r.outcome) (exit \(r.status))\(r.message.map { ": \($0)" } ?? "")\n"
+            out += "last sync:   \(r.finished) \(r.outcome) (exit \(r.status))\(r.message.map { ": \(Table.escaped($0))" } ?? "")\n"
         } else {
             out += "last sync:   never\n"
         }
         for src in s.sources {
-            out += "source:      \(src.source) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))"
-            if let error = src.lastError { out += "; last error: \(error)" }
+            // Messages quote keys and paths from other machines' files: control characters are shown escaped.
+            out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))"
+            if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
         }
         i.stdout.write(out)

@@ -3,7 +3,9 @@ import LandmarkCatalog
 
 /// The one place diagnostics reach stderr (SPEC §12): as text (`catalog: warning: …`) or, with
 /// `--log-format json`, as one JSON object per line; at most `limit` lines of one kind per run, then
-/// one line with the count of the rest and where to see them all. Counts stay complete.
+/// one line with the count of the rest and where to see them all. Counts stay complete. Text lines show
+/// control characters escaped (`\u{1B}`), as tables do: a key or a name from a file cannot drive the
+/// terminal (JSON lines escape them as JSON does).
 final class Reporter {
     enum Format { case text, json }
     let stderr: any OutputSink
@@ -44,8 +46,8 @@ final class Reporter {
         beforeLine()
         switch format {
         case .text:
-            stderr.line("catalog: error: \(message)")
-            if let hint { stderr.line("hint: \(hint)") }
+            stderr.line("catalog: error: \(Table.escaped(message))")
+            if let hint { stderr.line("hint: \(Table.escaped(hint))") }
         case .json:
             var w = JSONWriter()
             w.raw("{"); w.key("hint"); w.string(hint)
@@ -61,7 +63,7 @@ final class Reporter {
         beforeLine()
         switch format {
         case .text:
-            stderr.line("catalog: error: \(message)")
+            stderr.line("catalog: error: \(Table.escaped(message))")
             stderr.line("Usage: \(usage)")
             stderr.line("  See '\(see)'.")
         case .json:
@@ -95,7 +97,7 @@ final class Reporter {
         beforeLine()
         switch format {
         case .text:
-            stderr.line("catalog: \(level): \(text)")
+            stderr.line("catalog: \(level): \(Table.escaped(text))")
         case .json:
             var w = JSONWriter()
             var fields: [(String, (inout JSONWriter) -> Void)] = [

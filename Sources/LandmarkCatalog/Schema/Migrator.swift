@@ -125,9 +125,15 @@ public struct Migrator {
     /// Refuses a database that has objects but no `schema_migrations` ledger: another application's file,
     /// which must be left byte-for-byte as it is (pass this as `Connection`'s `acceptDatabase`).
     /// - Throws: `MigrationError.foreignDatabase`.
+    ///
+    /// Both counts come from one statement, so from one read snapshot: counted by two, a process opening a
+    /// new database while another migrates it could see no ledger, then the other's tables, and refuse a
+    /// catalog as foreign (issue 8, the concurrent first run).
     static func refuseForeign(_ db: Connection) throws {
-        let ledger = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
-        let objects = try db.scalarInt(sql: "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'") ?? 0
+        let (ledger, objects) = try db.firstRow(sql: """
+            SELECT coalesce(sum(type = 'table' AND name = 'schema_migrations'), 0), coalesce(sum(name NOT LIKE 'sqlite_%'), 0)
+            FROM sqlite_master
+            """) { ($0.int(0), $0.int(1)) } ?? (0, 0)
         guard ledger == 0, objects > 0 else { return }
         throw MigrationError.foreignDatabase
     }

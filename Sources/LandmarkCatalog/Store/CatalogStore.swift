@@ -133,20 +133,7 @@ public final class CatalogStore {
         if isDirectory.boolValue {
             throw CatalogError(.cantCreate, "the database path is a directory, \(path)", hint: "pass a file path with --db")
         }
-        let connection: Connection
-        do {
-            connection = try Connection(path: path, mode: .readOnly, acceptDatabase: Migrator.refuseForeign)
-        } catch let error as SQLiteError where [.cantOpen, .readOnly].contains(error.code.primary) {
-            // A WAL database needs DB-shm beside it. On a read-only file system nobody can be writing,
-            // so SQLite may read it as immutable; in a read-only directory someone else may be writing,
-            // so that would not be safe: say what is wrong instead.
-            guard isOnReadOnlyFileSystem(path) else {
-                throw CatalogError(.cantCreate,
-                    "cannot read the database: SQLite needs to create \(path)-shm beside a WAL database and the directory \(directory(of: path).isEmpty ? "." : directory(of: path)) is not writable by this user (\(error.message)), \(path)",
-                    hint: "run as the database's owner, or give this user write access to the directory (the database itself can stay read-only)")
-            }
-            connection = try Connection(path: path, mode: .immutable, acceptDatabase: Migrator.refuseForeign)
-        }
+        let connection = try readOnlyConnection(path)
         try configure(connection)
         let pending = try migrator.pending(connection)
         if !pending.isEmpty {
@@ -159,6 +146,48 @@ public final class CatalogStore {
                 hint: "run 'catalog migrate' once as a user who can write the database")
         }
         return CatalogStore(connection: connection, path: path, wallClock: wallClock, isReadOnly: true)
+    }
+
+    /// A read-only connection to the existing database at `path`.
+    ///
+    /// A WAL database needs `<path>-shm` beside it. On a read-only file system nobody can be writing, so
+    /// SQLite may read it as immutable (https://sqlite.org/wal.html#readonly); in a read-only directory
+    /// someone else may be writing, so that would not be safe: the error says what is wrong instead.
+    /// - Throws: `CatalogError.cantCreate` (73) naming the directory and the fix when `<path>-shm` cannot
+    ///   be created; `SQLiteError` for anything else.
+    static func readOnlyConnection(_ path: String) throws -> Connection {
+        do {
+            return try Connection(path: path, mode: .readOnly, acceptDatabase: Migrator.refuseForeign)
+        } catch let error as SQLiteError where [.cantOpen, .readOnly].contains(error.code.primary) {
+            guard isOnReadOnlyFileSystem(path) else {
+                throw CatalogError(.cantCreate,
+                    "cannot read the database: SQLite needs to create \(path)-shm beside a WAL database and the directory \(directory(of: path).isEmpty ? "." : directory(of: path)) is not writable by this user (\(error.message)), \(path)",
+                    hint: "run as the database's owner, or give this user write access to the directory (the database itself can stay read-only)")
+            }
+            return try Connection(path: path, mode: .immutable, acceptDatabase: Migrator.refuseForeign)
+        }
+    }
+
+    /// Why this user cannot open the database at `path` for writing, when the file system says so: a
+    /// read-only mount, or a file or directory this user may not write (SQLite creates `<path>-wal` and
+    /// `<path>-shm` beside the database). Nil when neither applies.
+    static func writeAccessProblem(_ path: String) -> (cause: String, hint: String)? {
+        guard path != ":memory:" else { return nil }
+        let directory = directory(of: path).isEmpty ? "." : directory(of: path)
+        let exists = FileManager.default.fileExists(atPath: path)
+        if isOnReadOnlyFileSystem(exists ? path : directory) {
+            return ("the file system is mounted read-only",
+                    "the reading commands (featured, positions, status, export, remote list, migrate --status) still work there; write to a copy on a writable file system")
+        }
+        if exists && access(path, W_OK) != 0 {
+            return ("this user cannot write the database file",
+                    "run as the database's owner, or give this user write access to the file and its directory")
+        }
+        if access(directory, W_OK) != 0 {
+            return ("this user cannot write the directory \(directory), where SQLite keeps the -wal and -shm files",
+                    "run as the database's owner, or give this user write access to the directory")
+        }
+        return nil
     }
 
     /// Whether `path` lies on a file system mounted read-only (`statvfs`'s `ST_RDONLY`).
@@ -303,13 +332,7 @@ public final class CatalogStore {
             throw CatalogError(.noInput, "no catalog database, \(path)", hint: "create it with 'catalog init'")
         }
         do {
-            let connection: Connection
-            do {
-                connection = try Connection(path: path, mode: .readOnly, acceptDatabase: Migrator.refuseForeign)
-            } catch let error as SQLiteError where [.cantOpen, .readOnly].contains(error.code.primary) && isOnReadOnlyFileSystem(path) {
-                connection = try Connection(path: path, mode: .immutable, acceptDatabase: Migrator.refuseForeign)
-            }
-            return try migrationStatus(connection: connection, path: path)
+            return try migrationStatus(connection: readOnlyConnection(path), path: path)
         } catch let error as SQLiteError {
             throw CatalogError(error, path: path)
         } catch let error as MigrationError {
