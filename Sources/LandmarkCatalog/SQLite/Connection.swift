@@ -224,6 +224,9 @@ final class Connection {
         return try body()
     }
 
+    /// Sets how long a statement waits for another connection's lock, in ms.
+    func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+
     /// Whether a transaction is open.
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 

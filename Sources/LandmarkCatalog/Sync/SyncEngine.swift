@@ -107,7 +107,10 @@ extension CatalogStore {
             lock = path == ":memory:" ? nil : try SyncLock.acquire(databasePath: path, now: started)
         } catch let error as CatalogError {
             if error.kind == .tempFail && !options.dryRun {
-                // The overlapping run is recorded too, so `catalog log` shows it.
+                // The overlapping run is recorded too, so `catalog log` shows it — waiting at most 500 ms for
+                // the holder's transaction, so it still exits at once (if that is too short, the row is lost).
+                connection.setBusyTimeout(milliseconds: 500)
+                defer { connection.setBusyTimeout(milliseconds: 5000) }
                 try? recordRun(started: started, sources: requested.map(redactedURL), reports: [], outcome: "busy",
                                status: error.exitStatus, message: error.message)
             }
