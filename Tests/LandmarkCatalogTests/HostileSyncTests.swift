@@ -368,9 +368,12 @@ struct HostileSyncTests {
         for line in ["tie on position a", "tie on position b", "tie on landmark 5", "quarantined position d"] {
             #expect(settled.stderr.contains(line), "\(line): \(settled.stderr)")
         }
-        // The same snapshot again, as cron delivers it every five minutes: nothing new to say.
+        // The same snapshot again, as cron delivers it every five minutes (rewritten by the peer, so read
+        // again: an unchanged file is skipped by its cursor): nothing new to say.
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(5)], ofItemAtPath: second)
         let again = try sandbox.run(["sync", "--quiet", second], db: db)
         #expect(again.status == 0 && again.stderr.isEmpty && again.stdout.isEmpty, "\(again)")
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(10)], ofItemAtPath: second)
         let againJSON = try sandbox.run(["sync", "--json", second], db: db)
         #expect(try counts(againJSON) == Counts(seen: 6, applied: 0, stale: 5, quarantined: 1, ties: 1))
         #expect(againJSON.stderr.isEmpty, "\(againJSON.stderr)")

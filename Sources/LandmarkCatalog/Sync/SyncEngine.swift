@@ -61,6 +61,8 @@ public struct SyncReport: Sendable {
     public var published: String?
     /// What publishing a snapshot log did, when `--publish` named one.
     public var logPublish: PublishReport?
+    /// Quarantined rows released this run (now within the drift allowance), as merged; also in `counts`.
+    public var released = MergeCounts()
     /// Why publishing failed, if it did.
     public var publishError: CatalogError?
 
@@ -107,12 +109,22 @@ extension CatalogStore {
             lock = path == ":memory:" ? nil : try SyncLock.acquire(databasePath: path, now: started)
         } catch let error as CatalogError {
             if error.kind == .tempFail && !options.dryRun {
-                // The overlapping run is recorded too, so `catalog log` shows it — waiting at most 500 ms for
-                // the holder's transaction, so it still exits at once (if that is too short, the row is lost).
-                connection.setBusyTimeout(milliseconds: 500)
+                // The overlapping run is recorded too, so `catalog log` shows it, and it still exits at once:
+                // it waits at most 200 ms for the holder's transaction, else it leaves a line that the
+                // holder moves into the ledger when its run ends.
+                connection.setBusyTimeout(milliseconds: 200)
                 defer { connection.setBusyTimeout(milliseconds: 5000) }
-                try? recordRun(started: started, sources: requested.map(redactedURL), reports: [], outcome: "busy",
-                               status: error.exitStatus, message: error.message)
+                let sources = requested.map(redactedURL)
+                do {
+                    try recordRun(started: started, sources: sources, reports: [], outcome: "busy", status: error.exitStatus, message: error.message)
+                } catch _ {
+                    var w = JSONWriter()
+                    w.raw("{\"message\":"); w.string(error.message)
+                    w.raw(",\"sources\":["); for (i, source) in sources.enumerated() { if i > 0 { w.byte(0x2C) }; w.string(source) }
+                    w.raw("],\"started\":"); w.int(started)
+                    w.raw(",\"finished\":"); w.int(wallClock.nowMilliseconds()); w.raw("}")
+                    SyncLock.noteSkipped(databasePath: path, line: String(decoding: w.bytes, as: UTF8.self))
+                }
             }
             throw error
         }
@@ -151,11 +163,13 @@ extension CatalogStore {
             report.sources.append(sourceReport)
         }
         if !options.dryRun {
-            // Rows held back earlier that are no longer beyond the allowance leave the quarantine: the next
-            // delivery applies them, and `status` counts only what is still held back.
-            try? write {
-                try connection.execute(sql: "DELETE FROM sync_quarantine WHERE updated_ms <= ?",
-                                       [.integer(wallClock.nowMilliseconds() + options.maxDriftMilliseconds)])
+            // Rows held back earlier that are now within the allowance are applied from the quarantine
+            // (a source answering 304, or an unchanged file, would never deliver them again).
+            do {
+                report.released = try releaseQuarantine(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics)
+                report.counts = report.counts + report.released
+            } catch let error as CatalogError {
+                diagnostics(Diagnostic(severity: .warning, message: "could not release quarantined rows: \(error.message)", file: "quarantine"))
             }
         }
         if let publish = options.publishPath, !options.dryRun {
@@ -169,6 +183,9 @@ extension CatalogStore {
             } catch let error as CatalogError {
                 report.publishError = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
             }
+        }
+        if !options.dryRun && path != ":memory:" {
+            try? recordSkippedRuns()
         }
         if !options.dryRun {
             let failed = report.firstError
@@ -246,6 +263,27 @@ extension CatalogStore {
                     last_status = excluded.last_status, last_error = excluded.last_error
                 """, [.text(locator.description), .text(locator.kindName), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds())),
                       .integer(Int64(error.exitStatus)), .text(error.message)])
+        }
+    }
+
+    /// Moves the runs that found the lock held, and noted themselves beside it, into the ledger.
+    private func recordSkippedRuns() throws {
+        for line in SyncLock.takeSkipped(databasePath: path) {
+            guard let members = JSONValue.parseObject(line) else { continue }
+            var fields: [String: JSONValue] = [:]
+            for m in members { fields[m.key] = m.value }
+            guard case .number(let s)? = fields["started"], let started = s.int64Value,
+                  case .number(let f)? = fields["finished"], let finished = f.int64Value else { continue }
+            var sources = "[]"
+            if let list = fields["sources"] { sources = list.serialized() }
+            let message: String? = { if case .string(let m)? = fields["message"] { return m } else { return nil } }()
+            try write {
+                try connection.execute(sql: """
+                    INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status, message, duration_ms)
+                    VALUES (?, ?, ?, 'busy', 75, ?, ?)
+                    """, [.text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)), .text(sources),
+                          message.map(SQLValue.text) ?? .null, .integer(finished - started)])
+            }
         }
     }
 

@@ -47,6 +47,31 @@ final class SyncLock {
         return SyncLock(holding: fd)
     }
 
+    /// `<real path of the database>.sync-skipped`: runs that found the lock held and could not write
+    /// their ledger row at once append one line here; the holder moves them into the ledger.
+    static func skippedPath(for databasePath: String) -> String {
+        String(lockPath(for: databasePath).dropLast(".sync-lock".count)) + ".sync-skipped"
+    }
+
+    /// Appends one line (`O_APPEND`: lines from several processes never interleave).
+    static func noteSkipped(databasePath: String, line: String) {
+        let fd = systemOpen(skippedPath(for: databasePath), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let text = line + "\n"
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+    }
+
+    /// Takes the lines noted by skipped runs (the caller holds the lock), leaving the file empty.
+    static func takeSkipped(databasePath: String) -> [String] {
+        let path = skippedPath(for: databasePath)
+        let taken = path + ".taking"
+        guard rename(path, taken) == 0 else { return [] }
+        defer { unlink(taken) }
+        guard let data = FileManager.default.contents(atPath: taken) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
     /// `<real path of the database>.sync-lock` (the path as given when it does not exist yet).
     static func lockPath(for databasePath: String) -> String {
         guard let resolved = realpath(databasePath, nil) else { return databasePath + ".sync-lock" }

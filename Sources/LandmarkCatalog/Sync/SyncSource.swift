@@ -86,8 +86,9 @@ final class StandardInputSource: SyncSource {
     }
 }
 
-/// A local path: a snapshot file (read whole every run), or a snapshot log — its directory, or its
-/// manifest — read from the cursor on (SPEC §10).
+/// A local path: a snapshot file (read whole when it changed: its device, inode, size and modification
+/// time are the cursor), or a snapshot log — its directory, or its manifest — read from the cursor on
+/// (SPEC §10).
 final class FileSource: SyncSource {
     let locator: SourceLocator
     let path: String
@@ -113,8 +114,15 @@ final class FileSource: SyncSource {
         }
         var info = stat()
         fstat(fd, &info)
+        // The file's identity, size and modification time (ns) are its cursor: an unchanged file is not read again.
+        var next = SourceCursor()
+        next["file"] = "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        nextCursor = next
+        if let cursor, cursor["file"] == next["file"] {
+            close(fd)
+            return nil
+        }
         bytesFetched = Int64(info.st_size)
-        nextCursor = nil
         return [SnapshotFeed(fd: fd, name: path, owned: true)]
     }
 
