@@ -53,16 +53,35 @@ struct TextRanges {
     }
 }
 
-/// One position row with its stamp, as snapshots, logs and the hub carry it.
+/// One position row with its stamp, as snapshots, logs and the hub carry it. Kept small (a merge holds
+/// 100,000 of them at a time): where it was read is packed into three 32-bit numbers.
 struct PositionRecord: Sendable {
     var user: String
     var page: Int64
     var landmark: Int64?
     var stamp: HLCStamp
     var deleted: Bool
-    /// Where it was read, for messages (nil from a hub).
-    var index: Int?
-    var position: SourcePosition?
+    private var packedIndex: Int32 = -1
+    private var line: Int32 = 0
+    private var column: Int32 = 0
+
+    init(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, index: Int? = nil, position: SourcePosition? = nil) {
+        self.user = user
+        self.page = page
+        self.landmark = landmark
+        self.stamp = stamp
+        self.deleted = deleted
+        if let index { packedIndex = Int32(clamping: index) }
+        if let position {
+            line = Int32(clamping: position.line)
+            column = Int32(clamping: position.column)
+        }
+    }
+
+    /// Its index in the snapshot's `positions` array, when it came from one.
+    var index: Int? { packedIndex < 0 ? nil : Int(packedIndex) }
+    /// Where it was read (line and column; the byte offset is not kept), when it came from a file.
+    var position: SourcePosition? { line == 0 ? nil : SourcePosition(line: Int(line), column: Int(column), offset: 0) }
 
     /// The tie rule's content order: the greater page, then the greater landmark (null lowest).
     func compareContent(page storedPage: Int64, landmark storedLandmark: Int64?) -> LastWriterWins.ContentOrder {
@@ -108,6 +127,7 @@ final class RowBatch: @unchecked Sendable {
     /// With the last batch of an import: every id in the file, for `--prune`.
     var seen = SeenIDs()
 
+    /// - Parameter reserving: reserve room for a batch of landmarks (2 MiB of text, 2,000 records) up front.
     init(reserving: Bool = true) {
         if reserving {
             bytes.reserveCapacity(1 << 21)

@@ -6,7 +6,7 @@ final class BatchQueue: @unchecked Sendable {
     private let condition = NSCondition()
     private var items: [RowBatch] = []
     private var cancelled = false
-    private let capacity = 3
+    private let capacity = 1
 
     /// Blocks while full. Returns false once the writer gave up (the reader should stop).
     func put(_ batch: RowBatch) -> Bool {

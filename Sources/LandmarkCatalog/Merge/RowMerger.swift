@@ -89,9 +89,9 @@ struct RowMerger {
         guard errors == 0 else { return }  // the source will fail and roll back: skip the writes
         if !batch.landmarks.isEmpty { try applyLandmarks(batch) }
         if !batch.positions.isEmpty {
-            var rows = batch.positions
-            rows.sort { $0.user < $1.user }  // NFC strings: scalar order, which is UTF-8 byte order
-            try applyPositions(rows)
+            batch.positions.sort { $0.user < $1.user }  // NFC strings: scalar order, which is UTF-8 byte order
+            try applyPositions(batch.positions)
+            batch.positions = []  // the batch may wait in the queue a while longer; its rows are done
         }
     }
 

@@ -29,8 +29,9 @@ struct SnapshotDecoder {
         var batch = RowBatch()
         func emit(_ b: inout RowBatch) -> Bool {
             b.bytesRead = reader.position.offset
+            let positions = !b.positions.isEmpty
             guard queue.put(b) else { return false }
-            b = RowBatch()
+            b = RowBatch(reserving: !positions)  // position batches need no room for landmark text
             return true
         }
         do {
@@ -86,6 +87,7 @@ struct SnapshotDecoder {
                     try reader.beginArray()
                     var index = 0
                     while try reader.nextElement() {
+                        if batch.positions.isEmpty { batch.positions.reserveCapacity(Self.positionBatchSize) }
                         if let row = try state.readPosition(reader, index: index, batch: batch) { batch.positions.append(row) }
                         index += 1
                         batch.recordsRead += 1
