@@ -499,6 +499,11 @@ struct QuarantineTests {
         #expect(try storedPage(db, "u2") == nil)
         #expect(runCLI(["quarantine", "drop"], db: db, clock: clock).status == 64)
         #expect(runCLI(["quarantine", "drop", "--all", "1"], db: db, clock: clock).status == 64)
+        // A mistyped --db is not created.
+        let typo = Support.temporaryDirectory().appending(path: "typo.sqlite").path
+        #expect(runCLI(["quarantine", "drop", "--all"], db: typo).status == 66)
+        #expect(runCLI(["quarantine", "release"], db: typo).status == 66)
+        #expect(!FileManager.default.fileExists(atPath: typo))
     }
 }
 

@@ -98,10 +98,19 @@ extension CatalogCLI {
         return 0
     }
 
+    /// The store for `release` and `drop`, which write but never create a database (a mistyped `--db`
+    /// fails with 66, as the reading commands do).
+    static func existingStore(_ i: Invocation) throws -> CatalogStore {
+        guard i.databaseExists else {
+            throw CatalogError(.noInput, "no catalog database, \(i.databasePath)", hint: "check --db / CATALOG_DB")
+        }
+        return try i.openStore()
+    }
+
     static func runQuarantineRelease(_ i: Invocation) throws -> Int32 {
         let ids = try rowIDs(i.parsed)
         let drift = i[QuarantineOptions.maxDrift].map { Int64($0 * 1000) } ?? SyncOptions().maxDriftMilliseconds
-        let result = try i.openStore().releaseQuarantine(rows: ids.isEmpty ? nil : ids, force: i[QuarantineOptions.force],
+        let result = try existingStore(i).releaseQuarantine(rows: ids.isEmpty ? nil : ids, force: i[QuarantineOptions.force],
                                                          maxDriftMilliseconds: drift, diagnostics: i.report)
         var line = "released \(plural(result.released, "row"))"
         if result.released > 0 {
@@ -115,7 +124,7 @@ extension CatalogCLI {
 
     static func runQuarantineDrop(_ i: Invocation) throws -> Int32 {
         let ids = try rowIDs(i.parsed)
-        let dropped = try i.openStore().dropQuarantine(rows: i[QuarantineOptions.all] ? nil : ids)
+        let dropped = try existingStore(i).dropQuarantine(rows: i[QuarantineOptions.all] ? nil : ids)
         i.stdout.line("dropped \(plural(dropped, "row"))")
         return 0
     }
