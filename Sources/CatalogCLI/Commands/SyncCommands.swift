@@ -94,7 +94,8 @@ extension CatalogCLI {
             if let log = report.logPublish { w.bytes += publishJSON(log) } else { w.raw("null") }
             w.raw(","); w.key("published"); w.string(report.published)
             w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
-            w.raw(","); w.key("released"); w.int(Int64(report.released))
+            w.raw(","); w.key("released"); w.int(Int64(report.released.released))
+            w.raw(","); w.key("releasedApplied"); w.int(Int64(report.released.counts.applied))
             w.raw(","); w.key("sources"); w.raw("[")
             for (n, s) in report.sources.enumerated() {
                 if n > 0 { w.raw(",") }
@@ -117,7 +118,9 @@ extension CatalogCLI {
             line += "\(report.sources.count) source\(report.sources.count == 1 ? "" : "s") (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
             line += "\(c.landmarksApplied) of \(c.landmarksSeen) landmarks and \(c.positionsApplied) of \(c.positionsSeen) positions applied, "
             line += "\(c.stale) stale, \(c.ties) ties, \(c.quarantined) quarantined"
-            if report.released > 0 { line += ", \(report.released) released from quarantine" }
+            if report.released.released > 0 {
+                line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
+            }
             if let log = report.logPublish {
                 line += log.changed ? "; published \(log.directory) through change \(log.manifest.through)" : "; \(log.directory) unchanged"
             } else if let published = report.published {

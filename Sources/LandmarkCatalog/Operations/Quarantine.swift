@@ -138,11 +138,19 @@ extension CatalogStore {
     }
 
     /// Applies the rows that are now within the allowance and prunes old conflicts: what each sync run
-    /// does after merging its sources (inside no other transaction).
-    /// - Returns: what releasing did (nothing released when no row was due).
-    func maintainAfterSync(maxDriftMilliseconds: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws -> QuarantineRelease {
-        let released = try releaseQuarantine(maxDriftMilliseconds: maxDriftMilliseconds, diagnostics: diagnostics)
-        try pruneConflicts()
+    /// does after merging its sources (inside no other transaction). Neither fails the run: a release
+    /// that cannot be done is reported as a warning (kind `quarantine-release`) and tried again by the
+    /// next run.
+    /// - Returns: what releasing did, or nil when it could not be done.
+    func maintainAfterSync(maxDriftMilliseconds: Int64, diagnostics: @escaping (Diagnostic) -> Void) -> QuarantineRelease? {
+        var released: QuarantineRelease?
+        do {
+            released = try releaseQuarantine(maxDriftMilliseconds: maxDriftMilliseconds, diagnostics: diagnostics)
+        } catch {
+            diagnostics(Diagnostic(severity: .warning, message: "quarantined rows within the allowance were not released: \(error); the next sync tries again",
+                                   file: "", kind: "quarantine-release"))
+        }
+        _ = try? pruneConflicts()
         return released
     }
 

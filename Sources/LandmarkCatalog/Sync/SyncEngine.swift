@@ -63,9 +63,9 @@ public struct SyncReport: Sendable {
     public var logPublish: PublishReport?
     /// Why publishing failed, if it did.
     public var publishError: CatalogError?
-    /// Quarantined rows that were within the allowance by the end of the run and were merged (their
-    /// effect is included in ``counts``).
-    public var released = 0
+    /// What merging the quarantined rows that were within the allowance by the end of the run did (not
+    /// part of ``counts``, which are the sources').
+    public var released = QuarantineRelease()
 
     /// The run's exit status: 0, or the first failure's (a source's, else publishing's), so cron still
     /// reports a failing source while the others merge (SPEC §8).
@@ -156,9 +156,8 @@ extension CatalogStore {
         if !options.dryRun {
             // Rows held back earlier that are now within the allowance are applied by the merge rule (a log
             // or a hub never delivers them again), and ties older than the retention are pruned.
-            if let released = try? maintainAfterSync(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics) {
-                report.released = released.released
-                report.counts = report.counts + released.counts
+            if let released = maintainAfterSync(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics) {
+                report.released = released
             }
         }
         if let publish = options.publishPath, !options.dryRun {
