@@ -121,7 +121,7 @@ struct RegressionTests {
         #expect(try CatalogStore.open(path: db).status().quarantined == 1)
         // The file is unchanged (not read again); the row is released from the quarantine itself.
         let later = runCLI(["sync", "--max-drift", "7200", future], db: db)
-        #expect(later.stdout.contains("1 of 1 positions applied"), "\(later.stdout)")
+        #expect(later.stdout.contains("1 held row released from quarantine (1 applied)"), "\(later.stdout)")
         #expect(try CatalogStore.open(path: db).status().quarantined == 0)
         #expect(try dumpPositions(db).count == 1)
     }

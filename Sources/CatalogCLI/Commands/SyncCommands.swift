@@ -78,7 +78,7 @@ extension CatalogCLI {
         let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
         let report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report)
         for source in report.sources {
-            if let error = source.error { i.reporter.error(error.message, hint: error.hint) }
+            if let error = source.error { i.reporter.error(error.message, hint: error.hint, source: source.source) }
         }
         if let error = report.publishError { i.reporter.error(error.message, hint: error.hint) }
         let c = report.counts
@@ -94,6 +94,8 @@ extension CatalogCLI {
             if let log = report.logPublish { w.bytes += publishJSON(log) } else { w.raw("null") }
             w.raw(","); w.key("published"); w.string(report.published)
             w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
+            w.raw(","); w.key("released"); w.int(Int64(report.released.released))
+            w.raw(","); w.key("releasedApplied"); w.int(Int64(report.released.counts.applied))
             w.raw(","); w.key("sources"); w.raw("[")
             for (n, s) in report.sources.enumerated() {
                 if n > 0 { w.raw(",") }
@@ -116,6 +118,9 @@ extension CatalogCLI {
             line += "\(report.sources.count) source\(report.sources.count == 1 ? "" : "s") (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
             line += "\(c.landmarksApplied) of \(c.landmarksSeen) landmarks and \(c.positionsApplied) of \(c.positionsSeen) positions applied, "
             line += "\(c.stale) stale, \(c.ties) ties, \(c.quarantined) quarantined"
+            if report.released.released > 0 {
+                line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
+            }
             if let log = report.logPublish {
                 line += log.changed ? "; published \(log.directory) through change \(log.manifest.through)" : "; \(log.directory) unchanged"
             } else if let published = report.published {
@@ -163,77 +168,4 @@ extension CatalogCLI {
 
     /// A URL or connection string with its password replaced by `***`.
     static func redacted(_ url: String) -> String { SourceLocator.redacted(url) }
-
-    static var statusCommand: CommandSpec {
-        CommandSpec(
-            name: "status",
-            abstract: "Show node id, schema version, counts, quarantine, and the last good sync per source.",
-            options: [Options.json.spec],
-            run: runStatus)
-    }
-
-    static func runStatus(_ i: Invocation) throws -> Int32 {
-        let store = try i.openStore(.read)
-        let s = try store.status()
-        let digest = try store.stateDigest()
-        if i[Options.json] {
-            var w = JSONWriter()
-            w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
-            w.raw(","); w.key("digest"); w.string(digest.hex)
-            w.raw(","); w.key("digestRows"); w.int(digest.rows)
-            w.raw(","); w.key("database"); w.string(store.path)
-            w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
-            w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
-            w.raw(","); w.key("lastRun")
-            if let r = s.lastRun {
-                w.raw("{"); w.key("exitStatus"); w.int(Int64(r.status))
-                w.raw(","); w.key("finishedAt"); w.string(r.finished)
-                w.raw(","); w.key("message"); w.string(r.message)
-                w.raw(","); w.key("outcome"); w.string(r.outcome); w.raw("}")
-            } else { w.raw("null") }
-            w.raw(","); w.key("node"); w.string(s.node)
-            w.raw(","); w.key("positionTombstones"); w.int(Int64(s.positionTombstones))
-            w.raw(","); w.key("positions"); w.int(Int64(s.positions))
-            w.raw(","); w.key("quarantined"); w.int(Int64(s.quarantined))
-            w.raw(","); w.key("schemaVersion"); w.int(Int64(s.schemaVersion))
-            w.raw(","); w.key("sources"); w.raw("[")
-            for (n, src) in s.sources.enumerated() {
-                if n > 0 { w.raw(",") }
-                w.raw("{"); w.key("kind"); w.string(src.kind)
-                w.raw(","); w.key("lastAttemptAt"); w.string(src.lastAttempt)
-                w.raw(","); w.key("lastError"); w.string(src.lastError)
-                w.raw(","); w.key("lastOutcome"); w.string(src.outcome)
-                w.raw(","); w.key("lastStatus"); w.int(src.lastStatus.map(Int64.init))
-                w.raw(","); w.key("lastSuccessAt"); w.string(src.lastSuccess)
-                w.raw(","); w.key("source"); w.string(src.source); w.raw("}")
-            }
-            w.raw("]}\n")
-            i.stdout.write(w.bytes)
-            return 0
-        }
-        var out = """
-            database:    \(store.path)
-            node:        \(s.node)
-            schema:      version \(s.schemaVersion)
-            landmarks:   \(s.landmarks) live, \(s.landmarkTombstones) tombstones
-            positions:   \(s.positions) live, \(s.positionTombstones) tombstones
-            changes:     \(s.changeSequence)
-            digest:      \(digest)
-            quarantine:  \(s.quarantined) rows
-
-            """
-        if let r = s.lastRun {
-            out += "last sync:   \(r.finished) \(r.outcome) (exit \(r.status))\(r.message.map { ": \(Table.escaped($0))" } ?? "")\n"
-        } else {
-            out += "last sync:   never\n"
-        }
-        for src in s.sources {
-            // Messages quote keys and paths from other machines' files: control characters are shown escaped.
-            out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))"
-            if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
-            out += "\n"
-        }
-        i.stdout.write(out)
-        return 0
-    }
 }

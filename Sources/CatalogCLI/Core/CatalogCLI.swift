@@ -11,8 +11,9 @@ public enum CatalogCLI {
     /// - Parameters:
     ///   - arguments: the arguments after the program name.
     ///   - context: output streams, environment, clock.
-    /// - Returns: the exit status: 0, or a sysexits code (64 usage, 65 data, 66 no input, 69 unavailable,
-    ///   70 internal, 73 cannot create, 74 I/O, 75 try again, 76 incompatible snapshot).
+    /// - Returns: the exit status: 0, or a sysexits code (64 usage, 65 data, 66 no input, 69 unavailable
+    ///   or, for `status --check`, not healthy, 70 internal, 73 cannot create, 74 I/O, 75 try again,
+    ///   76 incompatible snapshot).
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
         let reporter = Reporter(stderr: context.stderr, format: logFormat(in: arguments) == "json" ? .json : .text,
                                 limit: diagnosticLimit(in: arguments))
@@ -91,7 +92,7 @@ public enum CatalogCLI {
             discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
-                statusCommand, migrateCommand, initCommand,
+                statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand,
             ])
     }
 
@@ -101,7 +102,8 @@ public enum CatalogCLI {
           64  usage error (bad command line, page out of range, landmark not featured)
           65  bad input data (malformed JSON, invalid field, duplicate id, bad snapshot)
           66  input file missing or unreadable
-          69  sync source unavailable (network, 404, 5xx after retries, timeout)
+          69  sync source unavailable (network, 404, 5xx after retries, timeout);
+              status --check: not healthy (last run failed, or a source's last good sync too old)
           70  internal error
           73  cannot create or write the database or an output
           74  I/O error (disk full)

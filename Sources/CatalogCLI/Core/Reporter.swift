@@ -41,8 +41,11 @@ final class Reporter {
         write(level: d.severity.rawValue, kind: d.kind, message: d.message, text: d.description, diagnostic: d)
     }
 
-    /// An error that ends the command (never bounded).
-    func error(_ message: String, hint: String? = nil) {
+    /// An error that ends the command, or a source (never bounded).
+    /// - Parameters:
+    ///   - kind: `error`, or what sort of failure it is (`unhealthy` for `status --check`).
+    ///   - source: the sync source it concerns, for `--log-format json`.
+    func error(_ message: String, hint: String? = nil, kind: String = "error", source: String? = nil) {
         beforeLine()
         switch format {
         case .text:
@@ -51,9 +54,11 @@ final class Reporter {
         case .json:
             var w = JSONWriter()
             w.raw("{"); w.key("hint"); w.string(hint)
-            w.raw(","); w.key("kind"); w.string("error")
+            w.raw(","); w.key("kind"); w.string(kind)
             w.raw(","); w.key("level"); w.string("error")
-            w.raw(","); w.key("message"); w.string(message); w.raw("}\n")
+            w.raw(","); w.key("message"); w.string(message)
+            if let source { w.raw(","); w.key("source"); w.string(source) }
+            w.raw("}\n")
             stderr.write(w.bytes)
         }
     }
@@ -88,12 +93,16 @@ final class Reporter {
         for kind in order {
             guard let n = counts[kind], n > limit else { continue }
             let message = "\(n - limit) more \(kind) diagnostics not shown (\(n) in all); \(Self.listing(for: kind))"
-            write(level: "info", kind: "suppressed", message: message, text: message, diagnostic: nil, count: n - limit)
+            write(level: "info", kind: "suppressed", message: message, text: message, diagnostic: nil,
+                  extra: [("count", .int(n - limit)), ("of", .text(kind)), ("total", .int(n))])
         }
         order.removeAll()
     }
 
-    private func write(level: String, kind: String, message: String, text: String, diagnostic d: Diagnostic?, count: Int? = nil) {
+    /// A structured field's value in a JSON line.
+    private enum Field { case int(Int), text(String) }
+
+    private func write(level: String, kind: String, message: String, text: String, diagnostic d: Diagnostic?, extra: [(String, Field)] = []) {
         beforeLine()
         switch format {
         case .text:
@@ -103,7 +112,12 @@ final class Reporter {
             var fields: [(String, (inout JSONWriter) -> Void)] = [
                 ("kind", { $0.string(kind) }), ("level", { $0.string(level) }), ("message", { $0.string(message) }),
             ]
-            if let count { fields.append(("count", { $0.int(Int64(count)) })) }
+            for (key, value) in extra {
+                switch value {
+                case .int(let n): fields.append((key, { $0.int(Int64(n)) }))
+                case .text(let t): fields.append((key, { $0.string(t) }))
+                }
+            }
             if let d {
                 if !d.file.isEmpty { fields.append(("source", { $0.string(d.file) })) }
                 if d.position != nil { fields.append(("location", { $0.string(d.location) })) }

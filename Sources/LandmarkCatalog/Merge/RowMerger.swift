@@ -127,10 +127,11 @@ struct RowMerger {
                   .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(rowJSON()),
                   .text("stamped \(at), beyond the allowed clock drift by \(ahead) s")])
         guard store.connection.changes > 0 else { return true }
+        let row = store.connection.lastInsertRowID
         diagnostics(Diagnostic(severity: .warning,
-                               message: "quarantined \(kind) \(key): stamped \(at), beyond the allowed clock drift; not applied",
-                               file: source, kind: "quarantined",
-                               details: [.init(kind, key), .init("stamp", stamp.description)]))
+                               message: "quarantined \(kind) \(key) as row \(row): stamped \(at), beyond the allowed clock drift; not applied",
+                               file: source, id: kind == "landmark" ? Int64(key) : nil, kind: "quarantined",
+                               details: Self.keyDetails(kind: kind, key: key) + [.init("stamp", stamp.description), .init("row", String(row))]))
         return true
     }
 
@@ -150,7 +151,13 @@ struct RowMerger {
         diagnostics(Diagnostic(severity: .warning,
                                message: "tie on \(kind) \(key) at \(stamp): \(LastWriterWins.tieRule); kept the \(decision == .tieWon ? "incoming" : "stored") row",
                                file: source, position: position, index: index, id: id, kind: "tie",
-                               details: [.init(kind, key), .init("stamp", stamp.description)]))
+                               details: Self.keyDetails(kind: kind, key: key) + [.init("stamp", stamp.description)]))
+    }
+
+    /// The structured field naming the row in machine-readable logs: `user` for a position (a landmark's
+    /// `id` is the diagnostic's own field).
+    private static func keyDetails(kind: String, key: String) -> [Diagnostic.Detail] {
+        kind == "position" ? [.init("user", key)] : []
     }
 
     // MARK: Positions

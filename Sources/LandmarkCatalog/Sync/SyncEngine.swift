@@ -61,10 +61,11 @@ public struct SyncReport: Sendable {
     public var published: String?
     /// What publishing a snapshot log did, when `--publish` named one.
     public var logPublish: PublishReport?
-    /// Quarantined rows released this run (now within the drift allowance), as merged; also in `counts`.
-    public var released = MergeCounts()
     /// Why publishing failed, if it did.
     public var publishError: CatalogError?
+    /// What merging the quarantined rows that were within the allowance by the end of the run did (not
+    /// part of ``counts``, which are the sources').
+    public var released = QuarantineRelease()
 
     /// The run's exit status: 0, or the first failure's (a source's, else publishing's), so cron still
     /// reports a failing source while the others merge (SPEC §8).
@@ -163,13 +164,10 @@ extension CatalogStore {
             report.sources.append(sourceReport)
         }
         if !options.dryRun {
-            // Rows held back earlier that are now within the allowance are applied from the quarantine
-            // (a source answering 304, or an unchanged file, would never deliver them again).
-            do {
-                report.released = try releaseQuarantine(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics)
-                report.counts = report.counts + report.released
-            } catch let error as CatalogError {
-                diagnostics(Diagnostic(severity: .warning, message: "could not release quarantined rows: \(error.message)", file: "quarantine"))
+            // Rows held back earlier that are now within the allowance are applied by the merge rule (a log
+            // or a hub never delivers them again), and ties older than the retention are pruned.
+            if let released = maintainAfterSync(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics) {
+                report.released = released
             }
         }
         if let publish = options.publishPath, !options.dryRun {

@@ -1,0 +1,137 @@
+import Foundation
+import LandmarkCatalog
+
+extension CatalogCLI {
+    enum StatusOptions {
+        static let check = Flag("--check",
+            "Exit 0 when the sync is healthy, 69 when not (no run yet, the last run failed, or a source's last good sync is older than --max-age), with one line saying why on stderr.")
+        static let maxAge = Option<Double>("--max-age", "DURATION",
+            "With --check: the oldest a last good sync may be, per source of the last run (90s, 15m, 2h, 1d).", parse: Values.duration)
+        static let prometheus = Flag("--prometheus", "Print the figures in Prometheus' text exposition format (names prefixed catalog_).")
+        static let output = Options.output.with(help: "With --prometheus: write to FILE atomically (for node_exporter's textfile collector: name it *.prom).")
+        static let quiet = Options.quiet.with(help: "With --check: print nothing when healthy.")
+    }
+
+    /// The exit status of `status --check` when the sync is not healthy: `EX_UNAVAILABLE` (sysexits).
+    static let unhealthyStatus: Int32 = 69
+
+    static var statusCommand: CommandSpec {
+        CommandSpec(
+            name: "status",
+            abstract: "Show node id, schema version, counts, quarantine and the last good sync per source; check health (--check) or print metrics (--prometheus).",
+            discussion: """
+                --check is for alerting on staleness rather than on every transient failure: exit 0 when
+                healthy (one line on stdout, none with --quiet), 69 when not, with one line on stderr saying
+                why. Not healthy: no sync run recorded yet, the last run failed, or (with --max-age) a source
+                of the last run has had no good sync within DURATION (or never had one), or a run without
+                sources is itself older than DURATION. Runs that found the lock held (75) are not looked at.
+                --prometheus prints gauges and counters for node_exporter's textfile collector; with --output
+                the file is replaced atomically.
+                """,
+            options: [Options.json.spec, StatusOptions.check.spec, StatusOptions.maxAge.spec, StatusOptions.quiet.spec,
+                      StatusOptions.prometheus.spec, StatusOptions.output.spec],
+            validate: { p in
+                let modes = [Options.json.spec.name, StatusOptions.check.spec.name, StatusOptions.prometheus.spec.name].filter { p.flags.contains($0) }
+                if modes.count > 1 { throw UsageError(message: "\(modes.joined(separator: " and ")) cannot be combined", path: p.path) }
+                if p.given(StatusOptions.maxAge) && !p[StatusOptions.check] {
+                    throw UsageError(message: "--max-age goes with --check", path: p.path)
+                }
+                if p[StatusOptions.quiet] && !p[StatusOptions.check] { throw UsageError(message: "--quiet goes with --check", path: p.path) }
+                if p.given(StatusOptions.output) && !p[StatusOptions.prometheus] {
+                    throw UsageError(message: "--output goes with --prometheus", path: p.path)
+                }
+            },
+            run: runStatus)
+    }
+
+    static func runStatus(_ i: Invocation) throws -> Int32 {
+        let store = try i.openStore(.read)
+        if i[StatusOptions.check] { return try runStatusCheck(i, store: store) }
+        if i[StatusOptions.prometheus] {
+            let text = PrometheusText.render(try store.metrics())
+            if let output = i[StatusOptions.output], output != "-" {
+                try AtomicOutput.write(Array(text.utf8), to: output)
+            } else {
+                i.stdout.write(text)
+            }
+            return 0
+        }
+        let s = try store.status()
+        let digest = try store.stateDigest()
+        let conflicts = try store.conflictCount()
+        if i[Options.json] {
+            var w = JSONWriter()
+            w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
+            w.raw(","); w.key("conflicts"); w.int(Int64(conflicts))
+            w.raw(","); w.key("digest"); w.string(digest.hex)
+            w.raw(","); w.key("digestRows"); w.int(digest.rows)
+            w.raw(","); w.key("database"); w.string(store.path)
+            w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
+            w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
+            w.raw(","); w.key("lastRun")
+            if let r = s.lastRun {
+                w.raw("{"); w.key("exitStatus"); w.int(Int64(r.status))
+                w.raw(","); w.key("finishedAt"); w.string(r.finished)
+                w.raw(","); w.key("message"); w.string(r.message)
+                w.raw(","); w.key("outcome"); w.string(r.outcome); w.raw("}")
+            } else { w.raw("null") }
+            w.raw(","); w.key("node"); w.string(s.node)
+            w.raw(","); w.key("positionTombstones"); w.int(Int64(s.positionTombstones))
+            w.raw(","); w.key("positions"); w.int(Int64(s.positions))
+            w.raw(","); w.key("quarantined"); w.int(Int64(s.quarantined))
+            w.raw(","); w.key("schemaVersion"); w.int(Int64(s.schemaVersion))
+            w.raw(","); w.key("sources"); w.raw("[")
+            for (n, src) in s.sources.enumerated() {
+                if n > 0 { w.raw(",") }
+                w.raw("{"); w.key("kind"); w.string(src.kind)
+                w.raw(","); w.key("lastAttemptAt"); w.string(src.lastAttempt)
+                w.raw(","); w.key("lastError"); w.string(src.lastError)
+                w.raw(","); w.key("lastOutcome"); w.string(src.outcome)
+                w.raw(","); w.key("lastStatus"); w.int(src.lastStatus.map(Int64.init))
+                w.raw(","); w.key("lastSuccessAt"); w.string(src.lastSuccess)
+                w.raw(","); w.key("source"); w.string(src.source); w.raw("}")
+            }
+            w.raw("]}\n")
+            i.stdout.write(w.bytes)
+            return 0
+        }
+        var out = """
+            database:    \(store.path)
+            node:        \(s.node)
+            schema:      version \(s.schemaVersion)
+            landmarks:   \(s.landmarks) live, \(s.landmarkTombstones) tombstones
+            positions:   \(s.positions) live, \(s.positionTombstones) tombstones
+            changes:     \(s.changeSequence)
+            digest:      \(digest)
+            quarantine:  \(s.quarantined) rows
+            conflicts:   \(conflicts) kept
+
+            """
+        if let r = s.lastRun {
+            out += "last sync:   \(r.finished) \(r.outcome) (exit \(r.status))\(r.message.map { ": \(Table.escaped($0))" } ?? "")\n"
+        } else {
+            out += "last sync:   never\n"
+        }
+        for src in s.sources {
+            // Messages quote keys and paths from other machines' files: control characters are shown escaped.
+            out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))"
+            if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
+            out += "\n"
+        }
+        i.stdout.write(out)
+        return 0
+    }
+
+    /// `status --check`: one line, and 0 or ``unhealthyStatus``.
+    static func runStatusCheck(_ i: Invocation, store: CatalogStore) throws -> Int32 {
+        let health = try store.checkHealth(maxAgeMilliseconds: i[StatusOptions.maxAge].map { Int64(($0 * 1000).rounded(.up)) })
+        guard health.healthy else {
+            let shown = health.problems.prefix(3).joined(separator: "; ")
+            let more = health.problems.count > 3 ? "; and \(health.problems.count - 3) more (catalog status shows every source)" : ""
+            i.reporter.error("unhealthy: \(shown)\(more)", kind: "unhealthy")
+            return unhealthyStatus
+        }
+        if !i[StatusOptions.quiet] { i.stdout.line(Table.escaped(health.summary)) }
+        return 0
+    }
+}

@@ -1,0 +1,77 @@
+/// What `catalog status --check` found: healthy, or the problems, each one sentence.
+public struct HealthCheck: Sendable, Equatable {
+    /// Why the node is not healthy; empty when it is.
+    public var problems: [String]
+    /// One line for a healthy node: the last run and what was checked.
+    public var summary: String
+    /// True when there is no problem.
+    public var healthy: Bool { problems.isEmpty }
+}
+
+extension CatalogStore {
+    /// Checks the sync's health for alerting (SPEC §12): not healthy when no sync run is recorded, when
+    /// the last run failed, or — with `maxAgeMilliseconds` — when a source of the last run has not had a
+    /// good sync for longer than that (or never had one), or, for a run with no sources (a node that
+    /// only publishes), when the run itself is older than that.
+    ///
+    /// Runs that found another sync holding the lock (`busy`, exit 75) are not looked at: the run holding
+    /// it is recorded when it ends. Sources are those of the last run, so a source no longer synced does
+    /// not alert forever; `<stdin>` has no last good sync and is not checked.
+    /// - Parameter maxAgeMilliseconds: the largest age of a last good sync, in ms; nil to check only the
+    ///   last run's outcome.
+    /// - Returns: the problems (empty when healthy) and a one-line summary.
+    public func checkHealth(maxAgeMilliseconds: Int64? = nil) throws -> HealthCheck {
+        try read {
+            let now = wallClock.nowMilliseconds()
+            let lastRun = try connection.firstRow(sql: """
+                SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE outcome <> 'busy' ORDER BY id DESC LIMIT 1
+                """) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
+            guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
+            var problems: [String] = []
+            if run.outcome == "failed" {
+                problems.append("the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")")
+            }
+            var checked = 0
+            if let maxAge = maxAgeMilliseconds {
+                let limit = Durations.describe(milliseconds: maxAge)
+                try connection.forEachRow(sql: """
+                    SELECT r.source, s.last_success_at FROM sync_run_sources r LEFT JOIN sync_sources s ON s.source = r.source
+                    WHERE r.run_id = ? AND r.source <> '<stdin>' ORDER BY r.position
+                    """, [.integer(run.id)]) { s in
+                    let source = s.text(0) ?? ""
+                    checked += 1
+                    guard let text = s.text(1), let last = Timestamp.parse(text) else {
+                        problems.append("source \(source) has never had a good sync")
+                        return
+                    }
+                    if now - last > maxAge {
+                        problems.append("source \(source) last had a good sync at \(text), \(Durations.describe(milliseconds: now - last)) ago (more than \(limit))")
+                    }
+                }
+                if checked == 0, let finished = Timestamp.parse(run.finished), now - finished > maxAge {
+                    problems.append("the last sync (run \(run.id)) finished at \(run.finished), \(Durations.describe(milliseconds: now - finished)) ago (more than \(limit))")
+                }
+            }
+            var summary = "healthy: the last sync (run \(run.id)) finished at \(run.finished) (\(run.outcome))"
+            if let maxAge = maxAgeMilliseconds {
+                summary += checked == 0 ? ", within \(Durations.describe(milliseconds: maxAge))"
+                    : checked == 1 ? "; its source had a good sync within \(Durations.describe(milliseconds: maxAge))"
+                    : "; its \(checked) sources had a good sync within \(Durations.describe(milliseconds: maxAge))"
+            }
+            return HealthCheck(problems: problems, summary: problems.isEmpty ? summary : "")
+        }
+    }
+}
+
+/// Durations in words for messages.
+public enum Durations {
+    /// `45 s`, `15 min`, `2 h 5 min`, `3 d 4 h` (rounded down to the unit shown).
+    /// - Parameter milliseconds: a duration in ms (a negative one is shown as `0 s`).
+    public static func describe(milliseconds ms: Int64) -> String {
+        let s = max(0, ms / 1000)
+        if s < 60 { return "\(s) s" }
+        if s < 3600 { return "\(s / 60) min" + (s % 60 == 0 ? "" : " \(s % 60) s") }
+        if s < 86_400 { return "\(s / 3600) h" + (s / 60 % 60 == 0 ? "" : " \(s / 60 % 60) min") }
+        return "\(s / 86_400) d" + (s / 3600 % 24 == 0 ? "" : " \(s / 3600 % 24) h")
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+
+/// The figures `catalog status --prometheus` exposes, read in one read transaction.
+public struct CatalogMetrics: Sendable, Equatable {
+    /// One source as the metrics show it.
+    public struct Source: Sendable, Equatable {
+        public var source: String
+        /// `file`, `http`, `hub`, … (empty when unknown).
+        public var kind: String
+        /// The last good sync, in ms since the epoch (UTC); nil when it never had one.
+        public var lastSuccessMilliseconds: Int64?
+        /// The last attempt, in ms since the epoch (UTC).
+        public var lastAttemptMilliseconds: Int64?
+        /// The exit status of the last attempt (0 = good).
+        public var lastStatus: Int?
+        /// Bytes fetched from it, over the run ledger.
+        public var bytesFetched: Int64
+    }
+
+    public var node: String
+    public var schemaVersion: Int
+    public var landmarks = 0, landmarkTombstones = 0, positions = 0, positionTombstones = 0
+    public var quarantined = 0
+    /// Ties kept for `catalog conflicts` (see ``ConflictRetention``).
+    public var conflictsRetained = 0
+    public var changeSequence: Int64 = 0
+    /// The database file's size in bytes (page count × page size; the WAL not included).
+    public var databaseBytes: Int64 = 0
+    /// The last run (busy runs included): when it finished (ms since the epoch), its outcome, exit
+    /// status and duration (ms).
+    public var lastRun: (finishedMilliseconds: Int64, outcome: String, exitStatus: Int, durationMilliseconds: Int64)?
+    /// When the last run that succeeded (`ok` or `not-modified`) finished, in ms since the epoch.
+    public var lastSuccessMilliseconds: Int64?
+    /// Runs recorded, per outcome, in outcome order.
+    public var runs: [(outcome: String, count: Int)] = []
+    /// Totals over the run ledger.
+    public var landmarksApplied = 0, positionsApplied = 0, stale = 0, ties = 0, quarantinedTotal = 0
+    public var sources: [Source] = []
+
+    public static func == (a: CatalogMetrics, b: CatalogMetrics) -> Bool {
+        PrometheusText.render(a) == PrometheusText.render(b)
+    }
+}
+
+extension CatalogStore {
+    /// Reads every figure of ``CatalogMetrics`` in one read transaction.
+    public func metrics() throws -> CatalogMetrics {
+        try read {
+            func int(_ sql: String) throws -> Int64 { try connection.scalarInt(sql: sql) ?? 0 }
+            var m = CatalogMetrics(node: try currentNode(), schemaVersion: Int(try int("SELECT max(version) FROM schema_migrations")))
+            try connection.forEachRow(sql: "SELECT deleted, count(*) FROM landmarks GROUP BY deleted") { s in
+                if s.int(0) == 0 { m.landmarks = Int(s.int(1)) } else { m.landmarkTombstones = Int(s.int(1)) }
+            }
+            try connection.forEachRow(sql: "SELECT deleted, count(*) FROM positions GROUP BY deleted") { s in
+                if s.int(0) == 0 { m.positions = Int(s.int(1)) } else { m.positionTombstones = Int(s.int(1)) }
+            }
+            m.quarantined = Int(try int("SELECT count(*) FROM sync_quarantine"))
+            m.conflictsRetained = Int(try int("SELECT count(*) FROM sync_conflicts"))
+            m.changeSequence = try lastChangeSequence()
+            m.databaseBytes = try int("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+            m.lastRun = try connection.firstRow(sql: "SELECT finished_at, outcome, exit_status, duration_ms FROM sync_runs ORDER BY id DESC LIMIT 1") { s in
+                (Timestamp.parse(s.text(0) ?? "") ?? 0, s.text(1) ?? "", Int(s.int(2)), s.int(3))
+            }
+            m.lastSuccessMilliseconds = try connection.firstRow(sql: """
+                SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
+                """) { Timestamp.parse($0.text(0) ?? "") } ?? nil
+            try connection.forEachRow(sql: "SELECT outcome, count(*) FROM sync_runs GROUP BY outcome ORDER BY outcome") { s in
+                m.runs.append((s.text(0) ?? "", Int(s.int(1))))
+            }
+            try connection.forEachRow(sql: """
+                SELECT coalesce(sum(landmarks_applied), 0), coalesce(sum(positions_applied), 0), coalesce(sum(stale), 0),
+                       coalesce(sum(ties), 0), coalesce(sum(quarantined), 0) FROM sync_runs
+                """) { s in
+                m.landmarksApplied = Int(s.int(0)); m.positionsApplied = Int(s.int(1)); m.stale = Int(s.int(2))
+                m.ties = Int(s.int(3)); m.quarantinedTotal = Int(s.int(4))
+            }
+            try connection.forEachRow(sql: """
+                SELECT s.source, s.kind, s.last_success_at, s.last_attempt_at, s.last_status,
+                       (SELECT coalesce(sum(bytes), 0) FROM sync_run_sources r WHERE r.source = s.source)
+                FROM sync_sources s ORDER BY s.source
+                """) { s in
+                m.sources.append(CatalogMetrics.Source(source: s.text(0) ?? "", kind: s.text(1) ?? "",
+                                                       lastSuccessMilliseconds: s.text(2).flatMap(Timestamp.parse),
+                                                       lastAttemptMilliseconds: s.text(3).flatMap(Timestamp.parse),
+                                                       lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5)))
+            }
+            return m
+        }
+    }
+}
+
+/// Prometheus' text exposition format, version 0.0.4
+/// (https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format): for each metric
+/// family `# HELP`, `# TYPE`, then its samples; label values escape `\`, `"` and newline, help text `\`
+/// and newline. Names are prefixed `catalog_`; times are seconds since the epoch (UTC), durations
+/// seconds, sizes bytes. Metrics with nothing to report yet (no run) are left out rather than made up.
+public enum PrometheusText {
+    /// One family: name, type (`gauge` or `counter`), help, samples (labels, value).
+    struct Family {
+        var name: String
+        var type: String
+        var help: String
+        var samples: [(labels: [(String, String)], value: String)]
+    }
+
+    /// The exposition of `m`, ending in a newline.
+    public static func render(_ m: CatalogMetrics) -> String {
+        var families: [Family] = []
+        func add(_ name: String, _ type: String, _ help: String, _ samples: [(labels: [(String, String)], value: String)]) {
+            families.append(Family(name: name, type: type, help: help, samples: samples))
+        }
+        func one(_ value: String) -> [(labels: [(String, String)], value: String)] { [([], value)] }
+
+        add("catalog_info", "gauge", "This database: node id and schema version (the value is always 1).",
+            [([("node", m.node), ("schema_version", String(m.schemaVersion)), ("version", CatalogVersion.string)], "1")])
+        if let run = m.lastRun {
+            add("catalog_last_run_timestamp_seconds", "gauge", "When the last sync run finished, in seconds since the epoch.",
+                one(seconds(run.finishedMilliseconds)))
+            add("catalog_last_run_success", "gauge", "1 when the last sync run succeeded (ok or not-modified), else 0.",
+                one(run.outcome == "ok" || run.outcome == "not-modified" ? "1" : "0"))
+            add("catalog_last_run_exit_status", "gauge", "The exit status of the last sync run (0 success, 69 unavailable, 75 busy, ...).",
+                one(String(run.exitStatus)))
+            add("catalog_last_run_duration_seconds", "gauge", "How long the last sync run took, in seconds.", one(seconds(run.durationMilliseconds)))
+        }
+        if let last = m.lastSuccessMilliseconds {
+            add("catalog_last_success_timestamp_seconds", "gauge", "When the last successful sync run finished, in seconds since the epoch.",
+                one(seconds(last)))
+        }
+        add("catalog_sync_runs_total", "counter", "Sync runs recorded in the run ledger, by outcome.",
+            m.runs.map { ([("outcome", $0.outcome)], String($0.count)) })
+        add("catalog_landmarks", "gauge", "Landmark rows, live and tombstones.",
+            [([("state", "live")], String(m.landmarks)), ([("state", "tombstone")], String(m.landmarkTombstones))])
+        add("catalog_positions", "gauge", "Carousel position rows, live and tombstones.",
+            [([("state", "live")], String(m.positions)), ([("state", "tombstone")], String(m.positionTombstones))])
+        add("catalog_quarantined_rows", "gauge", "Rows held in quarantine (stamped beyond the allowed clock drift); see catalog quarantine list.",
+            one(String(m.quarantined)))
+        add("catalog_conflicts_retained", "gauge", "Ties kept for catalog conflicts (30 days, at most 10000).", one(String(m.conflictsRetained)))
+        add("catalog_change_sequence", "gauge", "The local change sequence's high-water mark.", one(String(m.changeSequence)))
+        add("catalog_database_bytes", "gauge", "The database file's size in bytes (without the WAL).", one(String(m.databaseBytes)))
+        add("catalog_rows_applied_total", "counter", "Rows merged by sync runs that changed the database, by kind.",
+            [([("kind", "landmark")], String(m.landmarksApplied)), ([("kind", "position")], String(m.positionsApplied))])
+        add("catalog_rows_stale_total", "counter", "Rows sync runs read that did not win (older or repeated).", one(String(m.stale)))
+        add("catalog_ties_total", "counter", "Ties (equal stamps, different content) settled by the fixed rule in sync runs.", one(String(m.ties)))
+        add("catalog_rows_quarantined_total", "counter", "Rows found beyond the allowed clock drift by sync runs (a held row delivered again counts again).", one(String(m.quarantinedTotal)))
+        func labels(_ s: CatalogMetrics.Source) -> [(String, String)] { [("kind", s.kind), ("source", s.source)] }
+        add("catalog_source_last_success_timestamp_seconds", "gauge",
+            "When the source last had a good sync, in seconds since the epoch (0 when it never had one).",
+            m.sources.map { (labels($0), $0.lastSuccessMilliseconds.map(seconds) ?? "0") })
+        add("catalog_source_last_attempt_timestamp_seconds", "gauge", "When the source was last tried, in seconds since the epoch.",
+            m.sources.compactMap { s in s.lastAttemptMilliseconds.map { (labels(s), seconds($0)) } })
+        add("catalog_source_last_status", "gauge", "The exit status of the source's last attempt (0 when good).",
+            m.sources.compactMap { s in s.lastStatus.map { (labels(s), String($0)) } })
+        add("catalog_source_up", "gauge", "1 when the source's last attempt was good, else 0.",
+            m.sources.map { (labels($0), $0.lastStatus == 0 ? "1" : "0") })
+        add("catalog_source_fetched_bytes_total", "counter", "Bytes fetched from the source by the sync runs in the ledger.",
+            m.sources.map { (labels($0), String($0.bytesFetched)) })
+
+        var out = ""
+        for f in families where !f.samples.isEmpty {
+            out += "# HELP \(f.name) \(escapeHelp(f.help))\n# TYPE \(f.name) \(f.type)\n"
+            for s in f.samples {
+                out += f.name
+                if !s.labels.isEmpty {
+                    out += "{" + s.labels.map { "\($0.0)=\"\(escapeLabel($0.1))\"" }.joined(separator: ",") + "}"
+                }
+                out += " \(s.value)\n"
+            }
+        }
+        return out
+    }
+
+    /// A label value escaped: `\` → `\\`, `"` → `\"`, newline → `\n`.
+    public static func escapeLabel(_ value: String) -> String {
+        var out = ""
+        for c in value.unicodeScalars {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    /// Help text escaped: `\` → `\\`, newline → `\n`.
+    public static func escapeHelp(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    /// Milliseconds as exact decimal seconds: `1795996800.123`, `0.5`, `-1.25`.
+    static func seconds(_ ms: Int64) -> String {
+        let sign = ms < 0 ? "-" : ""
+        let magnitude = ms.magnitude
+        let fraction = magnitude % 1000
+        guard fraction != 0 else { return sign + String(magnitude / 1000) }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 3 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(sign)\(magnitude / 1000).\(digits)"
+    }
+}

@@ -1,0 +1,145 @@
+@_spi(Testing) @testable import CatalogCLI
+import Foundation
+@testable import LandmarkCatalog
+import Testing
+
+/// The scheduling examples in `contrib/`: the systemd service and timer, and the cron file. Checked by
+/// `systemd-analyze verify` where it exists, always by a parse of their keys and fields, and by running
+/// their command lines — parsed by the CLI's own parser, then run against a scratch directory.
+@Suite("Operations: contrib/ systemd units and cron file")
+struct ContribTests {
+    static let service = Support.root.appending(path: "contrib/systemd/catalog-sync.service")
+    static let timer = Support.root.appending(path: "contrib/systemd/catalog-sync.timer")
+    static let cron = Support.root.appending(path: "contrib/cron/catalog-sync")
+    static let binary = "/usr/local/bin/catalog"
+
+    /// `[Section] Key=Value` pairs of a unit file, in order (comments and blank lines skipped).
+    static func unit(_ url: URL) throws -> [(section: String, key: String, value: String)] {
+        var section = ""
+        var out: [(String, String, String)] = []
+        for raw in try String(contentsOf: url, encoding: .utf8).split(separator: "\n") {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") && line.hasSuffix("]") { section = String(line.dropFirst().dropLast()); continue }
+            let parts = line.split(separator: "=", maxSplits: 1)
+            try #require(parts.count == 2, "not Key=Value: \(line)")
+            out.append((section, String(parts[0]), String(parts[1])))
+        }
+        return out
+    }
+
+    static func value(_ unit: [(section: String, key: String, value: String)], _ section: String, _ key: String) -> [String] {
+        unit.filter { $0.section == section && $0.key == key }.map(\.value)
+    }
+
+    /// The cron file's job lines: five time fields, the user, the command.
+    static func cronJobs() throws -> [(schedule: [String], user: String, command: String)] {
+        try String(contentsOf: cron, encoding: .utf8).split(separator: "\n").compactMap { raw in
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") || line.range(of: #"^[A-Z_]+="#, options: .regularExpression) != nil { return nil }
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            try #require(fields.count >= 7, "not a cron.d job line: \(line)")
+            let command = line.range(of: #"^(\S+\s+){6}"#, options: .regularExpression).map { String(line[$0.upperBound...]) } ?? ""
+            return (fields.prefix(5).map(String.init), String(fields[5]), command)
+        }
+    }
+
+    /// Every `catalog` command line of the examples, as argument vectors (up to a redirection or pipe).
+    static func commandLines() throws -> [[String]] {
+        let service = try unit(Self.service)
+        let lines = value(service, "Service", "ExecStart") + value(service, "Service", "ExecStopPost") + (try cronJobs().map(\.command))
+        return lines.map { line in
+            Array(line.split(separator: " ").map(String.init).prefix { $0 != "2>&1" && $0 != "|" && !$0.hasPrefix(">") })
+        }
+    }
+
+    static var systemdAnalyze: String? {
+        ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    @Test("systemd-analyze verify accepts both units with no warning (in a scratch root holding the binary)",
+          .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed: the unit keys are still checked by the other tests"))
+    func verify() throws {
+        let root = Support.temporaryDirectory()
+        let units = root.appending(path: "etc/systemd/system")
+        try FileManager.default.createDirectory(at: units, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/local/bin"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: Self.service, to: units.appending(path: "catalog-sync.service"))
+        try FileManager.default.copyItem(at: Self.timer, to: units.appending(path: "catalog-sync.timer"))
+        try FileManager.default.copyItem(at: Support.catalogBinary, to: root.appending(path: "usr/local/bin/catalog"))
+        // The targets the units name (timers.target, network-online.target, …) from this machine.
+        let system = ["/usr/lib/systemd/system", "/lib/systemd/system"].first { FileManager.default.fileExists(atPath: $0) }
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/lib/systemd"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(system)), to: root.appending(path: "usr/lib/systemd/system"))
+        let result = try runProcess(URL(fileURLWithPath: try #require(Self.systemdAnalyze)),
+                                    ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-sync.service",
+                                     "/etc/systemd/system/catalog-sync.timer"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr == "")  // an unknown key or a bad value is only a warning: none allowed
+    }
+
+    @Test("the units' keys: a oneshot service with absolute commands; a persistent calendar timer for it, enabled by timers.target")
+    func unitKeys() throws {
+        let service = try Self.unit(Self.service)
+        #expect(Self.value(service, "Service", "Type") == ["oneshot"])
+        #expect(!Self.value(service, "Service", "User").isEmpty)
+        let exec = Self.value(service, "Service", "ExecStart")
+        #expect(exec.count == 1)
+        #expect(exec.allSatisfy { $0.hasPrefix("/") })
+        #expect(Self.value(service, "Service", "ExecStopPost").allSatisfy { $0.hasPrefix("/") })
+        #expect(Self.value(service, "Service", "SuccessExitStatus") == ["75"])
+        #expect(Self.value(service, "Unit", "After").contains("network-online.target"))
+        #expect(Self.value(service, "Install", "WantedBy").isEmpty)  // started by the timer, not at boot
+        let timer = try Self.unit(Self.timer)
+        let calendar = try #require(Self.value(timer, "Timer", "OnCalendar").first)
+        #expect(Self.value(timer, "Timer", "Persistent") == ["true"])
+        #expect(Self.value(timer, "Timer", "Unit") == ["catalog-sync.service"])
+        #expect(Self.value(timer, "Install", "WantedBy") == ["timers.target"])
+        if let analyze = Self.systemdAnalyze {
+            let parsed = try runProcess(URL(fileURLWithPath: analyze), ["calendar", calendar])
+            #expect(parsed.status == 0, "\(parsed.stderr)")
+            #expect(parsed.stdout.contains("Normalized form: *-*-* *:00/5:00"))
+        }
+    }
+
+    @Test("the cron file: cron.d job lines (five time fields, a user, an absolute command), a name cron reads, every job's output handled")
+    func cronFile() throws {
+        #expect(!Self.cron.lastPathComponent.contains("."))  // cron.d skips names with dots
+        let jobs = try Self.cronJobs()
+        #expect(jobs.count == 3)
+        let field = #"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$"#
+        for job in jobs {
+            #expect(job.schedule.allSatisfy { $0.range(of: field, options: .regularExpression) != nil }, "\(job.schedule)")
+            #expect(job.user == "catalog")
+            #expect(job.command.hasPrefix(Self.binary + " "))
+            // Cron mails output: each job is quiet on success, or sends its output elsewhere.
+            #expect(job.command.contains("--quiet") || job.command.contains("--output ") || job.command.contains("| /usr/bin/logger"), "\(job.command)")
+        }
+        #expect(jobs.contains { $0.command.contains("status --check --max-age") })
+    }
+
+    @Test("every command line of the examples is one the CLI accepts, and they run: sync, metrics, check")
+    func commandsRun() throws {
+        let lines = try Self.commandLines()
+        #expect(lines.count == 5)
+        for argv in lines {
+            #expect(argv.first == Self.binary)
+            #expect(throws: Never.self, "\(argv)") { _ = try Parser.parse(Array(argv.dropFirst()), root: CatalogCLI.rootCommand) }
+        }
+        // Run each against a scratch directory standing in for /var/lib and the textfile collector's directory.
+        let sandbox = Support.temporaryDirectory()
+        try FileManager.default.createDirectory(at: sandbox.appending(path: "prometheus/node-exporter"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: sandbox.appending(path: "catalog"), withIntermediateDirectories: true)
+        for argv in lines {
+            let arguments = argv.dropFirst().map {
+                $0.replacingOccurrences(of: "/var/lib/catalog", with: sandbox.appending(path: "catalog").path)
+                    .replacingOccurrences(of: "/var/lib/prometheus", with: sandbox.appending(path: "prometheus").path)
+            }
+            let result = try runProcess(Support.catalogBinary, Array(arguments), environment: ["PATH": "/usr/bin:/bin"])
+            #expect(result.status == 0, "\(argv): \(result.stderr)")
+        }
+        let metrics = try String(contentsOfFile: sandbox.appending(path: "prometheus/node-exporter/catalog.prom").path, encoding: .utf8)
+        #expect(metrics.contains("\ncatalog_last_run_success 1\n"))
+        #expect(FileManager.default.fileExists(atPath: sandbox.appending(path: "catalog/publish/manifest.json").path))
+    }
+}
