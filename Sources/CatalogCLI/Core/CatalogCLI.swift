@@ -91,7 +91,7 @@ public enum CatalogCLI {
             discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
-                statusCommand, migrateCommand, initCommand,
+                statusCommand, migrateCommand, initCommand, completionsCommand, manCommand,
             ])
     }
 
