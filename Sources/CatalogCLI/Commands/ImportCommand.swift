@@ -33,10 +33,7 @@ extension CatalogCLI {
         // mistyped path leaves nothing behind.
         let store = i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore()
         let options = LandmarkCatalog.ImportOptions(strict: i[ImportOptions.strict], prune: i[ImportOptions.prune], dryRun: i[Options.dryRun])
-        let progress = ProgressLine(sink: i.context.stderr, enabled: i.context.stderrIsTerminal && !i[Options.quiet] && !i[Options.json]
-                                        && i.reporter.format == .text,
-                                    label: "importing")
-        i.reporter.beforeLine = { progress.clear() }
+        let progress = i.makeProgressLine(label: "importing")
         let summary = try store.importLandmarks(from: source, options: options, diagnostics: i.report) { p in
             progress.update(records: p.records, bytes: p.bytes, total: p.totalBytes)
         }

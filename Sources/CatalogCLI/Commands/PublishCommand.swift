@@ -34,7 +34,9 @@ extension CatalogCLI {
 
     static func runPublish(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(i.databaseExists ? .write : .read)
-        let report = try store.publishLog(to: i.positionals[0], options: publishOptions(i))
+        let progress = i.makeProgressLine(label: "writing")
+        let report = try store.publishLog(to: i.positionals[0], options: publishOptions(i)) { progress.update($0) }
+        progress.clear()
         if i[Options.json] {
             i.stdout.write(publishJSON(report))
             i.stdout.line("")

@@ -14,7 +14,9 @@ extension CatalogCLI {
     static func runExport(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
         if let output = i[Options.output], output != "-" {
-            try store.exportSnapshot(toFile: output)
+            let progress = i.makeProgressLine(label: "writing")
+            try store.exportSnapshot(toFile: output) { progress.update($0) }
+            progress.clear()
         } else {
             try store.exportSnapshot { i.stdout.write($0) }
         }
@@ -76,7 +78,11 @@ extension CatalogCLI {
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
 
         let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
-        let report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report)
+        let progress = i.makeProgressLine(label: "syncing")
+        let report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
+            progress.update($0)
+        }
+        progress.clear()
         for source in report.sources {
             if let error = source.error { i.reporter.error(error.message, hint: error.hint, source: source.source) }
         }

@@ -92,7 +92,8 @@ public enum CatalogCLI {
             discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
-                statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand,
+                statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
+                manCommand,
             ])
     }
 

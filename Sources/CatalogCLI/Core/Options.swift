@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 /// The options commands share, declared once. A command lists the ones it takes (with its own help
 /// text where that reads better); runs query them typed, `invocation[Options.json]`.
 enum Options {
@@ -19,15 +20,21 @@ final class ProgressLine {
     private(set) var shown = false
     private let sink: any OutputSink
     private let enabled: Bool
-    private let label: String
+    private var label: String
     private var started: Double
     private var last: Double = 0
     private let now: () -> Double
+    /// The terminal's width: longer lines are cut so that `\r` returns to their start.
+    private let columns: Int?
+    /// The phase and subject last drawn: a new one restarts the clock (its rate and ETA are its own).
+    private var job: (LandmarkCatalog.Progress.Phase, String?)?
 
-    init(sink: any OutputSink, enabled: Bool, label: String, now: @escaping () -> Double = { ProcessInfoClock.seconds() }) {
+    init(sink: any OutputSink, enabled: Bool, label: String, columns: Int? = nil,
+         now: @escaping () -> Double = { ProcessInfoClock.seconds() }) {
         self.sink = sink
         self.enabled = enabled
         self.label = label
+        self.columns = columns
         self.now = now
         self.started = now()
     }
@@ -38,8 +45,42 @@ final class ProgressLine {
         let t = now()
         guard t - last >= 0.5 else { return }
         last = t
-        sink.write("\r\u{1B}[K" + Self.render(label: label, records: records, bytes: bytes, total: total, elapsed: t - started))
+        var text = Self.render(label: label, records: records, bytes: bytes, total: total, elapsed: t - started)
+        if let columns, columns > 1, text.count >= columns { text = String(text.prefix(columns - 1)) }
+        sink.write("\r\u{1B}[K" + text)
         shown = true
+    }
+
+    /// Redraws the line for a job that reports its phase and subject (a sync merging one source, then
+    /// writing `--publish`): the label names them, and a new phase or subject starts its own clock.
+    func update(_ p: LandmarkCatalog.Progress) {
+        guard enabled else { return }
+        if job == nil || job! != (p.phase, p.subject) {
+            job = (p.phase, p.subject)
+            started = now()
+            last = 0
+            label = Self.label(p)
+        }
+        update(records: p.records, bytes: p.bytes, total: p.totalBytes)
+    }
+
+    /// `merging peer.json`, `writing /srv/exchange/me.json`: long subjects keep their end.
+    static func label(_ p: LandmarkCatalog.Progress) -> String {
+        let verb: String
+        switch p.phase {
+        case .importing: verb = "importing"
+        case .merging: verb = "merging"
+        case .writing: verb = "writing"
+        }
+        guard let subject = p.subject else { return verb }
+        return verb + " " + (subject.count > 40 ? "…" + subject.suffix(39) : subject)
+    }
+
+    /// The width of the terminal on `fd`, or nil when it is not one.
+    static func terminalColumns(fd: Int32 = 2) -> Int? {
+        var size = winsize()
+        guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
     }
 
     /// The line's text.
@@ -56,6 +97,7 @@ final class ProgressLine {
             parts.append("ETA \(clock(left))")
         } else {
             parts.append("\(grouped(records)) records,")
+            if bytes > 0 { parts.append("\(megabytes(bytes)) MB,") }
             parts.append("\(grouped(Int(rate))) rows/s")
         }
         return parts.joined(separator: " ")

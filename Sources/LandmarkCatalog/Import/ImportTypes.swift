@@ -63,11 +63,27 @@ public struct Progress: Sendable, Equatable {
     public var bytes: Int64
     /// The input's size in bytes when known (a regular file), for a percentage and an ETA.
     public var totalBytes: Int64?
+    /// Which job is running: a sync reports merging, then writing (`--publish`).
+    public var phase: Phase = .importing
+    /// What is read or written: a sync source (without its password) or the published path; nil for an import.
+    public var subject: String?
 
-    public init(records: Int, bytes: Int64, totalBytes: Int64?) {
+    /// A job that reports progress.
+    public enum Phase: Sendable, Equatable {
+        /// `import`: records read from the input file (`bytes` of `totalBytes` read).
+        case importing
+        /// `sync`: rows of one source's snapshot merged (`bytes` of `totalBytes` of the file being read).
+        case merging
+        /// `export`, `publish`, `sync --publish`: rows written (`bytes` written; the total is not known).
+        case writing
+    }
+
+    public init(records: Int, bytes: Int64, totalBytes: Int64?, phase: Phase = .importing, subject: String? = nil) {
         self.records = records
         self.bytes = bytes
         self.totalBytes = totalBytes
+        self.phase = phase
+        self.subject = subject
     }
 }
 

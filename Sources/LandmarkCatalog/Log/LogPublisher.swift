@@ -47,10 +47,13 @@ extension CatalogStore {
     /// `delta-<generation>-<from>-<through>-<sha256 prefix>.json`, never rewritten; the directory holds a
     /// lock file `.catalog-publish.lock` (two publishers never interleave: the second exits 75).
     ///
+    /// - Parameter progress: called while each log file is written with the rows and bytes written to it so far
+    ///   (phase `.writing`, subject the directory).
     /// - Throws: `CatalogError` 73 when the directory or a file cannot be created, 74 on a write error
     ///   (disk full), 75 when another publish holds the directory. Files written before a failure are
     ///   never named by a manifest and are removed later like any unreferenced file.
-    public func publishLog(to directory: String, options: PublishOptions = PublishOptions()) throws -> PublishReport {
+    public func publishLog(to directory: String, options: PublishOptions = PublishOptions(),
+                           progress: (Progress) -> Void = { _ in }) throws -> PublishReport {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -91,20 +94,20 @@ extension CatalogStore {
         var manifest: LogManifest
         if let m = continuing {
             manifest = m
-            var delta = try writeLogFile(in: dir, generation: m.generation, after: m.through, report: &report)
+            var delta = try writeLogFile(in: dir, generation: m.generation, after: m.through, report: &report, progress: progress)
             manifest.deltas.append(delta)
             if manifest.deltas.count > options.maxDeltas {
                 retired += manifest.deltas.map(\.name)
-                delta = try writeLogFile(in: dir, generation: m.generation, after: m.base.through, report: &report)
+                delta = try writeLogFile(in: dir, generation: m.generation, after: m.base.through, report: &report, progress: progress)
                 manifest.deltas = [delta]
             }
             manifest.through = delta.through
             if manifest.deltas.reduce(0, { $0 + $1.bytes }) > manifest.base.bytes {
                 retired += manifest.deltas.map(\.name)
-                manifest = try newGeneration(in: dir, node: node, now: now, report: &report)
+                manifest = try newGeneration(in: dir, node: node, now: now, report: &report, progress: progress)
             }
         } else {
-            manifest = try newGeneration(in: dir, node: node, now: now, report: &report)
+            manifest = try newGeneration(in: dir, node: node, now: now, report: &report, progress: progress)
         }
         if let old = existing, old.generation != manifest.generation {
             retired += [old.base.name] + old.deltas.map(\.name)
@@ -132,9 +135,10 @@ extension CatalogStore {
         return report
     }
 
-    private func newGeneration(in dir: String, node: String, now: Int64, report: inout PublishReport) throws -> LogManifest {
+    private func newGeneration(in dir: String, node: String, now: Int64, report: inout PublishReport,
+                               progress: (Progress) -> Void) throws -> LogManifest {
         let generation = Self.makeGeneration(now: now)
-        let base = try writeLogFile(in: dir, generation: generation, after: nil, report: &report)
+        let base = try writeLogFile(in: dir, generation: generation, after: nil, report: &report, progress: progress)
         report.newGeneration = true
         return LogManifest(node: node, generation: generation, through: base.through, base: base, deltas: [])
     }
@@ -147,12 +151,15 @@ extension CatalogStore {
 
     /// Writes one immutable log file: the base (every row, `after` nil) or the delta of the rows changed
     /// after `after`, read in one transaction with the change sequence number it covers up to.
-    private func writeLogFile(in dir: String, generation: String, after: Int64?, report: inout PublishReport) throws -> LogManifest.File {
+    private func writeLogFile(in dir: String, generation: String, after: Int64?, report: inout PublishReport,
+                              progress: (Progress) -> Void) throws -> LogManifest.File {
         let file = try AtomicFileWriter(path: dir + "/.pending-\(generation).json")
         var hasher = SHA256()
         let through = try read { () throws -> Int64 in
             let through = try lastChangeSequence()
-            _ = try exportSnapshotInTransaction(changes: after.map { ($0 + 1)...max($0 + 1, through) }) { bytes in
+            _ = try exportSnapshotInTransaction(changes: after.map { ($0 + 1)...max($0 + 1, through) }, progress: { rows, bytes in
+                progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: dir))
+            }) { bytes in
                 hasher.update(bytes)
                 try file.write(bytes)
             }

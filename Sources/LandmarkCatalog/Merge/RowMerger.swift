@@ -54,6 +54,8 @@ struct RowMerger {
     /// Rows stamped later than this instant (ms since the epoch, UTC) are quarantined.
     let quarantineAfter: Int64
     let diagnostics: (Diagnostic) -> Void
+    /// Called by a feed after each batch: rows seen so far, and the bytes read of the file it reads (of its size, when known).
+    var progress: (_ rows: Int, _ bytes: Int64, _ totalBytes: Int64?) -> Void = { _, _, _ in }
     var counts = MergeCounts()
     /// Errors the decoder reported (the source then fails and nothing is kept).
     var errors = 0

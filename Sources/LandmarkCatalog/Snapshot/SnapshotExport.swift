@@ -33,7 +33,10 @@ extension CatalogStore {
         try read { try exportSnapshotInTransaction(changes: changes, output) }
     }
 
-    func exportSnapshotInTransaction(changes: ClosedRange<Int64>?, _ output: ([UInt8]) throws -> Void) throws -> ExportSummary {
+    /// The export itself, inside the caller's read transaction; `progress` is called after each chunk of
+    /// about 64 KiB with the rows and bytes written so far.
+    func exportSnapshotInTransaction(changes: ClosedRange<Int64>?, progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in },
+                                     _ output: ([UInt8]) throws -> Void) throws -> ExportSummary {
         var summary = ExportSummary()
         var newest = Int64.min
         var w = JSONWriter(reservingCapacity: 1 << 17)
@@ -41,6 +44,7 @@ extension CatalogStore {
             summary.bytes += Int64(w.bytes.count)
             try output(w.bytes)
             w.bytes.removeAll(keepingCapacity: true)
+            progress(summary.landmarks + summary.positions, summary.bytes)
         }
         let filter = changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2"
         let arguments: [SQLValue] = changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? []
@@ -77,11 +81,17 @@ extension CatalogStore {
     }
 
     /// Writes a snapshot to `path` atomically (temporary file in the same directory, fsync, rename).
+    /// - Parameter progress: called after each chunk of about 64 KiB with the rows and bytes written so far
+    ///   (phase `.writing`, subject `path`).
     /// - Throws: `CatalogError` 64 for an empty path, 73 when the file cannot be created, 74 on a write error.
     @discardableResult
-    public func exportSnapshot(toFile path: String) throws -> ExportSummary {
+    public func exportSnapshot(toFile path: String, progress: (Progress) -> Void = { _ in }) throws -> ExportSummary {
         let file = try AtomicFileWriter(path: path)
-        let summary = try exportSnapshot { try file.write($0) }
+        let summary = try read {
+            try exportSnapshotInTransaction(changes: nil, progress: { rows, bytes in
+                progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
+            }) { try file.write($0) }
+        }
         try file.commit()
         return summary
     }

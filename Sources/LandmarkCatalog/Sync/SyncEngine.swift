@@ -98,12 +98,15 @@ extension CatalogStore {
     ///   - options: dry run, drift, HTTP limits, publish path.
     ///   - standardInput: the descriptor `-` reads.
     ///   - diagnostics: warnings (quarantine, ties, retries) and errors with their location.
+    ///   - progress: while a source merges, after each batch (phase `.merging`, subject the source, bytes of the
+    ///     snapshot file being read); while `--publish` writes (phase `.writing`).
     /// - Returns: per-source outcomes and errors, merge counts, and the publish result; its
     ///   ``SyncReport/exitStatus`` is the first failure's.
     /// - Throws: `CatalogError` only for what stops the whole run before any source: 75 when another sync
     ///   holds the lock (at once), 64 for a bad SOURCE or nothing to do, 73 when the lock file cannot be made.
     public func sync(sources requested: [String], options: SyncOptions = SyncOptions(), standardInput: Int32 = 0,
-                     diagnostics: @escaping (Diagnostic) -> Void = { _ in }) throws -> SyncReport {
+                     diagnostics: @escaping (Diagnostic) -> Void = { _ in },
+                     progress: @escaping (Progress) -> Void = { _ in }) throws -> SyncReport {
         let started = wallClock.nowMilliseconds()
         let lock: SyncLock?
         do {
@@ -145,7 +148,7 @@ extension CatalogStore {
         }
         var report = SyncReport()
         report.dryRun = options.dryRun
-        let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics)
+        let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics, progress: progress)
         for locator in locators {
             let source = try makeSource(locator)
             let sourceStarted = wallClock.nowMilliseconds()
@@ -173,9 +176,9 @@ extension CatalogStore {
         if let publish = options.publishPath, !options.dryRun {
             do {
                 if Self.publishesLog(publish) {
-                    report.logPublish = try publishLog(to: publish, options: options.publish)
+                    report.logPublish = try publishLog(to: publish, options: options.publish, progress: progress)
                 } else {
-                    try exportSnapshot(toFile: publish)
+                    try exportSnapshot(toFile: publish, progress: progress)
                 }
                 report.published = publish
             } catch let error as CatalogError {
@@ -228,6 +231,9 @@ extension CatalogStore {
             }
             var merger = try RowMerger(store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
                                        diagnostics: context.diagnostics)
+            merger.progress = { rows, bytes, total in
+                context.progress(Progress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))
+            }
             for feed in feeds { try feed.merge(into: &merger) }
             // Later local writes must order after everything merged (SPEC §7).
             if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {

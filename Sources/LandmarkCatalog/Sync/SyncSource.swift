@@ -11,6 +11,8 @@ struct SyncContext {
     let standardInput: Int32
     /// Warnings and errors, with their source.
     let diagnostics: (Diagnostic) -> Void
+    /// How far merging has come (phase `.merging`), for a progress line.
+    var progress: (Progress) -> Void = { _ in }
 }
 
 /// One kind of sync source behind one small protocol: it fetches what is new since its cursor and
@@ -61,11 +63,13 @@ final class SnapshotFeed: ChangeFeed {
         let decoder = SnapshotDecoder(source: name)
         let fd = self.fd
         lseek(fd, 0, SEEK_SET)
+        let total = CatalogStore.regularFileSize(fd)  // spooled HTTP bodies are regular files too
         let reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) }
         defer { reading.finish() }
         while true {
             let batch = reading.queue.take()
             try merger.apply(batch)
+            merger.progress(merger.counts.seen, Int64(batch.bytesRead), total)
             if batch.isLast {
                 if let failure = batch.failure { throw failure }
                 if let failure = merger.failure() { throw failure }

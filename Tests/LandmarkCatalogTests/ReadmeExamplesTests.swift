@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+
+/// README's checked examples: every fenced block marked `console`. In one, a line starting with `$ ` is a
+/// command; the lines after it, up to the next command or the end of the block, are what it prints
+/// (standard output and standard error, in order); `…` in an expected line stands for any text. The
+/// commands run in README order, through bash, with the built `catalog` first on PATH, in one fresh
+/// database (`CATALOG_DB`), in a directory that holds a copy of `Seeds/landmarkData.json`. A command must
+/// exit 0 unless what it should print includes a `catalog: error:` line.
+enum ReadmeExamples {
+    struct Command: Sendable, Equatable {
+        /// The README line of the `$ ` line (1-based).
+        var line: Int
+        var command: String
+        var expected: [String]
+    }
+
+    struct Mismatch: CustomStringConvertible {
+        var command: Command
+        var status: Int32
+        var actual: [String]
+        var description: String {
+            "README.md:\(command.line): `\(command.command)` (exit \(status)) printed\n"
+                + actual.map { "  | \($0)" }.joined(separator: "\n") + "\nREADME shows\n" + command.expected.map { "  | \($0)" }.joined(separator: "\n")
+        }
+    }
+
+    /// The commands of every `console` block, in order.
+    static func parse(_ text: String) -> [Command] {
+        var commands: [Command] = []
+        var inBlock = false
+        for (index, line) in text.components(separatedBy: "\n").enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if !inBlock {
+                inBlock = trimmed == "```console"
+                continue
+            }
+            if trimmed.hasPrefix("```") {
+                inBlock = false
+            } else if line.hasPrefix("$ ") {
+                commands.append(Command(line: index + 1, command: String(line.dropFirst(2)), expected: []))
+            } else if !commands.isEmpty {
+                commands[commands.count - 1].expected.append(line)
+            }
+        }
+        return commands
+    }
+
+    /// Whether `actual` is `expected`, line for line, with `…` matching any text within a line.
+    static func matches(expected: [String], actual: [String]) -> Bool {
+        guard expected.count == actual.count else { return false }
+        return zip(expected, actual).allSatisfy { pattern, line in
+            let parts = pattern.components(separatedBy: "…")
+            guard parts.count > 1 else { return pattern == line }
+            guard line.hasPrefix(parts[0]), line.hasSuffix(parts[parts.count - 1]),
+                  line.count >= parts[0].count + parts[parts.count - 1].count else { return false }
+            var rest = Substring(line.dropFirst(parts[0].count).dropLast(parts[parts.count - 1].count))
+            for middle in parts.dropFirst().dropLast() {
+                guard let found = rest.range(of: middle) else { return false }
+                rest = rest[found.upperBound...]
+            }
+            return true
+        }
+    }
+
+    /// Runs `commands` in order in a fresh sandbox and returns the ones whose output differs from README's.
+    static func check(_ commands: [Command]) throws -> [Mismatch] {
+        let sandbox = Support.temporaryDirectory()
+        try FileManager.default.copyItem(at: Support.root.appending(path: "Seeds/landmarkData.json"),
+                                         to: sandbox.appending(path: "landmarkData.json"))
+        let home = sandbox.appending(path: "home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let environment = ["PATH": Support.catalogBinary.deletingLastPathComponent().path + ":/usr/bin:/bin", "HOME": home.path,
+                           "CATALOG_DB": sandbox.appending(path: "catalog.sqlite").path]
+        var mismatches: [Mismatch] = []
+        for command in commands {
+            let result = try runProcess(URL(fileURLWithPath: "/bin/bash"), ["--norc", "--noprofile", "-o", "pipefail", "-c", "exec 2>&1\n" + command.command],
+                                        in: sandbox, environment: environment)
+            var actual = result.stdout.components(separatedBy: "\n")
+            if actual.last == "" { actual.removeLast() }
+            let mayFail = command.expected.contains { $0.hasPrefix("catalog: error:") }
+            if !matches(expected: command.expected, actual: actual) || (result.status != 0 && !mayFail) {
+                mismatches.append(Mismatch(command: command, status: result.status, actual: actual))
+            }
+        }
+        return mismatches
+    }
+
+    static var readme: String { get throws { try String(contentsOf: Support.root.appending(path: "README.md"), encoding: .utf8) } }
+}
+
+@Suite("README examples are true")
+struct ReadmeExamplesTests {
+    @Test("every console example in README prints what README shows, run against Seeds/ in a fresh database")
+    func examples() throws {
+        let commands = ReadmeExamples.parse(try ReadmeExamples.readme)
+        #expect(commands.map(\.command).contains("catalog import landmarkData.json"))
+        #expect(commands.map(\.command).contains("catalog position get --user ann"))
+        #expect(commands.count >= 5)
+        let mismatches = try ReadmeExamples.check(commands)
+        #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n\n"))")
+    }
+
+    @Test("an example edited to be wrong fails the check, naming its line and what was printed", arguments: [
+        ("16 records: 16 inserted", "12 records: 12 inserted"),
+        ("ann: page 2 of 4 (landmark 1006)", "ann: page 2 of 3 (landmark 1007)"),
+        (#""pageCount":4"#, #""pageCount":3"#),
+        ("16 unchanged, 0 pruned, 0 warnings (nothing to do)\n", "16 unchanged, 0 pruned, 0 warnings\n"),
+    ])
+    func wrongExampleFails(_ original: String, _ edited: String) throws {
+        let readme = try ReadmeExamples.readme
+        #expect(readme.contains(original))
+        let commands = ReadmeExamples.parse(readme.replacingOccurrences(of: original, with: edited))
+        let mismatches = try ReadmeExamples.check(commands)
+        #expect(mismatches.count == 1)
+        let mismatch = try #require(mismatches.first)
+        #expect(mismatch.command.expected.joined(separator: "\n").contains(edited.trimmingCharacters(in: .newlines)))
+        #expect(mismatch.actual.joined(separator: "\n").contains(original.trimmingCharacters(in: .newlines)))
+        #expect(mismatch.description.hasPrefix("README.md:\(mismatch.command.line): `catalog "))
+    }
+
+    @Test("a command that fails, or prints an extra line, is a mismatch")
+    func failures() throws {
+        let commands = ReadmeExamples.parse("""
+            ```console
+            $ catalog position get --user ann
+            ann: page 2 of 4 (landmark 1006)
+            $ echo one; echo two
+            one
+            ```
+            """)
+        #expect(commands == [ReadmeExamples.Command(line: 2, command: "catalog position get --user ann", expected: ["ann: page 2 of 4 (landmark 1006)"]),
+                             ReadmeExamples.Command(line: 4, command: "echo one; echo two", expected: ["one"])])
+        let mismatches = try ReadmeExamples.check(commands)
+        #expect(mismatches.map(\.status) == [66, 0])
+        #expect(mismatches.first?.actual.first?.hasPrefix("catalog: error: ") == true)
+        #expect(mismatches.last?.actual == ["one", "two"])
+    }
+
+    @Test("… matches any text within one line, nothing across lines")
+    func wildcard() {
+        #expect(ReadmeExamples.matches(expected: [#"{"currentPage":2,"landmarks":[…],"pageCount":4}"#],
+                                       actual: [#"{"currentPage":2,"landmarks":[{"id":1}],"pageCount":4}"#]))
+        #expect(ReadmeExamples.matches(expected: ["a…b…c"], actual: ["a12b34c"]))
+        #expect(ReadmeExamples.matches(expected: ["a…"], actual: ["a"]))
+        #expect(!ReadmeExamples.matches(expected: ["a…c"], actual: ["ab"]))
+        #expect(!ReadmeExamples.matches(expected: ["ab…ba"], actual: ["aba"]))
+        #expect(!ReadmeExamples.matches(expected: ["…"], actual: ["x", "y"]))
+        #expect(!ReadmeExamples.matches(expected: [], actual: ["x"]))
+    }
+}
