@@ -176,12 +176,14 @@ extension CatalogCLI {
         let store = try i.openStore(.read)
         let s = try store.status()
         let digest = try store.stateDigest()
+        let hubs = try store.hubStatuses()
         if i[Options.json] {
             var w = JSONWriter()
             w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
             w.raw(","); w.key("digest"); w.string(digest.hex)
             w.raw(","); w.key("digestRows"); w.int(digest.rows)
             w.raw(","); w.key("database"); w.string(store.path)
+            w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
             w.raw(","); w.key("lastRun")
@@ -232,6 +234,7 @@ extension CatalogCLI {
             if let error = src.lastError { out += "; last error: \(error)" }
             out += "\n"
         }
+        out += hubStatusText(hubs, local: digest)
         i.stdout.write(out)
         return 0
     }
