@@ -89,9 +89,7 @@ struct HubMigrator {
     /// The ledger's rows (version → checksum, applied time as text), or nil when there is no ledger.
     /// - Throws: `PGError`.
     func ledger(_ connection: PGConnection) throws -> [Int: (checksum: String, appliedAt: String)]? {
-        guard try connection.execute(sql: "SELECT to_regclass($1) IS NOT NULL", [.text(Self.ledgerTable)]).bool(0, 0) == true else {
-            return nil
-        }
+        guard try Self.tableExists(Self.ledgerTable, connection) else { return nil }
         var rows: [Int: (checksum: String, appliedAt: String)] = [:]
         let result = try connection.execute(sql: "SELECT version, checksum, applied_at FROM hub_schema_migrations ORDER BY version")
         for row in 0..<result.rowCount {
@@ -154,10 +152,20 @@ struct HubMigrator {
     /// Refuses a database without a hub ledger that holds a table of the hub's names.
     /// - Throws: `HubSchemaError.foreign`.
     func refuseForeign(_ connection: PGConnection) throws {
-        for table in Self.hubTables
-        where try connection.execute(sql: "SELECT to_regclass($1) IS NOT NULL", [.text(table)]).bool(0, 0) == true {
+        for table in Self.hubTables where try Self.tableExists(table, connection) {
             throw HubSchemaError.foreign(table: table)
         }
+    }
+
+    /// Whether a table named `name` exists in the schemas of the search path, read from `pg_class` with
+    /// the statement's own snapshot. Not `to_regclass`: it answers from the backend's catalog cache,
+    /// which is not refreshed by taking an advisory lock, so a migrator that waited for another one
+    /// would still see "no such table" and run the migration a second time.
+    static func tableExists(_ name: String, _ connection: PGConnection) throws -> Bool {
+        try connection.execute(sql: """
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                           WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false)))
+            """, [.text(name)]).bool(0, 0) == true
     }
 
     /// Every hub migration this binary knows and every one the ledger has, with its state, read
