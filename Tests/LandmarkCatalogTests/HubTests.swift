@@ -30,6 +30,20 @@ struct HubFileTests {
         if case .hub(let conninfo) = locator { #expect(isHub && conninfo == text) } else { #expect(!isHub, "\(locator)") }
     }
 
+    @Test("COPY text written straight from bytes: integers without a String, text escaped, NUL refused")
+    func copyBytes() throws {
+        var buffer: [UInt8] = []
+        for value: Int64? in [0, -1, 42, .max, .min, nil] {
+            PGCopyText.appendInteger(value, to: &buffer)
+            buffer.append(UInt8(ascii: "|"))
+        }
+        #expect(String(decoding: buffer, as: UTF8.self) == "0|-1|42|9223372036854775807|-9223372036854775808|\\N|")
+        buffer = []
+        try Array("a\tb\\c\nd\re 🙂".utf8).withUnsafeBufferPointer { try PGCopyText.appendText($0, to: &buffer) }
+        #expect(String(decoding: buffer, as: UTF8.self) == "a\\tb\\\\c\\nd\\re 🙂")
+        #expect(throws: PGError.self) { try [UInt8(0)].withUnsafeBufferPointer { try PGCopyText.appendText($0, to: &buffer) } }
+    }
+
     @Test("a keyword string naming an existing file is that file; remote add accepts keyword strings and shows no password")
     func keywordRemote() throws {
         let dir = Support.temporaryDirectory()
@@ -125,6 +139,33 @@ struct HubTests {
         let result = sync(try seededEdge(), uri)
         #expect(result.status == 76 && result.stderr.contains("not a catalog hub"), "\(result.stderr)")
         #expect(try HubSupport.scalar(server, name, "SELECT to_regclass('hub_schema_migrations') IS NULL") == "t")
+    }
+
+    @Test("a COPY whose producer throws loads nothing and rethrows its error")
+    func copyProducerThrows() throws {
+        let connection = try PGConnection(conninfo: server.createDatabase())
+        try connection.executeScript(sql: "CREATE TABLE t (v bigint)")
+        struct Stop: Error {}
+        var produced = 0
+        #expect(throws: Stop.self) {
+            try connection.copyIn(sql: "COPY t (v) FROM STDIN") { buffer in
+                produced += 1
+                if produced > 100_000 { throw Stop() }
+                PGCopyText.appendInteger(Int64(produced), to: &buffer)
+                buffer.append(UInt8(ascii: "\n"))
+                return true
+            }
+        }
+        #expect(try connection.execute(sql: "SELECT count(*) FROM t").int64(0, 0) == 0)
+        let loaded = try connection.copyIn(sql: "COPY t (v) FROM STDIN") { buffer in
+            produced -= 1
+            guard produced >= 0 else { return false }
+            PGCopyText.appendInteger(Int64(produced), to: &buffer)
+            buffer.append(UInt8(ascii: "\n"))
+            return true
+        }
+        #expect(loaded == 100_001)
+        #expect(try connection.execute(sql: "SELECT count(*) FROM t").int64(0, 0) == 100_001)
     }
 
     // MARK: Digest

@@ -70,20 +70,23 @@ extension HubConnection {
                 try pg.executeScript(sql: HubSQL.createStaging)
                 var newest = Int64.min
                 if through > since {
-                    let landmarks = try SQLiteRowStream(store.connection, sql: Self.rangeSQL(LandmarkColumn.selectList, "landmarks", since: since),
-                                                        [.integer(since), .integer(through)]) { s in
-                        newest = max(newest, s.int(LandmarkColumn.updatedMs))
-                        return Self.landmarkCopyRow(s)
+                    let range: [SQLValue] = [.integer(since), .integer(through)]
+                    let landmarks = try store.connection.makeStatement(sql: Self.rangeSQL(LandmarkColumn.selectList, "landmarks", since: since))
+                    try landmarks.bind(range)
+                    report.sentLandmarks = try pg.copyIn(sql: HubSQL.copyLandmarks, timeout: limits.statement) { buffer in
+                        guard try landmarks.step() else { return false }
+                        newest = max(newest, landmarks.int(LandmarkColumn.updatedMs))
+                        try Self.appendLandmark(landmarks, to: &buffer)
+                        return true
                     }
-                    report.sentLandmarks = try pg.copyIn(sql: HubSQL.copyLandmarks, rows: landmarks, timeout: limits.statement)
-                    try landmarks.check()
-                    let positions = try SQLiteRowStream(store.connection, sql: Self.rangeSQL(PositionColumn.selectList, "positions", since: since),
-                                                        [.integer(since), .integer(through)]) { s in
-                        newest = max(newest, s.int(PositionColumn.updatedMs))
-                        return Self.positionCopyRow(s)
+                    let positions = try store.connection.makeStatement(sql: Self.rangeSQL(PositionColumn.selectList, "positions", since: since))
+                    try positions.bind(range)
+                    report.sentPositions = try pg.copyIn(sql: HubSQL.copyPositions, timeout: limits.statement) { buffer in
+                        guard try positions.step() else { return false }
+                        newest = max(newest, positions.int(PositionColumn.updatedMs))
+                        try Self.appendPosition(positions, to: &buffer)
+                        return true
                     }
-                    report.sentPositions = try pg.copyIn(sql: HubSQL.copyPositions, rows: positions, timeout: limits.statement)
-                    try positions.check()
                 }
                 // The critical section: from the first nextval to COMMIT.
                 if !hooks.skipPushLock { try takePushLock() }
@@ -95,18 +98,20 @@ extension HubConnection {
                 }
                 if due {
                     for kind in ["landmark", "position"] {
-                        let released = try pg.execute(sql: HubSQL.releaseQuarantine(kind: kind), [.integer(limit)], timeout: limits.bulk)
-                        report.released += Int(try released.int64(0, 0) ?? 0)
+                        report.released += try pg.execute(sql: HubSQL.releaseQuarantine(kind: kind), [.integer(limit)], timeout: limits.bulk)
+                            .affectedRows
                     }
                 }
+                let before = try pg.execute(sql: HubSQL.lastSequence).int64(0, 0) ?? 0
                 for (sql, count) in [(HubSQL.upsertLandmarks(from: "catalog_push_landmarks"), report.sentLandmarks),
                                      (HubSQL.upsertPositions(from: "catalog_push_positions"), report.sentPositions)] where count > 0 {
-                    let written = try pg.execute(sql: sql, [.integer(limit)], timeout: limits.bulk)
-                    report.written += Int(try written.int64(0, 0) ?? 0)
-                    if let low = try written.int64(0, 1), let high = try written.int64(0, 2) {
-                        let range = report.ownSequence.map { min($0.lowerBound, low)...max($0.upperBound, high) } ?? low...high
-                        report.ownSequence = range
-                    }
+                    report.written += try pg.execute(sql: sql, [.integer(limit)], timeout: limits.bulk).affectedRows
+                }
+                if report.written > 0 {
+                    // Under the lock nobody else takes numbers: before+1…after are this push's (some unused:
+                    // rows that lost by last-writer-wins took a number too).
+                    let after = try pg.execute(sql: HubSQL.lastSequence).int64(0, 0) ?? 0
+                    if !hooks.skipPushLock && after > before { report.ownSequence = (before + 1)...after }
                 }
                 try pg.execute(sql: HubSQL.notePush, [.text(node), .integer(through), .integer(Int64(report.sent)),
                                                      .integer(Int64(report.written)), .text(CatalogVersion.string)])
@@ -137,60 +142,39 @@ extension HubConnection {
             : "SELECT \(columns) FROM \(table) WHERE seq > ?1 AND seq <= ?2"
     }
 
-    /// One landmark as a staging row: id, canonical content JSON (``LandmarkJSONShape/content``), stamp.
-    static func landmarkCopyRow(_ s: Statement) -> [PGValue?] {
+    /// Appends one landmark as a staging row in COPY's text format: id, canonical content JSON
+    /// (``LandmarkJSONShape/content``), updated_ms, counter, node, deleted.
+    /// - Throws: `PGError` for a NUL byte in a text (which SQLite allows and PostgreSQL cannot store).
+    static func appendLandmark(_ s: Statement, to buffer: inout [UInt8]) throws {
+        PGCopyText.appendInteger(s.int(LandmarkColumn.id), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
         let body = LandmarkJSON.bytes(LandmarkRow(statement: s), shape: .content)
-        return [.integer(s.int(LandmarkColumn.id)), .text(String(decoding: body, as: UTF8.self)), .integer(s.int(LandmarkColumn.updatedMs)),
-                .integer(s.int(LandmarkColumn.counter)), .text(s.text(LandmarkColumn.node) ?? ""), .boolean(s.bool(LandmarkColumn.deleted))]
+        try body.withUnsafeBufferPointer { try PGCopyText.appendText($0, to: &buffer) }
+        try appendStamp(s, updatedMs: LandmarkColumn.updatedMs, counter: .counter, node: .node, deleted: .deleted, to: &buffer)
     }
 
-    /// One position as a staging row.
-    static func positionCopyRow(_ s: Statement) -> [PGValue?] {
-        [.text(s.text(PositionColumn.userID) ?? ""), .integer(s.int(PositionColumn.page)), s.optionalInt(PositionColumn.landmarkID).map(PGValue.integer),
-         .integer(s.int(PositionColumn.updatedMs)), .integer(s.int(PositionColumn.counter)), .text(s.text(PositionColumn.node) ?? ""),
-         .boolean(s.bool(PositionColumn.deleted))]
-    }
-}
-
-/// The rows of one SQLite query as a sequence, stepped as `COPY` consumes them (so nothing is held).
-/// A step that fails ends the sequence and is kept: call ``check()`` after consuming it.
-final class SQLiteRowStream: Sequence {
-    private let statement: Statement
-    private let map: (Statement) -> [PGValue?]
-    private var failure: (any Error)?
-    private var done = false
-
-    /// Prepares `sql` (not cached) and binds `arguments`.
-    /// - Throws: `SQLiteError` when it does not compile.
-    init(_ connection: Connection, sql: String, _ arguments: [SQLValue], map: @escaping (Statement) -> [PGValue?]) throws {
-        statement = try connection.makeStatement(sql: sql)
-        try statement.bind(arguments)
-        self.map = map
+    /// Appends one position as a staging row: user_id, page, landmark_id, updated_ms, counter, node, deleted.
+    /// - Throws: `PGError` for a NUL byte in a text.
+    static func appendPosition(_ s: Statement, to buffer: inout [UInt8]) throws {
+        try PGCopyText.appendText(s.textBytes(PositionColumn.userID), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.int(PositionColumn.page), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.optionalInt(PositionColumn.landmarkID), to: &buffer)
+        try appendStamp(s, updatedMs: PositionColumn.updatedMs, counter: .counter, node: .node, deleted: .deleted, to: &buffer)
     }
 
-    /// Rethrows the error that ended the sequence, if one did.
-    func check() throws {
-        if let failure { throw failure }
-    }
-
-    struct Iterator: IteratorProtocol {
-        let stream: SQLiteRowStream
-        mutating func next() -> [PGValue?]? { stream.step() }
-    }
-
-    func makeIterator() -> Iterator { Iterator(stream: self) }
-
-    private func step() -> [PGValue?]? {
-        guard !done else { return nil }
-        do {
-            if try statement.step() { return map(statement) }
-        } catch {
-            failure = error
-        }
-        done = true
-        return nil
+    /// Appends `\t updated_ms \t counter \t node \t deleted \n`.
+    private static func appendStamp<C: TableColumn>(_ s: Statement, updatedMs: C, counter: C, node: C, deleted: C,
+                                                    to buffer: inout [UInt8]) throws {
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.int(updatedMs), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.int(counter), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        try PGCopyText.appendText(s.textBytes(node), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        buffer.append(s.bool(deleted) ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+        buffer.append(UInt8(ascii: "\n"))
     }
 }
-
-@available(*, unavailable)
-extension SQLiteRowStream: Sendable {}
