@@ -45,13 +45,13 @@ extension CatalogCLI {
             abstract: "Pull peers' snapshots and logs and merge them with last-writer-wins, each source on its own.",
             discussion: """
                 SOURCE is a path, file://, http://, https://, - (standard input), a PostgreSQL hub (postgres://,
-                postgresql:// or a libpq keyword string: this node's changes are pushed, then the hub's pulled)
-                or a saved remote's name; with none, every saved remote. HTTP sources use conditional GET (ETag / Last-Modified): a 304 is
-                success with nothing to do. Each source is merged in its own transaction: a source that is
-                unavailable or bad changes nothing and is reported, the others still merge and --publish still
-                runs; the exit status is the first failure's. One sync at a time per database: an overlapping
-                run exits 75 at once. Rows stamped more than --max-drift ahead of this machine's clock are
-                quarantined and reported, never applied.
+                postgresql:// or a libpq keyword string: this node's changes are pushed, then the hub's pulled) or
+                a saved remote's name; with none, every saved remote. HTTP sources use conditional GET (ETag /
+                Last-Modified): a 304 is success with nothing to do. Each source is merged in its own transaction:
+                a source that is unavailable or bad changes nothing and is reported, the others still merge and
+                --publish still runs; the exit status is the first failure's. One sync at a time per database: an
+                overlapping run exits 75 at once. Rows stamped more than --max-drift ahead of this machine's clock
+                are quarantined and reported, never applied.
                 """,
             arguments: [ArgumentSpec(name: "source", help: "Sources or remote names (default: every saved remote).", optional: true,
                                      repeating: true, completion: .remote)],
