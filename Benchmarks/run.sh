@@ -4,6 +4,11 @@
 #
 #   Benchmarks/run.sh            full run: 10k / 100k / 1M landmarks (the 1M file is ~0.9 GB), 10k / 1M users
 #   Benchmarks/run.sh --quick    10k / 100k landmarks, 10k users (about a minute; CI runs it)
+#   Benchmarks/run.sh --hub      only the PostgreSQL hub cases (with --quick: at 10k users)
+#
+# The hub cases (push into an empty and into a populated hub, pull, a one-change round trip, each beside
+# psql doing the same rows) run against a throwaway PostgreSQL server the script starts itself: initdb
+# as the postgres user into a temporary directory, 127.0.0.1 and a random port, stopped at the end.
 #
 # Data is generated once, deterministically (seeded), into Benchmarks/data/ (git-ignored).
 # Results: a table on stdout and Benchmarks/results/latest.md.
@@ -12,12 +17,20 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 quick=false
-[ "${1:-}" = "--quick" ] && quick=true
+hub_only=false
+for argument in "$@"; do
+    case $argument in
+        --quick) quick=true ;;
+        --hub) hub_only=true ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub]" >&2; exit 64 ;;
+    esac
+done
 
 # What the benchmark needs from Debian.
 need=()
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 [ -x /usr/bin/time ] || need+=(time)
+command -v psql >/dev/null || need+=(postgresql-client)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     export DEBIAN_FRONTEND=noninteractive
@@ -29,7 +42,12 @@ swift build -c release >&2
 bin=$(swift build -c release --show-bin-path)/catalog
 data=Benchmarks/data
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+pgdir=""
+cleanup() {
+    if [ -n "$pgdir" ]; then as_postgres "$pg_bin/pg_ctl" -D "$pgdir/data" -m fast -w stop >/dev/null 2>&1 || true; rm -rf "$pgdir"; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
 mkdir -p "$data" Benchmarks/results
 
 if $quick; then
@@ -42,6 +60,7 @@ gen() {  # gen FILE ARGS...: generate once
     local file=$1; shift
     [ -s "$file" ] || python3 Benchmarks/generate.py "$@" >&2
 }
+$hub_only && sizes=()
 for n in "${sizes[@]}"; do
     parts=$(( n >= 1000000 ? 4 : 1 ))
     if [ "$parts" -gt 1 ]; then gen "$data/landmarks-$n.part0.json" landmarks "$n" "$data/landmarks-$n.json" --parts "$parts"
@@ -138,6 +157,7 @@ for n in "${sizes[@]}"; do
 done
 
 for u in "${users[@]}"; do
+    $hub_only && break
     first="$data/positions-$u.json"; second="$data/positions-$u-second.json"
     db="$work/sync.sqlite"
     position_sql "$first" >"$work/p1.sql"; position_sql "$second" >"$work/p2.sql"
@@ -150,6 +170,8 @@ for u in "${users[@]}"; do
     measure ours "rm -f $db*; $bin --db $db init; $bin --db $db sync --quiet $first" "$bin --db $db sync --quiet $second"
     row "sync positions (populated)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
 done
+
+source Benchmarks/hub.sh
 
 {
     echo "Benchmarks/run.sh $* — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $runs runs per case (median), sqlite3 $(sqlite3 --version | cut -d' ' -f1)"
