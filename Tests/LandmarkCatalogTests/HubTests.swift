@@ -361,6 +361,24 @@ struct HubTests {
         #expect(runCLI(["status"], db: db).stdout.contains("last error"))
     }
 
+    @Test("a hub that stops answering mid-sync (a statement that never returns) is 69 within --timeout; the edge is unchanged")
+    func hungStatement() throws {
+        let (uri, name) = try HubSupport.makeHub(server)
+        let a = try seededEdge(), b = Support.temporaryDatabase()
+        #expect(sync(a, uri).status == 0)
+        let holder = try HubSupport.connect(server, name)
+        try holder.execute(sql: "BEGIN")
+        try holder.execute(sql: "LOCK TABLE landmarks IN ACCESS EXCLUSIVE MODE")  // the pull's first read waits behind it
+        let started = Date()
+        let result = sync(b, uri, ["--timeout", "1"])
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 6)
+        #expect(try dumpLandmarks(b).isEmpty)
+        try holder.execute(sql: "ROLLBACK")
+        #expect(sync(b, uri).status == 0)
+        #expect(try dumpLandmarks(b).count == 16)
+    }
+
     @Test("a push that waits longer than --timeout for another edge's push lock is 69, and nothing of it lands")
     func pushLockBusy() throws {
         let (uri, name) = try HubSupport.makeHub(server)
