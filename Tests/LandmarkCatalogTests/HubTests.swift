@@ -340,6 +340,27 @@ struct HubTests {
         #expect(try HubSupport.hubStatus(b)["inAgreement"] as? Bool == true)
     }
 
+    static let badRows: [(String, String)] = [
+        ("INSERT INTO positions VALUES ('u', 1, NULL, 1, 0, 'bad node!', false, nextval('hub_change_seq'))", "is not valid"),
+        ("INSERT INTO positions VALUES (E'e\\u0301', 1, NULL, 1, 0, 'n-x', false, nextval('hub_change_seq'))", "is not valid"),
+        ("INSERT INTO landmarks VALUES (5, '{\"id\": 5, \"name\": ', 1, 0, 'n-x', false, nextval('hub_change_seq'))", "not valid JSON"),
+        ("INSERT INTO landmarks VALUES (6, '{\"id\": 7, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
+         "another id"),
+        ("INSERT INTO landmarks VALUES (8, '{\"id\": 8, \"name\": \"\", \"coordinates\": {\"latitude\": 91, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
+         "a landmark body on the hub"),
+    ]
+
+    @Test("a row on the hub that is not valid fails the pull (65) and nothing from the hub is merged", arguments: badRows)
+    func invalidHubRows(sql: String, message: String) throws {
+        let (uri, name) = try HubSupport.makeHub(server)
+        #expect(sync(try seededEdge(), uri).status == 0)
+        try HubSupport.connect(server, name).execute(sql: sql)
+        let b = Support.temporaryDatabase()
+        let result = sync(b, uri)
+        #expect(result.status == 65 && result.stderr.contains(message), "\(result.stderr)")
+        #expect(try dumpLandmarks(b).isEmpty && dumpPositions(b).isEmpty)
+    }
+
     // MARK: Failures
 
     @Test("a hub that never answers, or a closed port, is 69 within the timeout and the edge is unchanged")

@@ -56,11 +56,14 @@ final class HubPullFeed: ChangeFeed {
                     throw CatalogError(.unavailable, "the hub's identity changed during the sync (recreated?), \(name)")
                 }
                 let range: [PGValue?] = [.integer(since), .integer(own.0), .integer(own.1)]
+                // A row that is not valid fails the source: stop reading at the batch that held it.
                 try pg.forEachBatch(sql: HubSQL.pullLandmarks, range, batch: Self.landmarkBatch) { result in
                     try merger.apply(try landmarkBatch(result, through: &through))
+                    if let failure = merger.failure() { throw failure }
                 }
                 try pg.forEachBatch(sql: HubSQL.pullPositions, range, batch: Self.positionBatch) { result in
                     try merger.apply(try positionBatch(result, through: &through))
+                    if let failure = merger.failure() { throw failure }
                 }
                 if !due.landmarks.isEmpty {
                     try pg.forEachBatch(sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],
@@ -186,7 +189,9 @@ final class HubPullFeed: ChangeFeed {
                 source.bytesFetched += Int64(raw.utf8.count) + 48
                 let user = try? UserID.normalize(raw)
                 let page = try result.int64(row, 1) ?? -1
-                guard let stamp = try Self.stamp(result, row: row, updatedMs: 3, counter: 4, node: 5), user == raw, page >= 0 else {
+                // Compared as bytes: Swift's == would take an NFD id for its NFC form, a different key in SQLite.
+                guard let stamp = try Self.stamp(result, row: row, updatedMs: 3, counter: 4, node: 5),
+                      user.map({ $0.utf8.elementsEqual(raw.utf8) }) == true, page >= 0 else {
                     batch.diagnostics.append((0, Diagnostic(severity: .error,
                         message: "the hub's position of user \(String(reflecting: String(raw.prefix(64)))) is not valid (user id, page or stamp)",
                         file: hub.name)))
