@@ -4,6 +4,12 @@
 #
 #   Benchmarks/run.sh            full run: 10k / 100k / 1M landmarks (the 1M file is ~0.9 GB), 10k / 1M users
 #   Benchmarks/run.sh --quick    10k / 100k landmarks, 10k users (about a minute; CI runs it)
+#   Benchmarks/run.sh --hub      only the PostgreSQL hub cases (with --quick: at 10k users)
+#   Benchmarks/run.sh --log      only the snapshot-log cases (with --quick: at 10k landmarks + 10k users)
+#
+# The hub cases (push into an empty and into a populated hub, pull, a one-change round trip, each beside
+# psql doing the same rows) run against a throwaway PostgreSQL server the script starts itself: initdb
+# as the postgres user into a temporary directory, 127.0.0.1 and a random port, stopped at the end.
 #
 # Data is generated once, deterministically (seeded), into Benchmarks/data/ (git-ignored).
 # Results: a table on stdout and Benchmarks/results/latest.md.
@@ -12,12 +18,22 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 quick=false
-[ "${1:-}" = "--quick" ] && quick=true
+hub_only=false
+log_only=false
+for argument in "$@"; do
+    case $argument in
+        --quick) quick=true ;;
+        --hub) hub_only=true ;;
+        --log) log_only=true ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log]" >&2; exit 64 ;;
+    esac
+done
 
 # What the benchmark needs from Debian.
 need=()
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 [ -x /usr/bin/time ] || need+=(time)
+command -v psql >/dev/null || need+=(postgresql-client)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     export DEBIAN_FRONTEND=noninteractive
@@ -29,7 +45,12 @@ swift build -c release >&2
 bin=$(swift build -c release --show-bin-path)/catalog
 data=Benchmarks/data
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+pgdir=""
+cleanup() {
+    if [ -n "$pgdir" ]; then as_postgres "$pg_bin/pg_ctl" -D "$pgdir/data" -m fast -w stop >/dev/null 2>&1 || true; rm -rf "$pgdir"; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
 mkdir -p "$data" Benchmarks/results
 
 if $quick; then
@@ -42,6 +63,8 @@ gen() {  # gen FILE ARGS...: generate once
     local file=$1; shift
     [ -s "$file" ] || python3 Benchmarks/generate.py "$@" >&2
 }
+core_sizes=("${sizes[@]}")
+if $hub_only || $log_only; then core_sizes=(); fi
 for n in "${sizes[@]}"; do
     parts=$(( n >= 1000000 ? 4 : 1 ))
     if [ "$parts" -gt 1 ]; then gen "$data/landmarks-$n.part0.json" landmarks "$n" "$data/landmarks-$n.json" --parts "$parts"
@@ -112,7 +135,7 @@ SQL
 }
 
 echo "case                         size      tool                     median      rows/s            peak   vs baseline" >&2
-for n in "${sizes[@]}"; do
+for n in "${core_sizes[@]}"; do
     file="$data/landmarks-$n.json"
     if [ "$n" -ge 1000000 ]; then parts=("$data"/landmarks-"$n".part*.json); else parts=("$file"); fi
     db="$work/import.sqlite"
@@ -138,6 +161,7 @@ for n in "${sizes[@]}"; do
 done
 
 for u in "${users[@]}"; do
+    { $hub_only || $log_only; } && break
     first="$data/positions-$u.json"; second="$data/positions-$u-second.json"
     db="$work/sync.sqlite"
     position_sql "$first" >"$work/p1.sql"; position_sql "$second" >"$work/p2.sql"
@@ -153,6 +177,7 @@ done
 
 # Incremental sync (snapshot logs): the cost of one change and of 10,000, against a full export and a
 # full-snapshot sync measured here; bootstrap from a base against an import of the same rows.
+if ! $hub_only; then
 if $quick; then ln=10000; pn=10000; else ln=1000000; pn=1000000; fi
 lfile="$data/landmarks-$ln.json"; pfile="$data/positions-$pn.json"
 pub="$work/pub.sqlite"; con="$work/con.sqlite"; log="$work/log"
@@ -197,6 +222,8 @@ import_base=$MEDIAN; row "import (for bootstrap)" "$ln" "catalog import" "$MEDIA
 measure ours "rm -f $work/boot.sqlite*; $bin --db $work/boot.sqlite init" "$bin --db $work/boot.sqlite sync --quiet $llog"
 row "bootstrap from a base" "$ln" "catalog sync (baseline: import)" "$MEDIAN" "$PEAK" "$ln" "$import_base"
 rm -rf "$pub"* "$con"* "$log" "$lpub"* "$llog" "$work"/boot.sqlite* "$work/full.json"
+fi
+$log_only || source Benchmarks/hub.sh
 
 {
     echo "Benchmarks/run.sh $* — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $runs runs per case (median), sqlite3 $(sqlite3 --version | cut -d' ' -f1)"

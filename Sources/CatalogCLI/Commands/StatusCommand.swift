@@ -59,6 +59,7 @@ extension CatalogCLI {
         let s = try store.status()
         let digest = try store.stateDigest()
         let conflicts = try store.conflictCount()
+        let hubs = try store.hubStatuses()
         if i[Options.json] {
             var w = JSONWriter()
             w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
@@ -66,6 +67,7 @@ extension CatalogCLI {
             w.raw(","); w.key("digest"); w.string(digest.hex)
             w.raw(","); w.key("digestRows"); w.int(digest.rows)
             w.raw(","); w.key("database"); w.string(store.path)
+            w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
             w.raw(","); w.key("lastRun")
@@ -118,6 +120,7 @@ extension CatalogCLI {
             if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
         }
+        out += hubStatusText(hubs, local: digest)
         i.stdout.write(out)
         return 0
     }

@@ -30,10 +30,10 @@ extension CatalogCLI {
         static let maxDrift = Option<Double>("--max-drift", "SECONDS", "Quarantine rows stamped further ahead than this (default 300, at most a year).",
                                              parse: Values.seconds(0...31_536_000, "a year at most"))
         static let timeout = Option<Double>("--timeout", "SECONDS",
-            "HTTP: give up when connecting, or receiving less than 1 KiB/s, takes longer than this (default 30).",
+            "HTTP: give up when connecting, or receiving less than 1 KiB/s, takes longer than this (default 30). Hub: the connect and statement timeout.",
             parse: Values.seconds(0.001...86_400))
         static let deadline = Option<Double>("--deadline", "SECONDS",
-            "HTTP: the most one source may take, every attempt, backoff and Retry-After included (default 600).",
+            "HTTP: the most one source may take, every attempt, backoff and Retry-After included (default 600). Hub: the most one bulk statement may take.",
             parse: Values.seconds(0.001...604_800))
         static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429 and 5xx, with exponential backoff (default 3).",
                                          parse: Values.integer(0...10))
@@ -46,13 +46,14 @@ extension CatalogCLI {
             name: "sync",
             abstract: "Pull peers' snapshots and logs and merge them with last-writer-wins, each source on its own.",
             discussion: """
-                SOURCE is a path, file://, http://, https://, - (standard input) or a saved remote's name; with
-                none, every saved remote. HTTP sources use conditional GET (ETag / Last-Modified): a 304 is
-                success with nothing to do. Each source is merged in its own transaction: a source that is
-                unavailable or bad changes nothing and is reported, the others still merge and --publish still
-                runs; the exit status is the first failure's. One sync at a time per database: an overlapping
-                run exits 75 at once. Rows stamped more than --max-drift ahead of this machine's clock are
-                quarantined and reported, never applied.
+                SOURCE is a path, file://, http://, https://, - (standard input), a PostgreSQL hub (postgres://,
+                postgresql:// or a libpq keyword string: this node's changes are pushed, then the hub's pulled) or
+                a saved remote's name; with none, every saved remote. HTTP sources use conditional GET (ETag /
+                Last-Modified): a 304 is success with nothing to do. Each source is merged in its own transaction:
+                a source that is unavailable or bad changes nothing and is reported, the others still merge and
+                --publish still runs; the exit status is the first failure's. One sync at a time per database: an
+                overlapping run exits 75 at once. Rows stamped more than --max-drift ahead of this machine's clock
+                are quarantined and reported, never applied.
                 """,
             arguments: [ArgumentSpec(name: "source", help: "Sources or remote names (default: every saved remote).", optional: true,
                                      repeating: true, completion: .remote)],

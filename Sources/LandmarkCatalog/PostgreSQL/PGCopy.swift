@@ -29,6 +29,28 @@ extension PGConnection {
     @discardableResult
     func copyIn<Rows: Sequence>(sql: String, rows: Rows, timeout: Duration? = nil) throws -> Int
     where Rows.Element == [PGValue?] {
+        var iterator = rows.makeIterator()
+        return try copyIn(sql: sql, timeout: timeout) { buffer in
+            guard let row = iterator.next() else { return false }
+            do throws(PGError) {
+                try PGCopyText.appendRow(row, to: &buffer)
+            } catch {
+                throw PGError(kind: .client, message: error.message, statement: sql, target: target)
+            }
+            return true
+        }
+    }
+
+    /// Loads rows that `produce` writes straight into COPY's text format (``PGCopyText``): each call
+    /// appends one row, newline included, to the buffer and returns true, or returns false when there
+    /// are no more rows. For bulk loads that read their values as bytes (no `PGValue` per value).
+    ///
+    /// When `produce` throws, the copy is aborted (nothing is loaded) and its error rethrown. Otherwise
+    /// as ``copyIn(sql:rows:timeout:)``.
+    /// - Returns: the number of rows loaded (the `COPY n` tag).
+    /// - Throws: what `produce` throws; `PGError` as ``copyIn(sql:rows:timeout:)`` does.
+    @discardableResult
+    func copyIn(sql: String, timeout: Duration? = nil, produce: (inout [UInt8]) throws -> Bool) throws -> Int {
         let limit = timeout ?? commandTimeout
         let conn = try liveHandle(statement: sql)
         try sendParameterised(conn, sql: sql, params: [])
@@ -45,12 +67,12 @@ extension PGConnection {
         PQclear(first)
         var chunk: [UInt8] = []
         chunk.reserveCapacity(Self.copyChunkBytes + 4096)
-        var refusal: PGError?
-        for row in rows {
+        var refusal: (any Error)?
+        while true {
             do {
-                try PGCopyText.appendRow(row, to: &chunk)
+                guard try produce(&chunk) else { break }
             } catch {
-                refusal = PGError(kind: .client, message: error.message, statement: sql, target: target)
+                refusal = error
                 break
             }
             if chunk.count >= Self.copyChunkBytes {
@@ -60,7 +82,8 @@ extension PGConnection {
         }
         if refusal == nil && !chunk.isEmpty { try putCopyData(conn, chunk, statement: sql, timeout: limit) }
         // Ending with an error message makes the server abort the COPY: nothing is loaded.
-        try putCopyEnd(conn, failure: refusal?.message, statement: sql, timeout: limit)
+        let reason = refusal.map { ($0 as? PGError)?.message ?? "the client stopped the copy: \($0)" }
+        try putCopyEnd(conn, failure: reason, statement: sql, timeout: limit)
         deadline = ContinuousClock.now + limit
         do {
             let result = try finish(conn, statement: sql, deadline: deadline, timeout: limit)
@@ -146,6 +169,52 @@ enum PGCopyText {
             return
         }
         for byte in value.textForm.utf8 {
+            switch byte {
+            case UInt8(ascii: "\\"): buffer.append(byte); buffer.append(byte)
+            case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "r"))
+            case 0: throw PGError(kind: .client, message: "a COPY value holds a NUL byte, which PostgreSQL text cannot store")
+            default: buffer.append(byte)
+            }
+        }
+    }
+
+    /// Appends a decimal integer (no `String` made), or `\N` for nil.
+    @inline(__always)
+    static func appendInteger(_ value: Int64?, to buffer: inout [UInt8]) {
+        guard let value else {
+            buffer.append(UInt8(ascii: "\\"))
+            buffer.append(UInt8(ascii: "N"))
+            return
+        }
+        if value < 0 { buffer.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of UInt64.max
+        let count = withUnsafeMutableBytes(of: &digits) { raw -> Int in
+            var n = 0
+            repeat {
+                raw[n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                n += 1
+            } while magnitude > 0
+            return n
+        }
+        withUnsafeBytes(of: &digits) { raw in
+            for i in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[i]) }
+        }
+    }
+
+    /// Appends text given as UTF-8 bytes, escaped (or `\N` for nil).
+    /// - Throws: `PGError` (`.client`) for a NUL byte.
+    @inline(__always)
+    static func appendText(_ bytes: UnsafeBufferPointer<UInt8>?, to buffer: inout [UInt8]) throws(PGError) {
+        guard let bytes else {
+            buffer.append(UInt8(ascii: "\\"))
+            buffer.append(UInt8(ascii: "N"))
+            return
+        }
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "\\"): buffer.append(byte); buffer.append(byte)
             case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "t"))

@@ -20,7 +20,7 @@ extension CatalogStore {
         guard Self.isValidNodeID(name) else {
             throw CatalogError(.usage, "invalid remote name '\(name)': use 1–64 characters of A–Z a–z 0–9 . _ -")
         }
-        guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil, url != "/" else {
+        guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
             throw CatalogError(.usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres:// or an absolute path")
         }
         _ = try SourceLocator.parse(url)  // refuses other schemes, file://host/…, a URL without a host, …

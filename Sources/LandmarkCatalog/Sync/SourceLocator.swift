@@ -10,7 +10,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     case file(path: String)
     /// An `http://` or `https://` URL: a snapshot or a log manifest.
     case http(url: String)
-    /// A PostgreSQL hub: a libpq URI.
+    /// A PostgreSQL hub: a libpq URI or keyword/value string (`host=… dbname=…`).
     case hub(conninfo: String)
 
     /// Parses a SOURCE.
@@ -49,6 +49,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
                                    hint: "a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name")
             }
         }
+        if HubConnInfo.isKeywordString(text), !FileManager.default.fileExists(atPath: text) { return .hub(conninfo: text) }
         let path = text.hasPrefix("/") ? text : (workingDirectory.hasSuffix("/") ? workingDirectory : workingDirectory + "/") + text
         return .file(path: normalizedFilePath(URL(fileURLWithPath: path).standardizedFileURL.path))
     }

@@ -210,7 +210,7 @@ extension CatalogStore {
         case .standardInput: return StandardInputSource()
         case .file(let path): return FileSource(path: path)
         case .http(let url): return HTTPSource(url: url)
-        case .hub: throw CatalogError(.usage, "PostgreSQL hubs are not supported by this build yet: \(locator)")
+        case .hub(let conninfo): return HubSource(conninfo: conninfo)
         }
     }
 

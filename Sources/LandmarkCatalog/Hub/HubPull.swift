@@ -1,0 +1,217 @@
+import Foundation
+
+/// The hub's changes since the last pull, merged inside the engine's SQLite transaction (SPEC §11: each
+/// pull is one SQLite transaction): every landmark and position numbered after the pull cursor, read from
+/// ONE PostgreSQL snapshot (a `REPEATABLE READ, READ ONLY` transaction; PostgreSQL "Transaction
+/// Isolation") through server-side cursors in bounded batches, decoded into ``RowBatch``es and applied
+/// by the ``RowMerger`` with the same last-writer-wins rule, tie rule, tombstones and quarantine as any
+/// other source.
+///
+/// Memory: one `FETCH` result and its batch at a time — 2,000 landmarks (their bodies, ~2 MB) or 25,000
+/// positions (~3 MB) — whatever the number of rows.
+final class HubPullFeed: ChangeFeed {
+    /// Landmarks per `FETCH` (bodies are up to a few KiB).
+    static let landmarkBatch = 2_000
+    /// Positions per `FETCH` (the merger sorts each batch by user id before applying it).
+    static let positionBatch = 25_000
+    /// At most this many quarantined keys are delivered again per pull.
+    static let redeliveryLimit = 10_000
+
+    let source: HubSource
+    let hub: HubConnection
+    /// The pull cursor: hub sequence numbers at or below it were read (or pushed by us) before.
+    let since: Int64
+    /// This sync's own push: the hub numbers its rows took (skipped: we have those rows) and the local
+    /// change sequence number it covered.
+    let push: HubPushReport?
+    let pushThrough: Int64
+    let dryRun: Bool
+
+    init(source: HubSource, hub: HubConnection, since: Int64, push: HubPushReport?, pushThrough: Int64, dryRun: Bool) {
+        self.source = source
+        self.hub = hub
+        self.since = since
+        self.push = push
+        self.pushThrough = pushThrough
+        self.dryRun = dryRun
+    }
+
+    /// Reads the hub's changes and merges them; sets the source's next cursor: the pull cursor moves to
+    /// the largest hub number read (or taken by our push), and — when nothing changed locally between
+    /// the push and this pull — the push cursor moves past the local numbers the merged rows took, so
+    /// they are not pushed back (echo suppression).
+    /// - Throws: `CatalogError` — 69 when the hub is unreachable or times out, 65 for a row the hub holds
+    ///   that is not valid, 70 otherwise; nothing is kept (the engine rolls the transaction back).
+    func merge(into merger: inout RowMerger) throws {
+        let localBefore = merger.firstSeq - 1
+        let own = push?.ownSequence.map { ($0.lowerBound, $0.upperBound) } ?? (1, 0)  // (1, 0): an empty range
+        var through = max(since, push?.ownSequence?.upperBound ?? since)
+        let due = try dueQuarantine(merger)
+        let pg = hub.pg
+        let name = hub.name
+        try HubConnection.mapping(name) {
+            try pg.transaction {
+                try pg.execute(sql: HubSQL.pullIsolation)
+                guard try pg.execute(sql: "SELECT hub_id FROM hub_identity").text(0, 0) == hub.hubID else {
+                    throw CatalogError(.unavailable, "the hub's identity changed during the sync (recreated?), \(name)")
+                }
+                let range: [PGValue?] = [.integer(since), .integer(own.0), .integer(own.1)]
+                // A row that is not valid fails the source: stop reading at the batch that held it.
+                try pg.forEachBatch(sql: HubSQL.pullLandmarks, range, batch: Self.landmarkBatch) { result in
+                    try merger.apply(try landmarkBatch(result, through: &through))
+                    if let failure = merger.failure() { throw failure }
+                }
+                try pg.forEachBatch(sql: HubSQL.pullPositions, range, batch: Self.positionBatch) { result in
+                    try merger.apply(try positionBatch(result, through: &through))
+                    if let failure = merger.failure() { throw failure }
+                }
+                if !due.landmarks.isEmpty {
+                    try pg.forEachBatch(sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],
+                                        batch: Self.landmarkBatch) { result in
+                        var ignored = since
+                        try merger.apply(try landmarkBatch(result, through: &ignored))
+                    }
+                }
+                if !due.positions.isEmpty {
+                    try pg.forEachBatch(sql: HubSQL.redeliverPositions, [.text(Self.arrayLiteral(due.positions)), .integer(since)],
+                                        batch: Self.positionBatch) { result in
+                        var ignored = since
+                        try merger.apply(try positionBatch(result, through: &ignored))
+                    }
+                }
+            }
+        }
+        if let failure = merger.failure() { throw failure }
+        if !dryRun {
+            // Bookkeeping for operators only: a hub that fails here has still been read correctly.
+            _ = try? pg.execute(sql: HubSQL.notePull, [.text(try merger.store.currentNode()), .integer(through)])
+        }
+        var next = source.baseCursor
+        next["pullThrough"] = String(through)
+        next["pulledAt"] = Timestamp.format(milliseconds: merger.store.wallClock.nowMilliseconds())
+        next["pushThrough"] = String(pushThrough == localBefore ? merger.nextSeq - 1 : pushThrough)
+        source.nextCursor = next
+    }
+
+    /// The keys this source's rows were quarantined under here whose stamps are now within the allowance:
+    /// the hub delivers each row once (its cursor moves on), so they are read again by key.
+    private func dueQuarantine(_ merger: RowMerger) throws -> (landmarks: [String], positions: [String]) {
+        var landmarks: [String] = [], positions: [String] = []
+        do {
+            try merger.store.connection.forEachRow(sql: """
+                SELECT DISTINCT kind, row_key FROM sync_quarantine WHERE source = ? AND updated_ms <= ? LIMIT \(Self.redeliveryLimit)
+                """, [.text(merger.source), .integer(merger.quarantineAfter)]) { s in
+                if s.text(0) == "landmark" { landmarks.append(s.text(1) ?? "") } else { positions.append(s.text(1) ?? "") }
+            }
+        } catch let error as SQLiteError {
+            throw CatalogError(error, path: merger.store.path)
+        }
+        return (landmarks.filter { Int64($0) != nil }, positions)
+    }
+
+    /// A PostgreSQL array literal of `values` (each double-quoted, `"` and `\` escaped), for `$1::text[]`.
+    /// PostgreSQL "Arrays", Array Value Input.
+    static func arrayLiteral(_ values: [String]) -> String {
+        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
+    // MARK: Rows
+
+    /// Decodes one `FETCH` of landmark rows (id, body, updated_ms, counter, node, deleted, seq): the bodies,
+    /// canonical content JSON, are read as one JSON array by ``LandmarkDecoder`` in `.content` mode (so a
+    /// hub row is validated as any snapshot row is); the stamp comes from the columns.
+    func landmarkBatch(_ result: PGResult, through: inout Int64) throws -> RowBatch {
+        let batch = RowBatch(reserving: false)
+        let count = result.rowCount
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        for row in 0..<count {
+            if row > 0 { json.append(UInt8(ascii: ",")) }
+            if let body = result.bytes(row, 1) { json.append(contentsOf: body) } else { json.append(contentsOf: "null".utf8) }
+            source.bytesFetched += Int64(result.bytes(row, 1)?.count ?? 0) + 40
+        }
+        json.append(UInt8(ascii: "]"))
+        var decoder = LandmarkDecoder(file: hub.name, mode: .content)
+        let reader = JSONPullReader(bytes: json, options: .init(allowTrailingCommas: false, maxDepth: 64))
+        do {
+            try reader.beginArray()
+            var row = 0
+            while try reader.nextElement() {
+                precondition(row < count, "more bodies than rows")
+                let id = try result.int64(row, 0) ?? 0
+                let stamp = try Self.stamp(result, row: row, updatedMs: 2, counter: 3, node: 4)
+                let deleted = try result.bool(row, 5) ?? false
+                through = max(through, try result.int64(row, 6) ?? 0)
+                let (landmarks, diagnostics) = (batch.landmarks.count, batch.diagnostics.count)
+                try decoder.decode(reader, index: row, into: batch)
+                row += 1
+                for i in diagnostics..<batch.diagnostics.count {  // positions in the joined bodies mean nothing to a reader
+                    batch.diagnostics[i].diagnostic.position = nil
+                    batch.diagnostics[i].diagnostic.index = nil
+                    batch.diagnostics[i].diagnostic.id = id
+                    batch.diagnostics[i].diagnostic.message += " (a landmark body on the hub)"
+                }
+                guard batch.landmarks.count > landmarks else { continue }
+                guard var record = batch.landmarks.last, record.id == id, let stamp else {
+                    let what = stamp == nil ? "an invalid stamp (counter outside 0…\(HLCStamp.maxCounter) or a bad node id)"
+                        : "a body with another id"
+                    batch.landmarks.removeLast()
+                    batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: .error, message: "the hub's landmark \(id) has \(what)",
+                                                                                 file: hub.name, id: id)))
+                    continue
+                }
+                record.updatedMs = stamp.wallMilliseconds
+                record.counter = stamp.counter
+                record.deleted = deleted
+                let start = batch.bytes.count
+                batch.bytes.append(contentsOf: stamp.node.utf8)
+                record.texts[TextRanges.nodeSlot] = (Int32(start), Int32(stamp.node.utf8.count))
+                batch.landmarks[batch.landmarks.count - 1] = record
+            }
+            try reader.finish()
+        } catch let error as JSONSyntaxError {
+            throw CatalogError(.dataInvalid, "a landmark body on the hub is not valid JSON: \(error.message), \(hub.name)")
+        } catch let error as PGError {
+            throw CatalogError(.dataInvalid, "the hub sent a landmark row this catalog cannot read: \(error.message), \(hub.name)")
+        }
+        return batch
+    }
+
+    /// One `FETCH` of position rows (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq),
+    /// each validated as a snapshot's position is (SPEC §5, §6).
+    func positionBatch(_ result: PGResult, through: inout Int64) throws -> RowBatch {
+        let batch = RowBatch(reserving: false)
+        batch.positions.reserveCapacity(result.rowCount)
+        do {
+            for row in 0..<result.rowCount {
+                through = max(through, try result.int64(row, 7) ?? 0)
+                let raw = result.text(row, 0) ?? ""
+                source.bytesFetched += Int64(raw.utf8.count) + 48
+                let user = try? UserID.normalize(raw)
+                let page = try result.int64(row, 1) ?? -1
+                // Compared as bytes: Swift's == would take an NFD id for its NFC form, a different key in SQLite.
+                guard let stamp = try Self.stamp(result, row: row, updatedMs: 3, counter: 4, node: 5),
+                      user.map({ $0.utf8.elementsEqual(raw.utf8) }) == true, page >= 0 else {
+                    batch.diagnostics.append((0, Diagnostic(severity: .error,
+                        message: "the hub's position of user \(String(reflecting: String(raw.prefix(64)))) is not valid (user id, page or stamp)",
+                        file: hub.name)))
+                    continue
+                }
+                batch.positions.append(PositionRecord(user: raw, page: page, landmark: try result.int64(row, 2), stamp: stamp,
+                                                      deleted: try result.bool(row, 6) ?? false))
+            }
+        } catch let error as PGError {
+            throw CatalogError(.dataInvalid, "the hub sent a position row this catalog cannot read: \(error.message), \(hub.name)")
+        }
+        return batch
+    }
+
+    /// The stamp in columns `updatedMs`, `counter`, `node` of `row`, or nil when it is not valid (a counter
+    /// outside 0…``HLCStamp/maxCounter``, a bad node id).
+    /// - Throws: `PGError` when a column is not an integer.
+    static func stamp(_ result: PGResult, row: Int, updatedMs: Int, counter: Int, node: Int) throws -> HLCStamp? {
+        guard let wall = try result.int64(row, updatedMs), let count = try result.int64(row, counter), (0...HLCStamp.maxCounter).contains(count),
+              let node = result.text(row, node), CatalogStore.isValidNodeID(node) else { return nil }
+        return HLCStamp(wallMilliseconds: wall, counter: count, node: node)
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+
+/// What one push to the hub did.
+struct HubPushReport {
+    /// Rows sent (staged with `COPY`).
+    var sentLandmarks = 0
+    var sentPositions = 0
+    /// Of them, rows that won by last-writer-wins and were written to the hub.
+    var written = 0
+    /// Of them, rows the hub held back in its quarantine (stamped beyond the drift allowance).
+    var quarantined = 0
+    /// Rows released from the hub's quarantine by this push (their stamps are no longer too far ahead).
+    var released = 0
+    /// The local change sequence number the push covered: every local change numbered at or below it is
+    /// on the hub (or in its quarantine).
+    var through: Int64
+    /// The hub sequence numbers this push's own rows took (nil when none won): nothing else can hold a
+    /// number in this range, so the pull that follows skips it (it would read back our own rows).
+    var ownSequence: ClosedRange<Int64>?
+    /// Whether a push transaction ran (false when there was nothing to send).
+    var pushed = false
+
+    var sent: Int { sentLandmarks + sentPositions }
+}
+
+extension HubConnection {
+    /// Pushes this node's changes numbered after `since` to the hub in ONE PostgreSQL transaction:
+    ///
+    /// 1. The rows are read from one SQLite read snapshot with a range read on the `seq` indexes, and
+    ///    streamed with `COPY … FROM STDIN` into temporary staging tables (`ON COMMIT DROP`): memory stays
+    ///    at one COPY chunk whatever the row count (PostgreSQL "COPY").
+    /// 2. The transaction-scoped advisory lock ``HubSQL/pushLockKey`` is taken (`pg_advisory_xact_lock`),
+    ///    and held until COMMIT. Every `nextval` of the hub sequence happens under it, so pushes take
+    ///    their numbers one after another and commit before the next push takes any: a puller that
+    ///    sees number n committed sees every number below n committed too (the commit-order gap; see
+    ///    PostgreSQL "Explicit Locking", Advisory Locks, and "Sequence Manipulation Functions": `nextval`
+    ///    is never rolled back and not ordered by commit). The lock is taken after staging, not before: the
+    ///    staging tables are private to this transaction, so only the numbered part is serialised and
+    ///    concurrent pushes still stream their rows in parallel.
+    /// 3. Rows stamped more than `maxDriftMilliseconds` ahead of the hub's clock go to `hub_quarantine`;
+    ///    quarantined rows that are due now are released; then one `INSERT … SELECT … ON CONFLICT … DO
+    ///    UPDATE … WHERE` per table applies last-writer-wins (``LastWriterWins/sqlIncomingWins(incoming:stored:content:)``),
+    ///    each written row taking `nextval`.
+    /// 4. The edge's bookkeeping row (`hub_edges`) is updated, and the transaction commits.
+    ///
+    /// Killed anywhere before COMMIT, the hub has none of it (the server rolls an abandoned transaction back).
+    ///
+    /// - Parameters:
+    ///   - store: this edge's database.
+    ///   - since: the local change sequence number the last push covered (0: push everything).
+    ///   - maxDriftMilliseconds: the allowance for stamps ahead of the hub's clock.
+    ///   - hooks: test hooks (none in production).
+    /// - Returns: what was sent and written, and the range to store as the push cursor.
+    /// - Throws: `PGError`; `CatalogError` (69 when another edge's push holds the lock longer than the
+    ///   statement timeout; SQLite failures reading the rows).
+    func push(from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks()) throws -> HubPushReport {
+        try store.read {
+            let through = try store.lastChangeSequence()
+            // A cursor past the database's changes means another database file: send everything.
+            let since = since > through ? 0 : since
+            var report = HubPushReport(through: through)
+            let limit = try hubNowMilliseconds() &+ maxDriftMilliseconds
+            let due = try pg.execute(sql: HubSQL.quarantineDue, [.integer(limit)]).bool(0, 0) == true
+            guard through > since || due else { return report }
+            let node = try store.currentNode()
+            let pg = self.pg
+            try pg.transaction {
+                try pg.execute(sql: "SELECT set_config('statement_timeout', $1, true)",
+                               [.text(String(PGConnection.milliseconds(limits.bulk)))])
+                try pg.executeScript(sql: HubSQL.createStaging)
+                var newest = Int64.min
+                if through > since {
+                    let range: [SQLValue] = [.integer(since), .integer(through)]
+                    let landmarks = try store.connection.makeStatement(sql: Self.rangeSQL(LandmarkColumn.selectList, "landmarks", since: since))
+                    try landmarks.bind(range)
+                    report.sentLandmarks = try pg.copyIn(sql: HubSQL.copyLandmarks, timeout: limits.statement) { buffer in
+                        guard try landmarks.step() else { return false }
+                        newest = max(newest, landmarks.int(LandmarkColumn.updatedMs))
+                        try Self.appendLandmark(landmarks, to: &buffer)
+                        return true
+                    }
+                    let positions = try store.connection.makeStatement(sql: Self.rangeSQL(PositionColumn.selectList, "positions", since: since))
+                    try positions.bind(range)
+                    report.sentPositions = try pg.copyIn(sql: HubSQL.copyPositions, timeout: limits.statement) { buffer in
+                        guard try positions.step() else { return false }
+                        newest = max(newest, positions.int(PositionColumn.updatedMs))
+                        try Self.appendPosition(positions, to: &buffer)
+                        return true
+                    }
+                }
+                // The critical section: from the first nextval to COMMIT.
+                if !hooks.skipPushLock { try takePushLock() }
+                if newest > limit {
+                    for (kind, count) in [("landmark", report.sentLandmarks), ("position", report.sentPositions)] where count > 0 {
+                        let held = try pg.execute(sql: HubSQL.quarantine(kind: kind), [.integer(limit), .text(node)], timeout: limits.bulk)
+                        report.quarantined += Int(try held.int64(0, 0) ?? 0)
+                    }
+                }
+                if due {
+                    for kind in ["landmark", "position"] {
+                        report.released += try pg.execute(sql: HubSQL.releaseQuarantine(kind: kind), [.integer(limit)], timeout: limits.bulk)
+                            .affectedRows
+                    }
+                }
+                let before = try pg.execute(sql: HubSQL.lastSequence).int64(0, 0) ?? 0
+                for (sql, count) in [(HubSQL.upsertLandmarks(from: "catalog_push_landmarks"), report.sentLandmarks),
+                                     (HubSQL.upsertPositions(from: "catalog_push_positions"), report.sentPositions)] where count > 0 {
+                    report.written += try pg.execute(sql: sql, [.integer(limit)], timeout: limits.bulk).affectedRows
+                }
+                if report.written > 0 {
+                    // Under the lock nobody else takes numbers: before+1…after are this push's (some unused:
+                    // rows that lost by last-writer-wins took a number too).
+                    let after = try pg.execute(sql: HubSQL.lastSequence).int64(0, 0) ?? 0
+                    if !hooks.skipPushLock && after > before { report.ownSequence = (before + 1)...after }
+                }
+                try pg.execute(sql: HubSQL.notePush, [.text(node), .integer(through), .integer(Int64(report.sent)),
+                                                     .integer(Int64(report.written)), .text(CatalogVersion.string)])
+                hooks.beforePushCommit?()
+            }
+            report.pushed = true
+            return report
+        }
+    }
+
+    /// Takes the push lock, waiting at most the statement timeout for another edge's push to commit.
+    /// - Throws: `CatalogError` 69 when it is not granted in time; `PGError`.
+    private func takePushLock() throws {
+        do {
+            try pg.advisoryTransactionLock(HubSQL.pushLockKey, timeout: limits.statement)
+        } catch let error as PGError where error.kind == .timedOut || error.sqlState == .queryCanceled || error.sqlState == .lockNotAvailable {
+            throw CatalogError(.unavailable,
+                               "another edge's push held the hub's push lock for more than \(PGConnection.describe(limits.statement)), \(name)",
+                               hint: "the hub is busy; the next run retries (or raise --timeout)")
+        }
+    }
+
+    /// The range read of one table: rows changed after `?1` up to `?2`. Pushing everything (`since` 0)
+    /// reads the table in key order instead of through the `seq` index.
+    static func rangeSQL(_ columns: String, _ table: String, since: Int64) -> String {
+        since == 0
+            ? "SELECT \(columns) FROM \(table) NOT INDEXED WHERE seq > ?1 AND seq <= ?2"
+            : "SELECT \(columns) FROM \(table) WHERE seq > ?1 AND seq <= ?2"
+    }
+
+    /// Appends one landmark as a staging row in COPY's text format: id, canonical content JSON
+    /// (``LandmarkJSONShape/content``), updated_ms, counter, node, deleted.
+    /// - Throws: `PGError` for a NUL byte in a text (which SQLite allows and PostgreSQL cannot store).
+    static func appendLandmark(_ s: Statement, to buffer: inout [UInt8]) throws {
+        PGCopyText.appendInteger(s.int(LandmarkColumn.id), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        let body = LandmarkJSON.bytes(LandmarkRow(statement: s), shape: .content)
+        try body.withUnsafeBufferPointer { try PGCopyText.appendText($0, to: &buffer) }
+        try appendStamp(s, updatedMs: LandmarkColumn.updatedMs, counter: .counter, node: .node, deleted: .deleted, to: &buffer)
+    }
+
+    /// Appends one position as a staging row: user_id, page, landmark_id, updated_ms, counter, node, deleted.
+    /// - Throws: `PGError` for a NUL byte in a text.
+    static func appendPosition(_ s: Statement, to buffer: inout [UInt8]) throws {
+        try PGCopyText.appendText(s.textBytes(PositionColumn.userID), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.int(PositionColumn.page), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.optionalInt(PositionColumn.landmarkID), to: &buffer)
+        try appendStamp(s, updatedMs: PositionColumn.updatedMs, counter: .counter, node: .node, deleted: .deleted, to: &buffer)
+    }
+
+    /// Appends `\t updated_ms \t counter \t node \t deleted \n`.
+    private static func appendStamp<C: TableColumn>(_ s: Statement, updatedMs: C, counter: C, node: C, deleted: C,
+                                                    to buffer: inout [UInt8]) throws {
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.int(updatedMs), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        PGCopyText.appendInteger(s.int(counter), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        try PGCopyText.appendText(s.textBytes(node), to: &buffer)
+        buffer.append(UInt8(ascii: "\t"))
+        buffer.append(s.bool(deleted) ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+        buffer.append(UInt8(ascii: "\n"))
+    }
+}

@@ -1,0 +1,192 @@
+/// The hub's SQL, named once: staging tables, the last-writer-wins upserts (their `WHERE` is
+/// ``LastWriterWins/sqlIncomingWins(incoming:stored:content:)``, the same rule the edges apply in Swift),
+/// the hub-side quarantine, the pull queries and the state digest.
+///
+/// Values always travel as `$n` parameters or through `COPY`; these texts hold only SQL.
+enum HubSQL {
+    /// The advisory lock key every push holds from before its first `nextval` until it commits
+    /// (`lchub_pu` in ASCII). PostgreSQL "Explicit Locking", Advisory Locks
+    /// (https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS).
+    static let pushLockKey: Int64 = 0x6C63_6875_625F_7075
+
+    /// The smallest bigint: the tie rule's value for a position without a landmark (as in Swift,
+    /// `landmark ?? Int64.min`).
+    static let noLandmark = "(-9223372036854775807 - 1)"
+
+    /// The hub's clock in ms since 1970-01-01 UTC.
+    static let nowMilliseconds = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+    // MARK: Push
+
+    /// The push's staging tables: temporary, private to the transaction, dropped at its end.
+    /// PostgreSQL "CREATE TABLE", `TEMPORARY` and `ON COMMIT DROP`.
+    static let createStaging = """
+        CREATE TEMPORARY TABLE catalog_push_landmarks (
+            id bigint NOT NULL, body text COLLATE "C" NOT NULL, updated_ms bigint NOT NULL, counter bigint NOT NULL,
+            node text COLLATE "C" NOT NULL, deleted boolean NOT NULL
+        ) ON COMMIT DROP;
+        CREATE TEMPORARY TABLE catalog_push_positions (
+            user_id text COLLATE "C" NOT NULL, page bigint NOT NULL, landmark_id bigint, updated_ms bigint NOT NULL,
+            counter bigint NOT NULL, node text COLLATE "C" NOT NULL, deleted boolean NOT NULL
+        ) ON COMMIT DROP
+        """
+
+    /// `COPY … FROM STDIN` (text format) into the staging tables. PostgreSQL "COPY"
+    /// (https://www.postgresql.org/docs/15/sql-copy.html).
+    static let copyLandmarks = "COPY catalog_push_landmarks (id, body, updated_ms, counter, node, deleted) FROM STDIN"
+    static let copyPositions = "COPY catalog_push_positions (user_id, page, landmark_id, updated_ms, counter, node, deleted) FROM STDIN"
+
+    /// The tie rule's content of a landmark: its canonical body, compared as bytes (`COLLATE "C"`).
+    static func landmarkContent(_ alias: String) -> [String] { ["\(alias).body"] }
+    /// The tie rule's content of a position: (page, landmark id, no landmark lowest).
+    static func positionContent(_ alias: String) -> [String] { ["\(alias).page", "coalesce(\(alias).landmark_id, \(noLandmark))"] }
+
+    /// Upserts rows of `source` (the staging table, or released quarantine rows) into `landmarks`: each
+    /// row takes the next hub sequence number, and replaces the stored row only when last-writer-wins
+    /// says so. The command tag counts the rows written (no `RETURNING`: at a million rows it would
+    /// cost a tenth of the statement; the numbers taken are read from the sequence instead).
+    /// `$1`: the quarantine limit (rows stamped later stay out). `prelude`: `WITH` queries that `source`
+    /// may name (without the `WITH`).
+    static func upsertLandmarks(from source: String, with prelude: String = "") -> String {
+        """
+        \(prelude.isEmpty ? "" : "WITH " + prelude)INSERT INTO landmarks (id, body, updated_ms, counter, node, deleted, seq)
+        SELECT id, body, updated_ms, counter, node, deleted, nextval('hub_change_seq') FROM \(source) AS s
+        WHERE s.updated_ms <= $1
+        ON CONFLICT (id) DO UPDATE SET body = excluded.body, updated_ms = excluded.updated_ms, counter = excluded.counter,
+            node = excluded.node, deleted = excluded.deleted, seq = excluded.seq
+        WHERE \(LastWriterWins.sqlIncomingWins(incoming: "excluded", stored: "landmarks", content: landmarkContent))
+        """
+    }
+
+    /// As ``upsertLandmarks(from:with:)``, for `positions`.
+    static func upsertPositions(from source: String, with prelude: String = "") -> String {
+        """
+        \(prelude.isEmpty ? "" : "WITH " + prelude)INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq)
+        SELECT user_id, page, landmark_id, updated_ms, counter, node, deleted, nextval('hub_change_seq') FROM \(source) AS s
+        WHERE s.updated_ms <= $1
+        ON CONFLICT (user_id) DO UPDATE SET page = excluded.page, landmark_id = excluded.landmark_id,
+            updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = excluded.deleted,
+            seq = excluded.seq
+        WHERE \(LastWriterWins.sqlIncomingWins(incoming: "excluded", stored: "positions", content: positionContent))
+        """
+    }
+
+    /// The last number the hub sequence issued (0 when none). Read under the push lock, it is stable:
+    /// only pushes call `nextval`, and they hold the lock.
+    static let lastSequence = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM hub_change_seq"
+
+    /// The tie order of quarantined rows of one key and stamp (both kinds in one table).
+    static func quarantineTie(_ alias: String) -> String {
+        "(\(alias).deleted, coalesce(\(alias).body, ''), coalesce(\(alias).page, -1), coalesce(\(alias).landmark_id, \(noLandmark)))"
+    }
+
+    /// Holds back staged rows stamped beyond `$1` (the hub's clock plus the drift allowance), pushed by
+    /// node `$2`. Returns (rows held back, rows newly kept).
+    static func quarantine(kind: String) -> String {
+        let (table, key, columns) = kind == "landmark"
+            ? ("catalog_push_landmarks", "id::text", "body, NULL::bigint, NULL::bigint")
+            : ("catalog_push_positions", "user_id", "NULL::text, page, landmark_id")
+        return """
+            WITH held AS (SELECT * FROM \(table) WHERE updated_ms > $1),
+            kept AS (
+                INSERT INTO hub_quarantine (kind, row_key, updated_ms, counter, node, deleted, body, page, landmark_id, edge)
+                SELECT '\(kind)', \(key), updated_ms, counter, node, deleted, \(columns), $2 FROM held
+                ON CONFLICT (kind, row_key, updated_ms, counter, node) DO UPDATE SET deleted = excluded.deleted, body = excluded.body,
+                    page = excluded.page, landmark_id = excluded.landmark_id, edge = excluded.edge, received_at = now()
+                WHERE \(quarantineTie("excluded")) > \(quarantineTie("hub_quarantine"))
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM kept)
+            """
+    }
+
+    /// Whether quarantined rows are due (stamped at or before `$1`).
+    static let quarantineDue = "SELECT EXISTS (SELECT 1 FROM hub_quarantine WHERE updated_ms <= $1)"
+
+    /// Takes the quarantined rows of `kind` that are due (stamped at or before `$1`) out of the
+    /// quarantine and upserts the greatest per key (by last-writer-wins) like pushed rows, in one
+    /// statement; its command tag counts the rows written.
+    static func releaseQuarantine(kind: String) -> String {
+        let landmark = kind == "landmark"
+        let prelude = """
+            due AS (DELETE FROM hub_quarantine WHERE kind = '\(kind)' AND updated_ms <= $1 RETURNING *),
+            released AS (
+                SELECT DISTINCT ON (row_key) \(landmark ? "row_key::bigint AS id, body" : "row_key AS user_id, page, landmark_id"),
+                    updated_ms, counter, node, deleted
+                FROM due ORDER BY row_key, updated_ms DESC, counter DESC, node DESC, deleted DESC, coalesce(body, '') DESC,
+                    coalesce(page, -1) DESC, coalesce(landmark_id, \(noLandmark)) DESC
+            )
+
+            """
+        return landmark ? upsertLandmarks(from: "released", with: prelude) : upsertPositions(from: "released", with: prelude)
+    }
+
+    /// Records a push in the edge's bookkeeping row: `$1` node, `$2` local change sequence number pushed
+    /// through, `$3` rows sent, `$4` rows written, `$5` catalog version.
+    static let notePush = """
+        INSERT INTO hub_edges (node, last_push_at, push_through, last_push_rows, last_push_applied, catalog_version)
+        VALUES ($1, now(), $2, $3, $4, $5)
+        ON CONFLICT (node) DO UPDATE SET last_push_at = excluded.last_push_at, push_through = excluded.push_through,
+            last_push_rows = excluded.last_push_rows, last_push_applied = excluded.last_push_applied,
+            catalog_version = excluded.catalog_version
+        """
+
+    // MARK: Pull
+
+    /// The pull's transaction: one snapshot of the whole hub, read-only. PostgreSQL "Transaction
+    /// Isolation", Repeatable Read (https://www.postgresql.org/docs/15/transaction-iso.html#XACT-REPEATABLE-READ).
+    static let pullIsolation = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+    /// Landmarks changed after `$1`, except those numbered `$2…$3` (this edge's own push, which it has).
+    static let pullLandmarks = """
+        SELECT id, body, updated_ms, counter, node, deleted, seq FROM landmarks WHERE seq > $1 AND NOT (seq BETWEEN $2 AND $3)
+        """
+    static let pullPositions = """
+        SELECT user_id, page, landmark_id, updated_ms, counter, node, deleted, seq FROM positions
+        WHERE seq > $1 AND NOT (seq BETWEEN $2 AND $3)
+        """
+    /// Rows of the given keys (`$1`, an array) numbered at most `$2`: quarantined rows delivered again
+    /// once this edge's clock has caught up with them.
+    static let redeliverLandmarks = """
+        SELECT id, body, updated_ms, counter, node, deleted, seq FROM landmarks WHERE id = ANY ($1::bigint[]) AND seq <= $2
+        """
+    static let redeliverPositions = """
+        SELECT user_id, page, landmark_id, updated_ms, counter, node, deleted, seq FROM positions
+        WHERE user_id = ANY ($1::text[]) AND seq <= $2
+        """
+
+    /// Records a pull: `$1` node, `$2` hub sequence number read through.
+    static let notePull = """
+        INSERT INTO hub_edges (node, last_pull_at, pull_through) VALUES ($1, now(), $2)
+        ON CONFLICT (node) DO UPDATE SET last_pull_at = excluded.last_pull_at, pull_through = excluded.pull_through
+        """
+
+    // MARK: Digest
+
+    /// The state digest (``StateDigest``) computed inside PostgreSQL: each row's canonical text
+    /// (`L`/`P`, fields joined by LF, exactly as ``StateDigest/landmarkText(_:content:)`` and
+    /// ``StateDigest/positionText(_:)`` write it), SHA-256, its first 16 bytes read as two signed 64-bit
+    /// numbers and summed; the sums reduced modulo 2⁶⁴ as unsigned numbers, and the row count.
+    /// Returns (rows, high, low) with high and low as decimal text in 0…2⁶⁴−1.
+    static let digest = """
+        WITH texts AS (
+            SELECT 'L' || E'\\n' || id::text || E'\\n' || updated_ms::text || E'\\n' || counter::text || E'\\n' || node || E'\\n'
+                   || CASE WHEN deleted THEN '1' ELSE '0' END || E'\\n' || body AS t
+            FROM landmarks
+            UNION ALL
+            SELECT 'P' || E'\\n' || user_id || E'\\n' || updated_ms::text || E'\\n' || counter::text || E'\\n' || node || E'\\n'
+                   || CASE WHEN deleted THEN '1' ELSE '0' END || E'\\n' || page::text || E'\\n' || coalesce(landmark_id::text, '')
+            FROM positions
+        ),
+        hashes AS (SELECT sha256(convert_to(t, 'UTF8')) AS h FROM texts),
+        halves AS (
+            SELECT ('x' || encode(substring(h FROM 1 FOR 8), 'hex'))::bit(64)::bigint AS high,
+                   ('x' || encode(substring(h FROM 9 FOR 8), 'hex'))::bit(64)::bigint AS low
+            FROM hashes
+        )
+        SELECT count(*),
+               ((coalesce(sum(high), 0) % 18446744073709551616 + 18446744073709551616) % 18446744073709551616)::text,
+               ((coalesce(sum(low), 0) % 18446744073709551616 + 18446744073709551616) % 18446744073709551616)::text
+        FROM halves
+        """
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// A PostgreSQL hub as a sync source (SPEC §11): `fetch` connects (migrating the hub's schema when it is
+/// behind this binary) and PUSHES this node's changes since its last push in one PostgreSQL transaction
+/// (``HubConnection/push(from:since:maxDriftMilliseconds:hooks:)``); the feed it returns PULLS the hub's
+/// changes since the last pull inside the engine's SQLite transaction (``HubPullFeed``).
+///
+/// The cursor (one per hub, kept by the store): `hub` (the hub's identity), `pushThrough` (the local
+/// change sequence number pushed through), `pullThrough` (the hub sequence number pulled through),
+/// `pushedAt`, `pulledAt` (UTC, RFC 3339). A hub with another identity (dropped and created again) or
+/// whose sequence is behind the cursor (restored from an older backup) means starting over: push
+/// everything, pull everything — safe, since merging is idempotent.
+///
+/// A dry run pushes nothing and does not migrate the hub; it pulls and merges, and the engine rolls back.
+final class HubSource: SyncSource {
+    let locator: SourceLocator
+    let conninfo: String
+    let hooks: HubTestHooks
+    /// Set by the feed once merged; before that, the cursor with this run's push recorded.
+    var nextCursor: SourceCursor?
+    /// Bytes read from the hub (row values, approximately).
+    var bytesFetched: Int64 = 0
+    /// The cursor the pull builds on: identity and push fields of this run.
+    private(set) var baseCursor = SourceCursor()
+    /// This run's push, once done.
+    private(set) var lastPush: HubPushReport?
+    /// The open connection (kept for the pull, closed when the source is released).
+    private var connection: HubConnection?
+
+    init(conninfo: String, hooks: HubTestHooks = HubTestHooks()) {
+        self.conninfo = conninfo
+        self.locator = .hub(conninfo: conninfo)
+        self.hooks = hooks
+    }
+
+    func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
+        let options = context.options
+        let name = locator.description
+        let hub = try HubConnection(conninfo: conninfo, name: name, limits: HubLimits(options: options), migrate: !options.dryRun)
+        connection = hub
+        var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
+        var pullThrough = cursor?["pullThrough"].flatMap { Int64($0) } ?? 0
+        if let previous = cursor?["hub"], previous != hub.hubID || pullThrough > hub.lastSequence {
+            context.diagnostics(Diagnostic(
+                severity: .warning,
+                message: previous != hub.hubID
+                    ? "the hub is not the one this database last synced with (it was created again): pushing and pulling everything"
+                    : "the hub is behind this database's cursor (restored from an older backup?): pushing and pulling everything",
+                file: name, kind: "hub-reset"))
+            pushThrough = 0
+            pullThrough = 0
+        } else if cursor?["hub"] == nil {
+            pushThrough = 0
+            pullThrough = 0
+        }
+        var base = SourceCursor()
+        base["hub"] = hub.hubID
+        base["pushThrough"] = String(pushThrough)
+        base["pullThrough"] = String(pullThrough)
+        base["pushedAt"] = cursor?["hub"] == hub.hubID ? cursor?["pushedAt"] : nil
+        var push: HubPushReport?
+        if !options.dryRun {
+            let report = try HubConnection.mapping(name) {
+                try hub.push(from: context.store, since: pushThrough, maxDriftMilliseconds: options.maxDriftMilliseconds, hooks: hooks)
+            }
+            if report.quarantined > 0 {
+                context.diagnostics(Diagnostic(
+                    severity: .warning,
+                    message: "the hub quarantined \(report.quarantined) of \(report.sent) rows pushed: stamped more than \(options.maxDriftMilliseconds / 1000) s ahead of the hub's clock; they apply once it catches up",
+                    file: name, kind: "quarantined"))
+            }
+            pushThrough = report.through
+            base["pushThrough"] = String(pushThrough)
+            base["pushedAt"] = Timestamp.format(milliseconds: context.store.wallClock.nowMilliseconds())
+            push = report
+            lastPush = report
+        }
+        baseCursor = base
+        nextCursor = base
+        return [HubPullFeed(source: self, hub: hub, since: pullThrough, push: push, pushThrough: pushThrough, dryRun: options.dryRun)]
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// One hub as `catalog status` shows it: this node's cursors for it and the hub's own state digest,
+/// beside this node's (SPEC §11).
+public struct HubStatus: Sendable {
+    /// The hub's display name (never a password).
+    public var source: String
+    /// The hub's identity, as this node last saw it.
+    public var hubID: String?
+    /// When this node last pushed to it and pulled from it (UTC, RFC 3339).
+    public var lastPushAt: String?
+    public var lastPullAt: String?
+    /// The local change sequence number pushed through, and the hub sequence number pulled through.
+    public var pushThrough: Int64?
+    public var pullThrough: Int64?
+    /// The hub's state digest (computed in PostgreSQL), when the hub could be read.
+    public var hubDigest: StateDigest?
+    /// Why the hub's digest is missing (unreachable, no password available, …).
+    public var error: CatalogError?
+}
+
+extension HubConnection {
+    /// The hub's state digest (``StateDigest``), computed inside PostgreSQL from one snapshot
+    /// (``HubSQL/digest``): equal to an edge's when both hold the same rows with the same stamps.
+    /// - Throws: `PGError`; `CatalogError` (70) for an answer that is not three numbers.
+    func digest() throws -> StateDigest {
+        try pg.transaction {
+            try pg.execute(sql: HubSQL.pullIsolation)
+            let result = try pg.execute(sql: HubSQL.digest, timeout: limits.bulk)
+            guard let rows = try result.int64(0, 0), let high = result.text(0, 1).flatMap({ UInt64($0) }),
+                  let low = result.text(0, 2).flatMap({ UInt64($0) }) else {
+                throw CatalogError(.software, "the hub's digest query answered \(result.text(0, 1) ?? "NULL"), \(name)")
+            }
+            return StateDigest(rows: rows, high: high, low: low)
+        }
+    }
+}
+
+extension CatalogStore {
+    /// Every hub this database has synced with: its cursors, and the hub's digest read now (connecting
+    /// with `timeoutSeconds` for the connection and each statement, without migrating anything).
+    ///
+    /// The connection string is the saved remote's whose display name is the source's (so a password
+    /// kept in a remote's URL still works), else the source's name itself when it holds no password
+    /// (then `~/.pgpass` / `PGPASSFILE` supplies one).
+    /// - Returns: one entry per hub source, by name; a hub that cannot be read has `error` set.
+    /// - Throws: `CatalogError` for the local database only.
+    public func hubStatuses(timeoutSeconds: Double = 5) throws -> [HubStatus] {
+        let saved = try remotes()
+        var statuses: [HubStatus] = []
+        try read {
+            try connection.forEachRow(sql: "SELECT source, cursor FROM sync_sources WHERE kind = 'hub' ORDER BY source") { s in
+                let cursor = SourceCursor(text: s.text(1))
+                statuses.append(HubStatus(source: s.text(0) ?? "", hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],
+                                          lastPullAt: cursor?["pulledAt"], pushThrough: cursor?["pushThrough"].flatMap { Int64($0) },
+                                          pullThrough: cursor?["pullThrough"].flatMap { Int64($0) }))
+            }
+        }
+        let seconds = max(timeoutSeconds, 0.001)
+        let limits = HubLimits(connectSeconds: max(1, Int(seconds.rounded(.up))), statement: .milliseconds(Int64(seconds * 1000)),
+                               bulk: .seconds(600))
+        for index in statuses.indices {
+            let name = statuses[index].source
+            let conninfo = saved.first { redactedURL($0.url) == name }?.url ?? (name.contains("***") ? nil : name)
+            guard let conninfo else {
+                statuses[index].error = CatalogError(.unavailable, "the hub's password is not stored here, \(name)",
+                                                     hint: "save it in ~/.pgpass (or the file PGPASSFILE names) and sync with a URL without it")
+                continue
+            }
+            do {
+                let hub = try HubConnection(conninfo: conninfo, name: name, limits: limits, migrate: false)
+                statuses[index].hubDigest = try HubConnection.mapping(name) { try hub.digest() }
+            } catch let error as CatalogError {
+                statuses[index].error = error
+            }
+        }
+        return statuses
+    }
+}
