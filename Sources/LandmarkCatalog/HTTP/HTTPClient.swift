@@ -134,8 +134,10 @@ struct HTTPClient: Sendable {
         }
         do {
             return try fetch(url, validators: validators) { log(scrub($0)) }
-        } catch let error as CatalogError {
-            throw CatalogError(error.kind, scrub(error.message), hint: error.hint.map(scrub))
+        } catch var error as CatalogError {
+            error.message = scrub(error.message)
+            error.hint = error.hint.map(scrub)
+            throw error
         }
     }
 

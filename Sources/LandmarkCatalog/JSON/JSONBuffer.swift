@@ -29,7 +29,14 @@ extension JSONPullReader {
             resize(to: bufferSize)
         }
         while true {
-            let count = read(fileDescriptor, storage + end, capacity - end)
+            let count: Int
+            if rangeEnd >= 0 {
+                let remaining = rangeEnd - rangeOffset
+                count = remaining <= 0 ? 0 : pread(fileDescriptor, storage + end, min(capacity - end, remaining), off_t(rangeOffset))
+                if count > 0 { rangeOffset += count }
+            } else {
+                count = read(fileDescriptor, storage + end, capacity - end)
+            }
             if count > 0 {
                 end += count
                 return true

@@ -83,6 +83,10 @@ public final class JSONPullReader {
 
     let fileDescriptor: Int32
     let options: Options
+    /// For a reader over part of a file (``init(fileDescriptor:range:options:)``): the next offset to read
+    /// with `pread(2)` and where the part ends; −1 for a whole descriptor read with `read(2)`.
+    var rangeOffset = -1
+    var rangeEnd = -1
 
     // The buffer: bytes [0, end) are valid, [pos, end) not yet consumed; storage[0] is input byte `base`.
     var storage: UnsafeMutablePointer<UInt8>
@@ -149,6 +153,18 @@ public final class JSONPullReader {
         work = .allocate(capacity: 1)
         work.initialize(to: Work())
         atEOF = false
+    }
+
+    /// Creates a reader over the bytes `range` of a file, read with `pread(2)`, so many readers can share
+    /// one descriptor (several downloaded files kept in one spool file).
+    /// - Parameters:
+    ///   - fileDescriptor: A regular file open for reading (not closed by the reader).
+    ///   - range: Byte offsets in the file; the JSON text is exactly these bytes.
+    ///   - options: Strictness and limits.
+    public convenience init(fileDescriptor: Int32, range: Range<Int>, options: Options) {
+        self.init(fileDescriptor: fileDescriptor, options: options, bufferSize: JSONPullReader.defaultBufferSize)
+        rangeOffset = range.lowerBound
+        rangeEnd = range.upperBound
     }
 
     /// Creates a reader over bytes in memory (the reader keeps its own copy).

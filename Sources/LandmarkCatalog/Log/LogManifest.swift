@@ -15,6 +15,9 @@ public struct LogManifest: Sendable, Equatable {
     public static let version: Int64 = 1
     /// The file name in a log directory.
     public static let fileName = "manifest.json"
+    /// The largest manifest read, in bytes (64 MiB, or `--max-bytes` when smaller). A publisher keeps its
+    /// manifest to a few kilobytes (`--max-deltas`).
+    public static let maxManifestBytes: Int64 = 64 << 20
 
     /// One immutable file of the log.
     public struct File: Sendable, Equatable {

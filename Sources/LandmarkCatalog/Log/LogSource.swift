@@ -5,6 +5,8 @@ import Glibc
 
 /// Where a snapshot log's files come from: a local directory or an HTTP(S) base URL.
 protocol LogFileFetcher: AnyObject {
+    /// The largest file (and manifest) accepted, in bytes (`--max-bytes`).
+    var maxBytes: Int64 { get }
     /// The manifest's name in messages.
     var manifestName: String { get }
     /// Fetches the manifest; nil when a conditional request found it not modified.
@@ -72,6 +74,11 @@ struct LogReader {
             next["etag"] = manifestValidators?.etag
             next["lastModified"] = manifestValidators?.lastModified
             guard let files = Self.plan(manifest, cursor: cursor) else { return (nil, next) }
+            // A manifest names any size it likes: nothing over the limit is fetched at all.
+            if let big = files.first(where: { $0.bytes > fetcher.maxBytes }) {
+                throw CatalogError(.dataInvalid, "the log file \(big.name) is \(big.bytes) bytes, over the limit of \(fetcher.maxBytes) bytes; nothing from \(fetcher.manifestName) was merged",
+                                   hint: "raise it with --max-bytes")
+            }
             do {
                 let feeds = try files.map { try fetcher.fetchFile($0) }
                 return (feeds, next)
@@ -91,58 +98,67 @@ struct LogReader {
 final class DirectoryLogFetcher: LogFileFetcher {
     let directory: String
     let manifestName: String
+    let maxBytes: Int64
     private(set) var bytesFetched: Int64 = 0
 
     /// - Parameter manifest: the manifest's path (default `directory/manifest.json`).
-    init(directory: String, manifest: String? = nil) {
+    init(directory: String, manifest: String? = nil, maxBytes: Int64 = 1 << 30) {
         self.directory = directory
         self.manifestName = manifest ?? directory + "/" + LogManifest.fileName
+        self.maxBytes = maxBytes
     }
 
     func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
         let fd = try CatalogStore.openForReading(manifestName)
         defer { close(fd) }
-        let bytes = try Self.readAll(fd, name: manifestName, limit: 64 << 20)
+        let bytes = try Self.readAll(fd, name: manifestName, limit: Int(min(maxBytes, LogManifest.maxManifestBytes)))
         bytesFetched += Int64(bytes.count)
         return (bytes, nil)
     }
 
+    /// Checks the file (size, SHA-256) now and opens it again only when it is merged, so a log of any
+    /// number of deltas holds one descriptor at a time; the file's identity is checked again then.
     func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {
         let path = directory + "/" + file.name
+        let fd = try Self.open(path, name: file.name)
+        defer { close(fd) }
+        var info = stat()
+        fstat(fd, &info)
+        guard Int64(info.st_size) == file.bytes else {
+            throw CatalogError(.dataInvalid, "the log file is \(info.st_size) bytes, the manifest says \(file.bytes); nothing from it was merged, \(path)")
+        }
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: off_t = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CatalogError(.ioError, "cannot read \(path): \(errorText(errno))")
+            }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += off_t(n)
+        }
+        let sha = SHA256.hex(hasher.finalize())
+        guard sha == file.sha256 else {
+            throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(path)")
+        }
+        bytesFetched += file.bytes
+        return CheckedFileFeed(path: path, identity: Self.identity(info))
+    }
+
+    static func identity(_ info: stat) -> String { "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)" }
+
+    /// Opens a log file; a missing one is ``LogFileGone``.
+    static func open(_ path: String, name: String) throws -> Int32 {
         let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT { throw LogFileGone(name: file.name) }
-            throw CatalogError(.noInput, "cannot open the log file (\(errorText(errno))), \(path)")
+            if errno == ENOENT { throw LogFileGone(name: name) }
+            throw CatalogError(errno == EMFILE || errno == ENFILE ? .tempFail : .noInput,
+                               "cannot open the log file (\(errorText(errno))), \(path)")
         }
-        do {
-            var info = stat()
-            fstat(fd, &info)
-            guard Int64(info.st_size) == file.bytes else {
-                throw CatalogError(.dataInvalid, "the log file is \(info.st_size) bytes, the manifest says \(file.bytes); nothing from it was merged, \(path)")
-            }
-            var hasher = SHA256()
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            var offset: off_t = 0
-            while true {
-                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CatalogError(.ioError, "cannot read \(path): \(errorText(errno))")
-                }
-                if n == 0 { break }
-                buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-                offset += off_t(n)
-            }
-            let sha = SHA256.hex(hasher.finalize())
-            guard sha == file.sha256 else {
-                throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(path)")
-            }
-            bytesFetched += file.bytes
-            return SnapshotFeed(fd: fd, name: path, owned: true)
-        } catch {
-            close(fd)
-            throw error
-        }
+        return fd
     }
 
     /// Reads `fd` to its end (at most `limit` bytes).
@@ -158,6 +174,102 @@ final class DirectoryLogFetcher: LogFileFetcher {
             if n == 0 { return out }
             out += buffer[0..<n]
             if out.count > limit { throw CatalogError(.dataInvalid, "\(name) is larger than \(limit) bytes") }
+        }
+    }
+}
+
+/// A local log file already checked (size, SHA-256): opened when merged, refused if it changed since.
+final class CheckedFileFeed: ChangeFeed {
+    let path: String
+    let identity: String
+
+    init(path: String, identity: String) {
+        self.path = path
+        self.identity = identity
+    }
+
+    func merge(into merger: inout RowMerger) throws {
+        let fd = try DirectoryLogFetcher.open(path, name: path)
+        var info = stat()
+        fstat(fd, &info)
+        guard DirectoryLogFetcher.identity(info) == identity else {
+            close(fd)
+            throw CatalogError(.dataInvalid, "the log file changed after it was checked; nothing from it was merged, \(path)")
+        }
+        try SnapshotFeed(fd: fd, name: path, owned: true).merge(into: &merger)
+    }
+}
+
+/// Downloaded log files kept in one anonymous spool file (a delta after another), so a log of any
+/// number of deltas holds one descriptor; each is read back through a range reader.
+final class LogSpool {
+    let fd: Int32
+    private(set) var size = 0
+
+    init(directory: String = NSTemporaryDirectory()) throws {
+        fd = try Spool.makeAnonymousFile(in: directory)
+    }
+
+    deinit { close(fd) }
+
+    /// Copies the whole of `source` (from offset 0) to the end of the spool.
+    /// - Returns: where it is in the spool.
+    /// - Throws: `CatalogError` 74 on a write error (disk full).
+    func append(_ source: Int32, count: Int64) throws -> Range<Int> {
+        let start = size
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var offset: off_t = 0
+        while offset < count {
+            let n = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CatalogError(.ioError, "cannot read a downloaded file: \(errorText(errno))")
+            }
+            if n == 0 { break }
+            var written = 0
+            while written < n {
+                let w = buffer.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, n - written, off_t(size + written)) }
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw CatalogError(.ioError, "cannot write the download spool in \(NSTemporaryDirectory()): \(errorText(errno))",
+                                       hint: "free space there, or point TMPDIR elsewhere")
+                }
+                written += w
+            }
+            size += n
+            offset += off_t(n)
+        }
+        return start..<size
+    }
+}
+
+/// A snapshot held in part of a spool file.
+final class SpooledFeed: ChangeFeed {
+    let spool: LogSpool
+    let range: Range<Int>
+    let name: String
+
+    init(spool: LogSpool, range: Range<Int>, name: String) {
+        self.spool = spool
+        self.range = range
+        self.name = name
+    }
+
+    func merge(into merger: inout RowMerger) throws {
+        let decoder = SnapshotDecoder(source: name)
+        let fd = spool.fd, range = self.range
+        let reading = ReadingThread { queue in
+            decoder.run(reader: JSONPullReader(fileDescriptor: fd, range: range, options: .init(allowTrailingCommas: false, maxDepth: 64)), queue: queue)
+        }
+        defer { reading.finish() }
+        while true {
+            let batch = reading.queue.take()
+            try merger.apply(batch)
+            if batch.isLast {
+                if let failure = batch.failure { throw failure }
+                if let failure = merger.failure() { throw failure }
+                return
+            }
         }
     }
 }

@@ -105,16 +105,17 @@ final class FileSource: SyncSource {
     }
 
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
+        let maxBytes = context.options.maxBytes
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            return try readLog(DirectoryLogFetcher(directory: path), cursor: cursor)
+            return try readLog(DirectoryLogFetcher(directory: path, maxBytes: maxBytes), cursor: cursor)
         }
         let fd = try CatalogStore.openForReading(path)
         var head = [UInt8](repeating: 0, count: 512)
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
             close(fd)
-            return try readLog(DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path), cursor: cursor)
+            return try readLog(DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path, maxBytes: maxBytes), cursor: cursor)
         }
         var info = stat()
         fstat(fd, &info)
@@ -147,15 +148,22 @@ final class HTTPSource: SyncSource {
     private(set) var bytesFetched: Int64 = 0
 
     init(url: String) {
-        self.url = url
+        // A URL ending in `/` names a snapshot log's directory: its manifest.
+        self.url = url.hasSuffix("/") ? url + LogManifest.fileName : url
         self.locator = .http(url: url)
     }
 
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
         let session = HTTPSession(options: context.options, name: locator.description, diagnostics: context.diagnostics)
         let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
-        let outcome = try session.get(url, validators: stored.etag == nil && stored.lastModified == nil ? nil : stored,
+        let outcome: HTTPOutcome
+        do {
+            outcome = try session.get(url, validators: stored.etag == nil && stored.lastModified == nil ? nil : stored,
                                       maxBytes: context.options.maxBytes)
+        } catch var error as CatalogError where (error.httpStatus == 403 || error.httpStatus == 404) && !url.hasSuffix(".json") {
+            error.hint = error.hint ?? "for a snapshot log, give its manifest's URL (…/\(LogManifest.fileName)) or the directory's URL ending in /"
+            throw error
+        }
         guard case .fetched(let body) = outcome else {
             nextCursor = cursor
             return nil
@@ -164,8 +172,9 @@ final class HTTPSource: SyncSource {
         var head = [UInt8](repeating: 0, count: 512)
         let n = head.withUnsafeMutableBytes { pread(body.fd, $0.baseAddress, $0.count, 0) }
         if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
-            let bytes = try DirectoryLogFetcher.readAll(body.fd, name: locator.description, limit: 64 << 20)
-            let fetcher = HTTPLogFetcher(manifestURL: url, session: session, name: locator.description)
+            let bytes = try DirectoryLogFetcher.readAll(body.fd, name: locator.description,
+                                                        limit: Int(min(context.options.maxBytes, LogManifest.maxManifestBytes)))
+            let fetcher = try HTTPLogFetcher(manifestURL: url, session: session, name: locator.description, maxBytes: context.options.maxBytes)
             defer { bytesFetched += fetcher.bytesFetched }
             let (feeds, next) = try LogReader(fetcher: fetcher).fetch(since: cursor, manifestBytes: bytes, validators: body.validators)
             nextCursor = next
@@ -219,18 +228,26 @@ final class HTTPLogFetcher: LogFileFetcher {
     let manifestURL: String
     let session: HTTPSession
     let manifestName: String
+    let maxBytes: Int64
     private(set) var bytesFetched: Int64 = 0
+    /// Deltas are copied here as they arrive (one descriptor for any number of them).
+    private let spool: LogSpool
+    /// Files this large keep their own download (a base; copying it would double its I/O).
+    static let ownSpoolFrom: Int64 = 64 << 20
 
-    init(manifestURL: String, session: HTTPSession, name: String) {
+    init(manifestURL: String, session: HTTPSession, name: String, maxBytes: Int64) throws {
         self.manifestURL = manifestURL
         self.session = session
         self.manifestName = name
+        self.maxBytes = maxBytes
+        spool = try LogSpool()
     }
 
     func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
-        guard case .fetched(let body) = try session.get(manifestURL, validators: validators, maxBytes: 64 << 20) else { return nil }
+        let limit = min(maxBytes, LogManifest.maxManifestBytes)
+        guard case .fetched(let body) = try session.get(manifestURL, validators: validators, maxBytes: limit) else { return nil }
         bytesFetched += body.bytes
-        return (try DirectoryLogFetcher.readAll(body.fd, name: manifestName, limit: 64 << 20), body.validators)
+        return (try DirectoryLogFetcher.readAll(body.fd, name: manifestName, limit: Int(limit)), body.validators)
     }
 
     func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {
@@ -258,6 +275,10 @@ final class HTTPLogFetcher: LogFileFetcher {
         guard sha == file.sha256 else {
             throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(shown)")
         }
-        return SnapshotFeed(fd: body.fd, name: shown, owned: false, keeping: body)
+        if file.bytes >= Self.ownSpoolFrom {
+            return SnapshotFeed(fd: body.fd, name: shown, owned: false, keeping: body)
+        }
+        let range = try spool.append(body.fd, count: body.bytes)
+        return SpooledFeed(spool: spool, range: range, name: shown)
     }
 }
