@@ -89,3 +89,115 @@ struct LogRobustnessTests {
         #expect(bare.stderr.contains("hint: for a snapshot log, give its manifest's URL (…/manifest.json)"), "\(bare.stderr)")
     }
 }
+
+/// What the same user test found outside the logs' internals.
+@Suite("Sync: what a first user test found")
+struct SyncUserFindingsTests {
+    @Test("publish and --publish / --output refuse a URL (64): they write local files (publish created ./https:/…)")
+    func publishURL() throws {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
+        let publish = runCLI(["publish", "https://a.example.org/catalog/"], db: db)
+        #expect(publish.status == 64)
+        #expect(publish.stderr.contains("cannot publish to https://"))
+        #expect(runCLI(["sync", "--publish", "postgres://127.0.0.1:1/db"], db: db).status == 64)
+        #expect(runCLI(["sync", "--publish", "https://a.example.org/x.json"], db: db).status == 64)
+        #expect(runCLI(["export", "--output", "https://a.example.org/x.json"], db: db).status == 64)
+        #expect(!FileManager.default.fileExists(atPath: "https:"))
+    }
+
+    @Test("publishing into another node's log directory is refused (73); it replaced that node's manifest silently")
+    func anotherNodesLog() throws {
+        let dir = Support.temporaryDirectory()
+        let a = try LogTests.store(dir, "a"), b = try LogTests.store(dir, "b")
+        let log = dir.appending(path: "log")
+        _ = try a.publishLog(to: log.path)
+        let before = try Data(contentsOf: log.appending(path: "manifest.json"))
+        #expect {
+            try b.publishLog(to: log.path)
+        } throws: { error in
+            (error as? CatalogError)?.exitStatus == 73 && (error as? CatalogError)?.message.contains("holds the snapshot log of node node-a") == true
+        }
+        #expect(try Data(contentsOf: log.appending(path: "manifest.json")) == before)
+    }
+
+    @Test("a source published under this database's own node id (a copied database) is warned about, once")
+    func copiedDatabase() throws {
+        let dir = Support.temporaryDirectory()
+        let a = dir.appending(path: "a.sqlite").path, copy = dir.appending(path: "copy.sqlite").path
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: a).status == 0)
+        try FileManager.default.copyItem(atPath: a, toPath: copy)
+        #expect(runCLI(["position", "set", "--user", "ann", "--page", "0"], db: copy).status == 0)
+        #expect(runCLI(["publish", dir.appending(path: "copy-log").path], db: copy).status == 0)
+        let r = runCLI(["sync", dir.appending(path: "copy-log").path], db: a)
+        #expect(r.status == 0)
+        #expect(r.stderr.components(separatedBy: "this database's own").count == 2, "\(r.stderr)")
+        #expect(r.stderr.contains("catalog init --node ID"))
+    }
+
+    @Test("many failing sources are bounded like any diagnostic (25 were 25 lines)")
+    func boundedSourceFailures() throws {
+        let db = Support.temporaryDatabase()
+        let missing = (0..<25).map { "/nonexistent/peer-\($0).json" }
+        let r = runCLI(["--max-diagnostics", "3", "sync", "--quiet"] + missing, db: db)
+        #expect(r.status == 66)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("catalog: error:") }.count == 3, "\(r.stderr)")
+        #expect(lines.last?.contains("22 more source-failed diagnostics not shown (25 in all)") == true, "\(r.stderr)")
+        #expect(runCLI(["log", "--json"], db: db).stdout.contains(#""exitStatus":66"#))
+    }
+
+    @Test("a saved remote's name means the remote, whatever is in the working directory")
+    func remoteBeatsLocalPath() throws {
+        let dir = Support.temporaryDirectory()
+        let db = dir.appending(path: "me.sqlite").path
+        let remote = try writeTemporary(snapshot(positions: [positionRow("from-remote", page: 0, at: "2026-11-29T01:00:00Z")]))
+        #expect(runCLI(["remote", "add", "peer", remote], db: db).status == 0)
+        let cwd = FileManager.default.currentDirectoryPath
+        let local = URL(fileURLWithPath: cwd).appending(path: "peer")
+        guard !FileManager.default.fileExists(atPath: local.path) else { return }
+        let here = SourceLocator.parse
+        #expect(try here("peer", [Remote(name: "peer", url: remote)], cwd) == .file(path: remote))
+        #expect(try here("./peer", [Remote(name: "peer", url: remote)], cwd) == .file(path: local.path))
+    }
+
+    @Test("a sync killed before it finished is in the ledger as interrupted, and status --check says so")
+    func interruptedRun() throws {
+        let dir = Support.temporaryDirectory()
+        let db = dir.appending(path: "me.sqlite").path
+        let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
+        #expect(runCLI(["init"], db: db).status == 0)
+        let victim = Process()
+        victim.executableURL = Support.harnessBinary
+        victim.arguments = ["--db", db, "sync", "--quiet", source]
+        victim.environment = ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "10000", "PATH": "/usr/bin:/bin"]
+        try victim.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, (try? dumpRows(db, sql: "SELECT outcome FROM sync_runs"))?.contains([.text("running")]) != true { usleep(20_000) }
+        #expect(try dumpRows(db, sql: "SELECT outcome FROM sync_runs") == [[.text("running")]])
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        // The row still says running (nothing could update it); the next run marks it.
+        let next = runCLI(["sync", "--quiet", "--dry-run", source], db: db)
+        #expect(next.status == 0)
+        #expect(try dumpRows(db, sql: "SELECT outcome FROM sync_runs") == [[.text("running")]])
+        let real = runCLI(["sync", "--quiet", source], db: db)
+        #expect(real.status == 0, "\(real.stderr)")
+        #expect(try dumpRows(db, sql: "SELECT outcome, exit_status FROM sync_runs ORDER BY id") == [[.text("interrupted"), .integer(-1)], [.text("ok"), .integer(0)]])
+        // The good run after it is what status --check looks at; an interrupted last run is not healthy.
+        #expect(runCLI(["status", "--check", "--quiet"], db: db).status == 0)
+        let c = try Connection(path: db)
+        try c.execute(sql: "DELETE FROM sync_runs WHERE outcome = 'ok'")
+        let check = runCLI(["status", "--check"], db: db)
+        #expect(check.status == 69)
+        #expect(check.stderr.contains("the run ended before it finished"), "\(check.stderr)")
+    }
+
+    @Test("sync --json names a publish failure")
+    func publishErrorInJSON() throws {
+        let db = Support.temporaryDatabase()
+        let r = runCLI(["sync", "--json", "--publish", "/proc/nope/x.json"], db: db)
+        #expect(r.status == 73)
+        #expect(r.stdout.contains(#""publishError":"publishing failed: "#), "\(r.stdout)")
+    }
+}

@@ -20,6 +20,7 @@ extension CatalogCLI {
                         PositionOptions.user, PositionOptions.page.spec, PositionOptions.landmark.spec,
                         Options.json.with(help: "Print the stored position as JSON.").spec,
                     ],
+                    oneOf: [PositionOptions.page.spec.name, PositionOptions.landmark.spec.name],
                     validate: { p in
                         guard p.given(PositionOptions.page) != p.given(PositionOptions.landmark) else {
                             throw UsageError(message: "give exactly one of --page N and --landmark ID", path: p.path)

@@ -48,11 +48,11 @@ extension CatalogCLI {
 
     static func describe(_ r: PublishReport) -> String {
         guard r.changed else {
-            return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(r.removed.count) old files removed")
+            return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(plural(r.removed.count, "old file")) removed")
         }
         let what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : "\(r.manifest.deltas.count) deltas"
         return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(r.written.count) files, \(r.bytesWritten) bytes"
-            + (r.removed.isEmpty ? "" : ", removed \(r.removed.count) old files")
+            + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))")
     }
 
     static func publishJSON(_ r: PublishReport) -> [UInt8] {

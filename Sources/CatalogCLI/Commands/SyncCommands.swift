@@ -13,6 +13,9 @@ extension CatalogCLI {
 
     static func runExport(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
+        if let output = i[Options.output], let scheme = SourceLocator.scheme(of: output) {
+            throw UsageError(message: "--output writes a local file, not \(scheme):// (\(redacted(output)))", path: i.parsed.path)
+        }
         if let output = i[Options.output], output != "-" {
             let progress = i.makeProgressLine(label: "writing")
             try store.exportSnapshot(toFile: output) { progress.update($0) }
@@ -35,7 +38,7 @@ extension CatalogCLI {
         static let deadline = Option<Double>("--deadline", "SECONDS",
             "HTTP: the most one source may take, every attempt, backoff and Retry-After included (default 600). Hub: the most one bulk statement may take.",
             parse: Values.seconds(0.001...604_800))
-        static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429 and 5xx, with exponential backoff (default 3).",
+        static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429, 5xx and a connection broken before the body, with exponential backoff (default 3).",
                                          parse: Values.integer(0...10))
         static let maxBytes = Option<Int64>("--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 1073741824).",
                                             parse: Values.int64(1...Int64.max))
@@ -78,6 +81,9 @@ extension CatalogCLI {
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
 
+        if let target = options.publishPath, let scheme = SourceLocator.scheme(of: target) {
+            throw UsageError(message: "--publish writes a local file or directory, not \(scheme):// (\(redacted(target)))", path: i.parsed.path)
+        }
         let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
         let progress = i.makeProgressLine(label: "syncing")
         let report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
@@ -85,7 +91,9 @@ extension CatalogCLI {
         }
         progress.clear()
         for source in report.sources {
-            if let error = source.error { i.reporter.error(error.message, hint: error.hint, source: source.source) }
+            if let error = source.error {
+                i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source, bounded: true)
+            }
         }
         if let error = report.publishError { i.reporter.error(error.message, hint: error.hint) }
         let c = report.counts
@@ -99,6 +107,7 @@ extension CatalogCLI {
             w.raw(","); w.key("positionsSeen"); w.int(Int64(c.positionsSeen))
             w.raw(","); w.key("publish")
             if let log = report.logPublish { w.bytes += publishJSON(log) } else { w.raw("null") }
+            w.raw(","); w.key("publishError"); w.string(report.publishError?.message)
             w.raw(","); w.key("published"); w.string(report.published)
             w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
             w.raw(","); w.key("released"); w.int(Int64(report.released.released))

@@ -157,6 +157,9 @@ struct CommandSpec {
     var arguments: [ArgumentSpec] = []
     var options: [OptionSpec] = []
     var subcommands: [CommandSpec] = []
+    /// Options of which exactly one must be given (shown as `(--page N | --landmark ID)`); the check is
+    /// in `validate`.
+    var oneOf: [String] = []
     /// Checks that need more than the table (exclusive options); throws `UsageError`.
     var validate: ((ParsedArguments) throws -> Void)? = nil
     /// Runs the command; returns the exit status.

@@ -11,6 +11,12 @@ enum Help {
         }
         for option in command.options {
             let text = optionUsage(option)
+            if command.oneOf.contains(option.name) {
+                guard option.name == command.oneOf.first else { continue }
+                parts.append("(" + command.oneOf.compactMap { name in command.options.first { $0.name == name }.map(optionUsage) }
+                    .joined(separator: " | ") + ")")
+                continue
+            }
             parts.append(option.required ? text : "[\(text)]")
         }
         for argument in command.arguments {

@@ -28,6 +28,7 @@ final class Reporter {
         switch kind {
         case "quarantined": return "see them all with 'catalog quarantine list'"
         case "tie": return "see them all with 'catalog conflicts'"
+        case "source-failed": return "see them all with 'catalog log' or 'catalog status'"
         default: return "rerun with --max-diagnostics 0 to see them all"
         }
     }
@@ -45,7 +46,15 @@ final class Reporter {
     /// - Parameters:
     ///   - kind: `error`, or what sort of failure it is (`unhealthy` for `status --check`).
     ///   - source: the sync source it concerns, for `--log-format json`.
-    func error(_ message: String, hint: String? = nil, kind: String = "error", source: String? = nil) {
+    /// - Parameter bounded: count it with its kind and show at most `limit` of them (a failing source
+    ///   among many: 25 sources down are 20 lines and a count, not 25).
+    func error(_ message: String, hint: String? = nil, kind: String = "error", source: String? = nil, bounded: Bool = false) {
+        if bounded {
+            let n = (counts[kind] ?? 0) + 1
+            counts[kind] = n
+            if n == 1 { order.append(kind) }
+            guard limit == 0 || n <= limit else { return }
+        }
         beforeLine()
         switch format {
         case .text:

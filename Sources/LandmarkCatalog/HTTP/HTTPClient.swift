@@ -157,7 +157,15 @@ struct HTTPClient: Sendable {
 
         let easy = try CurlEasy()
         try configure(easy, url: url, validators: sent)
-        let fd = try makeSpoolFile(spoolDirectory)
+        let fd: Int32
+        do {
+            fd = try makeSpoolFile(spoolDirectory)
+        } catch var error as CatalogError {
+            // Name what was being fetched, and where the spool goes.
+            error.message += ", \(redactedURL(url))"
+            error.hint = error.hint ?? "downloads are kept in TMPDIR (\(spoolDirectory)) while they are merged: free space there, or point TMPDIR elsewhere"
+            throw error
+        }
         var keepFile = false
         defer { if !keepFile { close(fd) } }
         let transfer = HTTPTransfer(fd: fd, maxBytes: limits.maxBytes)

@@ -126,6 +126,8 @@ final class RowBatch: @unchecked Sendable {
     var bytesRead = 0
     /// With the last batch of an import: every id in the file, for `--prune`.
     var seen = SeenIDs()
+    /// The snapshot's `node` (its publisher), once read.
+    var sourceNode: String?
 
     /// - Parameter reserving: reserve room for a batch of landmarks (2 MiB of text, 2,000 records) up front.
     init(reserving: Bool = true) {

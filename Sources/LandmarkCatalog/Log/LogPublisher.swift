@@ -55,16 +55,24 @@ extension CatalogStore {
     public func publishLog(to directory: String, options: PublishOptions = PublishOptions(),
                            progress: (Progress) -> Void = { _ in }) throws -> PublishReport {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw CatalogError(.cantCreate, "cannot create the log directory (\(error.localizedDescription)), \(directory)")
+        if let scheme = SourceLocator.scheme(of: directory) {
+            throw CatalogError(.usage, "cannot publish to \(scheme):// (\(SourceLocator.redacted(directory))): publish writes a local directory",
+                               hint: "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
+        }
+        if let failure = makeDirectories(directory) {
+            throw CatalogError(.cantCreate, "cannot create the log directory: \(failure.path): \(failure.reason), \(directory)",
+                               hint: failure.code == EACCES || failure.code == EPERM || failure.code == EROFS
+                                ? "publish where this user may write, or create the directory for it" : nil)
         }
         guard let resolved = realpath(directory, nil) else {
             throw CatalogError(.cantCreate, "cannot resolve the log directory (\(errorText(errno))), \(directory)")
         }
         let dir = String(cString: resolved)
         free(resolved)
+        guard access(dir, W_OK) == 0 else {
+            throw CatalogError(.cantCreate, "cannot write the log directory (\(errorText(errno))), \(dir)",
+                               hint: "publish where this user may write, or give it write access to the directory")
+        }
         let lock = try DirectoryLock(path: dir + "/.catalog-publish.lock")
         defer { withExtendedLifetime(lock) {} }
         let now = wallClock.nowMilliseconds()
@@ -77,6 +85,11 @@ extension CatalogStore {
             }
         }
         let current = try changeSequence()
+        // Another node's log: replacing its manifest would silently cut its peers off.
+        if let other = existing, other.node != node {
+            throw CatalogError(.cantCreate, "\(dir) holds the snapshot log of node \(other.node); this database is node \(node)",
+                               hint: "publish into a directory of this node's own, or remove \(manifestPath) to take the directory over")
+        }
         // The manifest continues only if it is this database's, at the point this database recorded,
         // and not ahead of it; anything else (another publisher, a restored database, a crash between
         // the manifest and the record) starts a new generation, which is always safe.

@@ -71,6 +71,9 @@ struct RowMerger {
     /// (snapshots list landmarks in id order, so a base merged into an empty database never reads).
     private let storedMaxID: Int64?
     private var seenMaxID = Int64.min
+    /// This database's node id, and whether a source published under it was reported.
+    private let localNode: String
+    private var clashReported = false
 
     init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws {
         self.store = store
@@ -80,10 +83,17 @@ struct RowMerger {
         nextSeq = try store.lastChangeSequence() + 1
         firstSeq = nextSeq
         storedMaxID = try store.connection.scalarInt(sql: "SELECT max(id) FROM landmarks")
+        localNode = try store.currentNode()
     }
 
     /// Applies a decoded batch: its diagnostics, then its landmarks, then its positions.
     mutating func apply(_ batch: RowBatch) throws {
+        if !clashReported, let node = batch.sourceNode, node == localNode {
+            clashReported = true
+            diagnostics(Diagnostic(severity: .warning,
+                                   message: "\(source) was published under node id \(node), this database's own: if it comes from another database (a copy of this one?), the two share a node id and their writes can tie; give one of them its own id with 'catalog init --node ID'",
+                                   file: source, kind: "node-clash", details: [.init("node", node)]))
+        }
         for (_, d) in batch.diagnostics where d.severity == .error {
             errors += 1
             if errors <= maxErrors { diagnostics(d) }

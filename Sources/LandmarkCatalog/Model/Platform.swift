@@ -16,3 +16,20 @@ func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
 
 /// The text of `errno` value `code`.
 func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+/// `mkdir -p`: creates `path` and its missing parents (mode 0755 before the umask).
+/// - Returns: nil on success, else the path that could not be made and why (`strerror`).
+func makeDirectories(_ path: String) -> (path: String, reason: String, code: Int32)? {
+    var current = path.hasPrefix("/") ? "" : "."
+    for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+        current += "/" + part
+        if mkdir(current, 0o755) != 0 && errno != EEXIST {
+            return (current, errorText(errno), errno)
+        }
+        var info = stat()
+        if stat(current, &info) != 0 || (info.st_mode & S_IFMT) != S_IFDIR {
+            return (current, "not a directory", ENOTDIR)
+        }
+    }
+    return nil
+}

@@ -24,11 +24,11 @@ extension CatalogStore {
         try read {
             let now = wallClock.nowMilliseconds()
             let lastRun = try connection.firstRow(sql: """
-                SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE outcome <> 'busy' ORDER BY id DESC LIMIT 1
+                SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE outcome NOT IN ('busy', 'running') ORDER BY id DESC LIMIT 1
                 """) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
             guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
             var problems: [String] = []
-            if run.outcome == "failed" {
+            if run.outcome == "failed" || run.outcome == "interrupted" {
                 problems.append("the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")")
             }
             var checked = 0

@@ -29,14 +29,18 @@ struct SnapshotDecoder {
         var batch = RowBatch()
         func emit(_ b: inout RowBatch) -> Bool {
             b.bytesRead = reader.position.offset
+            b.sourceNode = state.node
             let positions = !b.positions.isEmpty
             guard queue.put(b) else { return false }
             b = RowBatch(reserving: !positions)  // position batches need no room for landmark text
             return true
         }
         do {
-            guard try reader.peekKind() == .object else {
-                state.error(batch, "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\"", at: reader.position)
+            let kind = try reader.peekKind()
+            guard kind == .object else {
+                // A landmarkData.json is an array of landmarks: it is imported, not synced.
+                state.error(batch, "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\", found \(kind.description)"
+                            + (kind == .array ? " (a landmarkData.json? load it with 'catalog import FILE')" : ""), at: reader.position)
                 throw Stop()
             }
             try reader.beginObject()
@@ -96,8 +100,10 @@ struct SnapshotDecoder {
                         }
                         if state.errors > state.maxErrors { throw Stop() }
                     }
+                case "node":
+                    if case .string(let node) = try reader.readValue() { state.node = node }
                 default:
-                    try reader.skipValue()  // node, generatedAt, and keys a later minor revision may add
+                    try reader.skipValue()  // generatedAt, and keys a later minor revision may add
                 }
             }
             try reader.finish()
@@ -116,6 +122,7 @@ struct SnapshotDecoder {
             batch.failure = error
         }
         batch.bytesRead = reader.position.offset
+        batch.sourceNode = state.node
         batch.isLast = true
         _ = queue.put(batch)
     }
@@ -128,6 +135,7 @@ struct SnapshotDecoder {
         var landmarks: LandmarkDecoder
         var format: String?
         var version: Int64?
+        var node: String?
         var positionErrors = 0
         let maxErrors = 20
         var errors: Int { landmarks.errors + positionErrors }

@@ -108,12 +108,8 @@ public final class CatalogStore {
     private static func prepareDirectory(for path: String) throws {
         guard path != ":memory:" else { return }
         let directory = Self.directory(of: path)
-        if !directory.isEmpty {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw CatalogError(.cantCreate, "cannot create the database directory \(directory): \(error.localizedDescription)")
-            }
+        if !directory.isEmpty, let failure = makeDirectories(directory) {
+            throw CatalogError(.cantCreate, "cannot create the database directory: \(failure.path): \(failure.reason), \(directory)")
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {

@@ -17,12 +17,13 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - text: the argument.
-    ///   - remotes: saved remotes; a SOURCE naming one (and not an existing file) means its URL.
+    ///   - remotes: saved remotes; a SOURCE naming one means its URL, whatever is in the working directory
+    ///     (write `./NAME` for a local file of that name), so a cron line means the same wherever it runs.
     ///   - workingDirectory: where a relative path is resolved (so each file has one key in `status`).
     /// - Throws: `CatalogError.usage` (64) for an unsupported scheme (`ftp://…`), a malformed URL, a
     ///   `file://` URL naming another host, or an empty string.
     public static func parse(_ text: String, remotes: [Remote] = [], workingDirectory: String = FileManager.default.currentDirectoryPath) throws -> SourceLocator {
-        if let remote = remotes.first(where: { $0.name == text }), !FileManager.default.fileExists(atPath: text) {
+        if let remote = remotes.first(where: { $0.name == text }) {
             return try parse(remote.url, remotes: [], workingDirectory: workingDirectory)
         }
         guard !text.isEmpty else { throw CatalogError(.usage, "a SOURCE is empty") }
@@ -63,7 +64,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The URL scheme of `text` (lowercased) when it starts like `scheme://`.
-    static func scheme(of text: String) -> String? {
+    public static func scheme(of text: String) -> String? {
         guard let range = text.range(of: "://") else { return nil }
         let scheme = text[..<range.lowerBound]
         guard let first = scheme.first, first.isASCII, first.isLetter,

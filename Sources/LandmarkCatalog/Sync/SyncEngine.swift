@@ -148,6 +148,7 @@ extension CatalogStore {
         }
         var report = SyncReport()
         report.dryRun = options.dryRun
+        let runID = options.dryRun ? nil : try? recordRunStart(started: started, sources: locators.map(\.description))
         let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics, progress: progress)
         for locator in locators {
             let source = try makeSource(locator)
@@ -193,7 +194,7 @@ extension CatalogStore {
             let outcome = failed != nil ? "failed"
                 : report.sources.allSatisfy({ $0.outcome == .notModified }) && !report.sources.isEmpty ? "not-modified" : "ok"
             try? recordRun(started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
-                           status: report.exitStatus, message: failed?.message, counts: report.counts)
+                           status: report.exitStatus, message: failed?.message, counts: report.counts, runID: runID)
         }
         return report
     }
@@ -291,8 +292,28 @@ extension CatalogStore {
         }
     }
 
+    /// Records a run as `running` as soon as it holds the lock, so a run that dies (SIGKILL, a power
+    /// cut) leaves a trace; the next run marks such rows `interrupted`.
+    /// - Returns: the run's ledger id.
+    private func recordRunStart(started: Int64, sources: [String]) throws -> Int64 {
+        try write {
+            try connection.execute(sql: """
+                UPDATE sync_runs SET outcome = 'interrupted', exit_status = -1,
+                    message = 'the run ended before it finished (the process was killed, or the machine stopped)'
+                WHERE outcome = 'running'
+                """)
+            var w = JSONWriter()
+            w.byte(0x5B)
+            for (i, s) in sources.enumerated() { if i > 0 { w.byte(0x2C) }; w.string(s) }
+            w.byte(0x5D)
+            try connection.execute(sql: "INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status) VALUES (?1, ?1, ?2, 'running', 0)",
+                                   [.text(Timestamp.format(milliseconds: started)), .text(String(decoding: w.bytes, as: UTF8.self))])
+            return connection.lastInsertRowID
+        }
+    }
+
     private func recordRun(started: Int64, sources: [String], reports: [SourceReport], outcome: String, status: Int32, message: String?,
-                           counts: MergeCounts = MergeCounts()) throws {
+                           counts: MergeCounts = MergeCounts(), runID: Int64? = nil) throws {
         var w = JSONWriter()
         w.byte(0x5B)
         for (i, s) in sources.enumerated() {
@@ -302,11 +323,12 @@ extension CatalogStore {
         w.byte(0x5D)
         let finished = wallClock.nowMilliseconds()
         try write {
+            if let runID { try connection.execute(sql: "DELETE FROM sync_runs WHERE id = ?", [.integer(runID)]) }
             try connection.execute(sql: """
-                INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status, landmarks_applied,
+                INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status, landmarks_applied,
                                        positions_applied, stale, ties, quarantined, message, duration_ms, landmarks_seen, positions_seen)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, [.text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)),
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, [runID.map(SQLValue.integer) ?? .null, .text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)),
                       .text(String(decoding: w.bytes, as: UTF8.self)), .text(outcome), .integer(Int64(status)),
                       .integer(Int64(counts.landmarksApplied)), .integer(Int64(counts.positionsApplied)), .integer(Int64(counts.stale)),
                       .integer(Int64(counts.ties)), .integer(Int64(counts.quarantined)), message.map(SQLValue.text) ?? .null,
