@@ -238,3 +238,55 @@ struct TimestampWriterTests {
         }
     }
 }
+
+@Suite("JSON writer: word-at-a-time escaping")
+struct JSONWriterEscapingTests {
+    /// The escaping rule, byte by byte, as the writer had it before it looked at eight bytes at a time.
+    static func naive(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [0x22]
+        let hex = Array("0123456789abcdef".utf8)
+        for c in bytes {
+            switch c {
+            case 0x22: out += [0x5C, 0x22]
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x0A: out += [0x5C, 0x6E]
+            case 0x0D: out += [0x5C, 0x72]
+            case 0x09: out += [0x5C, 0x74]
+            case 0x08: out += [0x5C, 0x62]
+            case 0x0C: out += [0x5C, 0x66]
+            case 0..<0x20: out += [0x5C, 0x75, 0x30, 0x30, hex[Int(c >> 4)], hex[Int(c & 0xF)]]
+            default: out.append(c)
+            }
+        }
+        return out + [0x22]
+    }
+
+    @Test("random strings, with specials at every offset and every byte value: the same bytes as byte by byte")
+    func sameAsNaive() {
+        var rng = SplitMix64(seed: 0xE5C)
+        for length in 0..<40 {
+            for _ in 0..<200 {
+                let bytes = (0..<length).map { _ -> UInt8 in
+                    switch Int.random(in: 0..<10, using: &rng) {
+                    case 0: return [0x22, 0x5C, 0x00, 0x1F, 0x20, 0x7F, 0x80, 0xFF, 0x0A].randomElement(using: &rng)!
+                    case 1: return UInt8.random(in: 0...255, using: &rng)
+                    default: return UInt8.random(in: 0x21...0x7E, using: &rng)
+                    }
+                }
+                var w = JSONWriter()
+                bytes.withUnsafeBufferPointer { w.string(utf8: $0) }
+                #expect(w.bytes == Self.naive(bytes), "\(bytes)")
+            }
+        }
+    }
+
+    @Test("integers are written digit by digit as String(v) writes them")
+    func integers() {
+        var rng = SplitMix64(seed: 7)
+        for v in [Int64.min, Int64.max, 0, -1, 9, 10, -10, 1_000_000] + (0..<1000).map({ _ in Int64.random(in: .min ... .max, using: &rng) }) {
+            var w = JSONWriter()
+            w.int(v)
+            #expect(String(decoding: w.bytes, as: UTF8.self) == String(v))
+        }
+    }
+}

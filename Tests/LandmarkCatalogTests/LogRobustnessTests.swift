@@ -66,7 +66,7 @@ struct LogRobustnessTests {
         #expect(r.stderr.contains("is 5000000000 bytes, over the limit of 1000000 bytes"), "\(r.stderr)")
         #expect(r.stderr.contains("hint: raise it with --max-bytes"))
         #expect(try server.log().compactMap { $0["path"] ?? nil }.filter { $0.hasPrefix("/files/") } == ["/files/manifest.json"])
-        // And locally.
+        // Locally the files are on disk already (no limit), and the size does not match the manifest: 65 all the same.
         let local = runCLI(["sync", "--max-bytes", "1000000", log.path], db: db)
         #expect(local.status == 65)
         #expect(try dumpLandmarks(db).isEmpty)

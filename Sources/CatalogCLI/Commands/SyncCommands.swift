@@ -40,7 +40,7 @@ extension CatalogCLI {
             parse: Values.seconds(0.001...604_800))
         static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429, 5xx and a connection broken before the body, with exponential backoff (default 3).",
                                          parse: Values.integer(0...10))
-        static let maxBytes = Option<Int64>("--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 1073741824).",
+        static let maxBytes = Option<Int64>("--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
                                             parse: Values.int64(1...Int64.max))
     }
 

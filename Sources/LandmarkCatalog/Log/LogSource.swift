@@ -101,8 +101,10 @@ final class DirectoryLogFetcher: LogFileFetcher {
     let maxBytes: Int64
     private(set) var bytesFetched: Int64 = 0
 
-    /// - Parameter manifest: the manifest's path (default `directory/manifest.json`).
-    init(directory: String, manifest: String? = nil, maxBytes: Int64 = 1 << 30) {
+    /// - Parameters:
+    ///   - manifest: the manifest's path (default `directory/manifest.json`).
+    ///   - maxBytes: the largest file read; local files are on disk already, so by default there is none.
+    init(directory: String, manifest: String? = nil, maxBytes: Int64 = .max) {
         self.directory = directory
         self.manifestName = manifest ?? directory + "/" + LogManifest.fileName
         self.maxBytes = maxBytes

@@ -44,8 +44,65 @@ enum LandmarkJSON {
     /// would repeat a key in one object).
     static let ownKeys: Set<String> = Set(order.map(\.key)).union(["latitude", "longitude"])
 
+    /// A shape's keys in order, as one buffer of `{"key":` / `,"key":` prefixes and what follows each:
+    /// the loop for a landmark without kept unknown keys touches no `String` and no reference count.
+    struct Plan {
+        let items: [(item: Item, start: Int, count: Int)]
+        let prefixes: [UInt8]
+
+        init(_ shape: LandmarkJSONShape) {
+            var items: [(Item, Int, Int)] = []
+            var prefixes: [UInt8] = []
+            for entry in LandmarkJSON.order {
+                if case .column(let c) = entry.item, c.kind == .stamp, shape != .snapshot { continue }
+                let prefix = Array((items.isEmpty ? "{" : ",").utf8) + entry.prefix
+                items.append((entry.item, prefixes.count, prefix.count))
+                prefixes += prefix
+            }
+            self.items = items
+            self.prefixes = prefixes
+        }
+    }
+
+    static let applePlan = Plan(.apple), snapshotPlan = Plan(.snapshot), contentPlan = Plan(.content)
+
+    /// Writes one value of `item`.
+    @inline(__always)
+    static func writeValue<F: LandmarkFields>(_ item: Item, of fields: F, shape: LandmarkJSONShape, to w: inout JSONWriter) {
+        switch item {
+        case .coordinates:
+            w.raw("{\"latitude\":")
+            w.double(fields.double(.latitude))
+            w.raw(",\"longitude\":")
+            w.double(fields.double(.longitude))
+            w.byte(0x7D)
+        case .column(let c):
+            switch c {
+            case .id, .counter: w.int(fields.int(c))
+            case .isFeatured, .isFavorite, .deleted: w.bool(fields.int(c) != 0)
+            case .updatedMs: Timestamp.write(milliseconds: fields.int(c), to: &w)
+            default:
+                fields.withText(c) { bytes in
+                    if let bytes { w.string(utf8: bytes) } else if shape == .apple { w.raw("\"\"") } else { w.raw("null") }
+                }
+            }
+        }
+    }
+
     /// Writes `fields` as a JSON object of `shape`.
     static func write<F: LandmarkFields>(_ fields: F, shape: LandmarkJSONShape, to w: inout JSONWriter) {
+        let hasExtras = fields.withText(.extra) { $0 != nil }
+        guard hasExtras else {
+            let plan = shape == .apple ? applePlan : shape == .snapshot ? snapshotPlan : contentPlan
+            plan.prefixes.withUnsafeBufferPointer { prefixes in
+                for entry in plan.items {
+                    w.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: prefixes[entry.start..<(entry.start + entry.count)]))
+                    writeValue(entry.item, of: fields, shape: shape, to: &w)
+                }
+            }
+            w.byte(0x7D)
+            return
+        }
         let extras = fields.withText(.extra) { bytes in bytes.map { keptKeys(in: $0) } } ?? []
         var next = 0
         w.byte(0x7B)
@@ -62,24 +119,7 @@ enum LandmarkJSON {
             if !first { w.byte(0x2C) }
             first = false
             w.bytes.append(contentsOf: entry.prefix)
-            switch entry.item {
-            case .coordinates:
-                w.raw("{\"latitude\":")
-                w.double(fields.double(.latitude))
-                w.raw(",\"longitude\":")
-                w.double(fields.double(.longitude))
-                w.byte(0x7D)
-            case .column(let c):
-                switch c {
-                case .id, .counter: w.int(fields.int(c))
-                case .isFeatured, .isFavorite, .deleted: w.bool(fields.int(c) != 0)
-                case .updatedMs: Timestamp.write(milliseconds: fields.int(c), to: &w)
-                default:
-                    fields.withText(c) { bytes in
-                        if let bytes { w.string(utf8: bytes) } else if shape == .apple { w.raw("\"\"") } else { w.raw("null") }
-                    }
-                }
-            }
+            writeValue(entry.item, of: fields, shape: shape, to: &w)
         }
         while next < extras.count {
             w.byte(0x2C)

@@ -17,8 +17,9 @@ public struct SyncOptions: Sendable {
     public var retries = 3
     /// HTTP: first backoff delay in seconds (doubling).
     public var backoffSeconds: Double = 0.5
-    /// Largest body accepted from HTTP, in bytes (decoded), counted as it arrives.
-    public var maxBytes: Int64 = 1 << 30
+    /// Largest body accepted from HTTP, in bytes (decoded), counted as it arrives; 4 GiB by default (the
+    /// base of a log of a million landmarks and a million users is about 1.1 GB).
+    public var maxBytes: Int64 = 4 << 30
     /// After merging, publish the merged state here: a snapshot log when the path is a directory or does
     /// not end in `.json` (SPEC §10), else a single snapshot file (SPEC §6).
     public var publishPath: String?

@@ -105,7 +105,8 @@ final class FileSource: SyncSource {
     }
 
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
-        let maxBytes = context.options.maxBytes
+        // `--max-bytes` guards against what a server sends; a local log's files are on disk already.
+        let maxBytes = Int64.max
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             return try readLog(DirectoryLogFetcher(directory: path, maxBytes: maxBytes), cursor: cursor)
