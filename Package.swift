@@ -52,8 +52,8 @@ let package = Package(
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .executableTarget(name: "catalog", dependencies: ["CatalogCLI"]),
-        // `catalog` with the test suite's hooks (never shipped): see Tests/CatalogTestHarness/main.swift.
-        .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/CatalogTestHarness"),
+        // `catalog` with the test suite's hooks (never shipped): see Tests/Support/CatalogTestHarness/main.swift.
+        .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/Support/CatalogTestHarness"),
         .testTarget(
             name: "LandmarkCatalogTests",
             dependencies: ["LandmarkCatalog", "CatalogCLI"]

@@ -38,6 +38,7 @@ extension JSONPullReader {
                 count = read(fileDescriptor, storage + end, capacity - end)
             }
             if count > 0 {
+                onRead?(UnsafeRawBufferPointer(start: storage + end, count: count))
                 end += count
                 return true
             }

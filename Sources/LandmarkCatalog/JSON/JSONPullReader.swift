@@ -87,6 +87,8 @@ public final class JSONPullReader {
     /// with `pread(2)` and where the part ends; −1 for a whole descriptor read with `read(2)`.
     var rangeOffset = -1
     var rangeEnd = -1
+    /// Called with every chunk read from the descriptor, in order (a hash computed in the same pass).
+    public var onRead: ((UnsafeRawBufferPointer) -> Void)?
 
     // The buffer: bytes [0, end) are valid, [pos, end) not yet consumed; storage[0] is input byte `base`.
     var storage: UnsafeMutablePointer<UInt8>

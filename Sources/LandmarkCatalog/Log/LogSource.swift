@@ -118,8 +118,9 @@ final class DirectoryLogFetcher: LogFileFetcher {
         return (bytes, nil)
     }
 
-    /// Checks the file (size, SHA-256) now and opens it again only when it is merged, so a log of any
-    /// number of deltas holds one descriptor at a time; the file's identity is checked again then.
+    /// Checks the file's size now, and its SHA-256 while it is merged, in the same pass that reads it: a
+    /// mismatch fails the source and its transaction rolls back, so nothing from the file is kept (the
+    /// file is opened only then, so a log of any number of deltas holds one descriptor at a time).
     func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {
         let path = directory + "/" + file.name
         let fd = try Self.open(path, name: file.name)
@@ -129,25 +130,8 @@ final class DirectoryLogFetcher: LogFileFetcher {
         guard Int64(info.st_size) == file.bytes else {
             throw CatalogError(.dataInvalid, "the log file is \(info.st_size) bytes, the manifest says \(file.bytes); nothing from it was merged, \(path)")
         }
-        var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: off_t = 0
-        while true {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CatalogError(.ioError, "cannot read \(path): \(errorText(errno))")
-            }
-            if n == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            offset += off_t(n)
-        }
-        let sha = SHA256.hex(hasher.finalize())
-        guard sha == file.sha256 else {
-            throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(path)")
-        }
         bytesFetched += file.bytes
-        return CheckedFileFeed(path: path, identity: Self.identity(info))
+        return CheckedFileFeed(path: path, identity: Self.identity(info), sha256: file.sha256)
     }
 
     static func identity(_ info: stat) -> String { "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)" }
@@ -180,25 +164,54 @@ final class DirectoryLogFetcher: LogFileFetcher {
     }
 }
 
-/// A local log file already checked (size, SHA-256): opened when merged, refused if it changed since.
+/// A local log file whose size was checked: opened when merged, hashed as it is read, refused (and its
+/// transaction rolled back) if it changed since, or if its SHA-256 is not the manifest's.
 final class CheckedFileFeed: ChangeFeed {
     let path: String
     let identity: String
+    let sha256: String
 
-    init(path: String, identity: String) {
+    init(path: String, identity: String, sha256: String) {
         self.path = path
         self.identity = identity
+        self.sha256 = sha256
+    }
+
+    /// The hasher the reading thread feeds; read once that thread is done.
+    final class Hashing: @unchecked Sendable {
+        var hasher = SHA256()
     }
 
     func merge(into merger: inout RowMerger) throws {
         let fd = try DirectoryLogFetcher.open(path, name: path)
+        defer { close(fd) }
         var info = stat()
         fstat(fd, &info)
         guard DirectoryLogFetcher.identity(info) == identity else {
-            close(fd)
             throw CatalogError(.dataInvalid, "the log file changed after it was checked; nothing from it was merged, \(path)")
         }
-        try SnapshotFeed(fd: fd, name: path, owned: true).merge(into: &merger)
+        let hashing = Hashing()
+        let decoder = SnapshotDecoder(source: path)
+        let reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) { hashing.hasher.update($0) } }
+        defer { reading.finish() }
+        var failure: (any Error)?
+        while true {
+            let batch = reading.queue.take()
+            if failure == nil {
+                do { try merger.apply(batch) } catch { failure = error }
+            }
+            if batch.isLast {
+                failure = failure ?? batch.failure ?? merger.failure()
+                break
+            }
+        }
+        reading.finish()
+        // The hash decides first: a file that is not the manifest's says so, whatever else went wrong.
+        let sha = SHA256.hex(hashing.hasher.finalize())
+        guard sha == sha256 else {
+            throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(sha256); nothing from it was merged, \(path)")
+        }
+        if let failure { throw failure }
     }
 }
 
