@@ -111,16 +111,19 @@ struct HubMigrator {
     }
 
     /// Applies every pending hub migration, each in its own transaction under the advisory lock.
-    /// Idempotent; an up-to-date hub costs two reads and takes no lock.
+    /// Idempotent; an up-to-date hub costs two reads and takes no lock. A foreign database (hub tables,
+    /// no ledger) is refused under the lock, before anything is written.
     /// - Returns: the versions this call applied.
     /// - Throws: `HubSchemaError` (refusals, failing SQL), `PGError` (the hub unreachable, a deadline).
     @discardableResult
     func migrate(_ connection: PGConnection) throws -> [Int] {
+        // The unlocked fast path only answers "up to date". A database without a ledger is judged
+        // foreign only under the lock: between reading "no ledger" and looking for the hub's tables,
+        // another migrator may commit migration 1 (ledger and tables together), which would read as
+        // tables without a ledger.
         if let rows = try ledger(connection) {
             try check(rows)
             if migrations.allSatisfy({ rows[$0.version] != nil }) { return [] }
-        } else {
-            try refuseForeign(connection)
         }
         var applied: [Int] = []
         for migration in migrations {
