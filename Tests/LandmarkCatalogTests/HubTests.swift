@@ -242,6 +242,35 @@ struct HubTests {
         }
     }
 
+    /// A pull of three `FETCH` batches (60,001 positions; 25,000 per batch) read on the reading thread
+    /// while the merger writes: every row arrives once, in any change order on the hub (numbered here in
+    /// a shuffled order, as a hub written by many edges is); a bad row in the last batch fails the whole
+    /// pull after two batches were merged, and the edge keeps none of them.
+    @Test("a pull of several batches, read while it merges, delivers every row; a bad row in its last batch leaves the edge empty")
+    func multiBatchPull() throws {
+        let (uri, name) = try HubSupport.makeHub(server)
+        #expect(sync(try seededEdge(), uri).status == 0)
+        let hub = try HubSupport.connect(server, name)
+        try hub.execute(sql: """
+            INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq)
+            SELECT 'u-' || lpad(n::text, 6, '0'), n % 7, NULL, (extract(epoch FROM now()) * 1000)::bigint - 60000, n % 3, 'n-bulk',
+                   n % 11 = 0, nextval('hub_change_seq')
+            FROM (SELECT n FROM generate_series(1, 60001) AS n ORDER BY md5(n::text)) AS shuffled
+            """)
+        let b = Support.temporaryDatabase()
+        let pulled = sync(b, uri)
+        #expect(pulled.status == 0 && pulled.stdout.contains(#""positionsApplied":60001"#), "\(pulled.stdout)")
+        #expect(try HubSupport.edgePositions(b) == HubSupport.hubPositions(server, name))
+        #expect(try HubSupport.hubStatus(b)["inAgreement"] as? Bool == true)
+
+        // 'zz' sorts after every 'u-…': the pull reads in user order, so it is in the third batch.
+        try hub.execute(sql: "INSERT INTO positions VALUES ('zz', 1, NULL, 1, 0, 'bad node!', false, nextval('hub_change_seq'))")
+        let c = Support.temporaryDatabase()
+        let failed = sync(c, uri)
+        #expect(failed.status == 65 && failed.stderr.contains("is not valid"), "\(failed.stderr)")
+        #expect(try dumpLandmarks(c).isEmpty && dumpPositions(c).isEmpty)
+    }
+
     @Test("ties (equal stamps, different content) settle the same on the hub as in Swift: the tombstone, else the greater content")
     func ties() throws {
         let (uri, name) = try HubSupport.makeHub(server)

@@ -45,6 +45,22 @@ struct ProgressTests {
             == "importing: 10,000 records, 20,000 rows/s")
     }
 
+    /// Regression: a hub pull's first line said "25,000 records, 1.5 MB, 127,547,766 rows/s": the job's
+    /// clock started at its own first report, which comes after its first batch.
+    @Test("a job's rate counts from when it started, not from its first report")
+    func rateFromStart() {
+        let sink = MemorySink()
+        var now = 50.0
+        let line = ProgressLine(sink: sink, enabled: true, label: "syncing", now: { now })
+        now = 52  // connecting and pushing took 2 s; the first batch of the pull is merged
+        line.update(Progress(records: 25_000, bytes: 1_500_000, totalBytes: nil, phase: .merging, subject: "hub"))
+        #expect(sink.text.hasSuffix("merging hub: 25,000 records, 1.5 MB, 12,500 rows/s"))
+        now = 52.000_2  // the next job reports at once: under 10 ms, no rate worth showing
+        line.update(Progress(records: 10, bytes: 100, totalBytes: nil, phase: .writing, subject: "log"))
+        #expect(sink.text.hasSuffix("writing log: 10 records, 0.0 MB, 0 rows/s"))
+        #expect(ProgressLine.render(label: "x", records: 25_000, bytes: 0, total: nil, elapsed: 0.000_2) == "x: 25,000 records, 0 rows/s")
+    }
+
     @Test("redrawn at most twice a second, cut to the terminal's width, cleared before anything else")
     func throttled() {
         let sink = MemorySink()
@@ -69,13 +85,15 @@ struct ProgressTests {
         let line = ProgressLine(sink: sink, enabled: true, label: "syncing", now: { now })
         now = 10
         line.update(Progress(records: 1_000, bytes: 500, totalBytes: 1_000, phase: .merging, subject: "peer.json"))
-        #expect(sink.text.hasSuffix("merging peer.json:  50% 0.0 of 0.0 MB, 1,000 records, 0 rows/s, ETA 0:00"))
+        // The first job's clock started with the line (the command), not at its first report.
+        #expect(sink.text.hasSuffix("merging peer.json:  50% 0.0 of 0.0 MB, 1,000 records, 100 rows/s, ETA 0:10"))
         now = 12
+        // A later job's clock starts at the report before it (at 10, when merging ended).
         line.update(Progress(records: 2_000, bytes: 4_000_000, totalBytes: nil, phase: .writing, subject: "/srv/exchange/me.json"))
-        #expect(sink.text.hasSuffix("writing /srv/exchange/me.json: 2,000 records, 4.0 MB, 0 rows/s"))
+        #expect(sink.text.hasSuffix("writing /srv/exchange/me.json: 2,000 records, 4.0 MB, 1,000 rows/s"))
         now = 13
         line.update(Progress(records: 3_000, bytes: 5_000_000, totalBytes: nil, phase: .writing, subject: "/srv/exchange/me.json"))
-        #expect(sink.text.hasSuffix("writing /srv/exchange/me.json: 3,000 records, 5.0 MB, 3,000 rows/s"))
+        #expect(sink.text.hasSuffix("writing /srv/exchange/me.json: 3,000 records, 5.0 MB, 1,000 rows/s"))
         let long = String(repeating: "d", count: 60) + "/peer.json"
         #expect(ProgressLine.label(Progress(records: 0, bytes: 0, totalBytes: nil, phase: .merging, subject: long))
             == "merging …" + long.suffix(39))

@@ -23,6 +23,8 @@ final class ProgressLine {
     private var label: String
     private var started: Double
     private var last: Double = 0
+    /// When the last report came (drawn or not): the next job's clock starts there.
+    private var lastReport: Double?
     private let now: () -> Double
     /// The terminal's width: longer lines are cut so that `\r` returns to their start.
     private let columns: Int?
@@ -43,6 +45,7 @@ final class ProgressLine {
     func update(records: Int, bytes: Int64, total: Int64?) {
         guard enabled else { return }
         let t = now()
+        lastReport = t
         guard t - last >= 0.5 else { return }
         last = t
         var text = Self.render(label: label, records: records, bytes: bytes, total: total, elapsed: t - started)
@@ -52,12 +55,15 @@ final class ProgressLine {
     }
 
     /// Redraws the line for a job that reports its phase and subject (a sync merging one source, then
-    /// writing `--publish`): the label names them, and a new phase or subject starts its own clock.
+    /// writing `--publish`): the label names them, and a new phase or subject starts its own clock —
+    /// the first job's when the line was made (the command's start), a later one's at the report before
+    /// it (when the job before it ended), never at its own first report: a job reports after its first
+    /// batch, and a rate measured from there is one batch over microseconds.
     func update(_ p: LandmarkCatalog.Progress) {
         guard enabled else { return }
         if job == nil || job! != (p.phase, p.subject) {
+            if job != nil { started = lastReport ?? now() }
             job = (p.phase, p.subject)
-            started = now()
             last = 0
             label = Self.label(p)
         }
@@ -85,7 +91,7 @@ final class ProgressLine {
 
     /// The line's text.
     static func render(label: String, records: Int, bytes: Int64, total: Int64?, elapsed: Double) -> String {
-        let rate = elapsed > 0 ? Double(records) / elapsed : 0
+        let rate = elapsed >= 0.01 ? Double(records) / elapsed : 0  // under 10 ms a rate means nothing
         var parts = ["\(label):"]
         if let total, total > 0 {
             let fraction = min(1, Double(bytes) / Double(total))

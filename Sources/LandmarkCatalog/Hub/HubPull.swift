@@ -57,26 +57,26 @@ final class HubPullFeed: ChangeFeed {
                 }
                 let range: [PGValue?] = [.integer(since), .integer(own.0), .integer(own.1)]
                 // A row that is not valid fails the source: stop reading at the batch that held it.
-                try pg.forEachBatch(sql: HubSQL.pullLandmarks, range, batch: Self.landmarkBatch) { result in
-                    try merger.apply(try landmarkBatch(result, through: &through))
-                    if let failure = merger.failure() { throw failure }
-                }
-                try pg.forEachBatch(sql: HubSQL.pullPositions, range, batch: Self.positionBatch) { result in
-                    try merger.apply(try positionBatch(result, through: &through))
-                    if let failure = merger.failure() { throw failure }
-                }
+                through = max(through, try pipelined(pg, sql: HubSQL.pullLandmarks, range, batch: Self.landmarkBatch,
+                                                     decode: { try self.landmarkBatch($0, through: &$1) }, into: &merger))
+                through = max(through, try pipelined(pg, sql: HubSQL.pullPositions, range, batch: Self.positionBatch,
+                                                     decode: { try self.positionBatch($0, through: &$1) }, into: &merger))
                 if !due.landmarks.isEmpty {
                     try pg.forEachBatch(sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],
                                         batch: Self.landmarkBatch) { result in
                         var ignored = since
-                        try merger.apply(try landmarkBatch(result, through: &ignored))
+                        let batch = try landmarkBatch(result, through: &ignored)
+                        source.bytesFetched += Int64(batch.bytesRead)
+                        try merger.apply(batch)
                     }
                 }
                 if !due.positions.isEmpty {
                     try pg.forEachBatch(sql: HubSQL.redeliverPositions, [.text(Self.arrayLiteral(due.positions)), .integer(since)],
                                         batch: Self.positionBatch) { result in
                         var ignored = since
-                        try merger.apply(try positionBatch(result, through: &ignored))
+                        let batch = try positionBatch(result, through: &ignored)
+                        source.bytesFetched += Int64(batch.bytesRead)
+                        try merger.apply(batch)
                     }
                 }
             }
@@ -116,6 +116,51 @@ final class HubPullFeed: ChangeFeed {
             .joined(separator: ",") + "}"
     }
 
+    /// Reads `sql` through a cursor on a reading thread — each `FETCH` decoded into a ``RowBatch`` there
+    /// by `decode` — while this thread merges the batch before it (one batch waits between them, as a
+    /// file's reader and writer do), so PostgreSQL's sending, libpq's parsing and our validation overlap
+    /// SQLite's writing. Returns the largest hub sequence number `decode` saw.
+    ///
+    /// The connection is the reader's alone while it runs: this thread only takes batches and touches
+    /// `pg` again after `ReadingThread.finish()` has returned (on every path, by `defer`).
+    /// - Throws: the first of: what reading or decoding threw (after the batches before it were merged),
+    ///   what merging threw, or the merger's failure after a batch (a row that is not valid: reading stops
+    ///   at the batch that held it).
+    private func pipelined(_ pg: PGConnection, sql: String, _ params: [PGValue?], batch: Int,
+                           decode: @escaping (PGResult, inout Int64) throws -> RowBatch,
+                           into merger: inout RowMerger) throws -> Int64 {
+        let handoff = ReaderHandoff(pg: pg, decode: decode, through: since)
+        let reading = ReadingThread { queue in
+            var failure: (any Error)?
+            do {
+                try handoff.pg.forEachBatch(sql: sql, params, batch: batch) { result in
+                    let rows = try handoff.decode(result, &handoff.through)
+                    guard queue.put(rows) else { throw ReaderHandoff.Stopped() }
+                }
+            } catch is ReaderHandoff.Stopped {
+                return  // the merger gave up: nobody takes a last batch
+            } catch {
+                failure = error
+            }
+            let last = RowBatch(reserving: false)
+            last.isLast = true
+            last.failure = failure
+            _ = queue.put(last)
+        }
+        defer { reading.finish() }
+        while true {
+            let rows = reading.queue.take()
+            source.bytesFetched += Int64(rows.bytesRead)
+            if rows.isLast {
+                if let failure = rows.failure { throw failure }
+                return handoff.through
+            }
+            try merger.apply(rows)
+            merger.progress(merger.counts.seen, source.bytesFetched, nil)
+            if let failure = merger.failure() { throw failure }
+        }
+    }
+
     // MARK: Rows
 
     /// Decodes one `FETCH` of landmark rows (id, body, updated_ms, counter, node, deleted, seq): the bodies,
@@ -128,7 +173,7 @@ final class HubPullFeed: ChangeFeed {
         for row in 0..<count {
             if row > 0 { json.append(UInt8(ascii: ",")) }
             if let body = result.bytes(row, 1) { json.append(contentsOf: body) } else { json.append(contentsOf: "null".utf8) }
-            source.bytesFetched += Int64(result.bytes(row, 1)?.count ?? 0) + 40
+            batch.bytesRead += (result.bytes(row, 1)?.count ?? 0) + 40
         }
         json.append(UInt8(ascii: "]"))
         var decoder = LandmarkDecoder(file: hub.name, mode: .content)
@@ -186,7 +231,7 @@ final class HubPullFeed: ChangeFeed {
             for row in 0..<result.rowCount {
                 through = max(through, try result.int64(row, 7) ?? 0)
                 let raw = result.text(row, 0) ?? ""
-                source.bytesFetched += Int64(raw.utf8.count) + 48
+                batch.bytesRead += raw.utf8.count + 48
                 let user = try? UserID.normalize(raw)
                 let page = try result.int64(row, 1) ?? -1
                 // Compared as bytes: Swift's == would take an NFD id for its NFC form, a different key in SQLite.
@@ -213,5 +258,21 @@ final class HubPullFeed: ChangeFeed {
         guard let wall = try result.int64(row, updatedMs), let count = try result.int64(row, counter), (0...HLCStamp.maxCounter).contains(count),
               let node = result.text(row, node), CatalogStore.isValidNodeID(node) else { return nil }
         return HLCStamp(wallMilliseconds: wall, counter: count, node: node)
+    }
+}
+
+/// What a pull's reading thread owns while it runs (see `HubPullFeed.pipelined`): the connection, the
+/// decoder and the largest sequence number seen. Not `Sendable` by nature (`PGConnection` belongs to one
+/// thread at a time); handed over whole to the reader and back when `ReadingThread.finish()` returns.
+private final class ReaderHandoff: @unchecked Sendable {
+    struct Stopped: Error {}
+    let pg: PGConnection
+    let decode: (PGResult, inout Int64) throws -> RowBatch
+    var through: Int64
+
+    init(pg: PGConnection, decode: @escaping (PGResult, inout Int64) throws -> RowBatch, through: Int64) {
+        self.pg = pg
+        self.decode = decode
+        self.through = through
     }
 }

@@ -138,12 +138,20 @@ enum HubSQL {
     static let pullIsolation = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
     /// Landmarks changed after `$1`, except those numbered `$2…$3` (this edge's own push, which it has).
+    ///
+    /// In key order, not change order: a pull is one SQLite transaction, so the order is free, and rows
+    /// that arrive in the edge's B-tree order are appended, not scattered (a 1M-row pull into an empty
+    /// edge: 5.5–6.4 s in change order, see the note in README "PostgreSQL hub"). PostgreSQL reads the
+    /// primary key when most rows qualify and sorts the few otherwise (its planner sees the values).
+    /// `COLLATE "C"` on the hub's text keys is byte order, the order the merger sorts a batch in.
     static let pullLandmarks = """
         SELECT id, body, updated_ms, counter, node, deleted, seq FROM landmarks WHERE seq > $1 AND NOT (seq BETWEEN $2 AND $3)
+        ORDER BY id
         """
+    /// Positions changed after `$1`, except `$2…$3`, in user-id order (as ``pullLandmarks``).
     static let pullPositions = """
         SELECT user_id, page, landmark_id, updated_ms, counter, node, deleted, seq FROM positions
-        WHERE seq > $1 AND NOT (seq BETWEEN $2 AND $3)
+        WHERE seq > $1 AND NOT (seq BETWEEN $2 AND $3) ORDER BY user_id
         """
     /// Rows of the given keys (`$1`, an array) numbered at most `$2`: quarantined rows delivered again
     /// once this edge's clock has caught up with them.
