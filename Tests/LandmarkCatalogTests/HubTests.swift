@@ -377,6 +377,10 @@ struct HubTests {
     static let badRows: [(String, String)] = [
         ("INSERT INTO positions VALUES ('u', 1, NULL, 1, 0, 'bad node!', false, nextval('hub_change_seq'))", "is not valid"),
         ("INSERT INTO positions VALUES (E'e\\u0301', 1, NULL, 1, 0, 'n-x', false, nextval('hub_change_seq'))", "is not valid"),
+        // Regression: a stamp no RFC 3339 timestamp names was merged, then trapped export (Int64 overflow).
+        ("INSERT INTO positions VALUES ('u', 1, NULL, -9223372036854775808, 0, 'n-x', false, nextval('hub_change_seq'))", "is not valid"),
+        ("INSERT INTO landmarks VALUES (9, '{\"id\": 9, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 253402300800000, 0, 'n-x', false, nextval('hub_change_seq'))",
+         "invalid stamp"),
         ("INSERT INTO landmarks VALUES (5, '{\"id\": 5, \"name\": ', 1, 0, 'n-x', false, nextval('hub_change_seq'))", "not valid JSON"),
         ("INSERT INTO landmarks VALUES (6, '{\"id\": 7, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
          "another id"),

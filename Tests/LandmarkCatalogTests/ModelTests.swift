@@ -39,6 +39,27 @@ struct TimestampTests {
         #expect(text.count == 24)
         #expect(Timestamp.parse(text) == ms)
     }
+
+    @Test("known instants: the epoch, the ms before it, a leap day, the last ms of year 9999, day boundaries before 1970")
+    func knownInstants() {
+        let table: [(Int64, String)] = [
+            (0, "1970-01-01T00:00:00.000Z"), (-1, "1969-12-31T23:59:59.999Z"), (-86_400_000, "1969-12-31T00:00:00.000Z"),
+            (-86_400_001, "1969-12-30T23:59:59.999Z"), (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (253_402_300_799_999, "9999-12-31T23:59:59.999Z"), (-62_135_596_800_000, "0001-01-01T00:00:00.000Z"),
+        ]
+        for (ms, text) in table {
+            #expect(Timestamp.format(milliseconds: ms) == text, "\(ms)")
+            var w = JSONWriter()
+            Timestamp.write(milliseconds: ms, to: &w)
+            #expect(String(decoding: w.bytes, as: UTF8.self) == "\"\(text)\"")
+        }
+        // Any Int64 formats without trapping (a stored stamp is an Int64, whatever wrote it).
+        for ms in [Int64.min, Int64.min + 1, Int64.max] {
+            var w = JSONWriter()
+            Timestamp.write(milliseconds: ms, to: &w)
+            #expect(!Timestamp.format(milliseconds: ms).isEmpty && w.bytes.count > 2)
+        }
+    }
 }
 
 @Suite("JSON writer")

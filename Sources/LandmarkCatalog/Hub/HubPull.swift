@@ -251,11 +251,13 @@ final class HubPullFeed: ChangeFeed {
         return batch
     }
 
-    /// The stamp in columns `updatedMs`, `counter`, `node` of `row`, or nil when it is not valid (a counter
-    /// outside 0…``HLCStamp/maxCounter``, a bad node id).
+    /// The stamp in columns `updatedMs`, `counter`, `node` of `row`, or nil when it is not valid: a time
+    /// no RFC 3339 timestamp names (outside ``Timestamp/representable``: it could never be written to a
+    /// snapshot), a counter outside 0…``HLCStamp/maxCounter``, a bad node id.
     /// - Throws: `PGError` when a column is not an integer.
     static func stamp(_ result: PGResult, row: Int, updatedMs: Int, counter: Int, node: Int) throws -> HLCStamp? {
-        guard let wall = try result.int64(row, updatedMs), let count = try result.int64(row, counter), (0...HLCStamp.maxCounter).contains(count),
+        guard let wall = try result.int64(row, updatedMs), Timestamp.representable.contains(wall),
+              let count = try result.int64(row, counter), (0...HLCStamp.maxCounter).contains(count),
               let node = result.text(row, node), CatalogStore.isValidNodeID(node) else { return nil }
         return HLCStamp(wallMilliseconds: wall, counter: count, node: node)
     }

@@ -3,48 +3,25 @@ import Foundation
 /// RFC 3339 timestamps (https://www.rfc-editor.org/rfc/rfc3339), as instants in milliseconds since
 /// 1970-01-01T00:00:00Z.
 public enum Timestamp {
+    /// The instants an RFC 3339 `date-time` can name (years 0000–9999, four digits), in ms since the
+    /// epoch: what ``parse(_:)`` returns and what a stamp from anywhere else (a hub's column) must be in.
+    public static let representable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
     /// Formats ms since the epoch as `2026-11-30T01:02:03.456Z` (UTC, always 3 fraction digits).
     public static func format(milliseconds: Int64) -> String {
-        let seconds = Int64((Double(milliseconds) / 1000).rounded(.down))
-        let ms = Int(milliseconds - seconds * 1000)
-        var days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
-        let secondOfDay = Int(seconds - days * 86400)
-        // Civil-from-days, Howard Hinnant: https://howardhinnant.github.io/date_algorithms.html
-        days += 719_468
-        let era = (days >= 0 ? days : days - 146_096) / 146_097
-        let doe = days - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        var year = yoe + era * 400
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        if month <= 2 { year += 1 }
+        let f = fields(milliseconds)
         func pad(_ v: Int64, _ width: Int) -> String {
             let s = String(v)
             return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(Int64(secondOfDay / 3600), 2)):"
-            + "\(pad(Int64(secondOfDay / 60 % 60), 2)):\(pad(Int64(secondOfDay % 60), 2)).\(pad(Int64(ms), 3))Z"
+        return "\(pad(f.year, 4))-\(pad(f.month, 2))-\(pad(f.day, 2))T\(pad(f.secondOfDay / 3600, 2)):"
+            + "\(pad(f.secondOfDay / 60 % 60, 2)):\(pad(f.secondOfDay % 60, 2)).\(pad(f.ms, 3))Z"
     }
 
     /// Writes `format(milliseconds:)` as a JSON string, digit by digit (no intermediate `String`).
     static func write(milliseconds: Int64, to w: inout JSONWriter) {
-        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
-        let ms = milliseconds - seconds * 1000
-        var days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
-        let secondOfDay = seconds - days * 86400
-        days += 719_468
-        let era = (days >= 0 ? days : days - 146_096) / 146_097
-        let doe = days - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        var year = yoe + era * 400
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        if month <= 2 { year += 1 }
-        guard (0...9999).contains(year) else {
+        let f = fields(milliseconds)
+        guard (0...9999).contains(f.year) else {
             w.string(format(milliseconds: milliseconds))
             return
         }
@@ -57,10 +34,35 @@ public enum Timestamp {
             }
         }
         w.byte(0x22)
-        digits(year, 4); w.byte(0x2D); digits(month, 2); w.byte(0x2D); digits(day, 2); w.byte(0x54)
-        digits(secondOfDay / 3600, 2); w.byte(0x3A); digits(secondOfDay / 60 % 60, 2); w.byte(0x3A)
-        digits(secondOfDay % 60, 2); w.byte(0x2E); digits(ms, 3); w.byte(0x5A)
+        digits(f.year, 4); w.byte(0x2D); digits(f.month, 2); w.byte(0x2D); digits(f.day, 2); w.byte(0x54)
+        digits(f.secondOfDay / 3600, 2); w.byte(0x3A); digits(f.secondOfDay / 60 % 60, 2); w.byte(0x3A)
+        digits(f.secondOfDay % 60, 2); w.byte(0x2E); digits(f.ms, 3); w.byte(0x5A)
         w.byte(0x22)
+    }
+
+    /// The UTC calendar fields of ms since the epoch in the proleptic Gregorian calendar, both divisions
+    /// floored (an instant before 1970 is in the day and second that contain it). Civil-from-days,
+    /// Howard Hinnant: https://howardhinnant.github.io/date_algorithms.html
+    @inline(__always)
+    private static func fields(_ milliseconds: Int64) -> (year: Int64, month: Int64, day: Int64, secondOfDay: Int64, ms: Int64) {
+        // Floored without overflow for any Int64 (`milliseconds - 999`, or `seconds * 1000` after
+        // flooring, would trap at Int64.min).
+        let msRest = milliseconds % 1000, secondRest = (milliseconds / 1000 - (msRest < 0 ? 1 : 0)) % 86400
+        let seconds = milliseconds / 1000 - (msRest < 0 ? 1 : 0)
+        let ms = msRest < 0 ? msRest + 1000 : msRest
+        var days = seconds / 86400 - (secondRest < 0 ? 1 : 0)
+        let secondOfDay = secondRest < 0 ? secondRest + 86400 : secondRest
+        days += 719_468
+        let era = (days >= 0 ? days : days - 146_096) / 146_097
+        let doe = days - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        var year = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        if month <= 2 { year += 1 }
+        return (year, month, day, secondOfDay, ms)
     }
 
     /// Parses an RFC 3339 `date-time` (`2026-11-30T01:02:03.456Z`, `2026-11-30T02:02:03+01:00`, `t`/`z`
