@@ -5,29 +5,16 @@ import Testing
 /// Tests/Support/hostile_server.py on 127.0.0.1 (optionally speaking TLS with a self-signed certificate).
 /// `stop()` ends it; every test calls it in a `defer`.
 final class HostileServer {
-    private let process = Process()
-    private let input = Pipe()
+    private let process: Process
+    private let input: Pipe
     let port: Int
     let scheme: String
 
     init(tls: Bool = false) throws {
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Support.root.appending(path: "Tests/Support/hostile_server.py").path]
-            + (tls ? ["--tls", Support.root.appending(path: "Tests/Support/selfsigned.pem").path] : [])
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            throw CatalogError(.software, "hostile_server.py did not start")
-        }
-        self.port = port
+        let (process, input) = (Process(), Pipe())
+        port = try Support.startPythonServer(process, script: "hostile_server.py",
+                                             tls ? ["--tls", Support.root.appending(path: "Tests/Support/selfsigned.pem").path] : [], input: input)
+        (self.process, self.input) = (process, input)
         scheme = tls ? "https" : "http"
     }
 

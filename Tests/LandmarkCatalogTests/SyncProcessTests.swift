@@ -7,27 +7,14 @@ import Testing
 
 /// The test HTTP server (Tests/Support/snapshot_server.py) on 127.0.0.1, serving `directory`.
 final class TestHTTPServer {
-    let process = Process()
-    let input = Pipe()
+    let process: Process
+    let input: Pipe
     let port: Int
 
     init(directory: URL) throws {
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Support.root.appending(path: "Tests/Support/snapshot_server.py").path, directory.path]
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            throw CatalogError(.software, "test server did not start")
-        }
-        self.port = port
+        let (process, input) = (Process(), Pipe())
+        port = try Support.startPythonServer(process, script: "snapshot_server.py", [directory.path], input: input)
+        (self.process, self.input) = (process, input)
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }

@@ -10,6 +10,28 @@ enum Support {
         .deletingLastPathComponent()
     /// Our own small fixtures.
     static func fixture(_ name: String) -> String { root.appending(path: "Tests/Fixtures/\(name)").path }
+
+    /// Starts `python3 Tests/Support/SCRIPT ARGUMENTS…` with `input` as its standard input (the server
+    /// exits when it closes) and returns the port it prints on its first line once it listens.
+    /// - Throws: `CatalogError` (70) when the script ends or prints anything else first.
+    static func startPythonServer(_ process: Process, script: String, _ arguments: [String], input: Pipe) throws -> Int {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", root.appending(path: "Tests/Support/\(script)").path] + arguments
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        var line = Data()
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            throw CatalogError(.software, "\(script) did not start")
+        }
+        return port
+    }
     /// `../shared/fixtures/landmarks` (present in CI, maybe not on a fresh clone).
     static let sharedLandmarks = root.deletingLastPathComponent().appending(path: "shared/fixtures/landmarks")
     static var hasSharedLandmarks: Bool { FileManager.default.fileExists(atPath: sharedLandmarks.path) }
