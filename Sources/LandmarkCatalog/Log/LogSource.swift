@@ -277,14 +277,6 @@ final class SpooledFeed: ChangeFeed {
             decoder.run(reader: JSONPullReader(fileDescriptor: fd, range: range, options: .init(allowTrailingCommas: false, maxDepth: 64)), queue: queue)
         }
         defer { reading.finish() }
-        while true {
-            let batch = reading.queue.take()
-            try merger.apply(batch)
-            if batch.isLast {
-                if let failure = batch.failure { throw failure }
-                if let failure = merger.failure() { throw failure }
-                return
-            }
-        }
+        try reading.mergeAll(into: &merger)
     }
 }

@@ -66,16 +66,7 @@ final class SnapshotFeed: ChangeFeed {
         let total = CatalogStore.regularFileSize(fd)  // spooled HTTP bodies are regular files too
         let reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) }
         defer { reading.finish() }
-        while true {
-            let batch = reading.queue.take()
-            try merger.apply(batch)
-            merger.progress(merger.counts.seen, Int64(batch.bytesRead), total)
-            if batch.isLast {
-                if let failure = batch.failure { throw failure }
-                if let failure = merger.failure() { throw failure }
-                return
-            }
-        }
+        try reading.mergeAll(into: &merger) { batch, merger in merger.progress(merger.counts.seen, Int64(batch.bytesRead), total) }
     }
 }
 
