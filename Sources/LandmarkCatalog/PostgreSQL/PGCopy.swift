@@ -168,16 +168,7 @@ enum PGCopyText {
             buffer.append(UInt8(ascii: "N"))
             return
         }
-        for byte in value.textForm.utf8 {
-            switch byte {
-            case UInt8(ascii: "\\"): buffer.append(byte); buffer.append(byte)
-            case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "t"))
-            case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "r"))
-            case 0: throw PGError(kind: .client, message: "a COPY value holds a NUL byte, which PostgreSQL text cannot store")
-            default: buffer.append(byte)
-            }
-        }
+        try appendEscaped(value.textForm.utf8, to: &buffer)
     }
 
     /// Appends a decimal integer (no `String` made), or `\N` for nil.
@@ -214,6 +205,12 @@ enum PGCopyText {
             buffer.append(UInt8(ascii: "N"))
             return
         }
+        try appendEscaped(bytes, to: &buffer)
+    }
+
+    /// Appends `bytes` with COPY's text escapes: `\\`, `\t`, `\n`, `\r`; a NUL byte is refused.
+    @inline(__always)
+    private static func appendEscaped<Bytes: Sequence<UInt8>>(_ bytes: Bytes, to buffer: inout [UInt8]) throws(PGError) {
         for byte in bytes {
             switch byte {
             case UInt8(ascii: "\\"): buffer.append(byte); buffer.append(byte)
