@@ -273,12 +273,7 @@ struct ImportWriter {
             }
         }
         try batch.withView(record) { view in
-            try upsert.bind(record.id, to: LandmarkColumn.id)
-            for column in LandmarkColumn.textColumns { try upsert.bindStatic(view.slot(column.textSlot), to: column) }
-            try upsert.bind(record.isFeatured, to: LandmarkColumn.isFeatured)
-            try upsert.bind(record.isFavorite, to: LandmarkColumn.isFavorite)
-            try upsert.bind(record.latitude, to: LandmarkColumn.latitude)
-            try upsert.bind(record.longitude, to: LandmarkColumn.longitude)
+            try view.bindContent(to: upsert)
             try upsert.bind(extra, to: LandmarkColumn.extra)
             try upsert.bind(nextSeq, to: LandmarkColumn.seq)
             // The stamp was bound once in `run`; `run()` keeps bindings.

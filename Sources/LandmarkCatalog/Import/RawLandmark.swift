@@ -159,6 +159,18 @@ struct RawLandmarkView: LandmarkFields {
     let record: RawLandmark
     let bytes: UnsafeBufferPointer<UInt8>
 
+    /// Binds the landmark's content columns — the id, every text column, the flags and the coordinates —
+    /// to a statement made from ``LandmarkColumn`` (an upsert); `extra`, the stamp and `seq` are the
+    /// caller's (an import and a merge take them from different places).
+    @inline(__always) func bindContent(to upsert: Statement) throws {
+        try upsert.bind(record.id, to: LandmarkColumn.id)
+        for column in LandmarkColumn.textColumns { try upsert.bindStatic(slot(column.textSlot), to: column) }
+        try upsert.bind(record.isFeatured, to: LandmarkColumn.isFeatured)
+        try upsert.bind(record.isFavorite, to: LandmarkColumn.isFavorite)
+        try upsert.bind(record.latitude, to: LandmarkColumn.latitude)
+        try upsert.bind(record.longitude, to: LandmarkColumn.longitude)
+    }
+
     @inline(__always) func slot(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
         let r = record.texts[i]
         guard r.start >= 0, let base = bytes.baseAddress else { return r.start >= 0 ? UnsafeBufferPointer(start: nil, count: 0) : nil }

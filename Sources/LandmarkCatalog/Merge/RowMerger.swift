@@ -298,12 +298,7 @@ struct RowMerger {
     /// Binds every column of `view` (a whole snapshot row) to the landmark upsert.
     private func bindLandmark(_ view: RawLandmarkView, seq: Int64, to upsert: Statement) throws {
         let record = view.record
-        try upsert.bind(record.id, to: LandmarkColumn.id)
-        for column in LandmarkColumn.textColumns { try upsert.bindStatic(view.slot(column.textSlot), to: column) }
-        try upsert.bind(record.isFeatured, to: LandmarkColumn.isFeatured)
-        try upsert.bind(record.isFavorite, to: LandmarkColumn.isFavorite)
-        try upsert.bind(record.latitude, to: LandmarkColumn.latitude)
-        try upsert.bind(record.longitude, to: LandmarkColumn.longitude)
+        try view.bindContent(to: upsert)
         try upsert.bind(record.extraJSON, to: LandmarkColumn.extra)
         try upsert.bind(record.updatedMs, to: LandmarkColumn.updatedMs)
         try upsert.bind(record.counter, to: LandmarkColumn.counter)
