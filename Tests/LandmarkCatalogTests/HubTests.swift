@@ -271,6 +271,25 @@ struct HubTests {
         #expect(try dumpLandmarks(c).isEmpty && dumpPositions(c).isEmpty)
     }
 
+    /// Regression: landmarks were fetched 2,000 at a time whatever their size; 5,000 bodies of 60 KB
+    /// took a pull to 598 MB. Batches now follow the bytes of the rows before them.
+    @Test("landmark FETCHes hold about 4 MiB: fewer rows when bodies are large, at most 2,000")
+    func landmarkBatchBytes() throws {
+        let (_, name) = try HubSupport.makeHub(server)
+        let pg = try HubSupport.connect(server, name)
+        let large = try pg.execute(sql: "SELECT 1, repeat('x', 60000) FROM generate_series(1, 10)")
+        #expect(HubPullFeed.nextLandmarkBatch(large) == (4 << 20) / 60_001)
+        let small = try pg.execute(sql: "SELECT 1, 'x' FROM generate_series(1, 10)")
+        #expect(HubPullFeed.nextLandmarkBatch(small) == 2_000)
+        let huge = try pg.execute(sql: "SELECT 1, repeat('x', 8 << 20)")
+        #expect(HubPullFeed.nextLandmarkBatch(huge) == 1)
+        // The stream asks for those sizes: after the first 2, rows of 1 MiB and a digit come 3 a batch.
+        var sizes: [Int] = []
+        try pg.forEachBatch(sql: "SELECT n, repeat('x', 1 << 20) FROM generate_series(1, 10) AS n", batch: 2,
+                            nextBatch: HubPullFeed.nextLandmarkBatch) { sizes.append($0.rowCount) }
+        #expect(sizes == [2, 3, 3, 2])
+    }
+
     @Test("ties (equal stamps, different content) settle the same on the hub as in Swift: the tombstone, else the greater content")
     func ties() throws {
         let (uri, name) = try HubSupport.makeHub(server)
@@ -376,12 +395,22 @@ struct HubTests {
 
     static let badRows: [(String, String)] = [
         ("INSERT INTO positions VALUES ('u', 1, NULL, 1, 0, 'bad node!', false, nextval('hub_change_seq'))", "is not valid"),
-        ("INSERT INTO positions VALUES (E'e\\u0301', 1, NULL, 1, 0, 'n-x', false, nextval('hub_change_seq'))", "is not valid"),
+        ("INSERT INTO positions VALUES (E'e\\u0301', 1, NULL, 1, 0, 'n-x', false, nextval('hub_change_seq'))",
+         #"user "e\u{301}" is not valid: its user id is not in NFC"#),
         // Regression: a stamp no RFC 3339 timestamp names was merged, then trapped export (Int64 overflow).
-        ("INSERT INTO positions VALUES ('u', 1, NULL, -9223372036854775808, 0, 'n-x', false, nextval('hub_change_seq'))", "is not valid"),
+        ("INSERT INTO positions VALUES ('u', 1, NULL, -9223372036854775808, 0, 'n-x', false, nextval('hub_change_seq'))",
+         "user \"u\" is not valid: its stamp is not valid"),
         ("INSERT INTO landmarks VALUES (9, '{\"id\": 9, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 253402300800000, 0, 'n-x', false, nextval('hub_change_seq'))",
          "invalid stamp"),
         ("INSERT INTO landmarks VALUES (5, '{\"id\": 5, \"name\": ', 1, 0, 'n-x', false, nextval('hub_change_seq'))", "not valid JSON"),
+        // Regressions: bodies were read joined into one array, so a body of two objects trapped (132) and
+        // two broken bodies that join into valid JSON were merged as one landmark, losing the other (0).
+        ("UPDATE landmarks SET body = body || ',' || body, seq = nextval('hub_change_seq') WHERE id = 1001",
+         "the hub's landmark 1001 has a body that is not valid JSON"),
+        ("""
+         UPDATE landmarks SET body = CASE id WHEN 1015 THEN left(body, length(body) - 1) || ',"x":"' ELSE '"}' END,
+             seq = nextval('hub_change_seq') WHERE id IN (1015, 1016)
+         """, "the hub's landmark 1015 has a body that is not valid JSON"),
         ("INSERT INTO landmarks VALUES (6, '{\"id\": 7, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
          "another id"),
         ("INSERT INTO landmarks VALUES (8, '{\"id\": 8, \"name\": \"\", \"coordinates\": {\"latitude\": 91, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",

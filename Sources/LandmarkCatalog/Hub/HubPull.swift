@@ -10,8 +10,12 @@ import Foundation
 /// Memory: one `FETCH` result and its batch at a time — 2,000 landmarks (their bodies, ~2 MB) or 25,000
 /// positions (~3 MB) — whatever the number of rows.
 final class HubPullFeed: ChangeFeed {
-    /// Landmarks per `FETCH` (bodies are up to a few KiB).
+    /// Landmarks per `FETCH` at most (bodies are usually a few KiB, but nothing bounds one): the first
+    /// `FETCH` asks for ``firstLandmarkBatch``, each next one for as many as held about
+    /// ``landmarkBatchBytes`` in the one before.
     static let landmarkBatch = 2_000
+    static let firstLandmarkBatch = 200
+    static let landmarkBatchBytes = 4 << 20
     /// Positions per `FETCH` (the merger sorts each batch by user id before applying it).
     static let positionBatch = 25_000
     /// At most this many quarantined keys are delivered again per pull.
@@ -57,13 +61,14 @@ final class HubPullFeed: ChangeFeed {
                 }
                 let range: [PGValue?] = [.integer(since), .integer(own.0), .integer(own.1)]
                 // A row that is not valid fails the source: stop reading at the batch that held it.
-                through = max(through, try pipelined(pg, sql: HubSQL.pullLandmarks, range, batch: Self.landmarkBatch,
+                through = max(through, try pipelined(pg, sql: HubSQL.pullLandmarks, range, batch: Self.firstLandmarkBatch,
+                                                     nextBatch: Self.nextLandmarkBatch,
                                                      decode: { try self.landmarkBatch($0, through: &$1) }, into: &merger))
                 through = max(through, try pipelined(pg, sql: HubSQL.pullPositions, range, batch: Self.positionBatch,
                                                      decode: { try self.positionBatch($0, through: &$1) }, into: &merger))
                 if !due.landmarks.isEmpty {
                     try pg.forEachBatch(sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],
-                                        batch: Self.landmarkBatch) { result in
+                                        batch: Self.firstLandmarkBatch, nextBatch: Self.nextLandmarkBatch) { result in
                         var ignored = since
                         let batch = try landmarkBatch(result, through: &ignored)
                         source.bytesFetched += Int64(batch.bytesRead)
@@ -127,13 +132,14 @@ final class HubPullFeed: ChangeFeed {
     ///   what merging threw, or the merger's failure after a batch (a row that is not valid: reading stops
     ///   at the batch that held it).
     private func pipelined(_ pg: PGConnection, sql: String, _ params: [PGValue?], batch: Int,
+                           nextBatch: ((PGResult) -> Int)? = nil,
                            decode: @escaping (PGResult, inout Int64) throws -> RowBatch,
                            into merger: inout RowMerger) throws -> Int64 {
-        let handoff = ReaderHandoff(pg: pg, decode: decode, through: since)
+        let handoff = ReaderHandoff(pg: pg, decode: decode, nextBatch: nextBatch, through: since)
         let reading = ReadingThread { queue in
             var failure: (any Error)?
             do {
-                try handoff.pg.forEachBatch(sql: sql, params, batch: batch) { result in
+                try handoff.pg.forEachBatch(sql: sql, params, batch: batch, nextBatch: handoff.nextBatch) { result in
                     let rows = try handoff.decode(result, &handoff.through)
                     guard queue.put(rows) else { throw ReaderHandoff.Stopped() }
                 }
@@ -161,63 +167,71 @@ final class HubPullFeed: ChangeFeed {
         }
     }
 
+    /// The landmarks to ask for after `result`: as many as fit ``landmarkBatchBytes`` at its mean row
+    /// size, 1…``landmarkBatch`` (memory follows the bodies' bytes, not their count).
+    static func nextLandmarkBatch(_ result: PGResult) -> Int {
+        let rows = result.rowCount
+        guard rows > 0 else { return firstLandmarkBatch }
+        var bytes = 0
+        for row in 0..<rows { bytes += result.rowLength(row) }
+        return min(landmarkBatch, max(1, landmarkBatchBytes / max(1, bytes / rows)))
+    }
+
     // MARK: Rows
 
-    /// Decodes one `FETCH` of landmark rows (id, body, updated_ms, counter, node, deleted, seq): the bodies,
-    /// canonical content JSON, are read as one JSON array by ``LandmarkDecoder`` in `.content` mode (so a
-    /// hub row is validated as any snapshot row is); the stamp comes from the columns.
+    /// Decodes one `FETCH` of landmark rows (id, body, updated_ms, counter, node, deleted, seq): each
+    /// body, canonical content JSON, is read on its own by ``LandmarkDecoder`` in `.content` mode (so a
+    /// hub row is validated as any snapshot row is, and one body can never run into the next); the
+    /// stamp comes from the columns.
+    /// - Throws: `CatalogError` (65) for a body that is not one JSON value or a column that is not what
+    ///   the schema says; rows that are not valid landmarks are error diagnostics in the batch.
     func landmarkBatch(_ result: PGResult, through: inout Int64) throws -> RowBatch {
         let batch = RowBatch(reserving: false)
-        let count = result.rowCount
-        var json: [UInt8] = [UInt8(ascii: "[")]
-        for row in 0..<count {
-            if row > 0 { json.append(UInt8(ascii: ",")) }
-            if let body = result.bytes(row, 1) { json.append(contentsOf: body) } else { json.append(contentsOf: "null".utf8) }
-            batch.bytesRead += (result.bytes(row, 1)?.count ?? 0) + 40
-        }
-        json.append(UInt8(ascii: "]"))
         var decoder = LandmarkDecoder(file: hub.name, mode: .content)
-        let reader = JSONPullReader(bytes: json, options: .init(allowTrailingCommas: false, maxDepth: 64))
-        do {
-            try reader.beginArray()
-            var row = 0
-            while try reader.nextElement() {
-                precondition(row < count, "more bodies than rows")
-                let id = try result.int64(row, 0) ?? 0
-                let stamp = try Self.stamp(result, row: row, updatedMs: 2, counter: 3, node: 4)
-                let deleted = try result.bool(row, 5) ?? false
+        let options = JSONPullReader.Options(allowTrailingCommas: false, maxDepth: 64)
+        for row in 0..<result.rowCount {
+            batch.bytesRead += result.rowLength(row)
+            let id: Int64, stamp: HLCStamp?, deleted: Bool
+            do {
+                id = try result.int64(row, 0) ?? 0
+                stamp = try Self.stamp(result, row: row, updatedMs: 2, counter: 3, node: 4)
+                deleted = try result.bool(row, 5) ?? false
                 through = max(through, try result.int64(row, 6) ?? 0)
-                let (landmarks, diagnostics) = (batch.landmarks.count, batch.diagnostics.count)
-                try decoder.decode(reader, index: row, into: batch)
-                row += 1
-                for i in diagnostics..<batch.diagnostics.count {  // positions in the joined bodies mean nothing to a reader
-                    batch.diagnostics[i].diagnostic.position = nil
-                    batch.diagnostics[i].diagnostic.index = nil
-                    batch.diagnostics[i].diagnostic.id = id
-                    batch.diagnostics[i].diagnostic.message += " (a landmark body on the hub)"
-                }
-                guard batch.landmarks.count > landmarks else { continue }
-                guard var record = batch.landmarks.last, record.id == id, let stamp else {
-                    let what = stamp == nil ? "an invalid stamp (counter outside 0…\(HLCStamp.maxCounter) or a bad node id)"
-                        : "a body with another id"
-                    batch.landmarks.removeLast()
-                    batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: .error, message: "the hub's landmark \(id) has \(what)",
-                                                                                 file: hub.name, id: id)))
-                    continue
-                }
-                record.updatedMs = stamp.wallMilliseconds
-                record.counter = stamp.counter
-                record.deleted = deleted
-                let start = batch.bytes.count
-                batch.bytes.append(contentsOf: stamp.node.utf8)
-                record.texts[TextRanges.nodeSlot] = (Int32(start), Int32(stamp.node.utf8.count))
-                batch.landmarks[batch.landmarks.count - 1] = record
+            } catch let error as PGError {
+                throw CatalogError(.dataInvalid, "the hub sent a landmark row this catalog cannot read: \(error.message), \(hub.name)")
             }
-            try reader.finish()
-        } catch let error as JSONSyntaxError {
-            throw CatalogError(.dataInvalid, "a landmark body on the hub is not valid JSON: \(error.message), \(hub.name)")
-        } catch let error as PGError {
-            throw CatalogError(.dataInvalid, "the hub sent a landmark row this catalog cannot read: \(error.message), \(hub.name)")
+            let (landmarks, diagnostics) = (batch.landmarks.count, batch.diagnostics.count)
+            let body = result.bytes(row, 1).map(Array.init) ?? Array("null".utf8)
+            do {
+                let reader = JSONPullReader(bytes: body, options: options)
+                try decoder.decode(reader, index: row, into: batch)
+                try reader.finish()
+            } catch let error as JSONSyntaxError {
+                throw CatalogError(.dataInvalid, "the hub's landmark \(id) has a body that is not valid JSON: \(error.message), \(hub.name)")
+            }
+            for i in diagnostics..<batch.diagnostics.count {  // positions within one body mean nothing to a reader
+                batch.diagnostics[i].diagnostic.position = nil
+                batch.diagnostics[i].diagnostic.index = nil
+                batch.diagnostics[i].diagnostic.id = id
+                batch.diagnostics[i].diagnostic.message += " (a landmark body on the hub)"
+            }
+            guard batch.landmarks.count > landmarks else { continue }
+            guard var record = batch.landmarks.last, record.id == id, let stamp else {
+                let what = stamp == nil
+                    ? "an invalid stamp (a time outside 0000–9999, a counter outside 0…\(HLCStamp.maxCounter) or a bad node id)"
+                    : "a body with another id"
+                batch.landmarks.removeLast()
+                batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: .error, message: "the hub's landmark \(id) has \(what)",
+                                                                             file: hub.name, id: id)))
+                continue
+            }
+            record.updatedMs = stamp.wallMilliseconds
+            record.counter = stamp.counter
+            record.deleted = deleted
+            let start = batch.bytes.count
+            batch.bytes.append(contentsOf: stamp.node.utf8)
+            record.texts[TextRanges.nodeSlot] = (Int32(start), Int32(stamp.node.utf8.count))
+            batch.landmarks[batch.landmarks.count - 1] = record
         }
         return batch
     }
@@ -231,15 +245,21 @@ final class HubPullFeed: ChangeFeed {
             for row in 0..<result.rowCount {
                 through = max(through, try result.int64(row, 7) ?? 0)
                 let raw = result.text(row, 0) ?? ""
-                batch.bytesRead += raw.utf8.count + 48
-                let user = try? UserID.normalize(raw)
+                batch.bytesRead += result.rowLength(row)
                 let page = try result.int64(row, 1) ?? -1
-                // Compared as bytes: Swift's == would take an NFD id for its NFC form, a different key in SQLite.
-                guard let stamp = try Self.stamp(result, row: row, updatedMs: 3, counter: 4, node: 5),
-                      user.map({ $0.utf8.elementsEqual(raw.utf8) }) == true, page >= 0 else {
+                let stamp = try Self.stamp(result, row: row, updatedMs: 3, counter: 4, node: 5)
+                let problem: String?
+                do {
+                    // Compared as bytes: Swift's == would take an NFD id for its NFC form, a different key in SQLite.
+                    problem = try UserID.normalize(raw).utf8.elementsEqual(raw.utf8) ? nil : "its user id is not in NFC (Unicode Normalization Form C)"
+                } catch let error as CatalogError {
+                    problem = "its " + error.message
+                }
+                guard let stamp, problem == nil, page >= 0 else {
+                    let why = problem ?? (page < 0 ? "its page \(page) is negative"
+                        : "its stamp is not valid (a time outside 0000–9999, a counter outside 0…\(HLCStamp.maxCounter) or a bad node id)")
                     batch.diagnostics.append((0, Diagnostic(severity: .error,
-                        message: "the hub's position of user \(String(reflecting: String(raw.prefix(64)))) is not valid (user id, page or stamp)",
-                        file: hub.name)))
+                        message: "the hub's position of user \(Self.quoted(raw)) is not valid: \(why)", file: hub.name)))
                     continue
                 }
                 batch.positions.append(PositionRecord(user: raw, page: page, landmark: try result.int64(row, 2), stamp: stamp,
@@ -249,6 +269,20 @@ final class HubPullFeed: ChangeFeed {
             throw CatalogError(.dataInvalid, "the hub sent a position row this catalog cannot read: \(error.message), \(hub.name)")
         }
         return batch
+    }
+
+    /// `text` quoted for a message, at most 64 characters, every scalar outside printable ASCII written
+    /// `\u{…}` — a user id not in NFC looks like its NFC form otherwise.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars.prefix(64) {
+            switch scalar {
+            case "\"", "\\": out += "\\" + String(scalar)
+            case " "..."~": out.unicodeScalars.append(scalar)
+            default: out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            }
+        }
+        return out + (text.unicodeScalars.count > 64 ? "…\"" : "\"")
     }
 
     /// The stamp in columns `updatedMs`, `counter`, `node` of `row`, or nil when it is not valid: a time
@@ -270,11 +304,13 @@ private final class ReaderHandoff: @unchecked Sendable {
     struct Stopped: Error {}
     let pg: PGConnection
     let decode: (PGResult, inout Int64) throws -> RowBatch
+    let nextBatch: ((PGResult) -> Int)?
     var through: Int64
 
-    init(pg: PGConnection, decode: @escaping (PGResult, inout Int64) throws -> RowBatch, through: Int64) {
+    init(pg: PGConnection, decode: @escaping (PGResult, inout Int64) throws -> RowBatch, nextBatch: ((PGResult) -> Int)?, through: Int64) {
         self.pg = pg
         self.decode = decode
+        self.nextBatch = nextBatch
         self.through = through
     }
 }

@@ -89,6 +89,15 @@ final class PGResult {
         return UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: count)
     }
 
+    /// The bytes of row `row`'s values in text format (`PQgetlength` summed; 0 for NULLs): what the
+    /// row cost to receive, near enough (the wire adds 4 bytes a value).
+    func rowLength(_ row: Int) -> Int {
+        precondition(row >= 0 && row < rowCount, "row \(row) out of 0..<\(rowCount)")
+        var total = 0
+        for column in 0..<Int32(columnCount) { total += Int(PQgetlength(handle, Int32(row), column)) }
+        return total
+    }
+
     /// The value as text (its text format: `t` for true, `\x…` for bytea); nil for NULL.
     func text(_ row: Int, _ column: Int) -> String? {
         bytes(row, column).map { String(decoding: $0, as: UTF8.self) }

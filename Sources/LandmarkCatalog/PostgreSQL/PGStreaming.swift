@@ -25,12 +25,14 @@ extension PGConnection {
     /// - Parameters:
     ///   - sql: a `SELECT` or `VALUES` query (what `DECLARE CURSOR` accepts), with `$n` parameters.
     ///   - params: one value per `$n`.
-    ///   - batch: rows per `FETCH`, > 0.
+    ///   - batch: rows of the first `FETCH` (and of every one without `nextBatch`), > 0.
     ///   - timeout: the deadline of each statement (`DECLARE`, each `FETCH`), not of the whole stream.
+    ///   - nextBatch: given a full batch, the rows to ask for next (at least 1): a caller whose rows vary
+    ///     in size keeps batches near a size in bytes.
     ///   - body: called per batch; throwing stops the stream and is rethrown.
     /// - Throws: `PGError` as `execute` does, or what `body` throws.
     func forEachBatch(sql: String, _ params: [PGValue?] = [], batch: Int = 1000, timeout: Duration? = nil,
-                      _ body: (PGResult) throws -> Void) throws {
+                      nextBatch: ((PGResult) -> Int)? = nil, _ body: (PGResult) throws -> Void) throws {
         precondition(batch > 0, "batch must be positive")
         _ = try liveHandle(statement: sql)
         let ownsTransaction = !isInTransaction
@@ -41,12 +43,13 @@ extension PGConnection {
         do {
             try execute(sql: "DECLARE \(cursor) NO SCROLL CURSOR FOR \(sql)", params, timeout: timeout)
             declared = true
-            let fetch = "FETCH FORWARD \(batch) FROM \(cursor)"
+            var size = batch
             while true {
-                let result = try execute(sql: fetch, timeout: timeout)
+                let result = try execute(sql: "FETCH FORWARD \(size) FROM \(cursor)", timeout: timeout)
                 let count = result.rowCount
                 if count > 0 { try body(result) }
-                if count < batch { break }
+                if count < size { break }
+                if let nextBatch { size = max(1, nextBatch(result)) }
             }
             declared = false
             try execute(sql: "CLOSE \(cursor)", timeout: timeout)
