@@ -45,6 +45,22 @@ struct ProgressTests {
             == "importing: 10,000 records, 20,000 rows/s")
     }
 
+    /// Regression (a user test at 60 columns): the label kept its 48 characters and the figures were cut
+    /// ("merging …tgresql://…/hub2: 110,000 r").
+    @Test("on a narrow terminal the subject is shortened before the figures are cut")
+    func narrow() {
+        let sink = MemorySink()
+        var now = 0.0
+        let line = ProgressLine(sink: sink, enabled: true, label: "syncing", columns: 60, now: { now })
+        now = 2
+        line.update(Progress(records: 110_000, bytes: 6_600_000, totalBytes: nil, phase: .merging,
+                             subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
+        let drawn = sink.text.replacingOccurrences(of: "\r\u{1B}[K", with: "")
+        #expect(drawn == "merging …55432/hub2: 110,000 records, 6.6 MB, 55,000 rows/s")  // 59 characters
+        #expect(ProgressLine.shortened("merging a.json", to: 40) == "merging a.json")
+        #expect(ProgressLine.shortened("importing", to: 5) == nil)
+    }
+
     /// Regression: a hub pull's first line said "25,000 records, 1.5 MB, 127,547,766 rows/s": the job's
     /// clock started at its own first report, which comes after its first batch.
     @Test("a job's rate counts from when it started, not from its first report")

@@ -49,7 +49,11 @@ final class ProgressLine {
         guard t - last >= 0.5 else { return }
         last = t
         var text = Self.render(label: label, records: records, bytes: bytes, total: total, elapsed: t - started)
-        if let columns, columns > 1, text.count >= columns { text = String(text.prefix(columns - 1)) }
+        if let columns, columns > 1, text.count >= columns {
+            // The figures matter more than the whole subject: shorten the label first, then cut.
+            let figures = Self.render(label: "", records: records, bytes: bytes, total: total, elapsed: t - started)
+            text = String((Self.shortened(label, to: columns - 1 - figures.count).map { $0 + figures } ?? text).prefix(columns - 1))
+        }
         sink.write("\r\u{1B}[K" + text)
         shown = true
     }
@@ -80,6 +84,17 @@ final class ProgressLine {
         }
         guard let subject = p.subject else { return verb }
         return verb + " " + (subject.count > 40 ? "…" + subject.suffix(39) : subject)
+    }
+
+    /// `label` in at most `width` characters, keeping its verb and the end of its subject
+    /// (`merging …/hub2`); nil when not even the verb and a little of the subject fit.
+    static func shortened(_ label: String, to width: Int) -> String? {
+        guard label.count > width else { return label }
+        guard let space = label.firstIndex(of: " ") else { return nil }
+        let verb = label[..<space], subject = label[label.index(after: space)...].drop { $0 == "…" }
+        let room = width - verb.count - 2  // " …"
+        guard room >= 8 else { return nil }
+        return verb + " …" + subject.suffix(room)
     }
 
     /// The width of the terminal on `fd`, or nil when it is not one.
