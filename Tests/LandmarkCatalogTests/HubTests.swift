@@ -271,6 +271,25 @@ struct HubTests {
         #expect(try dumpLandmarks(c).isEmpty && dumpPositions(c).isEmpty)
     }
 
+    @Test("on a terminal a sync draws 'pushing to HUB' with rows sent, then 'merging HUB' while it pulls; the line is cleared")
+    func progressOnTerminal() throws {
+        let (uri, _) = try HubSupport.makeHub(server)
+        let at = Timestamp.format(milliseconds: SystemClock().nowMilliseconds() - 60_000)
+        let rows = (0..<10_000).map { positionRow("p\($0)", page: $0 % 5, at: at, node: "n-feed") }
+        let a = Support.temporaryDatabase()
+        #expect(runCLI(["sync", try writeTemporary(snapshot(node: "n-feed", positions: rows))], db: a).status == 0)
+        let pushed = ProgressTests.run(["sync", uri], db: a, terminal: true)
+        #expect(pushed.status == 0, "\(pushed.stderr)")
+        let draws = pushed.stderr.components(separatedBy: "\r\u{1B}[K").filter { !$0.isEmpty }
+        let push = try #require(draws.first { $0.hasPrefix("pushing to ") }, "\(draws)")
+        #expect(push.contains("127.0.0.1") && push.contains(" records, ") && push.contains(" MB"), "\(push)")
+        #expect(pushed.stderr.hasSuffix("\r\u{1B}[K"))
+        let pulled = ProgressTests.run(["sync", uri], db: Support.temporaryDatabase(), terminal: true)
+        #expect(pulled.status == 0)
+        #expect(pulled.stderr.components(separatedBy: "\r\u{1B}[K").contains { $0.hasPrefix("merging ") && $0.contains("10,000 records") },
+                "\(pulled.stderr)")
+    }
+
     /// Regression: landmarks were fetched 2,000 at a time whatever their size; 5,000 bodies of 60 KB
     /// took a pull to 598 MB. Batches now follow the bytes of the rows before them.
     @Test("landmark FETCHes hold about 4 MiB: fewer rows when bodies are large, at most 2,000")

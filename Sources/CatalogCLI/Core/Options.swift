@@ -81,6 +81,7 @@ final class ProgressLine {
         case .importing: verb = "importing"
         case .merging: verb = "merging"
         case .writing: verb = "writing"
+        case .pushing: verb = "pushing to"
         }
         guard let subject = p.subject else { return verb }
         return verb + " " + (subject.count > 40 ? "…" + subject.suffix(39) : subject)

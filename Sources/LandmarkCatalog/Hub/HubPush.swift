@@ -50,10 +50,12 @@ extension HubConnection {
     ///   - since: the local change sequence number the last push covered (0: push everything).
     ///   - maxDriftMilliseconds: the allowance for stamps ahead of the hub's clock.
     ///   - hooks: test hooks (none in production).
+    ///   - progress: rows and bytes sent so far, every 4,096 rows while they stream into `COPY`.
     /// - Returns: what was sent and written, and the range to store as the push cursor.
     /// - Throws: `PGError`; `CatalogError` (69 when another edge's push holds the lock longer than the
     ///   statement timeout; SQLite failures reading the rows).
-    func push(from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks()) throws -> HubPushReport {
+    func push(from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks(),
+              progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in }) throws -> HubPushReport {
         try store.read {
             let through = try store.lastChangeSequence()
             // A cursor past the database's changes means another database file: send everything.
@@ -73,10 +75,18 @@ extension HubConnection {
                     let range: [SQLValue] = [.integer(since), .integer(through)]
                     let landmarks = try store.connection.makeStatement(sql: Self.rangeSQL(LandmarkColumn.selectList, "landmarks", since: since))
                     try landmarks.bind(range)
+                    var (rows, bytes) = (0, Int64(0))
+                    func sent(_ buffer: [UInt8], from start: Int) {
+                        rows += 1
+                        bytes += Int64(buffer.count - start)
+                        if rows % 4096 == 0 { progress(rows, bytes) }
+                    }
                     report.sentLandmarks = try pg.copyIn(sql: HubSQL.copyLandmarks, timeout: limits.statement) { buffer in
                         guard try landmarks.step() else { return false }
                         newest = max(newest, landmarks.int(LandmarkColumn.updatedMs))
+                        let start = buffer.count
                         try Self.appendLandmark(landmarks, to: &buffer)
+                        sent(buffer, from: start)
                         return true
                     }
                     let positions = try store.connection.makeStatement(sql: Self.rangeSQL(PositionColumn.selectList, "positions", since: since))
@@ -84,9 +94,12 @@ extension HubConnection {
                     report.sentPositions = try pg.copyIn(sql: HubSQL.copyPositions, timeout: limits.statement) { buffer in
                         guard try positions.step() else { return false }
                         newest = max(newest, positions.int(PositionColumn.updatedMs))
+                        let start = buffer.count
                         try Self.appendPosition(positions, to: &buffer)
+                        sent(buffer, from: start)
                         return true
                     }
+                    if rows > 0 { progress(rows, bytes) }
                 }
                 // The critical section: from the first nextval to COMMIT.
                 if !hooks.skipPushLock { try takePushLock() }

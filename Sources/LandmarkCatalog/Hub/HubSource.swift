@@ -61,7 +61,9 @@ final class HubSource: SyncSource {
         var push: HubPushReport?
         if !options.dryRun {
             let report = try HubConnection.mapping(name) {
-                try hub.push(from: context.store, since: pushThrough, maxDriftMilliseconds: options.maxDriftMilliseconds, hooks: hooks)
+                try hub.push(from: context.store, since: pushThrough, maxDriftMilliseconds: options.maxDriftMilliseconds, hooks: hooks) { rows, bytes in
+                    context.progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .pushing, subject: name))
+                }
             }
             if report.quarantined > 0 {
                 context.diagnostics(Diagnostic(

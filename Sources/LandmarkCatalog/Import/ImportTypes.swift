@@ -76,6 +76,9 @@ public struct Progress: Sendable, Equatable {
         case merging
         /// `export`, `publish`, `sync --publish`: rows written (`bytes` written; the total is not known).
         case writing
+        /// `sync` with a PostgreSQL hub: rows of this node's changes sent to the hub (`bytes` sent; the
+        /// total is not known). The hub then writes them in one statement, which reports nothing.
+        case pushing
     }
 
     public init(records: Int, bytes: Int64, totalBytes: Int64?, phase: Phase = .importing, subject: String? = nil) {
