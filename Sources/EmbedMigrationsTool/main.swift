@@ -36,4 +36,8 @@ for list in lists {
     }
     source += "]\n"
 }
-try source.write(toFile: output, atomically: true, encoding: .utf8)
+// Unchanged text is not written again: SwiftPM reruns this command whenever the tool is relinked, and a
+// new modification time on the output would recompile the whole library on every build.
+if (try? String(contentsOfFile: output, encoding: .utf8)) != source {
+    try source.write(toFile: output, atomically: true, encoding: .utf8)
+}
