@@ -282,6 +282,7 @@ struct PrometheusTests {
         try snapshot(positions: [positionRow("u1", page: 1, at: "2026-11-29T10:00:00Z"), positionRow("u2", page: 0, at: "2026-11-29T10:00:00Z", deleted: true),
                                  positionRow("u3", page: 0, at: "2099-01-01T00:00:00Z")]).write(toFile: a, atomically: true, encoding: .utf8)
         try snapshot(positions: [positionRow("u1", page: 2, at: "2026-11-29T10:00:00Z")]).write(toFile: b, atomically: true, encoding: .utf8)
+        #expect(cli(["remote", "add", "peer", a]).status == 0)  // a saved remote keeps its series; b (used once) does not
         #expect(cli(["sync", a]).status == 0)
         #expect(cli(["sync", b]).status == 0)
         clock.advance(1000)
@@ -335,6 +336,44 @@ struct PrometheusTests {
         #expect(value("catalog_source_up", ["kind": "file", "source": a]) == 1)
         #expect(value("catalog_source_up", ["kind": "file", "source": missing]) == 0)
         #expect(value("catalog_source_fetched_bytes", ["kind": "file", "source": a], sample: "catalog_source_fetched_bytes_total") == aBytes)
+        #expect(value("catalog_source_up", ["kind": "file", "source": b]) == nil)
+    }
+
+    /// Regression (a user test): every source ever synced — a typo, a one-off file, a removed remote —
+    /// stayed in `status` and in the metrics with `catalog_source_up 0`, so the README's staleness alert
+    /// fired forever; and while a sync ran, `catalog_last_run_success` read 0.
+    @Test("per-source series cover the last run's sources and the saved remotes; a running run is not the last run")
+    func currentSources() throws {
+        let db = Support.temporaryDatabase()
+        let dir = Support.temporaryDirectory()
+        let good = dir.appending(path: "good.json").path, typo = dir.appending(path: "goood.json").path
+        try snapshot(positions: [positionRow("u1", page: 1, at: "2026-11-29T10:00:00Z")]).write(toFile: good, atomically: true, encoding: .utf8)
+        #expect(runCLI(["remote", "add", "peer", good], db: db).status == 0)
+        #expect(runCLI(["sync", typo], db: db).status == 66)
+        #expect(runCLI(["status", "--prometheus"], db: db).stdout.contains("catalog_source_up{kind=\"file\",source=\"\(typo)\"} 0"))
+        #expect(runCLI(["sync"], db: db).status == 0)  // the remotes
+        let after = runCLI(["status", "--prometheus"], db: db).stdout
+        #expect(!after.contains(typo), "\(after)")
+        #expect(after.contains("catalog_source_up{kind=\"file\",source=\"\(good)\"} 1"))
+        #expect(after.contains("catalog_last_run_success 1"))
+
+        // A run still going (as a concurrent one is): status says so; the metrics keep the last ended run.
+        let store = try CatalogStore.open(path: db)
+        try store.connection.execute(sql: """
+            INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status) VALUES ('2026-12-01T10:00:00.000Z', '2026-12-01T10:00:00.000Z', '[]', 'running', 0)
+            """)
+        #expect(runCLI(["status", "--prometheus"], db: db).stdout.contains("catalog_last_run_success 1"))
+        #expect(runCLI(["status"], db: db).stdout.contains("last sync:   running since 2026-12-01T10:00:00.000Z"))
+        let json = try JSONSerialization.jsonObject(with: Data(runCLI(["status", "--json"], db: db).stdout.utf8)) as? [String: Any]
+        let lastRun = try #require(json?["lastRun"] as? [String: Any])
+        #expect(lastRun["outcome"] as? String == "running" && lastRun["finishedAt"] is NSNull && lastRun["exitStatus"] is NSNull, "\(lastRun)")
+        #expect(lastRun["startedAt"] as? String == "2026-12-01T10:00:00.000Z")
+        try store.connection.execute(sql: "DELETE FROM sync_runs WHERE outcome = 'running'")
+
+        // A removed remote: gone from status and the metrics.
+        #expect(runCLI(["remote", "remove", "peer"], db: db).status == 0)
+        #expect(!runCLI(["status"], db: db).stdout.contains(good))
+        #expect(!runCLI(["status", "--prometheus"], db: db).stdout.contains("source=\"\(good)\""))
     }
 
     @Test("before any run: no last-run figures are made up, the rest is there")

@@ -72,10 +72,11 @@ extension CatalogCLI {
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
             w.raw(","); w.key("lastRun")
             if let r = s.lastRun {
-                w.raw("{"); w.key("exitStatus"); w.int(Int64(r.status))
+                w.raw("{"); w.key("exitStatus"); if let status = r.status { w.int(Int64(status)) } else { w.raw("null") }
                 w.raw(","); w.key("finishedAt"); w.string(r.finished)
                 w.raw(","); w.key("message"); w.string(r.message)
-                w.raw(","); w.key("outcome"); w.string(r.outcome); w.raw("}")
+                w.raw(","); w.key("outcome"); w.string(r.outcome)
+                w.raw(","); w.key("startedAt"); w.string(r.started); w.raw("}")
             } else { w.raw("null") }
             w.raw(","); w.key("node"); w.string(s.node)
             w.raw(","); w.key("positionTombstones"); w.int(Int64(s.positionTombstones))
@@ -109,8 +110,10 @@ extension CatalogCLI {
             conflicts:   \(conflicts) kept
 
             """
-        if let r = s.lastRun {
-            out += "last sync:   \(r.finished) \(r.outcome) (exit \(r.status))\(r.message.map { ": \(Table.escaped($0))" } ?? "")\n"
+        if let r = s.lastRun, let finished = r.finished, let status = r.status {
+            out += "last sync:   \(finished) \(r.outcome) (exit \(status))\(r.message.map { ": \(Table.escaped($0))" } ?? "")\n"
+        } else if let r = s.lastRun {
+            out += "last sync:   running since \(r.started)\n"
         } else {
             out += "last sync:   never\n"
         }

@@ -58,8 +58,20 @@ extension CatalogStore {
             m.conflictsRetained = Int(try int("SELECT count(*) FROM sync_conflicts"))
             m.changeSequence = try lastChangeSequence()
             m.databaseBytes = try int("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
-            m.lastRun = try connection.firstRow(sql: "SELECT finished_at, outcome, exit_status, duration_ms FROM sync_runs ORDER BY id DESC LIMIT 1") { s in
+            // The last run that ended: one still running (or one that found the lock held) has no outcome yet.
+            let lastRunID = try connection.scalarInt(sql: "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
+            m.lastRun = try connection.firstRow(sql: "SELECT finished_at, outcome, exit_status, duration_ms FROM sync_runs WHERE id = ?",
+                                                [.integer(lastRunID ?? 0)]) { s in
                 (Timestamp.parse(s.text(0) ?? "") ?? 0, s.text(1) ?? "", Int(s.int(2)), s.int(3))
+            }
+            // Sources now in use — those of that run and the saved remotes — so a source synced once
+            // (a typo, a one-off file) or a removed remote is not a series that alerts forever.
+            var current = Set<String>()
+            try connection.forEachRow(sql: "SELECT source FROM sync_run_sources WHERE run_id = ?", [.integer(lastRunID ?? 0)]) {
+                current.insert($0.text(0) ?? "")
+            }
+            try connection.forEachRow(sql: "SELECT url FROM sync_remotes") { s in
+                if let key = try? SourceLocator.parse(s.text(0) ?? "").description { current.insert(key) }
             }
             m.lastSuccessMilliseconds = try connection.firstRow(sql: """
                 SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
@@ -79,6 +91,7 @@ extension CatalogStore {
                        (SELECT coalesce(sum(bytes), 0) FROM sync_run_sources r WHERE r.source = s.source)
                 FROM sync_sources s ORDER BY s.source
                 """) { s in
+                guard current.contains(s.text(0) ?? "") else { return }
                 m.sources.append(CatalogMetrics.Source(source: s.text(0) ?? "", kind: s.text(1) ?? "",
                                                        lastSuccessMilliseconds: s.text(2).flatMap(Timestamp.parse),
                                                        lastAttemptMilliseconds: s.text(3).flatMap(Timestamp.parse),

@@ -33,13 +33,17 @@ extension CatalogStore {
         }
     }
 
-    /// Removes a saved remote.
+    /// Removes a saved remote and what this database kept of its source (cursor, last sync and error), so
+    /// `status` and the metrics no longer show it; syncing that source again later reads it whole
+    /// (merging is idempotent). Rows merged from it stay.
     /// - Throws: `CatalogError.usage` when there is no such remote.
     public func removeRemote(name: String) throws {
         try write {
+            let url = try connection.firstRow(sql: "SELECT url FROM sync_remotes WHERE name = ?", [.text(name)]) { $0.text(0) } ?? nil
+            guard let url else { throw CatalogError(.usage, "no remote named '\(name)'") }
             try connection.execute(sql: "DELETE FROM sync_remotes WHERE name = ?", [.text(name)])
-            if connection.changes == 0 {
-                throw CatalogError(.usage, "no remote named '\(name)'")
+            if let key = try? SourceLocator.parse(url).description {
+                try connection.execute(sql: "DELETE FROM sync_sources WHERE source = ?", [.text(key)])
             }
         }
     }

@@ -17,8 +17,9 @@ extension CatalogStore {
         public var changeSequence: Int64
         /// Per source: the last good sync time (UTC), the last outcome, the last attempt and its error.
         public var sources: [SourceStatus]
-        /// The last run: finished time, outcome, exit status, message.
-        public var lastRun: (finished: String, outcome: String, status: Int, message: String?)?
+        /// The last run: start and finish times (UTC), outcome, exit status, message. A run still going has
+        /// outcome `running`, no finish time and no exit status yet.
+        public var lastRun: (started: String, finished: String?, outcome: String, status: Int?, message: String?)?
     }
 
     /// One source as `status` shows it.
@@ -43,8 +44,11 @@ extension CatalogStore {
                 sources.append(SourceStatus(source: s.text(0) ?? "", kind: s.text(1), lastSuccess: s.text(2), outcome: s.text(3),
                                             lastAttempt: s.text(4), lastStatus: s.optionalInt(5).map(Int.init), lastError: s.text(6)))
             }
-            let lastRun = try connection.firstRow(sql: "SELECT finished_at, outcome, exit_status, message FROM sync_runs ORDER BY id DESC LIMIT 1") { r in
-                (r.text(0) ?? "", r.text(1) ?? "", Int(r.int(2)), r.text(3))
+            let lastRun = try connection.firstRow(sql: """
+                SELECT started_at, finished_at, outcome, exit_status, message FROM sync_runs ORDER BY id DESC LIMIT 1
+                """) { r in
+                let running = r.text(2) == "running"
+                return (r.text(0) ?? "", running ? nil : r.text(1), r.text(2) ?? "", running ? nil : Int(r.int(3)), r.text(4))
             }
             return Status(
                 node: try currentNode(),
