@@ -224,10 +224,15 @@ struct HubTests {
         #expect(runCLI(["position", "set", "--user", "ann", "--page", "1"], db: a).status == 0)
         let first = sync(a, uri)
         #expect(first.status == 0 && first.stdout.contains(#""positionsSeen":0"#), "\(first.stdout)")  // its own rows are not read back
+        // What was pushed is reported (a user test found pushes visible only in `status`).
+        #expect(first.stdout.contains(#""pushed":{"quarantined":0,"sent":17,"written":17}"#), "\(first.stdout)")
         let pulled = sync(b, uri)
         #expect(pulled.stdout.contains(#""landmarksApplied":16"#) && pulled.stdout.contains(#""positionsApplied":1"#), "\(pulled.stdout)")
         #expect(runCLI(["position", "set", "--user", "ann", "--page", "3"], db: b).status == 0)
-        #expect(sync(b, uri).status == 0)
+        let text = runCLI(["sync", uri], db: b)
+        #expect(text.status == 0 && text.stdout.hasSuffix("; pushed 1 row to the hub (1 written)\n"), "\(text.stdout)")
+        let again = sync(b, uri)
+        #expect(again.stdout.contains(#""pushed":null"#), "\(again.stdout)")  // nothing new to push
         #expect(sync(a, uri).status == 0)
         #expect(runCLI(["position", "get", "--user", "ann"], db: a).stdout.contains("page 3"))
         // An old delivery (a snapshot stamped in 2020) does not replace the hub's newer row.

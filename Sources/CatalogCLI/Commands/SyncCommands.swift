@@ -119,6 +119,12 @@ extension CatalogCLI {
                 w.raw(","); w.key("error"); w.string(s.error?.message)
                 w.raw(","); w.key("exitStatus"); w.int(Int64(s.error?.exitStatus ?? 0))
                 w.raw(","); w.key("outcome"); w.string(s.outcome.rawValue)
+                w.raw(","); w.key("pushed")
+                if let p = s.pushed {
+                    w.raw("{"); w.key("quarantined"); w.int(Int64(p.quarantined))
+                    w.raw(","); w.key("sent"); w.int(Int64(p.sent))
+                    w.raw(","); w.key("written"); w.int(Int64(p.written)); w.raw("}")
+                } else { w.raw("null") }
                 w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
             }
             w.raw("]")
@@ -134,6 +140,11 @@ extension CatalogCLI {
             line += "\(report.sources.count) source\(report.sources.count == 1 ? "" : "s") (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
             line += "\(c.landmarksApplied) of \(c.landmarksSeen) landmarks and \(c.positionsApplied) of \(c.positionsSeen) positions applied, "
             line += "\(c.stale) stale, \(c.ties) ties, \(c.quarantined) quarantined"
+            let pushes = report.sources.compactMap(\.pushed)
+            if !pushes.isEmpty {
+                let sent = pushes.map(\.sent).reduce(0, +), written = pushes.map(\.written).reduce(0, +)
+                line += "; pushed \(plural(sent, "row")) to \(pushes.count == 1 ? "the hub" : "\(pushes.count) hubs") (\(written) written)"
+            }
             if report.released.released > 0 {
                 line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
             }

@@ -24,6 +24,10 @@ final class HubSource: SyncSource {
     private(set) var baseCursor = SourceCursor()
     /// This run's push, once done.
     private(set) var lastPush: HubPushReport?
+    var pushed: PushCounts? {
+        guard let push = lastPush, push.pushed, push.sent > 0 else { return nil }
+        return PushCounts(sent: push.sent, written: push.written, quarantined: push.quarantined)
+    }
     /// The open connection (kept for the pull, closed when the source is released).
     private var connection: HubConnection?
 

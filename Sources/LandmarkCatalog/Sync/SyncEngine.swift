@@ -48,6 +48,20 @@ public struct SourceReport: Sendable {
     public var error: CatalogError?
     /// Wall time spent on it, in ms.
     public var durationMilliseconds: Int64 = 0
+    /// For a PostgreSQL hub: what this node pushed to it (nil for other sources, and when nothing was
+    /// pushed: no local changes, `--dry-run`, or the hub failed first). A push commits before the pull,
+    /// so a source whose pull failed may still have pushed.
+    public var pushed: PushCounts?
+}
+
+/// What a push to a hub did.
+public struct PushCounts: Sendable, Equatable {
+    /// Rows sent (this node's changes since its last push).
+    public var sent: Int
+    /// Of them, rows that won by last-writer-wins and were written on the hub.
+    public var written: Int
+    /// Of them, rows the hub held back (stamped beyond its drift allowance).
+    public var quarantined: Int
 }
 
 /// What a sync run did.
@@ -165,6 +179,7 @@ extension CatalogStore {
                 if !options.dryRun { try? noteSourceFailure(locator, error: error) }
             }
             sourceReport.bytes = source.bytesFetched
+            sourceReport.pushed = source.pushed
             sourceReport.durationMilliseconds = wallClock.nowMilliseconds() - sourceStarted
             report.sources.append(sourceReport)
         }

@@ -30,6 +30,12 @@ protocol SyncSource: AnyObject {
     var nextCursor: SourceCursor? { get }
     /// Bytes fetched so far (for reports and metrics).
     var bytesFetched: Int64 { get }
+    /// What this run pushed to the source (a hub); nil for sources that are only read.
+    var pushed: PushCounts? { get }
+}
+
+extension SyncSource {
+    var pushed: PushCounts? { nil }
 }
 
 /// Rows to merge: decoded and handed to a ``RowMerger`` inside the source's transaction.
