@@ -56,6 +56,34 @@ struct HubFileTests {
         #expect(list.status == 0 && list.stdout.contains("host=db.example dbname=hub user=edge password=***"), "\(list.stdout)")
         #expect(!list.stdout.contains("Kw-Secret-1"))
     }
+
+    /// Regression (a user test): a connection string with a typo was 69 "the hub is unreachable … the
+    /// next run retries" — cron retried a config mistake forever — and `remote add` took it.
+    @Test("a connection string libpq refuses, or an unknown sslmode, is 64 naming what is wrong (no password), at sync and at remote add",
+          arguments: [
+              ("postgresql://u:Pw-Typo-9@127.0.0.1:1/db?badparam=1", #"invalid URI query parameter: "badparam""#),
+              ("postgresql://u:Pw-Typo-9@127.0.0.1:1/db?sslmode=bogus", #"sslmode "bogus" is not one of disable, allow"#),
+              ("host=127.0.0.1 port=1 dbname=db password=Pw-Typo-9 colour=blue", #"invalid connection option "colour""#),
+          ])
+    func badConnectionString(conninfo: String, message: String) throws {
+        let db = Support.temporaryDatabase()
+        let result = runCLI(["sync", conninfo], db: db)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(message) && result.stderr.contains("fix the connection string"), "\(result.stderr)")
+        let added = runCLI(["remote", "add", "h", conninfo], db: db)
+        #expect(added.status == 64 && added.stderr.contains(message), "\(added.stderr)")
+        #expect(!(result.stderr + result.stdout + added.stderr).contains("Pw-Typo-9"))
+        #expect(runCLI(["remote", "list"], db: db).stdout.isEmpty)
+    }
+
+    @Test("remote add makes a relative path absolute (a remote is used from anywhere, cron included)")
+    func relativeRemote() throws {
+        let dir = Support.temporaryDirectory()
+        let db = Support.temporaryDatabase()
+        let store = try CatalogStore.open(path: db)
+        try store.addRemote(name: "peer", url: "logs/../logC", workingDirectory: dir.path)
+        #expect(try store.remotes().map(\.url) == [dir.appending(path: "logC").standardizedFileURL.path])
+    }
 }
 
 /// The hub against a real, throwaway server (`PostgresServer`): schema, digest, push and pull, LWW on

@@ -231,7 +231,11 @@ struct MergeRuleTests {
         #expect(runCLI(["remote", "add", "peer", source], db: db).status == 0)
         #expect(runCLI(["remote", "add", "peer", source], db: db).status == 64)
         #expect(runCLI(["remote", "add", "bad name", source], db: db).status == 64)
-        #expect(runCLI(["remote", "add", "rel", "relative/path.json"], db: db).status == 64)
+        // A relative path is saved absolute (against the working directory), as cron will need it.
+        #expect(runCLI(["remote", "add", "rel", "relative/path.json"], db: db).status == 0)
+        #expect(try CatalogStore.open(path: db).remotes().first { $0.name == "rel" }?.url
+            == URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appending(path: "relative/path.json").standardizedFileURL.path)
+        #expect(runCLI(["remote", "remove", "rel"], db: db).status == 0)
         #expect(runCLI(["remote", "list"], db: db).stdout == "NAME  URL\npeer  \(source)\n")
         #expect(runCLI(["sync", "--quiet"], db: db).status == 0)
         #expect(try dumpPositions(db).count == 1)

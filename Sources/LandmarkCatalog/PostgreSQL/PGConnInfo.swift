@@ -20,19 +20,21 @@ struct PGConnInfo: Sendable {
     var secrets: [String]
 
     /// Parses `conninfo`.
-    /// - Throws: `PGError` (`.connectionFailed`) when libpq cannot parse it (or it holds a NUL byte, where
-    ///   C would silently cut it). libpq's message quotes
-    ///   fragments of the string, which may hold a password, so every quoted part is masked.
+    /// - Throws: `PGError` (`.invalidConnectionString`) when libpq cannot parse it (or it holds a NUL
+    ///   byte, where C would silently cut it), or it sets an `sslmode` libpq does not know. libpq's message
+    ///   quotes fragments of the string, which may hold a password, so every quoted part is masked —
+    ///   except the name in "invalid connection option" and "invalid URI query parameter", a keyword.
     init(parsing conninfo: String) throws {
         guard !conninfo.utf8.contains(0) else {
-            throw PGError(kind: .connectionFailed, message: "invalid connection string: it holds a NUL byte")
+            throw PGError(kind: .invalidConnectionString, message: "invalid connection string: it holds a NUL byte")
         }
         var failure: UnsafeMutablePointer<CChar>?
         guard let parsed = PQconninfoParse(conninfo, &failure) else {
             defer { if let failure { PQfreemem(failure) } }
-            let text = failure.map { String(cString: $0) } ?? "out of memory"
-            throw PGError(kind: .connectionFailed,
-                          message: "invalid connection string: " + Self.maskQuoted(text.trimmingWhitespace()))
+            let text = (failure.map { String(cString: $0) } ?? "out of memory").trimmingWhitespace()
+            let namesKeyword = ["invalid connection option \"", "invalid URI query parameter: \""].contains { text.hasPrefix($0) }
+            throw PGError(kind: .invalidConnectionString,
+                          message: "invalid connection string: " + (namesKeyword ? text : Self.maskQuoted(text)))
         }
         defer { PQconninfoFree(parsed) }
         var options: [(keyword: String, value: String)] = []
@@ -44,10 +46,18 @@ struct PGConnInfo: Sendable {
             option += 1
         }
         self.options = options
+        // libpq checks sslmode only when it connects, and then it is "cannot connect": say it here.
+        if let mode = options.last(where: { $0.keyword == "sslmode" })?.value, !Self.sslModes.contains(mode) {
+            throw PGError(kind: .invalidConnectionString,
+                          message: "invalid connection string: sslmode \"\(mode)\" is not one of \(Self.sslModes.joined(separator: ", "))")
+        }
         var secrets = options.filter { $0.keyword == "password" }.map(\.value) + Self.rawURIPasswords(conninfo)
         if let environment = ProcessInfo.processInfo.environment["PGPASSWORD"] { secrets.append(environment) }
         self.secrets = Array(Set(secrets.filter { !$0.isEmpty })).sorted { $0.count > $1.count }
     }
+
+    /// The values libpq 15 accepts for `sslmode` ("SSL Support", https://www.postgresql.org/docs/15/libpq-ssl.html).
+    static let sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
 
     /// The value the string sets for `keyword`, or nil when it does not set it.
     func value(_ keyword: String) -> String? { options.last { $0.keyword == keyword }?.value }

@@ -47,6 +47,9 @@ struct PGError: Error, Sendable, CustomStringConvertible {
         /// Refused before reaching the server, or a misuse the server cannot report (a NUL byte in
         /// text, a `COPY` sent through `execute`, a `COMMIT` that rolled back).
         case client
+        /// The connection string itself is wrong (libpq cannot parse it, an unknown keyword or URI
+        /// parameter, an `sslmode` libpq does not know): a mistake to fix, not a hub to retry.
+        case invalidConnectionString
     }
 
     var kind: Kind
@@ -104,7 +107,7 @@ struct PGError: Error, Sendable, CustomStringConvertible {
     var isUnavailable: Bool {
         switch kind {
         case .connectionFailed, .connectionLost, .timedOut: return true
-        case .client: return false
+        case .client, .invalidConnectionString: return false
         case .server:
             guard let sqlState else { return false }
             return sqlState.errorClass == "08"
@@ -125,6 +128,7 @@ struct PGError: Error, Sendable, CustomStringConvertible {
         case .connectionLost: text = "PostgreSQL connection lost\(sqlState.map { " (\($0))" } ?? ""): \(message)"
         case .timedOut: text = "PostgreSQL timed out: \(message)"
         case .client: text = "PostgreSQL client error: \(message)"
+        case .invalidConnectionString: text = message
         }
         if let detail { text += " (detail: \(detail))" }
         if let hint { text += " (hint: \(hint))" }
@@ -160,6 +164,9 @@ extension CatalogError {
         if error.isAuthenticationFailure {
             self.init(.unavailable, "PostgreSQL hub refused the login: \(error.message)\(place)",
                       hint: "check the user and the password in ~/.pgpass (or the file PGPASSFILE names), mode 0600")
+        } else if error.kind == .invalidConnectionString {
+            self.init(.usage, "\(error)\(place)",
+                      hint: "fix the connection string (libpq \"Connection Strings\": https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING)")
         } else if error.isUnavailable {
             self.init(.unavailable, "\(error)\(place)", hint: "the hub is unreachable or not answering; the next run retries")
         } else {

@@ -1,3 +1,5 @@
+import Foundation
+
 extension CatalogStore {
     /// The saved remotes, by name.
     public func remotes() throws -> [Remote] {
@@ -13,17 +15,28 @@ extension CatalogStore {
     /// Saves a remote.
     /// - Parameters:
     ///   - name: 1–64 characters of `A–Z a–z 0–9 . _ -`.
-    ///   - url: `http://`, `https://`, `file://`, `postgres://`, `postgresql://` or an absolute path. A
-    ///     password in it is stored (the remote needs it) but never printed; prefer `~/.netrc` or `~/.pgpass`.
-    /// - Throws: `CatalogError.usage` for a bad name or URL, or a name already taken.
-    public func addRemote(name: String, url: String) throws {
+    ///   - url: `http://`, `https://`, `file://`, `postgres://`, `postgresql://`, a libpq keyword string, or
+    ///     a path (a relative one is made absolute against `workingDirectory`: a remote is used from
+    ///     anywhere, cron included). A password in it is stored (the remote needs it) but never printed;
+    ///     prefer `~/.netrc` or `~/.pgpass`.
+    ///   - workingDirectory: what a relative path is relative to.
+    /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
+    ///   libpq parses it), or a name already taken.
+    public func addRemote(name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath) throws {
         guard Self.isValidNodeID(name) else {
             throw CatalogError(.usage, "invalid remote name '\(name)': use 1–64 characters of A–Z a–z 0–9 . _ -")
         }
-        guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
-            throw CatalogError(.usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres:// or an absolute path")
+        var url = given
+        if !url.isEmpty, !url.hasPrefix("/"), SourceLocator.scheme(of: url) == nil, !HubConnInfo.isKeywordString(url) {
+            url = URL(fileURLWithPath: url, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path
         }
-        _ = try SourceLocator.parse(url)  // refuses other schemes, file://host/…, a URL without a host, …
+        guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
+            throw CatalogError(.usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres://, a keyword string or a path")
+        }
+        // Refuses other schemes, file://host/…, a URL without a host, …
+        if case .hub(let conninfo) = try SourceLocator.parse(url) {
+            do { _ = try PGConnInfo(parsing: conninfo) } catch let error as PGError { throw CatalogError(error) }
+        }
         try write {
             if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
