@@ -71,6 +71,11 @@ struct CLITests {
         #expect(runCLI(["init"], db: db).stdout == first.stdout)
         #expect(runCLI(["init", "--node", "berlin-1"], db: db).stdout == "\(db) node berlin-1\n")
         #expect(runCLI(["init", "--node", "bad id"], db: db).status == 64)
+        // Renaming a node that holds rows warns once, in a whole sentence (it ended ", " with no location).
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
+        let renamed = runCLI(["init", "--node", "berlin-2"], db: db)
+        #expect(renamed.stderr == "catalog: warning: node id changed from berlin-1 to berlin-2; rows already written keep berlin-1 in their stamps, "
+                + "and a snapshot log this database published as berlin-1 is another node's now (publish to a new directory)\n", "\(renamed.stderr)")
     }
 
     @Test("the built binary copied alone into an empty directory creates and migrates a new database")

@@ -73,7 +73,8 @@ extension CatalogCLI {
             try store.setNodeID(node)
             let counts = try store.status()  // counts only: listing every position here would load them all
             if old != node && counts.landmarks + counts.positions > 0 {
-                i.reporter.warn("node id changed from \(old) to \(node); rows already written keep \(old) in their stamps")
+                i.reporter.warn("node id changed from \(old) to \(node); rows already written keep \(old) in their stamps, "
+                                + "and a snapshot log this database published as \(old) is another node's now (publish to a new directory)")
             }
         }
         i.stdout.line("\(store.path) node \(try store.nodeID())")

@@ -147,7 +147,8 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
 
     /// `<what>, <file>:<line>:<column>, record <index> (id <id>), field <field>`
     public var description: String {
-        var parts = [message, location]
+        var parts = [message]
+        if !location.isEmpty { parts.append(location) }  // a warning about no file has no location
         if let index {
             parts.append("record \(index)" + (id.map { " (id \($0))" } ?? ""))
         } else if let id {
