@@ -399,6 +399,21 @@ struct PrometheusTests {
 
 @Suite("Operations: catalog log")
 struct RunLedgerTests {
+    /// Regression (a user test): `sync --json` printed nothing on stdout when the lock was held.
+    @Test("sync --json prints one object when no run could happen (the lock held): its exit status and error")
+    func busyJSON() throws {
+        let db = Support.temporaryDatabase()
+        let good = try writeTemporary(positionsSnapshot(4, at: "2026-11-29T10:00:00Z"))
+        #expect(runCLI(["init"], db: db).status == 0)
+        let lock = try SyncLock.acquire(databasePath: db, now: 0)
+        let busy = runCLI(["sync", good, "--json"], db: db)
+        withExtendedLifetime(lock) {}
+        let object = try JSONSerialization.jsonObject(with: Data(busy.stdout.utf8)) as? [String: Any]
+        #expect(busy.status == 75 && object?["exitStatus"] as? Int == 75, "\(busy.stdout) \(busy.stderr)")
+        #expect((object?["error"] as? String)?.isEmpty == false && (object?["sources"] as? [Any])?.isEmpty == true, "\(busy.stdout)")
+        #expect(busy.stderr.contains("error:"))
+    }
+
     @Test("the ledger newest first, with per-source detail, on real runs (ok, failed, busy)")
     func ledger() throws {
         let clock = ManualClock(testNow)

@@ -84,12 +84,25 @@ extension CatalogCLI {
         if let target = options.publishPath, let scheme = SourceLocator.scheme(of: target) {
             throw UsageError(message: "--publish writes a local file or directory, not \(scheme):// (\(redacted(target)))", path: i.parsed.path)
         }
-        let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
-        let progress = i.makeProgressLine(label: "syncing")
-        let report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
-            progress.update($0)
+        let report: SyncReport
+        do {
+            let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
+            let progress = i.makeProgressLine(label: "syncing")
+            defer { progress.clear() }
+            report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
+                progress.update($0)
+            }
+        } catch let error as CatalogError where i[Options.json] {
+            // No run happened (the lock is held, the database cannot be opened, a SOURCE is not one):
+            // --json still prints one object, so a script reading it always has something to read.
+            var w = JSONWriter()
+            w.raw("{"); w.key("dryRun"); w.bool(options.dryRun)
+            w.raw(","); w.key("error"); w.string(error.message)
+            w.raw(","); w.key("exitStatus"); w.int(Int64(error.exitStatus))
+            w.raw(","); w.key("sources"); w.raw("[]}\n")
+            i.stdout.write(w.bytes)
+            throw error
         }
-        progress.clear()
         for source in report.sources {
             if let error = source.error {
                 i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source, bounded: true)
