@@ -223,6 +223,26 @@ struct MergeRuleTests {
         #expect(try replicatedPositions(b) == replicatedPositions(a))
     }
 
+    /// Regression (a user test): a log directory's URL without its "/" gave "expected a value, found '<'".
+    @Test("what is not a snapshot says what it looks like: a web page, a landmarkData.json")
+    func notASnapshot() throws {
+        let db = Support.temporaryDatabase()
+        let html = runCLI(["sync", try writeTemporary("\n<!DOCTYPE html><html><body>Index of /logA2/</body></html>")], db: db)
+        #expect(html.status == 65 && html.stderr.contains("this is HTML, not a snapshot") && html.stderr.contains("trailing /"), "\(html.stderr)")
+        let array = runCLI(["sync", Support.fixture("valid.json")], db: db)
+        #expect(array.status == 65 && array.stderr.contains("load it with 'catalog import FILE'"), "\(array.stderr)")
+    }
+
+    /// Regression (a user test): `sync hub` with no remote of that name said only "cannot open the file".
+    @Test("a bare word that is neither a file nor a remote: 66, with a hint that no remote has that name")
+    func bareWord() throws {
+        let db = Support.temporaryDatabase()
+        let result = runCLI(["sync", "no-such-remote-xyz"], db: db)
+        #expect(result.status == 66 && result.stderr.contains("no remote is named 'no-such-remote-xyz' either"), "\(result.stderr)")
+        let path = runCLI(["sync", "./no-such-file-xyz.json"], db: db)
+        #expect(path.status == 66 && !path.stderr.contains("no remote is named"), "\(path.stderr)")
+    }
+
     @Test("saved remotes: add, list, remove; sync with no SOURCE uses them")
     func remotes() throws {
         let db = Support.temporaryDatabase()

@@ -38,7 +38,15 @@ struct SnapshotDecoder {
             return true
         }
         do {
-            let kind = try reader.peekKind()
+            let kind: JSONKind
+            do {
+                kind = try reader.peekKind()
+            } catch is JSONSyntaxError where reader.peekNonWhitespace() == UInt8(ascii: "<") {
+                // A web page: a directory listing or an error page, often for a log's URL without its "/".
+                state.error(batch, "this is HTML, not a snapshot (a snapshot log over HTTP is its directory's URL with a trailing / "
+                            + "or its manifest.json)", at: reader.position)
+                throw Stop()
+            }
             guard kind == .object else {
                 // A landmarkData.json is an array of landmarks: it is imported, not synced.
                 state.error(batch, "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\", found \(kind.description)"

@@ -133,7 +133,9 @@ extension CatalogStore {
                 // holder moves into the ledger when its run ends.
                 connection.setBusyTimeout(milliseconds: 200)
                 defer { connection.setBusyTimeout(milliseconds: 5000) }
-                let sources = requested.map(redactedURL)
+                // As a run that got the lock records them: absolute paths, remotes resolved, no password.
+                let saved = (try? remotes()) ?? []
+                let sources = requested.map { (try? SourceLocator.parse($0, remotes: saved).description) ?? redactedURL($0) }
                 do {
                     try recordRun(started: started, sources: sources, reports: [], outcome: "busy", status: error.exitStatus, message: error.message)
                 } catch _ {
@@ -165,6 +167,12 @@ extension CatalogStore {
         report.dryRun = options.dryRun
         let runID = options.dryRun ? nil : try? recordRunStart(started: started, sources: locators.map(\.description))
         let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics, progress: progress)
+        // A bare word that is no remote and no file was most likely meant as a remote's name.
+        let bareWords = Set(requested.filter { !$0.contains("/") && SourceLocator.scheme(of: $0) == nil && $0 != "-" }
+            .compactMap { word -> String? in
+                guard !saved.contains(where: { $0.name == word }), case .file(let path)? = try? SourceLocator.parse(word, remotes: saved) else { return nil }
+                return path
+            })
         for locator in locators {
             let source = try makeSource(locator)
             let sourceStarted = wallClock.nowMilliseconds()
@@ -174,7 +182,11 @@ extension CatalogStore {
                 sourceReport.outcome = outcome
                 sourceReport.counts = counts
                 report.counts = report.counts + counts
-            } catch let error as CatalogError {
+            } catch var error as CatalogError {
+                if error.kind == .noInput, case .file(let path) = locator, bareWords.contains(path) {
+                    let word = (path as NSString).lastPathComponent
+                    error.hint = "no remote is named '\(word)' either (catalog remote list shows them)"
+                }
                 sourceReport.error = error
                 if !options.dryRun { try? noteSourceFailure(locator, error: error) }
             }
