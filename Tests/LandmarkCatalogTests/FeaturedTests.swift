@@ -81,6 +81,10 @@ struct FeaturedTests {
 
     @Test("reading commands refuse a missing database (66) instead of creating an empty one", arguments: [
         ["featured"], ["positions"], ["position", "get", "--user", "u"], ["export"], ["status"], ["remote", "list"],
+        ["position", "set", "--user", "u", "--page", "0"],
+        // Regression (a user test): a typo'd --db made a new database holding one tombstone.
+        ["position", "clear", "--user", "u"],
+        ["log"], ["quarantine", "list"], ["quarantine", "drop", "--all"], ["conflicts"], ["publish", "/tmp/never-created-log"],
     ])
     func missingDatabase(_ arguments: [String]) {
         let db = Support.temporaryDatabase()

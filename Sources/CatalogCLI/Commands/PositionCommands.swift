@@ -92,7 +92,8 @@ extension CatalogCLI {
     }
 
     static func runPositionClear(_ i: Invocation) throws -> Int32 {
-        try i.openStore().clearPosition(user: i[Options.user] ?? "")
+        // As `position set`: a missing database is refused (66), not created to hold one tombstone.
+        try i.openStore(i.databaseExists ? .write : .read).clearPosition(user: i[Options.user] ?? "")
         return 0
     }
 
