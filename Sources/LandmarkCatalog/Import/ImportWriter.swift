@@ -165,7 +165,8 @@ struct ImportWriter {
         if d.severity == .warning {
             if options.strict {
                 d.severity = .error
-                d.message += " (--strict)"
+                // The warning says what would have been done ("is kept", "is read as"): say that it was not.
+                d.message = "refused by --strict (without it, a warning: " + d.message + ")"
                 strictWarnings += 1
             } else {
                 summary.warnings += 1
