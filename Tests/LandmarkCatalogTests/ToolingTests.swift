@@ -177,6 +177,8 @@ struct CompletionTests {
         }
         for variable in ["CATALOG_DB", "XDG_DATA_HOME", "HOME", "TMPDIR", "PGPASSFILE"] { #expect(page.contains(".B \(variable)\n")) }
         for status in ["0", "64", "65", "66", "69", "70", "73", "74", "75", "76"] { #expect(page.contains(".TP\n.B \(status)\n")) }
+        // Regression (a user test): a meaning that --help wraps onto a second line lost its second line.
+        #expect(page.contains("timeout; a hub down, refusing the login or holding its push lock too long); status \\-\\-check: not healthy (no run yet"))
         for node in CommandTree(root: CatalogCLI.rootCommand).nodes where !node.path.isEmpty {
             #expect(page.contains(".SS \"catalog \(node.key)\"\n"))
             for option in node.command.options { #expect(page.contains("\\fB\(Manual.escaped(option.name))\\fR")) }

@@ -100,16 +100,19 @@ public enum CatalogCLI {
     static let exitStatusHelp = """
         EXIT STATUS:
           0   success, including "nothing to do"
-          64  usage error (bad command line, page out of range, landmark not featured)
+          64  usage error (bad command line, page out of range, landmark not featured,
+              a hub connection string with a mistake)
           65  bad input data (malformed JSON, invalid field, duplicate id, bad snapshot)
-          66  input file missing or unreadable
-          69  sync source unavailable (network, 404, 5xx after retries, timeout);
-              status --check: not healthy (last run failed, or a source's last good sync too old)
+          66  input file or database missing or unreadable
+          69  sync source unavailable (network, 404, 5xx after retries, timeout; a hub down,
+              refusing the login or holding its push lock too long); status --check: not
+              healthy (no run yet, last run failed, or a source's last good sync too old)
           70  internal error
-          73  cannot create or write the database or an output
+          73  cannot create or write the database or an output (or it is not a catalog
+              database, or newer than this binary); a hub role that may not create its tables
           74  I/O error (disk full)
           75  temporary failure: lock held or database busy; retry later
-          76  incompatible snapshot format or version
+          76  incompatible snapshot format or version; a hub schema newer, changed or foreign
 
         """
 }

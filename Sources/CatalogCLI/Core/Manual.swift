@@ -55,11 +55,17 @@ enum Manual {
         }
 
         out += ".SH \"EXIT STATUS\"\n"
+        // `  CODE  meaning` lines; an indented line without a code continues the meaning before it.
+        var entries: [(code: Substring, text: String)] = []
         for line in exitStatus.split(separator: "\n") {
             let words = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-            guard words.count == 2, Int(words[0]) != nil else { continue }
-            out += ".TP\n.B \(words[0])\n" + textLine(String(words[1])) + "\n"
+            if words.count == 2, Int(words[0]) != nil {
+                entries.append((words[0], String(words[1])))
+            } else if line.hasPrefix("  "), !entries.isEmpty, !words.isEmpty {
+                entries[entries.count - 1].text += " " + line.trimmingCharacters(in: .whitespaces)
+            }
         }
+        for entry in entries { out += ".TP\n.B \(entry.code)\n" + textLine(entry.text) + "\n" }
 
         out += ".SH ENVIRONMENT\n"
         for (name, text) in environment { out += ".TP\n.B \(escaped(name))\n" + textLine(text) + "\n" }
