@@ -34,7 +34,7 @@ struct PostgresEncodingTests {
     func unparsable() {
         for text in ["host=h password=ok secret-word", "postgresql://u:secret-word@h/d?nonsense", "host='secret-word"] {
             let error = #expect(throws: PGError.self) { try PGConnInfo(parsing: text) }
-            #expect(error?.kind == .connectionFailed)
+            #expect(error?.kind == .invalidConnectionString)  // a mistake to fix (64), not a hub to retry
             #expect(error.map { !"\($0)".contains("secret-word") } == true, "\(String(describing: error))")
         }
     }
@@ -49,6 +49,18 @@ struct PostgresEncodingTests {
         let (state, text) = PGConnection.parseVerboseMessage(message)
         #expect(state == .invalidPassword)
         #expect(text == #"connection to server at "127.0.0.1", port 5432 failed: FATAL:  password authentication failed for user "ann""#)
+    }
+
+    /// Regression (a user test): "Connection refused Is the server running…" read as one sentence.
+    @Test("libpq's lines are joined with '; ' where a line ends without punctuation")
+    func joinedLines() {
+        let message = """
+            connection to server at "127.0.0.1", port 1 failed: Connection refused
+            \tIs the server running on that host and accepting TCP/IP connections?
+
+            """
+        #expect(PGConnection.oneLine(message)
+            == #"connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?"#)
     }
 
     @Test("the statement in a message is one line of at most 160 characters; a long script shows the failing line")

@@ -50,8 +50,8 @@ extension CatalogCLI {
         guard r.changed else {
             return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(plural(r.removed.count, "old file")) removed")
         }
-        let what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : "\(r.manifest.deltas.count) deltas"
-        return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(r.written.count) files, \(r.bytesWritten) bytes"
+        let what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : plural(r.manifest.deltas.count, "delta")
+        return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(plural(r.written.count, "file")), \(plural(Int(r.bytesWritten), "byte"))"
             + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))")
     }
 

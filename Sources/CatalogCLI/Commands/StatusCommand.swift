@@ -102,8 +102,8 @@ extension CatalogCLI {
             database:    \(store.path)
             node:        \(s.node)
             schema:      version \(s.schemaVersion)
-            landmarks:   \(s.landmarks) live, \(s.landmarkTombstones) tombstones
-            positions:   \(s.positions) live, \(s.positionTombstones) tombstones
+            landmarks:   \(s.landmarks) live, \(plural(s.landmarkTombstones, "tombstone"))
+            positions:   \(s.positions) live, \(plural(s.positionTombstones, "tombstone"))
             changes:     \(s.changeSequence)
             digest:      \(digest)
             quarantine:  \(s.quarantined) rows

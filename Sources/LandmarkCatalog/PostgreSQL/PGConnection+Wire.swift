@@ -254,9 +254,20 @@ extension PGConnection {
         _ = done.wait(timeout: .now() + .milliseconds(milliseconds(limit)))
     }
 
-    /// libpq's multi-line messages (`…\n\tThis probably means…`) on one line.
+    /// libpq's multi-line messages (`…Connection refused\n\tIs the server running…`) on one line.
     static func oneLine(_ text: String) -> String {
-        text.split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }.joined(separator: " ")
+        joinedLines(text.split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() })
+    }
+
+    /// Lines joined into one sentence-like line: `; ` after a line that ends without punctuation (libpq
+    /// ends its lines without a full stop: "Connection refused" then "Is the server running…"), else a space.
+    static func joinedLines(_ lines: [String]) -> String {
+        var out = ""
+        for line in lines where !line.isEmpty {
+            if let last = out.last { out += ".:;,".contains(last) ? " " : "; " }
+            out += line
+        }
+        return out
     }
 }
 

@@ -270,7 +270,7 @@ final class PGConnection {
             }
             lines.append(text)
         }
-        return (sqlState, lines.joined(separator: " "))
+        return (sqlState, joinedLines(lines))
     }
 
     /// `host:port/dbname user` from what libpq resolved (defaults and environment applied), redacted.
