@@ -133,6 +133,19 @@ struct SyncUserFindingsTests {
         #expect(r.status == 0)
         #expect(r.stderr.components(separatedBy: "this database's own").count == 2, "\(r.stderr)")
         #expect(r.stderr.contains("catalog init --node ID"))
+        // The source is named once, at the end, as in every diagnostic (a user test found it twice).
+        let manifest = dir.appending(path: "copy-log/manifest.json").path
+        #expect(r.stderr.components(separatedBy: manifest).count == 2, "\(r.stderr)")
+    }
+
+    @Test("publish to a file is refused naming it once, with a hint at export --output")
+    func publishToFile() throws {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
+        let file = try writeTemporary("{}")
+        let r = runCLI(["publish", file], db: db)
+        #expect(r.status == 73 && r.stderr == "catalog: error: cannot create the log directory: not a directory, \(file)\n"
+                + "hint: a snapshot log is a directory; to write one snapshot file, use 'catalog export --output FILE'\n", "\(r.stderr)")
     }
 
     @Test("many failing sources are bounded like any diagnostic (25 were 25 lines)")

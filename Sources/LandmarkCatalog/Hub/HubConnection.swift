@@ -105,7 +105,8 @@ final class HubConnection {
             return try body()
         } catch let error as PGError {
             var mapped = CatalogError(error)
-            if !mapped.message.contains(name) { mapped.message += " (hub \(name))" }
+            // Named once: by libpq's resolved target when the error has one, else by the hub's name.
+            if error.target == nil && !mapped.message.contains(name) { mapped.message += " (hub \(name))" }
             throw mapped
         } catch let error as HubSchemaError {
             throw CatalogError(error, hub: name)

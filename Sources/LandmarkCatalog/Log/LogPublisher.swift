@@ -60,8 +60,12 @@ extension CatalogStore {
                                hint: "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
         }
         if let failure = makeDirectories(directory) {
-            throw CatalogError(.cantCreate, "cannot create the log directory: \(failure.path): \(failure.reason), \(directory)",
-                               hint: failure.code == EACCES || failure.code == EPERM || failure.code == EROFS
+            // The path that failed is named once: it is the directory itself, or one above it.
+            let place = failure.path == directory || failure.path == "./" + directory ? directory : "\(failure.path) (for \(directory))"
+            throw CatalogError(.cantCreate, "cannot create the log directory: \(failure.reason), \(place)",
+                               hint: failure.code == ENOTDIR && failure.path.hasSuffix(directory)
+                                ? "a snapshot log is a directory; to write one snapshot file, use 'catalog export --output FILE'"
+                                : failure.code == EACCES || failure.code == EPERM || failure.code == EROFS
                                 ? "publish where this user may write, or create the directory for it" : nil)
         }
         guard let resolved = realpath(directory, nil) else {

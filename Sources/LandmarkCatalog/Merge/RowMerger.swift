@@ -91,7 +91,7 @@ struct RowMerger {
         if !clashReported, let node = batch.sourceNode, node == localNode {
             clashReported = true
             diagnostics(Diagnostic(severity: .warning,
-                                   message: "\(source) was published under node id \(node), this database's own: if it comes from another database (a copy of this one?), the two share a node id and their writes can tie; give one of them its own id with 'catalog init --node ID'",
+                                   message: "this source was published under node id \(node), this database's own: if it comes from another database (a copy of this one?), the two share a node id and their writes can tie; give one of them its own id with 'catalog init --node ID'",
                                    file: source, kind: "node-clash", details: [.init("node", node)]))
         }
         for (_, d) in batch.diagnostics where d.severity == .error {
