@@ -245,6 +245,25 @@ struct HubTests {
 
     // MARK: Push and pull
 
+    /// A user test: setting a hub up as its owner needed a throwaway catalog database and left it in
+    /// `hub_edges`; `migrate --hub` creates the schema and nothing else.
+    @Test("migrate --hub creates the hub's schema and nothing else: no local database, no edge recorded; run again it changes nothing")
+    func migrateHub() throws {
+        let (uri, name) = try HubSupport.makeHub(server)
+        let db = Support.temporaryDatabase()
+        let first = runCLI(["migrate", "--hub", uri], db: db)
+        let hubID = try HubSupport.scalar(server, name, "SELECT hub_id FROM hub_identity") ?? ""
+        #expect(first.status == 0 && first.stdout.hasSuffix(": hub schema at version 1 (hub \(hubID))\n"), "\(first.stdout) \(first.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: db))
+        #expect(try HubSupport.scalar(server, name, "SELECT count(*) FROM hub_edges") == "0")
+        #expect(runCLI(["migrate", "--hub", uri], db: db).stdout == first.stdout)
+        #expect(runCLI(["migrate", "--hub", "/tmp/a.json"], db: db).status == 64)
+        #expect(runCLI(["migrate", "--hub", uri, "--status"], db: db).status == 64)
+        // An edge then syncs against the schema made for it.
+        let edge = try seededEdge()
+        #expect(sync(edge, uri).status == 0)
+    }
+
     @Test("two edges converge through the hub; a later write wins on both sides; an older one never replaces it")
     func convergence() throws {
         let (uri, name) = try HubSupport.makeHub(server)

@@ -5,23 +5,42 @@ extension CatalogCLI {
     enum MigrateOptions {
         static let status = Flag("--status", "List every migration: version, description, checksum, applied time (UTC), state.")
         static let node = Option<String>("--node", "ID", "Set this database's node id (1–64 of A–Z a–z 0–9 . _ -).", parse: Values.nonEmpty)
+        static let hub = Option<String>("--hub", "HUB",
+                                        "Create or migrate the schema of the PostgreSQL hub HUB (a URI, keyword string or remote's name) and nothing else; the local database is not opened.",
+                                        completion: .remote, parse: Values.nonEmpty)
     }
 
     static var migrateCommand: CommandSpec {
         CommandSpec(
             name: "migrate",
             abstract: "Apply pending schema migrations (done on every open), or list them.",
-            discussion: "--status lists without applying anything, and still lists a database this binary refuses to open (a changed migration, or one from a newer binary), then exits 73.",
-            options: [MigrateOptions.status.spec, Options.json.with(help: "With --status, print JSON.").spec],
+            discussion: """
+                --status lists without applying anything, and still lists a database this binary refuses to open (a changed migration, or one from a newer binary), then exits 73. \
+                --hub HUB sets up a hub's schema as its database's owner, before the edges' role is granted only what it uses.
+                """,
+            options: [MigrateOptions.status.spec, Options.json.with(help: "With --status, print JSON.").spec, MigrateOptions.hub.spec],
             validate: { p in
                 if p[Options.json] && !p[MigrateOptions.status] {
                     throw UsageError(message: "--json goes with --status", path: p.path)
+                }
+                if p[MigrateOptions.hub] != nil && p[MigrateOptions.status] {
+                    throw UsageError(message: "--hub and --status exclude each other", path: p.path)
                 }
             },
             run: runMigrate)
     }
 
     static func runMigrate(_ i: Invocation) throws -> Int32 {
+        if let hub = i[MigrateOptions.hub] {
+            // A remote's name means its URL (its password, if it keeps one, stays inside).
+            let remotes = i.databaseExists ? ((try? i.openStore(.read).remotes()) ?? []) : []
+            guard case .hub(let conninfo) = try SourceLocator.parse(hub, remotes: remotes) else {
+                throw UsageError(message: "--hub takes a PostgreSQL hub: postgres://, postgresql://, 'host=… dbname=…' or a remote naming one", path: i.parsed.path)
+            }
+            let report = try CatalogStore.migrateHub(conninfo: conninfo)
+            i.stdout.line("\(report.name): hub schema at version \(report.version) (hub \(report.hubID))")
+            return 0
+        }
         guard i[MigrateOptions.status] else {
             _ = try i.openStore()  // opening applies pending migrations
             return 0

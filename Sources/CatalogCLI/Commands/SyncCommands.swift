@@ -178,7 +178,7 @@ extension CatalogCLI {
             subcommands: [
                 CommandSpec(name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres(ql):// URL, libpq keyword string or path.",
                             arguments: [ArgumentSpec(name: "name", help: "1–64 of A–Z a–z 0–9 . _ -"),
-                                        ArgumentSpec(name: "url", help: "http://, https://, file://, postgres://, postgresql://, 'host=… dbname=…' or a path (made absolute).", completion: .file)],
+                                        ArgumentSpec(name: "url", help: "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).", completion: .file)],
                             run: { i in try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1]); return 0 }),
                 CommandSpec(name: "list", abstract: "List the saved remotes (passwords are never shown).",
                             options: [Options.json.spec],

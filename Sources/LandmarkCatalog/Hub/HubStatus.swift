@@ -77,3 +77,37 @@ extension CatalogStore {
         return statuses
     }
 }
+
+/// A hub's schema, as `catalog migrate --hub` made it.
+public struct HubSchemaReport: Sendable {
+    /// The hub's display name (no password).
+    public var name: String
+    /// The highest hub migration applied.
+    public var version: Int
+    /// The hub's random identity.
+    public var hubID: String
+}
+
+extension CatalogStore {
+    /// Creates or migrates the schema of the hub at `conninfo` — and nothing else: no push, no pull,
+    /// nothing recorded in `hub_edges`, no local database needed — so the owner of the hub's database can
+    /// set it up before granting the edges' role only what it uses (README "Running a hub").
+    /// - Parameters:
+    ///   - conninfo: a libpq URI or keyword string (a password from it, `~/.pgpass` or `PGPASSFILE`).
+    ///   - timeoutSeconds: the deadline of connecting and of each statement, in s.
+    /// - Returns: the hub's name, schema version and identity.
+    /// - Throws: `CatalogError` as a sync with a hub does: 64 a connection string with a mistake; 69
+    ///   unreachable, timed out or login refused; 73 a role that may not create the tables; 76 a hub newer
+    ///   than this binary, a changed migration or a foreign database.
+    public static func migrateHub(conninfo: String, timeoutSeconds: Double = 30) throws -> HubSchemaReport {
+        let name = SourceLocator.hub(conninfo: conninfo).description
+        let seconds = max(timeoutSeconds, 0.001)
+        let statement = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))
+        let hub = try HubConnection(conninfo: conninfo, name: name,
+                                    limits: HubLimits(connectSeconds: max(1, Int(seconds.rounded(.up))), statement: statement, bulk: statement))
+        let version = try HubConnection.mapping(name) {
+            try hub.pg.execute(sql: "SELECT max(version) FROM hub_schema_migrations").int64(0, 0) ?? 0
+        }
+        return HubSchemaReport(name: name, version: Int(version), hubID: hub.hubID)
+    }
+}
