@@ -7,8 +7,8 @@ import Foundation
 /// by the ``RowMerger`` with the same last-writer-wins rule, tie rule, tombstones and quarantine as any
 /// other source.
 ///
-/// Memory: one `FETCH` result and its batch at a time — 2,000 landmarks (their bodies, ~2 MB) or 25,000
-/// positions (~3 MB) — whatever the number of rows.
+/// Memory: two `FETCH` results and their batches at a time (one being read, one being merged) — landmarks
+/// of about 4 MiB of bodies, at most 2,000; or 25,000 positions (~3 MB) — whatever the number of rows.
 final class HubPullFeed: ChangeFeed {
     /// Landmarks per `FETCH` at most (bodies are usually a few KiB, but nothing bounds one): the first
     /// `FETCH` asks for ``firstLandmarkBatch``, each next one for as many as held about
