@@ -356,6 +356,12 @@ struct PrometheusTests {
         #expect(!after.contains(typo), "\(after)")
         #expect(after.contains("catalog_source_up{kind=\"file\",source=\"\(good)\"} 1"))
         #expect(after.contains("catalog_last_run_success 1"))
+        // status keeps the typo's record, out of the way: one line in the text, inUse false in JSON.
+        let text = runCLI(["status"], db: db).stdout
+        #expect(!text.contains(typo) && text.contains("other:       1 source synced before, not in the last run and not a remote"), "\(text)")
+        let listed = try JSONSerialization.jsonObject(with: Data(runCLI(["status", "--json"], db: db).stdout.utf8)) as? [String: Any]
+        let inUse = (listed?["sources"] as? [[String: Any]] ?? []).map { ($0["source"] as? String ?? "", $0["inUse"] as? Bool) }
+        #expect(inUse.contains { $0 == (typo, false) } && inUse.contains { $0 == (good, true) }, "\(inUse)")
 
         // A run still going (as a concurrent one is): status says so; the metrics keep the last ended run.
         let store = try CatalogStore.open(path: db)

@@ -86,7 +86,8 @@ extension CatalogCLI {
             w.raw(","); w.key("sources"); w.raw("[")
             for (n, src) in s.sources.enumerated() {
                 if n > 0 { w.raw(",") }
-                w.raw("{"); w.key("kind"); w.string(src.kind)
+                w.raw("{"); w.key("inUse"); w.bool(src.inUse)
+                w.raw(","); w.key("kind"); w.string(src.kind)
                 w.raw(","); w.key("lastAttemptAt"); w.string(src.lastAttempt)
                 w.raw(","); w.key("lastError"); w.string(src.lastError)
                 w.raw(","); w.key("lastOutcome"); w.string(src.outcome)
@@ -117,11 +118,15 @@ extension CatalogCLI {
         } else {
             out += "last sync:   never\n"
         }
-        for src in s.sources {
+        for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
             out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))"
             if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
+        }
+        let idle = s.sources.filter { !$0.inUse }.count
+        if idle > 0 {
+            out += "other:       \(plural(idle, "source")) synced before, not in the last run and not a remote (status --json lists them)\n"
         }
         out += hubStatusText(hubs, local: digest)
         i.stdout.write(out)

@@ -64,15 +64,8 @@ extension CatalogStore {
                                                 [.integer(lastRunID ?? 0)]) { s in
                 (Timestamp.parse(s.text(0) ?? "") ?? 0, s.text(1) ?? "", Int(s.int(2)), s.int(3))
             }
-            // Sources now in use — those of that run and the saved remotes — so a source synced once
-            // (a typo, a one-off file) or a removed remote is not a series that alerts forever.
-            var current = Set<String>()
-            try connection.forEachRow(sql: "SELECT source FROM sync_run_sources WHERE run_id = ?", [.integer(lastRunID ?? 0)]) {
-                current.insert($0.text(0) ?? "")
-            }
-            try connection.forEachRow(sql: "SELECT url FROM sync_remotes") { s in
-                if let key = try? SourceLocator.parse(s.text(0) ?? "").description { current.insert(key) }
-            }
+            // A source synced once (a typo, a one-off file) or a removed remote is not a series that alerts forever.
+            let current = try sourcesInUse()
             m.lastSuccessMilliseconds = try connection.firstRow(sql: """
                 SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
                 """) { Timestamp.parse($0.text(0) ?? "") } ?? nil
@@ -99,6 +92,22 @@ extension CatalogStore {
             }
             return m
         }
+    }
+}
+
+extension CatalogStore {
+    /// The sources in use: those of the last sync run that ended, and the saved remotes' — by the key
+    /// `status` and the ledger show (an absolute path, a URL without its password). Call inside a read.
+    func sourcesInUse() throws -> Set<String> {
+        var current = Set<String>()
+        let lastRunID = try connection.scalarInt(sql: "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')") ?? 0
+        try connection.forEachRow(sql: "SELECT source FROM sync_run_sources WHERE run_id = ?", [.integer(lastRunID)]) {
+            current.insert($0.text(0) ?? "")
+        }
+        try connection.forEachRow(sql: "SELECT url FROM sync_remotes") { s in
+            if let key = try? SourceLocator.parse(s.text(0) ?? "").description { current.insert(key) }
+        }
+        return current
     }
 }
 

@@ -31,6 +31,9 @@ extension CatalogStore {
         public var lastAttempt: String?
         public var lastStatus: Int?
         public var lastError: String?
+        /// Whether the last sync run that ended had it, or a saved remote names it; a source synced
+        /// once (a typo, a one-off file) or a removed remote is kept here but not in use.
+        public var inUse = true
     }
 
     /// Counts, node id, schema version, quarantine and the last sync per source.
@@ -44,6 +47,8 @@ extension CatalogStore {
                 sources.append(SourceStatus(source: s.text(0) ?? "", kind: s.text(1), lastSuccess: s.text(2), outcome: s.text(3),
                                             lastAttempt: s.text(4), lastStatus: s.optionalInt(5).map(Int.init), lastError: s.text(6)))
             }
+            let inUse = try sourcesInUse()
+            for n in sources.indices { sources[n].inUse = inUse.contains(sources[n].source) }
             let lastRun = try connection.firstRow(sql: """
                 SELECT started_at, finished_at, outcome, exit_status, message FROM sync_runs ORDER BY id DESC LIMIT 1
                 """) { r in
