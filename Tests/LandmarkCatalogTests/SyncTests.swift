@@ -223,6 +223,19 @@ struct MergeRuleTests {
         #expect(try replicatedPositions(b) == replicatedPositions(a))
     }
 
+    /// Regression (a user test): `<stdin>` was logged as 0 bytes.
+    @Test("a snapshot on standard input counts its bytes in --json and in the run ledger")
+    func standardInputBytes() throws {
+        let text = snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:00:00Z")])
+        let file = try writeTemporary(text)
+        let fd = open(file, O_RDONLY)
+        defer { close(fd) }
+        let db = Support.temporaryDatabase()
+        let result = runCLI(["sync", "--json", "-"], db: db, stdinFD: fd)
+        #expect(result.status == 0 && result.stdout.contains(#""bytes":\#(text.utf8.count)"#), "\(result.stdout)")
+        #expect(runCLI(["log", "--json"], db: db).stdout.contains(#""bytes":\#(text.utf8.count)"#))
+    }
+
     /// Regression (a user test): a log directory's URL without its "/" gave "expected a value, found '<'".
     @Test("what is not a snapshot says what it looks like: a web page, a landmarkData.json")
     func notASnapshot() throws {

@@ -52,6 +52,8 @@ final class SnapshotFeed: ChangeFeed {
     let name: String
     private let owned: Bool
     private let keeping: AnyObject?
+    /// Bytes of the snapshot read so far.
+    private(set) var bytesRead: Int64 = 0
 
     /// - Parameters:
     ///   - owned: close `fd` when the feed is released.
@@ -72,7 +74,10 @@ final class SnapshotFeed: ChangeFeed {
         let total = CatalogStore.regularFileSize(fd)  // spooled HTTP bodies are regular files too
         let reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) }
         defer { reading.finish() }
-        try reading.mergeAll(into: &merger) { batch, merger in merger.progress(merger.counts.seen, Int64(batch.bytesRead), total) }
+        try reading.mergeAll(into: &merger) { batch, merger in
+            bytesRead = Int64(batch.bytesRead)
+            merger.progress(merger.counts.seen, bytesRead, total)
+        }
     }
 }
 
@@ -80,10 +85,14 @@ final class SnapshotFeed: ChangeFeed {
 final class StandardInputSource: SyncSource {
     let locator = SourceLocator.standardInput
     var nextCursor: SourceCursor? { nil }
-    private(set) var bytesFetched: Int64 = 0
+    private var feed: SnapshotFeed?
+    /// What its snapshot held, in bytes, as far as it was read (the ledger logged 0 before).
+    var bytesFetched: Int64 { feed?.bytesRead ?? 0 }
 
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
-        [SnapshotFeed(fd: context.standardInput, name: locator.description, owned: false)]
+        let feed = SnapshotFeed(fd: context.standardInput, name: locator.description, owned: false)
+        self.feed = feed
+        return [feed]
     }
 }
 
