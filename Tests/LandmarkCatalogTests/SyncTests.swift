@@ -234,6 +234,9 @@ struct MergeRuleTests {
         let result = runCLI(["sync", "--json", "-"], db: db, stdinFD: fd)
         #expect(result.status == 0 && result.stdout.contains(#""bytes":\#(text.utf8.count)"#), "\(result.stdout)")
         #expect(runCLI(["log", "--json"], db: db).stdout.contains(#""bytes":\#(text.utf8.count)"#))
+        // A source's last outcome is named as sync and log name it (status said "ok" for "merged").
+        #expect(runCLI(["sync", file], db: db).status == 0)
+        #expect(runCLI(["status", "--json"], db: db).stdout.contains(#""lastOutcome":"merged""#))
     }
 
     /// Regression (a user test): a log directory's URL without its "/" gave "expected a value, found '<'".

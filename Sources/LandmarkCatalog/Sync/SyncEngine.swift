@@ -269,7 +269,7 @@ extension CatalogStore {
                 try observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
             }
             if locator != .standardInput {
-                try noteSourceSuccess(locator, cursor: source.nextCursor, outcome: "ok", at: now)
+                try noteSourceSuccess(locator, cursor: source.nextCursor, outcome: "merged", at: now)
             }
             if options.pauseBeforeCommitMilliseconds > 0 { usleep(UInt32(options.pauseBeforeCommitMilliseconds) * 1000) }
             return options.dryRun ? .rollback((.merged, merger.counts)) : .commit((.merged, merger.counts))
