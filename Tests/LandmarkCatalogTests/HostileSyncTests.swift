@@ -601,7 +601,7 @@ struct HostileSyncTests {
         let entry = try #require(sources.first { $0["source"] as? String == url }, "\(sources)")
         #expect(entry["lastSuccessAt"] is NSNull, "\(entry)")
         #expect(entry["lastOutcome"] as? String == "failed" && entry["lastStatus"] as? Int == 69, "\(entry)")
-        #expect(try sandbox.run(["status"], db: db).stdout.contains("source:      \(url) last good never (failed)"))
+        #expect(try sandbox.run(["status"], db: db).stdout.contains("source:      \(url) last good never; last attempt failed"))
     }
 
     @Test("http://user:pass@… never shows the password: stdout, stderr, status, status --json, remote list, the run ledger")

@@ -258,6 +258,9 @@ struct HubTests {
         #expect(try HubSupport.scalar(server, name, "SELECT count(*) FROM hub_edges") == "0")
         #expect(runCLI(["migrate", "--hub", uri], db: db).stdout == first.stdout)
         #expect(runCLI(["migrate", "--hub", "/tmp/a.json"], db: db).status == 64)
+        let noRemote = runCLI(["migrate", "--hub", "myhub"], db: db)
+        #expect(noRemote.status == 64 && noRemote.stderr.contains("no remote is named 'myhub' (there is no database at \(db) to hold remotes)"),
+                "\(noRemote.stderr)")
         #expect(runCLI(["migrate", "--hub", uri, "--status"], db: db).status == 64)
         // An edge then syncs against the schema made for it.
         let edge = try seededEdge()
@@ -320,6 +323,7 @@ struct HubTests {
         let c = Support.temporaryDatabase()
         let failed = sync(c, uri)
         #expect(failed.status == 65 && failed.stderr.contains("is not valid"), "\(failed.stderr)")
+        #expect(failed.stderr.contains("holds rows that are not valid (1 error); nothing was merged from it"), "\(failed.stderr)")  // not "a snapshot"
         #expect(try dumpLandmarks(c).isEmpty && dumpPositions(c).isEmpty)
     }
 

@@ -57,6 +57,14 @@ struct ProgressTests {
                              subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
         let drawn = sink.text.replacingOccurrences(of: "\r\u{1B}[K", with: "")
         #expect(drawn == "merging …55432/hub2: 110,000 records, 6.6 MB, 55,000 rows/s")  // 59 characters
+        // Narrower still (45 columns): the verb alone, then the figures as far as they go; one record is "1 record".
+        let narrow = MemorySink()
+        let small = ProgressLine(sink: narrow, enabled: true, label: "syncing", columns: 45, now: { now })
+        now = 4
+        small.update(Progress(records: 143_360, bytes: 7_000_000, totalBytes: nil, phase: .pushing,
+                              subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
+        #expect(narrow.text.replacingOccurrences(of: "\r\u{1B}[K", with: "") == "pushing: 143,360 records, 7.0 MB, 71,680 row")
+        #expect(ProgressLine.render(label: "x", records: 1, bytes: 0, total: nil, elapsed: 1) == "x: 1 record, 1 rows/s")
         #expect(ProgressLine.shortened("merging a.json", to: 40) == "merging a.json")
         #expect(ProgressLine.shortened("importing", to: 5) == nil)
     }

@@ -16,7 +16,7 @@ extension CatalogCLI {
             abstract: "Apply pending schema migrations (done on every open), or list them.",
             discussion: """
                 --status lists without applying anything, and still lists a database this binary refuses to open (a changed migration, or one from a newer binary), then exits 73. \
-                --hub HUB sets up a hub's schema as its database's owner, before the edges' role is granted only what it uses.
+                --hub HUB creates or migrates a PostgreSQL hub's schema and does nothing else: run it as the role that owns the hub's database, then grant the edges' role only what it uses (README, "Running a hub").
                 """,
             options: [MigrateOptions.status.spec, Options.json.with(help: "With --status, print JSON.").spec, MigrateOptions.hub.spec],
             validate: { p in
@@ -35,7 +35,12 @@ extension CatalogCLI {
             // A remote's name means its URL (its password, if it keeps one, stays inside).
             let remotes = i.databaseExists ? ((try? i.openStore(.read).remotes()) ?? []) : []
             guard case .hub(let conninfo) = try SourceLocator.parse(hub, remotes: remotes) else {
-                throw UsageError(message: "--hub takes a PostgreSQL hub: postgres://, postgresql://, 'host=… dbname=…' or a remote naming one", path: i.parsed.path)
+                let what = remotes.contains { $0.name == hub } ? "the remote '\(hub)' is not a hub"
+                    : !hub.contains("/") && SourceLocator.scheme(of: hub) == nil
+                    ? "no remote is named '\(hub)'\(i.databaseExists ? "" : " (there is no database at \(i.databasePath) to hold remotes)")"
+                    : "\(hub) is not a hub"
+                throw UsageError(message: "--hub takes a PostgreSQL hub (postgres://, postgresql://, 'host=H dbname=D' or a remote naming one): \(what)",
+                                 path: i.parsed.path)
             }
             let report = try CatalogStore.migrateHub(conninfo: conninfo)
             i.stdout.line("\(report.name): hub schema at version \(report.version) (hub \(report.hubID))")

@@ -10,7 +10,7 @@ extension CatalogCLI {
     static var positionCommand: CommandSpec {
         CommandSpec(
             name: "position",
-            abstract: "Set, show or clear one user's page in the featured carousel.",
+            abstract: "Set, get or clear one user's page in the featured carousel.",
             subcommands: [
                 CommandSpec(
                     name: "set",

@@ -64,9 +64,9 @@ extension CatalogCLI {
             var w = JSONWriter()
             w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
             w.raw(","); w.key("conflicts"); w.int(Int64(conflicts))
+            w.raw(","); w.key("database"); w.string(store.path)
             w.raw(","); w.key("digest"); w.string(digest.hex)
             w.raw(","); w.key("digestRows"); w.int(digest.rows)
-            w.raw(","); w.key("database"); w.string(store.path)
             w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
@@ -120,7 +120,7 @@ extension CatalogCLI {
         }
         for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
-            out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never") (\(src.outcome ?? "-"))"
+            out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
             if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
         }

@@ -52,7 +52,9 @@ final class ProgressLine {
         if let columns, columns > 1, text.count >= columns {
             // The figures matter more than the whole subject: shorten the label first, then cut.
             let figures = Self.render(label: "", records: records, bytes: bytes, total: total, elapsed: t - started)
-            text = String((Self.shortened(label, to: columns - 1 - figures.count).map { $0 + figures } ?? text).prefix(columns - 1))
+            let verb = label.split(separator: " ").first.map(String.init) ?? label
+            // Narrower than the verb and the figures together: the verb, and the figures as far as they go.
+            text = String(((Self.shortened(label, to: columns - 1 - figures.count) ?? verb) + figures).prefix(columns - 1))
         }
         sink.write("\r\u{1B}[K" + text)
         shown = true
@@ -113,12 +115,12 @@ final class ProgressLine {
             let fraction = min(1, Double(bytes) / Double(total))
             parts.append(String(format: "%3.0f%%", fraction * 100))
             parts.append("\(megabytes(bytes)) of \(megabytes(total)) MB,")
-            parts.append("\(grouped(records)) records,")
+            parts.append("\(grouped(records)) \(records == 1 ? "record" : "records"),")
             parts.append("\(grouped(Int(rate))) rows/s,")
             let left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0
             parts.append("ETA \(clock(left))")
         } else {
-            parts.append("\(grouped(records)) records,")
+            parts.append("\(grouped(records)) \(records == 1 ? "record" : "records"),")
             if bytes > 0 { parts.append("\(megabytes(bytes)) MB,") }
             parts.append("\(grouped(Int(rate))) rows/s")
         }

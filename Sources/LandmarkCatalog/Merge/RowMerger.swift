@@ -110,7 +110,9 @@ struct RowMerger {
     /// The error that fails the source when the decoder found any.
     func failure() -> CatalogError? {
         guard errors > 0 else { return nil }
-        return CatalogError(.dataInvalid, "\(source) is not a valid snapshot (\(errors == 1 ? "1 error" : errors > maxErrors ? "more than \(maxErrors) errors" : "\(errors) errors")); nothing was merged from it")
+        let isHub = SourceLocator.scheme(of: source)?.hasPrefix("postgres") == true || HubConnInfo.isKeywordString(source)
+        let what = isHub ? "holds rows that are not valid" : "is not a valid snapshot"
+        return CatalogError(.dataInvalid, "\(source) \(what) (\(errors == 1 ? "1 error" : errors > maxErrors ? "more than \(maxErrors) errors" : "\(errors) errors")); nothing was merged from it")
     }
 
     // MARK: Quarantine and conflicts
