@@ -417,6 +417,9 @@ struct RunLedgerTests {
         let object = try JSONSerialization.jsonObject(with: Data(busy.stdout.utf8)) as? [String: Any]
         #expect(busy.status == 75 && object?["exitStatus"] as? Int == 75, "\(busy.stdout) \(busy.stderr)")
         #expect((object?["error"] as? String)?.isEmpty == false && (object?["sources"] as? [Any])?.isEmpty == true, "\(busy.stdout)")
+        // The same keys as a report of a run (a recheck found a different shape), plus "error".
+        let report = try JSONSerialization.jsonObject(with: Data(runCLI(["sync", good, "--json"], db: db).stdout.utf8)) as? [String: Any]
+        #expect(Set(object?.keys.map { $0 } ?? []) == Set(report?.keys.map { $0 } ?? []).union(["error"]), "\(busy.stdout)")
         #expect(busy.stderr.contains("error:"))
     }
 

@@ -224,6 +224,8 @@ struct CompletionTests {
         #expect(result.status == 64)
         #expect(result.stdout == "")
         #expect(result.stderr.hasPrefix("catalog: error: unknown shell 'bsh' (bash, zsh or fish). Did you mean 'bash'?\n"))
+        // Regression (a user test): another shell entirely is not a near miss ("tcsh" suggested "bash").
+        #expect(runCLI(["completions", "tcsh"]).stderr.hasPrefix("catalog: error: unknown shell 'tcsh' (bash, zsh or fish)\n"))
     }
 }
 

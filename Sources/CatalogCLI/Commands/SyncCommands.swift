@@ -95,11 +95,19 @@ extension CatalogCLI {
         } catch let error as CatalogError where i[Options.json] {
             // No run happened (the lock is held, the database cannot be opened, a SOURCE is not one):
             // --json still prints one object, so a script reading it always has something to read.
+            // The report's shape, with nothing done, and the error that stopped it.
             var w = JSONWriter()
             w.raw("{"); w.key("dryRun"); w.bool(options.dryRun)
             w.raw(","); w.key("error"); w.string(error.message)
             w.raw(","); w.key("exitStatus"); w.int(Int64(error.exitStatus))
-            w.raw(","); w.key("sources"); w.raw("[]}\n")
+            for key in ["landmarksApplied", "landmarksSeen", "positionsApplied", "positionsSeen"] { w.raw(","); w.key(key); w.int(0) }
+            w.raw(","); w.key("publish"); w.raw("null")
+            w.raw(","); w.key("publishError"); w.raw("null")
+            w.raw(","); w.key("published"); w.raw("null")
+            for key in ["quarantined", "released", "releasedApplied"] { w.raw(","); w.key(key); w.int(0) }
+            w.raw(","); w.key("sources"); w.raw("[]")
+            for key in ["stale", "ties"] { w.raw(","); w.key(key); w.int(0) }
+            w.raw("}\n")
             i.stdout.write(w.bytes)
             throw error
         }

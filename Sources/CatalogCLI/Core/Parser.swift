@@ -127,7 +127,8 @@ enum Suggest {
     static func nearest(to word: String, in candidates: [String]) -> String? {
         let prefixed = candidates.filter { $0.hasPrefix(word) && $0 != word }
         if prefixed.count == 1, word.count >= 3 { return prefixed[0] }
-        let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= max(2, $0.0.count / 3) }
+        // Within a third of the candidate's length, at least 1: "tcsh" is not a near miss of "bash".
+        let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= max(1, $0.0.count / 3) }
         return scored.min { $0.1 < $1.1 }?.0
     }
 
