@@ -255,6 +255,10 @@ struct MergeRuleTests {
         let db = Support.temporaryDatabase()
         let result = runCLI(["sync", "no-such-remote-xyz"], db: db)
         #expect(result.status == 66 && result.stderr.contains("no remote is named 'no-such-remote-xyz' either"), "\(result.stderr)")
+        let peer = try writeTemporary(snapshot(positions: []))
+        #expect(runCLI(["remote", "add", "good2", peer], db: db).status == 0)
+        let near = runCLI(["sync", "goood2"], db: db)
+        #expect(near.status == 66 && near.stderr.contains("no remote is named 'goood2' either; did you mean 'good2'?"), "\(near.stderr)")
         let path = runCLI(["sync", "./no-such-file-xyz.json"], db: db)
         #expect(path.status == 66 && !path.stderr.contains("no remote is named"), "\(path.stderr)")
     }

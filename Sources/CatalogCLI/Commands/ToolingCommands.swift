@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 
 extension CatalogCLI {
     static var completionsCommand: CommandSpec {

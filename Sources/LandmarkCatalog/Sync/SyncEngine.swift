@@ -185,7 +185,8 @@ extension CatalogStore {
             } catch var error as CatalogError {
                 if error.kind == .noInput, case .file(let path) = locator, bareWords.contains(path) {
                     let word = (path as NSString).lastPathComponent
-                    error.hint = "no remote is named '\(word)' either (catalog remote list shows them)"
+                    error.hint = Suggest.nearest(to: word, in: saved.map(\.name)).map { "no remote is named '\(word)' either; did you mean '\($0)'?" }
+                        ?? "no remote is named '\(word)' either (catalog remote list shows them)"
                 }
                 sourceReport.error = error
                 if !options.dryRun { try? noteSourceFailure(locator, error: error) }
