@@ -259,6 +259,10 @@ struct MergeRuleTests {
         #expect(runCLI(["remote", "add", "good2", peer], db: db).status == 0)
         let near = runCLI(["sync", "goood2"], db: db)
         #expect(near.status == 66 && near.stderr.contains("no remote is named 'goood2' either; did you mean 'good2'?"), "\(near.stderr)")
+        // A remote whose file is gone is not "no remote of that name".
+        #expect(runCLI(["remote", "add", "gone", "/nonexistent-dir-xyz/peer.json"], db: db).status == 0)
+        let gone = runCLI(["sync", "gone"], db: db)
+        #expect(gone.status == 66 && !gone.stderr.contains("no remote is named"), "\(gone.stderr)")
         let path = runCLI(["sync", "./no-such-file-xyz.json"], db: db)
         #expect(path.status == 66 && !path.stderr.contains("no remote is named"), "\(path.stderr)")
     }

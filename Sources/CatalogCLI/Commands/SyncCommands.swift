@@ -95,20 +95,7 @@ extension CatalogCLI {
         } catch let error as CatalogError where i[Options.json] {
             // No run happened (the lock is held, the database cannot be opened, a SOURCE is not one):
             // --json still prints one object, so a script reading it always has something to read.
-            // The report's shape, with nothing done, and the error that stopped it.
-            var w = JSONWriter()
-            w.raw("{"); w.key("dryRun"); w.bool(options.dryRun)
-            w.raw(","); w.key("error"); w.string(error.message)
-            w.raw(","); w.key("exitStatus"); w.int(Int64(error.exitStatus))
-            for key in ["landmarksApplied", "landmarksSeen", "positionsApplied", "positionsSeen"] { w.raw(","); w.key(key); w.int(0) }
-            w.raw(","); w.key("publish"); w.raw("null")
-            w.raw(","); w.key("publishError"); w.raw("null")
-            w.raw(","); w.key("published"); w.raw("null")
-            for key in ["quarantined", "released", "releasedApplied"] { w.raw(","); w.key(key); w.int(0) }
-            w.raw(","); w.key("sources"); w.raw("[]")
-            for key in ["stale", "ties"] { w.raw(","); w.key(key); w.int(0) }
-            w.raw("}\n")
-            i.stdout.write(w.bytes)
+            i.stdout.write(reportJSON(SyncReport(dryRun: options.dryRun), stoppedBy: error))
             throw error
         }
         for source in report.sources {
@@ -119,40 +106,7 @@ extension CatalogCLI {
         if let error = report.publishError { i.reporter.error(error.message, hint: error.hint) }
         let c = report.counts
         if i[Options.json] {
-            var w = JSONWriter()
-            w.raw("{"); w.key("dryRun"); w.bool(report.dryRun)
-            w.raw(","); w.key("exitStatus"); w.int(Int64(report.exitStatus))
-            w.raw(","); w.key("landmarksApplied"); w.int(Int64(c.landmarksApplied))
-            w.raw(","); w.key("landmarksSeen"); w.int(Int64(c.landmarksSeen))
-            w.raw(","); w.key("positionsApplied"); w.int(Int64(c.positionsApplied))
-            w.raw(","); w.key("positionsSeen"); w.int(Int64(c.positionsSeen))
-            w.raw(","); w.key("publish")
-            if let log = report.logPublish { w.bytes += publishJSON(log) } else { w.raw("null") }
-            w.raw(","); w.key("publishError"); w.string(report.publishError?.message)
-            w.raw(","); w.key("published"); w.string(report.published)
-            w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
-            w.raw(","); w.key("released"); w.int(Int64(report.released.released))
-            w.raw(","); w.key("releasedApplied"); w.int(Int64(report.released.counts.applied))
-            w.raw(","); w.key("sources"); w.raw("[")
-            for (n, s) in report.sources.enumerated() {
-                if n > 0 { w.raw(",") }
-                w.raw("{"); w.key("bytes"); w.int(s.bytes)
-                w.raw(","); w.key("error"); w.string(s.error?.message)
-                w.raw(","); w.key("exitStatus"); w.int(Int64(s.error?.exitStatus ?? 0))
-                w.raw(","); w.key("outcome"); w.string(s.outcome.rawValue)
-                w.raw(","); w.key("pushed")
-                if let p = s.pushed {
-                    w.raw("{"); w.key("quarantined"); w.int(Int64(p.quarantined))
-                    w.raw(","); w.key("sent"); w.int(Int64(p.sent))
-                    w.raw(","); w.key("written"); w.int(Int64(p.written)); w.raw("}")
-                } else { w.raw("null") }
-                w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
-            }
-            w.raw("]")
-            w.raw(","); w.key("stale"); w.int(Int64(c.stale))
-            w.raw(","); w.key("ties"); w.int(Int64(c.ties))
-            w.raw("}\n")
-            i.stdout.write(w.bytes)
+            i.stdout.write(reportJSON(report))
         } else if !i[Options.quiet] {
             let merged = report.sources.filter { $0.outcome == .merged }.count
             let failed = report.sources.filter { $0.outcome == .failed }.count
@@ -177,6 +131,48 @@ extension CatalogCLI {
             i.stdout.line(line)
         }
         return report.exitStatus
+    }
+
+    /// `sync --json`'s report, keys sorted. `stoppedBy`: the error that stopped the run before it began
+    /// (the lock held, the database unusable), given with an empty report: its message is `error` and
+    /// its status `exitStatus`, so a script always reads one object of one shape.
+    static func reportJSON(_ report: SyncReport, stoppedBy error: CatalogError? = nil) -> [UInt8] {
+        let c = report.counts
+        var w = JSONWriter()
+        w.raw("{"); w.key("dryRun"); w.bool(report.dryRun)
+        if let error { w.raw(","); w.key("error"); w.string(error.message) }
+        w.raw(","); w.key("exitStatus"); w.int(Int64(error?.exitStatus ?? report.exitStatus))
+        w.raw(","); w.key("landmarksApplied"); w.int(Int64(c.landmarksApplied))
+        w.raw(","); w.key("landmarksSeen"); w.int(Int64(c.landmarksSeen))
+        w.raw(","); w.key("positionsApplied"); w.int(Int64(c.positionsApplied))
+        w.raw(","); w.key("positionsSeen"); w.int(Int64(c.positionsSeen))
+        w.raw(","); w.key("publish")
+        if let log = report.logPublish { w.bytes += publishJSON(log) } else { w.raw("null") }
+        w.raw(","); w.key("publishError"); w.string(report.publishError?.message)
+        w.raw(","); w.key("published"); w.string(report.published)
+        w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
+        w.raw(","); w.key("released"); w.int(Int64(report.released.released))
+        w.raw(","); w.key("releasedApplied"); w.int(Int64(report.released.counts.applied))
+        w.raw(","); w.key("sources"); w.raw("[")
+        for (n, s) in report.sources.enumerated() {
+            if n > 0 { w.raw(",") }
+            w.raw("{"); w.key("bytes"); w.int(s.bytes)
+            w.raw(","); w.key("error"); w.string(s.error?.message)
+            w.raw(","); w.key("exitStatus"); w.int(Int64(s.error?.exitStatus ?? 0))
+            w.raw(","); w.key("outcome"); w.string(s.outcome.rawValue)
+            w.raw(","); w.key("pushed")
+            if let p = s.pushed {
+                w.raw("{"); w.key("quarantined"); w.int(Int64(p.quarantined))
+                w.raw(","); w.key("sent"); w.int(Int64(p.sent))
+                w.raw(","); w.key("written"); w.int(Int64(p.written)); w.raw("}")
+            } else { w.raw("null") }
+            w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
+        }
+        w.raw("]")
+        w.raw(","); w.key("stale"); w.int(Int64(c.stale))
+        w.raw(","); w.key("ties"); w.int(Int64(c.ties))
+        w.raw("}\n")
+        return w.bytes
     }
 
     static var remoteCommand: CommandSpec {

@@ -23,9 +23,8 @@ extension CatalogStore {
     public func checkHealth(maxAgeMilliseconds: Int64? = nil) throws -> HealthCheck {
         try read {
             let now = wallClock.nowMilliseconds()
-            let lastRun = try connection.firstRow(sql: """
-                SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE outcome NOT IN ('busy', 'running') ORDER BY id DESC LIMIT 1
-                """) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
+            let lastRun = try connection.firstRow(sql: "SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?",
+                                                  [.integer(try lastEndedRunID() ?? 0)]) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
             guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
             var problems: [String] = []
             if run.outcome == "failed" || run.outcome == "interrupted" {

@@ -58,14 +58,13 @@ extension CatalogStore {
             m.conflictsRetained = Int(try int("SELECT count(*) FROM sync_conflicts"))
             m.changeSequence = try lastChangeSequence()
             m.databaseBytes = try int("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
-            // The last run that ended: one still running (or one that found the lock held) has no outcome yet.
-            let lastRunID = try connection.scalarInt(sql: "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
+            let lastRunID = try lastEndedRunID()
             m.lastRun = try connection.firstRow(sql: "SELECT finished_at, outcome, exit_status, duration_ms FROM sync_runs WHERE id = ?",
                                                 [.integer(lastRunID ?? 0)]) { s in
                 (Timestamp.parse(s.text(0) ?? "") ?? 0, s.text(1) ?? "", Int(s.int(2)), s.int(3))
             }
             // A source synced once (a typo, a one-off file) or a removed remote is not a series that alerts forever.
-            let current = try sourcesInUse()
+            let current = try sourcesInUse(lastEndedRun: lastRunID)
             m.lastSuccessMilliseconds = try connection.firstRow(sql: """
                 SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
                 """) { Timestamp.parse($0.text(0) ?? "") } ?? nil
@@ -96,16 +95,22 @@ extension CatalogStore {
 }
 
 extension CatalogStore {
-    /// The sources in use: those of the last sync run that ended, and the saved remotes' — by the key
-    /// `status` and the ledger show (an absolute path, a URL without its password). Call inside a read.
-    func sourcesInUse() throws -> Set<String> {
+    /// The last sync run that ended, or nil: one still running, or one that found the lock held
+    /// (`busy`), has no outcome of its own yet. Call inside a read.
+    func lastEndedRunID() throws -> Int64? {
+        try connection.scalarInt(sql: "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
+    }
+
+    /// The sources in use: those of the last sync run that ended (`lastEndedRun`, from
+    /// ``lastEndedRunID()``), and the saved remotes' — by the key `status` and the ledger show (an
+    /// absolute path, a URL without its password). Call inside a read.
+    func sourcesInUse(lastEndedRun: Int64?) throws -> Set<String> {
         var current = Set<String>()
-        let lastRunID = try connection.scalarInt(sql: "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')") ?? 0
-        try connection.forEachRow(sql: "SELECT source FROM sync_run_sources WHERE run_id = ?", [.integer(lastRunID)]) {
+        try connection.forEachRow(sql: "SELECT source FROM sync_run_sources WHERE run_id = ?", [.integer(lastEndedRun ?? 0)]) {
             current.insert($0.text(0) ?? "")
         }
         try connection.forEachRow(sql: "SELECT url FROM sync_remotes") { s in
-            if let key = try? SourceLocator.parse(s.text(0) ?? "").description { current.insert(key) }
+            if let key = Remote.sourceKey(url: s.text(0) ?? "") { current.insert(key) }
         }
         return current
     }

@@ -55,7 +55,7 @@ extension CatalogStore {
             let url = try connection.firstRow(sql: "SELECT url FROM sync_remotes WHERE name = ?", [.text(name)]) { $0.text(0) } ?? nil
             guard let url else { throw CatalogError(.usage, "no remote named '\(name)'") }
             try connection.execute(sql: "DELETE FROM sync_remotes WHERE name = ?", [.text(name)])
-            if let key = try? SourceLocator.parse(url).description {
+            if let key = Remote.sourceKey(url: url) {
                 try connection.execute(sql: "DELETE FROM sync_sources WHERE source = ?", [.text(key)])
             }
         }

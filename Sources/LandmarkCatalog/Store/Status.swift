@@ -47,7 +47,7 @@ extension CatalogStore {
                 sources.append(SourceStatus(source: s.text(0) ?? "", kind: s.text(1), lastSuccess: s.text(2), outcome: s.text(3),
                                             lastAttempt: s.text(4), lastStatus: s.optionalInt(5).map(Int.init), lastError: s.text(6)))
             }
-            let inUse = try sourcesInUse()
+            let inUse = try sourcesInUse(lastEndedRun: try lastEndedRunID())
             for n in sources.indices { sources[n].inUse = inUse.contains(sources[n].source) }
             let lastRun = try connection.firstRow(sql: """
                 SELECT started_at, finished_at, outcome, exit_status, message FROM sync_runs ORDER BY id DESC LIMIT 1

@@ -76,6 +76,8 @@ public struct SyncReport: Sendable {
     public var published: String?
     /// What publishing a snapshot log did, when `--publish` named one.
     public var logPublish: PublishReport?
+    /// An empty report: no source, nothing merged or published.
+    public init(dryRun: Bool = false) { self.dryRun = dryRun }
     /// Why publishing failed, if it did.
     public var publishError: CatalogError?
     /// What merging the quarantined rows that were within the allowance by the end of the run did (not
@@ -99,6 +101,10 @@ public struct Remote: Sendable, Equatable {
     public var name: String
     /// A URL or an absolute path, as given (a password in it is never printed).
     public var url: String
+
+    /// The key its source has in `sync_sources`, `status` and the ledger (an absolute path, a URL without
+    /// its password), or nil for a URL this binary cannot parse.
+    static func sourceKey(url: String) -> String? { try? SourceLocator.parse(url).description }
 }
 
 extension CatalogStore {
@@ -167,13 +173,9 @@ extension CatalogStore {
         report.dryRun = options.dryRun
         let runID = options.dryRun ? nil : try? recordRunStart(started: started, sources: locators.map(\.description))
         let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics, progress: progress)
-        // A bare word that is no remote and no file was most likely meant as a remote's name.
-        let bareWords = Set(requested.filter { !$0.contains("/") && SourceLocator.scheme(of: $0) == nil && $0 != "-" }
-            .compactMap { word -> String? in
-                guard !saved.contains(where: { $0.name == word }), case .file(let path)? = try? SourceLocator.parse(word, remotes: saved) else { return nil }
-                return path
-            })
-        for locator in locators {
+        for (n, locator) in locators.enumerated() {
+            // What was typed for it (nil for the saved remotes synced when none was given).
+            let typed = requested.indices.contains(n) ? requested[n] : nil
             let source = try makeSource(locator)
             let sourceStarted = wallClock.nowMilliseconds()
             var sourceReport = SourceReport(source: locator.description, outcome: .failed)
@@ -183,8 +185,9 @@ extension CatalogStore {
                 sourceReport.counts = counts
                 report.counts = report.counts + counts
             } catch var error as CatalogError {
-                if error.kind == .noInput, case .file(let path) = locator, bareWords.contains(path) {
-                    let word = (path as NSString).lastPathComponent
+                // A bare word that is no remote and no file was most likely meant as a remote's name.
+                if error.kind == .noInput, case .file = locator, let word = typed, !word.contains("/"), SourceLocator.scheme(of: word) == nil,
+                   !saved.contains(where: { $0.name == word }) {
                     error.hint = Suggest.nearest(to: word, in: saved.map(\.name)).map { "no remote is named '\(word)' either; did you mean '\($0)'?" }
                         ?? "no remote is named '\(word)' either (catalog remote list shows them)"
                 }
