@@ -52,6 +52,8 @@ final class HubConnection {
     /// The hub change sequence's last issued number (0 when none was issued yet): a cursor beyond it
     /// means the hub was restored from an older backup.
     let lastSequence: Int64
+    /// Whether the hub keeps a history (hub migration 2; a dry run does not migrate an older hub).
+    let hasHistory: Bool
     let limits: HubLimits
 
     /// Opens, migrates and identifies the hub at `conninfo`.
@@ -82,6 +84,7 @@ final class HubConnection {
                 try migrator.check(rows)
             }
         }
+        hasHistory = try Self.mapping(name) { try HubMigrator.tableExists("hub_history", pg) }
         (hubID, lastSequence) = try Self.mapping(name) {
             let identity = try pg.execute(sql: "SELECT hub_id FROM hub_identity")
             guard identity.rowCount == 1, let id = identity.text(0, 0) else {

@@ -51,6 +51,7 @@ final class HubPullFeed: ChangeFeed {
         let own = push?.ownSequence.map { ($0.lowerBound, $0.upperBound) } ?? (1, 0)  // (1, 0): an empty range
         var through = max(since, push?.ownSequence?.upperBound ?? since)
         let due = try dueQuarantine(merger)
+        var mark: String?
         let pg = hub.pg
         let name = hub.name
         try HubConnection.mapping(name) {
@@ -75,6 +76,11 @@ final class HubPullFeed: ChangeFeed {
                         try merger.apply(batch)
                     }
                 }
+                // The hub's history at the new cursor, from the same snapshot (docs/hub.md, "Restoring a hub").
+                let history = hub.hasHistory ? try pg.execute(sql: HubSQL.historyMark, [.integer(through)]) : nil
+                if let history, history.rowCount == 1, let seq = try history.int64(0, 0), let token = history.text(0, 1) {
+                    mark = "\(seq):\(token)"
+                }
                 if !due.positions.isEmpty {
                     try pg.forEachBatch(sql: HubSQL.redeliverPositions, [.text(Self.arrayLiteral(due.positions)), .integer(since)],
                                         batch: Self.positionBatch) { result in
@@ -93,6 +99,7 @@ final class HubPullFeed: ChangeFeed {
         }
         var next = source.baseCursor
         next["pullThrough"] = String(through)
+        next["history"] = mark
         next["pulledAt"] = Timestamp.format(milliseconds: merger.store.wallClock.nowMilliseconds())
         next["pushThrough"] = String(pushThrough == localBefore ? merger.nextSeq - 1 : pushThrough)
         source.nextCursor = next

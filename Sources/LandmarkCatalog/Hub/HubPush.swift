@@ -124,7 +124,11 @@ extension HubConnection {
                     // Under the lock nobody else takes numbers: before+1…after are this push's (some unused:
                     // rows that lost by last-writer-wins took a number too).
                     let after = try pg.execute(sql: HubSQL.lastSequence).int64(0, 0) ?? 0
-                    if !hooks.skipPushLock && after > before { report.ownSequence = (before + 1)...after }
+                    if !hooks.skipPushLock && after > before {
+                        report.ownSequence = (before + 1)...after
+                        // The hub's history gains this push (docs/hub.md, "Restoring a hub").
+                        _ = try pg.execute(sql: HubSQL.noteHistory, [.integer(after), .text(node)])
+                    }
                 }
                 try pg.execute(sql: HubSQL.notePush, [.text(node), .integer(through), .integer(Int64(report.sent)),
                                                      .integer(Int64(report.written)), .text(CatalogVersion.string)])

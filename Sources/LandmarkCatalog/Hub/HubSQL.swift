@@ -163,6 +163,20 @@ enum HubSQL {
         WHERE user_id = ANY ($1::text[]) AND seq <= $2
         """
 
+    // MARK: History (docs/hub.md, "Restoring a hub")
+
+    /// Records a push that took hub numbers: `$1` the last number it took, `$2` the pushing node. Run under
+    /// the push lock, so history rows appear in sequence order. Returns the hub's random token for it.
+    static let noteHistory = """
+        INSERT INTO hub_history (seq, token, node) VALUES ($1, gen_random_uuid()::text, $2) RETURNING token
+        """
+
+    /// The newest history row at or below `$1` (a pull cursor): the mark an edge keeps with its cursor.
+    static let historyMark = "SELECT seq, token FROM hub_history WHERE seq <= $1 ORDER BY seq DESC LIMIT 1"
+
+    /// The token of the history row at `$1`: an edge's mark still on the hub, or not (a restore).
+    static let historyToken = "SELECT token FROM hub_history WHERE seq = $1"
+
     /// Records a pull: `$1` node, `$2` hub sequence number read through.
     static let notePull = """
         INSERT INTO hub_edges (node, last_pull_at, pull_through) VALUES ($1, now(), $2)

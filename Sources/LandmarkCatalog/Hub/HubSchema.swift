@@ -68,7 +68,7 @@ struct HubMigrator {
         )
         """
     /// Tables whose presence without a ledger means another application's database.
-    static let hubTables = ["landmarks", "positions", "hub_identity", "hub_edges"]
+    static let hubTables = ["landmarks", "positions", "hub_identity", "hub_edges", "hub_history"]
 
     /// The hub migrations, in version order.
     let migrations: [Migration]

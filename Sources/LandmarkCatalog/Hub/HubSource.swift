@@ -44,12 +44,11 @@ final class HubSource: SyncSource {
         connection = hub
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         var pullThrough = cursor?["pullThrough"].flatMap { Int64($0) } ?? 0
-        if let previous = cursor?["hub"], previous != hub.hubID || pullThrough > hub.lastSequence {
+        if let previous = cursor?["hub"], let reason = try Self.lostHistory(hub, identity: previous, pullThrough: pullThrough,
+                                                                           mark: cursor?["history"]) {
             context.diagnostics(Diagnostic(
                 severity: .warning,
-                message: previous != hub.hubID
-                    ? "the hub is not the one this database last synced with (it was created again): pushing and pulling everything"
-                    : "the hub is behind this database's cursor (restored from an older backup?): pushing and pulling everything",
+                message: "\(reason): pushing everything this database has and pulling everything (docs/hub.md, \"Restoring a hub\")",
                 file: name, kind: "hub-reset"))
             pushThrough = 0
             pullThrough = 0
@@ -84,5 +83,31 @@ final class HubSource: SyncSource {
         baseCursor = base
         nextCursor = base
         return [HubPullFeed(source: self, hub: hub, since: pullThrough, push: push, pushThrough: pushThrough, dryRun: options.dryRun)]
+    }
+
+    /// Why the hub no longer holds what this edge last saw, or nil when it does (docs/hub.md, "Restoring a
+    /// hub"): another identity (dropped and created again); a history row this edge's cursor names that the
+    /// hub no longer has, or has with another token (restored from a backup, even when other edges pushed
+    /// since and took the same numbers again); a sequence behind the cursor (a cursor from before the
+    /// hub kept a history).
+    /// - Throws: `CatalogError` 69 / 70 when the hub cannot be read.
+    static func lostHistory(_ hub: HubConnection, identity: String, pullThrough: Int64, mark: String?) throws -> String? {
+        if identity != hub.hubID {
+            return "the hub is not the one this database last synced with (it was created again)"
+        }
+        if hub.hasHistory, let mark, let colon = mark.firstIndex(of: ":"), let seq = Int64(mark[..<colon]) {
+            let token = String(mark[mark.index(after: colon)...])
+            let found = try HubConnection.mapping(hub.name) {
+                let result = try hub.pg.execute(sql: HubSQL.historyToken, [.integer(seq)])
+                return result.rowCount == 1 ? result.text(0, 0) : nil
+            }
+            if found != token {
+                return "the hub no longer holds the history this database last saw (restored from a backup, or replaced)"
+            }
+        }
+        if pullThrough > hub.lastSequence {
+            return "the hub is behind this database's cursor (restored from a backup, or replaced)"
+        }
+        return nil
     }
 }
