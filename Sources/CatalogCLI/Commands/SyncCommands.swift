@@ -159,6 +159,7 @@ extension CatalogCLI {
             w.raw("{"); w.key("bytes"); w.int(s.bytes)
             w.raw(","); w.key("error"); w.string(s.error?.message)
             w.raw(","); w.key("exitStatus"); w.int(Int64(s.error?.exitStatus ?? 0))
+            w.raw(","); w.key("note"); w.string(s.note)
             w.raw(","); w.key("outcome"); w.string(s.outcome.rawValue)
             w.raw(","); w.key("pushed")
             if let p = s.pushed {

@@ -48,12 +48,20 @@ struct LogReader {
         return [manifest.base] + manifest.deltas
     }
 
+    /// The cursor's `through` when `manifest` is of the cursor's generation and covers fewer changes.
+    static func behind(_ manifest: LogManifest, cursor: SourceCursor?) -> Int64? {
+        guard let cursor, cursor["generation"] == manifest.generation, let through = cursor["through"].flatMap(Int64.init),
+              through > manifest.through else { return nil }
+        return through
+    }
+
     /// Fetches what is new since `cursor`.
     /// - Parameter manifestBytes: the manifest, when the caller already fetched it (an HTTP source that
     ///   found a manifest where it expected a snapshot).
-    /// - Returns: the feeds (nil: nothing new) and the cursor to store after merging them.
+    /// - Returns: the feeds (nil: nothing new), the cursor to store after merging them, and a note when
+    ///   the manifest is behind the cursor (docs/log-format.md: a stale copy is not a change).
     func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
-        throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?) {
+        throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?) {
         var freshLook = false
         var bytes = manifestBytes
         var manifestValidators = validators
@@ -62,18 +70,24 @@ struct LogReader {
                 let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
                 let sent = freshLook || (stored.etag == nil && stored.lastModified == nil) ? nil : stored
                 guard let fetched = try fetcher.fetchManifest(validators: sent) else {
-                    return (nil, cursor)  // 304: nothing new
+                    return (nil, cursor, nil)  // 304: nothing new
                 }
                 bytes = fetched.bytes
                 manifestValidators = fetched.validators
             }
             let manifest = try LogManifest.parse(bytes ?? [], source: fetcher.manifestName)
+            // A manifest behind the cursor (same generation, lower `through`: a CDN or a mirror serving an
+            // old copy, a directory restored from a backup) is not a change: nothing is fetched, the cursor
+            // stays, and files it names that are gone are no error.
+            if let behind = Self.behind(manifest, cursor: cursor) {
+                return (nil, cursor, "the manifest is behind this database's cursor (it covers changes through \(manifest.through), this database has read through \(behind)): an old copy (a CDN, a mirror, a restored directory); nothing fetched, the cursor kept")
+            }
             var next = SourceCursor()
             next["generation"] = manifest.generation
             next["through"] = String(manifest.through)
             next["etag"] = manifestValidators?.etag
             next["lastModified"] = manifestValidators?.lastModified
-            guard let files = Self.plan(manifest, cursor: cursor) else { return (nil, next) }
+            guard let files = Self.plan(manifest, cursor: cursor) else { return (nil, next, nil) }
             // A manifest names any size it likes: nothing over the limit is fetched at all.
             if let big = files.first(where: { $0.bytes > fetcher.maxBytes }) {
                 throw CatalogError(.dataInvalid, "the log file \(big.name) is \(big.bytes) bytes, over the limit of \(fetcher.maxBytes) bytes; nothing from \(fetcher.manifestName) was merged",
@@ -81,7 +95,7 @@ struct LogReader {
             }
             do {
                 let feeds = try files.map { try fetcher.fetchFile($0) }
-                return (feeds, next)
+                return (feeds, next, nil)
             } catch let gone as LogFileGone {
                 guard !freshLook else {
                     throw CatalogError(.unavailable, "the log file \(gone.name) named by \(fetcher.manifestName) is not there, also after a fresh look at the manifest",
@@ -199,6 +213,7 @@ final class CheckedFileFeed: ChangeFeed {
             let batch = reading.queue.take()
             if failure == nil {
                 do { try merger.apply(batch) } catch { failure = error }
+                merger.progress(merger.counts.seen, Int64(batch.bytesRead), Int64(info.st_size))
             }
             if batch.isLast {
                 failure = failure ?? batch.failure ?? merger.failure()

@@ -33,6 +33,9 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable 
     /// For an HTTP source that answered with an error status: that status (404 lets a log reader take a
     /// fresh look at its manifest).
     public var httpStatus: Int?
+    /// Whether another connection's lock on the database outlived the busy timeout (SQLite's
+    /// `SQLITE_BUSY` / `SQLITE_LOCKED`): 75, and a sync stops trying the sources left.
+    public var databaseBusy = false
 
     public init(_ kind: Kind, _ message: String, hint: String? = nil) {
         self.kind = kind
@@ -54,6 +57,7 @@ extension CatalogError {
         switch error.code.primary {
         case .busy, .locked:
             self.init(.tempFail, "database is busy (\(error.message)), \(path)", hint: "another process holds a lock; retry later")
+            databaseBusy = true
         case .full:
             self.init(.ioError, "disk full while writing the database (\(error.message)), \(path)")
         case .ioError:

@@ -34,7 +34,8 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
                 guard let url = URL(string: text), let host = url.host, !host.isEmpty else {
                     throw CatalogError(.usage, "not a valid URL: \(redactedURL(text))")
                 }
-                return .http(url: text)
+                // A log's directory URL stands for its manifest: one source, one cursor, either way.
+                return .http(url: text.hasSuffix("/") ? text + LogManifest.fileName : text)
             case "postgres", "postgresql":
                 return .hub(conninfo: text)
             case "file":

@@ -48,6 +48,9 @@ public struct SourceReport: Sendable {
     public var error: CatalogError?
     /// Wall time spent on it, in ms.
     public var durationMilliseconds: Int64 = 0
+    /// What to know about an outcome that is no failure: a log's manifest behind this database's cursor
+    /// (an old copy served; nothing fetched, the cursor kept).
+    public var note: String?
     /// For a PostgreSQL hub: what this node pushed to it (nil for other sources, and when nothing was
     /// pushed: no local changes, `--dry-run`, or the hub failed first). A push commits before the pull,
     /// so a source whose pull failed may still have pushed.
@@ -171,35 +174,69 @@ extension CatalogStore {
         }
         var report = SyncReport()
         report.dryRun = options.dryRun
-        let runID = options.dryRun ? nil : try? recordRunStart(started: started, sources: locators.map(\.description))
+        var runID: Int64?
+        if !options.dryRun {
+            do {
+                runID = try recordRunStart(started: started, sources: locators.map(\.description))
+            } catch let error as CatalogError where error.databaseBusy {
+                // Another process holds the database's write lock: nothing can merge, so the run stops
+                // here, within one busy timeout, and leaves its ledger line beside the lock.
+                noteRunBeside(started: started, sources: locators.map(\.description), outcome: "busy", error: error)
+                throw error
+            }
+        }
         let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics, progress: progress)
+        // Once the database is found busy (another process's write lock outlived the busy timeout), the
+        // sources left are not tried and the run's own bookkeeping waits briefly, so the run ends within
+        // about one busy timeout instead of one per write (issue 17: six in a row took 30 s).
+        var busy: CatalogError?
+        defer { connection.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds) }
         for (n, locator) in locators.enumerated() {
             // What was typed for it (nil for the saved remotes synced when none was given).
             let typed = requested.indices.contains(n) ? requested[n] : nil
-            let source = try makeSource(locator)
             let sourceStarted = wallClock.nowMilliseconds()
             var sourceReport = SourceReport(source: locator.description, outcome: .failed)
+            if let busy {
+                sourceReport.error = CatalogError(.tempFail, "not synced: \(busy.message)", hint: busy.hint)
+                report.sources.append(sourceReport)
+                continue
+            }
+            var sources: [any SyncSource] = []
             do {
-                let (outcome, counts) = try syncOne(source, context: context)
+                let (outcome, counts) = try syncWithFreshLook(locator, context: context) { sources.append($0) }
                 sourceReport.outcome = outcome
                 sourceReport.counts = counts
                 report.counts = report.counts + counts
-            } catch var error as CatalogError {
+            } catch {
+                var error = Self.sourceFailure(error, source: locator.description, path: path)
                 // A bare word that is no remote and no file was most likely meant as a remote's name.
                 if error.kind == .noInput, case .file = locator, let word = typed, !word.contains("/"), SourceLocator.scheme(of: word) == nil,
                    !saved.contains(where: { $0.name == word }) {
                     error.hint = Suggest.nearest(to: word, in: saved.map(\.name)).map { "no remote is named '\(word)' either; did you mean '\($0)'?" }
                         ?? "no remote is named '\(word)' either (catalog remote list shows them)"
                 }
+                if error.databaseBusy {
+                    busy = error
+                    connection.setBusyTimeout(milliseconds: Self.busyBookkeepingMilliseconds)
+                }
                 sourceReport.error = error
-                if !options.dryRun { try? noteSourceFailure(locator, error: error) }
+                if !options.dryRun {
+                    do { try noteSourceFailure(locator, error: error) } catch {
+                        diagnostics(Diagnostic(severity: .warning, message: "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
+                                               file: locator.description, kind: "ledger"))
+                    }
+                }
             }
-            sourceReport.bytes = source.bytesFetched
-            sourceReport.pushed = source.pushed
+            sourceReport.bytes = sources.reduce(0) { $0 + $1.bytesFetched }
+            sourceReport.pushed = sources.lazy.compactMap(\.pushed).first
+            sourceReport.note = sources.last?.note
+            if let note = sourceReport.note {
+                diagnostics(Diagnostic(severity: .warning, message: note, file: locator.description, kind: "behind"))
+            }
             sourceReport.durationMilliseconds = wallClock.nowMilliseconds() - sourceStarted
             report.sources.append(sourceReport)
         }
-        if !options.dryRun {
+        if !options.dryRun && busy == nil {
             // Rows held back earlier that are now within the allowance are applied by the merge rule (a log
             // or a hub never delivers them again), and ties older than the retention are pruned.
             if let released = maintainAfterSync(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics) {
@@ -214,21 +251,91 @@ extension CatalogStore {
                     try exportSnapshot(toFile: publish, progress: progress)
                 }
                 report.published = publish
-            } catch let error as CatalogError {
+            } catch {
+                let error = Self.sourceFailure(error, source: publish, path: path)
                 report.publishError = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
             }
         }
         if !options.dryRun && path != ":memory:" {
-            try? recordSkippedRuns()
+            do { try recordSkippedRuns() } catch {
+                diagnostics(Diagnostic(severity: .warning, message: "runs noted beside the lock were not moved into the ledger yet: \(error); the next run tries again",
+                                       file: path, kind: "ledger"))
+            }
         }
         if !options.dryRun {
             let failed = report.firstError
             let outcome = failed != nil ? "failed"
                 : report.sources.allSatisfy({ $0.outcome == .notModified }) && !report.sources.isEmpty ? "not-modified" : "ok"
-            try? recordRun(started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
-                           status: report.exitStatus, message: failed?.message, counts: report.counts, runID: runID)
+            do {
+                try recordRun(started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
+                              status: report.exitStatus, message: failed?.message, counts: report.counts, runID: runID)
+            } catch {
+                // The ledger could not be written (the database busy, the disk full): the run is noted beside
+                // the lock, and the next run records it in place of its `running` row.
+                noteRunBeside(started: started, sources: report.sources.map(\.source), outcome: outcome,
+                              error: failed ?? Self.sourceFailure(error, source: path, path: path), status: report.exitStatus, runID: runID)
+                diagnostics(Diagnostic(severity: .warning, message: "the run was not recorded in the ledger (\(Self.sourceFailure(error, source: path, path: path).message)); it is noted beside the sync lock and recorded by the next run",
+                                       file: path, kind: "ledger"))
+            }
         }
         return report
+    }
+
+    /// The busy timeout of every connection (SQLite `busy_timeout`, ms).
+    static let busyTimeoutMilliseconds: Int32 = 5000
+    /// The busy timeout for a run's bookkeeping once the database was found busy (ms).
+    static let busyBookkeepingMilliseconds: Int32 = 200
+
+    /// What a source's failure is, whatever was thrown (docs/exit-statuses.md: 70 is a bug, never an answer
+    /// to bad input, a bad server or a race): a `CatalogError` as it is; SQLite and PostgreSQL errors
+    /// mapped to their statuses; a log file gone after the fresh look 69; anything else 70, named.
+    static func sourceFailure(_ error: any Error, source: String, path: String) -> CatalogError {
+        switch error {
+        case let error as CatalogError: return error
+        case let error as SQLiteError: return CatalogError(error, path: path)
+        case let error as PGError:
+            var mapped = CatalogError(error)
+            if !mapped.message.contains(source) { mapped.message += " (hub \(source))" }
+            return mapped
+        case let gone as LogFileGone:
+            return CatalogError(.unavailable, "the log file \(gone.name) named by \(source) was removed while it was read, also after a fresh look at the manifest",
+                                hint: "the publisher may be removing files too early (publish --grace); the next run tries again")
+        default:
+            return CatalogError(.software, "internal error while syncing \(source): \(error)",
+                                hint: "this is a bug in catalog; the other sources were synced")
+        }
+    }
+
+    /// Syncs one source; when a log file is gone while it is merged (a publisher rolled a generation, a
+    /// cleanup job), its transaction rolls back and the source takes one fresh look at the manifest
+    /// (docs/log-format.md); gone again, it fails with 69.
+    /// - Parameter made: each source object made (two after a fresh look), for bytes and notes.
+    private func syncWithFreshLook(_ locator: SourceLocator, context: SyncContext,
+                                   made: (any SyncSource) -> Void) throws -> (SourceReport.Outcome, MergeCounts) {
+        let source = try makeSource(locator)
+        made(source)
+        do {
+            return try syncOne(source, context: context)
+        } catch is LogFileGone {
+            let again = try makeSource(locator)
+            made(again)
+            return try syncOne(again, context: context, freshLook: true)
+        }
+    }
+
+    /// Notes a run beside the sync lock when the ledger cannot be written (the database busy): the next
+    /// run moves the line into the ledger (replacing the run's `running` row when it has one).
+    private func noteRunBeside(started: Int64, sources: [String], outcome: String, error: CatalogError, status: Int32? = nil, runID: Int64? = nil) {
+        guard path != ":memory:" else { return }
+        var w = JSONWriter()
+        w.raw("{\"exitStatus\":"); w.int(Int64(status ?? error.exitStatus))
+        w.raw(",\"finished\":"); w.int(wallClock.nowMilliseconds())
+        if let runID { w.raw(",\"id\":"); w.int(runID) }
+        w.raw(",\"message\":"); w.string(error.message)
+        w.raw(",\"outcome\":"); w.string(outcome)
+        w.raw(",\"sources\":["); for (i, source) in sources.enumerated() { if i > 0 { w.byte(0x2C) }; w.string(source) }
+        w.raw("],\"started\":"); w.int(started); w.raw("}")
+        SyncLock.noteSkipped(databasePath: path, line: String(decoding: w.bytes, as: UTF8.self))
     }
 
     /// Whether `--publish PATH` means a snapshot log: PATH is a directory, or does not end in `.json`.
@@ -239,6 +346,7 @@ extension CatalogStore {
     }
 
     func makeSource(_ locator: SourceLocator) throws -> any SyncSource {
+        if let made = sourceFactory?(locator) { return made }
         switch locator {
         case .standardInput: return StandardInputSource()
         case .file(let path): return FileSource(path: path)
@@ -248,11 +356,16 @@ extension CatalogStore {
     }
 
     /// Fetches and merges one source in one transaction, storing its cursor with the merge.
-    private func syncOne(_ source: any SyncSource, context: SyncContext) throws -> (SourceReport.Outcome, MergeCounts) {
+    /// - Parameter freshLook: fetch without the stored HTTP validators (an unconditional look).
+    private func syncOne(_ source: any SyncSource, context: SyncContext, freshLook: Bool = false) throws -> (SourceReport.Outcome, MergeCounts) {
         let locator = source.locator
         let key = locator.description
-        let cursor = try read {
+        var cursor = try read {
             try connection.firstRow(sql: "SELECT cursor FROM sync_sources WHERE source = ?", [.text(key)]) { SourceCursor(text: $0.text(0)) } ?? nil
+        }
+        if freshLook {
+            cursor?["etag"] = nil
+            cursor?["lastModified"] = nil
         }
         let feeds = try source.fetch(since: cursor, context: context)
         let options = context.options
@@ -314,12 +427,17 @@ extension CatalogStore {
             var sources = "[]"
             if let list = fields["sources"] { sources = list.serialized() }
             let message: String? = { if case .string(let m)? = fields["message"] { return m } else { return nil } }()
+            let outcome: String = { if case .string(let o)? = fields["outcome"] { return o } else { return "busy" } }()
+            let status: Int64 = { if case .number(let n)? = fields["exitStatus"], let v = n.int64Value { return v } else { return 75 } }()
+            let id: SQLValue = { if case .number(let n)? = fields["id"], let v = n.int64Value { return .integer(v) } else { return .null } }()
             try write {
+                // A run that got the lock but could not write its end replaces its own `running` row.
+                if case .integer = id { try connection.execute(sql: "DELETE FROM sync_runs WHERE id = ?", [id]) }
                 try connection.execute(sql: """
-                    INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status, message, duration_ms)
-                    VALUES (?, ?, ?, 'busy', 75, ?, ?)
-                    """, [.text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)), .text(sources),
-                          message.map(SQLValue.text) ?? .null, .integer(finished - started)])
+                    INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status, message, duration_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, [id, .text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)), .text(sources),
+                          .text(outcome), .integer(status), message.map(SQLValue.text) ?? .null, .integer(finished - started)])
             }
         }
     }

@@ -32,10 +32,13 @@ protocol SyncSource: AnyObject {
     var bytesFetched: Int64 { get }
     /// What this run pushed to the source (a hub); nil for sources that are only read.
     var pushed: PushCounts? { get }
+    /// Something to say about an outcome that is no failure (a log's manifest behind the cursor).
+    var note: String? { get }
 }
 
 extension SyncSource {
     var pushed: PushCounts? { nil }
+    var note: String? { nil }
 }
 
 /// Rows to merge: decoded and handed to a ``RowMerger`` inside the source's transaction.
@@ -138,10 +141,13 @@ final class FileSource: SyncSource {
         return [SnapshotFeed(fd: fd, name: path, owned: true)]
     }
 
+    private(set) var note: String?
+
     private func readLog(_ fetcher: DirectoryLogFetcher, cursor: SourceCursor?) throws -> [any ChangeFeed]? {
         defer { bytesFetched = fetcher.bytesFetched }
-        let (feeds, next) = try LogReader(fetcher: fetcher).fetch(since: cursor)
+        let (feeds, next, note) = try LogReader(fetcher: fetcher).fetch(since: cursor)
         nextCursor = next
+        self.note = note
         return feeds
     }
 }
@@ -152,6 +158,7 @@ final class HTTPSource: SyncSource {
     let locator: SourceLocator
     let url: String
     private(set) var nextCursor: SourceCursor?
+    private(set) var note: String?
     private(set) var bytesFetched: Int64 = 0
 
     init(url: String) {
@@ -183,8 +190,9 @@ final class HTTPSource: SyncSource {
                                                         limit: Int(min(context.options.maxBytes, LogManifest.maxManifestBytes)))
             let fetcher = try HTTPLogFetcher(manifestURL: url, session: session, name: locator.description, maxBytes: context.options.maxBytes)
             defer { bytesFetched += fetcher.bytesFetched }
-            let (feeds, next) = try LogReader(fetcher: fetcher).fetch(since: cursor, manifestBytes: bytes, validators: body.validators)
+            let (feeds, next, note) = try LogReader(fetcher: fetcher).fetch(since: cursor, manifestBytes: bytes, validators: body.validators)
             nextCursor = next
+            self.note = note
             return feeds
         }
         var next = SourceCursor()
