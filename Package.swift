@@ -4,7 +4,11 @@ import PackageDescription
 let package = Package(
     name: "LandmarkCatalog",
     products: [
+        // The core an app links: model, store, positions, merge, snapshots and logs on local files,
+        // observation. SQLite and libcrypto only.
         .library(name: "LandmarkCatalog", targets: ["LandmarkCatalog"]),
+        // Adds the HTTP (libcurl) and PostgreSQL hub (libpq) sources; call `NetworkSources.register()`.
+        .library(name: "LandmarkCatalogSync", targets: ["LandmarkCatalogSync"]),
         .executable(name: "catalog", targets: ["catalog"]),
     ],
     targets: [
@@ -42,13 +46,19 @@ let package = Package(
         ),
         .target(
             name: "LandmarkCatalog",
-            dependencies: ["CSQLite", "CLibPQ", "CCurl", "CCrypto"],
+            dependencies: ["CSQLite", "CCrypto"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
+            plugins: ["EmbedMigrations"]
+        ),
+        .target(
+            name: "LandmarkCatalogSync",
+            dependencies: ["LandmarkCatalog", "CLibPQ", "CCurl"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
             plugins: ["EmbedMigrations"]
         ),
         .target(
             name: "CatalogCLI",
-            dependencies: ["LandmarkCatalog"],
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .executableTarget(name: "catalog", dependencies: ["CatalogCLI"]),
@@ -56,8 +66,11 @@ let package = Package(
         .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/Support/CatalogTestHarness"),
         .testTarget(
             name: "LandmarkCatalogTests",
-            dependencies: ["LandmarkCatalog", "CatalogCLI"]
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "CatalogCLI"]
         ),
+        // A small program on the core library alone: what an app links (the tests check with ldd that
+        // it needs neither libpq nor libcurl).
+        .executableTarget(name: "catalog-featured-example", dependencies: ["LandmarkCatalog"], path: "Examples/FeaturedList"),
     ],
     swiftLanguageModes: [.v6]
 )

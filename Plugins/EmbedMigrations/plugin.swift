@@ -2,8 +2,8 @@ import Foundation
 import PackagePlugin
 
 /// Build-tool plugin: compiles `Migrations/NNNN_description.sql` (at the package root) and the PostgreSQL
-/// hub's `Migrations/hub/NNNN_description.sql` into a Swift source file of the `LandmarkCatalog` target,
-/// so the release binary carries both lists of migrations.
+/// hub's `Migrations/hub/NNNN_description.sql` into a Swift source file: the first into the `LandmarkCatalog`
+/// target, the second into `LandmarkCatalogSync`, so the release binary carries both lists of migrations.
 @main
 struct EmbedMigrations: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
@@ -12,12 +12,14 @@ struct EmbedMigrations: BuildToolPlugin {
         let hub = migrations.appending(path: "hub")
         let hubFiles = FileManager.default.fileExists(atPath: hub.path) ? try sqlFiles(in: hub) : []
         let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrations.swift")
+        // The core library carries the catalog's migrations; LandmarkCatalogSync the hub's.
+        let hubOnly = target.name == "LandmarkCatalogSync"
         return [
             .buildCommand(
-                displayName: "Embedding \(files.count) migrations and \(hubFiles.count) hub migrations",
+                displayName: hubOnly ? "Embedding \(hubFiles.count) hub migrations" : "Embedding \(files.count) migrations",
                 executable: try context.tool(named: "EmbedMigrationsTool").url,
-                arguments: [output.path] + files.map(\.path) + ["--list", "embeddedHubMigrationFiles"] + hubFiles.map(\.path),
-                inputFiles: files + hubFiles,
+                arguments: [output.path] + (hubOnly ? ["--list", "embeddedHubMigrationFiles"] + hubFiles.map(\.path) : files.map(\.path)),
+                inputFiles: hubOnly ? hubFiles : files,
                 outputFiles: [output]
             )
         ]

@@ -1,6 +1,7 @@
 import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 @Suite("CLI")

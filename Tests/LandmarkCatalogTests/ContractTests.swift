@@ -1,6 +1,7 @@
 @_spi(Testing) @testable import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Golden files: every `--help` text and `featured` (table and JSON) compared byte for byte with

@@ -1,6 +1,7 @@
 @_spi(Testing) @testable import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// The scheduling examples in `contrib/`: the systemd service and timer, and the cron file. Checked by

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Apple's `Landmark` from the SwiftUI tutorial ("Handling user input" onwards), minus its SwiftUI and

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Tests/Support/hostile_server.py on 127.0.0.1 (optionally speaking TLS with a self-signed certificate).

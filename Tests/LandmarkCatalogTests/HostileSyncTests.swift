@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 // Issue 8, "Sync under hostile servers, extreme stamps and races", proved end to end: every test runs the

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 
 #if canImport(Glibc)
 import Glibc

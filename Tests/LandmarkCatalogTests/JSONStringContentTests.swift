@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 
 /// Strings whose end is well delimited but whose content is bad: `JSONStringContentError`, after which the
 /// reader goes on.

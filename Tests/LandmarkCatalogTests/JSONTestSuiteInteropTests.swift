@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 
 /// The `test_parsing` files of nst/JSONTestSuite (see `../shared/fixtures/jsontestsuite/README.md`):
 /// `y_` must be accepted, `n_` refused (in lenient mode three trailing-comma files excepted), and each

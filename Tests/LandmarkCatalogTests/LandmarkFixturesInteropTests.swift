@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// The real `landmarkData.json` variants in `../shared/fixtures/landmarks` (see its SOURCES.md). They are

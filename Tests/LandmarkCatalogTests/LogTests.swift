@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Snapshot logs (SPEC §10): publishing, reading from a cursor, generations, tampering, failures.

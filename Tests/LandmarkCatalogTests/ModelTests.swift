@@ -1,6 +1,7 @@
 import Foundation
 @testable import CatalogCLI
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 @Suite("RFC 3339 timestamps")

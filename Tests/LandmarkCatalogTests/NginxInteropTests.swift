@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// The snapshot log served by real nginx with the configuration in `contrib/nginx/catalog-log.conf`

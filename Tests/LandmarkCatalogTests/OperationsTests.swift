@@ -1,6 +1,7 @@
 @_spi(Testing) @testable import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 // Issue 12, SPEC §12: what an operator sees — bounded diagnostics, JSON logs, status --check, metrics, the

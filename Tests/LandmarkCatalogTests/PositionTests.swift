@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Writes a landmark file with ids 1001…1012 (like Apple's) where exactly `featured` are featured.

@@ -1,6 +1,7 @@
 @_spi(Testing) @testable import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Progress lines (SPEC §3, issue 13): drawn on standard error only when it is a terminal, for import,

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// The test HTTP server (Tests/Support/snapshot_server.py) on 127.0.0.1, serving `directory`.

@@ -1,6 +1,7 @@
 @_spi(Testing) import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Paths, temporary databases and an in-process CLI runner shared by the suites.

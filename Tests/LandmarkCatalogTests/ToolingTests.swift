@@ -1,6 +1,7 @@
 @_spi(Testing) @testable import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 import Testing
 
 /// Tools found on this machine, for the suites that drive real shells and man page linters.

@@ -1,4 +1,5 @@
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 /// `catalog status` for PostgreSQL hubs (SPEC §11): per hub, the last push and pull, the cursors, and
 /// the hub's state digest beside this node's.

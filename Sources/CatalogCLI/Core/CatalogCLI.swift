@@ -1,5 +1,6 @@
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 /// The `catalog` command line: parses arguments against the command table, runs the command and
 /// returns its exit status (SPEC §9). Writes only through `context`, so tests run it in-process.
@@ -15,6 +16,8 @@ public enum CatalogCLI {
     ///   or, for `status --check`, not healthy, 70 internal, 73 cannot create, 74 I/O, 75 try again,
     ///   76 incompatible snapshot).
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
+        // The command line syncs over HTTP and with PostgreSQL hubs too (LandmarkCatalogSync).
+        NetworkSources.register()
         let reporter = Reporter(stderr: context.stderr, format: logFormat(in: arguments) == "json" ? .json : .text,
                                 limit: diagnosticLimit(in: arguments))
         let status = dispatch(arguments, context: context, reporter: reporter)

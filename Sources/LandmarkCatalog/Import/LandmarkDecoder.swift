@@ -1,11 +1,11 @@
 /// Reads landmark objects from a JSON reader into a ``RowBatch``, validating each against SPEC §3 (and,
 /// for snapshot rows, the stamp of SPEC §6). Diagnostics carry file, line:column, record index, id and
 /// field. Keys are matched by their bytes against a table generated from ``LandmarkColumn``.
-struct LandmarkDecoder {
+package struct LandmarkDecoder {
     static let batchSize = 2000
 
     /// What the objects are.
-    enum Mode {
+    package enum Mode {
         /// Records of `landmarkData.json`: absent keys keep stored values; the snapshot stamp keys are
         /// reserved (refused: kept, they would be written twice in one snapshot object).
         case importRecord
@@ -26,7 +26,7 @@ struct LandmarkDecoder {
     /// Errors so far (with `strict`, warnings count too).
     var errors = 0
 
-    init(file: String, mode: Mode, strict: Bool = false) {
+    package init(file: String, mode: Mode, strict: Bool = false) {
         self.file = file
         self.mode = mode
         self.strict = strict
@@ -99,7 +99,7 @@ struct LandmarkDecoder {
     /// Decodes the next array element into `batch` (when valid). The reader is at the element's start.
     /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown, and
     ///   so is a string with bad content (`JSONStringContentError`), as an error on its field.
-    mutating func decode(_ reader: JSONPullReader, index: Int, into batch: RowBatch) throws {
+    package mutating func decode(_ reader: JSONPullReader, index: Int, into batch: RowBatch) throws {
         let position = reader.position
         let elementKind = try reader.peekKind()
         guard elementKind == .object else {

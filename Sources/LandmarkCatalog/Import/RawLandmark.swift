@@ -1,15 +1,15 @@
 /// A landmark record decoded straight from a JSON reader, field by field, with its strings kept as
 /// UTF-8 byte ranges in its batch's shared buffer (no `String` per field): the import's and the
 /// merge's fast path. Snapshot rows also carry their last-writer-wins stamp.
-struct RawLandmark {
+package struct RawLandmark {
     /// Which optional content columns the record had (bit `1 << column.rawValue`). An import keeps the
     /// stored value of the columns a record lacks; a snapshot row is whole (absent means null).
     var present: UInt32 = 0
     var index: Int
     var position: SourcePosition
-    var id: Int64 = 0
+    package var id: Int64 = 0
     /// Byte ranges in `RowBatch.bytes`: the text columns by `textSlot`, then the stamp's node.
-    var texts = TextRanges()
+    package var texts = TextRanges()
     var isFeatured = false
     var isFavorite = false
     var latitude = 0.0
@@ -17,9 +17,9 @@ struct RawLandmark {
     /// Unknown keys as a compact JSON object text, or nil.
     var extraJSON: String?
     /// Snapshot rows: the stamp (ms since the epoch, counter; the node is at ``TextRanges/nodeSlot``).
-    var updatedMs: Int64 = 0
-    var counter: Int64 = 0
-    var deleted = false
+    package var updatedMs: Int64 = 0
+    package var counter: Int64 = 0
+    package var deleted = false
     /// Set when this id already appeared in the file: the index of its first record.
     var duplicateOf: Int?
 
@@ -29,18 +29,18 @@ struct RawLandmark {
 }
 
 /// Byte ranges stored inline (no array allocation per record): one per text column, one for a node id.
-struct TextRanges {
+package struct TextRanges {
     private var ranges: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) =
         (-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)
     static let capacity = 12
     /// The slot of a snapshot row's node id.
-    static let nodeSlot: Int = {
+    package static let nodeSlot: Int = {
         precondition(LandmarkColumn.textColumns.count < capacity, "TextRanges needs a slot per text column and one for the node")
         return LandmarkColumn.textColumns.count
     }()
 
     /// The range of slot `i`; `start < 0` means null.
-    subscript(i: Int) -> (start: Int32, count: Int32) {
+    package subscript(i: Int) -> (start: Int32, count: Int32) {
         get {
             let v = withUnsafeBytes(of: ranges) { $0.load(fromByteOffset: i * 8, as: Int64.self) }
             return v < 0 ? (-1, 0) : (Int32(truncatingIfNeeded: v >> 32), Int32(truncatingIfNeeded: v & 0xFFFF_FFFF))
@@ -55,7 +55,7 @@ struct TextRanges {
 
 /// One position row with its stamp, as snapshots, logs and the hub carry it. Kept small (a merge holds
 /// 100,000 of them at a time): where it was read is packed into three 32-bit numbers.
-struct PositionRecord: Sendable {
+package struct PositionRecord: Sendable {
     var user: String
     var page: Int64
     var landmark: Int64?
@@ -65,7 +65,7 @@ struct PositionRecord: Sendable {
     private var line: Int32 = 0
     private var column: Int32 = 0
 
-    init(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, index: Int? = nil, position: SourcePosition? = nil) {
+    package init(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, index: Int? = nil, position: SourcePosition? = nil) {
         self.user = user
         self.page = page
         self.landmark = landmark
@@ -110,27 +110,27 @@ struct PositionRecord: Sendable {
 
 /// Decoded rows and the diagnostics found while decoding them, handed from a reading thread to the
 /// writing one.
-final class RowBatch: @unchecked Sendable {
-    var bytes: [UInt8] = []
-    var landmarks: [RawLandmark] = []
-    var positions: [PositionRecord] = []
+package final class RowBatch: @unchecked Sendable {
+    package var bytes: [UInt8] = []
+    package var landmarks: [RawLandmark] = []
+    package var positions: [PositionRecord] = []
     /// Diagnostics in input order, each after the landmark it concerns (`afterRecord` = count of landmarks before it).
-    var diagnostics: [(afterRecord: Int, diagnostic: Diagnostic)] = []
+    package var diagnostics: [(afterRecord: Int, diagnostic: Diagnostic)] = []
     /// The reading failed: a syntax, read or format error that ends the run.
-    var failure: (any Error)?
+    package var failure: (any Error)?
     /// True for the last batch.
-    var isLast = false
+    package var isLast = false
     /// Records read so far (valid or not).
     var recordsRead = 0
     /// Input bytes consumed so far (for progress).
-    var bytesRead = 0
+    package var bytesRead = 0
     /// With the last batch of an import: every id in the file, for `--prune`.
     var seen = SeenIDs()
     /// The snapshot's `node` (its publisher), once read.
     var sourceNode: String?
 
     /// - Parameter reserving: reserve room for a batch of landmarks (2 MiB of text, 2,000 records) up front.
-    init(reserving: Bool = true) {
+    package init(reserving: Bool = true) {
         if reserving {
             bytes.reserveCapacity(1 << 21)
             landmarks.reserveCapacity(LandmarkDecoder.batchSize)

@@ -2,14 +2,14 @@ import Foundation
 
 /// A bounded hand-off of batches from a reading thread to the writing one (at most `capacity` waiting),
 /// so memory stays bounded by a few batches whatever the input size, and decoding overlaps writing.
-final class BatchQueue: @unchecked Sendable {
+package final class BatchQueue: @unchecked Sendable {
     private let condition = NSCondition()
     private var items: [RowBatch] = []
     private var cancelled = false
     private let capacity = 1
 
     /// Blocks while full. Returns false once the writer gave up (the reader should stop).
-    func put(_ batch: RowBatch) -> Bool {
+    package func put(_ batch: RowBatch) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while items.count >= capacity && !cancelled { condition.wait() }
@@ -20,7 +20,7 @@ final class BatchQueue: @unchecked Sendable {
     }
 
     /// Blocks until a batch is there.
-    func take() -> RowBatch {
+    package func take() -> RowBatch {
         condition.lock()
         defer { condition.unlock() }
         while items.isEmpty { condition.wait() }
@@ -41,14 +41,14 @@ final class BatchQueue: @unchecked Sendable {
 /// Runs a decoder on its own thread, handing its batches to a ``BatchQueue``; the last batch it puts
 /// has `isLast` set. The writer calls ``finish()`` on every path: it cancels the queue and waits, so
 /// the input (a descriptor) may be closed only after the reader is gone.
-final class ReadingThread: @unchecked Sendable {
-    let queue = BatchQueue()
+package final class ReadingThread: @unchecked Sendable {
+    package let queue = BatchQueue()
     private let done = DispatchSemaphore(value: 0)
     private var finished = false
 
     /// Starts `body` on a new thread with 1 MiB of stack; `body` emits batches through the queue's `put`
     /// (which returns false when the writer gave up) and must put one last batch with `isLast` set.
-    init(_ body: @escaping @Sendable (BatchQueue) -> Void) {
+    package init(_ body: @escaping @Sendable (BatchQueue) -> Void) {
         let queue = self.queue
         let done = self.done
         let thread = Thread {
@@ -60,7 +60,7 @@ final class ReadingThread: @unchecked Sendable {
     }
 
     /// Stops the reader (if still running) and waits for it.
-    func finish() {
+    package func finish() {
         guard !finished else { return }
         finished = true
         queue.cancel()

@@ -147,7 +147,7 @@ public struct LogManifest: Sendable, Equatable {
 
     /// Whether `bytes` (the start of a document) begin like a log manifest: the first key is `format`
     /// with this format's value. Our writers always put it first; a snapshot never has it.
-    static func looksLikeManifest(_ bytes: ArraySlice<UInt8>) -> Bool {
+    package static func looksLikeManifest(_ bytes: ArraySlice<UInt8>) -> Bool {
         let reader = JSONPullReader(bytes: Array(bytes), options: .init(allowTrailingCommas: false, maxDepth: 8))
         guard (try? reader.beginObject()) != nil, let (key, _) = try? reader.nextKey() else { return false }
         return key == "format" && (try? reader.readString()) == Self.format

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// Where a snapshot log's files come from: a local directory or an HTTP(S) base URL.
-protocol LogFileFetcher: AnyObject {
+package protocol LogFileFetcher: AnyObject {
     /// The largest file (and manifest) accepted, in bytes (`--max-bytes`).
     var maxBytes: Int64 { get }
     /// The manifest's name in messages.
@@ -23,8 +23,9 @@ protocol LogFileFetcher: AnyObject {
 }
 
 /// A file the manifest names is not there (any more): the publisher may have rolled a generation.
-struct LogFileGone: Error {
-    let name: String
+package struct LogFileGone: Error {
+    package let name: String
+    package init(name: String) { self.name = name }
 }
 
 /// A snapshot-log reader (SPEC §10): the consumer side of ``CatalogStore/publishLog(to:options:)``.
@@ -33,8 +34,9 @@ struct LogFileGone: Error {
 /// on a new generation, or when the deltas no longer chain from the cursor, the base and every delta.
 /// Each file is checked (size, SHA-256) before anything from it is merged; a file gone meanwhile means
 /// one fresh, unconditional look at the manifest, then 69.
-struct LogReader {
+package struct LogReader {
     let fetcher: any LogFileFetcher
+    package init(fetcher: any LogFileFetcher) { self.fetcher = fetcher }
 
     /// What to fetch for `cursor` from `manifest`: nil when the cursor is already at its end.
     static func plan(_ manifest: LogManifest, cursor: SourceCursor?) -> [LogManifest.File]? {
@@ -60,7 +62,7 @@ struct LogReader {
     ///   found a manifest where it expected a snapshot).
     /// - Returns: the feeds (nil: nothing new), the cursor to store after merging them, and a note when
     ///   the manifest is behind the cursor (docs/log-format.md: a stale copy is not a change).
-    func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
+    package func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
         throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?) {
         var freshLook = false
         var bytes = manifestBytes
@@ -109,11 +111,11 @@ struct LogReader {
 }
 
 /// A log in a local directory.
-final class DirectoryLogFetcher: LogFileFetcher {
+package final class DirectoryLogFetcher: LogFileFetcher {
     let directory: String
-    let manifestName: String
-    let maxBytes: Int64
-    private(set) var bytesFetched: Int64 = 0
+    package let manifestName: String
+    package let maxBytes: Int64
+    package private(set) var bytesFetched: Int64 = 0
 
     /// - Parameters:
     ///   - manifest: the manifest's path (default `directory/manifest.json`).
@@ -124,7 +126,7 @@ final class DirectoryLogFetcher: LogFileFetcher {
         self.maxBytes = maxBytes
     }
 
-    func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
+    package func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
         let fd = try CatalogStore.openForReading(manifestName)
         defer { close(fd) }
         let bytes = try Self.readAll(fd, name: manifestName, limit: Int(min(maxBytes, LogManifest.maxManifestBytes)))
@@ -135,7 +137,7 @@ final class DirectoryLogFetcher: LogFileFetcher {
     /// Checks the file's size now, and its SHA-256 while it is merged, in the same pass that reads it: a
     /// mismatch fails the source and its transaction rolls back, so nothing from the file is kept (the
     /// file is opened only then, so a log of any number of deltas holds one descriptor at a time).
-    func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {
+    package func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {
         let path = directory + "/" + file.name
         let fd = try Self.open(path, name: file.name)
         defer { close(fd) }
@@ -162,7 +164,7 @@ final class DirectoryLogFetcher: LogFileFetcher {
     }
 
     /// Reads `fd` to its end (at most `limit` bytes).
-    static func readAll(_ fd: Int32, name: String, limit: Int) throws -> [UInt8] {
+    package static func readAll(_ fd: Int32, name: String, limit: Int) throws -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -232,11 +234,11 @@ final class CheckedFileFeed: ChangeFeed {
 
 /// Downloaded log files kept in one anonymous spool file (a delta after another), so a log of any
 /// number of deltas holds one descriptor; each is read back through a range reader.
-final class LogSpool {
+package final class LogSpool {
     let fd: Int32
     private(set) var size = 0
 
-    init(directory: String = NSTemporaryDirectory()) throws {
+    package init(directory: String = NSTemporaryDirectory()) throws {
         fd = try Spool.makeAnonymousFile(in: directory)
     }
 
@@ -245,7 +247,7 @@ final class LogSpool {
     /// Copies the whole of `source` (from offset 0) to the end of the spool.
     /// - Returns: where it is in the spool.
     /// - Throws: `CatalogError` 74 on a write error (disk full).
-    func append(_ source: Int32, count: Int64) throws -> Range<Int> {
+    package func append(_ source: Int32, count: Int64) throws -> Range<Int> {
         let start = size
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var offset: off_t = 0
@@ -274,18 +276,18 @@ final class LogSpool {
 }
 
 /// A snapshot held in part of a spool file.
-final class SpooledFeed: ChangeFeed {
+package final class SpooledFeed: ChangeFeed {
     let spool: LogSpool
     let range: Range<Int>
     let name: String
 
-    init(spool: LogSpool, range: Range<Int>, name: String) {
+    package init(spool: LogSpool, range: Range<Int>, name: String) {
         self.spool = spool
         self.range = range
         self.name = name
     }
 
-    func merge(into merger: inout RowMerger) throws {
+    package func merge(into merger: inout RowMerger) throws {
         let decoder = SnapshotDecoder(source: name)
         let fd = spool.fd, range = self.range
         let reading = ReadingThread { queue in

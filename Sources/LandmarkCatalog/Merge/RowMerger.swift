@@ -47,25 +47,25 @@ public struct MergeCounts: Sendable, Equatable {
 /// Each row costs a point read (to decide, so stale re-deliveries write nothing) and, when it wins, an
 /// unguarded upsert (https://sqlite.org/lang_upsert.html). Position batches are applied in user-id
 /// order, so B-tree pages are visited in key order.
-struct RowMerger {
-    let store: CatalogStore
+package struct RowMerger {
+    package let store: CatalogStore
     /// The source's display name (no password), as recorded with quarantined rows and conflicts.
-    let source: String
+    package let source: String
     /// Rows stamped later than this instant (ms since the epoch, UTC) are quarantined.
-    let quarantineAfter: Int64
+    package let quarantineAfter: Int64
     let diagnostics: (Diagnostic) -> Void
     /// Called by a feed after each batch: rows seen so far, and the bytes read of the file it reads (of its size, when known).
-    var progress: (_ rows: Int, _ bytes: Int64, _ totalBytes: Int64?) -> Void = { _, _, _ in }
-    var counts = MergeCounts()
+    package var progress: (_ rows: Int, _ bytes: Int64, _ totalBytes: Int64?) -> Void = { _, _, _ in }
+    package var counts = MergeCounts()
     /// Errors the decoder reported (the source then fails and nothing is kept).
     var errors = 0
     let maxErrors = 20
     /// The largest (wall, counter) seen and not quarantined: the clock moves past it.
     var maxSeen = HybridLogicalClock(wall: 0, counter: 0)
     /// The change sequence number the next applied row takes.
-    private(set) var nextSeq: Int64
+    package private(set) var nextSeq: Int64
     /// Change sequence numbers this merger used: `firstSeq..<nextSeq`.
-    let firstSeq: Int64
+    package let firstSeq: Int64
     /// The largest landmark id stored when the merge began, and the largest id this merge has met:
     /// a row with a greater id than both cannot be stored yet, so it is inserted without a point read
     /// (snapshots list landmarks in id order, so a base merged into an empty database never reads).
@@ -87,7 +87,7 @@ struct RowMerger {
     }
 
     /// Applies a decoded batch: its diagnostics, then its landmarks, then its positions.
-    mutating func apply(_ batch: RowBatch) throws {
+    package mutating func apply(_ batch: RowBatch) throws {
         if !clashReported, let node = batch.sourceNode, node == localNode {
             clashReported = true
             diagnostics(Diagnostic(severity: .warning,
@@ -108,7 +108,7 @@ struct RowMerger {
     }
 
     /// The error that fails the source when the decoder found any.
-    func failure() -> CatalogError? {
+    package func failure() -> CatalogError? {
         guard errors > 0 else { return nil }
         let isHub = SourceLocator.scheme(of: source)?.hasPrefix("postgres") == true || HubConnInfo.isKeywordString(source)
         let what = isHub ? "holds rows that are not valid" : "is not a valid snapshot"

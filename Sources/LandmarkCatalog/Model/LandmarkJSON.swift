@@ -1,6 +1,6 @@
 /// Read access to one landmark's columns, wherever they live: an SQLite row, a decoded batch, a value.
 /// ``LandmarkJSON`` writes every landmark shape through it, so each shape has one writer.
-protocol LandmarkFields {
+package protocol LandmarkFields {
     /// Calls `body` with the UTF-8 bytes of text column `column` (or of `extra`), nil for NULL.
     func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T
     /// An integer column (`id`, `counter`, `updatedMs`, `seq`) or a boolean one as 0 / 1.
@@ -23,7 +23,7 @@ public enum LandmarkJSONShape: Sendable {
     case content
 }
 
-enum LandmarkJSON {
+package enum LandmarkJSON {
     /// One key of the shapes, in output order.
     enum Item { case column(LandmarkColumn), coordinates }
 
@@ -141,7 +141,7 @@ enum LandmarkJSON {
     }
 
     /// `fields` as bytes of `shape`.
-    static func bytes<F: LandmarkFields>(_ fields: F, shape: LandmarkJSONShape) -> [UInt8] {
+    package static func bytes<F: LandmarkFields>(_ fields: F, shape: LandmarkJSONShape) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 512)
         write(fields, shape: shape, to: &w)
         return w.bytes
@@ -149,13 +149,14 @@ enum LandmarkJSON {
 }
 
 /// An SQLite row that selects `LandmarkColumn.selectList`.
-struct LandmarkRow: LandmarkFields {
+package struct LandmarkRow: LandmarkFields {
     let statement: Statement
-    @inline(__always) func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T {
+    package init(statement: Statement) { self.statement = statement }
+    @inline(__always) package func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T {
         body(statement.textBytes(column))
     }
-    @inline(__always) func int(_ column: LandmarkColumn) -> Int64 { statement.int(column) }
-    @inline(__always) func double(_ column: LandmarkColumn) -> Double { statement.double(column) }
+    @inline(__always) package func int(_ column: LandmarkColumn) -> Int64 { statement.int(column) }
+    @inline(__always) package func double(_ column: LandmarkColumn) -> Double { statement.double(column) }
 }
 
 /// A ``Landmark`` value with an optional stamp (a tombstone flag included).

@@ -8,7 +8,7 @@ import Foundation
 /// prepared once per SQL text and cached (GRDB's `StatementCache` is the model); callers reach them only
 /// through ``withStatement(sql:_:_:)`` and the row helpers, which always reset the statement, so no call
 /// site can leave a read open (an open read keeps the WAL from being checkpointed).
-final class Connection {
+package final class Connection {
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]
     /// The path given at open (`:memory:` for an in-memory database).
@@ -129,7 +129,7 @@ final class Connection {
     }
 
     /// Calls `body` with each row of `sql`, then resets the statement.
-    func forEachRow(sql: String, _ arguments: [SQLValue] = [], _ body: (Statement) throws -> Void) throws {
+    package func forEachRow(sql: String, _ arguments: [SQLValue] = [], _ body: (Statement) throws -> Void) throws {
         try withStatement(sql: sql, arguments) { s in
             while try s.step() { try body(s) }
         }
@@ -142,7 +142,7 @@ final class Connection {
 
     /// Prepares a statement that is not cached (finalized when released): for long scans that run
     /// beside cached statements of the same SQL.
-    func makeStatement(sql: String) throws -> Statement {
+    package func makeStatement(sql: String) throws -> Statement {
         try Statement(connection: self, sql: sql)
     }
 

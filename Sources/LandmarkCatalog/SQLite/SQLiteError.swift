@@ -53,7 +53,7 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension String {
-    func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         var s = Substring(self)
         while let f = s.first, f.isWhitespace { s.removeFirst() }
         while let l = s.last, l.isWhitespace { s.removeLast() }

@@ -1,7 +1,7 @@
 internal import CSQLite
 
 /// A value bound to or read from SQLite.
-enum SQLValue: Sendable, Hashable {
+package enum SQLValue: Sendable, Hashable {
     case null
     case integer(Int64)
     case real(Double)
@@ -10,7 +10,7 @@ enum SQLValue: Sendable, Hashable {
 }
 
 /// A prepared statement: bind, step, read columns. Finalized when released.
-final class Statement {
+package final class Statement {
     let handle: OpaquePointer
     /// The SQL text it was prepared from.
     let sql: String
@@ -38,7 +38,7 @@ final class Statement {
 
     /// Binds values to parameters 1…n.
     /// - Throws: `SQLiteError` if the count does not match or a bind fails.
-    func bind(_ values: [SQLValue]) throws {
+    package func bind(_ values: [SQLValue]) throws {
         let expected = Int(sqlite3_bind_parameter_count(handle))
         guard values.count == expected else {
             throw SQLiteError(code: .misuse, message: "\(values.count) arguments for \(expected) parameters", sql: sql)
@@ -107,7 +107,7 @@ final class Statement {
     /// Steps once. Returns true when a row is available, false when done.
     /// - Throws: `SQLiteError` with the extended code, SQLite's message and this statement's SQL.
     @discardableResult
-    func step() throws -> Bool {
+    package func step() throws -> Bool {
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -131,19 +131,19 @@ final class Statement {
     var columnCount: Int { Int(sqlite3_column_count(handle)) }
     func columnName(_ i: Int) -> String { String(cString: sqlite3_column_name(handle, Int32(i))) }
     func isNull(_ i: Int) -> Bool { sqlite3_column_type(handle, Int32(i)) == SQLITE_NULL }
-    @inline(__always) func int(_ i: Int) -> Int64 { sqlite3_column_int64(handle, Int32(i)) }
-    func optionalInt(_ i: Int) -> Int64? { isNull(i) ? nil : int(i) }
+    @inline(__always) package func int(_ i: Int) -> Int64 { sqlite3_column_int64(handle, Int32(i)) }
+    package func optionalInt(_ i: Int) -> Int64? { isNull(i) ? nil : int(i) }
     @inline(__always) func double(_ i: Int) -> Double { sqlite3_column_double(handle, Int32(i)) }
     func optionalDouble(_ i: Int) -> Double? { isNull(i) ? nil : double(i) }
     /// Column `i` as text, or nil when NULL.
-    func text(_ i: Int) -> String? {
+    package func text(_ i: Int) -> String? {
         guard let p = sqlite3_column_text(handle, Int32(i)) else { return nil }
         let n = Int(sqlite3_column_bytes(handle, Int32(i)))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
     /// Column `i` as UTF-8 bytes without copying, valid until the next step or reset; nil when NULL.
     @inline(__always)
-    func textBytes(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
+    package func textBytes(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
         guard let p = sqlite3_column_text(handle, Int32(i)) else { return nil }
         return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, Int32(i))))
     }

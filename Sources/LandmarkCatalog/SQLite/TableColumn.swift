@@ -1,7 +1,7 @@
 /// The columns of one table, named once, in select-list order (GRDB's `Columns` idea without its
 /// generics): `rawValue` is the column's index in ``selectList`` and `rawValue + 1` its parameter
 /// number in generated statements, so rows are read and bound by name, never by a number typed by hand.
-protocol TableColumn: RawRepresentable, CaseIterable, Hashable, Sendable where RawValue == Int32, AllCases == [Self] {
+package protocol TableColumn: RawRepresentable, CaseIterable, Hashable, Sendable where RawValue == Int32, AllCases == [Self] {
     /// The table's name.
     static var tableName: String { get }
     /// The column's SQL name.
@@ -11,37 +11,37 @@ protocol TableColumn: RawRepresentable, CaseIterable, Hashable, Sendable where R
 extension TableColumn {
     /// Every column, comma-separated, in declaration order: `SELECT \(selectList) FROM …` reads
     /// column `c` at index `c.rawValue`.
-    static var selectList: String { allCases.map(\.sqlName).joined(separator: ", ") }
+    package static var selectList: String { allCases.map(\.sqlName).joined(separator: ", ") }
 
     /// The parameter number `?N` that generated statements use for this column.
-    var parameter: Int32 { rawValue + 1 }
+    package var parameter: Int32 { rawValue + 1 }
 
     /// `?N` for this column.
-    var placeholder: String { "?\(parameter)" }
+    package var placeholder: String { "?\(parameter)" }
 
     /// `INSERT INTO table (every column) VALUES (?1, ?2, …)`: the start of an upsert.
-    static var insertAllSQL: String {
+    package static var insertAllSQL: String {
         "INSERT INTO \(tableName) (\(selectList)) VALUES (\(allCases.map(\.placeholder).joined(separator: ", ")))"
     }
 }
 
 extension Statement {
     /// Column `c` of the current row (the statement selects `C.selectList`).
-    @inline(__always) func int<C: TableColumn>(_ c: C) -> Int64 { int(Int(c.rawValue)) }
-    @inline(__always) func double<C: TableColumn>(_ c: C) -> Double { double(Int(c.rawValue)) }
-    @inline(__always) func bool<C: TableColumn>(_ c: C) -> Bool { int(Int(c.rawValue)) != 0 }
-    func text<C: TableColumn>(_ c: C) -> String? { text(Int(c.rawValue)) }
-    @inline(__always) func textBytes<C: TableColumn>(_ c: C) -> UnsafeBufferPointer<UInt8>? { textBytes(Int(c.rawValue)) }
-    func isNull<C: TableColumn>(_ c: C) -> Bool { isNull(Int(c.rawValue)) }
-    func optionalInt<C: TableColumn>(_ c: C) -> Int64? { optionalInt(Int(c.rawValue)) }
+    @inline(__always) package func int<C: TableColumn>(_ c: C) -> Int64 { int(Int(c.rawValue)) }
+    @inline(__always) package func double<C: TableColumn>(_ c: C) -> Double { double(Int(c.rawValue)) }
+    @inline(__always) package func bool<C: TableColumn>(_ c: C) -> Bool { int(Int(c.rawValue)) != 0 }
+    package func text<C: TableColumn>(_ c: C) -> String? { text(Int(c.rawValue)) }
+    @inline(__always) package func textBytes<C: TableColumn>(_ c: C) -> UnsafeBufferPointer<UInt8>? { textBytes(Int(c.rawValue)) }
+    package func isNull<C: TableColumn>(_ c: C) -> Bool { isNull(Int(c.rawValue)) }
+    package func optionalInt<C: TableColumn>(_ c: C) -> Int64? { optionalInt(Int(c.rawValue)) }
 
     /// Binds to column `c`'s parameter.
-    @inline(__always) func bind<C: TableColumn>(_ value: Int64, to c: C) throws { try bind(value, at: c.parameter) }
-    @inline(__always) func bind<C: TableColumn>(_ value: Double, to c: C) throws { try bind(value, at: c.parameter) }
-    @inline(__always) func bind<C: TableColumn>(_ value: Bool, to c: C) throws { try bind(Int64(value ? 1 : 0), at: c.parameter) }
-    @inline(__always) func bind<C: TableColumn>(_ value: String?, to c: C) throws { try bind(value, at: c.parameter) }
-    @inline(__always) func bindNull<C: TableColumn>(to c: C) throws { try bind(.null, at: c.parameter) }
-    @inline(__always) func bindStatic<C: TableColumn>(_ bytes: UnsafeBufferPointer<UInt8>?, to c: C) throws {
+    @inline(__always) package func bind<C: TableColumn>(_ value: Int64, to c: C) throws { try bind(value, at: c.parameter) }
+    @inline(__always) package func bind<C: TableColumn>(_ value: Double, to c: C) throws { try bind(value, at: c.parameter) }
+    @inline(__always) package func bind<C: TableColumn>(_ value: Bool, to c: C) throws { try bind(Int64(value ? 1 : 0), at: c.parameter) }
+    @inline(__always) package func bind<C: TableColumn>(_ value: String?, to c: C) throws { try bind(value, at: c.parameter) }
+    @inline(__always) package func bindNull<C: TableColumn>(to c: C) throws { try bind(.null, at: c.parameter) }
+    @inline(__always) package func bindStatic<C: TableColumn>(_ bytes: UnsafeBufferPointer<UInt8>?, to c: C) throws {
         if let bytes { try bindStatic(bytes, at: c.parameter) } else { try bind(.null, at: c.parameter) }
     }
 }

@@ -2,7 +2,7 @@
 /// shape (Apple's `landmarkData.json`, snapshot rows, canonical content) and the import decoder's key
 /// table are all generated from this enum. Adding a field means a migration, a case here and a property
 /// of ``Landmark``.
-enum LandmarkColumn: Int32, TableColumn {
+package enum LandmarkColumn: Int32, TableColumn {
     case id, name, category, city, state, park, description, imageName, isFeatured, isFavorite, latitude, longitude
     /// Unknown keys kept from the input, as a compact JSON object text (NULL when none).
     case extra
@@ -13,9 +13,9 @@ enum LandmarkColumn: Int32, TableColumn {
     /// The local change sequence number of the row's last change (SPEC §7).
     case seq
 
-    static let tableName = "landmarks"
+    package static let tableName = "landmarks"
 
-    var sqlName: String { Self.sqlNames[Int(rawValue)] }
+    package var sqlName: String { Self.sqlNames[Int(rawValue)] }
 
     private static let sqlNames: [String] = allCases.map { c in
         switch c {
@@ -90,12 +90,12 @@ enum LandmarkColumn: Int32, TableColumn {
 }
 
 /// The `positions` table, named once.
-enum PositionColumn: Int32, TableColumn {
+package enum PositionColumn: Int32, TableColumn {
     case userID, page, landmarkID, updatedMs, counter, node, deleted, seq
 
-    static let tableName = "positions"
+    package static let tableName = "positions"
 
-    var sqlName: String { Self.sqlNames[Int(rawValue)] }
+    package var sqlName: String { Self.sqlNames[Int(rawValue)] }
 
     private static let sqlNames: [String] = allCases.map { c in
         switch c {

@@ -52,12 +52,12 @@ public struct Migration: Sendable, Equatable {
 
     /// Parses the files of one set of migrations (`name`, `sql`), in version order.
     /// - Throws: `MigrationError` for a bad file name or a repeated version.
-    static func parse(_ files: [(name: String, sql: String)]) throws -> [Migration] {
+    package static func parse(_ files: [(name: String, sql: String)]) throws -> [Migration] {
         try ordered(files.map { try Migration(fileName: $0.name, sql: $0.sql) })
     }
 
     /// Sorts by version, refusing repeated versions.
-    static func ordered(_ migrations: [Migration]) throws -> [Migration] {
+    package static func ordered(_ migrations: [Migration]) throws -> [Migration] {
         let sorted = migrations.sorted { $0.version < $1.version }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.version == b.version {
             throw MigrationError.duplicateVersion(a.version, a.fileName, b.fileName)
@@ -86,6 +86,14 @@ public struct MigrationStatus: Sendable, Equatable {
     /// When it was applied (UTC, RFC 3339), or nil when pending.
     public var appliedAt: String?
     public var state: State = .applied
+
+    public init(version: Int, description: String, checksum: String, appliedAt: String?, state: State = .applied) {
+        self.version = version
+        self.description = description
+        self.checksum = checksum
+        self.appliedAt = appliedAt
+        self.state = state
+    }
 }
 
 /// Applies numbered migrations in order, each with its ledger row in one transaction.

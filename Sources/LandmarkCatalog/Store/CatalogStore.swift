@@ -13,7 +13,7 @@ import Glibc
 /// ```
 public final class CatalogStore {
     /// The connection; only the repository's own methods issue SQL.
-    let connection: Connection
+    package let connection: Connection
     /// The database file path.
     public let path: String
     /// The wall clock stamps are drawn from (injected in tests).
@@ -230,7 +230,7 @@ public final class CatalogStore {
     }
 
     /// Runs `body` in one read transaction, mapping SQLite failures to `CatalogError`.
-    func read<T>(_ body: () throws -> T) throws -> T {
+    package func read<T>(_ body: () throws -> T) throws -> T {
         do {
             return try connection.readTransaction(body)
         } catch let error as SQLiteError {
@@ -246,7 +246,7 @@ public final class CatalogStore {
     }
 
     /// The node id, inside a transaction.
-    func currentNode() throws -> String {
+    package func currentNode() throws -> String {
         try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? ""
     }
 
@@ -262,7 +262,7 @@ public final class CatalogStore {
         }
     }
 
-    static func isValidNodeID(_ node: String) -> Bool {
+    package static func isValidNodeID(_ node: String) -> Bool {
         !node.isEmpty && node.utf8.count <= 64 && node.utf8.allSatisfy(isNodeIDByte)
     }
 
@@ -306,7 +306,7 @@ public final class CatalogStore {
 
     /// The largest change sequence number in use (0 for an empty database): every row change takes
     /// the next one (SPEC §7). Read from the two `seq` indexes, so it costs two B-tree descents.
-    func lastChangeSequence() throws -> Int64 {
+    package func lastChangeSequence() throws -> Int64 {
         try connection.scalarInt(sql: "SELECT max(coalesce((SELECT max(seq) FROM landmarks), 0), coalesce((SELECT max(seq) FROM positions), 0))") ?? 0
     }
 

@@ -34,9 +34,8 @@ extension CatalogStore {
             throw CatalogError(.usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres://, a keyword string or a path")
         }
         // Refuses other schemes, file://host/…, a URL without a host, …
-        if case .hub(let conninfo) = try SourceLocator.parse(url) {
-            do { _ = try PGConnInfo(parsing: conninfo) } catch let error as PGError { throw CatalogError(error) }
-        }
+        let locator = try SourceLocator.parse(url)
+        for kind in SourceKinds.all { try kind.checkRemote(locator) }
         try write {
             if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")

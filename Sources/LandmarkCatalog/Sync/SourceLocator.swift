@@ -124,7 +124,7 @@ public struct SourceCursor: Sendable, Equatable {
 
     /// Parses stored text; nil for nil or text that is not an object of strings (an unreadable cursor
     /// means starting over, which merging makes safe).
-    init?(text: String?) {
+    package init?(text: String?) {
         guard let text, let members = JSONValue.parseObject(text) else { return nil }
         var values: [String: String] = [:]
         for m in members {

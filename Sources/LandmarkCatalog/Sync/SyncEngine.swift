@@ -65,6 +65,12 @@ public struct PushCounts: Sendable, Equatable {
     public var written: Int
     /// Of them, rows the hub held back (stamped beyond its drift allowance).
     public var quarantined: Int
+
+    public init(sent: Int, written: Int, quarantined: Int) {
+        self.sent = sent
+        self.written = written
+        self.quarantined = quarantined
+    }
 }
 
 /// What a sync run did.
@@ -293,14 +299,13 @@ extension CatalogStore {
         switch error {
         case let error as CatalogError: return error
         case let error as SQLiteError: return CatalogError(error, path: path)
-        case let error as PGError:
-            var mapped = CatalogError(error)
-            if !mapped.message.contains(source) { mapped.message += " (hub \(source))" }
-            return mapped
         case let gone as LogFileGone:
             return CatalogError(.unavailable, "the log file \(gone.name) named by \(source) was removed while it was read, also after a fresh look at the manifest",
                                 hint: "the publisher may be removing files too early (publish --grace); the next run tries again")
         default:
+            for kind in SourceKinds.all {
+                if let mapped = kind.failure(error, source: source) { return mapped }
+            }
             return CatalogError(.software, "internal error while syncing \(source): \(error)",
                                 hint: "this is a bug in catalog; the other sources were synced")
         }
@@ -350,8 +355,12 @@ extension CatalogStore {
         switch locator {
         case .standardInput: return StandardInputSource()
         case .file(let path): return FileSource(path: path)
-        case .http(let url): return HTTPSource(url: url)
-        case .hub(let conninfo): return HubSource(conninfo: conninfo)
+        case .http, .hub:
+            for kind in SourceKinds.all {
+                if let made = kind.makeSource(locator) { return made }
+            }
+            throw CatalogError(.usage, "\(locator.kindName) sources need the LandmarkCatalogSync library, which this program does not link: \(locator.description)",
+                               hint: "link LandmarkCatalogSync and call NetworkSources.register()")
         }
     }
 

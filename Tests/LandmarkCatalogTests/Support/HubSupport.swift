@@ -1,5 +1,6 @@
 import Foundation
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 #if canImport(Glibc)
 import Glibc
 #endif

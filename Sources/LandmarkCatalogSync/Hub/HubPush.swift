@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 
 /// What one push to the hub did.
 struct HubPushReport {

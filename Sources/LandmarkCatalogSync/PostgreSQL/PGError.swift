@@ -1,5 +1,6 @@
 internal import CLibPQ
 import Foundation
+import LandmarkCatalog
 
 /// A five-character SQLSTATE error code, as the server reports it in `PG_DIAG_SQLSTATE` ("42P01").
 ///

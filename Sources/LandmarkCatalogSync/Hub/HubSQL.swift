@@ -1,3 +1,4 @@
+import LandmarkCatalog
 /// The hub's SQL, named once: staging tables, the last-writer-wins upserts (their `WHERE` is
 /// ``LastWriterWins/sqlIncomingWins(incoming:stored:content:)``, the same rule the edges apply in Swift),
 /// the hub-side quarantine, the pull queries and the state digest.

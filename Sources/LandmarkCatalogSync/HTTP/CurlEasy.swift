@@ -1,5 +1,6 @@
 import Foundation
 internal import CCurl
+import LandmarkCatalog
 
 /// One libcurl easy handle (https://curl.se/libcurl/c/libcurl-easy.html) with the memory it points at:
 /// the request header list and the error buffer. Used by one thread at a time; not `Sendable`.

@@ -1,5 +1,6 @@
 import Foundation
 internal import CCurl
+import LandmarkCatalog
 
 /// The state of one attempt of a GET, filled in by libcurl's header and write callbacks
 /// (CURLOPT_HEADERFUNCTION, CURLOPT_WRITEFUNCTION), which receive it as their `userdata`.

@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 
 /// One hub as `catalog status` shows it: this node's cursors for it and the hub's own state digest,
 /// beside this node's (SPEC §11).

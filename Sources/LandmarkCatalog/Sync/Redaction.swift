@@ -9,7 +9,7 @@
 ///   keyword containing `password` becomes `***` (libpq "Keyword/Value Connection Strings").
 ///
 /// Anything else is returned unchanged. Redaction is textual: it never fails and never decodes.
-func redactedURL(_ s: String) -> String {
+package func redactedURL(_ s: String) -> String {
     if let schemeEnd = s.range(of: "://") {
         return redactedQuery(redactedUserInfo(s, after: schemeEnd.upperBound))
     }
@@ -19,7 +19,7 @@ func redactedURL(_ s: String) -> String {
 
 /// The password part of `scheme://user:pass@host…`, if `s` has one (for scrubbing messages that might
 /// quote it in another form, e.g. from a library's error text).
-func urlPassword(_ s: String) -> String? {
+package func urlPassword(_ s: String) -> String? {
     guard let schemeEnd = s.range(of: "://"), let (colon, at) = userInfoBounds(s, after: schemeEnd.upperBound) else {
         return nil
     }

@@ -1,5 +1,6 @@
 internal import CLibPQ
 import Foundation
+import LandmarkCatalog
 
 /// One connection to a PostgreSQL server through libpq, every wait bounded by a client-side deadline.
 ///

@@ -1,4 +1,5 @@
 internal import CLibPQ
+import LandmarkCatalog
 
 /// Reading a large result without holding it: a server-side cursor fetched `batch` rows at a time.
 ///

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import LandmarkCatalog
 
 /// The non-blocking machinery under `PGConnection`: sending, flushing, reading results, each wait a
 /// `poll(2)` against a deadline; and what happens when a deadline passes (cancel, drain or close).

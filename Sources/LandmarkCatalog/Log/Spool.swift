@@ -1,7 +1,7 @@
 import Foundation
 
 /// Anonymous temporary files for downloaded bodies.
-enum Spool {
+package enum Spool {
     /// Creates a file in `directory` and unlinks it at once, returning its descriptor (read-write,
     /// close-on-exec, mode 0600, positioned at 0).
     ///
@@ -14,7 +14,7 @@ enum Spool {
     /// - Returns: the descriptor; the caller closes it.
     /// - Throws: `CatalogError(.ioError)` (74) when the disk is full or failing (ENOSPC, EDQUOT, EIO),
     ///   `CatalogError(.cantCreate)` (73) for anything else (missing directory, no permission).
-    static func makeAnonymousFile(in directory: String) throws -> Int32 {
+    package static func makeAnonymousFile(in directory: String) throws -> Int32 {
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
         for _ in 0..<100 {
             let path = prefix + ".catalog-spool-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
@@ -36,7 +36,7 @@ enum Spool {
     /// Writes all of `buffer` to `fd`, retrying short writes and EINTR.
     ///
     /// - Returns: 0, or the `errno` of the failing `write(2)` (ENOSPC, EIO, …).
-    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32 {
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32 {
         guard var base = buffer.baseAddress else { return 0 }
         var left = buffer.count
         while left > 0 {
@@ -54,7 +54,7 @@ enum Spool {
 
     /// The error for a failed spool operation, by `errno`: a full or failing disk is 74, else 73.
     /// The message reads `<what>: <strerror>, <where>`.
-    static func error(_ code: Int32, _ what: String, at place: String? = nil) -> CatalogError {
+    package static func error(_ code: Int32, _ what: String, at place: String? = nil) -> CatalogError {
         let message = "\(what): \(String(cString: strerror(code)))" + (place.map { ", \($0)" } ?? "")
         switch code {
         case ENOSPC, EDQUOT, EIO:

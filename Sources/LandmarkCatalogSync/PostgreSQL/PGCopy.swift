@@ -3,6 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import LandmarkCatalog
 
 /// Bulk loading with `COPY … FROM STDIN` in text format: `PQputCopyData` in chunks of about 64 KiB,
 /// `PQputCopyEnd`, then `PQgetResult` for the outcome. libpq "Functions Associated with the COPY Command"

@@ -1,3 +1,4 @@
+import LandmarkCatalog
 /// Parsing of HTTP-date values (RFC 9110 §5.6.7) and `Retry-After` (RFC 9110 §10.2.3).
 enum HTTPDate {
     /// Month names as HTTP-dates spell them, lowercased, January first.

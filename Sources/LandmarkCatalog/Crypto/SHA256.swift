@@ -12,7 +12,7 @@ internal import CCrypto
 /// hasher.update(Array("abc".utf8))
 /// SHA256.hex(hasher.finalize())   // "ba7816bf…f20015ad"
 /// ```
-struct SHA256: ~Copyable {
+package struct SHA256: ~Copyable {
     /// Length of a digest in bytes.
     static let byteCount = 32
 
@@ -21,7 +21,7 @@ struct SHA256: ~Copyable {
 
     /// A hasher with nothing hashed yet. Traps if OpenSSL cannot allocate or initialise a context
     /// (out of memory, or a crypto policy without SHA-256): nothing sensible can continue then.
-    init() {
+    package init() {
         guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
         guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
             EVP_MD_CTX_free(context)
@@ -33,7 +33,7 @@ struct SHA256: ~Copyable {
     deinit { EVP_MD_CTX_free(context) }
 
     /// Adds the bytes of `buffer` to the hashed input.
-    mutating func update(_ buffer: UnsafeRawBufferPointer) {
+    package mutating func update(_ buffer: UnsafeRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         let ok = EVP_DigestUpdate(context, base, buffer.count)
         precondition(ok == 1, "EVP_DigestUpdate failed")
@@ -46,7 +46,7 @@ struct SHA256: ~Copyable {
 
     /// The digest (32 bytes) of everything added so far. The hasher is left as it was: more bytes can be
     /// added and `finalize()` called again for the digest of the longer input.
-    func finalize() -> [UInt8] {
+    package func finalize() -> [UInt8] {
         guard let copy = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
         defer { EVP_MD_CTX_free(copy) }
         precondition(EVP_MD_CTX_copy_ex(copy, context) == 1, "EVP_MD_CTX_copy_ex failed")
@@ -65,7 +65,7 @@ struct SHA256: ~Copyable {
     }
 
     /// `bytes` as lowercase hexadecimal, two digits per byte (the usual way to print a digest).
-    static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             for (i, byte) in bytes.enumerated() {

@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 
 /// The hub's changes since the last pull, merged inside the engine's SQLite transaction (SPEC §11: each
 /// pull is one SQLite transaction): every landmark and position numbered after the pull cursor, read from

@@ -1,4 +1,5 @@
 internal import CLibPQ
+import LandmarkCatalog
 
 /// A value sent as a statement parameter (`$1`, `$2`, …) in PostgreSQL's text format; `nil` in the
 /// parameter array is SQL NULL.

@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 
 /// Limits of one conversation with a hub, from `catalog sync`'s options.
 struct HubLimits {

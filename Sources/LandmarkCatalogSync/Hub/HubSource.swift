@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 
 /// A PostgreSQL hub as a sync source (SPEC §11): `fetch` connects (migrating the hub's schema when it is
 /// behind this binary) and PUSHES this node's changes since its last push in one PostgreSQL transaction

@@ -1,5 +1,6 @@
 import Foundation
 internal import CCurl
+import LandmarkCatalog
 
 /// Bounds on one `HTTPClient.get`: time, size and retries.
 struct HTTPLimits: Sendable {
@@ -24,14 +25,6 @@ struct HTTPLimits: Sendable {
     var maxRetryAfter: Double = 60
 }
 
-/// Conditional-request validators of a representation (RFC 9110 §8.8): sent back as `If-None-Match` and
-/// `If-Modified-Since` (RFC 9110 §13.1.2, §13.1.3).
-struct HTTPValidators: Sendable, Equatable {
-    /// The `ETag` as the server sent it, quotes and `W/` included (RFC 9110 §8.8.3).
-    var etag: String?
-    /// The `Last-Modified` HTTP-date as the server sent it (RFC 9110 §8.8.2); only kept when strong.
-    var lastModified: String?
-}
 
 /// What a GET produced.
 enum HTTPOutcome: Sendable {

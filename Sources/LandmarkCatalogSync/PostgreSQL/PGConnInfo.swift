@@ -1,5 +1,6 @@
 internal import CLibPQ
 import Foundation
+import LandmarkCatalog
 
 /// A libpq connection string taken apart with `PQconninfoParse`: the options it sets explicitly, and the
 /// passwords it holds, so that messages can be redacted before anyone sees them.

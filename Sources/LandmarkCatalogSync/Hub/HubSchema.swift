@@ -1,4 +1,5 @@
 import Foundation
+import LandmarkCatalog
 
 /// Why a hub's schema cannot be used: typed, so callers and tests match cases, not message text. Mapped
 /// to a ``CatalogError`` in one place, ``CatalogError/init(_:hub:)``.

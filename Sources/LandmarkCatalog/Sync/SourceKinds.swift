@@ -1,0 +1,36 @@
+import Foundation
+
+/// A kind of sync source beyond the core's own (local files, logs in a directory, standard input):
+/// HTTP(S) and PostgreSQL hubs, which the `LandmarkCatalogSync` library registers so that the core
+/// links neither libcurl nor libpq (docs/architecture.md). A new kind is one file conforming to this
+/// protocol plus its registration.
+package protocol SourceKind: Sendable {
+    /// The source for `locator`, or nil when it is not of this kind.
+    func makeSource(_ locator: SourceLocator) -> (any SyncSource)?
+    /// Checks a remote's URL of this kind when it is saved (`catalog remote add`).
+    /// - Throws: `CatalogError` 64 naming what is wrong.
+    func checkRemote(_ locator: SourceLocator) throws
+    /// This kind's own errors as a `CatalogError` with its documented status, or nil for others.
+    func failure(_ error: any Error, source: String) -> CatalogError?
+}
+
+/// The registered source kinds (see ``SourceKind``).
+package enum SourceKinds {
+    /// Guarded by its lock: registration happens once at start-up, reads on every sync.
+    private final class Registry: @unchecked Sendable {
+        // @unchecked: `kinds` is only read or written while `lock` is held.
+        let lock = NSLock()
+        var kinds: [any SourceKind] = []
+    }
+    private static let registry = Registry()
+
+    /// Registers `kind` once per type (registering again is harmless).
+    package static func register(_ kind: any SourceKind) {
+        registry.lock.withLock {
+            if !registry.kinds.contains(where: { type(of: $0) == type(of: kind) }) { registry.kinds.append(kind) }
+        }
+    }
+
+    /// Every registered kind, in registration order.
+    package static var all: [any SourceKind] { registry.lock.withLock { registry.kinds } }
+}
