@@ -4,9 +4,9 @@ import LandmarkCatalog
 extension CatalogCLI {
     enum StatusOptions {
         static let check = Flag("--check",
-            "Exit 0 when the sync is healthy, 69 when not (no run yet, the last run failed, or a source's last good sync is older than --max-age), with one line saying why on stderr.")
+            "Exit 0 when the sync is healthy, 69 when not (no run yet; without --max-age, the last run failed; with it, a source's last good sync is older than DURATION), with one line saying why on stderr.")
         static let maxAge = Option<Double>("--max-age", "DURATION",
-            "With --check: the oldest a last good sync may be, per source of the last run (90s, 15m, 2h, 1d).", parse: Values.duration)
+            "With --check: the oldest a last good sync may be, per source of the last run (90s, 15m, 2h, 1d or seconds).", parse: Values.duration())
         static let prometheus = Flag("--prometheus", "Print the figures in Prometheus' text exposition format (names prefixed catalog_).")
         static let output = Options.output.with(help: "With --prometheus: write to FILE atomically (for node_exporter's textfile collector: name it *.prom).")
         static let quiet = Options.quiet.with(help: "With --check: print nothing when healthy.")
@@ -22,9 +22,12 @@ extension CatalogCLI {
             discussion: """
                 --check is for alerting on staleness rather than on every transient failure: exit 0 when
                 healthy (one line on stdout, none with --quiet), 69 when not, with one line on stderr saying
-                why. Not healthy: no sync run recorded yet, the last run failed, or (with --max-age) a source
-                of the last run has had no good sync within DURATION (or never had one), or a run without
-                sources is itself older than DURATION. Runs that found the lock held (75) are not looked at.
+                why. Not healthy: no sync run recorded yet; without --max-age, the last run failed; with it, a
+                source of the last run has had no good sync within DURATION (or never had one), or for a run
+                without sources the last good run is older than DURATION — a failed run whose sources all
+                synced within DURATION is healthy, and the line says the last run failed. Runs that found
+                the lock held (75) are not the last run, for status, --check and --prometheus alike. Saved
+                remotes are named beside their URL (and in a remote="…" label).
                 --prometheus prints gauges and counters for node_exporter's textfile collector; with --output
                 the file is replaced atomically.
                 """,
@@ -93,6 +96,7 @@ extension CatalogCLI {
                 w.raw(","); w.key("lastOutcome"); w.string(src.outcome)
                 w.raw(","); w.key("lastStatus"); w.int(src.lastStatus.map(Int64.init))
                 w.raw(","); w.key("lastSuccessAt"); w.string(src.lastSuccess)
+                w.raw(","); w.key("remote"); w.string(src.remote)
                 w.raw(","); w.key("source"); w.string(src.source); w.raw("}")
             }
             w.raw("]}\n")
@@ -107,7 +111,7 @@ extension CatalogCLI {
             positions:   \(s.positions) live, \(plural(s.positionTombstones, "tombstone"))
             changes:     \(s.changeSequence)
             digest:      \(digest)
-            quarantine:  \(s.quarantined) rows
+            quarantine:  \(plural(s.quarantined, "row"))
             conflicts:   \(conflicts) kept
 
             """
@@ -120,7 +124,7 @@ extension CatalogCLI {
         }
         for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
-            out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
+            out += "source:      \(Table.escaped(src.remote.map { "\($0) (\(src.source))" } ?? src.source)) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
             if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
         }
