@@ -279,3 +279,34 @@ struct TemporaryCleanupTests {
         #expect(mine == [URL(fileURLWithPath: parent).lastPathComponent])
     }
 }
+
+@Suite("Operator trips: merge memory")
+struct BatchRecyclingTests {
+    @Test("a merged batch's position storage goes back to the reader (capacity kept, at most two kept, none after cancel)")
+    func recycle() {
+        let queue = BatchQueue()
+        #expect(queue.takeSpare() == nil)
+        func merged(_ rows: Int) -> RowBatch {
+            let batch = RowBatch(reserving: false)
+            batch.positions.reserveCapacity(rows)
+            for n in 0..<rows {
+                batch.positions.append(PositionRecord(user: "u\(n)", page: 0, landmark: nil,
+                                                      stamp: HLCStamp(wallMilliseconds: 1, counter: 0, node: "n"), deleted: false))
+            }
+            return batch
+        }
+        let a = merged(1000), b = merged(1000), c = merged(1000)
+        let storageA = a.positions.withUnsafeBufferPointer { $0.baseAddress }
+        let storageB = b.positions.withUnsafeBufferPointer { $0.baseAddress }
+        for batch in [a, b, c] { queue.recycle(batch) }
+        #expect(a.positions.isEmpty && a.positions.capacity == 0)  // the batch no longer holds it
+        let first = queue.takeSpare(), second = queue.takeSpare()
+        // The very buffers the merged batches had, emptied, their room kept.
+        #expect(first?.withUnsafeBufferPointer { $0.baseAddress } == storageB && second?.withUnsafeBufferPointer { $0.baseAddress } == storageA)
+        #expect(first?.isEmpty == true && (first?.capacity ?? 0) >= 1000)
+        #expect(queue.takeSpare() == nil)  // the third was not kept
+        queue.recycle(merged(10))
+        queue.cancel()
+        #expect(queue.takeSpare() == nil)
+    }
+}
