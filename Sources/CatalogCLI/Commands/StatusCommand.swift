@@ -24,10 +24,10 @@ extension CatalogCLI {
                 healthy (one line on stdout, none with --quiet), 69 when not, with one line on stderr saying
                 why. Not healthy: no sync run recorded yet; without --max-age, the last run failed; with it, a
                 source of the last run has had no good sync within DURATION (or never had one), or for a run
-                without sources the last good run is older than DURATION — a failed run whose sources all
+                without sources the last good run is older than DURATION. A failed run whose sources all
                 synced within DURATION is healthy, and the line says the last run failed. Runs that found
                 the lock held (75) are not the last run, for status, --check and --prometheus alike. Saved
-                remotes are named beside their URL (and in a remote="…" label).
+                remotes are named beside their URL (in the metrics, by a remote label).
                 --prometheus prints gauges and counters for node_exporter's textfile collector; with --output
                 the file is replaced atomically.
                 """,
