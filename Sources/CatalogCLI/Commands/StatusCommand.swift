@@ -63,6 +63,7 @@ extension CatalogCLI {
         let digest = try store.stateDigest()
         let conflicts = try store.conflictCount()
         let hubs = try store.hubStatuses()
+        let remotes = try store.remoteNames()
         if i[Options.json] {
             var w = JSONWriter()
             w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
@@ -70,7 +71,7 @@ extension CatalogCLI {
             w.raw(","); w.key("database"); w.string(store.path)
             w.raw(","); w.key("digest"); w.string(digest.hex)
             w.raw(","); w.key("digestRows"); w.int(digest.rows)
-            w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest)
+            w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest, remotes: remotes)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
             w.raw(","); w.key("lastRun")
@@ -124,7 +125,7 @@ extension CatalogCLI {
         }
         for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
-            out += "source:      \(Table.escaped(src.remote.map { "\($0) (\(src.source))" } ?? src.source)) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
+            out += "source:      \(Table.escaped(sourceLabel(src.source, remotes))) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
             if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
         }
@@ -132,7 +133,7 @@ extension CatalogCLI {
         if idle > 0 {
             out += "other:       \(plural(idle, "source")) synced before, not in the last run and not a remote (status --json lists them)\n"
         }
-        out += hubStatusText(hubs, local: digest)
+        out += hubStatusText(hubs, local: digest, remotes: remotes)
         i.stdout.write(out)
         return 0
     }
