@@ -106,6 +106,13 @@ measure_pair() {
     MEDIAN_B=$(printf '%s\n' "${b[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'); PEAK_B=$(( pb / 1024 ))
 }
 
+# Memory budgets: a merge of 1M positions peaks at 100 MB at most (README, Performance). A peak over its
+# budget is listed at the end and the run exits 1.
+over_budget=()
+budget() {  # budget CASE PEAK_MB LIMIT_MB
+    if [ "$2" -gt "$3" ]; then over_budget+=("$1: peak RSS $2 MB, over the $3 MB budget"); fi
+}
+
 rows=()
 row() {  # row CASE SIZE TOOL SECONDS RSS_MB COUNT BASELINE_SECONDS
     local rate ratio
@@ -185,10 +192,12 @@ for u in "${users[@]}"; do
     base=$MEDIAN; row "sync positions (empty db)" "$u" "sqlite3 upsert" "$MEDIAN" "$PEAK" "$u" ""
     measure ours "rm -f $db*; $bin --db $db init" "$bin --db $db sync --quiet $first"
     row "sync positions (empty db)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
+    if [ "$u" -ge 1000000 ]; then budget "sync positions (empty db) $u" "$PEAK" 100; fi
     measure base "rm -f $db*; $bin --db $db init; sqlite3 $db < $work/p1.sql" "sqlite3 $db < $work/p2.sql"
     base=$MEDIAN; row "sync positions (populated)" "$u" "sqlite3 upsert" "$MEDIAN" "$PEAK" "$u" ""
     measure ours "rm -f $db*; $bin --db $db init; $bin --db $db sync --quiet $first" "$bin --db $db sync --quiet $second"
     row "sync positions (populated)" "$u" "catalog sync" "$MEDIAN" "$PEAK" "$u" "$base"
+    if [ "$u" -ge 1000000 ]; then budget "sync positions (populated) $u" "$PEAK" 100; fi
 done
 
 # Incremental sync (snapshot logs): the cost of one change and of 10,000, against a full export and a
@@ -252,3 +261,7 @@ $log_only || source Benchmarks/hub.sh
     echo "| --- | --- | --- | --- | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
 } | tee Benchmarks/results/latest.md
+if [ ${#over_budget[@]} -gt 0 ]; then
+    printf 'over budget: %s\n' "${over_budget[@]}" >&2
+    exit 1
+fi

@@ -74,7 +74,7 @@ struct HubFileTests {
         let added = runCLI(["remote", "add", "h", conninfo], db: db)
         #expect(added.status == 64 && added.stderr.contains(message), "\(added.stderr)")
         #expect(!(result.stderr + result.stdout + added.stderr).contains("Pw-Typo-9"))
-        #expect(runCLI(["remote", "list"], db: db).stdout.isEmpty)
+        #expect(runCLI(["remote", "list"], db: db).stdout == "no remotes\n")
     }
 
     @Test("remote add makes a relative path absolute (a remote is used from anywhere, cron included)")
@@ -656,6 +656,9 @@ struct HubTests {
         outputs.append(runCLI(["remote", "list", "--json"], db: db))
         #expect(outputs.allSatisfy { $0.status == 0 }, "\(outputs.map(\.stderr))")
         #expect(outputs[3].stdout.contains("the same as here"), "\(outputs[3].stdout)")
+        // The remote's name beside the URL: in the source and hub lines, and as "remote" in JSON (issue 17).
+        #expect(outputs[3].stdout.contains("source:      hub (postgres") && outputs[3].stdout.contains("hub:         hub (postgres"), "\(outputs[3].stdout)")
+        #expect(outputs[2].stdout.contains(#""remote":"hub","source":"postgres"#) && outputs[4].stdout.contains(#""remote":"hub","source":"postgres"#))
         let wrong = runCLI(["sync", server.uri(database: hub, user: PostgresServer.passwordRole, password: secret + "x")], db: db)
         #expect(wrong.status == 69 && wrong.stderr.contains(".pgpass"), "\(wrong.stderr)")
         outputs.append(wrong)

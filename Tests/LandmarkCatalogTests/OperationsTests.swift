@@ -214,7 +214,7 @@ struct HealthCheckTests {
         case .publishOnlyStale:
             #expect(cli(["sync", "--publish", Support.temporaryDirectory().appending(path: "log").path]).status == 0)
             clock.advance(2 * 3_600_000 + 61_000)
-            reason = "unhealthy: the last sync (run 1) finished at \(at(0)), 2 h 1 min ago (more than 1 h)"
+            reason = "unhealthy: the last good sync (run 1) finished at \(at(0)), 2 h 1 min ago (more than 1 h)"
         }
         let result = cli(["status", "--check", "--max-age", "1h"])
         #expect(result.status == expected, "\(result.stderr)")
@@ -330,13 +330,13 @@ struct PrometheusTests {
         #expect(value("catalog_change_sequence") == 8)  // 5 imported landmarks, u1, u2, and u1 again (the tie's winner)
         #expect((value("catalog_database_bytes") ?? 0) > 0)
         let aBytes = Double(try Data(contentsOf: URL(fileURLWithPath: a)).count)
-        #expect(value("catalog_source_last_success_timestamp_seconds", ["kind": "file", "source": a]) == t0)
+        #expect(value("catalog_source_last_success_timestamp_seconds", ["kind": "file", "remote": "peer", "source": a]) == t0)
         #expect(value("catalog_source_last_success_timestamp_seconds", ["kind": "file", "source": missing]) == 0)
         #expect(value("catalog_source_last_attempt_timestamp_seconds", ["kind": "file", "source": missing]) == t0 + 1)
         #expect(value("catalog_source_last_status", ["kind": "file", "source": missing]) == 66)
-        #expect(value("catalog_source_up", ["kind": "file", "source": a]) == 1)
+        #expect(value("catalog_source_up", ["kind": "file", "remote": "peer", "source": a]) == 1)
         #expect(value("catalog_source_up", ["kind": "file", "source": missing]) == 0)
-        #expect(value("catalog_source_fetched_bytes", ["kind": "file", "source": a], sample: "catalog_source_fetched_bytes_total") == aBytes)
+        #expect(value("catalog_source_fetched_bytes", ["kind": "file", "remote": "peer", "source": a], sample: "catalog_source_fetched_bytes_total") == aBytes)
         #expect(value("catalog_source_up", ["kind": "file", "source": b]) == nil)
     }
 
@@ -355,7 +355,7 @@ struct PrometheusTests {
         #expect(runCLI(["sync"], db: db).status == 0)  // the remotes
         let after = runCLI(["status", "--prometheus"], db: db).stdout
         #expect(!after.contains(typo), "\(after)")
-        #expect(after.contains("catalog_source_up{kind=\"file\",source=\"\(good)\"} 1"))
+        #expect(after.contains("catalog_source_up{kind=\"file\",remote=\"peer\",source=\"\(good)\"} 1"))
         #expect(after.contains("catalog_last_run_success 1"))
         // status keeps the typo's record, out of the way: one line in the text, inUse false in JSON.
         let text = runCLI(["status"], db: db).stdout
@@ -508,7 +508,7 @@ struct QuarantineTests {
         clock.advance(3_600_000 - 300_000)  // u1 is now exactly at the allowance
         let released = runCLI(["quarantine", "release"], db: db, clock: clock)
         #expect(released.status == 0, "\(released.stderr)")
-        #expect(released.stdout == "released 1 row: 0 of 0 landmarks and 1 of 1 positions applied, 0 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
+        #expect(released.stdout == "released 1 row: 0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
         #expect(try storedPage(db, "u1") == 2)
         #expect(try CatalogStore.open(path: db).changeSequence() == before + 1)
         #expect(try CatalogStore.open(path: db).quarantinedRows().map(\.key) == ["u2"])
@@ -523,7 +523,7 @@ struct QuarantineTests {
         clock.advance(3_600_000 + 1)
         #expect(runCLI(["position", "set", "--user", "u1", "--page", "1"], db: db, clock: clock).status == 0)  // stamped after u1's held row
         let released = runCLI(["quarantine", "release", "1"], db: db, clock: clock)
-        #expect(released.stdout == "released 1 row: 0 of 0 landmarks and 0 of 1 positions applied, 1 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
+        #expect(released.stdout == "released 1 row: 0 of 0 landmarks and 0 of 1 position applied, 1 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
         #expect(try storedPage(db, "u1") == 1)
     }
 
@@ -536,7 +536,7 @@ struct QuarantineTests {
         #expect(try CatalogStore.open(path: db).quarantinedRows().count == 2)
         let forced = runCLI(["quarantine", "release", "--force", "2"], db: db, clock: clock)
         #expect(forced.status == 0)
-        #expect(forced.stdout.hasPrefix("released 1 row: 0 of 0 landmarks and 1 of 1 positions applied"))
+        #expect(forced.stdout.hasPrefix("released 1 row: 0 of 0 landmarks and 1 of 1 position applied"))
         #expect(try storedPage(db, "u2") == 1)
         #expect(runCLI(["quarantine", "release", "7"], db: db, clock: clock).status == 64)
         #expect(runCLI(["quarantine", "release", "--force"], db: db, clock: clock).status == 64)
@@ -549,7 +549,7 @@ struct QuarantineTests {
         clock.advance(3_600_000)
         let other = try writeTemporary(positionsSnapshot(1, at: "2026-11-29T10:00:00Z", prefix: "other"))
         let sync = runCLI(["sync", other], db: db, clock: clock)
-        #expect(sync.stdout.hasSuffix("0 of 0 landmarks and 1 of 1 positions applied, 0 stale, 0 ties, 0 quarantined; 1 held row released from quarantine (1 applied)\n"), "\(sync.stdout)")
+        #expect(sync.stdout.hasSuffix("0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 held row released from quarantine (1 applied)\n"), "\(sync.stdout)")
         #expect(try storedPage(db, "u1") == 2)
         #expect(try CatalogStore.open(path: db).quarantinedRows().map(\.key) == ["u2"])
         let json = runCLI(["sync", "--json", other], db: db, clock: clock).stdout

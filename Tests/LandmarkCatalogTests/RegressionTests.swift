@@ -206,7 +206,7 @@ struct RegressionTests {
     func driftBound() throws {
         let result = runCLI(["sync", "--max-drift", "999999999999", try writeTemporary(snapshot())], db: Support.temporaryDatabase())
         #expect(result.status == 64)
-        #expect(result.stderr.contains("--max-drift needs 0…31536000 seconds"))
+        #expect(result.stderr.contains("--max-drift needs a duration of at most 365d, got '999999999999'"))
     }
 
     @Test("an import while another writer holds the database exits 75 after the busy timeout, writing nothing")
@@ -230,7 +230,7 @@ struct RegressionTests {
         #expect(runCLI(["init"], db: db).status == 0)
         let result = runCLI(["featured"], db: db)
         #expect(result.status == 0)
-        #expect(result.stdout == "")
+        #expect(result.stdout == "no featured landmarks\n")
         #expect(result.stderr == "")
     }
 }

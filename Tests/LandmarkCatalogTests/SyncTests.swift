@@ -107,7 +107,7 @@ struct MergeRuleTests {
         let local = try s.write { try s.issueLocalStamp() }
         #expect(local.wallMilliseconds < Timestamp.parse("2026-11-30T01:00:00Z")!)
         // And the status command shows it.
-        #expect(runCLI(["status"], db: path).stdout.contains("quarantine:  1 rows"))
+        #expect(runCLI(["status"], db: path).stdout.contains("quarantine:  1 row\n"))
     }
 
     @Test("a tombstone beats an older update delivered after it; an old snapshot never resurrects")
@@ -191,7 +191,7 @@ struct MergeRuleTests {
         let db = Support.temporaryDatabase()
         let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
         let dry = runCLI(["sync", "--dry-run", source], db: db)
-        #expect(dry.stdout.hasPrefix("dry run, nothing written: 1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 positions applied"), "\(dry.stdout)")
+        #expect(dry.stdout.hasPrefix("dry run, nothing written: 1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 position applied"), "\(dry.stdout)")
         #expect(!FileManager.default.fileExists(atPath: db))  // not even the database was created
         #expect(runCLI(["init"], db: db).status == 0)
         #expect(runCLI(["sync", "--dry-run", source], db: db).status == 0)

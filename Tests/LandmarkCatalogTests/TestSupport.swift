@@ -1,5 +1,6 @@
 @_spi(Testing) import CatalogCLI
 import Foundation
+import Synchronization
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
 import Testing
@@ -38,11 +39,40 @@ enum Support {
     static var hasSharedLandmarks: Bool { FileManager.default.fileExists(atPath: sharedLandmarks.path) }
     static func shared(_ name: String) -> String { sharedLandmarks.appending(path: name).path }
 
-    /// A fresh temporary directory.
+    /// A fresh temporary directory, inside this process's ``temporaryRoot`` (removed when the process
+    /// exits), so a run leaves nothing behind.
     static func temporaryDirectory() -> URL {
-        let url = FileManager.default.temporaryDirectory.appending(path: "catalog-tests-\(UUID().uuidString)")
+        let url = temporaryRoot.appending(path: UUID().uuidString)
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
+    }
+
+    /// The prefix of this process's parent of every temporary directory:
+    /// `$TMPDIR/catalog-tests-RUN-PID-`, RUN being `$CATALOG_TEST_RUN` (set by `scripts/test`, which then
+    /// checks that no directory of its run is left) or `run`. Other runs on the machine (other engineers'
+    /// suites) have other PIDs, so a check looks at this process's own directories only.
+    static let temporaryRootPrefix: String = {
+        let run = ProcessInfo.processInfo.environment["CATALOG_TEST_RUN"].flatMap { $0.isEmpty ? nil : $0 } ?? "run"
+        return FileManager.default.temporaryDirectory.appending(path: "catalog-tests-\(run)-\(getpid())-").path
+    }()
+
+    /// This process's parent of every temporary directory, made on first use and removed, with all it
+    /// holds, when the process exits (`atexit`): a test that forgets its directory still leaves nothing.
+    static let temporaryRoot: URL = {
+        let url = URL(fileURLWithPath: temporaryRootPrefix + UUID().uuidString.prefix(8).lowercased(), isDirectory: true)
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        temporaryRootPath.withLock { $0 = url.path }
+        atexit { removeTemporaryRoot() }
+        return url
+    }()
+
+    /// The path `atexit` removes (a C callback cannot capture it).
+    static let temporaryRootPath = Mutex<String?>(nil)
+
+    /// Removes ``temporaryRoot`` and everything in it (at exit, or by a test of this very mechanism).
+    static func removeTemporaryRoot() {
+        guard let path = temporaryRootPath.withLock({ $0 }) else { return }
+        try? FileManager.default.removeItem(atPath: path)
     }
 
     /// A fresh database file path in a new temporary directory.

@@ -38,7 +38,7 @@ extension CatalogCLI {
             i.stdout.write(JSONObject.array(items) + [0x0A])
             return 0
         }
-        var out = ""
+        var out = conflicts.isEmpty ? "no conflicts\n" : ""
         for c in conflicts {
             out += """
                 tie \(c.id)  \(c.detectedAt)  \(c.kind) \(Table.escaped(c.key)) at \(Table.escaped(c.stamp.description))

@@ -44,7 +44,10 @@ extension CatalogCLI {
             rows.append([marker + String(page), String(l.id), l.name, l.category ?? "", l.park ?? "", l.state ?? ""])
             page += 1
         }
-        if rows.count == 1 { return 0 }  // nothing featured: nothing to print
+        if rows.count == 1 {
+            i.stdout.line("no featured landmarks")
+            return 0
+        }
         i.stdout.write(Table.render(rows))
         return 0
     }

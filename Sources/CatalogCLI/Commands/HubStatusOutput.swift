@@ -4,8 +4,9 @@ import LandmarkCatalogSync
 /// `catalog status` for PostgreSQL hubs (SPEC §11): per hub, the last push and pull, the cursors, and
 /// the hub's state digest beside this node's.
 extension CatalogCLI {
-    /// The `hubs` member of `status --json`: an array, by source, keys sorted.
-    static func hubStatusJSON(_ hubs: [HubStatus], local: StateDigest) -> [UInt8] {
+    /// The `hubs` member of `status --json`: an array, by source, keys sorted; `remotes` (source key →
+    /// name) names a saved remote's hub.
+    static func hubStatusJSON(_ hubs: [HubStatus], local: StateDigest, remotes: [String: String] = [:]) -> [UInt8] {
         var w = JSONWriter()
         w.raw("[")
         for (n, hub) in hubs.enumerated() {
@@ -21,17 +22,18 @@ extension CatalogCLI {
             w.raw(","); w.key("lastPushAt"); w.string(hub.lastPushAt)
             w.raw(","); w.key("pullThrough"); w.int(hub.pullThrough)
             w.raw(","); w.key("pushThrough"); w.int(hub.pushThrough)
+            w.raw(","); w.key("remote"); w.string(remotes[hub.source])
             w.raw(","); w.key("source"); w.string(hub.source); w.raw("}")
         }
         w.raw("]")
         return w.bytes
     }
 
-    /// The hub lines of `status`: two per hub.
-    static func hubStatusText(_ hubs: [HubStatus], local: StateDigest) -> String {
+    /// The hub lines of `status`: two per hub, a saved remote's named beside its URL.
+    static func hubStatusText(_ hubs: [HubStatus], local: StateDigest, remotes: [String: String] = [:]) -> String {
         var out = ""
         for hub in hubs {
-            out += "hub:         \(hub.source) last push \(hub.lastPushAt ?? "never") (through change \(hub.pushThrough.map(String.init) ?? "-")), "
+            out += "hub:         \(sourceLabel(hub.source, remotes)) last push \(hub.lastPushAt ?? "never") (through change \(hub.pushThrough.map(String.init) ?? "-")), "
             out += "last pull \(hub.lastPullAt ?? "never") (through hub change \(hub.pullThrough.map(String.init) ?? "-"))\n"
             if let digest = hub.hubDigest {
                 out += "hub digest:  \(digest)\(digest == local ? ", the same as here" : ", differs from here (\(local))")\n"

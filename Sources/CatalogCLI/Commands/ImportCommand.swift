@@ -28,7 +28,10 @@ extension CatalogCLI {
 
     static func runImport(_ i: Invocation) throws -> Int32 {
         let argument = i.positionals[0]
-        let source: LandmarkCatalog.ImportSource = argument == "-" ? .descriptor(i.context.stdinFD, name: "<stdin>") : .file(argument)
+        // The file is opened before the database: a missing or unreadable FILE (66) creates nothing.
+        let file = argument == "-" ? nil : try CatalogStore.openForReading(argument)
+        defer { if let file { close(file) } }
+        let source: LandmarkCatalog.ImportSource = .descriptor(file ?? i.context.stdinFD, name: file == nil ? "<stdin>" : argument)
         // A dry run against a database that does not exist yet runs against an empty one in memory, so a
         // mistyped path leaves nothing behind.
         let store = i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore()
@@ -58,6 +61,3 @@ extension CatalogCLI {
         return 0
     }
 }
-
-/// `1 record`, `2 records`.
-func plural(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }

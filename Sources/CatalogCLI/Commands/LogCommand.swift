@@ -18,7 +18,9 @@ extension CatalogCLI {
     }
 
     static func runLog(_ i: Invocation) throws -> Int32 {
-        let runs = try i.openStore(.read).syncRuns(limit: i[Options.limit] ?? 20)
+        let store = try i.openStore(.read)
+        let runs = try store.syncRuns(limit: i[Options.limit] ?? 20)
+        let remotes = try store.remoteNames()
         if i[Options.json] {
             let items = runs.map { run -> JSONObject in
                 var o = JSONObject()
@@ -38,6 +40,7 @@ extension CatalogCLI {
                     o.set("exitStatus", s.exitStatus)
                     o.set("message", s.message)
                     o.set("outcome", s.outcome)
+                    o.set("remote", remotes[s.source])
                     o.set("source", s.source)
                     return o
                 }))
@@ -46,13 +49,13 @@ extension CatalogCLI {
             i.stdout.write(JSONObject.array(items) + [0x0A])
             return 0
         }
-        var out = ""
+        var out = runs.isEmpty ? "no sync runs\n" : ""
         for run in runs {
             out += "run \(run.id)  \(run.finishedAt)  \(run.outcome) (exit \(run.exitStatus))  \(seconds(run.durationMilliseconds))\n"
             if run.outcome != "busy" { out += "  \(describe(run.counts))\n" }
             if let message = run.message { out += "  \(Table.escaped(message))\n" }
             for s in run.sources {
-                var line = "  - \(Table.escaped(s.source)): \(s.outcome ?? "not started")"
+                var line = "  - \(Table.escaped(sourceLabel(s.source, remotes))): \(s.outcome ?? "not started")"
                 if s.exitStatus != 0 && s.outcome != nil { line += " (exit \(s.exitStatus))" }
                 if s.outcome != nil {
                     line += ", \(s.bytes) bytes in \(seconds(s.durationMilliseconds))"
@@ -66,9 +69,16 @@ extension CatalogCLI {
         return 0
     }
 
-    /// `3 of 5 landmarks and 10 of 12 positions applied, 4 stale, 0 ties, 0 quarantined`
+    /// `3 of 5 landmarks and 1 of 1 position applied, 4 stale, 1 tie, 0 quarantined`
     static func describe(_ c: MergeCounts) -> String {
-        "\(c.landmarksApplied) of \(c.landmarksSeen) landmarks and \(c.positionsApplied) of \(c.positionsSeen) positions applied, \(c.stale) stale, \(c.ties) ties, \(c.quarantined) quarantined"
+        "\(c.landmarksApplied) of \(plural(c.landmarksSeen, "landmark")) and \(c.positionsApplied) of \(plural(c.positionsSeen, "position")) applied, "
+            + "\(c.stale) stale, \(plural(c.ties, "tie")), \(c.quarantined) quarantined"
+    }
+
+    /// A source as text shows it: by its remote's name where it has one, the URL beside it
+    /// (`peer (https://example.org/catalog/)`), else the URL or path alone.
+    static func sourceLabel(_ source: String, _ remotes: [String: String]) -> String {
+        remotes[source].map { "\($0) (\(source))" } ?? source
     }
 
     /// Milliseconds as `1.234 s`.

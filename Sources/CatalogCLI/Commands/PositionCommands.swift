@@ -108,7 +108,9 @@ extension CatalogCLI {
             }
             w.raw("]\n")
             i.stdout.write(w.bytes)
-        } else if !all.isEmpty {
+        } else if all.isEmpty {
+            i.stdout.line("no positions")
+        } else {
             var rows = [["USER", "PAGE", "OF", "LANDMARK", "UPDATED (UTC)", "NODE"]]
             for position in all {
                 rows.append([position.user, position.currentPage.map(String.init) ?? "-", String(position.pageCount),

@@ -4,7 +4,7 @@ import LandmarkCatalog
 extension CatalogCLI {
     enum PublishOptionsTable {
         static let grace = Option<Double>("--grace", "DURATION",
-            "Remove files the manifest no longer names this long after (default 1h; 90s, 15m, 2h, 1d).", parse: Values.duration)
+            "Remove files the manifest no longer names this long after (default 1h; 90s, 15m, 2h, 1d or seconds).", parse: Values.duration())
         static let maxDeltas = Option<Int>("--max-deltas", "N", "Merge the deltas into one when there would be more than N (default 32).",
                                            parse: Values.integer(1...10_000))
     }

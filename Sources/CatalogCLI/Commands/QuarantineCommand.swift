@@ -6,7 +6,7 @@ extension CatalogCLI {
         static let force = Flag("--force", "Apply the named rows even though they are still beyond the allowance (this node's clock then moves to their stamp).")
         static let all = Flag("--all", "Drop every quarantined row.")
         static let maxDrift = SyncOptionsTable.maxDrift.with(
-            help: "The allowance: rows stamped at most this far ahead of this machine's clock are released (default 300, as for sync).")
+            help: "The allowance: rows stamped at most this far ahead of this machine's clock are released (default 5m, as for sync).")
     }
 
     static let rowArgumentHelp = "Quarantine row ids, as 'catalog quarantine list' shows them (the ROW column)."
@@ -87,7 +87,10 @@ extension CatalogCLI {
             i.stdout.write(JSONObject.array(items) + [0x0A])
             return 0
         }
-        guard !rows.isEmpty else { return 0 }
+        guard !rows.isEmpty else {
+            i.stdout.line("no quarantined rows")
+            return 0
+        }
         var table = [["ROW", "KIND", "KEY", "STAMP", "AHEAD", "SOURCE", "RECEIVED (UTC)"]]
         for r in rows {
             let ahead = r.stamp.wallMilliseconds - now

@@ -5,9 +5,9 @@ import LandmarkCatalogSync
 extension CatalogCLI {
     enum StatusOptions {
         static let check = Flag("--check",
-            "Exit 0 when the sync is healthy, 69 when not (no run yet, the last run failed, or a source's last good sync is older than --max-age), with one line saying why on stderr.")
+            "Exit 0 when the sync is healthy, 69 when not (no run yet; without --max-age, the last run failed; with it, a source's last good sync is older than DURATION), with one line saying why on stderr.")
         static let maxAge = Option<Double>("--max-age", "DURATION",
-            "With --check: the oldest a last good sync may be, per source of the last run (90s, 15m, 2h, 1d).", parse: Values.duration)
+            "With --check: the oldest a last good sync may be, per source of the last run (90s, 15m, 2h, 1d or seconds).", parse: Values.duration())
         static let prometheus = Flag("--prometheus", "Print the figures in Prometheus' text exposition format (names prefixed catalog_).")
         static let output = Options.output.with(help: "With --prometheus: write to FILE atomically (for node_exporter's textfile collector: name it *.prom).")
         static let quiet = Options.quiet.with(help: "With --check: print nothing when healthy.")
@@ -23,9 +23,12 @@ extension CatalogCLI {
             discussion: """
                 --check is for alerting on staleness rather than on every transient failure: exit 0 when
                 healthy (one line on stdout, none with --quiet), 69 when not, with one line on stderr saying
-                why. Not healthy: no sync run recorded yet, the last run failed, or (with --max-age) a source
-                of the last run has had no good sync within DURATION (or never had one), or a run without
-                sources is itself older than DURATION. Runs that found the lock held (75) are not looked at.
+                why. Not healthy: no sync run recorded yet; without --max-age, the last run failed; with it, a
+                source of the last run has had no good sync within DURATION (or never had one), or for a run
+                without sources the last good run is older than DURATION. A failed run whose sources all
+                synced within DURATION is healthy, and the line says the last run failed. Runs that found
+                the lock held (75) are not the last run, for status, --check and --prometheus alike. Saved
+                remotes are named beside their URL (in the metrics, by a remote label).
                 --prometheus prints gauges and counters for node_exporter's textfile collector; with --output
                 the file is replaced atomically.
                 """,
@@ -61,6 +64,7 @@ extension CatalogCLI {
         let digest = try store.stateDigest()
         let conflicts = try store.conflictCount()
         let hubs = try store.hubStatuses()
+        let remotes = try store.remoteNames()
         if i[Options.json] {
             var w = JSONWriter()
             w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
@@ -68,7 +72,7 @@ extension CatalogCLI {
             w.raw(","); w.key("database"); w.string(store.path)
             w.raw(","); w.key("digest"); w.string(digest.hex)
             w.raw(","); w.key("digestRows"); w.int(digest.rows)
-            w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest)
+            w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest, remotes: remotes)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
             w.raw(","); w.key("lastRun")
@@ -94,6 +98,7 @@ extension CatalogCLI {
                 w.raw(","); w.key("lastOutcome"); w.string(src.outcome)
                 w.raw(","); w.key("lastStatus"); w.int(src.lastStatus.map(Int64.init))
                 w.raw(","); w.key("lastSuccessAt"); w.string(src.lastSuccess)
+                w.raw(","); w.key("remote"); w.string(src.remote)
                 w.raw(","); w.key("source"); w.string(src.source); w.raw("}")
             }
             w.raw("]}\n")
@@ -108,7 +113,7 @@ extension CatalogCLI {
             positions:   \(s.positions) live, \(plural(s.positionTombstones, "tombstone"))
             changes:     \(s.changeSequence)
             digest:      \(digest)
-            quarantine:  \(s.quarantined) rows
+            quarantine:  \(plural(s.quarantined, "row"))
             conflicts:   \(conflicts) kept
 
             """
@@ -121,7 +126,7 @@ extension CatalogCLI {
         }
         for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
-            out += "source:      \(Table.escaped(src.source)) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
+            out += "source:      \(Table.escaped(sourceLabel(src.source, remotes))) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
             if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
         }
@@ -129,7 +134,7 @@ extension CatalogCLI {
         if idle > 0 {
             out += "other:       \(plural(idle, "source")) synced before, not in the last run and not a remote (status --json lists them)\n"
         }
-        out += hubStatusText(hubs, local: digest)
+        out += hubStatusText(hubs, local: digest, remotes: remotes)
         i.stdout.write(out)
         return 0
     }

@@ -30,14 +30,14 @@ extension CatalogCLI {
         static let publish = Option<String>("--publish", "PATH",
             "After merging, publish the merged state: a snapshot log when PATH is a directory or does not end in .json, else one snapshot file (atomically).",
             completion: .file, parse: Values.nonEmpty)
-        static let maxDrift = Option<Double>("--max-drift", "SECONDS", "Quarantine rows stamped further ahead than this (default 300, at most a year).",
-                                             parse: Values.seconds(0...31_536_000, "a year at most"))
-        static let timeout = Option<Double>("--timeout", "SECONDS",
-            "HTTP: give up when connecting, or receiving less than 1 KiB/s, takes longer than this (default 30). Hub: the connect and statement timeout.",
-            parse: Values.seconds(0.001...86_400))
-        static let deadline = Option<Double>("--deadline", "SECONDS",
-            "HTTP: the most one source may take, every attempt, backoff and Retry-After included (default 600). Hub: the most one bulk statement may take.",
-            parse: Values.seconds(0.001...604_800))
+        static let maxDrift = Option<Double>("--max-drift", "DURATION", "Quarantine rows stamped further ahead than this (default 5m, at most 365d; 90s, 10m, 1h or seconds).",
+                                             parse: Values.duration(zeroAllowed: true, atMost: 31_536_000))
+        static let timeout = Option<Double>("--timeout", "DURATION",
+            "HTTP: give up when connecting, or receiving less than 1 KiB/s, takes longer than this (default 30s, at most 1d). Hub: the connect and statement timeout.",
+            parse: Values.duration(atMost: 86_400))
+        static let deadline = Option<Double>("--deadline", "DURATION",
+            "HTTP: the most one source may take, every attempt, backoff and Retry-After included (default 10m, at most 7d). Hub: the most one bulk statement may take.",
+            parse: Values.duration(atMost: 604_800))
         static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429, 5xx and a connection broken before the body, with exponential backoff (default 3).",
                                          parse: Values.integer(0...10))
         static let maxBytes = Option<Int64>("--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
@@ -85,13 +85,16 @@ extension CatalogCLI {
             throw UsageError(message: "--publish writes a local file or directory, not \(scheme):// (\(redacted(target)))", path: i.parsed.path)
         }
         let report: SyncReport
+        var remotes: [String: String] = [:]
         do {
+            if !options.dryRun && !i.databaseExists { try checkSyncCreatesSomething(i, options: options) }
             let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
             let progress = i.makeProgressLine(label: "syncing")
             defer { progress.clear() }
             report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
                 progress.update($0)
             }
+            remotes = (try? store.remoteNames()) ?? [:]
         } catch let error as CatalogError where i[Options.json] {
             // No run happened (the lock is held, the database cannot be opened, a SOURCE is not one):
             // --json still prints one object, so a script reading it always has something to read.
@@ -106,15 +109,14 @@ extension CatalogCLI {
         if let error = report.publishError { i.reporter.error(error.message, hint: error.hint) }
         let c = report.counts
         if i[Options.json] {
-            i.stdout.write(reportJSON(report))
+            i.stdout.write(reportJSON(report, remotes: remotes))
         } else if !i[Options.quiet] {
             let merged = report.sources.filter { $0.outcome == .merged }.count
             let failed = report.sources.filter { $0.outcome == .failed }.count
             let notModified = report.sources.count - merged - failed
             var line = report.dryRun ? "dry run, nothing written: " : ""
-            line += "\(report.sources.count) source\(report.sources.count == 1 ? "" : "s") (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
-            line += "\(c.landmarksApplied) of \(c.landmarksSeen) landmarks and \(c.positionsApplied) of \(c.positionsSeen) positions applied, "
-            line += "\(c.stale) stale, \(c.ties) ties, \(c.quarantined) quarantined"
+            line += "\(plural(report.sources.count, "source")) (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
+            line += describe(c)
             let pushes = report.sources.compactMap(\.pushed)
             if !pushes.isEmpty {
                 let sent = pushes.map(\.sent).reduce(0, +), written = pushes.map(\.written).reduce(0, +)
@@ -133,10 +135,43 @@ extension CatalogCLI {
         return report.exitStatus
     }
 
-    /// `sync --json`'s report, keys sorted. `stoppedBy`: the error that stopped the run before it began
+    /// Before a sync creates a database: a run that could only fail creates nothing. With no SOURCE (there
+    /// are no saved remotes without a database) and no `--publish` it is the usual "nothing to sync" (64);
+    /// when every SOURCE is a local file that cannot be opened, the first one's error (66). Any other
+    /// source may bring rows, so the database is created and the run recorded as usual.
+    static func checkSyncCreatesSomething(_ i: Invocation, options: SyncOptions) throws {
+        guard options.publishPath == nil else { return }
+        guard !i.positionals.isEmpty else {
+            throw CatalogError(.usage, "nothing to sync: no SOURCE given and no remotes saved",
+                               hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-, or --publish PATH to only publish")
+        }
+        var first: CatalogError?
+        var firstWord: String?
+        for text in i.positionals {
+            guard case .file(let path) = try SourceLocator.parse(text) else { return }
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
+            do {
+                close(try CatalogStore.openForReading(path))
+                return
+            } catch let error as CatalogError {
+                if first == nil { (first, firstWord) = (error, text) }
+            }
+        }
+        if var error = first, let word = firstWord {
+            // A bare word was most likely meant as a remote's name, and without a database there is none.
+            let bare = !word.contains("/") && SourceLocator.scheme(of: word) == nil
+            error.hint = (bare ? "no remote is named '\(word)' either; " : "")
+                + "nothing was created: there is no database at \(i.databasePath) yet"
+            throw error
+        }
+    }
+
+    /// `sync --json`'s report, keys sorted; `remotes` names each source's remote beside it (source key →
+    /// name, from ``CatalogStore/remoteNames()``). `stoppedBy`: the error that stopped the run before it began
     /// (the lock held, the database unusable), given with an empty report: its message is `error` and
     /// its status `exitStatus`, so a script always reads one object of one shape.
-    static func reportJSON(_ report: SyncReport, stoppedBy error: CatalogError? = nil) -> [UInt8] {
+    static func reportJSON(_ report: SyncReport, stoppedBy error: CatalogError? = nil, remotes: [String: String] = [:]) -> [UInt8] {
         let c = report.counts
         var w = JSONWriter()
         w.raw("{"); w.key("dryRun"); w.bool(report.dryRun)
@@ -167,6 +202,7 @@ extension CatalogCLI {
                 w.raw(","); w.key("sent"); w.int(Int64(p.sent))
                 w.raw(","); w.key("written"); w.int(Int64(p.written)); w.raw("}")
             } else { w.raw("null") }
+            w.raw(","); w.key("remote"); w.string(remotes[s.source])
             w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
         }
         w.raw("]")
@@ -184,13 +220,17 @@ extension CatalogCLI {
                 CommandSpec(name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres(ql):// URL, libpq keyword string or path.",
                             arguments: [ArgumentSpec(name: "name", help: "1–64 of A–Z a–z 0–9 . _ -"),
                                         ArgumentSpec(name: "url", help: "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).", completion: .file)],
-                            run: { i in try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1]); return 0 }),
+                            run: { i in
+                                // A bad name or URL is refused before the database is opened: it creates nothing.
+                                _ = try CatalogStore.checkedRemote(name: i.positionals[0], url: i.positionals[1])
+                                try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1]); return 0
+                            }),
                 CommandSpec(name: "list", abstract: "List the saved remotes (passwords are never shown).",
                             options: [Options.json.spec],
                             run: runRemoteList),
                 CommandSpec(name: "remove", abstract: "Forget a saved remote.",
                             arguments: [ArgumentSpec(name: "name", help: "The remote's name.", completion: .remote)],
-                            run: { i in try i.openStore().removeRemote(name: i.positionals[0]); return 0 }),
+                            run: { i in try existingStore(i).removeRemote(name: i.positionals[0]); return 0 }),
             ])
     }
 
@@ -205,7 +245,9 @@ extension CatalogCLI {
             }
             w.raw("]\n")
             i.stdout.write(w.bytes)
-        } else if !remotes.isEmpty {
+        } else if remotes.isEmpty {
+            i.stdout.line("no remotes")
+        } else {
             i.stdout.write(Table.render([["NAME", "URL"]] + remotes.map { [$0.name, redacted($0.url)] }))
         }
         return 0

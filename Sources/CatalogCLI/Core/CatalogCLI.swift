@@ -109,7 +109,8 @@ public enum CatalogCLI {
           66  input file or database missing or unreadable
           69  sync source unavailable (network, 404, 5xx after retries, timeout; a hub down,
               refusing the login or holding its push lock too long); status --check: not
-              healthy (no run yet, last run failed, or a source's last good sync too old)
+              healthy (no run yet; without --max-age, the last run failed; with it, a
+              source's last good sync too old)
           70  internal error
           73  cannot create or write the database or an output (or it is not a catalog
               database, or newer than this binary); a hub role that may not create its tables

@@ -107,27 +107,41 @@ enum Values {
         }
     }
 
-    /// Seconds as a number (`30`, `0.5`) in `range`; `why` explains the bound in messages.
-    static func seconds(_ range: ClosedRange<Double>, _ why: String? = nil) -> (String) throws -> Double {
+    /// A duration, the one reader of every time option: a number with a unit `s`, `m`, `h` or `d`
+    /// (`90s`, `10m`, `1h`, `1d`) or plain seconds (`30`, `0.5`), in seconds.
+    /// - Parameters:
+    ///   - zeroAllowed: whether `0` is taken (else the duration must be more than 0, and the message says so).
+    ///   - most: the longest taken, in seconds; `why` explains the bound in messages.
+    static func duration(zeroAllowed: Bool = false, atMost most: Double = .infinity, _ why: String? = nil) -> (String) throws -> Double {
         { text in
-            guard let s = Double(text), s.isFinite, range.contains(s) else {
-                throw ValueError(expected: "\(Self.number(range.lowerBound))…\(Self.number(range.upperBound)) seconds\(why.map { " (\($0))" } ?? "")")
+            let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+            var digits = Substring(text)
+            var factor = 1.0
+            if let last = digits.last, let unit = units[last] {
+                factor = unit
+                digits = digits.dropLast()
             }
-            return s
+            // Only plain decimals: no sign, no exponent, no `inf`/`nan`.
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(digits), value.isFinite else {
+                throw ValueError(expected: "a duration such as 90s, 10m, 1h or plain seconds")
+            }
+            let seconds = value * factor
+            if seconds == 0 && !zeroAllowed {
+                throw ValueError(expected: "a duration more than 0 (such as 90s, 10m or 1h)")
+            }
+            guard seconds <= most else {
+                throw ValueError(expected: "a duration of at most \(describe(most))\(why.map { " (\($0))" } ?? "")")
+            }
+            return seconds
         }
     }
 
-    /// A duration: a number with a unit `s`, `m`, `h` or `d` (`90s`, `15m`, `2h`); a bare number is seconds.
-    static func duration(_ text: String) throws -> Double {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-        var digits = Substring(text)
-        var factor = 1.0
-        if let last = digits.last, let unit = units[last] {
-            factor = unit
-            digits = digits.dropLast()
+    /// `7d`, `1d`, `90s`: a bound as it is typed.
+    private static func describe(_ seconds: Double) -> String {
+        for (unit, size) in [("d", 86_400.0), ("h", 3600), ("m", 60)] where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
+            return "\(number(seconds / size))\(unit)"
         }
-        guard let value = Double(digits), value.isFinite, value > 0 else { throw ValueError(expected: "a duration such as 90s, 15m or 2h") }
-        return value * factor
+        return "\(number(seconds))s"
     }
 
     static func oneOf(_ words: [String]) -> (String) throws -> String {

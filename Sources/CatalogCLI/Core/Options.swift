@@ -115,12 +115,12 @@ final class ProgressLine {
             let fraction = min(1, Double(bytes) / Double(total))
             parts.append(String(format: "%3.0f%%", fraction * 100))
             parts.append("\(megabytes(bytes)) of \(megabytes(total)) MB,")
-            parts.append("\(grouped(records)) \(records == 1 ? "record" : "records"),")
+            parts.append("\(grouped(records)) \(noun(records, "record")),")
             parts.append("\(grouped(Int(rate))) rows/s,")
             let left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0
             parts.append("ETA \(clock(left))")
         } else {
-            parts.append("\(grouped(records)) \(records == 1 ? "record" : "records"),")
+            parts.append("\(grouped(records)) \(noun(records, "record")),")
             if bytes > 0 { parts.append("\(megabytes(bytes)) MB,") }
             parts.append("\(grouped(Int(rate))) rows/s")
         }

@@ -101,7 +101,7 @@ final class Reporter {
         guard limit > 0 else { return }
         for kind in order {
             guard let n = counts[kind], n > limit else { continue }
-            let message = "\(n - limit) more \(kind) diagnostics not shown (\(n) in all); \(Self.listing(for: kind))"
+            let message = "\(n - limit) more \(kind) \(noun(n - limit, "diagnostic")) not shown (\(n) in all); \(Self.listing(for: kind))"
             write(level: "info", kind: "suppressed", message: message, text: message, diagnostic: nil,
                   extra: [("count", .int(n - limit)), ("of", .text(kind)), ("total", .int(n))])
         }

@@ -55,7 +55,11 @@ extension CatalogStore {
         return Int64(info.st_size)
     }
 
-    static func openForReading(_ path: String) throws -> Int32 {
+    /// Opens a file to read, refusing a directory; the caller closes the descriptor.
+    /// - Parameter path: the file's path.
+    /// - Returns: a descriptor open read-only (close-on-exec).
+    /// - Throws: `CatalogError` 66 (`noInput`) when the file is missing, unreadable or a directory.
+    public static func openForReading(_ path: String) throws -> Int32 {
         let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))

@@ -103,7 +103,9 @@ package struct RowMerger {
         if !batch.positions.isEmpty {
             batch.positions.sort { $0.user < $1.user }  // NFC strings: scalar order, which is UTF-8 byte order
             try applyPositions(batch.positions)
-            batch.positions = []  // the batch may wait in the queue a while longer; its rows are done
+            // Its rows are done: the storage is kept for the reader's next batch (BatchQueue.recycle), or
+            // freed with the batch.
+            batch.positions.removeAll(keepingCapacity: true)
         }
     }
 

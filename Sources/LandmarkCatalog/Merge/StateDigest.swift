@@ -34,7 +34,7 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
     public var hex: String { Self.hex16(high) + Self.hex16(low) }
 
     /// `<hex> (<rows> rows)`.
-    public var description: String { "\(hex) (\(rows) rows)" }
+    public var description: String { "\(hex) (\(plural(Int(rows), "row")))" }
 
     static func hex16(_ v: UInt64) -> String {
         let s = String(v, radix: 16)

@@ -9,14 +9,18 @@ public struct HealthCheck: Sendable, Equatable {
 }
 
 extension CatalogStore {
-    /// Checks the sync's health for alerting (SPEC §12): not healthy when no sync run is recorded, when
-    /// the last run failed, or — with `maxAgeMilliseconds` — when a source of the last run has not had a
-    /// good sync for longer than that (or never had one), or, for a run with no sources (a node that
-    /// only publishes), when the run itself is older than that.
+    /// Checks the sync's health for alerting on staleness, not on every transient failure (SPEC §12).
     ///
-    /// Runs that found another sync holding the lock (`busy`, exit 75) are not looked at: the run holding
-    /// it is recorded when it ends. Sources are those of the last run, so a source no longer synced does
-    /// not alert forever; `<stdin>` has no last good sync and is not checked.
+    /// Not healthy when no sync run is recorded; without `maxAgeMilliseconds`, when the last run failed;
+    /// with it, when a source of the last run has not had a good sync for longer than that (or never had
+    /// one), or — for a run with no sources (a node that only publishes) or only `<stdin>` — when the last
+    /// run that succeeded is older than that (or there is none). With `maxAgeMilliseconds`, one failed run
+    /// whose sources all synced within it is healthy, and the summary says that the last run failed.
+    ///
+    /// "The last run" is the one `status` and the metrics show: runs that found another sync holding the
+    /// lock (`busy`, exit 75) are not looked at, and a run still going has no outcome yet. Sources are
+    /// those of the last run, so a source no longer synced does not alert forever; `<stdin>` has no last
+    /// good sync and is not checked.
     /// - Parameter maxAgeMilliseconds: the largest age of a last good sync, in ms; nil to check only the
     ///   last run's outcome.
     /// - Returns: the problems (empty when healthy) and a one-line summary.
@@ -26,37 +30,49 @@ extension CatalogStore {
             let lastRun = try connection.firstRow(sql: "SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?",
                                                   [.integer(try lastEndedRunID() ?? 0)]) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
             guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
+            let failed = run.outcome == "failed" || run.outcome == "interrupted"
+            let failure = "the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")"
+            guard let maxAge = maxAgeMilliseconds else {
+                if failed { return HealthCheck(problems: [failure], summary: "") }
+                return HealthCheck(problems: [], summary: "healthy: the last sync (run \(run.id)) finished at \(run.finished) (\(run.outcome))")
+            }
+            let limit = Durations.describe(milliseconds: maxAge)
+            let names = try remoteNamesBySourceKey()
             var problems: [String] = []
-            if run.outcome == "failed" || run.outcome == "interrupted" {
-                problems.append("the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")")
-            }
             var checked = 0
-            if let maxAge = maxAgeMilliseconds {
-                let limit = Durations.describe(milliseconds: maxAge)
-                try connection.forEachRow(sql: """
-                    SELECT r.source, s.last_success_at FROM sync_run_sources r LEFT JOIN sync_sources s ON s.source = r.source
-                    WHERE r.run_id = ? AND r.source <> '<stdin>' ORDER BY r.position
-                    """, [.integer(run.id)]) { s in
-                    let source = s.text(0) ?? ""
-                    checked += 1
-                    guard let text = s.text(1), let last = Timestamp.parse(text) else {
-                        problems.append("source \(source) has never had a good sync")
-                        return
-                    }
-                    if now - last > maxAge {
-                        problems.append("source \(source) last had a good sync at \(text), \(Durations.describe(milliseconds: now - last)) ago (more than \(limit))")
-                    }
+            try connection.forEachRow(sql: """
+                SELECT r.source, s.last_success_at FROM sync_run_sources r LEFT JOIN sync_sources s ON s.source = r.source
+                WHERE r.run_id = ? AND r.source <> '<stdin>' ORDER BY r.position
+                """, [.integer(run.id)]) { s in
+                let key = s.text(0) ?? ""
+                let source = names[key].map { "\($0) (\(key))" } ?? key
+                checked += 1
+                guard let text = s.text(1), let last = Timestamp.parse(text) else {
+                    problems.append("source \(source) has never had a good sync")
+                    return
                 }
-                if checked == 0, let finished = Timestamp.parse(run.finished), now - finished > maxAge {
-                    problems.append("the last sync (run \(run.id)) finished at \(run.finished), \(Durations.describe(milliseconds: now - finished)) ago (more than \(limit))")
+                if now - last > maxAge {
+                    problems.append("source \(source) last had a good sync at \(text), \(Durations.describe(milliseconds: now - last)) ago (more than \(limit))")
                 }
             }
-            var summary = "healthy: the last sync (run \(run.id)) finished at \(run.finished) (\(run.outcome))"
-            if let maxAge = maxAgeMilliseconds {
-                summary += checked == 0 ? ", within \(Durations.describe(milliseconds: maxAge))"
-                    : checked == 1 ? "; its source had a good sync within \(Durations.describe(milliseconds: maxAge))"
-                    : "; its \(checked) sources had a good sync within \(Durations.describe(milliseconds: maxAge))"
+            if checked == 0 {
+                // No source to judge by: the last run that succeeded is the last good sync.
+                let good = try connection.firstRow(sql: """
+                    SELECT id, finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
+                    """) { (id: $0.int(0), finished: $0.text(1) ?? "") }
+                if let good, let finished = Timestamp.parse(good.finished) {
+                    if now - finished > maxAge {
+                        problems.append("the last good sync (run \(good.id)) finished at \(good.finished), \(Durations.describe(milliseconds: now - finished)) ago (more than \(limit))")
+                    }
+                } else {
+                    problems.append("no sync run has succeeded yet")
+                }
             }
+            if failed && !problems.isEmpty { problems.insert(failure, at: 0) }
+            var summary = failed ? "healthy: \(failure)" : "healthy: the last sync (run \(run.id)) finished at \(run.finished) (\(run.outcome))"
+            summary += checked == 0 ? (failed ? "; the last good sync was within \(limit)" : ", within \(limit)")
+                : checked == 1 ? "; its source had a good sync within \(limit)"
+                : "; its \(checked) sources had a good sync within \(limit)"
             return HealthCheck(problems: problems, summary: problems.isEmpty ? summary : "")
         }
     }

@@ -15,6 +15,8 @@ public struct CatalogMetrics: Sendable, Equatable {
         public var lastStatus: Int?
         /// Bytes fetched from it, over the run ledger.
         public var bytesFetched: Int64
+        /// The saved remote whose source this is, if one is (the `remote` label).
+        public var remote: String? = nil
     }
 
     public var node: String
@@ -26,7 +28,7 @@ public struct CatalogMetrics: Sendable, Equatable {
     public var changeSequence: Int64 = 0
     /// The database file's size in bytes (page count × page size; the WAL not included).
     public var databaseBytes: Int64 = 0
-    /// The last run (busy runs included): when it finished (ms since the epoch), its outcome, exit
+    /// The last run that ended (not one that found the lock held): when it finished (ms since the epoch), its outcome, exit
     /// status and duration (ms).
     public var lastRun: (finishedMilliseconds: Int64, outcome: String, exitStatus: Int, durationMilliseconds: Int64)?
     /// When the last run that succeeded (`ok` or `not-modified`) finished, in ms since the epoch.
@@ -65,6 +67,7 @@ extension CatalogStore {
             }
             // A source synced once (a typo, a one-off file) or a removed remote is not a series that alerts forever.
             let current = try sourcesInUse(lastEndedRun: lastRunID)
+            let remotes = try remoteNamesBySourceKey()
             m.lastSuccessMilliseconds = try connection.firstRow(sql: """
                 SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
                 """) { Timestamp.parse($0.text(0) ?? "") } ?? nil
@@ -87,7 +90,8 @@ extension CatalogStore {
                 m.sources.append(CatalogMetrics.Source(source: s.text(0) ?? "", kind: s.text(1) ?? "",
                                                        lastSuccessMilliseconds: s.text(2).flatMap(Timestamp.parse),
                                                        lastAttemptMilliseconds: s.text(3).flatMap(Timestamp.parse),
-                                                       lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5)))
+                                                       lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5),
+                                                       remote: remotes[s.text(0) ?? ""]))
             }
             return m
         }
@@ -95,10 +99,19 @@ extension CatalogStore {
 }
 
 extension CatalogStore {
-    /// The last sync run that ended, or nil: one still running, or one that found the lock held
-    /// (`busy`), has no outcome of its own yet. Call inside a read.
-    func lastEndedRunID() throws -> Int64? {
-        try connection.scalarInt(sql: "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
+    /// The last sync run that ended, or nil: one still running has no outcome of its own yet. What
+    /// `status --check` and the metrics judge (see ``lastRunID(includingRunning:)``). Call inside a read.
+    func lastEndedRunID() throws -> Int64? { try lastRunID(includingRunning: false) }
+
+    /// "The last run" for `status`, `status --check` and the metrics alike (SPEC §12), the one place that
+    /// decides it: the newest run in the ledger, except runs that found another sync holding the lock
+    /// (`busy`, exit 75: nothing was done, and the holder is recorded when it ends). `status` shows a run
+    /// still going (`includingRunning`); the health check and the metrics look at the last that ended.
+    /// Call inside a read.
+    func lastRunID(includingRunning: Bool) throws -> Int64? {
+        try connection.scalarInt(sql: includingRunning
+            ? "SELECT max(id) FROM sync_runs WHERE outcome <> 'busy'"
+            : "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
     }
 
     /// The sources in use: those of the last sync run that ended (`lastEndedRun`, from
@@ -169,7 +182,10 @@ public enum PrometheusText {
         add("catalog_rows_stale_total", "counter", "Rows sync runs read that did not win (older or repeated).", one(String(m.stale)))
         add("catalog_ties_total", "counter", "Ties (equal stamps, different content) settled by the fixed rule in sync runs.", one(String(m.ties)))
         add("catalog_rows_quarantined_total", "counter", "Rows found beyond the allowed clock drift by sync runs (a held row delivered again counts again).", one(String(m.quarantinedTotal)))
-        func labels(_ s: CatalogMetrics.Source) -> [(String, String)] { [("kind", s.kind), ("source", s.source)] }
+        // A saved remote's source also carries its name (`remote="peer"`); others have no such label.
+        func labels(_ s: CatalogMetrics.Source) -> [(String, String)] {
+            [("kind", s.kind)] + (s.remote.map { [("remote", $0)] } ?? []) + [("source", s.source)]
+        }
         add("catalog_source_last_success_timestamp_seconds", "gauge",
             "When the source last had a good sync, in seconds since the epoch (0 when it never had one).",
             m.sources.map { (labels($0), $0.lastSuccessMilliseconds.map(seconds) ?? "0") })

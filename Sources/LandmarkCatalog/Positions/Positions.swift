@@ -91,7 +91,7 @@ extension CatalogStore {
                     throw CatalogError(.usage, "no landmarks are featured, so there is no page \(p)", hint: "import a file with featured landmarks first")
                 }
                 guard p >= 0, p < featured.count else {
-                    throw CatalogError(.usage, "page \(p) is out of range: the carousel has \(featured.count) pages (0…\(featured.count - 1))")
+                    throw CatalogError(.usage, "page \(p) is out of range: the carousel has \(plural(featured.count, "page")) (0…\(featured.count - 1))")
                 }
                 page = p
             case .landmark(let id):

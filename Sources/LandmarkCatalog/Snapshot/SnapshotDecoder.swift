@@ -101,7 +101,10 @@ struct SnapshotDecoder {
                     try reader.beginArray()
                     var index = 0
                     while try reader.nextElement() {
-                        if batch.positions.isEmpty { batch.positions.reserveCapacity(Self.positionBatchSize) }
+                        if batch.positions.capacity == 0 {
+                            batch.positions = queue.takeSpare() ?? []  // a merged batch's storage, when one is back
+                            batch.positions.reserveCapacity(Self.positionBatchSize)
+                        }
                         if let row = try state.readPosition(reader, index: index, batch: batch) { batch.positions.append(row) }
                         index += 1
                         batch.recordsRead += 1

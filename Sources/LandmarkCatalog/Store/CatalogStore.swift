@@ -254,11 +254,17 @@ public final class CatalogStore {
     /// - Parameter node: 1–64 characters of `A–Z a–z 0–9 . _ -`.
     /// - Throws: `CatalogError.usage` for an invalid id.
     public func setNodeID(_ node: String) throws {
-        guard Self.isValidNodeID(node) else {
-            throw CatalogError(.usage, "invalid node id '\(node)': use 1–64 characters of A–Z a–z 0–9 . _ -")
-        }
+        try Self.checkNodeID(node)
         try write {
             try connection.execute(sql: "UPDATE catalog_meta SET value = ? WHERE key = 'node'", [.text(node)])
+        }
+    }
+
+    /// Checks a node id without a database (so `init --node` refuses a bad one before creating anything).
+    /// - Throws: `CatalogError.usage` unless it is 1–64 characters of `A–Z a–z 0–9 . _ -`.
+    public static func checkNodeID(_ node: String) throws {
+        guard isValidNodeID(node) else {
+            throw CatalogError(.usage, "invalid node id '\(node)': use 1–64 characters of A–Z a–z 0–9 . _ -")
         }
     }
 

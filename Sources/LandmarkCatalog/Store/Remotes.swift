@@ -12,6 +12,22 @@ extension CatalogStore {
         }
     }
 
+    /// The saved remotes' names by the key their source has in `sync_sources`, `status`, the ledger and
+    /// the metrics (an absolute path, a URL without its password), so those can name a source by its
+    /// remote beside the URL (SPEC §12). Two remotes of one source: the first name in order.
+    public func remoteNames() throws -> [String: String] {
+        try read { try remoteNamesBySourceKey() }
+    }
+
+    /// ``remoteNames()`` inside a transaction.
+    func remoteNamesBySourceKey() throws -> [String: String] {
+        var names: [String: String] = [:]
+        try connection.forEachRow(sql: "SELECT name, url FROM sync_remotes ORDER BY name") { s in
+            if let key = Remote.sourceKey(url: s.text(1) ?? ""), names[key] == nil { names[key] = s.text(0) ?? "" }
+        }
+        return names
+    }
+
     /// Saves a remote.
     /// - Parameters:
     ///   - name: 1–64 characters of `A–Z a–z 0–9 . _ -`.
@@ -23,7 +39,23 @@ extension CatalogStore {
     /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
     ///   libpq parses it), or a name already taken.
     public func addRemote(name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath) throws {
-        guard Self.isValidNodeID(name) else {
+        let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
+        try write {
+            if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
+                throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
+            }
+            try connection.execute(sql: "INSERT INTO sync_remotes (name, url, added_at) VALUES (?, ?, ?)",
+                                   [.text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds()))])
+        }
+    }
+
+    /// Checks a remote's name and URL as ``addRemote(name:url:workingDirectory:)`` does, without a
+    /// database, so a command can refuse a bad one before it opens (or creates) anything.
+    /// - Returns: the URL as it is saved (a relative path made absolute against `workingDirectory`).
+    /// - Throws: `CatalogError.usage` for a bad name or URL.
+    public static func checkedRemote(name: String, url given: String,
+                                     workingDirectory: String = FileManager.default.currentDirectoryPath) throws -> String {
+        guard isValidNodeID(name) else {
             throw CatalogError(.usage, "invalid remote name '\(name)': use 1–64 characters of A–Z a–z 0–9 . _ -")
         }
         var url = given
@@ -36,13 +68,7 @@ extension CatalogStore {
         // Refuses other schemes, file://host/…, a URL without a host, …
         let locator = try SourceLocator.parse(url)
         for kind in SourceKinds.all { try kind.checkRemote(locator) }
-        try write {
-            if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
-                throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
-            }
-            try connection.execute(sql: "INSERT INTO sync_remotes (name, url, added_at) VALUES (?, ?, ?)",
-                                   [.text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds()))])
-        }
+        return url
     }
 
     /// Removes a saved remote and what this database kept of its source (cursor, last sync and error), so

@@ -17,8 +17,8 @@ extension CatalogStore {
         public var changeSequence: Int64
         /// Per source: the last good sync time (UTC), the last outcome, the last attempt and its error.
         public var sources: [SourceStatus]
-        /// The last run: start and finish times (UTC), outcome, exit status, message. A run still going has
-        /// outcome `running`, no finish time and no exit status yet.
+        /// The last run (not one that found the lock held, SPEC §12): start and finish times (UTC), outcome,
+        /// exit status, message. A run still going has outcome `running`, no finish time and no exit status yet.
         public var lastRun: (started: String, finished: String?, outcome: String, status: Int?, message: String?)?
     }
 
@@ -31,6 +31,8 @@ extension CatalogStore {
         public var lastAttempt: String?
         public var lastStatus: Int?
         public var lastError: String?
+        /// The saved remote whose source this is, if one is.
+        public var remote: String?
         /// Whether the last sync run that ended had it, or a saved remote names it; a source synced
         /// once (a typo, a one-off file) or a removed remote is kept here but not in use.
         public var inUse = true
@@ -48,10 +50,14 @@ extension CatalogStore {
                                             lastAttempt: s.text(4), lastStatus: s.optionalInt(5).map(Int.init), lastError: s.text(6)))
             }
             let inUse = try sourcesInUse(lastEndedRun: try lastEndedRunID())
-            for n in sources.indices { sources[n].inUse = inUse.contains(sources[n].source) }
+            let remotes = try remoteNamesBySourceKey()
+            for n in sources.indices {
+                sources[n].inUse = inUse.contains(sources[n].source)
+                sources[n].remote = remotes[sources[n].source]
+            }
             let lastRun = try connection.firstRow(sql: """
-                SELECT started_at, finished_at, outcome, exit_status, message FROM sync_runs ORDER BY id DESC LIMIT 1
-                """) { r in
+                SELECT started_at, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?
+                """, [.integer(try lastRunID(includingRunning: true) ?? 0)]) { r in
                 let running = r.text(2) == "running"
                 return (r.text(0) ?? "", running ? nil : r.text(1), r.text(2) ?? "", running ? nil : Int(r.int(3)), r.text(4))
             }

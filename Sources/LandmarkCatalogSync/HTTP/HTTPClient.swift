@@ -197,7 +197,7 @@ struct HTTPClient: Sendable {
             }
 
             guard attempt < limits.retries else {
-                throw CatalogError(.unavailable, "source unavailable: \(retry.what) after \(attempt + 1) attempts, \(shown)")
+                throw CatalogError(.unavailable, "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")), \(shown)")
             }
             let left = limits.deadline - elapsed()
             let delay: Double
@@ -211,7 +211,7 @@ struct HTTPClient: Sendable {
             } else {
                 delay = limits.backoff * pow(2, Double(attempt)) * Double.random(in: 0.9...1.1)
                 guard delay < left else {
-                    throw CatalogError(.unavailable, "source unavailable: \(retry.what) after \(attempt + 1) attempts; "
+                    throw CatalogError(.unavailable, "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")); "
                                        + "another retry would not finish within the \(format(limits.deadline)) s deadline, \(shown)")
                 }
             }

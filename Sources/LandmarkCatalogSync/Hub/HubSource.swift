@@ -72,7 +72,7 @@ final class HubSource: SyncSource {
             if report.quarantined > 0 {
                 context.diagnostics(Diagnostic(
                     severity: .warning,
-                    message: "the hub quarantined \(report.quarantined) of \(report.sent) rows pushed: stamped more than \(options.maxDriftMilliseconds / 1000) s ahead of the hub's clock; they apply once it catches up",
+                    message: "the hub quarantined \(report.quarantined) of \(plural(report.sent, "row")) pushed: stamped more than \(options.maxDriftMilliseconds / 1000) s ahead of the hub's clock; they apply once it catches up",
                     file: name, kind: "quarantined"))
             }
             pushThrough = report.through

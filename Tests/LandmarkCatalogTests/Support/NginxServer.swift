@@ -57,7 +57,7 @@ final class NginxServer {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: {
             let url = prefix.appending(path: "logs/stderr.log")
-            FileManager.default.createFile(atPath: url.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: url.path, contents: nil)
             return url
         }())
         try process.run()
