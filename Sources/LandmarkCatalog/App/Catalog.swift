@@ -24,11 +24,14 @@ import Glibc
 /// Every method hops to those queues with a continuation, so no task ever blocks a cooperative thread.
 ///
 /// ## A database replaced or gone
-/// Each connection remembers the identity (device and inode) of the file it opened. Before it is used,
-/// the file at `path` is checked (`stat`, a microsecond): a connection to a file that was replaced (a
-/// restore, a `mv`) is closed and a new one opened. A connection whose work failed with anything but a
-/// usage or data error is closed too, so the next call reopens. Failures are thrown as `CatalogError`,
-/// never trapped.
+/// Each connection remembers the identity (device and inode) of the file it opened. Before one is used,
+/// the file at `path` is checked (`stat`, a microsecond). The first call that finds another file there
+/// (a restore, a `mv` over it) closes every connection to the old file — the writer last, waiting for a
+/// write in progress — before it opens one to the new file. Whoever replaces the file must remove the old
+/// `<path>-wal` and `<path>-shm` with it: SQLite would read a stale `-wal` into the new file
+/// (https://sqlite.org/howtocorrupt.html#_unlinking_or_renaming_a_database_file_while_in_use). A
+/// connection whose work failed with anything but a usage or data error is closed too, so the next call
+/// reopens. Failures are thrown as `CatalogError`, never trapped.
 public final class Catalog: Sendable {
     /// The database file.
     public let path: String
@@ -42,7 +45,9 @@ public final class Catalog: Sendable {
     private let readers: ReaderPool
     /// Finds commits (this process's and others') for ``observe(_:)``.
     let monitor: ChangeMonitor
-    private let closed = Locked(false)
+    private let closed = Protected(false)
+    /// The identity of the file the open connections belong to.
+    private let knownIdentity: Protected<FileIdentity?>
 
     /// Opens the catalog at `path`.
     ///
@@ -66,6 +71,7 @@ public final class Catalog: Sendable {
         self.monitor = ChangeMonitor(path: path)
         // Open (create, migrate) now, so a bad path fails here and not at the first call.
         let store = try CatalogStore.open(path: path, access: access, wallClock: wallClock)
+        self.knownIdentity = Protected(FileIdentity(path: path))
         if access == .write {
             writer.store = store
             writer.identity = FileIdentity(path: path)
@@ -141,6 +147,7 @@ public final class Catalog: Sendable {
             throw CatalogError(.cantCreate, "the catalog was opened for reading only, \(path)", hint: "open it with access: .write")
         }
         let identity = FileIdentity(path: path)
+        if noteIdentity(identity) { readers.purge(keeping: identity) }
         if writer.store == nil || identity == nil || identity != writer.identity {
             writer.store = nil
             writer.store = try CatalogStore.open(path: path, access: .write, wallClock: wallClock)
@@ -158,6 +165,11 @@ public final class Catalog: Sendable {
     private func withReader<T>(_ body: (CatalogStore) throws -> T) throws -> T {
         try checkOpen()
         let identity = FileIdentity(path: path)
+        if noteIdentity(identity) {
+            // Another file: close every connection to the old one (the writer last) before opening one.
+            readers.purge(keeping: identity)
+            if !isReadOnly { writerQueue.sync { if writer.identity != identity { writer.store = nil } } }
+        }
         var (store, storeIdentity) = try readers.checkOut()
         do {
             if store == nil || identity == nil || storeIdentity != identity {
@@ -177,6 +189,15 @@ public final class Catalog: Sendable {
         } catch {
             if Self.keepsConnection(after: error) { readers.checkIn(store, identity: storeIdentity) } else { readers.discard() }
             throw error
+        }
+    }
+
+    /// Records the identity of the file at `path`; true when it differs from the one before (the file
+    /// was replaced, removed or created).
+    private func noteIdentity(_ identity: FileIdentity?) -> Bool {
+        knownIdentity.withLock { known in
+            defer { known = identity }
+            return known != identity
         }
     }
 
@@ -327,7 +348,7 @@ struct FileIdentity: Equatable, Sendable {
 }
 
 /// A value behind a lock.
-final class Locked<Value>: @unchecked Sendable {
+final class Protected<Value>: @unchecked Sendable {
     // Safe: `value` is only touched inside `withLock`, under `lock`.
     private let lock = NSLock()
     private var value: Value
@@ -341,7 +362,7 @@ final class Locked<Value>: @unchecked Sendable {
 
 /// A flag set once from any thread (a task's cancellation handler) and read by work on another.
 final class StopFlag: Sendable {
-    private let flag = Locked(false)
+    private let flag = Protected(false)
     func set() { flag.withLock { $0 = true } }
     var isSet: Bool { flag.withLock { $0 } }
 }
@@ -405,6 +426,16 @@ final class ReaderPool: @unchecked Sendable {
         defer { condition.unlock() }
         open -= 1
         condition.signal()
+    }
+
+    /// Closes the idle connections to any file but `identity`'s.
+    func purge(keeping identity: FileIdentity?) {
+        condition.lock()
+        defer { condition.unlock() }
+        let before = idle.count
+        idle.removeAll { $0.identity != identity }
+        open -= before - idle.count
+        condition.broadcast()
     }
 
     func close() {

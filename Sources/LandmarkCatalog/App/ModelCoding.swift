@@ -7,6 +7,42 @@
 /// the bytes `catalog featured --json` prints; this file only carries JSON values between those and a
 /// `Decoder` / `Encoder`.
 
+extension Landmark {
+    /// Two landmarks are equal when every field is, kept unknown keys compared as JSON members whatever
+    /// their order (a `Decoder` gives them in its own order; the database keeps the file's).
+    public static func == (a: Landmark, b: Landmark) -> Bool {
+        a.id == b.id && a.name == b.name && a.category == b.category && a.city == b.city && a.state == b.state
+            && a.park == b.park && a.description == b.description && a.imageName == b.imageName
+            && a.isFeatured == b.isFeatured && a.isFavorite == b.isFavorite && a.latitude == b.latitude
+            && a.longitude == b.longitude && (a.extraJSON == b.extraJSON || a.keptKeys.elementsEqual(b.keptKeys, by: ==))
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(name)
+        hasher.combine(category)
+        hasher.combine(city)
+        hasher.combine(state)
+        hasher.combine(park)
+        hasher.combine(description)
+        hasher.combine(imageName)
+        hasher.combine(isFeatured)
+        hasher.combine(isFavorite)
+        hasher.combine(latitude)
+        hasher.combine(longitude)
+        for kept in keptKeys {
+            hasher.combine(kept.key)
+            hasher.combine(kept.json)
+        }
+    }
+
+    /// The kept unknown keys sorted by key, each with its compact JSON (``LandmarkJSON/keptKeys(in:)``).
+    var keptKeys: [(key: String, json: String)] {
+        guard var text = extraJSON else { return [] }
+        return text.withUTF8 { LandmarkJSON.keptKeys(in: $0) }
+    }
+}
+
 extension Landmark: Codable {
     /// Decodes one `landmarkData.json` object, with the rules of `catalog import` (SPEC §3): what the
     /// import accepts with a warning is accepted here silently; what it refuses is a
