@@ -267,6 +267,7 @@ public final class Catalog: Sendable {
     ///   - diagnostics: every warning and error, in input order.
     /// - Returns: the counts.
     /// - Throws: `CancellationError` when cancelled; `CatalogError` as ``CatalogStore/importLandmarks(from:options:diagnostics:progress:shouldStop:)``.
+    @discardableResult
     public func importLandmarks(from source: ImportSource, options: ImportOptions = ImportOptions(),
                                 progress: @escaping @Sendable (Progress) -> Void = { _ in },
                                 diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }) async throws -> ImportSummary {
