@@ -381,3 +381,109 @@ struct CatalogLibraryTests {
         #expect(model.currentPage == 2)
     }
 }
+
+/// `catalog watch`, run as a process (it runs until a signal or until its reader goes away).
+@Suite("catalog watch")
+struct WatchCommandTests {
+    /// A running `catalog watch` with its stdout and stderr on pipes.
+    final class Watch {
+        let process = Process()
+        let out = Pipe(), err = Pipe()
+        private var buffer: [UInt8] = []
+
+        init(db: String, _ arguments: [String] = []) throws {
+            process.executableURL = Support.catalogBinary
+            process.arguments = ["--db", db, "watch"] + arguments
+            process.standardOutput = out
+            process.standardError = err
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+
+        /// The next line of its stdout, or nil after `seconds` without one.
+        func line(within seconds: Double = 5) -> String? {
+            let fd = out.fileHandleForReading.fileDescriptor
+            let deadline = Date().addingTimeInterval(seconds)
+            while true {
+                if let newline = buffer.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                    buffer.removeSubrange(...newline)
+                    return line
+                }
+                let left = deadline.timeIntervalSinceNow
+                guard left > 0 else { return nil }
+                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, Int32(left * 1000)) > 0 else { return nil }
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                let n = read(fd, &chunk, chunk.count)
+                guard n > 0 else { return nil }
+                buffer += chunk[..<n]
+            }
+        }
+
+        /// Waits (up to `seconds`) for it to exit; its status, or nil if it is still running.
+        func exitStatus(within seconds: Double = 5) -> Int32? {
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            guard !process.isRunning else { return nil }
+            return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        }
+
+        var stderr: String { String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    }
+
+    @Test("watch prints the featured set now and when it changes, not for other commits; SIGINT exits 0")
+    func featured() throws {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004])], db: db).status == 0)
+        let watch = try Watch(db: db)
+        #expect(watch.line() == "featured: 1001, 1004")
+        #expect(runCLI(["position", "set", "--user", "u-1", "--page", "1"], db: db).status == 0)  // featured unchanged
+        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007])], db: db).status == 0)
+        #expect(watch.line() == "featured: 1001, 1004, 1007")
+        kill(watch.process.processIdentifier, SIGINT)
+        #expect(watch.exitStatus() == 0)
+        #expect(watch.stderr == "")
+    }
+
+    @Test("watch --user --json prints the user's position as position get --json does; SIGTERM exits 0")
+    func userJSON() throws {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007])], db: db).status == 0)
+        let watch = try Watch(db: db, ["--user", "u-1", "--json"])
+        #expect(watch.line() == #"{"currentPage":null,"landmarkId":null,"pageCount":3,"user":"u-1"}"#)
+        let set = try runProcess(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u-1", "--landmark", "1004"])
+        #expect(set.status == 0)
+        let line = try #require(watch.line())
+        #expect(line == runCLI(["position", "get", "--user", "u-1", "--json"], db: db).stdout.dropLast())
+        // The featured set changes before its landmark: the resolved page moves with it.
+        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1002, 1004, 1007])], db: db).status == 0)
+        #expect(watch.line()?.contains(#""currentPage":2,"landmarkId":1004"#) == true)
+        kill(watch.process.processIdentifier, SIGTERM)
+        #expect(watch.exitStatus() == 0)
+        #expect(watch.stderr == "")
+    }
+
+    @Test("watch ends quietly with 0 when its standard output is closed")
+    func stdoutClosed() throws {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", try landmarkFile(featured: [1001])], db: db).status == 0)
+        let watch = try Watch(db: db)
+        #expect(watch.line() == "featured: 1001")
+        try watch.out.fileHandleForReading.close()
+        #expect(watch.exitStatus(within: 3) == 0)
+        #expect(watch.stderr == "")
+    }
+
+    @Test("watch on a missing database fails with 66 at once")
+    func missing() throws {
+        let result = runCLI(["watch"], db: Support.temporaryDirectory().appending(path: "none.sqlite").path)
+        #expect(result.status == 66)
+        #expect(result.stderr.contains("no catalog database"))
+    }
+}
