@@ -49,6 +49,7 @@ fi
 swift build -c release >&2
 bin=$(swift build -c release --show-bin-path)/catalog
 if $observe_only; then
+    mkdir -p Benchmarks/results
     idle=60; $quick && idle=10
     python3 Benchmarks/observe.py "$bin" Seeds/landmarkData.json --commits 200 --idle "$idle" | tee Benchmarks/results/observe.md
     exit 0
