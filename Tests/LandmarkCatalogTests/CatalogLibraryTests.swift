@@ -535,3 +535,23 @@ struct CatalogExportSyncTests {
         _ = db
     }
 }
+
+/// `observe` across a schema change made by another connection (what a migration by a newer binary does).
+@Suite("observe across a migration")
+struct ObserveMigrationTests {
+    @Test("a schema change by another connection wakes observers, yields nothing equal, and later changes still arrive")
+    func schemaChange() async throws {
+        let (catalog, db) = try await CatalogLibraryTests.seededCatalog()
+        let seen = CatalogLibraryTests.Collector(catalog.observe { try await $0.position(user: "u")?.currentPage })
+        #expect(await seen.wait(for: 1))
+        let other = try Connection(path: db)
+        try other.execute(sql: "CREATE TABLE app_bench_extra (x INTEGER)")
+        try other.execute(sql: "CREATE INDEX positions_bench_extra ON positions (page)")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(seen.count == 1)
+        try CatalogStore.open(path: db).setPosition(user: "u", to: .page(3))
+        #expect(await seen.wait(for: 2))
+        #expect(seen.last == 3)
+        seen.task.cancel()
+    }
+}
