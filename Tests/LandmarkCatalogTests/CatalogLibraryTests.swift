@@ -217,8 +217,8 @@ struct CatalogLibraryTests {
         }
         var count: Int { values.withLock { $0.count } }
         var last: Value? { values.withLock { $0.last } }
-        /// Waits (up to `seconds`) until at least `n` values arrived.
-        func wait(for n: Int, seconds: Double = 5) async -> Bool {
+        /// Waits (up to `seconds`: generous, for a loaded machine) until at least `n` values arrived.
+        func wait(for n: Int, seconds: Double = 15) async -> Bool {
             let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
             while count < n && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
             return count >= n
@@ -295,10 +295,10 @@ struct CatalogLibraryTests {
 
     // MARK: - CarouselModel
 
-    /// Waits (up to 5 s) until `condition` holds on the main actor.
+    /// Waits (up to 15 s) until `condition` holds on the main actor.
     @MainActor
     static func eventually(_ condition: @MainActor () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(15)
         while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return condition()
     }
@@ -411,7 +411,7 @@ struct WatchCommandTests {
         }
 
         /// The next line of its stdout, or nil after `seconds` without one.
-        func line(within seconds: Double = 5) -> String? {
+        func line(within seconds: Double = 15) -> String? {
             let fd = out.fileHandleForReading.fileDescriptor
             let deadline = Date().addingTimeInterval(seconds)
             while true {

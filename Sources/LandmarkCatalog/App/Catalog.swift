@@ -18,9 +18,11 @@ import Glibc
 /// the pool's few threads. Here the work runs on threads of its own instead:
 /// - one **writer** connection on a serial `DispatchQueue`: writes are serialised in this process (and
 ///   `BEGIN IMMEDIATE` serialises them with other processes); imports and syncs run there;
-/// - a **pool of reader connections** (at most `maxReaders`, opened on demand, read-only) on a concurrent
-///   queue: in WAL mode a reader never waits for the writer (https://sqlite.org/wal.html), so a read
-///   during a long import returns at once, with the state before it.
+/// - a **pool of reader connections** (at most `maxReaders`, opened on demand, read-only), each read on a
+///   serial queue of its own: in WAL mode a reader never waits for the writer (https://sqlite.org/wal.html),
+///   so a read during a long import returns at once, with the state before it. (Serial queues run on
+///   dispatch's overcommit threads; a concurrent queue would share the CPU-count-limited threads of the
+///   global queue, and wait behind whatever else in the process blocks them.)
 /// Every method hops to those queues with a continuation, so no task ever blocks a cooperative thread.
 ///
 /// ## A database replaced or gone
@@ -40,7 +42,6 @@ public final class Catalog: Sendable {
     /// Opened with `.read`: every write throws 73.
     let isReadOnly: Bool
     private let writerQueue = DispatchQueue(label: "LandmarkCatalog.Catalog.writer", qos: .userInitiated)
-    private let readerQueue = DispatchQueue(label: "LandmarkCatalog.Catalog.readers", qos: .userInitiated, attributes: .concurrent)
     private let writer: WriterSlot
     private let readers: ReaderPool
     /// Finds commits (this process's and others') for ``observe(_:)``.
@@ -101,7 +102,7 @@ public final class Catalog: Sendable {
     /// see the same state), on a reader thread; never waits for a write.
     /// - Throws: what `body` throws; `CatalogError` when the database cannot be opened (66 when it is gone).
     public func read<T: Sendable>(_ body: @escaping @Sendable (CatalogStore) throws -> T) async throws -> T {
-        try await Self.run(on: readerQueue) { try self.withReader(body) }
+        try await Self.run(on: DispatchQueue(label: "LandmarkCatalog.Catalog.reader", qos: .userInitiated)) { try self.withReader(body) }
     }
 
     /// Runs `body` on the writer connection, on the writer thread (writes are serialised). Each of the
