@@ -6,6 +6,10 @@
 #   Benchmarks/run.sh --quick    10k / 100k landmarks, 10k users (about a minute; CI runs it)
 #   Benchmarks/run.sh --hub      only the PostgreSQL hub cases (with --quick: at 10k users)
 #   Benchmarks/run.sh --log      only the snapshot-log cases (with --quick: at 10k landmarks + 10k users)
+#   Benchmarks/run.sh --observe  only the Swift library: another process's commit → `catalog watch` prints
+#                                (p50, p95 over 200 commits), one idle observer's CPU over 60 s (--quick:
+#                                10 s), 100 observers in one process, featured() from 8 tasks against the
+#                                CLI per process; see Benchmarks/observe.py and Benchmarks/AppBench
 #
 # The hub cases (push into an empty and into a populated hub, pull, a one-change round trip, each beside
 # psql doing the same rows) run against a throwaway PostgreSQL server the script starts itself: initdb
@@ -20,12 +24,14 @@ repo=$(pwd)
 quick=false
 hub_only=false
 log_only=false
+observe_only=false
 for argument in "$@"; do
     case $argument in
         --quick) quick=true ;;
         --hub) hub_only=true ;;
         --log) log_only=true ;;
-        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log]" >&2; exit 64 ;;
+        --observe) observe_only=true ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --observe]" >&2; exit 64 ;;
     esac
 done
 
@@ -43,6 +49,15 @@ fi
 
 swift build -c release >&2
 bin=$(swift build -c release --show-bin-path)/catalog
+if $observe_only; then
+    mkdir -p Benchmarks/results
+    idle=60; $quick && idle=10
+    python3 Benchmarks/observe.py "$bin" Seeds/landmarkData.json --commits 200 --idle "$idle" | tee Benchmarks/results/observe.md
+    # 100 observers in one process, and featured() from 8 tasks against the CLI (Benchmarks/AppBench).
+    "$(dirname "$bin")/catalog-app-bench" "$bin" Seeds/landmarkData.json --observers 100 --commits 50 --seconds "$idle" \
+        | tail -n +3 | tee -a Benchmarks/results/observe.md
+    exit 0
+fi
 data=Benchmarks/data
 work=$(mktemp -d)
 pgdir=""

@@ -73,7 +73,7 @@ struct SourceIsolationTests {
         struct Feed: ChangeFeed {
             let failure: Failure
             func merge(into merger: inout RowMerger) throws {
-                var batch = RowBatch()
+                let batch = RowBatch()
                 batch.positions.append(PositionRecord(user: "planted", page: 0, landmark: nil,
                                                       stamp: HLCStamp(wallMilliseconds: 1_700_000_000_000, counter: 0, node: "n-planted"), deleted: false))
                 try merger.apply(batch)

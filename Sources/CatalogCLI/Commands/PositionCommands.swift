@@ -76,10 +76,7 @@ extension CatalogCLI {
             if let position {
                 writePosition(position, to: &w)
             } else {
-                w.raw("{"); w.key("currentPage"); w.raw("null")
-                w.raw(","); w.key("landmarkId"); w.raw("null")
-                w.raw(","); w.key("pageCount"); w.int(Int64(try store.featuredIDs().count))
-                w.raw(","); w.key("user"); w.string(try UserID.normalize(user)); w.raw("}")
+                writeNoPosition(user: try UserID.normalize(user), pageCount: try store.featuredIDs().count, to: &w)
             }
             w.byte(0x0A)
             i.stdout.write(w.bytes)
@@ -127,6 +124,14 @@ extension CatalogCLI {
             return "\(position.user): no featured landmarks, so no current page"
         }
         return "\(position.user): page \(page) of \(position.pageCount) (landmark \(landmark))"
+    }
+
+    /// `{"currentPage":null,"landmarkId":null,"pageCount":…,"user":…}`: a user with no position.
+    static func writeNoPosition(user: String, pageCount: Int, to w: inout JSONWriter) {
+        w.raw("{"); w.key("currentPage"); w.raw("null")
+        w.raw(","); w.key("landmarkId"); w.raw("null")
+        w.raw(","); w.key("pageCount"); w.int(Int64(pageCount))
+        w.raw(","); w.key("user"); w.string(user); w.raw("}")
     }
 
     /// `{"counter":…,"currentPage":…,"landmarkId":…,"node":…,"pageCount":…,"updatedAt":…,"user":…}`

@@ -94,7 +94,7 @@ public enum CatalogCLI {
             abstract: "Keep a catalog of landmarks in SQLite and keep many machines' copies of it in agreement.",
             discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
-                importCommand, featuredCommand, positionCommand, positionsCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
+                importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
                 statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
                 manCommand,
             ])

@@ -18,13 +18,16 @@ extension CatalogStore {
     ///   - options: strictness, pruning, dry run.
     ///   - diagnostics: called with each warning and error as it is found, in input order.
     ///   - progress: called about every 10,000 records with the records and bytes done so far.
+    ///   - shouldStop: asked after each batch (about 2,000 records); when it answers true the import
+    ///     stops and rolls back (`Catalog` passes its task's cancellation here).
     /// - Returns: the counts; with `dryRun`, what would have happened.
     /// - Throws: `CatalogError` — 66 for a missing or unreadable file or a directory, 65 for invalid data
     ///   (after every error found, up to `maxErrors`, went to `diagnostics`), 74 for a read error;
-    ///   nothing is written in any of these cases.
+    ///   `CancellationError` when `shouldStop` answered true; nothing is written in any of these cases.
     public func importLandmarks(from source: ImportSource, options: ImportOptions = ImportOptions(),
                                 diagnostics: @escaping (Diagnostic) -> Void = { _ in },
-                                progress: (Progress) -> Void = { _ in }) throws -> ImportSummary {
+                                progress: (Progress) -> Void = { _ in },
+                                shouldStop: () -> Bool = { false }) throws -> ImportSummary {
         let fd: Int32
         switch source {
         case .standardInput: fd = 0
@@ -39,7 +42,7 @@ extension CatalogStore {
             let file = source.displayName
             let reading = ReadingThread { queue in Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue) }
             defer { reading.finish() }
-            try writer.run(queue: reading.queue) { records, bytes in
+            try writer.run(queue: reading.queue, shouldStop: shouldStop) { records, bytes in
                 progress(Progress(records: records, bytes: bytes, totalBytes: total))
             }
             var summary = writer.summary
@@ -183,7 +186,8 @@ struct ImportWriter {
         diagnostics(d)
     }
 
-    mutating func run(queue: BatchQueue, progress: (Int, Int64) -> Void) throws {
+    /// Writes every batch of `queue`; `shouldStop` is asked after each one (true throws `CancellationError`).
+    mutating func run(queue: BatchQueue, shouldStop: () -> Bool = { false }, progress: (Int, Int64) -> Void) throws {
         let db = store.connection
         let preImage = store.path == ":memory:" ? nil : try PreImage(path: store.path)
         let tombstonesBefore = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
@@ -197,6 +201,7 @@ struct ImportWriter {
             var lastProgress = 0
             while true {
                 let batch = queue.take()
+                if shouldStop() { throw CancellationError() }
                 var next = 0
                 for (i, record) in batch.landmarks.enumerated() {
                     while next < batch.diagnostics.count, batch.diagnostics[next].afterRecord <= i {

@@ -1,6 +1,7 @@
 /// One landmark as stored: the fields of Apple's `landmarkData.json` plus the keys this catalog did not
-/// recognise (kept, and written back on output).
-public struct Landmark: Sendable, Equatable {
+/// recognise (kept, and written back on output). `Codable` in the `landmarkData.json` shape: see
+/// `App/ModelCoding.swift`.
+public struct Landmark: Sendable, Hashable, Identifiable {
     /// The record's `id`: the key of upserts and merges (names may repeat).
     public var id: Int64
     /// Never empty.

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A user's place in the featured carousel, resolved against the featured set as it is now (SPEC §5).
-public struct CarouselPosition: Sendable, Equatable {
+/// `Identifiable` by `user`; `Codable` as `position get --json` prints it (see `App/ModelCoding.swift`).
+public struct CarouselPosition: Sendable, Hashable, Identifiable {
     /// The user id (NFC-normalised).
     public var user: String
     /// The 0-based page now: the index of the stored landmark among the featured ones; if it is no longer

@@ -229,8 +229,10 @@ public final class CatalogStore {
         try transaction { .commit(try body()) }
     }
 
-    /// Runs `body` in one read transaction, mapping SQLite failures to `CatalogError`.
+    /// Runs `body` in one read transaction, mapping SQLite failures to `CatalogError`. Inside another
+    /// transaction `body` joins it (so several reads can share one snapshot, as `Catalog.read` does).
     package func read<T>(_ body: () throws -> T) throws -> T {
+        if connection.isInTransaction { return try body() }
         do {
             return try connection.readTransaction(body)
         } catch let error as SQLiteError {

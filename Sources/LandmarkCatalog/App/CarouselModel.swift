@@ -1,0 +1,184 @@
+import Foundation
+import Observation
+
+/// The model behind the tutorial's `PageView`: the featured landmarks as pages and the user's
+/// `currentPage`, kept in step with the catalog both ways (SPEC §13).
+///
+/// ```swift
+/// @State private var model = CarouselModel(catalog: catalog, user: "u-1")
+/// PageViewController(pages: model.pages.map(FeatureCard.init), currentPage: $model.currentPage)
+/// PageControl(numberOfPages: model.pageCount, currentPage: $model.currentPage)
+/// ```
+///
+/// - Setting ``currentPage`` shows the page at once and writes the position through, anchored to the
+///   landmark on that page and HLC-stamped. A burst of swipes is coalesced: the write goes out
+///   ``coalescingWindow`` (250 ms) after the last change, and at most ``maximumWriteDelay`` (1 s) after
+///   the first unsent one, so a continuous run of swipes still stores a page every second. The last page
+///   set is always the one stored. ``flush()`` sends a pending write now and waits for it.
+/// - A newer position for this user from anywhere (another device's page merged by a `catalog sync`, a
+///   `catalog position set`) moves ``currentPage``; while a local change is unsent or being written,
+///   the local change wins (it is the newer one and will be stored with a newer stamp).
+/// - When the featured set changes, the user stays on their landmark; if it is no longer featured the page
+///   is clamped into range — resolved exactly as `catalog position get` resolves it (SPEC §5).
+/// - Failures (a database missing, closed, busy; an invalid user id) are published in ``lastError``,
+///   never trapped; observation is retried with a backoff (0.25 s doubling to 5 s) unless the catalog
+///   was closed.
+@Observable
+@MainActor
+public final class CarouselModel {
+    /// How long after the last change of ``currentPage`` its write goes out.
+    public static let coalescingWindow: Duration = .milliseconds(250)
+    /// How long an unsent change may wait while changes keep coming.
+    public static let maximumWriteDelay: Duration = .seconds(1)
+
+    /// The catalog this model reads and writes.
+    @ObservationIgnored public let catalog: Catalog
+    /// The user whose position this is.
+    @ObservationIgnored public let user: String
+    /// The featured landmarks, in page order (empty until the first read, or when nothing is featured).
+    public private(set) var pages: [Landmark] = []
+    /// The number of pages.
+    public var pageCount: Int { pages.count }
+    /// The page shown (0-based; 0 when there are no pages). Setting it (a swipe, a tap on the page
+    /// control) clamps it into `0..<pageCount` and writes it through, coalesced.
+    public var currentPage: Int {
+        get { page }
+        set { select(newValue) }
+    }
+    /// The last failure, nil after the next success.
+    public private(set) var lastError: (any Error)?
+    /// True once the first read arrived.
+    public private(set) var isLoaded = false
+
+    private var page = 0
+    /// What the user is on: the landmark and page as stored (or as just chosen here), resolved against
+    /// `pages` as SPEC §5 says.
+    @ObservationIgnored private var anchor: (page: Int, landmark: Int64?)?
+    /// The newest position stamp seen or written: older positions are not applied.
+    @ObservationIgnored private var newestStamp: HLCStamp?
+    @ObservationIgnored private var unsent = false
+    @ObservationIgnored private var firstUnsent: ContinuousClock.Instant?
+    @ObservationIgnored private var writesInFlight = 0
+    @ObservationIgnored private var timer: Task<Void, Never>?
+    @ObservationIgnored private var lastWrite: Task<Void, Never>?
+    @ObservationIgnored private var observation: Task<Void, Never>?
+
+    /// Starts observing `user`'s carousel in `catalog`.
+    public init(catalog: Catalog, user: String) {
+        self.catalog = catalog
+        self.user = user
+        observation = Task { [weak self, catalog, user] in
+            var backoff = 0.25
+            while !Task.isCancelled {
+                do {
+                    for try await snapshot in catalog.observe({ try await $0.carousel(user: user) }) {
+                        guard let self else { return }
+                        self.apply(snapshot)
+                        backoff = 0.25
+                    }
+                    return
+                } catch {
+                    guard let self else { return }
+                    self.lastError = error
+                    if let error = error as? CatalogError, error.message.hasPrefix("the catalog was closed") { return }
+                    if let error = error as? CatalogError, error.kind == .usage, (try? UserID.normalize(user)) == nil { return }
+                }
+                try? await Task.sleep(for: .seconds(backoff))
+                backoff = min(backoff * 2, 5)
+            }
+        }
+    }
+
+    deinit {
+        observation?.cancel()
+        timer?.cancel()
+    }
+
+    /// Sends an unsent page now and waits until every write started so far has finished.
+    public func flush() async {
+        timer?.cancel()
+        timer = nil
+        startWrite()
+        await lastWrite?.value
+    }
+
+    /// Stops observing and writing (an unsent page is dropped: call ``flush()`` first to keep it).
+    public func stop() {
+        observation?.cancel()
+        timer?.cancel()
+        unsent = false
+    }
+
+    // MARK: - Local changes
+
+    private func select(_ requested: Int) {
+        guard !pages.isEmpty else { return }
+        let p = min(max(requested, 0), pages.count - 1)
+        if p != page { page = p }
+        anchor = (p, pages[p].id)
+        unsent = true
+        let now = ContinuousClock.now
+        if firstUnsent == nil { firstUnsent = now }
+        let deadline = min(now + Self.coalescingWindow, (firstUnsent ?? now) + Self.maximumWriteDelay)
+        timer?.cancel()
+        timer = Task { [weak self] in
+            do { try await Task.sleep(until: deadline) } catch { return }
+            self?.startWrite()
+        }
+    }
+
+    /// Starts the write of the unsent page, after the writes before it.
+    private func startWrite() {
+        guard unsent, let anchor else { return }
+        unsent = false
+        firstUnsent = nil
+        writesInFlight += 1
+        let previous = lastWrite
+        lastWrite = Task { [weak self, catalog, user] in
+            await previous?.value
+            var result: Result<CarouselPosition, any Error>
+            do {
+                result = .success(try await catalog.setPosition(user: user, to: anchor.landmark.map(PositionTarget.landmark) ?? .page(anchor.page)))
+            } catch let error as CatalogError where error.kind == .usage && anchor.landmark != nil {
+                // The landmark stopped being featured meanwhile: store the page, as a tap on it would.
+                do { result = .success(try await catalog.setPosition(user: user, to: .page(anchor.page))) } catch { result = .failure(error) }
+            } catch {
+                result = .failure(error)
+            }
+            self?.finishWrite(result)
+        }
+    }
+
+    private func finishWrite(_ result: Result<CarouselPosition, any Error>) {
+        writesInFlight -= 1
+        switch result {
+        case .success(let stored):
+            if newestStamp.map({ stored.stamp > $0 }) ?? true { newestStamp = stored.stamp }
+            lastError = nil
+        case .failure(let error):
+            lastError = error
+        }
+    }
+
+    // MARK: - Changes from the catalog
+
+    private func apply(_ snapshot: CarouselSnapshot) {
+        if snapshot.pages != pages { pages = snapshot.pages }
+        isLoaded = true
+        lastError = nil
+        if let position = snapshot.position, !unsent, writesInFlight == 0, newestStamp.map({ position.stamp > $0 }) ?? true {
+            newestStamp = position.stamp
+            anchor = (position.storedPage, position.storedLandmarkID)
+        }
+        guard let anchor else {
+            if page != 0 && pages.isEmpty { page = 0 }
+            return
+        }
+        // SPEC §5, by the same function `position get` uses.
+        let resolved = CatalogStore.resolve(user: user, page: anchor.page, landmarkID: anchor.landmark,
+                                            stamp: newestStamp ?? HLCStamp(wallMilliseconds: 0, counter: 0, node: ""),
+                                            featured: pages.map(\.id))
+        let target = resolved.currentPage ?? 0
+        if target != page { page = target }
+    }
+}

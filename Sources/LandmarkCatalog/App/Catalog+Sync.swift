@@ -1,0 +1,28 @@
+/// `Catalog.sync`: kept in a file of its own, because its sources (HTTP, a PostgreSQL hub) are the part of
+/// the library an app that only reads and writes its own database does not need.
+extension Catalog {
+    /// Syncs with `sources` (SPEC §8) on the writer thread: each source is fetched, then merged in one
+    /// transaction with last-writer-wins; a source that fails changes nothing and is reported. Observers
+    /// are woken when it returns.
+    ///
+    /// Cancelling the calling task before the sync starts throws `CancellationError`; once started, a sync
+    /// runs to its end (each source is one transaction: merged whole or not at all).
+    /// - Parameters:
+    ///   - sources: paths, log directories or manifests, `-`, or saved remote names; empty means the saved
+    ///     remotes. `http(s)://` URLs and PostgreSQL hubs need the `LandmarkCatalogSync` library and its
+    ///     `NetworkSources.register()` (without it such a source fails alone with 64).
+    ///   - progress: called on the writer thread while a source merges (phase `.merging`) and while
+    ///     `--publish` writes (phase `.writing`).
+    ///   - diagnostics: warnings (quarantine, ties, retries) and errors with their location.
+    /// - Returns: per-source outcomes and counts; ``SyncReport/exitStatus`` is the first failure's.
+    /// - Throws: `CatalogError` 75 when another sync holds the lock, 64 for a bad SOURCE or nothing to
+    ///   sync, 73 for a read-only catalog or when the lock file cannot be made.
+    @discardableResult
+    public func sync(_ sources: [String] = [], options: SyncOptions = SyncOptions(),
+                     progress: @escaping @Sendable (Progress) -> Void = { _ in },
+                     diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }) async throws -> SyncReport {
+        try await cancellableWrite { store, stop in
+            try store.sync(sources: sources, options: options, diagnostics: diagnostics, progress: progress)
+        }
+    }
+}
