@@ -61,6 +61,7 @@ rule "" 7 "docs/merge-rules.md §2"
 rule "" 9 "docs/exit-statuses.md §1"
 
 # §10 snapshot logs.
+rule "^/// Snapshot logs \\(SPEC" 10 "docs/log-format.md"
 rule "[Mm]anifest" 10 "docs/log-format.md §2"
 rule "reader|consumer|^/// \\(SPEC §10\\)\\.$" 10 "docs/log-format.md §6"
 rule "[Pp]ublish|delta|\\.json" 10 "docs/log-format.md §3"
@@ -69,12 +70,14 @@ rule "" 10 "docs/log-format.md"
 # §11 the PostgreSQL hub.
 rule "commit-order|commit order" 11 "docs/hub.md §8"
 rule "status|digest|beside this node" 11 "docs/hub.md §11"
+rule "sync source" 11 "docs/hub.md §5"
 rule "pull" 11 "docs/hub.md §7"
 rule "push" 11 "docs/hub.md §6"
 rule "schema|migrat" 11 "docs/hub.md §2"
 rule "" 11 "docs/hub.md §5"
 
 # §12 operations.
+rule "what an operator sees" 12 "docs/operations.md"
 rule "health|alert|--check" 12 "docs/operations.md §3"
 rule "[Dd]iagnostic" 12 "docs/operations.md §5"
 rule "install" 12 "docs/operations.md §1"
