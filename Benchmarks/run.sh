@@ -10,13 +10,17 @@
 #                                (p50, p95 over 200 commits), one idle observer's CPU over 60 s (--quick:
 #                                10 s), 100 observers in one process, featured() from 8 tasks against the
 #                                CLI per process; see Benchmarks/observe.py and Benchmarks/AppBench
+#   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
+#   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
+#                                    Debian when missing; skipped with a note when it cannot be)
 #
 # The hub cases (push into an empty and into a populated hub, pull, a one-change round trip, each beside
 # psql doing the same rows) run against a throwaway PostgreSQL server the script starts itself: initdb
 # as the postgres user into a temporary directory, 127.0.0.1 and a random port, stopped at the end.
 #
 # Data is generated once, deterministically (seeded), into Benchmarks/data/ (git-ignored).
-# Results: a table on stdout and Benchmarks/results/latest.md.
+# Results: a table on stdout and Benchmarks/results/latest.md (a --log-size run also in
+# Benchmarks/results/log-N.md, so runs at several sizes can be plotted together).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -25,15 +29,22 @@ quick=false
 hub_only=false
 log_only=false
 observe_only=false
+log_size=""
+plot=false
 for argument in "$@"; do
     case $argument in
         --quick) quick=true ;;
         --hub) hub_only=true ;;
         --log) log_only=true ;;
         --observe) observe_only=true ;;
-        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --observe]" >&2; exit 64 ;;
+        --log-size=[0-9]*) log_only=true; log_size=${argument#--log-size=} ;;
+        --plot) plot=true ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe] [--plot]" >&2; exit 64 ;;
     esac
 done
+if [ -n "$log_size" ] && [ "$log_size" -lt 10000 ]; then
+    echo "Benchmarks/run.sh: --log-size must be at least 10000 (the 10,000-change case needs that many users)" >&2; exit 64
+fi
 
 # What the benchmark needs from Debian.
 need=()
@@ -44,6 +55,12 @@ if [ ${#need[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -qq && $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# gnuplot only draws the picture: when it cannot be installed, the benchmark still runs.
+if $plot && ! command -v gnuplot >/dev/null; then
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 \
+        || echo "Benchmarks/run.sh: could not install gnuplot-nox; the picture will not be drawn" >&2
 fi
 ./scripts/setup
 
@@ -73,6 +90,8 @@ if $quick; then
 else
     sizes=(10000 100000 1000000); users=(10000 1000000); runs=3
 fi
+# --log-size: only the snapshot-log cases' own data is generated (below).
+if [ -n "$log_size" ]; then sizes=(); users=(); fi
 
 gen() {  # gen FILE ARGS...: generate once
     local file=$1; shift
@@ -218,8 +237,10 @@ done
 # Incremental sync (snapshot logs): the cost of one change and of 10,000, against a full export and a
 # full-snapshot sync measured here; bootstrap from a base against an import of the same rows.
 if ! $hub_only; then
-if $quick; then ln=10000; pn=10000; else ln=1000000; pn=1000000; fi
+if [ -n "$log_size" ]; then ln=$log_size; pn=$log_size; elif $quick; then ln=10000; pn=10000; else ln=1000000; pn=1000000; fi
 lfile="$data/landmarks-$ln.json"; pfile="$data/positions-$pn.json"
+if [ "$ln" -lt 1000000 ]; then gen "$lfile" landmarks "$ln" "$lfile"; fi
+gen "$pfile" positions "$pn" "$pfile"
 pub="$work/pub.sqlite"; con="$work/con.sqlite"; log="$work/log"
 rm -rf "$pub"* "$con"* "$log"
 "$bin" --db "$pub" import --quiet "$lfile"
@@ -276,6 +297,8 @@ $log_only || source Benchmarks/hub.sh
     echo "| --- | --- | --- | --- | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
 } | tee Benchmarks/results/latest.md
+if [ -n "$log_size" ]; then cp Benchmarks/results/latest.md "Benchmarks/results/log-$log_size.md"; fi
+if $plot; then Benchmarks/plot.sh; fi
 if [ ${#over_budget[@]} -gt 0 ]; then
     printf 'over budget: %s\n' "${over_budget[@]}" >&2
     exit 1

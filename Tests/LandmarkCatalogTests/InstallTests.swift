@@ -35,9 +35,9 @@ struct InstallTests {
         return paths.sorted()
     }
 
-    /// The README's crontab block: its environment lines and its one job's command (the schedule dropped).
-    static func readmeCron() throws -> (environment: [(String, String)], command: String) {
-        let readme = try String(contentsOf: Support.root.appending(path: "README.md"), encoding: .utf8)
+    /// The crontab block of docs/operations.md §2 (the first `cron` block): its environment lines and its one job's command (the schedule dropped).
+    static func documentedCron() throws -> (environment: [(String, String)], command: String) {
+        let readme = try String(contentsOf: Support.root.appending(path: "docs/operations.md"), encoding: .utf8)
         let block = try #require(readme.components(separatedBy: "```cron\n").dropFirst().first?.components(separatedBy: "```").first)
         var environment: [(String, String)] = []
         var jobs: [String] = []
@@ -69,10 +69,10 @@ struct InstallTests {
         #expect(version.stderr == "")
     }
 
-    @Test("the README's cron line, run once by hand with a temporary database, succeeds silently and publishes")
+    @Test("the cron line of docs/operations.md, run once by hand with a temporary database, succeeds silently and publishes")
     func cronLine() throws {
         let prefix = try Self.installedPrefix()
-        let (environment, command) = try Self.readmeCron()
+        let (environment, command) = try Self.documentedCron()
         let path = try #require(environment.first { $0.0 == "PATH" }?.1)
         #expect(path.hasPrefix("/usr/local/bin:"))
         // The paths in the line move under a sandbox; PATH's /usr/local is the temporary prefix.
@@ -98,7 +98,7 @@ struct InstallTests {
         let database = try #require(words.firstIndex(of: "--db").map { words[$0 + 1] })
         let status = runCLI(["status", "--json"], db: database)
         #expect(status.stdout.contains(#""outcome":"ok""#))
-        // Without the README's PATH line, cron's default PATH does not find catalog: why the line is there.
+        // Without the documented PATH line, cron's default PATH does not find catalog: why the line is there.
         if !FileManager.default.fileExists(atPath: "/usr/bin/catalog") && !FileManager.default.fileExists(atPath: "/bin/catalog") {
             let bare = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", words.joined(separator: " ")])
             #expect(bare.status == 127)

@@ -1,18 +1,21 @@
 import Foundation
 import Testing
 
-/// README's checked examples: every fenced block marked `console`. In one, a line starting with `$ ` is a
-/// command; the lines after it, up to the next command or the end of the block, are what it prints
-/// (standard output and standard error, in order); `…` in an expected line stands for any text. The
-/// commands run in README order, through bash, with the built `catalog` first on PATH, in one fresh
-/// database (`CATALOG_DB`), in a directory that holds a copy of `Seeds/landmarkData.json`. A command must
-/// exit 0 unless what it should print includes a `catalog: error:` line.
+/// The checked examples of README.md and of every `docs/*.md`: every fenced block marked `console`. In
+/// one, a line starting with `$ ` is a command; the lines after it, up to the next command or the end of
+/// the block, are what it prints (standard output and standard error, in order); `…` in an expected line
+/// stands for any text. The commands of one file run in that file's order, through bash, with the built
+/// `catalog` first on PATH, in one fresh database (`CATALOG_DB`, one per file), in a directory that holds
+/// a copy of `Seeds/landmarkData.json`. A command must exit 0 unless what it should print includes a
+/// `catalog: error:` line.
 enum ReadmeExamples {
     struct Command: Sendable, Equatable {
-        /// The README line of the `$ ` line (1-based).
+        /// The file's line of the `$ ` line (1-based).
         var line: Int
         var command: String
         var expected: [String]
+        /// The file it comes from, relative to the package root.
+        var file = "README.md"
     }
 
     struct Mismatch: CustomStringConvertible {
@@ -20,13 +23,14 @@ enum ReadmeExamples {
         var status: Int32
         var actual: [String]
         var description: String {
-            "README.md:\(command.line): `\(command.command)` (exit \(status)) printed\n"
-                + actual.map { "  | \($0)" }.joined(separator: "\n") + "\nREADME shows\n" + command.expected.map { "  | \($0)" }.joined(separator: "\n")
+            "\(command.file):\(command.line): `\(command.command)` (exit \(status)) printed\n"
+                + actual.map { "  | \($0)" }.joined(separator: "\n") + "\n\(command.file) shows\n" + command.expected.map { "  | \($0)" }.joined(separator: "\n")
         }
     }
 
     /// The commands of every `console` block, in order.
-    static func parse(_ text: String) -> [Command] {
+    /// - Parameter file: the file's path relative to the package root, for messages.
+    static func parse(_ text: String, file: String = "README.md") -> [Command] {
         var commands: [Command] = []
         var inBlock = false
         for (index, line) in text.components(separatedBy: "\n").enumerated() {
@@ -38,7 +42,7 @@ enum ReadmeExamples {
             if trimmed.hasPrefix("```") {
                 inBlock = false
             } else if line.hasPrefix("$ ") {
-                commands.append(Command(line: index + 1, command: String(line.dropFirst(2)), expected: []))
+                commands.append(Command(line: index + 1, command: String(line.dropFirst(2)), expected: [], file: file))
             } else if !commands.isEmpty {
                 commands[commands.count - 1].expected.append(line)
             }
@@ -63,7 +67,7 @@ enum ReadmeExamples {
         }
     }
 
-    /// Runs `commands` in order in a fresh sandbox and returns the ones whose output differs from README's.
+    /// Runs `commands` in order in a fresh sandbox and returns the ones whose output differs from their file's.
     static func check(_ commands: [Command]) throws -> [Mismatch] {
         let sandbox = Support.temporaryDirectory()
         try FileManager.default.copyItem(at: Support.root.appending(path: "Seeds/landmarkData.json"),
@@ -87,6 +91,19 @@ enum ReadmeExamples {
     }
 
     static var readme: String { get throws { try String(contentsOf: Support.root.appending(path: "README.md"), encoding: .utf8) } }
+
+    /// The pages of `docs/` (`docs/NAME.md`, relative to the package root), sorted.
+    static var docs: [String] {
+        get throws {
+            try FileManager.default.contentsOfDirectory(atPath: Support.root.appending(path: "docs").path)
+                .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        }
+    }
+
+    /// The text of `file` (relative to the package root).
+    static func text(_ file: String) throws -> String {
+        try String(contentsOf: Support.root.appending(path: file), encoding: .utf8)
+    }
 }
 
 @Suite("README examples are true")
@@ -99,6 +116,53 @@ struct ReadmeExamplesTests {
         #expect(commands.count >= 5)
         let mismatches = try ReadmeExamples.check(commands)
         #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n\n"))")
+    }
+
+    @Test("every console example in docs/*.md prints what the page shows, each page in a fresh database")
+    func docsExamples() throws {
+        let pages = try ReadmeExamples.docs
+        for page in ["docs/cli.md", "docs/exit-statuses.md", "docs/log-format.md", "docs/merge-rules.md", "docs/snapshot-format.md",
+                     "docs/hub.md", "docs/operations.md", "docs/limits.md", "docs/performance.md"] {
+            #expect(pages.contains(page), "\(page) is missing")
+        }
+        var checked = 0
+        for page in pages {
+            let commands = ReadmeExamples.parse(try ReadmeExamples.text(page), file: page)
+            checked += commands.count
+            let mismatches = try ReadmeExamples.check(commands)
+            #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n\n"))")
+        }
+        #expect(checked >= 10)
+    }
+
+    @Test("an example in docs/ edited to be wrong fails the check, naming its page and line")
+    func wrongDocsExampleFails() throws {
+        let page = "docs/exit-statuses.md"
+        let text = try ReadmeExamples.text(page)
+        #expect(text.contains("exit 64\n"))
+        let mismatches = try ReadmeExamples.check(ReadmeExamples.parse(text.replacingOccurrences(of: "exit 64\n", with: "exit 65\n"), file: page))
+        #expect(mismatches.count == 1)
+        #expect(mismatches.first?.description.hasPrefix("docs/exit-statuses.md:") == true)
+        #expect(mismatches.first?.actual.last == "exit 64")
+    }
+
+    @Test("docs/exit-statuses.md lists exactly the exit statuses catalog --help lists")
+    func exitStatusTable() throws {
+        let help = runCLI(["--help"])
+        #expect(help.status == 0)
+        let section = try #require(help.stdout.components(separatedBy: "EXIT STATUS:\n").last)
+        let helpCodes = section.split(separator: "\n").compactMap { line -> Int? in
+            let words = line.split(separator: " ")
+            return line.hasPrefix("  ") && !line.hasPrefix("      ") ? words.first.flatMap { Int($0) } : nil
+        }
+        let text = try ReadmeExamples.text("docs/exit-statuses.md")
+        let table = try #require(text.components(separatedBy: "## 1. The statuses").last?.components(separatedBy: "\n## ").first)
+        let docCodes = table.split(separator: "\n").compactMap { line -> Int? in
+            guard line.hasPrefix("| ") else { return nil }
+            return Int(line.dropFirst(2).prefix { $0.isNumber })
+        }
+        #expect(helpCodes.count >= 10)
+        #expect(docCodes == helpCodes)
     }
 
     @Test("an example edited to be wrong fails the check, naming its line and what was printed", arguments: [
