@@ -3,7 +3,7 @@ import Foundation
 @testable import LandmarkCatalog
 import Testing
 
-/// The Swift library an app binds to (SPEC §13): the Codable model, `Catalog`, `observe`, `CarouselModel`.
+/// The Swift library an app binds to (docs/swift-library.md): the Codable model, `Catalog`, `observe`, `CarouselModel`.
 @Suite("Catalog library")
 struct CatalogLibraryTests {
     static let seeds = Support.root.appending(path: "Seeds/landmarkData.json")

@@ -66,7 +66,7 @@ final class FullDiskSink: OutputSink {
     var writeError: Int32? { ENOSPC }
 }
 
-/// One table row per documented exit status (SPEC §9), each produced by a real command line.
+/// One table row per documented exit status (docs/exit-statuses.md §1), each produced by a real command line.
 @Suite("Exit statuses")
 struct ExitStatusTests {
     struct Case: CustomTestStringConvertible, Sendable {

@@ -437,7 +437,7 @@ struct HostileSyncTests {
         #expect(ledger.contains([.text("busy"), .integer(75), .integer(1)]), "\(ledger)")
         #expect(ledger.contains([.text("ok"), .integer(0), .null]), "\(ledger)")
 
-        // What README says of hard links: another name with its own real path, so its own lock file.
+        // What docs/operations.md §9 says of hard links: another name with its own real path, so its own lock file.
         let hard = sandbox.path("hard.sqlite")
         try FileManager.default.linkItem(atPath: db, toPath: hard)
         #expect(SyncLock.lockPath(for: hard) != SyncLock.lockPath(for: db))

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// The commit-order gap (SPEC §11): a hub sequence number is taken before its transaction commits, so a
+/// The commit-order gap (docs/hub.md §8): a hub sequence number is taken before its transaction commits, so a
 /// puller could read number n+1 (committed) while n (taken earlier, committed later) is still invisible,
 /// move its cursor past n, and never see that row. Pushes hold the advisory push lock from before their
 /// first `nextval` until they commit, which closes it. These tests make the interleaving happen

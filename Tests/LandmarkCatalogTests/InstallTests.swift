@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `scripts/install` (SPEC §12, issue 13) into temporary prefixes, with the binary these tests were built
+/// `scripts/install` (docs/operations.md §1, issue 13) into temporary prefixes, with the binary these tests were built
 /// with (`--binary`: no release build here, to stay fast; the script's default builds one).
 @Suite("Install: scripts/install into a temporary prefix", .serialized)
 struct InstallTests {

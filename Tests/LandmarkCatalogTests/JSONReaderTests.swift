@@ -1038,7 +1038,7 @@ enum JSONTestDifferential {
     ///    Foundation does. That is exactly our lenient mode, so Foundation is compared with lenient mode, and
     ///    strict mode must agree with lenient mode except that it refuses each trailing comma.
     /// 2. It guesses the encoding and reads UTF-16/UTF-32 (a NUL among the first two bytes, or an FE FF / FF FE
-    ///    byte order mark: `00 31` is read as `1`). We refuse such input (only UTF-8, SPEC §3); such inputs
+    ///    byte order mark: `00 31` is read as `1`). We refuse such input (only UTF-8, docs/cli.md §2); such inputs
     ///    are only checked for our refusal.
     /// 3. It refuses numbers whose magnitude overflows Double ("Number 1e400 is not representable in Swift").
     ///    RFC 8259 §6 allows any range; we accept them with doubleValue ±infinity. Excluded exactly when

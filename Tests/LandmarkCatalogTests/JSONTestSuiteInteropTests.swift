@@ -19,7 +19,7 @@ struct JSONTestSuiteInteropTests {
         return directory != nil
     }()
 
-    /// The `n_` files that lenient mode accepts, each with one trailing-comma warning (SPEC §3).
+    /// The `n_` files that lenient mode accepts, each with one trailing-comma warning (docs/cli.md §2).
     static let lenientlyAccepted: Set<String> = [
         "n_array_extra_comma.json", "n_array_number_and_comma.json", "n_object_trailing_comma.json",
     ]

@@ -3,7 +3,7 @@ import Foundation
 @testable import LandmarkCatalogSync
 import Testing
 
-/// Snapshot logs (SPEC §10): publishing, reading from a cursor, generations, tampering, failures.
+/// Snapshot logs (docs/log-format.md): publishing, reading from a cursor, generations, tampering, failures.
 @Suite("Snapshot logs")
 struct LogTests {
     static func store(_ dir: URL, _ name: String, clock: ManualClock = ManualClock(testNow)) throws -> CatalogStore {

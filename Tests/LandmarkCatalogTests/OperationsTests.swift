@@ -4,7 +4,7 @@ import Foundation
 @testable import LandmarkCatalogSync
 import Testing
 
-// Issue 12, SPEC §12: what an operator sees — bounded diagnostics, JSON logs, status --check, metrics, the
+// Issue 12, docs/operations.md: what an operator sees — bounded diagnostics, JSON logs, status --check, metrics, the
 // run ledger, the quarantine and the conflicts — each on real syncs of real snapshots.
 
 /// A snapshot of `count` positions `u0…`, all stamped `at` by `node`, on `page`.
@@ -341,7 +341,7 @@ struct PrometheusTests {
     }
 
     /// Regression (a user test): every source ever synced — a typo, a one-off file, a removed remote —
-    /// stayed in `status` and in the metrics with `catalog_source_up 0`, so the README's staleness alert
+    /// stayed in `status` and in the metrics with `catalog_source_up 0`, so the staleness alert of docs/operations.md §3
     /// fired forever; and while a sync ran, `catalog_last_run_success` read 0.
     @Test("per-source series cover the last run's sources and the saved remotes; a running run is not the last run")
     func currentSources() throws {

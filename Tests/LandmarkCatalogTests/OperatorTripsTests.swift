@@ -87,7 +87,7 @@ struct CreatesNothingTests {
     }
 }
 
-@Suite("Operator trips: status --check, status and the metrics agree on the last run (SPEC §12)")
+@Suite("Operator trips: status --check, status and the metrics agree on the last run (docs/operations.md §3)")
 struct LastRunAgreementTests {
     @Test("--max-age 1h after one failed run whose source synced 3 s before: healthy, and the line says the last run failed")
     func failedRunFreshSource() throws {

@@ -4,7 +4,7 @@ import Foundation
 @testable import LandmarkCatalogSync
 import Testing
 
-/// Progress lines (SPEC §3, issue 13): drawn on standard error only when it is a terminal, for import,
+/// Progress lines (docs/cli.md §2, issue 13): drawn on standard error only when it is a terminal, for import,
 /// sync (each source's merge, then `--publish`), publish and `export --output`; never in a pipe, with
 /// `--quiet`, `--json` or `--log-format json`.
 @Suite("Progress on a terminal")

@@ -179,7 +179,7 @@ struct MergeRuleTests {
         #expect(result.status == bad.status, "\(result.stderr)")
         #expect(result.stderr.contains(bad.mentions), "\(result.stderr)")
         #expect(try dumpLandmarks(db) == before)
-        // Each source stands alone (SPEC §8): the good one merged, nothing of the bad one did.
+        // Each source stands alone (docs/cli.md §7): the good one merged, nothing of the bad one did.
         #expect(try dumpPositions(db).map { $0[0] } == [.text("g")])
         let status = runCLI(["status", "--json"], db: db).stdout
         #expect(status.contains(#""outcome":"failed""#))

@@ -1,7 +1,7 @@
 import LandmarkCatalog
 import LandmarkCatalogSync
 
-/// `catalog status` for PostgreSQL hubs (SPEC §11): per hub, the last push and pull, the cursors, and
+/// `catalog status` for PostgreSQL hubs (docs/hub.md §11): per hub, the last push and pull, the cursors, and
 /// the hub's state digest beside this node's.
 extension CatalogCLI {
     /// The `hubs` member of `status --json`: an array, by source, keys sorted; `remotes` (source key →

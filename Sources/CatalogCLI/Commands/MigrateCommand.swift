@@ -17,7 +17,7 @@ extension CatalogCLI {
             abstract: "Apply pending schema migrations (done on every open), or list them.",
             discussion: """
                 --status lists without applying anything, and still lists a database this binary refuses to open (a changed migration, or one from a newer binary), then exits 73. \
-                --hub HUB creates or migrates a PostgreSQL hub's schema and does nothing else: run it as the role that owns the hub's database, then grant the edges' role only what it uses (README, "Running a hub").
+                --hub HUB creates or migrates a PostgreSQL hub's schema and does nothing else: run it as the role that owns the hub's database, then grant the edges' role only what it uses (docs/hub.md §4).
                 """,
             options: [MigrateOptions.status.spec, Options.json.with(help: "With --status, print JSON.").spec, MigrateOptions.hub.spec],
             validate: { p in

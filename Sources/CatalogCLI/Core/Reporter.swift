@@ -1,7 +1,7 @@
 import Foundation
 import LandmarkCatalog
 
-/// The one place diagnostics reach stderr (SPEC §12): as text (`catalog: warning: …`) or, with
+/// The one place diagnostics reach stderr (docs/operations.md §5): as text (`catalog: warning: …`) or, with
 /// `--log-format json`, as one JSON object per line; at most `limit` lines of one kind per run, then
 /// one line with the count of the rest and where to see them all. Counts stay complete. Text lines show
 /// control characters escaped (`\u{1B}`), as tables do: a key or a name from a file cannot drive the

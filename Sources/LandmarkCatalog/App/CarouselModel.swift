@@ -2,7 +2,7 @@ import Foundation
 import Observation
 
 /// The model behind the tutorial's `PageView`: the featured landmarks as pages and the user's
-/// `currentPage`, kept in step with the catalog both ways (SPEC §13).
+/// `currentPage`, kept in step with the catalog both ways (docs/swift-library.md).
 ///
 /// ```swift
 /// @State private var model = CarouselModel(catalog: catalog, user: "u-1")
@@ -19,7 +19,7 @@ import Observation
 ///   `catalog position set`) moves ``currentPage``; while a local change is unsent or being written,
 ///   the local change wins (it is the newer one and will be stored with a newer stamp).
 /// - When the featured set changes, the user stays on their landmark; if it is no longer featured the page
-///   is clamped into range — resolved exactly as `catalog position get` resolves it (SPEC §5).
+///   is clamped into range — resolved exactly as `catalog position get` resolves it (docs/cli.md §4).
 /// - Failures (a database missing, closed, busy; an invalid user id) are published in ``lastError``,
 ///   never trapped; observation is retried with a backoff (0.25 s doubling to 5 s) unless the catalog
 ///   was closed.
@@ -52,7 +52,7 @@ public final class CarouselModel {
 
     private var page = 0
     /// What the user is on: the landmark and page as stored (or as just chosen here), resolved against
-    /// `pages` as SPEC §5 says.
+    /// `pages` as docs/cli.md §4 says.
     @ObservationIgnored private var anchor: (page: Int, landmark: Int64?)?
     /// The newest position stamp seen or written: older positions are not applied.
     @ObservationIgnored private var newestStamp: HLCStamp?
@@ -174,7 +174,7 @@ public final class CarouselModel {
             if page != 0 && pages.isEmpty { page = 0 }
             return
         }
-        // SPEC §5, by the same function `position get` uses.
+        // docs/cli.md §4, by the same function `position get` uses.
         let resolved = CatalogStore.resolve(user: user, page: anchor.page, landmarkID: anchor.landmark,
                                             stamp: newestStamp ?? HLCStamp(wallMilliseconds: 0, counter: 0, node: ""),
                                             featured: pages.map(\.id))

@@ -1,7 +1,7 @@
 /// `Catalog.sync`: kept in a file of its own, because its sources (HTTP, a PostgreSQL hub) are the part of
 /// the library an app that only reads and writes its own database does not need.
 extension Catalog {
-    /// Syncs with `sources` (SPEC §8) on the writer thread: each source is fetched, then merged in one
+    /// Syncs with `sources` (docs/cli.md §7) on the writer thread: each source is fetched, then merged in one
     /// transaction with last-writer-wins; a source that fails changes nothing and is reported. Observers
     /// are woken when it returns.
     ///

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// One `Sendable` handle on a catalog database, for any number of tasks: what an app binds to (SPEC §13).
+/// One `Sendable` handle on a catalog database, for any number of tasks: what an app binds to (docs/swift-library.md).
 ///
 /// ```swift
 /// let catalog = try Catalog(path: databaseURL.path)
@@ -204,7 +204,7 @@ public final class Catalog: Sendable {
 
     // MARK: - Reads
 
-    /// The featured landmarks in `id` order: the carousel's pages, page 0 first (SPEC §4).
+    /// The featured landmarks in `id` order: the carousel's pages, page 0 first (docs/cli.md §3).
     public func featured() async throws -> [Landmark] {
         try await read { try $0.featuredLandmarks() }
     }
@@ -214,7 +214,7 @@ public final class Catalog: Sendable {
         try await read { try $0.landmark(id: id) }
     }
 
-    /// `user`'s position resolved against today's featured set (SPEC §5), or nil (never set, or cleared).
+    /// `user`'s position resolved against today's featured set (docs/cli.md §4), or nil (never set, or cleared).
     /// - Throws: `CatalogError` 64 for an invalid user id.
     public func position(user: String) async throws -> CarouselPosition? {
         try await read { try $0.position(user: user) }
@@ -242,7 +242,7 @@ public final class Catalog: Sendable {
 
     // MARK: - Writes
 
-    /// Stores where `user` is, HLC-stamped, in one transaction (SPEC §5).
+    /// Stores where `user` is, HLC-stamped, in one transaction (docs/cli.md §4).
     /// - Parameter target: a page in `0..<pageCount`, or a featured landmark (its page is stored).
     /// - Returns: the stored position, resolved.
     /// - Throws: `CatalogError` 64 for a bad user id, a page out of range or a landmark that is not
@@ -258,7 +258,7 @@ public final class Catalog: Sendable {
         try await write { try $0.clearPosition(user: user) }
     }
 
-    /// Imports a `landmarkData.json` file (SPEC §3) in one transaction, on the writer thread.
+    /// Imports a `landmarkData.json` file (docs/cli.md §2) in one transaction, on the writer thread.
     ///
     /// Reads run meanwhile and see the state before the import until it commits. Cancelling the calling
     /// task stops the import at its next batch (about 2,000 records) and rolls it back: nothing is written.
@@ -278,7 +278,7 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// Writes a snapshot of the whole catalog (SPEC §6) to `path` atomically, from a reader connection.
+    /// Writes a snapshot of the whole catalog (docs/snapshot-format.md §1) to `path` atomically, from a reader connection.
     /// Cancelling the calling task stops it at its next chunk (about 64 KiB); the file is then left as it was.
     /// - Parameter progress: called after each chunk with the rows and bytes written (phase `.writing`).
     /// - Throws: `CancellationError`; `CatalogError` 64 for an empty path, 73 when the file cannot be
@@ -298,7 +298,7 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// The snapshot (SPEC §6) as bytes, from a reader connection.
+    /// The snapshot (docs/snapshot-format.md §1) as bytes, from a reader connection.
     public func exportSnapshot() async throws -> [UInt8] {
         try await cancellableRead { store, stop in
             var bytes: [UInt8] = []

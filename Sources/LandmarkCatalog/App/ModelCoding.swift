@@ -1,5 +1,5 @@
 /// `Codable` for the two values an app shows: a ``Landmark`` in the `landmarkData.json` shape and a
-/// ``CarouselPosition`` in the shape `catalog position get --json` prints (SPEC §13).
+/// ``CarouselPosition`` in the shape `catalog position get --json` prints (docs/swift-library.md).
 ///
 /// Neither conformance has rules of its own. A `Landmark` is decoded by the import's own
 /// `LandmarkDecoder` (required keys, ranges, `isFavourite`, the legacy `category: "Featured"`, kept
@@ -44,7 +44,7 @@ extension Landmark {
 }
 
 extension Landmark: Codable {
-    /// Decodes one `landmarkData.json` object, with the rules of `catalog import` (SPEC §3): what the
+    /// Decodes one `landmarkData.json` object, with the rules of `catalog import` (docs/cli.md §2): what the
     /// import accepts with a warning is accepted here silently; what it refuses is a
     /// `DecodingError.dataCorrupted` naming the field. An absent optional key or `null` decodes as nil,
     /// `""` as `""`. Unknown keys are kept in ``extraJSON`` sorted by key (a `Decoder` does not say in

@@ -3,7 +3,7 @@ import Foundation
 extension Catalog {
     /// Observes a read: yields its result at once, then again after every commit that changes it — this
     /// process's or another's (a cron `catalog sync`, an `import`) — never the same value twice in a row
-    /// (SPEC §13).
+    /// (docs/swift-library.md).
     ///
     /// ```swift
     /// for try await pages in catalog.observe({ try await $0.featured() }) { show(pages) }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A last-writer-wins stamp: the order key of SPEC §7, compared as (`wallMilliseconds`, `counter`, `node`).
+/// A last-writer-wins stamp: the order key of docs/merge-rules.md §1, compared as (`wallMilliseconds`, `counter`, `node`).
 public struct HLCStamp: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Physical part: ms since 1970-01-01 UTC.
     public var wallMilliseconds: Int64

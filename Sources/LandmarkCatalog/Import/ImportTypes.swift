@@ -17,7 +17,7 @@ public enum ImportSource: Sendable, Equatable {
     }
 }
 
-/// How an import behaves (SPEC §3).
+/// How an import behaves (docs/cli.md §2).
 public struct ImportOptions: Sendable {
     /// Every warning (trailing comma, `isFavourite`, legacy shape, unknown key) becomes an error.
     public var strict = false
@@ -110,7 +110,7 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
     /// The field, in dotted form (`coordinates.latitude`), when known.
     public var field: String?
     /// The sort of diagnostic: `invalid` (bad data), `unknown-key`, `quirk`, `quarantined`, `tie`,
-    /// `retry`, … Diagnostics of one kind are reported at most 20 times per run (SPEC §12).
+    /// `retry`, … Diagnostics of one kind are reported at most 20 times per run (docs/operations.md §5).
     public var kind: String
     /// Structured fields for machine-readable logs (`user`, `stamp`, …), in order.
     public var details: [Detail]

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 extension CatalogStore {
-    /// Validates `source` and upserts its landmarks by `id` in one transaction (SPEC §3).
+    /// Validates `source` and upserts its landmarks by `id` in one transaction (docs/cli.md §2).
     ///
     /// The file is streamed: one thread reads and validates records into small batches while this one
     /// writes them, so memory stays bounded by a few batches (about 2,000 records each) whatever the

@@ -1,5 +1,5 @@
-/// Reads landmark objects from a JSON reader into a ``RowBatch``, validating each against SPEC §3 (and,
-/// for snapshot rows, the stamp of SPEC §6). Diagnostics carry file, line:column, record index, id and
+/// Reads landmark objects from a JSON reader into a ``RowBatch``, validating each against docs/cli.md §2 (and,
+/// for snapshot rows, the stamp of docs/snapshot-format.md §4). Diagnostics carry file, line:column, record index, id and
 /// field. Keys are matched by their bytes against a table generated from ``LandmarkColumn``.
 package struct LandmarkDecoder {
     static let batchSize = 2000
@@ -9,7 +9,7 @@ package struct LandmarkDecoder {
         /// Records of `landmarkData.json`: absent keys keep stored values; the snapshot stamp keys are
         /// reserved (refused: kept, they would be written twice in one snapshot object).
         case importRecord
-        /// Snapshot rows (SPEC §6): whole rows with `updatedAt`, `counter`, `node`, `deleted`.
+        /// Snapshot rows (docs/snapshot-format.md §3): whole rows with `updatedAt`, `counter`, `node`, `deleted`.
         case snapshotRow
         /// A landmark's canonical content (``LandmarkJSONShape/content``), e.g. a hub row's body.
         case content
@@ -266,7 +266,7 @@ package struct LandmarkDecoder {
         batch.landmarks.append(record)
     }
 
-    /// Reads one stamp key of a snapshot row (SPEC §6): `updatedAt` an RFC 3339 date-time, `counter` an
+    /// Reads one stamp key of a snapshot row (docs/snapshot-format.md §4): `updatedAt` an RFC 3339 date-time, `counter` an
     /// integer in 0…``HLCStamp/maxCounter``, `node` a node id, `deleted` a boolean or null.
     mutating func readStamp(_ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, at: SourcePosition,
                             into record: inout RawLandmark, index: Int, id: Int64?, batch: RowBatch) throws {
@@ -380,7 +380,7 @@ package struct LandmarkDecoder {
     }
 }
 
-/// The stamp keys of snapshot rows (SPEC §6), validated in one place for landmarks and positions.
+/// The stamp keys of snapshot rows (docs/snapshot-format.md §4), validated in one place for landmarks and positions.
 enum StampField {
     case wall(Int64), counter(Int64), node(String), deleted(Bool)
 

@@ -89,7 +89,7 @@ package struct PositionRecord: Sendable {
         return LastWriterWins.order(landmark ?? Int64.min, storedLandmark ?? Int64.min)
     }
 
-    /// The snapshot row (SPEC §6), keys sorted: the one writer of this shape.
+    /// The snapshot row (docs/snapshot-format.md §3), keys sorted: the one writer of this shape.
     func writeJSON(to w: inout JSONWriter) {
         w.raw("{\"counter\":"); w.int(stamp.counter)
         w.raw(",\"deleted\":"); w.bool(deleted)

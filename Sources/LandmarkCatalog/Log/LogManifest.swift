@@ -1,4 +1,4 @@
-/// The manifest of a snapshot log (SPEC §10): the only file of a log directory ever replaced. It names
+/// The manifest of a snapshot log (docs/log-format.md §2): the only file of a log directory ever replaced. It names
 /// an immutable base snapshot and the immutable deltas after it, each with its size and SHA-256, and
 /// the change sequence numbers each covers.
 ///
@@ -41,7 +41,7 @@ public struct LogManifest: Sendable, Equatable {
     public var base: File
     public var deltas: [File]
 
-    /// The manifest as bytes, keys in the order of SPEC §10 (`format` first, so a reader can tell a
+    /// The manifest as bytes, keys in the order of docs/log-format.md §2 (`format` first, so a reader can tell a
     /// manifest from a snapshot by its first key), one file per line: the same manifest is always the
     /// same bytes.
     var bytes: [UInt8] {

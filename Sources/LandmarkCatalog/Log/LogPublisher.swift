@@ -34,7 +34,7 @@ public struct PublishReport: Sendable {
 }
 
 extension CatalogStore {
-    /// Publishes this database as a snapshot log in `directory` (SPEC §10), for any static web server.
+    /// Publishes this database as a snapshot log in `directory` (docs/log-format.md §3), for any static web server.
     ///
     /// Work and bytes follow the changes since the previous publish: the rows whose change sequence
     /// number is past the manifest's `through` become one new immutable delta (a range read of the `seq`

@@ -1,4 +1,4 @@
-/// What last-writer-wins decides for one incoming row against the stored one (SPEC §7).
+/// What last-writer-wins decides for one incoming row against the stored one (docs/merge-rules.md §2).
 public enum LWWDecision: String, Sendable, Equatable, CaseIterable {
     /// Nothing is stored under the key: the incoming row is stored.
     case insert

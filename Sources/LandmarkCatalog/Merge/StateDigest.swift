@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A digest of a catalog's replicated state (SPEC §7): equal on every node, SQLite or the hub, that holds
+/// A digest of a catalog's replicated state (docs/merge-rules.md §8): equal on every node, SQLite or the hub, that holds
 /// the same rows with the same stamps, whatever the order they arrived in.
 ///
 /// Each row — live or tombstone — is written as one canonical text, hashed with SHA-256, and the first
@@ -80,7 +80,7 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension CatalogStore {
-    /// The state digest of this database (SPEC §7). Computing it reads every row (about a second per
+    /// The state digest of this database (docs/merge-rules.md §8). Computing it reads every row (about a second per
     /// million); the result is kept with the change sequence number it was computed at, so asking again
     /// before anything changes costs nothing.
     public func stateDigest() throws -> StateDigest {

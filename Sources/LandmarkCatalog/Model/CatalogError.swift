@@ -1,4 +1,4 @@
-/// An error a user can act on, with the exit status the CLI reports for it (sysexits, SPEC §9).
+/// An error a user can act on, with the exit status the CLI reports for it (sysexits, docs/exit-statuses.md §1).
 ///
 /// `description` reads `<what>, <where>`; `hint` says what to do, when that helps.
 public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable {

@@ -16,7 +16,7 @@ public enum LandmarkJSONShape: Sendable {
     /// string is written `""`, because that type declares `park`, `state`, `city`, `category`,
     /// `description` and `imageName` as non-optional `String`s.
     case apple
-    /// A snapshot row (SPEC §6): content with NULL as `null`, plus `counter`, `deleted`, `node`, `updatedAt`.
+    /// A snapshot row (docs/snapshot-format.md §3): content with NULL as `null`, plus `counter`, `deleted`, `node`, `updatedAt`.
     case snapshot
     /// A landmark's canonical content: the snapshot row without its stamp. The tie rule of
     /// ``LastWriterWins`` orders these bytes; the hub stores them as a row's body.

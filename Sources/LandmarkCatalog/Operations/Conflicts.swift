@@ -1,4 +1,4 @@
-/// A tie settled by the fixed rule (SPEC §7): two versions of one row with equal stamps and different
+/// A tie settled by the fixed rule (docs/merge-rules.md §3): two versions of one row with equal stamps and different
 /// content, both kept here with the rule that chose between them.
 public struct ConflictRecord: Sendable, Equatable {
     /// The conflicts table's row id.
@@ -13,7 +13,7 @@ public struct ConflictRecord: Sendable, Equatable {
     public var key: String
     /// The stamp both versions carry.
     public var stamp: HLCStamp
-    /// The version kept, as a snapshot row (SPEC §6), JSON text.
+    /// The version kept, as a snapshot row (docs/snapshot-format.md §3), JSON text.
     public var winnerJSON: String
     /// The version discarded, as a snapshot row, JSON text.
     public var loserJSON: String

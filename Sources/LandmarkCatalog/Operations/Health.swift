@@ -9,7 +9,7 @@ public struct HealthCheck: Sendable, Equatable {
 }
 
 extension CatalogStore {
-    /// Checks the sync's health for alerting on staleness, not on every transient failure (SPEC §12).
+    /// Checks the sync's health for alerting on staleness, not on every transient failure (docs/operations.md §3).
     ///
     /// Not healthy when no sync run is recorded; without `maxAgeMilliseconds`, when the last run failed;
     /// with it, when a source of the last run has not had a good sync for longer than that (or never had

@@ -103,7 +103,7 @@ extension CatalogStore {
     /// `status --check` and the metrics judge (see ``lastRunID(includingRunning:)``). Call inside a read.
     func lastEndedRunID() throws -> Int64? { try lastRunID(includingRunning: false) }
 
-    /// "The last run" for `status`, `status --check` and the metrics alike (SPEC §12), the one place that
+    /// "The last run" for `status`, `status --check` and the metrics alike (docs/operations.md §3), the one place that
     /// decides it: the newest run in the ledger, except runs that found another sync holding the lock
     /// (`busy`, exit 75: nothing was done, and the holder is recorded when it ends). `status` shows a run
     /// still going (`includingRunning`); the health check and the metrics look at the last that ended.

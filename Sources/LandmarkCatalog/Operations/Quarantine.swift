@@ -1,7 +1,7 @@
 import Foundation
 
 /// A row held back because its stamp was further ahead of this machine's clock than the drift
-/// allowance (SPEC §7), as `catalog quarantine list` shows it. Rows are named by ``id``, the
+/// allowance (docs/merge-rules.md §6), as `catalog quarantine list` shows it. Rows are named by ``id``, the
 /// quarantine table's row id: stable while the row is held, never reused (SQLite `INTEGER PRIMARY KEY`
 /// with the largest id + 1; https://sqlite.org/autoinc.html), printed by `sync` when the row is held.
 public struct QuarantinedRow: Sendable, Equatable {
@@ -17,7 +17,7 @@ public struct QuarantinedRow: Sendable, Equatable {
     public var key: String
     /// The row's stamp.
     public var stamp: HLCStamp
-    /// The whole row as a snapshot row (SPEC §6), JSON text.
+    /// The whole row as a snapshot row (docs/snapshot-format.md §3), JSON text.
     public var rowJSON: String
     /// Why it was held back.
     public var reason: String
@@ -57,7 +57,7 @@ extension CatalogStore {
 
     /// Releases quarantined rows: merges them by the normal rule (``RowMerger``, last-writer-wins, ties
     /// recorded) in one transaction, then removes them from the quarantine. The clock moves past what
-    /// was merged, so a later local write still wins (SPEC §7).
+    /// was merged, so a later local write still wins (docs/merge-rules.md §5).
     ///
     /// - Parameters:
     ///   - rows: the row ids to release; nil for every row whose stamp is now within the allowance.
@@ -186,7 +186,7 @@ extension CatalogStore {
         return counts
     }
 
-    /// The rows as one snapshot document (SPEC §6): the stored row texts are snapshot rows already.
+    /// The rows as one snapshot document (docs/snapshot-format.md §3): the stored row texts are snapshot rows already.
     static func snapshotDocument(_ rows: [QuarantinedRow]) -> [UInt8] {
         var w = JSONWriter()
         w.raw("{\"format\":"); w.string(SnapshotFormat.name)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A user's place in the featured carousel, resolved against the featured set as it is now (SPEC §5).
+/// A user's place in the featured carousel, resolved against the featured set as it is now (docs/cli.md §4).
 /// `Identifiable` by `user`; `Codable` as `position get --json` prints it (see `App/ModelCoding.swift`).
 public struct CarouselPosition: Sendable, Hashable, Identifiable {
     /// The user id (NFC-normalised).
@@ -155,7 +155,7 @@ extension CatalogStore {
                 featured: featured, pageOf: pageOf)
     }
 
-    /// SPEC §5: follow the landmark; if it is no longer featured, clamp the page; nothing featured → nil.
+    /// docs/cli.md §4: follow the landmark; if it is no longer featured, clamp the page; nothing featured → nil.
     static func resolve(user: String, page: Int, landmarkID: Int64?, stamp: HLCStamp, featured: [Int64],
                         pageOf: ((Int64) -> Int?)? = nil) -> CarouselPosition {
         var current: Int?

@@ -6,11 +6,11 @@ package enum LandmarkColumn: Int32, TableColumn {
     case id, name, category, city, state, park, description, imageName, isFeatured, isFavorite, latitude, longitude
     /// Unknown keys kept from the input, as a compact JSON object text (NULL when none).
     case extra
-    /// The last-writer-wins stamp (SPEC §7): ms since 1970-01-01 UTC, logical counter, node.
+    /// The last-writer-wins stamp (docs/merge-rules.md §1): ms since 1970-01-01 UTC, logical counter, node.
     case updatedMs, counter, node
     /// 1 for a tombstone.
     case deleted
-    /// The local change sequence number of the row's last change (SPEC §7).
+    /// The local change sequence number of the row's last change (docs/merge-rules.md §7).
     case seq
 
     package static let tableName = "landmarks"

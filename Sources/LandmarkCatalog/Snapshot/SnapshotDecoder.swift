@@ -1,6 +1,6 @@
 import Foundation
 
-/// The snapshot format's identity (SPEC §6).
+/// The snapshot format's identity (docs/snapshot-format.md §2).
 public enum SnapshotFormat {
     /// The value of the `format` key.
     public static let name = "landmark-catalog-snapshot"
@@ -8,7 +8,7 @@ public enum SnapshotFormat {
     public static let version: Int64 = 1
 }
 
-/// Decodes one snapshot document (SPEC §6) into row batches, on a reading thread: the envelope
+/// Decodes one snapshot document (docs/snapshot-format.md §2) into row batches, on a reading thread: the envelope
 /// (`format`, `version`; an unknown format or a newer version ends it with exit 76), then landmark
 /// rows and position rows, each validated, with diagnostics naming the source, line:column, record,
 /// id and field. Decoding knows nothing of the database: ``RowMerger`` applies what it yields.

@@ -14,8 +14,8 @@ public struct ExportSummary: Sendable, Equatable {
 
 extension CatalogStore {
     /// Writes the catalog — landmarks and positions, tombstones included, each with its last-writer-wins
-    /// stamp — as a snapshot (SPEC §6), streamed in chunks of about 64 KiB; or, with `changes`, only the
-    /// rows whose change sequence number lies in that range (a delta of a snapshot log, SPEC §10).
+    /// stamp — as a snapshot (docs/snapshot-format.md §1), streamed in chunks of about 64 KiB; or, with `changes`, only the
+    /// rows whose change sequence number lies in that range (a delta of a snapshot log, docs/log-format.md §3).
     ///
     /// Shape: `{"format","version","node","landmarks":[…],"positions":[…],"generatedAt"}`; the format
     /// and version come first so a reader can refuse an unknown format before reading rows. Rows are in

@@ -201,7 +201,7 @@ public final class CatalogStore {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    /// The default database path (SPEC §2): `$CATALOG_DB`, else `$XDG_DATA_HOME/landmark-catalog/catalog.sqlite`,
+    /// The default database path (docs/cli.md §1): `$CATALOG_DB`, else `$XDG_DATA_HOME/landmark-catalog/catalog.sqlite`,
     /// else `~/.local/share/landmark-catalog/catalog.sqlite`. Never the working directory.
     /// - Parameter environment: the process environment.
     public static func defaultPath(environment: [String: String]) -> String {
@@ -305,7 +305,7 @@ public final class CatalogStore {
         return stamp
     }
 
-    /// Moves the clock past a merged remote stamp, so later local writes order after it (SPEC §7).
+    /// Moves the clock past a merged remote stamp, so later local writes order after it (docs/merge-rules.md §5).
     func observeRemoteStamp(wall: Int64, counter: Int64) throws {
         try storeClock(loadClock().received(wall: wall, counter: counter, now: wallClock.nowMilliseconds()))
     }
@@ -313,7 +313,7 @@ public final class CatalogStore {
     // MARK: - Change sequence
 
     /// The largest change sequence number in use (0 for an empty database): every row change takes
-    /// the next one (SPEC §7). Read from the two `seq` indexes, so it costs two B-tree descents.
+    /// the next one (docs/merge-rules.md §7). Read from the two `seq` indexes, so it costs two B-tree descents.
     package func lastChangeSequence() throws -> Int64 {
         try connection.scalarInt(sql: "SELECT max(coalesce((SELECT max(seq) FROM landmarks), 0), coalesce((SELECT max(seq) FROM positions), 0))") ?? 0
     }

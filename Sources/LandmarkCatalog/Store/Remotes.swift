@@ -14,7 +14,7 @@ extension CatalogStore {
 
     /// The saved remotes' names by the key their source has in `sync_sources`, `status`, the ledger and
     /// the metrics (an absolute path, a URL without its password), so those can name a source by its
-    /// remote beside the URL (SPEC §12). Two remotes of one source: the first name in order.
+    /// remote beside the URL (docs/operations.md). Two remotes of one source: the first name in order.
     public func remoteNames() throws -> [String: String] {
         try read { try remoteNamesBySourceKey() }
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where a SOURCE points, parsed once (SPEC §8): a path, `file://`, `http(s)://`, `-`, a PostgreSQL hub
+/// Where a SOURCE points, parsed once (docs/cli.md §7): a path, `file://`, `http(s)://`, `-`, a PostgreSQL hub
 /// (`postgres://`, `postgresql://`), or the name of a saved remote (resolved to its URL first). What a
 /// file or URL holds — a snapshot (§6) or a snapshot log's manifest (§10) — is decided by its content.
 public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// How `catalog sync` behaves (SPEC §8).
+/// How `catalog sync` behaves (docs/cli.md §7).
 public struct SyncOptions: Sendable {
     /// Merge, report, then roll back: nothing is written (not even the run ledger).
     public var dryRun = false
@@ -21,7 +21,7 @@ public struct SyncOptions: Sendable {
     /// base of a log of a million landmarks and a million users is about 1.1 GB).
     public var maxBytes: Int64 = 4 << 30
     /// After merging, publish the merged state here: a snapshot log when the path is a directory or does
-    /// not end in `.json` (SPEC §10), else a single snapshot file (SPEC §6).
+    /// not end in `.json` (docs/log-format.md §3), else a single snapshot file (docs/snapshot-format.md §6).
     public var publishPath: String?
     /// How a snapshot log is published.
     public var publish = PublishOptions()
@@ -94,7 +94,7 @@ public struct SyncReport: Sendable {
     public var released = QuarantineRelease()
 
     /// The run's exit status: 0, or the first failure's (a source's, else publishing's), so cron still
-    /// reports a failing source while the others merge (SPEC §8).
+    /// reports a failing source while the others merge (docs/cli.md §7).
     public var exitStatus: Int32 {
         if let failed = sources.first(where: { $0.error != nil })?.error { return failed.exitStatus }
         return publishError?.exitStatus ?? 0
@@ -117,8 +117,8 @@ public struct Remote: Sendable, Equatable {
 }
 
 extension CatalogStore {
-    /// Syncs with every source, each on its own (SPEC §8): a source is fetched, then merged in one
-    /// transaction with last-writer-wins (SPEC §7) and its cursor stored; a source that fails changes
+    /// Syncs with every source, each on its own (docs/cli.md §7): a source is fetched, then merged in one
+    /// transaction with last-writer-wins (docs/merge-rules.md §2) and its cursor stored; a source that fails changes
     /// nothing and is reported, and the others still merge. Then the merged state is published if asked,
     /// and the run is recorded in the ledger.
     ///
@@ -390,7 +390,7 @@ extension CatalogStore {
                 context.progress(Progress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))
             }
             for feed in feeds { try feed.merge(into: &merger) }
-            // Later local writes must order after everything merged (SPEC §7).
+            // Later local writes must order after everything merged (docs/merge-rules.md §5).
             if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
                 try observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
             }

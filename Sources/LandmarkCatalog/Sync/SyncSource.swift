@@ -49,7 +49,7 @@ package protocol ChangeFeed {
     func merge(into merger: inout RowMerger) throws
 }
 
-/// A snapshot (SPEC §6) on an open descriptor, decoded on a reading thread while the merger applies it.
+/// A snapshot (docs/snapshot-format.md §1) on an open descriptor, decoded on a reading thread while the merger applies it.
 package final class SnapshotFeed: ChangeFeed {
     let fd: Int32
     let name: String
@@ -101,7 +101,7 @@ final class StandardInputSource: SyncSource {
 
 /// A local path: a snapshot file (read whole when it changed: its device, inode, size and modification
 /// time are the cursor), or a snapshot log — its directory, or its manifest — read from the cursor on
-/// (SPEC §10).
+/// (docs/log-format.md §6).
 final class FileSource: SyncSource {
     let locator: SourceLocator
     let path: String

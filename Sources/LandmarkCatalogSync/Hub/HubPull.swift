@@ -1,7 +1,7 @@
 import Foundation
 import LandmarkCatalog
 
-/// The hub's changes since the last pull, merged inside the engine's SQLite transaction (SPEC §11: each
+/// The hub's changes since the last pull, merged inside the engine's SQLite transaction (docs/hub.md §7: each
 /// pull is one SQLite transaction): every landmark and position numbered after the pull cursor, read from
 /// ONE PostgreSQL snapshot (a `REPEATABLE READ, READ ONLY` transaction; PostgreSQL "Transaction
 /// Isolation") through server-side cursors in bounded batches, decoded into ``RowBatch``es and applied
@@ -245,7 +245,7 @@ final class HubPullFeed: ChangeFeed {
     }
 
     /// One `FETCH` of position rows (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq),
-    /// each validated as a snapshot's position is (SPEC §5, §6).
+    /// each validated as a snapshot's position is (docs/cli.md §4, docs/snapshot-format.md §3).
     func positionBatch(_ result: PGResult, through: inout Int64) throws -> RowBatch {
         let batch = RowBatch(reserving: false)
         batch.positions.reserveCapacity(result.rowCount)

@@ -142,7 +142,7 @@ enum HubSQL {
     ///
     /// In key order, not change order: a pull is one SQLite transaction, so the order is free, and rows
     /// that arrive in the edge's B-tree order are appended, not scattered (a 1M-row pull into an empty
-    /// edge: 5.5–6.4 s in change order, see the note in README "PostgreSQL hub"). PostgreSQL reads the
+    /// edge: 5.5–6.4 s in change order, see the note in docs/performance.md §4). PostgreSQL reads the
     /// primary key when most rows qualify and sorts the few otherwise (its planner sees the values).
     /// `COLLATE "C"` on the hub's text keys is byte order, the order the merger sorts a batch in.
     static let pullLandmarks = """

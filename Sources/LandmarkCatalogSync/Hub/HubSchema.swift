@@ -5,7 +5,7 @@ import LandmarkCatalog
 /// to a ``CatalogError`` in one place, ``CatalogError/init(_:hub:)``.
 ///
 /// Exit status: 76 ("incompatible") for a hub this binary must not touch — newer than the binary, a
-/// changed migration, another application's tables — as for a snapshot of a newer version (SPEC §9: the
+/// changed migration, another application's tables — as for a snapshot of a newer version (docs/exit-statuses.md §1: the
 /// source is incompatible; upgrade catalog, or point at the right database); 73 when the role may not
 /// create the hub's tables; 70 when a migration's SQL fails (a bug in this binary).
 enum HubSchemaError: Error, Equatable {

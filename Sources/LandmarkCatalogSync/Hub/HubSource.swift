@@ -1,7 +1,7 @@
 import Foundation
 import LandmarkCatalog
 
-/// A PostgreSQL hub as a sync source (SPEC §11): `fetch` connects (migrating the hub's schema when it is
+/// A PostgreSQL hub as a sync source (docs/hub.md §5): `fetch` connects (migrating the hub's schema when it is
 /// behind this binary) and PUSHES this node's changes since its last push in one PostgreSQL transaction
 /// (``HubConnection/push(from:since:maxDriftMilliseconds:hooks:)``); the feed it returns PULLS the hub's
 /// changes since the last pull inside the engine's SQLite transaction (``HubPullFeed``).

@@ -2,7 +2,7 @@ import Foundation
 import LandmarkCatalog
 
 /// One hub as `catalog status` shows it: this node's cursors for it and the hub's own state digest,
-/// beside this node's (SPEC §11).
+/// beside this node's (docs/hub.md §11).
 public struct HubStatus: Sendable {
     /// The hub's display name (never a password).
     public var source: String
@@ -92,7 +92,7 @@ public struct HubSchemaReport: Sendable {
 extension CatalogStore {
     /// Creates or migrates the schema of the hub at `conninfo` — and nothing else: no push, no pull,
     /// nothing recorded in `hub_edges`, no local database needed — so the owner of the hub's database can
-    /// set it up before granting the edges' role only what it uses (README "Running a hub").
+    /// set it up before granting the edges' role only what it uses (docs/hub.md §4).
     /// - Parameters:
     ///   - conninfo: a libpq URI or keyword string (a password from it, `~/.pgpass` or `PGPASSFILE`).
     ///   - timeoutSeconds: the deadline of connecting and of each statement, in s.
