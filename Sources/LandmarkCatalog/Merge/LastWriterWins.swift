@@ -43,11 +43,11 @@ public enum LastWriterWins {
                               compareContent: () -> ContentOrder) -> LWWDecision {
         guard let stored else { return .insert }
         if incoming != stored.stamp { return stored.stamp < incoming ? .replace : .stale }
-        if incomingDeleted != stored.deleted { return incomingDeleted ? .tieWon : .tieLost }
+        if incomingDeleted != stored.deleted { return incomingDeleted == tombstoneWinsTie ? .tieWon : .tieLost }
         switch compareContent() {
         case .same: return .duplicate
-        case .greater: return .tieWon
-        case .less: return .tieLost
+        case .greater: return greaterContentWinsTie ? .tieWon : .tieLost
+        case .less: return greaterContentWinsTie ? .tieLost : .tieWon
         }
     }
 
@@ -70,10 +70,19 @@ public enum LastWriterWins {
         }
     }
 
+    /// The tie rule as data — the one place it is stated (docs/merge-rules.md §3). ``decide`` and every SQL
+    /// statement that settles ties (the hub's upserts, its quarantine, its release order) are made from
+    /// these two values, so flipping one flips every node and the hub alike.
+    /// On equal order keys, a tombstone beats a live row (`true`), or a live row beats a tombstone.
+    public static let tombstoneWinsTie = true
+    /// On equal order keys and equal tombstone flags, the greater content wins (`true`), or the lesser.
+    public static let greaterContentWinsTie = true
+
     /// The same rule as an SQL predicate, for upserts that decide inside the database (the hub, where
-    /// concurrent pushes meet): true when the row `incoming` beats the row `stored`. Row-value
-    /// comparison (`(a, b) > (c, d)`) works alike in SQLite ≥ 3.15 and PostgreSQL
-    /// (https://sqlite.org/rowvalue.html, PostgreSQL "Row Constructor Comparison").
+    /// concurrent pushes meet): true when the row `incoming` beats the row `stored`. The order key is a
+    /// row-value comparison (`(a, b) > (c, d)`, alike in SQLite ≥ 3.15 and PostgreSQL:
+    /// https://sqlite.org/rowvalue.html, PostgreSQL "Row Constructor Comparison"); the tie is
+    /// ``sqlTieWins(_:over:content:)``.
     ///
     /// - Parameters:
     ///   - incoming: the incoming row's alias (`excluded`).
@@ -83,7 +92,29 @@ public enum LastWriterWins {
     /// The tombstone column is `deleted` (booleans order false < true in PostgreSQL, 0 < 1 in SQLite).
     public static func sqlIncomingWins(incoming: String, stored: String, content: (String) -> [String]) -> String {
         func key(_ alias: String) -> String { "(\(alias).updated_ms, \(alias).counter, \(alias).node)" }
-        func tie(_ alias: String) -> String { "(" + (["\(alias).deleted"] + content(alias)).joined(separator: ", ") + ")" }
-        return "(\(key(incoming)) > \(key(stored)) OR (\(key(incoming)) = \(key(stored)) AND \(tie(incoming)) > \(tie(stored))))"
+        return "(\(key(incoming)) > \(key(stored)) OR (\(key(incoming)) = \(key(stored)) AND \(sqlTieWins(incoming, over: stored, content: content))))"
+    }
+
+    /// The tie rule as an SQL predicate: true when row `a` beats row `b` whose order keys are equal —
+    /// `deleted` first (by ``tombstoneWinsTie``), then each content expression (by
+    /// ``greaterContentWinsTie``), lexicographically.
+    public static func sqlTieWins(_ a: String, over b: String, content: (String) -> [String]) -> String {
+        let terms = [("\(a).deleted", "\(b).deleted", tombstoneWinsTie)]
+            + zip(content(a), content(b)).map { ($0, $1, greaterContentWinsTie) }
+        func beats(_ terms: ArraySlice<(String, String, Bool)>) -> String {
+            guard let (x, y, greaterWins) = terms.first else { return "FALSE" }
+            let op = greaterWins ? ">" : "<"
+            let rest = terms.dropFirst()
+            return rest.isEmpty ? "\(x) \(op) \(y)" : "(\(x) \(op) \(y) OR (\(x) = \(y) AND \(beats(rest))))"
+        }
+        return "(" + beats(terms[...]) + ")"
+    }
+
+    /// An SQL `ORDER BY` list that puts the winning row of each key first: the order key descending,
+    /// then the tie rule (`deleted`, then each content expression, each in its winning direction).
+    /// - Parameter content: the content expressions, unqualified.
+    public static func sqlWinnerFirst(content: [String]) -> String {
+        (["updated_ms DESC", "counter DESC", "node DESC", "deleted \(tombstoneWinsTie ? "DESC" : "ASC")"]
+            + content.map { "\($0) \(greaterContentWinsTie ? "DESC" : "ASC")" }).joined(separator: ", ")
     }
 }

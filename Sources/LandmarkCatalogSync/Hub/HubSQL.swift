@@ -76,9 +76,10 @@ enum HubSQL {
     /// only pushes call `nextval`, and they hold the lock.
     static let lastSequence = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM hub_change_seq"
 
-    /// The tie order of quarantined rows of one key and stamp (both kinds in one table).
-    static func quarantineTie(_ alias: String) -> String {
-        "(\(alias).deleted, coalesce(\(alias).body, ''), coalesce(\(alias).page, -1), coalesce(\(alias).landmark_id, \(noLandmark)))"
+    /// The content of quarantined rows (both kinds in one table), in the tie rule's order.
+    static func quarantineContent(_ alias: String) -> [String] {
+        let prefix = alias.isEmpty ? "" : alias + "."
+        return ["coalesce(\(prefix)body, '')", "coalesce(\(prefix)page, -1)", "coalesce(\(prefix)landmark_id, \(noLandmark))"]
     }
 
     /// Holds back staged rows stamped beyond `$1` (the hub's clock plus the drift allowance), pushed by
@@ -94,7 +95,7 @@ enum HubSQL {
                 SELECT '\(kind)', \(key), updated_ms, counter, node, deleted, \(columns), $2 FROM held
                 ON CONFLICT (kind, row_key, updated_ms, counter, node) DO UPDATE SET deleted = excluded.deleted, body = excluded.body,
                     page = excluded.page, landmark_id = excluded.landmark_id, edge = excluded.edge, received_at = now()
-                WHERE \(quarantineTie("excluded")) > \(quarantineTie("hub_quarantine"))
+                WHERE \(LastWriterWins.sqlTieWins("excluded", over: "hub_quarantine", content: quarantineContent))
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM kept)
@@ -114,8 +115,7 @@ enum HubSQL {
             released AS (
                 SELECT DISTINCT ON (row_key) \(landmark ? "row_key::bigint AS id, body" : "row_key AS user_id, page, landmark_id"),
                     updated_ms, counter, node, deleted
-                FROM due ORDER BY row_key, updated_ms DESC, counter DESC, node DESC, deleted DESC, coalesce(body, '') DESC,
-                    coalesce(page, -1) DESC, coalesce(landmark_id, \(noLandmark)) DESC
+                FROM due ORDER BY row_key, \(LastWriterWins.sqlWinnerFirst(content: quarantineContent("")))
             )
 
             """
