@@ -19,6 +19,8 @@ enum CompletionKind: Sendable {
 /// One option: a flag (`--json`) or an option with a value (`--page N`), with its help and how its value
 /// is read. The parser checks values (types and ranges) before any command runs.
 struct OptionSpec: @unchecked Sendable {
+    // Safe: immutable once declared (the command table is built once, in static lets); its `parse`
+    // closure captures nothing mutable. It is unchecked only because a stored closure is not Sendable.
     /// The long name with dashes, `--json`.
     var name: String
     /// A one-letter short name (`q` for `-q`), or nil.
@@ -68,6 +70,7 @@ struct Flag: Sendable {
 
 /// A declared option with a value of type `Value`, queried as `parsed[Options.page]`.
 struct Option<Value>: @unchecked Sendable {
+    // Safe: wraps an immutable `OptionSpec` (see there); `Value` is never stored, only produced by `parse`.
     let spec: OptionSpec
     init(_ name: String, short: Character? = nil, _ valueName: String, _ help: String, repeatable: Bool = false,
          completion: CompletionKind = .none, parse: @escaping (String) throws -> Value) {

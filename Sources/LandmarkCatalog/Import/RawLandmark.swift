@@ -111,6 +111,8 @@ package struct PositionRecord: Sendable {
 /// Decoded rows and the diagnostics found while decoding them, handed from a reading thread to the
 /// writing one.
 package final class RowBatch: @unchecked Sendable {
+    // Safe: a batch has one owner at a time — the reading thread fills it, hands it over through a
+    // `BatchQueue` (whose lock orders the accesses) and never touches it again; the writer then owns it.
     package var bytes: [UInt8] = []
     package var landmarks: [RawLandmark] = []
     package var positions: [PositionRecord] = []

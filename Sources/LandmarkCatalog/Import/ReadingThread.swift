@@ -3,6 +3,7 @@ import Foundation
 /// A bounded hand-off of batches from a reading thread to the writing one (at most `capacity` waiting),
 /// so memory stays bounded by a few batches whatever the input size, and decoding overlaps writing.
 package final class BatchQueue: @unchecked Sendable {
+    // Safe: every stored `var` is touched only while `condition` is locked.
     private let condition = NSCondition()
     private var items: [RowBatch] = []
     private var cancelled = false
@@ -67,6 +68,8 @@ package final class BatchQueue: @unchecked Sendable {
 /// has `isLast` set. The writer calls ``finish()`` on every path: it cancels the queue and waits, so
 /// the input (a descriptor) may be closed only after the reader is gone.
 package final class ReadingThread: @unchecked Sendable {
+    // Safe: `queue` is Sendable itself; `finished` is touched only by the writing thread that owns this
+    // object (the reading thread sees only the queue and the semaphore).
     package let queue = BatchQueue()
     private let done = DispatchSemaphore(value: 0)
     private var finished = false

@@ -195,6 +195,8 @@ final class CheckedFileFeed: ChangeFeed {
 
     /// The hasher the reading thread feeds; read once that thread is done.
     final class Hashing: @unchecked Sendable {
+        // Safe: the reading thread alone updates `hasher`; this thread reads it only after
+        // `ReadingThread.finish()` returned (the thread has ended: the semaphore orders the accesses).
         var hasher = SHA256()
     }
 

@@ -29,6 +29,8 @@ struct HubLimits {
 
 /// Test-only hooks of the hub's push (never set by the CLI).
 struct HubTestHooks: @unchecked Sendable {
+    // Safe: set once by a test before the sync starts and only read after; the closure runs on the
+    // syncing thread. Unchecked only because a stored closure is not Sendable.
     /// Called inside the push transaction after its rows took their hub sequence numbers, just before
     /// `COMMIT`: a test holds the transaction open here.
     var beforePushCommit: (() -> Void)?
