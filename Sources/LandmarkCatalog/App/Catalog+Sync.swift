@@ -11,6 +11,7 @@ extension Catalog {
     ///   - sources: paths, log directories or manifests, `-`, or saved remote names; empty means the saved
     ///     remotes. `http(s)://` URLs and PostgreSQL hubs need the `LandmarkCatalogSync` library and its
     ///     `NetworkSources.register()` (without it such a source fails alone with 64).
+    ///   - options: dry run, drift allowance, HTTP limits, the publish path (``SyncOptions``).
     ///   - progress: called on the writer thread while a source merges (phase `.merging`) and while
     ///     `--publish` writes (phase `.writing`).
     ///   - diagnostics: warnings (quarantine, ties, retries) and errors with their location.

@@ -243,7 +243,9 @@ public final class Catalog: Sendable {
     // MARK: - Writes
 
     /// Stores where `user` is, HLC-stamped, in one transaction (docs/cli.md §4).
-    /// - Parameter target: a page in `0..<pageCount`, or a featured landmark (its page is stored).
+    /// - Parameters:
+    ///   - user: the user id (non-empty, at most 256 bytes of UTF-8, no control characters; NFC-normalised).
+    ///   - target: a page in `0..<pageCount`, or a featured landmark (its page is stored).
     /// - Returns: the stored position, resolved.
     /// - Throws: `CatalogError` 64 for a bad user id, a page out of range or a landmark that is not
     ///   featured (nothing stored); 73 for a read-only catalog; 75 when the database stays busy for 5 s.
@@ -264,6 +266,8 @@ public final class Catalog: Sendable {
     /// task stops the import at its next batch (about 2,000 records) and rolls it back: nothing is written.
     /// (A source that blocks, such as a pipe nobody writes to, is noticed only when its next batch arrives.)
     /// - Parameters:
+    ///   - source: a file path or standard input.
+    ///   - options: `--strict`, `--prune`, `--dry-run` as ``ImportOptions``.
     ///   - progress: called on the writer thread about every 10,000 records.
     ///   - diagnostics: every warning and error, in input order.
     /// - Returns: the counts.
@@ -280,7 +284,9 @@ public final class Catalog: Sendable {
 
     /// Writes a snapshot of the whole catalog (docs/snapshot-format.md §1) to `path` atomically, from a reader connection.
     /// Cancelling the calling task stops it at its next chunk (about 64 KiB); the file is then left as it was.
-    /// - Parameter progress: called after each chunk with the rows and bytes written (phase `.writing`).
+    /// - Parameters:
+    ///   - path: the snapshot file to write (replaced atomically: a temporary file, fsync, rename).
+    ///   - progress: called after each chunk with the rows and bytes written (phase `.writing`).
     /// - Throws: `CancellationError`; `CatalogError` 64 for an empty path, 73 when the file cannot be
     ///   created, 74 on a write error.
     @discardableResult

@@ -10,7 +10,7 @@ extension Catalog {
     /// ```
     ///
     /// How commits are found: this catalog's own writes wake observers at once; other connections' commits
-    /// are found by ``ChangeMonitor`` every 50 ms. Then each observer runs `read` again (on a reader
+    /// are found by one monitor thread per catalog every 50 ms (`PRAGMA data_version` and the file's identity). Then each observer runs `read` again (on a reader
     /// connection) and yields only a value different from the last one it yielded. Commits that come
     /// faster than the observer iterates are folded into one read: an observer sees the latest state,
     /// not every intermediate one.

@@ -47,8 +47,11 @@ extension CatalogStore {
     /// `delta-<generation>-<from>-<through>-<sha256 prefix>.json`, never rewritten; the directory holds a
     /// lock file `.catalog-publish.lock` (two publishers never interleave: the second exits 75).
     ///
-    /// - Parameter progress: called while each log file is written with the rows and bytes written to it so far
-    ///   (phase `.writing`, subject the directory).
+    /// - Parameters:
+    ///   - directory: the log's directory (created as needed).
+    ///   - options: the grace period and when a new generation starts (``PublishOptions``).
+    ///   - progress: called while each log file is written with the rows and bytes written to it so far
+    ///     (phase `.writing`, subject the directory).
     /// - Throws: `CatalogError` 73 when the directory or a file cannot be created, 74 on a write error
     ///   (disk full), 75 when another publish holds the directory. Files written before a failure are
     ///   never named by a manifest and are removed later like any unreferenced file.

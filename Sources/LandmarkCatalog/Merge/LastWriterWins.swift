@@ -34,7 +34,8 @@ public enum LastWriterWins {
     /// Decides for one incoming row.
     ///
     /// - Parameters:
-    ///   - incoming: the incoming row's stamp and tombstone flag.
+    ///   - incoming: the incoming row's stamp.
+    ///   - incomingDeleted: whether the incoming row is a tombstone.
     ///   - stored: the stored row's, or nil when there is none.
     ///   - compareContent: orders the incoming content against the stored one (called only when the
     ///     stamps and flags are equal; for landmarks the canonical JSON bytes, for positions (page,
@@ -70,7 +71,7 @@ public enum LastWriterWins {
         }
     }
 
-    /// The tie rule as data — the one place it is stated (docs/merge-rules.md §3). ``decide`` and every SQL
+    /// The tie rule as data — the one place it is stated (docs/merge-rules.md §3). ``decide(incoming:incomingDeleted:stored:compareContent:)`` and every SQL
     /// statement that settles ties (the hub's upserts, its quarantine, its release order) are made from
     /// these two values, so flipping one flips every node and the hub alike.
     /// On equal order keys, a tombstone beats a live row (`true`), or a live row beats a tombstone.

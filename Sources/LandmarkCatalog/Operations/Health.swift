@@ -81,7 +81,7 @@ extension CatalogStore {
 /// Durations in words for messages.
 public enum Durations {
     /// `45 s`, `15 min`, `2 h 5 min`, `3 d 4 h` (rounded down to the unit shown).
-    /// - Parameter milliseconds: a duration in ms (a negative one is shown as `0 s`).
+    /// - Parameter ms: a duration in ms (a negative one is shown as `0 s`).
     public static func describe(milliseconds ms: Int64) -> String {
         let s = max(0, ms / 1000)
         if s < 60 { return "\(s) s" }

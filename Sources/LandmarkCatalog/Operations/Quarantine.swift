@@ -55,12 +55,12 @@ extension CatalogStore {
         }
     }
 
-    /// Releases quarantined rows: merges them by the normal rule (``RowMerger``, last-writer-wins, ties
+    /// Releases quarantined rows: merges them by the normal rule (last-writer-wins, ties
     /// recorded) in one transaction, then removes them from the quarantine. The clock moves past what
     /// was merged, so a later local write still wins (docs/merge-rules.md §5).
     ///
     /// - Parameters:
-    ///   - rows: the row ids to release; nil for every row whose stamp is now within the allowance.
+    ///   - ids: the row ids to release; nil for every row whose stamp is now within the allowance.
     ///   - force: apply the named rows even when they are still beyond the allowance. The clock then
     ///     moves to their stamp: this node's later writes are stamped after it.
     ///   - maxDriftMilliseconds: the allowance (ms ahead of this machine's clock), as `sync --max-drift`.

@@ -81,8 +81,10 @@ extension CatalogStore {
     }
 
     /// Writes a snapshot to `path` atomically (temporary file in the same directory, fsync, rename).
-    /// - Parameter progress: called after each chunk of about 64 KiB with the rows and bytes written so far
-    ///   (phase `.writing`, subject `path`).
+    /// - Parameters:
+    ///   - path: the file to write.
+    ///   - progress: called after each chunk of about 64 KiB with the rows and bytes written so far
+    ///     (phase `.writing`, subject `path`).
     /// - Throws: `CatalogError` 64 for an empty path, 73 when the file cannot be created, 74 on a write error.
     @discardableResult
     public func exportSnapshot(toFile path: String, progress: (Progress) -> Void = { _ in }) throws -> ExportSummary {

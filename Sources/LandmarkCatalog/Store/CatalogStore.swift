@@ -47,6 +47,7 @@ public final class CatalogStore {
     ///   - access: `.write` (the default) creates the file and its directories as needed and applies every
     ///     pending migration compiled into this binary; `.read` only reads (see ``Access/read``).
     ///   - wallClock: where the hybrid logical clock reads physical time.
+    ///   - migrations: the migrations to apply (default: those compiled into this binary; tests pass others).
     /// - Throws: `CatalogError` — 66 when `.read` finds no database; 73 when the directory or file cannot
     ///   be created or read, is not a catalog database, is newer than this binary or has a changed
     ///   migration (and, for `.read`, when it still needs a migration this user cannot apply); 75 when busy.

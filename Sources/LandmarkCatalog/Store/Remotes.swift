@@ -31,7 +31,7 @@ extension CatalogStore {
     /// Saves a remote.
     /// - Parameters:
     ///   - name: 1–64 characters of `A–Z a–z 0–9 . _ -`.
-    ///   - url: `http://`, `https://`, `file://`, `postgres://`, `postgresql://`, a libpq keyword string, or
+    ///   - given: `http://`, `https://`, `file://`, `postgres://`, `postgresql://`, a libpq keyword string, or
     ///     a path (a relative one is made absolute against `workingDirectory`: a remote is used from
     ///     anywhere, cron included). A password in it is stored (the remote needs it) but never printed;
     ///     prefer `~/.netrc` or `~/.pgpass`.

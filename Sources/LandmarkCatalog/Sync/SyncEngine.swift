@@ -123,7 +123,7 @@ extension CatalogStore {
     /// and the run is recorded in the ledger.
     ///
     /// - Parameters:
-    ///   - sources: SOURCE arguments (see ``SourceLocator/parse(_:remotes:workingDirectory:)``); empty means
+    ///   - requested: SOURCE arguments (see ``SourceLocator/parse(_:remotes:workingDirectory:)``); empty means
     ///     the saved remotes, or — with a publish path — nothing but publishing.
     ///   - options: dry run, drift, HTTP limits, publish path.
     ///   - standardInput: the descriptor `-` reads.
