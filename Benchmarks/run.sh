@@ -140,7 +140,7 @@ measure_pair() {
     MEDIAN_B=$(printf '%s\n' "${b[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'); PEAK_B=$(( pb / 1024 ))
 }
 
-# Memory budgets: a merge of 1M positions peaks at 100 MB at most (README, Performance). A peak over its
+# Memory budgets: a merge of 1M positions peaks at 100 MB at most (docs/performance.md §2). A peak over its
 # budget is listed at the end and the run exits 1.
 over_budget=()
 budget() {  # budget CASE PEAK_MB LIMIT_MB

@@ -35,6 +35,9 @@ rule() {
 # Two sections cited together.
 rules+='s/SPEC §5, §6([^0-9]|$)/docs\/cli.md §4, docs\/snapshot-format.md §3\1/g'$'\n'
 
+# §1 the layout: the folder map and the two libraries.
+rule "" 1 "docs/architecture.md §2"
+
 # §2 the database, §3 import, §5 positions, §8 sync: the command reference.
 rule "" 2 "docs/cli.md §1"
 rule "" 3 "docs/cli.md §2"
