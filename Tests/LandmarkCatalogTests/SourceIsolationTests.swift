@@ -281,3 +281,50 @@ struct SourceIsolationTests {
         #expect(try SourceLocator.parse(log.path + "/").description == SourceLocator.parse(log.appending(path: "manifest.json").path).description)
     }
 }
+
+/// The edge's quarantine keeps the tie rule's winner, as the hub's does (docs/merge-rules.md §3, §6).
+@Suite("Quarantine: of one key and stamp, the tie rule's winner is kept")
+struct QuarantineTieTests {
+    /// Regression (issue 18): the quarantine kept the first row received for a key and stamp
+    /// (`ON CONFLICT … DO NOTHING`); a log or a hub delivers each row once, so a node that got the tie's
+    /// loser first kept it after release, while its peers held the winner.
+    @Test("two deliveries of one key and future stamp, in either order, leave the winner after release", arguments: [false, true])
+    func winnerKept(loserFirst: Bool) throws {
+        let future = "2026-11-30T00:10:00Z"  // 10 min after testNow: beyond the 300 s allowance
+        let beta = try writeTemporary(snapshot(landmarks: [landmarkRow(7, name: "Beta", at: future)],
+                                               positions: [positionRow("t1", page: 1, landmark: 9, at: future),
+                                                           positionRow("t2", page: 0, at: future, deleted: true)]), name: "beta.json")
+        let alpha = try writeTemporary(snapshot(landmarks: [landmarkRow(7, name: "Alpha", at: future)],
+                                                positions: [positionRow("t1", page: 1, landmark: 7, at: future),
+                                                            positionRow("t2", page: 3, at: future)]), name: "alpha.json")
+        let clock = ManualClock(testNow)
+        let dir = Support.temporaryDirectory()
+        let store = try CatalogStore.open(path: dir.appending(path: "q.sqlite").path, wallClock: clock)
+        for file in loserFirst ? [alpha, beta] : [beta, alpha] {
+            let report = try store.sync(sources: [file])
+            #expect(report.exitStatus == 0 && report.counts.quarantined == 3)
+        }
+        #expect(try store.quarantinedRows().count == 3)
+        clock.set(testNow + 11 * 60_000)
+        _ = try store.releaseQuarantine()
+        // The rule: the greater content (landmark 9 over 7; "Beta" over "Alpha"), a tombstone over a live row.
+        let positions = try dumpRows(store.path, sql: "SELECT user_id, page, landmark_id, deleted FROM positions ORDER BY user_id")
+        #expect(positions == [[.text("t1"), .integer(1), .integer(9), .integer(0)], [.text("t2"), .integer(0), .null, .integer(1)]])
+        let name = try dumpRows(store.path, sql: "SELECT name FROM landmarks WHERE id = 7")
+        #expect(name == [[.text("Beta")]])
+    }
+
+    @Test("a position's tie bytes order as its content does: page, then landmark, none lowest")
+    func positionTieBytes() {
+        var random = SplitMix64(seed: 42)
+        let values: [Int64] = [Int64.min, -5, -1, 0, 1, 2, 255, 256, Int64.max]
+        for _ in 0..<500 {
+            let a = (values[Int(random.next() % 9)], random.next() % 3 == 0 ? nil : values[Int(random.next() % 9)])
+            let b = (values[Int(random.next() % 9)], random.next() % 3 == 0 ? nil : values[Int(random.next() % 9)])
+            let record = PositionRecord(user: "u", page: a.0, landmark: a.1, stamp: HLCStamp(wallMilliseconds: 0, counter: 0, node: "n"), deleted: false)
+            let byBytes = LastWriterWins.order(bytes: RowMerger.positionTieContent(page: a.0, landmark: a.1),
+                                               RowMerger.positionTieContent(page: b.0, landmark: b.1))
+            #expect(byBytes == record.compareContent(page: b.0, landmark: b.1), "\(a) vs \(b)")
+        }
+    }
+}

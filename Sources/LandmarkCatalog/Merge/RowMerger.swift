@@ -119,6 +119,19 @@ package struct RowMerger {
 
     // MARK: Quarantine and conflicts
 
+    /// A position's content in the tie rule's byte order: page, then landmark (none lowest), each as a
+    /// big-endian 64-bit number with its sign bit flipped, so comparing the bytes compares the numbers as
+    /// `PositionRecord.compareContent(page:landmark:)` does.
+    static func positionTieContent(page: Int64, landmark: Int64?) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        for value in [page, landmark ?? Int64.min] {
+            let ordered = UInt64(bitPattern: value) ^ (1 << 63)
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: ordered >> UInt64(shift))) }
+        }
+        return bytes
+    }
+
     private mutating func note(_ stamp: HLCStamp) {
         if (stamp.wallMilliseconds, stamp.counter) > (maxSeen.wall, maxSeen.counter) {
             maxSeen = HybridLogicalClock(wall: stamp.wallMilliseconds, counter: stamp.counter)
@@ -126,7 +139,17 @@ package struct RowMerger {
     }
 
     /// Quarantines a row stamped beyond the drift limit. Returns true when it did.
-    private mutating func quarantine(_ stamp: HLCStamp, kind: String, key: String, rowJSON: () -> String) throws -> Bool {
+    ///
+    /// Of the rows delivered for one key and stamp, the quarantine keeps the one the tie rule prefers
+    /// (``LastWriterWins/decide(incoming:incomingDeleted:stored:compareContent:)``, as the hub's
+    /// quarantine does): a log or a hub delivers each row once, so keeping the first one received would
+    /// leave this node on the tie's loser for good.
+    /// - Parameters:
+    ///   - deleted: whether the row is a tombstone.
+    ///   - tieContent: the row's content in the tie rule's byte order (``Self/positionTieContent(page:landmark:)``
+    ///     for a position, the canonical content JSON for a landmark).
+    private mutating func quarantine(_ stamp: HLCStamp, kind: String, key: String, deleted: Bool, tieContent: () -> [UInt8],
+                                     rowJSON: () -> String) throws -> Bool {
         guard stamp.wallMilliseconds > quarantineAfter else {
             note(stamp)
             return false
@@ -134,15 +157,33 @@ package struct RowMerger {
         counts.quarantined += 1
         let ahead = Double(stamp.wallMilliseconds - quarantineAfter) / 1000
         let at = Timestamp.format(milliseconds: stamp.wallMilliseconds)
-        // The same row delivered again (every cron run, say) is kept once and reported once.
+        let now = Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())
+        let reason = "stamped \(at), beyond the allowed clock drift by \(ahead) s"
+        let identity: [SQLValue] = [.text(kind), .text(key), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)]
+        let content = tieContent()
+        // The same row delivered again (every cron run, say) is kept once and reported once; another row of
+        // the same key and stamp replaces it only when the tie rule prefers it.
+        let kept = try store.connection.firstRow(sql: """
+            SELECT id, deleted, tie_content FROM sync_quarantine WHERE kind = ? AND row_key = ? AND updated_ms = ? AND counter = ? AND node = ?
+            """, identity) { s -> (id: Int64, deleted: Bool, content: [UInt8]) in
+            let bytes: [UInt8] = if case .blob(let b) = s.value(2) { b } else { [] }
+            return (s.int(0), s.int(1) != 0, bytes)
+        }
+        if let kept {
+            let decision = LastWriterWins.decide(incoming: stamp, incomingDeleted: deleted, stored: (stamp, kept.deleted)) {
+                LastWriterWins.order(bytes: content, kept.content)
+            }
+            if decision == .tieWon {
+                try store.connection.execute(sql: """
+                    UPDATE sync_quarantine SET received_at = ?, source = ?, row_json = ?, reason = ?, deleted = ?, tie_content = ? WHERE id = ?
+                    """, [.text(now), .text(source), .text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content), .integer(kept.id)])
+            }
+            return true
+        }
         try store.connection.execute(sql: """
-            INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (kind, row_key, updated_ms, counter, node) DO NOTHING
-            """, [.text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
-                  .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(rowJSON()),
-                  .text("stamped \(at), beyond the allowed clock drift by \(ahead) s")])
-        guard store.connection.changes > 0 else { return true }
+            INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason, deleted, tie_content)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(now), .text(source)] + identity + [.text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content)])
         let row = store.connection.lastInsertRowID
         diagnostics(Diagnostic(severity: .warning,
                                message: "quarantined \(kind) \(key) as row \(row): stamped \(at), beyond the allowed clock drift; not applied",
@@ -187,7 +228,8 @@ package struct RowMerger {
                 """) { upsert in
                 for row in rows {
                     counts.positionsSeen += 1
-                    if try quarantine(row.stamp, kind: "position", key: row.user, rowJSON: { row.json }) { continue }
+                    if try quarantine(row.stamp, kind: "position", key: row.user, deleted: row.deleted,
+                                      tieContent: { Self.positionTieContent(page: row.page, landmark: row.landmark) }, rowJSON: { row.json }) { continue }
                     try select.bind(row.user, at: 1)
                     var stored: (stamp: HLCStamp, deleted: Bool)?
                     var storedPage: Int64 = 0, storedLandmark: Int64?
@@ -254,7 +296,8 @@ package struct RowMerger {
         counts.landmarksSeen += 1
         let record = view.record
         let stamp = view.stamp
-        if try quarantine(stamp, kind: "landmark", key: String(record.id), rowJSON: {
+        if try quarantine(stamp, kind: "landmark", key: String(record.id), deleted: record.deleted,
+                          tieContent: { LandmarkJSON.bytes(view, shape: .content) }, rowJSON: {
             String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self)
         }) { return }
         let unseen = record.id > seenMaxID && (storedMaxID.map { record.id > $0 } ?? true)
