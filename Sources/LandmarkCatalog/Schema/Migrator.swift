@@ -154,16 +154,12 @@ public struct Migrator {
         try db.forEachRow(sql: "SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version") { s in
             rows[Int(s.int(0))] = (s.text(1) ?? "", s.text(2) ?? "")
         }
-        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
-        for (version, row) in rows.sorted(by: { $0.key < $1.key }) {
-            guard let migration = known[version] else {
-                throw MigrationError.newerDatabase(version: version, known: migrations.last?.version ?? 0)
-            }
-            guard migration.checksum == row.checksum else {
-                throw MigrationError.changed(fileName: migration.fileName, applied: row.checksum, binary: migration.checksum)
-            }
+        switch MigrationLedger.refusal(rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
+                                       migrations: migrations) {
+        case .unknownVersion(let version, let known)?: throw MigrationError.newerDatabase(version: version, known: known)
+        case .changed(let fileName, let applied, let binary)?: throw MigrationError.changed(fileName: fileName, applied: applied, binary: binary)
+        case nil: return rows
         }
-        return rows
     }
 
     /// The migrations this binary knows that the database has not applied, read without writing.
@@ -208,25 +204,14 @@ public struct Migrator {
     /// Every migration this binary knows, and every one the ledger has, with its state — read without
     /// refusing anything, so a changed or newer database can still be inspected.
     func status(_ db: Connection) throws -> [MigrationStatus] {
-        var ledger: [Int: MigrationStatus] = [:]
+        var ledger: [Int: MigrationLedger.Row] = [:]
         if try Self.hasLedger(db) {
             try db.forEachRow(sql: "SELECT version, description, checksum, applied_at FROM schema_migrations ORDER BY version") { s in
-                let version = Int(s.int(0))
-                ledger[version] = MigrationStatus(version: version, description: s.text(1) ?? "", checksum: s.text(2) ?? "",
-                                                  appliedAt: s.text(3), state: .unknown)
+                ledger[Int(s.int(0))] = MigrationLedger.Row(description: s.text(1), checksum: s.text(2) ?? "", appliedAt: s.text(3) ?? "")
             }
         } else {
             try Self.refuseForeign(db)
         }
-        var result = migrations.map { m -> MigrationStatus in
-            guard let row = ledger.removeValue(forKey: m.version) else {
-                return MigrationStatus(version: m.version, description: m.description, checksum: m.checksum, appliedAt: nil, state: .pending)
-            }
-            // A changed migration shows the ledger's checksum (what was applied), not this binary's.
-            return MigrationStatus(version: m.version, description: m.description, checksum: row.checksum, appliedAt: row.appliedAt,
-                                   state: row.checksum == m.checksum ? .applied : .changed)
-        }
-        result += ledger.values.sorted { $0.version < $1.version }
-        return result
+        return MigrationLedger.statuses(ledger, migrations: migrations)
     }
 }

@@ -102,12 +102,11 @@ struct HubMigrator {
     /// Refuses a ledger holding a version this binary does not know, or a changed checksum.
     /// - Throws: `HubSchemaError.newerHub`, `.changed`.
     func check(_ rows: [Int: (checksum: String, appliedAt: String)]) throws {
-        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
-        for (version, row) in rows.sorted(by: { $0.key < $1.key }) {
-            guard let migration = known[version] else { throw HubSchemaError.newerHub(version: version, known: latestVersion) }
-            guard migration.checksum == row.checksum else {
-                throw HubSchemaError.changed(fileName: migration.fileName, applied: row.checksum, binary: migration.checksum)
-            }
+        switch MigrationLedger.refusal(rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
+                                       migrations: migrations) {
+        case .unknownVersion(let version, _)?: throw HubSchemaError.newerHub(version: version, known: latestVersion)
+        case .changed(let fileName, let applied, let binary)?: throw HubSchemaError.changed(fileName: fileName, applied: applied, binary: binary)
+        case nil: break
         }
     }
 
@@ -176,17 +175,8 @@ struct HubMigrator {
     /// without refusing anything (for tests and diagnostics).
     /// - Throws: `PGError`.
     func status(_ connection: PGConnection) throws -> [MigrationStatus] {
-        var ledger = try self.ledger(connection) ?? [:]
-        var result = migrations.map { m -> MigrationStatus in
-            guard let row = ledger.removeValue(forKey: m.version) else {
-                return MigrationStatus(version: m.version, description: m.description, checksum: m.checksum, appliedAt: nil, state: .pending)
-            }
-            return MigrationStatus(version: m.version, description: m.description, checksum: row.checksum, appliedAt: row.appliedAt,
-                                   state: row.checksum == m.checksum ? .applied : .changed)
-        }
-        result += ledger.sorted { $0.key < $1.key }.map {
-            MigrationStatus(version: $0.key, description: "", checksum: $0.value.checksum, appliedAt: $0.value.appliedAt, state: .unknown)
-        }
-        return result
+        let rows = try ledger(connection) ?? [:]
+        return MigrationLedger.statuses(rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
+                                        migrations: migrations)
     }
 }
