@@ -328,3 +328,31 @@ struct QuarantineTieTests {
         }
     }
 }
+
+/// A command that fails leaves no database it created behind, unless it wrote data into it.
+@Suite("A failed command leaves no empty database behind")
+struct CreatedDatabaseTests {
+    /// Regression (a new user's report): `import bad.json` (65) and a sync of an unreachable URL (69)
+    /// left an empty database, which `featured` then read as "No featured landmarks" with exit 0.
+    @Test("a refused import, a dry run and an unreachable source create nothing; a failed run that merged something keeps its database")
+    func nothingLeftBehind() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bad = dir.appending(path: "bad.json")
+        try Data(#"[{"id": 1, "name": ""}]"#.utf8).write(to: bad)
+        let nested = dir.appending(path: "new/deeper/catalog.sqlite").path
+        #expect(runCLI(["import", bad.path], db: nested).status == 65)
+        #expect(runCLI(["import", "--dry-run", bad.path], db: nested).status == 65)
+        #expect(!FileManager.default.fileExists(atPath: dir.appending(path: "new").path), "no database, no directory")
+        let unreachable = dir.appending(path: "u.sqlite").path
+        #expect(runCLI(["sync", "http://127.0.0.1:1/log/"], db: unreachable).status == 69)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("u.sqlite") }
+        #expect(left.isEmpty, "\(left)")
+        #expect(runCLI(["featured"], db: unreachable).status == 66)
+        // A run that merged one source and failed another keeps what it merged.
+        let good = try writeTemporary(snapshot(positions: [positionRow("ann", page: 1, at: "2026-11-29T01:00:00Z")]), name: "g.json")
+        let mixed = dir.appending(path: "m.sqlite").path
+        #expect(runCLI(["sync", good, "http://127.0.0.1:1/log/"], db: mixed).status == 69)
+        #expect(try dumpPositions(mixed).count == 1)
+    }
+}

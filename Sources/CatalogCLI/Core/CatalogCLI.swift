@@ -64,7 +64,20 @@ public enum CatalogCLI {
                 return 0
             }
             guard let run = command.run else { return 64 }
-            return try run(Invocation(parsed: parsed, context: context, reporter: reporter))
+            let invocation = Invocation(parsed: parsed, context: context, reporter: reporter)
+            let created = CreatedDatabase(path: invocation.databasePath)
+            var status: Int32 = 70
+            defer { if status != 0 { created.removeIfEmpty() } }
+            do {
+                status = try run(invocation)
+            } catch let error as CatalogError {
+                status = error.exitStatus
+                throw error
+            } catch let error as UsageError {
+                status = 64
+                throw error
+            }
+            return status
         } catch let error as UsageError {
             let command = resolve(error.path, in: root)
             reporter.usageError(error.message, usage: Help.usageLine(command, path: error.path),
@@ -151,4 +164,43 @@ struct Invocation {
 
     /// Passes a diagnostic to the reporter.
     func report(_ d: Diagnostic) { reporter.report(d) }
+}
+
+/// A database this invocation may create: a command that fails leaves none behind when it wrote no data
+/// into it (a refused import, a sync whose only source failed), so a mistyped `--db` does not turn into
+/// an empty catalog that later commands read as "nothing featured" (docs/exit-statuses.md).
+struct CreatedDatabase {
+    let path: String
+    /// Whether the file was there before the command ran.
+    let existed: Bool
+    /// The directories on its path that did not exist, outermost first.
+    let missingDirectories: [String]
+
+    init(path: String) {
+        self.path = path
+        let fm = FileManager.default
+        existed = path == ":memory:" || fm.fileExists(atPath: path)
+        var missing: [String] = []
+        // Not NSString.deletingLastPathComponent: it traps on a one-character path (`--db b`).
+        var directory = CatalogStore.directory(of: path)
+        while !directory.isEmpty, directory != "/", !fm.fileExists(atPath: directory) {
+            missing.insert(directory, at: 0)
+            directory = CatalogStore.directory(of: directory)
+        }
+        missingDirectories = existed ? [] : missing
+    }
+
+    /// Removes the database (and its WAL, shared-memory and lock files) when this command created it and
+    /// it holds no landmark, position, remote or quarantined row; then the directories made for it, if empty.
+    func removeIfEmpty() {
+        let fm = FileManager.default
+        guard !existed, fm.fileExists(atPath: path), (try? CatalogStore.holdsNoData(path: path)) == true else { return }
+        for suffix in ["", "-wal", "-shm", "-journal", ".sync-lock", ".sync-skipped"] {
+            try? fm.removeItem(atPath: path + suffix)
+        }
+        for directory in missingDirectories.reversed() {
+            guard (try? fm.contentsOfDirectory(atPath: directory))?.isEmpty == true else { break }
+            try? fm.removeItem(atPath: directory)
+        }
+    }
 }

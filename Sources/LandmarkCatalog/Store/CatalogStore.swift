@@ -197,7 +197,7 @@ public final class CatalogStore {
     }
 
     /// The directory part of a path ("" when it has none): `a/b/c.sqlite` → `a/b`, `/c.sqlite` → `/`.
-    static func directory(of path: String) -> String {
+    public static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "" }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
@@ -268,6 +268,20 @@ public final class CatalogStore {
     public static func checkNodeID(_ node: String) throws {
         guard isValidNodeID(node) else {
             throw CatalogError(.usage, "invalid node id '\(node)': use 1–64 characters of A–Z a–z 0–9 . _ -")
+        }
+    }
+
+    /// Whether the catalog database at `path` holds no data: no landmark, position, saved remote,
+    /// quarantined row or published log (only what opening it and recording runs wrote). Used to remove a database that a
+    /// failed command created.
+    /// - Throws: `CatalogError` when it cannot be read.
+    public static func holdsNoData(path: String) throws -> Bool {
+        let store = try open(path: path, access: .read)
+        return try store.read {
+            try store.connection.scalarInt(sql: """
+                SELECT (SELECT count(*) FROM landmarks) + (SELECT count(*) FROM positions) + (SELECT count(*) FROM sync_remotes)
+                     + (SELECT count(*) FROM sync_quarantine) + (SELECT count(*) FROM log_publications)
+                """) == 0
         }
     }
 
