@@ -356,3 +356,32 @@ struct CreatedDatabaseTests {
         #expect(try dumpPositions(mixed).count == 1)
     }
 }
+
+/// The publisher repairs a log whose files are gone (docs/log-format.md §3).
+@Suite("Snapshot logs: a publisher whose files are gone starts a new generation")
+struct MissingLogFileTests {
+    /// Regression (a new user's report): a delta removed by hand made every reader fail with 69 ("the
+    /// next run tries again", which never succeeded), while `publish` said "nothing changed" and kept
+    /// appending deltas to the broken manifest.
+    @Test("a delta removed by hand: readers fail with 69 and a hint; the next publish starts a new generation; readers converge")
+    func publishRepairs() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = dir.appending(path: "a.sqlite").path, b = dir.appending(path: "b.sqlite").path
+        let log = dir.appending(path: "log").path
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: a).status == 0)
+        #expect(runCLI(["publish", log], db: a).status == 0)
+        #expect(runCLI(["position", "set", "--user", "ann", "--page", "1"], db: a).status == 0)
+        #expect(runCLI(["publish", log], db: a).status == 0)
+        let delta = try #require(try LogTests.manifest(URL(fileURLWithPath: log)).deltas.last)
+        try FileManager.default.removeItem(atPath: log + "/" + delta.name)
+        let broken = runCLI(["sync", log], db: b)
+        #expect(broken.status == 69 && broken.stderr.contains("catalog publish"), "\(broken.stderr)")
+        let repaired = runCLI(["publish", "--json", log], db: a)
+        #expect(repaired.status == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(repaired.stdout.utf8)) as? [String: Any]
+        #expect(object?["newGeneration"] as? Bool == true && object?["missing"] as? [String] == [delta.name], "\(repaired.stdout)")
+        #expect(runCLI(["sync", log], db: b).status == 0)
+        #expect(try CatalogStore.open(path: b).stateDigest() == CatalogStore.open(path: a).stateDigest())
+    }
+}

@@ -50,7 +50,10 @@ extension CatalogCLI {
         guard r.changed else {
             return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(plural(r.removed.count, "old file")) removed")
         }
-        let what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : plural(r.manifest.deltas.count, "delta")
+        var what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : plural(r.manifest.deltas.count, "delta")
+        if !r.missing.isEmpty {
+            what += ", because the previous manifest named \(plural(r.missing.count, "file")) that \(r.missing.count == 1 ? "is" : "are") gone (\(r.missing.prefix(3).joined(separator: ", "))\(r.missing.count > 3 ? ", …" : ""))"
+        }
         return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(plural(r.written.count, "file")), \(plural(Int(r.bytesWritten), "byte"))"
             + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))")
     }
@@ -62,6 +65,9 @@ extension CatalogCLI {
         w.raw(","); w.key("deltas"); w.int(Int64(r.manifest.deltas.count))
         w.raw(","); w.key("directory"); w.string(r.directory)
         w.raw(","); w.key("generation"); w.string(r.manifest.generation)
+        w.raw(","); w.key("missing"); w.raw("[")
+        for (n, name) in r.missing.enumerated() { if n > 0 { w.byte(0x2C) }; w.string(name) }
+        w.raw("]")
         w.raw(","); w.key("newGeneration"); w.bool(r.newGeneration)
         w.raw(","); w.key("removed"); w.raw("[")
         for (n, name) in r.removed.enumerated() { if n > 0 { w.byte(0x2C) }; w.string(name) }

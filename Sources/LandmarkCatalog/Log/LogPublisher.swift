@@ -31,6 +31,9 @@ public struct PublishReport: Sendable {
     public var bytesWritten: Int64 = 0
     /// Files removed: retired longer than the grace period, or never named by any manifest.
     public var removed: [String] = []
+    /// Files the previous manifest named that were gone or of another size (removed by hand, a cleanup
+    /// job): the log could no longer be read, so a new generation was started (docs/log-format.md §3).
+    public var missing: [String] = []
 }
 
 extension CatalogStore {
@@ -100,12 +103,23 @@ extension CatalogStore {
         // The manifest continues only if it is this database's, at the point this database recorded,
         // and not ahead of it; anything else (another publisher, a restored database, a crash between
         // the manifest and the record) starts a new generation, which is always safe.
-        let continuing = existing.flatMap { m in
+        var continuing = existing.flatMap { m in
             m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current ? m : nil
+        }
+        // A manifest naming a file that is gone (or of another size) cannot be read by anyone: every
+        // reader would fail with 69 until the deltas outgrew the base. A new generation repairs it.
+        var missing: [String] = []
+        if let m = continuing {
+            missing = ([m.base] + m.deltas).filter { file in
+                var info = stat()
+                return stat(dir + "/" + file.name, &info) != 0 || Int64(info.st_size) != file.bytes
+            }.map(\.name)
+            if !missing.isEmpty { continuing = nil }
         }
         var report = PublishReport(directory: dir, changed: false, newGeneration: false,
                                    manifest: continuing ?? existing ?? LogManifest(node: node, generation: "", through: 0,
                                                                                   base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
+        report.missing = missing
         if let continuing, continuing.through == current {
             report.removed = try removeUnreferenced(in: dir, manifest: continuing, now: now, grace: options.graceSeconds)
             return report

@@ -101,7 +101,7 @@ package struct LogReader {
             } catch let gone as LogFileGone {
                 guard !freshLook else {
                     throw CatalogError(.unavailable, "the log file \(gone.name) named by \(fetcher.manifestName) is not there, also after a fresh look at the manifest",
-                                       hint: "the publisher may be removing files too early; the next run tries again")
+                                       hint: "the publisher may be removing files too early, and the next run tries again; if the file is gone for good, run 'catalog publish' on the publisher: it starts a new generation when files its manifest names are missing")
                 }
                 freshLook = true
                 bytes = nil

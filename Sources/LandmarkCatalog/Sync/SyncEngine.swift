@@ -301,7 +301,7 @@ extension CatalogStore {
         case let error as SQLiteError: return CatalogError(error, path: path)
         case let gone as LogFileGone:
             return CatalogError(.unavailable, "the log file \(gone.name) named by \(source) was removed while it was read, also after a fresh look at the manifest",
-                                hint: "the publisher may be removing files too early (publish --grace); the next run tries again")
+                                hint: "the publisher may be removing files too early (publish --grace), and the next run tries again; if the file is gone for good, run 'catalog publish' on the publisher: it starts a new generation when files its manifest names are missing")
         default:
             for kind in SourceKinds.all {
                 if let mapped = kind.failure(error, source: source) { return mapped }
