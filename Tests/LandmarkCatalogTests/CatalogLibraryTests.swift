@@ -303,6 +303,20 @@ struct CatalogLibraryTests {
         return condition()
     }
 
+    /// Regression (a new user's report): a page set right after `init`, before the first read arrived,
+    /// was dropped: `currentPage` stayed 0 and `flush()` stored nothing.
+    @Test("CarouselModel: a page set before the first read is shown and stored once the pages arrive")
+    @MainActor
+    func pageSetBeforeLoad() async throws {
+        let (catalog, _) = try await Self.seededCatalog()
+        let model = CarouselModel(catalog: catalog, user: "early")
+        model.currentPage = 3
+        await model.flush()
+        #expect(model.isLoaded && model.currentPage == 3)
+        let stored = try #require(try await catalog.position(user: "early"))
+        #expect(stored.currentPage == 3 && stored.landmarkID == model.pages[3].id)
+    }
+
     @Test("CarouselModel: 50 settings of currentPage within 1 s store the last page in at most 5 writes")
     @MainActor
     func modelCoalesces() async throws {

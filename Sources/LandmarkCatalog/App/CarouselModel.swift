@@ -62,6 +62,8 @@ public final class CarouselModel {
     @ObservationIgnored private var timer: Task<Void, Never>?
     @ObservationIgnored private var lastWrite: Task<Void, Never>?
     @ObservationIgnored private var observation: Task<Void, Never>?
+    /// A page set before the first read arrived: applied (and written) once the pages are known.
+    @ObservationIgnored private var requestedBeforeLoad: Int?
 
     /// Starts observing `user`'s carousel in `catalog`.
     public init(catalog: Catalog, user: String) {
@@ -96,6 +98,11 @@ public final class CarouselModel {
 
     /// Sends an unsent page now and waits until every write started so far has finished.
     public func flush() async {
+        // A page set before the first read is written once the pages are known: wait for them (at most 5 s).
+        let deadline = ContinuousClock.now + .seconds(5)
+        while requestedBeforeLoad != nil && !isLoaded && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         timer?.cancel()
         timer = nil
         startWrite()
@@ -112,6 +119,11 @@ public final class CarouselModel {
     // MARK: - Local changes
 
     private func select(_ requested: Int) {
+        guard isLoaded else {
+            // Not loaded yet: nothing to clamp into. Kept, and applied when the pages arrive.
+            requestedBeforeLoad = requested
+            return
+        }
         guard !pages.isEmpty else { return }
         let p = min(max(requested, 0), pages.count - 1)
         if p != page { page = p }
@@ -172,6 +184,7 @@ public final class CarouselModel {
         }
         guard let anchor else {
             if page != 0 && pages.isEmpty { page = 0 }
+            applyRequestBeforeLoad()
             return
         }
         // docs/cli.md §4, by the same function `position get` uses.
@@ -180,5 +193,12 @@ public final class CarouselModel {
                                             featured: pages.map(\.id))
         let target = resolved.currentPage ?? 0
         if target != page { page = target }
+        applyRequestBeforeLoad()
+    }
+
+    private func applyRequestBeforeLoad() {
+        guard let requested = requestedBeforeLoad else { return }
+        requestedBeforeLoad = nil
+        select(requested)
     }
 }
