@@ -85,7 +85,8 @@ final class Screen {
             lines += Self.wrap(landmark.description ?? "", width: width)
             lines.append("")
             lines.append((0..<model.pageCount).map { $0 == model.currentPage ? "●" : "○" }.joined())
-            lines.append("page \(model.currentPage + 1) of \(model.pageCount) · landmark \(landmark.id)")
+            // Numbered as `catalog position get` numbers it: 0-based, like a page control's currentPage.
+            lines.append("page \(model.currentPage) of \(model.pageCount) · landmark \(landmark.id)")
         }
         lines.append("")
         lines.append("\u{1B}[2m\(user) · ← → move · q quit\u{1B}[0m")
