@@ -95,7 +95,7 @@ public enum CatalogCLI {
             discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
-                statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
+                keyCommand, statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
                 manCommand,
             ])
     }
@@ -117,6 +117,8 @@ public enum CatalogCLI {
           74  I/O error (disk full)
           75  temporary failure: lock held or database busy; retry later
           76  incompatible snapshot format or version; a hub schema newer, changed or foreign
+          77  not trusted: a source that must be signed is unsigned, wrongly signed or
+              signed by a key it does not trust
 
         """
 }

@@ -11,6 +11,8 @@ public struct PublishOptions: Sendable {
     /// When the manifest would name more deltas than this, they are merged into one (default 32), so
     /// the manifest a peer fetches on every run stays small.
     public var maxDeltas = 32
+    /// `--sign FILE`: sign each manifest with this key (`manifest.json.minisig`, docs/trust.md §2).
+    package var signingKey: MinisignSecretKey?
 
     public init() {}
 }
@@ -31,6 +33,8 @@ public struct PublishReport: Sendable {
     public var bytesWritten: Int64 = 0
     /// Files removed: retired longer than the grace period, or never named by any manifest.
     public var removed: [String] = []
+    /// The key id (as minisign prints it) the manifest is signed by, when publishing signs.
+    public var signedBy: String?
 }
 
 extension CatalogStore {
@@ -81,7 +85,8 @@ extension CatalogStore {
         defer { withExtendedLifetime(lock) {} }
         let now = wallClock.nowMilliseconds()
         let manifestPath = dir + "/" + LogManifest.fileName
-        let existing = (FileManager.default.contents(atPath: manifestPath)).flatMap { try? LogManifest.parse(Array($0), source: manifestPath) }
+        let existingBytes = FileManager.default.contents(atPath: manifestPath).map(Array.init)
+        let existing = existingBytes.flatMap { try? LogManifest.parse($0, source: manifestPath) }
         let node = try nodeID()
         let record = try read {
             try connection.firstRow(sql: "SELECT generation, through FROM log_publications WHERE directory = ?", [.text(dir)]) {
@@ -104,6 +109,17 @@ extension CatalogStore {
                                    manifest: continuing ?? existing ?? LogManifest(node: node, generation: "", through: 0,
                                                                                   base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
         if let continuing, continuing.through == current {
+            // Unchanged: the manifest keeps its bytes; a signature by this key of exactly them is kept too
+            // (a first `--sign`, or another key's signature, is written beside the unchanged manifest).
+            if let key = options.signingKey, let bytes = existingBytes {
+                report.signedBy = key.publicKey.id
+                let current = FileManager.default.contents(atPath: manifestPath + ".minisig")
+                    .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }
+                if current?.verifies(bytes, with: key.publicKey) != true {
+                    try writeSignature(of: bytes, manifest: continuing, key: key, to: manifestPath + ".minisig")
+                    report.written.append(manifestSignatureFileName)
+                }
+            }
             report.removed = try removeUnreferenced(in: dir, manifest: continuing, now: now, grace: options.graceSeconds)
             return report
         }
@@ -131,6 +147,17 @@ extension CatalogStore {
         }
         let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
         retired = Array(Set(retired).subtracting(named)).sorted()
+        // The signature goes first (docs/trust.md §2): a reader that meets the new signature with the old
+        // manifest, or the reverse, takes one fresh look. Publishing unsigned removes a signature that
+        // would no longer match, so readers are told "not signed" rather than "bad signature".
+        let signaturePath = manifestPath + ".minisig"
+        if let key = options.signingKey {
+            try writeSignature(of: manifest.bytes, manifest: manifest, key: key, to: signaturePath)
+            report.written.append(manifestSignatureFileName)
+            report.signedBy = key.publicKey.id
+        } else if unlink(signaturePath) != 0 && errno != ENOENT {
+            throw CatalogError(.cantCreate, "cannot remove the old signature (\(errorText(errno))), \(signaturePath)")
+        }
         let file = try AtomicFileWriter(path: manifestPath)
         try file.write(manifest.bytes)
         try file.commit()
@@ -150,6 +177,15 @@ extension CatalogStore {
         report.manifest = manifest
         report.removed = try removeUnreferenced(in: dir, manifest: manifest, now: now, grace: options.graceSeconds)
         return report
+    }
+
+    /// Writes `manifest.json.minisig` atomically: minisign's prehashed signature of `bytes`, its trusted
+    /// comment naming the node, the generation and `through`.
+    private func writeSignature(of bytes: [UInt8], manifest: LogManifest, key: MinisignSecretKey, to path: String) throws {
+        let signature = key.sign(bytes, trustedComment: "landmark-catalog-log node:\(manifest.node) generation:\(manifest.generation) through:\(manifest.through)")
+        let file = try AtomicFileWriter(path: path)
+        try file.write(Array(signature.fileText.utf8))
+        try file.commit()
     }
 
     private func newGeneration(in dir: String, node: String, now: Int64, report: inout PublishReport,

@@ -41,6 +41,8 @@ final class HubSource: SyncSource {
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
         let options = context.options
         let name = locator.description
+        // A hub's rows are not signed (docs/trust.md §6: its roles are the hub's access control).
+        try context.requireUnsigned("a PostgreSQL hub's change feed", source: name)
         let hub = try HubConnection(conninfo: conninfo, name: name, limits: HubLimits(options: options), migrate: !options.dryRun)
         connection = hub
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
