@@ -51,9 +51,7 @@ extension CatalogCLI {
     static func describe(_ r: PublishReport) -> String {
         let signed = r.signedBy.map { "; signed by key \($0)" } ?? ""
         guard r.changed else {
-            let resigned = r.written.isEmpty ? "" : "; signature written"
             return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(plural(r.removed.count, "old file")) removed")
-                + (r.signedBy != nil && !r.written.isEmpty ? resigned + signed : "")
         }
         let what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : plural(r.manifest.deltas.count, "delta")
         return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(plural(r.written.count, "file")), \(plural(Int(r.bytesWritten), "byte"))"

@@ -102,24 +102,25 @@ extension CatalogStore {
         // The manifest continues only if it is this database's, at the point this database recorded,
         // and not ahead of it; anything else (another publisher, a restored database, a crash between
         // the manifest and the record) starts a new generation, which is always safe.
+        // Signing, the directory is not trusted either (docs/trust.md §2): the manifest continues only when it
+        // is the one this key signed, so a manifest changed by whoever else can write here is never signed
+        // over; a first signed publish or a new key starts a new generation.
+        let signedByUs = options.signingKey.map { key in
+            existingBytes.map { bytes in
+                FileManager.default.contents(atPath: manifestPath + ".minisig")
+                    .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }?
+                    .verifies(bytes, with: key.publicKey) == true
+            } ?? false
+        } ?? true
         let continuing = existing.flatMap { m in
-            m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current ? m : nil
+            m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current && signedByUs ? m : nil
         }
         var report = PublishReport(directory: dir, changed: false, newGeneration: false,
                                    manifest: continuing ?? existing ?? LogManifest(node: node, generation: "", through: 0,
                                                                                   base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
         if let continuing, continuing.through == current {
-            // Unchanged: the manifest keeps its bytes; a signature by this key of exactly them is kept too
-            // (a first `--sign`, or another key's signature, is written beside the unchanged manifest).
-            if let key = options.signingKey, let bytes = existingBytes {
-                report.signedBy = key.publicKey.id
-                let current = FileManager.default.contents(atPath: manifestPath + ".minisig")
-                    .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }
-                if current?.verifies(bytes, with: key.publicKey) != true {
-                    try writeSignature(of: bytes, manifest: continuing, key: key, to: manifestPath + ".minisig")
-                    report.written.append(manifestSignatureFileName)
-                }
-            }
+            // Unchanged: the manifest and its signature (by this key, checked above) keep their bytes.
+            report.signedBy = options.signingKey?.publicKey.id
             report.removed = try removeUnreferenced(in: dir, manifest: continuing, now: now, grace: options.graceSeconds)
             return report
         }
