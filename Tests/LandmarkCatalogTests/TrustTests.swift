@@ -355,7 +355,7 @@ struct TrustTests {
         #expect(runCLI(["remote", "add", "x", log.path, "--allow", "everything"], db: other).status == 64)
     }
 
-    @Test("a reader that meets the signature of another version takes one fresh look; twice is 77")
+    @Test("a reader that meets the signature of another version looks again (one fresh look; a few while the signed comment names another version), then 77")
     func versionRace() throws {
         let dir = Support.temporaryDirectory()
         let key = MinisignSecretKey.generate()
@@ -386,12 +386,20 @@ struct TrustTests {
         let once = Racing(DirectoryLogFetcher(directory: log.path), signatures: [old, good])
         let fetched = try LogReader(fetcher: once, trusted: [key.publicKey]).fetch(since: nil)
         #expect(fetched.feeds?.isEmpty == false && once.manifestFetches == 2)
-        let twice = Racing(DirectoryLogFetcher(directory: log.path), signatures: [old, old])
+        // A signature whose (authentic) trusted comment names this very version but does not verify: not a
+        // race, so one fresh look, then 77.
+        let m2 = try LogTests.manifest(log)
+        let forged = Array(key.sign(v1, trustedComment: "landmark-catalog-log node:node-a generation:\(m2.generation) through:\(m2.through)").fileText.utf8)
+        let twice = Racing(DirectoryLogFetcher(directory: log.path), signatures: [forged])
         let error = #expect(throws: CatalogError.self) {
             _ = try LogReader(fetcher: twice, trusted: [key.publicKey]).fetch(since: nil)
         }
         #expect(error?.kind == .untrusted && error?.message.contains("also after a fresh look") == true, "\(String(describing: error))")
         #expect(twice.manifestFetches == 2)
+        // A signature of another version that stays (a host serving a stale signature): a few more looks, then 77.
+        let stale = Racing(DirectoryLogFetcher(directory: log.path), signatures: [old])
+        #expect(throws: CatalogError.self) { _ = try LogReader(fetcher: stale, trusted: [key.publicKey]).fetch(since: nil) }
+        #expect(stale.manifestFetches == 6)
     }
 
     @Test("a publisher signing in a loop while a peer syncs with --trust: never a false 77")

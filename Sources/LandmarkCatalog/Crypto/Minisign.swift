@@ -285,6 +285,11 @@ package struct MinisignSignature: Sendable, Equatable {
     /// The signing key's id as minisign prints it.
     package var keyIDText: String { Minisign.keyIDText(keyID) }
 
+    /// Whether the trusted comment is `key`'s (the comment signature verifies), whatever file was signed.
+    package func commentVerifies(with key: MinisignPublicKey) -> Bool {
+        key.keyID == keyID && Ed25519.verify(globalSignature, of: signature + Array(trustedComment.utf8), publicKey: key.key)
+    }
+
     /// Whether this is `key`'s signature of `message`, trusted comment included (the key ids must match).
     package func verifies(_ message: [UInt8], with key: MinisignPublicKey) -> Bool {
         guard key.keyID == keyID else { return false }

@@ -151,16 +151,23 @@ extension CatalogStore {
         // The signature goes first (docs/trust.md §2): a reader that meets the new signature with the old
         // manifest, or the reverse, takes one fresh look. Publishing unsigned removes a signature that
         // would no longer match, so readers are told "not signed" rather than "bad signature".
+        // Both are written and synced first, then renamed one right after the other, so the window in which
+        // a reader meets the new signature with the old manifest is a few microseconds.
         let signaturePath = manifestPath + ".minisig"
+        let file = try AtomicFileWriter(path: manifestPath)
+        try file.write(manifest.bytes)
+        try file.flush()
         if let key = options.signingKey {
-            try writeSignature(of: manifest.bytes, manifest: manifest, key: key, to: signaturePath)
+            let signature = key.sign(manifest.bytes, trustedComment: "landmark-catalog-log node:\(manifest.node) generation:\(manifest.generation) through:\(manifest.through)")
+            let signatureFile = try AtomicFileWriter(path: signaturePath)
+            try signatureFile.write(Array(signature.fileText.utf8))
+            try signatureFile.flush()
+            try signatureFile.commit(syncDirectory: false)
             report.written.append(manifestSignatureFileName)
             report.signedBy = key.publicKey.id
         } else if unlink(signaturePath) != 0 && errno != ENOENT {
             throw CatalogError(.cantCreate, "cannot remove the old signature (\(errorText(errno))), \(signaturePath)")
         }
-        let file = try AtomicFileWriter(path: manifestPath)
-        try file.write(manifest.bytes)
         try file.commit()
         report.written.append(LogManifest.fileName)
         report.bytesWritten += Int64(manifest.bytes.count)
@@ -178,15 +185,6 @@ extension CatalogStore {
         report.manifest = manifest
         report.removed = try removeUnreferenced(in: dir, manifest: manifest, now: now, grace: options.graceSeconds)
         return report
-    }
-
-    /// Writes `manifest.json.minisig` atomically: minisign's prehashed signature of `bytes`, its trusted
-    /// comment naming the node, the generation and `through`.
-    private func writeSignature(of bytes: [UInt8], manifest: LogManifest, key: MinisignSecretKey, to path: String) throws {
-        let signature = key.sign(bytes, trustedComment: "landmark-catalog-log node:\(manifest.node) generation:\(manifest.generation) through:\(manifest.through)")
-        let file = try AtomicFileWriter(path: path)
-        try file.write(Array(signature.fileText.utf8))
-        try file.commit()
     }
 
     private func newGeneration(in dir: String, node: String, now: Int64, report: inout PublishReport,

@@ -54,24 +54,29 @@ package struct LogReader {
 
     /// Why the manifest is not trusted, or nil when it is signed by a trusted key (or none is required).
     /// - Returns: the error, and whether it may be a publisher's race (a trusted key's signature that does
-    ///   not match this manifest: the signature of the manifest before or after it).
-    func untrusted(_ manifest: [UInt8]) throws -> (error: CatalogError, race: Bool)? {
+    ///   not match this manifest: the signature of the manifest before or after it), and whether the
+    ///   signature's authentic trusted comment names another version than this manifest (then it surely is).
+    func untrusted(_ manifest: [UInt8]) throws -> (error: CatalogError, race: Bool, otherVersion: Bool)? {
         guard !trusted.isEmpty else { return nil }
         let trustedIDs = trusted.map(\.id).joined(separator: ", ")
         let trustedText = trusted.count == 1 ? "the trusted key \(trustedIDs)" : "one of the trusted keys \(trustedIDs)"
         let source = fetcher.manifestName
         guard let bytes = try fetcher.fetchSignature() else {
             return (CatalogError(.untrusted, "the snapshot log is not signed (no \(manifestSignatureFileName) beside the manifest), and this source must be signed by \(trustedText); nothing merged, \(source)",
-                                 hint: "the publisher signs with 'catalog publish DIR --sign KEY'; without a signature this source is never merged"), false)
+                                 hint: "the publisher signs with 'catalog publish DIR --sign KEY'; without a signature this source is never merged"), false, false)
         }
         let signature = try MinisignSignature(text: String(decoding: bytes, as: UTF8.self), source: source + ".minisig")
         guard let key = trusted.first(where: { $0.keyID == signature.keyID }) else {
             return (CatalogError(.untrusted, "the snapshot log is signed by key \(signature.keyIDText), which this source does not trust (it trusts \(trustedIDs)); nothing merged, \(source)",
-                                 hint: "if the publisher changed its key on purpose, trust the new one too (docs/trust.md §5)"), false)
+                                 hint: "if the publisher changed its key on purpose, trust the new one too (docs/trust.md §5)"), false, false)
         }
         if signature.verifies(manifest, with: key) { return nil }
+        var otherVersion = false
+        if signature.commentVerifies(with: key), let parsed = try? LogManifest.parse(manifest, source: source) {
+            otherVersion = !signature.trustedComment.hasSuffix("generation:\(parsed.generation) through:\(parsed.through)")
+        }
         return (CatalogError(.untrusted, "the manifest's signature by key \(signature.keyIDText) does not verify: the manifest or its signature was changed after signing; nothing merged, \(source)",
-                             hint: "fetch it again later; if it persists, the host serves a manifest that the key's owner did not sign"), true)
+                             hint: "fetch it again later; if it persists, the host serves a manifest that the key's owner did not sign"), true, otherVersion)
     }
 
     /// What to fetch for `cursor` from `manifest`: nil when the cursor is already at its end.
@@ -102,6 +107,7 @@ package struct LogReader {
         throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?) {
         var freshLook = false
         var raceLook = false
+        var raceLooks = 0
         var bytes = manifestBytes
         var manifestValidators = validators
         while true {
@@ -117,14 +123,20 @@ package struct LogReader {
             // The signature is checked before the manifest is believed (docs/trust.md §3). A trusted key's
             // signature of another version (a publisher between writing the signature and the manifest)
             // means one fresh look at both.
-            if let (error, race) = try untrusted(bytes ?? []) {
-                guard race, !raceLook else {
+            if let (error, race, otherVersion) = try untrusted(bytes ?? []) {
+                // One fresh look; a few more (backing off, under a second in all) while the signature's
+                // authentic trusted comment names another version: a busy publisher, not a forgery.
+                guard race, raceLooks < (otherVersion ? 5 : 1) else {
                     var error = error
                     if raceLook { error.message = error.message.replacingOccurrences(of: "; nothing merged", with: ", also after a fresh look; nothing merged") }
                     throw error
                 }
+                // The publisher renames the signature and the manifest microseconds apart: a moment later
+                // both are of one version.
                 raceLook = true
                 bytes = nil
+                usleep(20_000 << UInt32(raceLooks))
+                raceLooks += 1
                 continue
             }
             let manifest = try LogManifest.parse(bytes ?? [], source: fetcher.manifestName)

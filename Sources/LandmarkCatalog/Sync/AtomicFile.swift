@@ -107,20 +107,31 @@ package final class AtomicFileWriter {
     /// Makes the new content durable and visible under `path` (or under `finalPath`, a path in the same
     /// directory, when the name is known only once the content is: content-addressed files).
     /// - Throws: `CatalogError` 74 when the data cannot be synced, 73 when the rename fails.
-    package func commit(as finalPath: String? = nil) throws {
+    /// - Parameter syncDirectory: fsync the directory after the rename (false: the caller commits another
+    ///   file into the same directory right after, whose commit syncs it).
+    package func commit(as finalPath: String? = nil, syncDirectory: Bool = true) throws {
         let path = finalPath ?? self.path
-        guard fsync(fd) == 0 else { throw CatalogError(.ioError, "cannot sync \(path): \(String(cString: strerror(errno)))") }
-        close(fd)
-        fd = -1
+        try flush()
         guard rename(temporaryPath, path) == 0 else {
             throw CatalogError(.cantCreate, "cannot replace \(path): \(String(cString: strerror(errno)))")
         }
         committed = true
+        guard syncDirectory else { return }
         let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)
         if directory >= 0 {
             fsync(directory)
             close(directory)
         }
+    }
+
+    /// Makes the content durable (fsync) and closes the file, before ``commit(as:syncDirectory:)`` renames
+    /// it: two files flushed first are then renamed within microseconds of each other.
+    /// - Throws: `CatalogError` 74 when the data cannot be synced.
+    package func flush() throws {
+        guard fd >= 0 else { return }
+        guard fsync(fd) == 0 else { throw CatalogError(.ioError, "cannot sync \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+        fd = -1
     }
 
     deinit {
