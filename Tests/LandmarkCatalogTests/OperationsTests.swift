@@ -306,7 +306,7 @@ struct PrometheusTests {
         }
         let t0 = Double(testNow) / 1000
         let node = try CatalogStore.open(path: db).nodeID()
-        #expect(families["catalog_info"]?.samples == [.init(name: "catalog_info", labels: ["node": node, "schema_version": "6", "version": CatalogVersion.string], value: 1)])
+        #expect(families["catalog_info"]?.samples == [.init(name: "catalog_info", labels: ["node": node, "schema_version": "7", "version": CatalogVersion.string], value: 1)])
         #expect(value("catalog_last_run_timestamp_seconds") == t0 + 1)
         #expect(value("catalog_last_run_success") == 0)
         #expect(value("catalog_last_run_exit_status") == 66)

@@ -14,7 +14,7 @@ public enum CatalogCLI {
     ///   - context: output streams, environment, clock.
     /// - Returns: the exit status: 0, or a sysexits code (64 usage, 65 data, 66 no input, 69 unavailable
     ///   or, for `status --check`, not healthy, 70 internal, 73 cannot create, 74 I/O, 75 try again,
-    ///   76 incompatible snapshot).
+    ///   76 incompatible snapshot, 77 not trusted).
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
         // The command line syncs over HTTP and with PostgreSQL hubs too (LandmarkCatalogSync).
         NetworkSources.register()
