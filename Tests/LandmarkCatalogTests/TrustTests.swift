@@ -512,3 +512,44 @@ struct TrustHTTPTests {
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(1)]])
     }
 }
+
+@Suite("Trust: a pull-only hub role", .serialized, .enabled(if: PostgresServer.isAvailable, "no PostgreSQL server binaries (scripts/setup installs them)"))
+struct PullOnlyHubTests {
+    @Test("an edge whose role may only SELECT syncs pull-only: said once, exit 0, the hub's rows pulled, nothing pushed")
+    func pullOnlyRole() throws {
+        let server = try PostgresServer.running()
+        let hub = try server.createDatabaseName()
+        let writerURI = server.uri(database: hub)
+        // A writer edge fills the hub.
+        let writer = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.root.appending(path: "Seeds/landmarkData.json").path, "--quiet"], db: writer).status == 0)
+        #expect(runCLI(["position", "set", "--user", "ann", "--page", "1"], db: writer).status == 0)
+        let w = runCLI(["sync", writerURI], db: writer)
+        #expect(w.status == 0, "\(w.stderr)")
+        // A role that may only read it.
+        let role = "reader_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try HubSupport.admin(server).executeScript(sql: "CREATE ROLE \(role) LOGIN PASSWORD 'Read-Only-9c1e'")
+        try HubSupport.connect(server, hub).executeScript(sql: """
+            GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role);
+            GRANT SELECT ON ALL SEQUENCES IN SCHEMA public TO \(role);
+            """)
+        let readerURI = server.uri(database: hub, user: role, password: "Read-Only-9c1e")
+        let before = try HubSupport.hubPositions(server, hub)
+        let edge = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.root.appending(path: "Seeds/landmarkData.json").path, "--quiet"], db: edge).status == 0)
+        #expect(runCLI(["position", "set", "--user", "bob", "--page", "0"], db: edge).status == 0)
+        for _ in 0..<2 {
+            let r = runCLI(["sync", "--json", readerURI], db: edge)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.components(separatedBy: "pull-only").count == 2, "said once: \(r.stderr)")
+            #expect(r.stdout.contains("\"pushed\":null"))
+            #expect(!r.stderr.contains("Read-Only-9c1e") && !r.stdout.contains("Read-Only-9c1e"))
+        }
+        #expect(try dumpRows(edge, sql: "SELECT user_id, page FROM positions ORDER BY user_id") == [[.text("ann"), .integer(1)], [.text("bob"), .integer(0)]])
+        #expect(try HubSupport.hubPositions(server, hub) == before)
+        // The same edge with a role that may write pushes what waited.
+        let p = runCLI(["sync", writerURI], db: edge)
+        #expect(p.status == 0 && !p.stderr.contains("pull-only"), "\(p.stderr)")
+        #expect(try HubSupport.hubPositions(server, hub).count == before.count + 1)
+    }
+}
