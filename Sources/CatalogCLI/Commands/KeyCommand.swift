@@ -7,7 +7,7 @@ extension CatalogCLI {
             "Sign the manifest with this secret key (manifest.json.minisig, minisign's format; the file must not be readable by others).",
             completion: .file, parse: Values.nonEmpty)
         static let trust = Option<String>("--trust", "KEY",
-            "Take only snapshot logs signed by this minisign public key (its RWQ… line or a .pub file); repeatable (key rotation).",
+            "Take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable (key rotation).",
             repeatable: true, completion: .file, parse: Values.nonEmpty)
         static let allow = Option<String>("--allow", "KIND",
             "The rows this remote may write: landmarks, positions or all (default all); others are counted and not applied.",

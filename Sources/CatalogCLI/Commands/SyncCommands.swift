@@ -64,7 +64,7 @@ extension CatalogCLI {
                 SyncOptionsTable.publish.spec, Options.dryRun.spec, Options.json.with(help: "Print the run's report as JSON.").spec,
                 Options.quiet.spec, SyncOptionsTable.maxDrift.spec, SyncOptionsTable.timeout.spec, SyncOptionsTable.deadline.spec,
                 SyncOptionsTable.retries.spec, SyncOptionsTable.maxBytes.spec, PublishOptionsTable.grace.spec,
-                TrustOptionsTable.trust.with(help: "For this run, take only snapshot logs signed by this minisign public key (its RWQ… line or a .pub file); repeatable.").spec,
+                TrustOptionsTable.trust.with(help: "For this run, take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable.").spec,
                 TrustOptionsTable.sign.with(help: "Sign what --publish writes with this secret key (manifest.json.minisig).").spec,
             ],
             run: runSync)

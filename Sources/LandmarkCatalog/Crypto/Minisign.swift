@@ -109,14 +109,14 @@ package struct MinisignPublicKey: Sendable, Hashable {
         self.key = key
     }
 
-    /// Parses the base64 line (`RWQ…`, as `minisign -P` takes it) or a whole `.pub` file's text.
+    /// Parses the base64 line (`RW…`, as `minisign -P` takes it) or a whole `.pub` file's text.
     /// - Throws: `CatalogError` 64 naming `source` when it is not a minisign Ed25519 public key.
     package init(text: String, source: String) throws {
         let lines = Minisign.dataLines(text).filter { !$0.hasPrefix(Minisign.untrustedPrefix) && !$0.hasPrefix("untrusted comment:") }
         guard lines.count == 1, let bytes = Data(base64Encoded: String(lines[0])).map(Array.init), bytes.count == 42,
               Array(bytes[0..<2]) == Minisign.keyAlgorithm else {
             throw CatalogError(.usage, "not a minisign public key: \(source)",
-                               hint: "give the key's base64 line (RWQ…, as 'catalog key generate' prints it) or the path of its .pub file")
+                               hint: "give the key's base64 line (RW…, as 'catalog key generate' prints it) or the path of its .pub file")
         }
         keyID = Array(bytes[2..<10])
         key = Array(bytes[10..<42])
@@ -129,7 +129,7 @@ package struct MinisignPublicKey: Sendable, Hashable {
             return try MinisignPublicKey(text: given, source: given)
         }
         guard FileManager.default.fileExists(atPath: given) else {
-            throw CatalogError(.usage, "--trust \(given) is neither a minisign public key (RWQ…) nor a file",
+            throw CatalogError(.usage, "--trust \(given) is neither a minisign public key (RW…) nor a file",
                                hint: "give the key's base64 line or the path of its .pub file")
         }
         let fd = try CatalogStore.openForReading(given)
