@@ -553,3 +553,27 @@ struct PullOnlyHubTests {
         #expect(try HubSupport.hubPositions(server, hub).count == before.count + 1)
     }
 }
+
+@Suite("Trust: a signed log over real nginx", .serialized, .enabled(if: NginxServer.available, "nginx is not installed"))
+struct TrustNginxTests {
+    @Test("contrib/nginx/catalog-log.conf serves the signature: sync --trust merges, a 304 on the manifest fetches nothing more")
+    func signedLogOverNginx() throws {
+        let nginx = try NginxServer()
+        let dir = Support.temporaryDirectory()
+        let (secret, line) = try Trust.generate(dir, "k")
+        let a = try Trust.publisher(dir, "a")
+        _ = try Trust.publish(a, nginx.logDirectory, key: secret)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        let r = Trust.sync([nginx.url("manifest.json"), "--trust", line], db: consumer)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try dumpLandmarks(consumer).count == 5)
+        var log = try nginx.requests(atLeast: 3)
+        #expect(log.map(\.uri).contains("/catalog/manifest.json.minisig"))
+        #expect(log.allSatisfy { $0.status == 200 })
+        sleep(1)
+        let again = Trust.sync([nginx.url("manifest.json"), "--trust", line, "--json"], db: consumer)
+        #expect(again.status == 0 && again.stdout.contains("\"outcome\":\"not-modified\""), "\(again.stderr)")
+        log = try nginx.requests(atLeast: log.count + 1)
+        #expect(log.last?.uri == "/catalog/manifest.json" && log.last?.status == 304)
+    }
+}
