@@ -316,6 +316,7 @@ struct TrustTests {
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(1)]])
         // Bad keys are refused when the remote is saved.
         #expect(runCLI(["remote", "add", "x", log.path, "--trust", "RWQnotakey"], db: consumer).status == 64)
+        #expect(runCLI(["remote", "add", "x", "postgres://hub.example/catalog", "--trust", newLine], db: consumer).status == 64)
     }
 
     @Test("--allow positions against a source carrying landmark changes: landmarks untouched, positions merged, counts right (json and ledger)")

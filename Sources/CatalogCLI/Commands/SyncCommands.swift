@@ -235,6 +235,9 @@ extension CatalogCLI {
                                 // A bad name or URL is refused before the database is opened: it creates nothing.
                                 _ = try CatalogStore.checkedRemote(name: i.positionals[0], url: i.positionals[1])
                                 let keys = try trustedKeys(i).map(\.line)
+                                if !keys.isEmpty, case .hub = try SourceLocator.parse(i.positionals[1]) {
+                                    throw UsageError(message: "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)", path: i.parsed.path)
+                                }
                                 let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
                                 try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1], trustedKeys: keys, allow: allow); return 0
                             }),
