@@ -5,7 +5,8 @@
 #   Benchmarks/run.sh            full run: 10k / 100k / 1M landmarks (the 1M file is ~0.9 GB), 10k / 1M users
 #   Benchmarks/run.sh --quick    10k / 100k landmarks, 10k users (about a minute; CI runs it)
 #   Benchmarks/run.sh --hub      only the PostgreSQL hub cases (with --quick: at 10k users)
-#   Benchmarks/run.sh --log      only the snapshot-log cases (with --quick: at 10k landmarks + 10k users)
+#   Benchmarks/run.sh --log      only the snapshot-log cases, signing (--sign) and verifying (--trust) included
+#                                (with --quick: at 10k landmarks + 10k users)
 #   Benchmarks/run.sh --observe  only the Swift library: another process's commit → `catalog watch` prints
 #                                (p50, p95 over 200 commits), one idle observer's CPU over 60 s (--quick:
 #                                10 s), 100 observers in one process, featured() from 8 tasks against the
@@ -274,6 +275,47 @@ for changes in 1 10000; do
     echo "  after $changes change(s): a consumer fetched $fetched bytes (a full snapshot is $full_bytes)" >&2
     rows+=("| bytes fetched after $changes change(s) | $rows_total | catalog sync | $fetched bytes | | | |")
 done
+# Signing and verifying (docs/trust.md): the same publish and sync, signed (--sign) and trusted (--trust),
+# against unsigned ones, runs alternating; each side's setup publishes (and syncs) the other log untimed, so
+# both carry the same changes. Wall time from $EPOCHREALTIME (µs): what signing adds is a few ms at most
+# (target: <= 5 ms per publish and per sync), below /usr/bin/time's 10 ms.
+fine_pair() {  # fine_pair SETUP_A CMD_A SETUP_B CMD_B: sets FINE_A FINE_B (median ms)
+    local a=() b=() t0
+    # A few ms against tens: more runs than the other cases (at least 11), medians of the alternating pairs.
+    for _ in $(seq $(( runs > 11 ? runs : 11 ))); do
+        bash -c "$1" >/dev/null 2>&1; t0=$EPOCHREALTIME; bash -c "$2" >/dev/null 2>&1 || { echo "FAILED: $2" >&2; exit 1; }
+        a+=("$(awk -v s="$t0" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.2f", (e - s) * 1000 }')")
+        bash -c "$3" >/dev/null 2>&1; t0=$EPOCHREALTIME; bash -c "$4" >/dev/null 2>&1 || { echo "FAILED: $4" >&2; exit 1; }
+        b+=("$(awk -v s="$t0" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.2f", (e - s) * 1000 }')")
+    done
+    FINE_A=$(printf '%s\n' "${a[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+    FINE_B=$(printf '%s\n' "${b[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+}
+key="$work/bench.key"; slog="$work/slog"; scon="$work/scon.sqlite"
+rm -rf "$key" "$key.pub" "$slog" "$scon"*
+"$bin" key generate --output "$key" >/dev/null
+"$bin" --db "$pub" publish --quiet "$log"; "$bin" --db "$con" sync --quiet "$log"
+"$bin" --db "$pub" publish --quiet --sign "$key" "$slog"; "$bin" --db "$scon" sync --quiet --trust "$key.pub" "$slog"
+for changes in 1 10000; do
+    if [ "$changes" -eq 1 ]; then
+        make_change="$bin --db $pub position set --user bench-sign-\$RANDOM --page 0"
+    else
+        make_change="python3 $repo/Benchmarks/generate.py changes 10000 $work/changes.json $pn \$RANDOM >/dev/null 2>&1 && $bin --db $pub sync --quiet $work/changes.json"
+    fi
+    publish_plain="$bin --db $pub publish --quiet $log"; publish_signed="$bin --db $pub publish --quiet --sign $key $slog"
+    fine_pair "$make_change && $publish_signed" "$publish_plain" "$make_change && $publish_plain" "$publish_signed"
+    added=$(awk -v a="$FINE_A" -v b="$FINE_B" 'BEGIN { printf "%.2f", b - a }')
+    echo "  publish after $changes change(s): unsigned $FINE_A ms, signed $FINE_B ms (signing adds $added ms)" >&2
+    rows+=("| publish --sign after $changes change(s) | $rows_total | catalog publish (baseline: unsigned) | $FINE_B ms | | | $(awk -v a="$FINE_A" -v b="$FINE_B" 'BEGIN { printf "%.2fx", a / b }') (+$added ms) |")
+    sync_plain="$bin --db $con sync --quiet $log"; sync_trusted="$bin --db $scon sync --quiet --trust $key.pub $slog"
+    fine_pair "$make_change && $publish_plain && $publish_signed && $sync_trusted" "$sync_plain" \
+              "$make_change && $publish_plain && $publish_signed && $sync_plain" "$sync_trusted"
+    added=$(awk -v a="$FINE_A" -v b="$FINE_B" 'BEGIN { printf "%.2f", b - a }')
+    echo "  consumer sync after $changes change(s): unsigned $FINE_A ms, verified $FINE_B ms (verifying adds $added ms)" >&2
+    rows+=("| sync --trust after $changes change(s) | $rows_total | catalog sync (baseline: unsigned) | $FINE_B ms | | | $(awk -v a="$FINE_A" -v b="$FINE_B" 'BEGIN { printf "%.2fx", a / b }') (+$added ms) |")
+done
+"$bin" --db "$pub" publish --quiet --sign "$key" "$slog"; "$bin" --db "$scon" sync --quiet --trust "$key.pub" "$slog"
+rm -rf "$key" "$key.pub" "$slog" "$scon"*
 "$bin" --db "$pub" publish --quiet "$log"; "$bin" --db "$con" sync --quiet "$log"
 digest_pub=$("$bin" --db "$pub" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
 digest_con=$("$bin" --db "$con" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')

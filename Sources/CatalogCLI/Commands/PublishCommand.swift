@@ -20,7 +20,7 @@ extension CatalogCLI {
                 base. Peers sync from DIR, DIR/manifest.json or its URL.
                 """,
             arguments: [ArgumentSpec(name: "dir", help: "The log directory (created if needed).", completion: .directory)],
-            options: [PublishOptionsTable.grace.spec, PublishOptionsTable.maxDeltas.spec,
+            options: [PublishOptionsTable.grace.spec, PublishOptionsTable.maxDeltas.spec, TrustOptionsTable.sign.spec,
                       Options.json.with(help: "Print what was written as JSON.").spec, Options.quiet.spec],
             run: runPublish)
     }
@@ -33,9 +33,11 @@ extension CatalogCLI {
     }
 
     static func runPublish(_ i: Invocation) throws -> Int32 {
+        var options = publishOptions(i)
+        options.signingKey = try signingKey(i)
         let store = try i.openStore(i.databaseExists ? .write : .read)
         let progress = i.makeProgressLine(label: "writing")
-        let report = try store.publishLog(to: i.positionals[0], options: publishOptions(i)) { progress.update($0) }
+        let report = try store.publishLog(to: i.positionals[0], options: options) { progress.update($0) }
         progress.clear()
         if i[Options.json] {
             i.stdout.write(publishJSON(report))
@@ -47,6 +49,7 @@ extension CatalogCLI {
     }
 
     static func describe(_ r: PublishReport) -> String {
+        let signed = r.signedBy.map { "; signed by key \($0)" } ?? ""
         guard r.changed else {
             return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(plural(r.removed.count, "old file")) removed")
         }
@@ -55,7 +58,7 @@ extension CatalogCLI {
             what += ", because the previous manifest named \(plural(r.missing.count, "file")) that \(r.missing.count == 1 ? "is" : "are") gone (\(r.missing.prefix(3).joined(separator: ", "))\(r.missing.count > 3 ? ", …" : ""))"
         }
         return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(plural(r.written.count, "file")), \(plural(Int(r.bytesWritten), "byte"))"
-            + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))")
+            + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))") + signed
     }
 
     static func publishJSON(_ r: PublishReport) -> [UInt8] {

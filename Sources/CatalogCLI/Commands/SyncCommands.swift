@@ -64,6 +64,8 @@ extension CatalogCLI {
                 SyncOptionsTable.publish.spec, Options.dryRun.spec, Options.json.with(help: "Print the run's report as JSON.").spec,
                 Options.quiet.spec, SyncOptionsTable.maxDrift.spec, SyncOptionsTable.timeout.spec, SyncOptionsTable.deadline.spec,
                 SyncOptionsTable.retries.spec, SyncOptionsTable.maxBytes.spec, PublishOptionsTable.grace.spec,
+                TrustOptionsTable.trust.with(help: "For this run, take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable.").spec,
+                TrustOptionsTable.sign.with(help: "Sign what --publish writes with this secret key (manifest.json.minisig).").spec,
             ],
             run: runSync)
     }
@@ -80,6 +82,11 @@ extension CatalogCLI {
         if let n = i[SyncOptionsTable.maxBytes] { options.maxBytes = n }
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
+        options.trustedKeys = try trustedKeys(i)
+        options.publish.signingKey = try signingKey(i)
+        if options.publish.signingKey != nil, options.publishPath.map(CatalogStore.publishesLog) != true {
+            throw UsageError(message: "--sign signs a snapshot log: give --publish DIR too", path: i.parsed.path)
+        }
 
         if let target = options.publishPath, let scheme = SourceLocator.scheme(of: target) {
             throw UsageError(message: "--publish writes a local file or directory, not \(scheme):// (\(redacted(target)))", path: i.parsed.path)
@@ -179,6 +186,7 @@ extension CatalogCLI {
         w.raw(","); w.key("exitStatus"); w.int(Int64(error?.exitStatus ?? report.exitStatus))
         w.raw(","); w.key("landmarksApplied"); w.int(Int64(c.landmarksApplied))
         w.raw(","); w.key("landmarksSeen"); w.int(Int64(c.landmarksSeen))
+        w.raw(","); w.key("notAllowed"); w.int(Int64(c.notAllowed))
         w.raw(","); w.key("positionsApplied"); w.int(Int64(c.positionsApplied))
         w.raw(","); w.key("positionsSeen"); w.int(Int64(c.positionsSeen))
         w.raw(","); w.key("publish")
@@ -194,6 +202,7 @@ extension CatalogCLI {
             w.raw("{"); w.key("bytes"); w.int(s.bytes)
             w.raw(","); w.key("error"); w.string(s.error?.message)
             w.raw(","); w.key("exitStatus"); w.int(Int64(s.error?.exitStatus ?? 0))
+            w.raw(","); w.key("notAllowed"); w.int(Int64(s.counts.notAllowed))
             w.raw(","); w.key("note"); w.string(s.note)
             w.raw(","); w.key("outcome"); w.string(s.outcome.rawValue)
             w.raw(","); w.key("pushed")
@@ -218,12 +227,19 @@ extension CatalogCLI {
             abstract: "Manage the saved remotes that 'catalog sync' pulls when given no SOURCE.",
             subcommands: [
                 CommandSpec(name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres(ql):// URL, libpq keyword string or path.",
+                            discussion: "With --trust, the remote's snapshot log is merged only when its manifest is signed by one of the keys (else 77, nothing merged); with --allow, only rows of that kind are applied.",
                             arguments: [ArgumentSpec(name: "name", help: "1–64 of A–Z a–z 0–9 . _ -"),
                                         ArgumentSpec(name: "url", help: "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).", completion: .file)],
+                            options: [TrustOptionsTable.trust.spec, TrustOptionsTable.allow.spec],
                             run: { i in
                                 // A bad name or URL is refused before the database is opened: it creates nothing.
                                 _ = try CatalogStore.checkedRemote(name: i.positionals[0], url: i.positionals[1])
-                                try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1]); return 0
+                                let keys = try trustedKeys(i).map(\.line)
+                                if !keys.isEmpty, case .hub = try SourceLocator.parse(i.positionals[1]) {
+                                    throw UsageError(message: "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)", path: i.parsed.path)
+                                }
+                                let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
+                                try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1], trustedKeys: keys, allow: allow); return 0
                             }),
                 CommandSpec(name: "list", abstract: "List the saved remotes (passwords are never shown).",
                             options: [Options.json.spec],
@@ -241,14 +257,25 @@ extension CatalogCLI {
             w.raw("[")
             for (n, r) in remotes.enumerated() {
                 if n > 0 { w.raw(",") }
-                w.raw("{"); w.key("name"); w.string(r.name); w.raw(","); w.key("url"); w.string(redacted(r.url)); w.raw("}")
+                w.raw("{"); w.key("allow"); w.string(r.allow.rawValue)
+                w.raw(","); w.key("name"); w.string(r.name)
+                w.raw(","); w.key("trustedKeys"); w.raw("[")
+                for (k, line) in r.trustedKeys.enumerated() { if k > 0 { w.raw(",") }; w.string((try? MinisignPublicKey(text: line, source: "").id) ?? "?") }
+                w.raw("],"); w.key("url"); w.string(redacted(r.url)); w.raw("}")
             }
             w.raw("]\n")
             i.stdout.write(w.bytes)
         } else if remotes.isEmpty {
             i.stdout.line("no remotes")
         } else {
-            i.stdout.write(Table.render([["NAME", "URL"]] + remotes.map { [$0.name, redacted($0.url)] }))
+            // The trust columns appear once a remote has trusted keys or a grant narrower than all.
+            if remotes.contains(where: { !$0.trustedKeys.isEmpty || $0.allow != .all }) {
+                let keys = { (r: Remote) in r.trustedKeys.compactMap { try? MinisignPublicKey(text: $0, source: "").id }.joined(separator: ",") }
+                i.stdout.write(Table.render([["NAME", "URL", "ALLOW", "TRUSTS"]]
+                    + remotes.map { [$0.name, redacted($0.url), $0.allow.rawValue, $0.trustedKeys.isEmpty ? "-" : keys($0)] }))
+            } else {
+                i.stdout.write(Table.render([["NAME", "URL"]] + remotes.map { [$0.name, redacted($0.url)] }))
+            }
         }
         return 0
     }

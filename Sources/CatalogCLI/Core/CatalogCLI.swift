@@ -14,7 +14,7 @@ public enum CatalogCLI {
     ///   - context: output streams, environment, clock.
     /// - Returns: the exit status: 0, or a sysexits code (64 usage, 65 data, 66 no input, 69 unavailable
     ///   or, for `status --check`, not healthy, 70 internal, 73 cannot create, 74 I/O, 75 try again,
-    ///   76 incompatible snapshot).
+    ///   76 incompatible snapshot, 77 not trusted).
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
         // The command line syncs over HTTP and with PostgreSQL hubs too (LandmarkCatalogSync).
         NetworkSources.register()
@@ -108,7 +108,7 @@ public enum CatalogCLI {
             discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
-                statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
+                keyCommand, statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
                 manCommand,
             ])
     }
@@ -130,6 +130,8 @@ public enum CatalogCLI {
           74  I/O error (disk full)
           75  temporary failure: lock held or database busy; retry later
           76  incompatible snapshot format or version; a hub schema newer, changed or foreign
+          77  not trusted: a source that must be signed is unsigned, wrongly signed or
+              signed by a key it does not trust
 
         """
 }

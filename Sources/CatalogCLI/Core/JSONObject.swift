@@ -30,6 +30,7 @@ struct JSONObject {
     mutating func set(counts c: MergeCounts) {
         set("landmarksApplied", c.landmarksApplied)
         set("landmarksSeen", c.landmarksSeen)
+        set("notAllowed", c.notAllowed)
         set("positionsApplied", c.positionsApplied)
         set("positionsSeen", c.positionsSeen)
         set("quarantined", c.quarantined)

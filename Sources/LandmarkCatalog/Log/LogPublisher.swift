@@ -11,6 +11,8 @@ public struct PublishOptions: Sendable {
     /// When the manifest would name more deltas than this, they are merged into one (default 32), so
     /// the manifest a peer fetches on every run stays small.
     public var maxDeltas = 32
+    /// `--sign FILE`: sign each manifest with this key (`manifest.json.minisig`, docs/trust.md §2).
+    package var signingKey: MinisignSecretKey?
 
     public init() {}
 }
@@ -34,6 +36,8 @@ public struct PublishReport: Sendable {
     /// Files the previous manifest named that were gone or of another size (removed by hand, a cleanup
     /// job): the log could no longer be read, so a new generation was started (docs/log-format.md §3).
     public var missing: [String] = []
+    /// The key id (as minisign prints it) the manifest is signed by, when publishing signs.
+    public var signedBy: String?
 }
 
 extension CatalogStore {
@@ -87,7 +91,8 @@ extension CatalogStore {
         defer { withExtendedLifetime(lock) {} }
         let now = wallClock.nowMilliseconds()
         let manifestPath = dir + "/" + LogManifest.fileName
-        let existing = (FileManager.default.contents(atPath: manifestPath)).flatMap { try? LogManifest.parse(Array($0), source: manifestPath) }
+        let existingBytes = FileManager.default.contents(atPath: manifestPath).map(Array.init)
+        let existing = existingBytes.flatMap { try? LogManifest.parse($0, source: manifestPath) }
         let node = try nodeID()
         let record = try read {
             try connection.firstRow(sql: "SELECT generation, through FROM log_publications WHERE directory = ?", [.text(dir)]) {
@@ -103,8 +108,18 @@ extension CatalogStore {
         // The manifest continues only if it is this database's, at the point this database recorded,
         // and not ahead of it; anything else (another publisher, a restored database, a crash between
         // the manifest and the record) starts a new generation, which is always safe.
+        // Signing, the directory is not trusted either (docs/trust.md §2): the manifest continues only when it
+        // is the one this key signed, so a manifest changed by whoever else can write here is never signed
+        // over; a first signed publish or a new key starts a new generation.
+        let signedByUs = options.signingKey.map { key in
+            existingBytes.map { bytes in
+                FileManager.default.contents(atPath: manifestPath + ".minisig")
+                    .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }?
+                    .verifies(bytes, with: key.publicKey) == true
+            } ?? false
+        } ?? true
         var continuing = existing.flatMap { m in
-            m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current ? m : nil
+            m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current && signedByUs ? m : nil
         }
         // A manifest naming a file that is gone (or of another size) cannot be read by anyone: every
         // reader would fail with 69 until the deltas outgrew the base. A new generation repairs it.
@@ -121,6 +136,8 @@ extension CatalogStore {
                                                                                   base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
         report.missing = missing
         if let continuing, continuing.through == current {
+            // Unchanged: the manifest and its signature (by this key, checked above) keep their bytes.
+            report.signedBy = options.signingKey?.publicKey.id
             report.removed = try removeUnreferenced(in: dir, manifest: continuing, now: now, grace: options.graceSeconds)
             return report
         }
@@ -148,8 +165,26 @@ extension CatalogStore {
         }
         let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
         retired = Array(Set(retired).subtracting(named)).sorted()
+        // The signature goes first (docs/trust.md §2): a reader that meets the new signature with the old
+        // manifest, or the reverse, takes one fresh look. Publishing unsigned removes a signature that
+        // would no longer match, so readers are told "not signed" rather than "bad signature".
+        // Both are written and synced first, then renamed one right after the other, so the window in which
+        // a reader meets the new signature with the old manifest is a few microseconds.
+        let signaturePath = manifestPath + ".minisig"
         let file = try AtomicFileWriter(path: manifestPath)
         try file.write(manifest.bytes)
+        try file.flush()
+        if let key = options.signingKey {
+            let signature = key.sign(manifest.bytes, trustedComment: "landmark-catalog-log node:\(manifest.node) generation:\(manifest.generation) through:\(manifest.through)")
+            let signatureFile = try AtomicFileWriter(path: signaturePath)
+            try signatureFile.write(Array(signature.fileText.utf8))
+            try signatureFile.flush()
+            try signatureFile.commit(syncDirectory: false)
+            report.written.append(manifestSignatureFileName)
+            report.signedBy = key.publicKey.id
+        } else if unlink(signaturePath) != 0 && errno != ENOENT {
+            throw CatalogError(.cantCreate, "cannot remove the old signature (\(errorText(errno))), \(signaturePath)")
+        }
         try file.commit()
         report.written.append(LogManifest.fileName)
         report.bytesWritten += Int64(manifest.bytes.count)

@@ -20,7 +20,16 @@ package protocol LogFileFetcher: AnyObject {
     func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed
     /// Bytes fetched so far.
     var bytesFetched: Int64 { get }
+    /// Fetches the manifest's signature (`manifest.json.minisig` beside it, docs/trust.md §2), unconditionally.
+    /// - Returns: its bytes, or nil when there is none (no such file, 404).
+    /// - Throws: `CatalogError` 69 when it cannot be fetched, 77 when it is larger than a signature can be.
+    func fetchSignature() throws -> [UInt8]?
 }
+
+/// The name of a manifest's signature file: minisign's default for `minisign -Vm manifest.json`.
+package let manifestSignatureFileName = LogManifest.fileName + ".minisig"
+/// The largest signature file read (a minisign signature with a long trusted comment is well under this).
+package let maxSignatureBytes = 16 << 10
 
 /// A file the manifest names is not there (any more): the publisher may have rolled a generation.
 package struct LogFileGone: Error {
@@ -36,7 +45,39 @@ package struct LogFileGone: Error {
 /// one fresh, unconditional look at the manifest, then 69.
 package struct LogReader {
     let fetcher: any LogFileFetcher
-    package init(fetcher: any LogFileFetcher) { self.fetcher = fetcher }
+    /// The keys a manifest must be signed by (docs/trust.md §3); empty: no signature needed.
+    let trusted: [MinisignPublicKey]
+    package init(fetcher: any LogFileFetcher, trusted: [MinisignPublicKey] = []) {
+        self.fetcher = fetcher
+        self.trusted = trusted
+    }
+
+    /// Why the manifest is not trusted, or nil when it is signed by a trusted key (or none is required).
+    /// - Returns: the error, and whether it may be a publisher's race (a trusted key's signature that does
+    ///   not match this manifest: the signature of the manifest before or after it), and whether the
+    ///   signature's authentic trusted comment names another version than this manifest (then it surely is).
+    func untrusted(_ manifest: [UInt8]) throws -> (error: CatalogError, race: Bool, otherVersion: Bool)? {
+        guard !trusted.isEmpty else { return nil }
+        let trustedIDs = trusted.map(\.id).joined(separator: ", ")
+        let trustedText = trusted.count == 1 ? "the trusted key \(trustedIDs)" : "one of the trusted keys \(trustedIDs)"
+        let source = fetcher.manifestName
+        guard let bytes = try fetcher.fetchSignature() else {
+            return (CatalogError(.untrusted, "the snapshot log is not signed (no \(manifestSignatureFileName) beside the manifest), and this source must be signed by \(trustedText); nothing merged, \(source)",
+                                 hint: "the publisher signs with 'catalog publish DIR --sign KEY'; without a signature this source is never merged"), false, false)
+        }
+        let signature = try MinisignSignature(text: String(decoding: bytes, as: UTF8.self), source: source + ".minisig")
+        guard let key = trusted.first(where: { $0.keyID == signature.keyID }) else {
+            return (CatalogError(.untrusted, "the snapshot log is signed by key \(signature.keyIDText), which this source does not trust (it trusts \(trustedIDs)); nothing merged, \(source)",
+                                 hint: "if the publisher changed its key on purpose, trust the new one too (docs/trust.md §5)"), false, false)
+        }
+        if signature.verifies(manifest, with: key) { return nil }
+        var otherVersion = false
+        if signature.commentVerifies(with: key), let parsed = try? LogManifest.parse(manifest, source: source) {
+            otherVersion = !signature.trustedComment.hasSuffix("generation:\(parsed.generation) through:\(parsed.through)")
+        }
+        return (CatalogError(.untrusted, "the manifest's signature by key \(signature.keyIDText) does not verify: the manifest or its signature was changed after signing; nothing merged, \(source)",
+                             hint: "fetch it again later; if it persists, the host serves a manifest that the key's owner did not sign"), true, otherVersion)
+    }
 
     /// What to fetch for `cursor` from `manifest`: nil when the cursor is already at its end.
     static func plan(_ manifest: LogManifest, cursor: SourceCursor?) -> [LogManifest.File]? {
@@ -65,17 +106,38 @@ package struct LogReader {
     package func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
         throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?) {
         var freshLook = false
+        var raceLook = false
+        var raceLooks = 0
         var bytes = manifestBytes
         var manifestValidators = validators
         while true {
             if bytes == nil {
                 let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
-                let sent = freshLook || (stored.etag == nil && stored.lastModified == nil) ? nil : stored
+                let sent = freshLook || raceLook || (stored.etag == nil && stored.lastModified == nil) ? nil : stored
                 guard let fetched = try fetcher.fetchManifest(validators: sent) else {
                     return (nil, cursor, nil)  // 304: nothing new
                 }
                 bytes = fetched.bytes
                 manifestValidators = fetched.validators
+            }
+            // The signature is checked before the manifest is believed (docs/trust.md §3). A trusted key's
+            // signature of another version (a publisher between writing the signature and the manifest)
+            // means one fresh look at both.
+            if let (error, race, otherVersion) = try untrusted(bytes ?? []) {
+                // One fresh look; a few more (backing off, under a second in all) while the signature's
+                // authentic trusted comment names another version: a busy publisher, not a forgery.
+                guard race, raceLooks < (otherVersion ? 5 : 1) else {
+                    var error = error
+                    if raceLook { error.message = error.message.replacingOccurrences(of: "; nothing merged", with: ", also after a fresh look; nothing merged") }
+                    throw error
+                }
+                // The publisher renames the signature and the manifest microseconds apart: a moment later
+                // both are of one version.
+                raceLook = true
+                bytes = nil
+                usleep(20_000 << UInt32(raceLooks))
+                raceLooks += 1
+                continue
             }
             let manifest = try LogManifest.parse(bytes ?? [], source: fetcher.manifestName)
             // A manifest behind the cursor (same generation, lower `through`: a CDN or a mirror serving an
@@ -132,6 +194,23 @@ package final class DirectoryLogFetcher: LogFileFetcher {
         let bytes = try Self.readAll(fd, name: manifestName, limit: Int(min(maxBytes, LogManifest.maxManifestBytes)))
         bytesFetched += Int64(bytes.count)
         return (bytes, nil)
+    }
+
+    package func fetchSignature() throws -> [UInt8]? {
+        let path = manifestName + ".minisig"
+        let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw CatalogError(.noInput, "cannot open the manifest's signature (\(errorText(errno))), \(path)")
+        }
+        defer { close(fd) }
+        do {
+            let bytes = try Self.readAll(fd, name: path, limit: maxSignatureBytes)
+            bytesFetched += Int64(bytes.count)
+            return bytes
+        } catch let error as CatalogError where error.kind == .dataInvalid {
+            throw CatalogError(.untrusted, "the manifest's signature is larger than \(maxSignatureBytes) bytes: not a minisign signature, \(path)")
+        }
     }
 
     /// Checks the file's size now, and its SHA-256 while it is merged, in the same pass that reads it: a

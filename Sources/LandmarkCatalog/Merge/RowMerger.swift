@@ -1,7 +1,7 @@
 import Foundation
 
 /// What merging did (or, in a dry run, would do). On every path
-/// `landmarksSeen + positionsSeen == applied + stale + quarantined`; ties are also counted as applied
+/// `landmarksSeen + positionsSeen == applied + stale + quarantined + notAllowed`; ties are also counted as applied
 /// or stale, whichever way the rule settled them.
 public struct MergeCounts: Sendable, Equatable {
     /// Landmark rows read.
@@ -18,6 +18,8 @@ public struct MergeCounts: Sendable, Equatable {
     public var ties = 0
     /// Rows stamped beyond the allowed drift: kept in quarantine, not applied.
     public var quarantined = 0
+    /// Rows of a kind the source may not write (its remote's `--allow`, docs/trust.md §4): not applied.
+    public var notAllowed = 0
 
     public init() {}
 
@@ -35,6 +37,7 @@ public struct MergeCounts: Sendable, Equatable {
         c.stale += b.stale
         c.ties += b.ties
         c.quarantined += b.quarantined
+        c.notAllowed += b.notAllowed
         return c
     }
 }
@@ -74,6 +77,8 @@ package struct RowMerger {
     /// This database's node id, and whether a source published under it was reported.
     private let localNode: String
     private var clashReported = false
+    /// The kinds of rows the source may write (docs/trust.md §4); the others are counted, reported and skipped.
+    package var allow = WriteGrant.all
 
     init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws {
         self.store = store
@@ -217,6 +222,14 @@ package struct RowMerger {
         kind == "position" ? [.init("user", key)] : []
     }
 
+    /// Counts and reports a row outside the source's grant (bounded by the reporter, like quarantined rows).
+    private mutating func notAllowed(kind: String, key: String, id: Int64?) {
+        counts.notAllowed += 1
+        diagnostics(Diagnostic(severity: .warning,
+                               message: "not applied: \(kind) \(key) — this source may write \(allow.rawValue) only (remote add --allow)",
+                               file: source, id: id, kind: "not-allowed", details: Self.keyDetails(kind: kind, key: key)))
+    }
+
     // MARK: Positions
 
     private mutating func applyPositions(_ rows: [PositionRecord]) throws {
@@ -228,6 +241,10 @@ package struct RowMerger {
                 """) { upsert in
                 for row in rows {
                     counts.positionsSeen += 1
+                    if !allow.allowsPositions {
+                        notAllowed(kind: "position", key: row.user, id: nil)
+                        continue
+                    }
                     if try quarantine(row.stamp, kind: "position", key: row.user, deleted: row.deleted,
                                       tieContent: { Self.positionTieContent(page: row.page, landmark: row.landmark) }, rowJSON: { row.json }) { continue }
                     try select.bind(row.user, at: 1)
@@ -295,6 +312,10 @@ package struct RowMerger {
     private mutating func applyLandmark(_ view: RawLandmarkView, select: Statement, upsert: Statement) throws {
         counts.landmarksSeen += 1
         let record = view.record
+        if !allow.allowsLandmarks {
+            notAllowed(kind: "landmark", key: String(record.id), id: record.id)
+            return
+        }
         let stamp = view.stamp
         if try quarantine(stamp, kind: "landmark", key: String(record.id), deleted: record.deleted,
                           tieContent: { LandmarkJSON.bytes(view, shape: .content) }, rowJSON: {

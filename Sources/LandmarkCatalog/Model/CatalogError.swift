@@ -22,6 +22,9 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable 
         case tempFail = 75
         /// 76: an incompatible snapshot format or version.
         case incompatible = 76
+        /// 77: not trusted: a source that must be signed by a trusted key is unsigned, wrongly signed or
+        /// signed by another key (docs/trust.md).
+        case untrusted = 77
     }
 
     /// The category, which decides the exit status.

@@ -1,15 +1,41 @@
 import Foundation
 
+/// The kinds of rows a source may write (`remote add --allow`, docs/trust.md §4). Rows of another kind are
+/// counted (``MergeCounts/notAllowed``), reported and not applied; the rest of the source merges.
+public enum WriteGrant: String, Sendable, CaseIterable {
+    case all, landmarks, positions
+
+    public var allowsLandmarks: Bool { self != .positions }
+    public var allowsPositions: Bool { self != .landmarks }
+}
+
 extension CatalogStore {
     /// The saved remotes, by name.
     public func remotes() throws -> [Remote] {
         try read {
             var result: [Remote] = []
-            try connection.forEachRow(sql: "SELECT name, url FROM sync_remotes ORDER BY name") { s in
-                result.append(Remote(name: s.text(0) ?? "", url: s.text(1) ?? ""))
+            try connection.forEachRow(sql: "SELECT name, url, trusted_keys, allow FROM sync_remotes ORDER BY name") { s in
+                result.append(Remote(name: s.text(0) ?? "", url: s.text(1) ?? "",
+                                     trustedKeys: (s.text(2) ?? "").split(separator: "\n").map(String.init),
+                                     allow: WriteGrant(rawValue: s.text(3) ?? "") ?? .all))
             }
             return result
         }
+    }
+
+    /// What the saved remotes of a source (by its key, ``SourceLocator/description``) require of it: the
+    /// union of their trusted keys, and the first grant narrower than `all`.
+    func trustForSource(key: String) throws -> (keys: [MinisignPublicKey], allow: WriteGrant) {
+        var keys: [MinisignPublicKey] = []
+        var allow = WriteGrant.all
+        for remote in try remotes() where Remote.sourceKey(url: remote.url) == key {
+            for line in remote.trustedKeys {
+                let key = try MinisignPublicKey(text: line, source: "the trusted key of remote '\(remote.name)'")
+                if !keys.contains(key) { keys.append(key) }
+            }
+            if allow == .all { allow = remote.allow }
+        }
+        return (keys, allow)
     }
 
     /// The saved remotes' names by the key their source has in `sync_sources`, `status`, the ledger and
@@ -38,14 +64,20 @@ extension CatalogStore {
     ///   - workingDirectory: what a relative path is relative to.
     /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
     ///   libpq parses it), or a name already taken.
-    public func addRemote(name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath) throws {
+    ///   - trustedKeys: minisign public keys (base64 lines, docs/trust.md §3): the remote's snapshot log must be
+    ///     signed by one of them; empty: no signature required.
+    ///   - allow: the kinds of rows it may write (docs/trust.md §4).
+    public func addRemote(name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath,
+                          trustedKeys: [String] = [], allow: WriteGrant = .all) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
+        let keys = try trustedKeys.map { try MinisignPublicKey(text: $0, source: $0).line }
         try write {
             if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
             }
-            try connection.execute(sql: "INSERT INTO sync_remotes (name, url, added_at) VALUES (?, ?, ?)",
-                                   [.text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds()))])
+            try connection.execute(sql: "INSERT INTO sync_remotes (name, url, added_at, trusted_keys, allow) VALUES (?, ?, ?, ?, ?)",
+                                   [.text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds())),
+                                    .text(keys.joined(separator: "\n")), .text(allow.rawValue)])
         }
     }
 

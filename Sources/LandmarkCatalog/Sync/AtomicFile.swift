@@ -9,7 +9,7 @@ import Glibc
 /// Temporary files are named `.<name>.tmp-catalog-<host>-<pid>-<8 hex digits>`. A writer that was
 /// killed leaves its temporary behind; the next writer into the same directory removes every such
 /// file whose process is gone (same host, no process with that pid) or that is older than a week.
-final class AtomicFileWriter {
+package final class AtomicFileWriter {
     let path: String
     let temporaryPath: String
     private var fd: Int32
@@ -24,7 +24,7 @@ final class AtomicFileWriter {
     /// - Throws: `CatalogError.usage` (64) for an empty path; `.cantCreate` (73) when the target exists and
     ///   is not a regular file (a device such as `/dev/null`, a FIFO, a directory), or the temporary file
     ///   cannot be created.
-    init(path requested: String, mode newMode: mode_t = 0o644) throws {
+    package init(path requested: String, mode newMode: mode_t = 0o644) throws {
         guard !requested.isEmpty else {
             throw CatalogError(.usage, "the output path is empty", hint: "give a file path, or - for standard output")
         }
@@ -88,7 +88,7 @@ final class AtomicFileWriter {
 
     /// Appends bytes.
     /// - Throws: `CatalogError.ioError` (74) on a write error such as a full disk.
-    func write(_ bytes: [UInt8]) throws {
+    package func write(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress else { return }
             var offset = 0
@@ -107,20 +107,31 @@ final class AtomicFileWriter {
     /// Makes the new content durable and visible under `path` (or under `finalPath`, a path in the same
     /// directory, when the name is known only once the content is: content-addressed files).
     /// - Throws: `CatalogError` 74 when the data cannot be synced, 73 when the rename fails.
-    func commit(as finalPath: String? = nil) throws {
+    /// - Parameter syncDirectory: fsync the directory after the rename (false: the caller commits another
+    ///   file into the same directory right after, whose commit syncs it).
+    package func commit(as finalPath: String? = nil, syncDirectory: Bool = true) throws {
         let path = finalPath ?? self.path
-        guard fsync(fd) == 0 else { throw CatalogError(.ioError, "cannot sync \(path): \(String(cString: strerror(errno)))") }
-        close(fd)
-        fd = -1
+        try flush()
         guard rename(temporaryPath, path) == 0 else {
             throw CatalogError(.cantCreate, "cannot replace \(path): \(String(cString: strerror(errno)))")
         }
         committed = true
+        guard syncDirectory else { return }
         let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)
         if directory >= 0 {
             fsync(directory)
             close(directory)
         }
+    }
+
+    /// Makes the content durable (fsync) and closes the file, before ``commit(as:syncDirectory:)`` renames
+    /// it: two files flushed first are then renamed within microseconds of each other.
+    /// - Throws: `CatalogError` 74 when the data cannot be synced.
+    package func flush() throws {
+        guard fd >= 0 else { return }
+        guard fsync(fd) == 0 else { throw CatalogError(.ioError, "cannot sync \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+        fd = -1
     }
 
     deinit {

@@ -25,6 +25,9 @@ public struct SyncOptions: Sendable {
     public var publishPath: String?
     /// How a snapshot log is published.
     public var publish = PublishOptions()
+    /// `sync --trust KEY` (docs/trust.md §3): for this run, every source must be a snapshot log signed by
+    /// one of these keys (besides the keys its saved remote trusts).
+    package var trustedKeys: [MinisignPublicKey] = []
     /// Test hook: sleep this many ms inside each source's merge transaction before committing.
     @_spi(Testing) public var pauseBeforeCommitMilliseconds = 0
 
@@ -110,6 +113,10 @@ public struct Remote: Sendable, Equatable {
     public var name: String
     /// A URL or an absolute path, as given (a password in it is never printed).
     public var url: String
+    /// The minisign public keys (base64 lines) its snapshot log must be signed by; empty: none required.
+    public var trustedKeys: [String] = []
+    /// The kinds of rows it may write.
+    public var allow: WriteGrant = .all
 
     /// The key its source has in `sync_sources`, `status` and the ledger (an absolute path, a URL without
     /// its password), or nil for a URL this binary cannot parse.
@@ -376,6 +383,10 @@ extension CatalogStore {
             cursor?["etag"] = nil
             cursor?["lastModified"] = nil
         }
+        // Trust (docs/trust.md): the keys this run and the source's remotes require, and its write grant.
+        let trust = try trustForSource(key: key)
+        var context = context
+        context.trustedKeys = context.options.trustedKeys + trust.keys.filter { !context.options.trustedKeys.contains($0) }
         let feeds = try source.fetch(since: cursor, context: context)
         let options = context.options
         return try transaction {
@@ -386,6 +397,7 @@ extension CatalogStore {
             }
             var merger = try RowMerger(store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
                                        diagnostics: context.diagnostics)
+            merger.allow = trust.allow
             merger.progress = { rows, bytes, total in
                 context.progress(Progress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))
             }
@@ -485,24 +497,25 @@ extension CatalogStore {
             if let runID { try connection.execute(sql: "DELETE FROM sync_runs WHERE id = ?", [.integer(runID)]) }
             try connection.execute(sql: """
                 INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status, landmarks_applied,
-                                       positions_applied, stale, ties, quarantined, message, duration_ms, landmarks_seen, positions_seen)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                       positions_applied, stale, ties, quarantined, message, duration_ms, landmarks_seen, positions_seen, not_allowed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, [runID.map(SQLValue.integer) ?? .null, .text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)),
                       .text(String(decoding: w.bytes, as: UTF8.self)), .text(outcome), .integer(Int64(status)),
                       .integer(Int64(counts.landmarksApplied)), .integer(Int64(counts.positionsApplied)), .integer(Int64(counts.stale)),
                       .integer(Int64(counts.ties)), .integer(Int64(counts.quarantined)), message.map(SQLValue.text) ?? .null,
-                      .integer(finished - started), .integer(Int64(counts.landmarksSeen)), .integer(Int64(counts.positionsSeen))])
+                      .integer(finished - started), .integer(Int64(counts.landmarksSeen)), .integer(Int64(counts.positionsSeen)),
+                      .integer(Int64(counts.notAllowed))])
             let run = connection.lastInsertRowID
             for (i, r) in reports.enumerated() {
                 try connection.execute(sql: """
                     INSERT INTO sync_run_sources (run_id, position, source, outcome, exit_status, bytes, landmarks_seen, landmarks_applied,
-                                                  positions_seen, positions_applied, stale, ties, quarantined, duration_ms, message)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                                  positions_seen, positions_applied, stale, ties, quarantined, duration_ms, message, not_allowed)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, [.integer(run), .integer(Int64(i)), .text(r.source), .text(r.outcome.rawValue), .integer(Int64(r.error?.exitStatus ?? 0)),
                           .integer(r.bytes), .integer(Int64(r.counts.landmarksSeen)), .integer(Int64(r.counts.landmarksApplied)),
                           .integer(Int64(r.counts.positionsSeen)), .integer(Int64(r.counts.positionsApplied)), .integer(Int64(r.counts.stale)),
                           .integer(Int64(r.counts.ties)), .integer(Int64(r.counts.quarantined)), .integer(r.durationMilliseconds),
-                          r.error.map { .text($0.message) } ?? .null])
+                          r.error.map { .text($0.message) } ?? .null, .integer(Int64(r.counts.notAllowed))])
             }
         }
     }

@@ -13,6 +13,16 @@ package struct SyncContext {
     package let diagnostics: (Diagnostic) -> Void
     /// How far merging has come (phase `.merging`), for a progress line.
     package var progress: (Progress) -> Void = { _ in }
+    /// The keys this source's snapshot log must be signed by (docs/trust.md §3); empty: no signature needed.
+    package var trustedKeys: [MinisignPublicKey] = []
+
+    /// For a source that cannot carry a signature (a single snapshot, standard input, a hub): 77 when
+    /// a signature is required of it.
+    package func requireUnsigned(_ what: String, source: String) throws {
+        guard !trustedKeys.isEmpty else { return }
+        throw CatalogError(.untrusted, "\(what) cannot be signed, and this source must be signed by \(trustedKeys.count == 1 ? "key" : "one of the keys") \(trustedKeys.map(\.id).joined(separator: ", ")); nothing merged, \(source)",
+                           hint: "trust applies to snapshot logs: publish one with 'catalog publish DIR --sign KEY'")
+    }
 }
 
 /// One kind of sync source behind one small protocol: it fetches what is new since its cursor and
@@ -93,6 +103,7 @@ final class StandardInputSource: SyncSource {
     var bytesFetched: Int64 { feed?.bytesRead ?? 0 }
 
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
+        try context.requireUnsigned("a snapshot on standard input", source: locator.description)
         let feed = SnapshotFeed(fd: context.standardInput, name: locator.description, owned: false)
         self.feed = feed
         return [feed]
@@ -118,14 +129,19 @@ final class FileSource: SyncSource {
         let maxBytes = Int64.max
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            return try readLog(DirectoryLogFetcher(directory: path, maxBytes: maxBytes), cursor: cursor)
+            return try readLog(DirectoryLogFetcher(directory: path, maxBytes: maxBytes), cursor: cursor, trusted: context.trustedKeys)
         }
         let fd = try CatalogStore.openForReading(path)
         var head = [UInt8](repeating: 0, count: 512)
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
             close(fd)
-            return try readLog(DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path, maxBytes: maxBytes), cursor: cursor)
+            return try readLog(DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path, maxBytes: maxBytes), cursor: cursor,
+                               trusted: context.trustedKeys)
+        }
+        if !context.trustedKeys.isEmpty {
+            close(fd)
+            try context.requireUnsigned("a single snapshot file", source: path)
         }
         var info = stat()
         fstat(fd, &info)
@@ -143,9 +159,9 @@ final class FileSource: SyncSource {
 
     private(set) var note: String?
 
-    private func readLog(_ fetcher: DirectoryLogFetcher, cursor: SourceCursor?) throws -> [any ChangeFeed]? {
+    private func readLog(_ fetcher: DirectoryLogFetcher, cursor: SourceCursor?, trusted: [MinisignPublicKey]) throws -> [any ChangeFeed]? {
         defer { bytesFetched = fetcher.bytesFetched }
-        let (feeds, next, note) = try LogReader(fetcher: fetcher).fetch(since: cursor)
+        let (feeds, next, note) = try LogReader(fetcher: fetcher, trusted: trusted).fetch(since: cursor)
         nextCursor = next
         self.note = note
         return feeds

@@ -42,11 +42,12 @@ final class HTTPSource: SyncSource {
                                                         limit: Int(min(context.options.maxBytes, LogManifest.maxManifestBytes)))
             let fetcher = try HTTPLogFetcher(manifestURL: url, session: session, name: locator.description, maxBytes: context.options.maxBytes)
             defer { bytesFetched += fetcher.bytesFetched }
-            let (feeds, next, note) = try LogReader(fetcher: fetcher).fetch(since: cursor, manifestBytes: bytes, validators: body.validators)
+            let (feeds, next, note) = try LogReader(fetcher: fetcher, trusted: context.trustedKeys).fetch(since: cursor, manifestBytes: bytes, validators: body.validators)
             nextCursor = next
             self.note = note
             return feeds
         }
+        try context.requireUnsigned("a single snapshot served over HTTP", source: locator.description)
         var next = SourceCursor()
         next["etag"] = body.validators.etag
         next["lastModified"] = body.validators.lastModified
@@ -115,6 +116,23 @@ final class HTTPLogFetcher: LogFileFetcher {
         guard case .fetched(let body) = try session.get(manifestURL, validators: validators, maxBytes: limit) else { return nil }
         bytesFetched += body.bytes
         return (try DirectoryLogFetcher.readAll(body.fd, name: manifestName, limit: Int(limit)), body.validators)
+    }
+
+    func fetchSignature() throws -> [UInt8]? {
+        let url = manifestURL + ".minisig"
+        let outcome: HTTPOutcome
+        do {
+            outcome = try session.get(url, validators: nil, maxBytes: Int64(maxSignatureBytes))
+        } catch let error as CatalogError where error.httpStatus == 404 || error.httpStatus == 410 {
+            return nil
+        } catch let error as CatalogError where error.kind == .dataInvalid {
+            throw CatalogError(.untrusted, "the manifest's signature is not a minisign signature (\(error.message)), \(redactedURL(url))")
+        }
+        guard case .fetched(let body) = outcome else {
+            throw CatalogError(.unavailable, "answered 304 to an unconditional request, \(redactedURL(url))")
+        }
+        bytesFetched += body.bytes
+        return try DirectoryLogFetcher.readAll(body.fd, name: redactedURL(url), limit: maxSignatureBytes)
     }
 
     func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed {

@@ -74,6 +74,14 @@ enum HubSQL {
 
     /// The last number the hub sequence issued (0 when none). Read under the push lock, it is stable:
     /// only pushes call `nextval`, and they hold the lock.
+    /// Whether this role may push (SPEC §11, docs/hub.md §4): write both row tables and make the push's
+    /// temporary staging tables. A role that may only read syncs pull-only.
+    static let canPush = """
+        SELECT has_table_privilege('landmarks', 'INSERT') AND has_table_privilege('landmarks', 'UPDATE')
+           AND has_table_privilege('positions', 'INSERT') AND has_table_privilege('positions', 'UPDATE')
+           AND has_database_privilege(current_database(), 'TEMPORARY')
+        """
+
     static let lastSequence = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM hub_change_seq"
 
     /// The content of quarantined rows (both kinds in one table), in the tie rule's order.

@@ -41,6 +41,8 @@ final class HubSource: SyncSource {
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
         let options = context.options
         let name = locator.description
+        // A hub's rows are not signed (docs/trust.md §6: its roles are the hub's access control).
+        try context.requireUnsigned("a PostgreSQL hub's change feed", source: name)
         let hub = try HubConnection(conninfo: conninfo, name: name, limits: HubLimits(options: options), migrate: !options.dryRun)
         connection = hub
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
@@ -63,7 +65,16 @@ final class HubSource: SyncSource {
         base["pullThrough"] = String(pullThrough)
         base["pushedAt"] = cursor?["hub"] == hub.hubID ? cursor?["pushedAt"] : nil
         var push: HubPushReport?
-        if !options.dryRun {
+        // Least privilege (docs/hub.md §4): a role that may only read the hub syncs pull-only, said once a
+        // run; this node's changes wait (the push cursor stays) until a role that may write syncs.
+        let pullOnly = try HubConnection.mapping(name) { try hub.pg.execute(sql: HubSQL.canPush).bool(0, 0) != true }
+        if pullOnly {
+            context.diagnostics(Diagnostic(
+                severity: .warning,
+                message: "this role may only read the hub: synced pull-only, nothing pushed (this node's changes stay here until a role that may write syncs)",
+                file: name, kind: "pull-only"))
+        }
+        if !options.dryRun && !pullOnly {
             let report = try HubConnection.mapping(name) {
                 try hub.push(from: context.store, since: pushThrough, maxDriftMilliseconds: options.maxDriftMilliseconds, hooks: hooks) { rows, bytes in
                     context.progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .pushing, subject: name))
