@@ -62,11 +62,11 @@ extension CatalogStore {
     ///     anywhere, cron included). A password in it is stored (the remote needs it) but never printed;
     ///     prefer `~/.netrc` or `~/.pgpass`.
     ///   - workingDirectory: what a relative path is relative to.
-    /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
-    ///   libpq parses it), or a name already taken.
     ///   - trustedKeys: minisign public keys (base64 lines, docs/trust.md §3): the remote's snapshot log must be
     ///     signed by one of them; empty: no signature required.
     ///   - allow: the kinds of rows it may write (docs/trust.md §4).
+    /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
+    ///   libpq parses it), or a name already taken.
     public func addRemote(name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath,
                           trustedKeys: [String] = [], allow: WriteGrant = .all) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
@@ -81,7 +81,7 @@ extension CatalogStore {
         }
     }
 
-    /// Checks a remote's name and URL as ``addRemote(name:url:workingDirectory:)`` does, without a
+    /// Checks a remote's name and URL as `addRemote(name:url:workingDirectory:trustedKeys:allow:)` does, without a
     /// database, so a command can refuse a bad one before it opens (or creates) anything.
     /// - Returns: the URL as it is saved (a relative path made absolute against `workingDirectory`).
     /// - Throws: `CatalogError.usage` for a bad name or URL.
