@@ -298,7 +298,7 @@ struct CatalogLibraryTests {
     /// Waits (up to 15 s) until `condition` holds on the main actor.
     @MainActor
     static func eventually(_ condition: @MainActor () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(15)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return condition()
     }
@@ -360,7 +360,9 @@ struct CatalogLibraryTests {
         #expect(await Self.eventually { model.isLoaded })
         model.currentPage = 1
         await model.flush()
-        let run = try runProcess(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u-1", "--page", "3"])
+        // Off the main actor: a process blocks its thread until it exits, and the main actor is shared by
+        // every @MainActor test running in parallel (one blocked it for seconds on a loaded machine).
+        let run = try await Task.detached { try runProcess(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u-1", "--page", "3"]) }.value
         #expect(run.status == 0)
         #expect(await Self.eventually { model.currentPage == 3 })
         // And our own next swipe is stored over it.
