@@ -179,46 +179,38 @@ extension CatalogCLI {
     /// (the lock held, the database unusable), given with an empty report: its message is `error` and
     /// its status `exitStatus`, so a script always reads one object of one shape.
     static func reportJSON(_ report: SyncReport, stoppedBy error: CatalogError? = nil, remotes: [String: String] = [:]) -> [UInt8] {
-        let c = report.counts
-        var w = JSONWriter()
-        w.raw("{"); w.key("dryRun"); w.bool(report.dryRun)
-        if let error { w.raw(","); w.key("error"); w.string(error.message) }
-        w.raw(","); w.key("exitStatus"); w.int(Int64(error?.exitStatus ?? report.exitStatus))
-        w.raw(","); w.key("landmarksApplied"); w.int(Int64(c.landmarksApplied))
-        w.raw(","); w.key("landmarksSeen"); w.int(Int64(c.landmarksSeen))
-        w.raw(","); w.key("notAllowed"); w.int(Int64(c.notAllowed))
-        w.raw(","); w.key("positionsApplied"); w.int(Int64(c.positionsApplied))
-        w.raw(","); w.key("positionsSeen"); w.int(Int64(c.positionsSeen))
-        w.raw(","); w.key("publish")
-        if let log = report.logPublish { w.bytes += publishJSON(log) } else { w.raw("null") }
-        w.raw(","); w.key("publishError"); w.string(report.publishError?.message)
-        w.raw(","); w.key("published"); w.string(report.published)
-        w.raw(","); w.key("quarantined"); w.int(Int64(c.quarantined))
-        w.raw(","); w.key("released"); w.int(Int64(report.released.released))
-        w.raw(","); w.key("releasedApplied"); w.int(Int64(report.released.counts.applied))
-        w.raw(","); w.key("sources"); w.raw("[")
-        for (n, s) in report.sources.enumerated() {
-            if n > 0 { w.raw(",") }
-            w.raw("{"); w.key("bytes"); w.int(s.bytes)
-            w.raw(","); w.key("error"); w.string(s.error?.message)
-            w.raw(","); w.key("exitStatus"); w.int(Int64(s.error?.exitStatus ?? 0))
-            w.raw(","); w.key("notAllowed"); w.int(Int64(s.counts.notAllowed))
-            w.raw(","); w.key("note"); w.string(s.note)
-            w.raw(","); w.key("outcome"); w.string(s.outcome.rawValue)
-            w.raw(","); w.key("pushed")
+        var o = JSONObject()
+        o.set("dryRun", report.dryRun)
+        if let error { o.set("error", error.message) }
+        o.set("exitStatus", Int(error?.exitStatus ?? report.exitStatus))
+        o.set(counts: report.counts)
+        if let log = report.logPublish { o.set("publish", json: publishJSON(log)) } else { o.set("publish", json: "null") }
+        o.set("publishError", report.publishError?.message)
+        o.set("published", report.published)
+        o.set("released", report.released.released)
+        o.set("releasedApplied", report.released.counts.applied)
+        o.set("sources", json: JSONObject.array(report.sources.map { s in
+            var source = JSONObject()
+            source.set("bytes", s.bytes)
+            source.set("error", s.error?.message)
+            source.set("exitStatus", Int(s.error?.exitStatus ?? 0))
+            source.set("notAllowed", s.counts.notAllowed)
+            source.set("note", s.note)
+            source.set("outcome", s.outcome.rawValue)
             if let p = s.pushed {
-                w.raw("{"); w.key("quarantined"); w.int(Int64(p.quarantined))
-                w.raw(","); w.key("sent"); w.int(Int64(p.sent))
-                w.raw(","); w.key("written"); w.int(Int64(p.written)); w.raw("}")
-            } else { w.raw("null") }
-            w.raw(","); w.key("remote"); w.string(remotes[s.source])
-            w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
-        }
-        w.raw("]")
-        w.raw(","); w.key("stale"); w.int(Int64(c.stale))
-        w.raw(","); w.key("ties"); w.int(Int64(c.ties))
-        w.raw("}\n")
-        return w.bytes
+                var pushed = JSONObject()
+                pushed.set("quarantined", p.quarantined)
+                pushed.set("sent", p.sent)
+                pushed.set("written", p.written)
+                source.set("pushed", json: pushed.bytes)
+            } else {
+                source.set("pushed", json: "null")
+            }
+            source.set("remote", remotes[s.source])
+            source.set("source", s.source)
+            return source
+        }))
+        return o.bytes + [0x0A]
     }
 
     static var remoteCommand: CommandSpec {

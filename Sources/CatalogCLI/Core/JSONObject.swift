@@ -21,6 +21,9 @@ struct JSONObject {
 
     mutating func set(_ key: String, _ value: Int) { set(key, Int64(value)) }
 
+    /// `true` or `false`.
+    mutating func set(_ key: String, _ value: Bool) { fields.append((key, Array((value ? "true" : "false").utf8))) }
+
     /// JSON text written as it is (an array or object built elsewhere, or stored JSON).
     mutating func set(_ key: String, json: [UInt8]) { fields.append((key, json)) }
 
@@ -28,14 +31,7 @@ struct JSONObject {
 
     /// The count fields of a merge.
     mutating func set(counts c: MergeCounts) {
-        set("landmarksApplied", c.landmarksApplied)
-        set("landmarksSeen", c.landmarksSeen)
-        set("notAllowed", c.notAllowed)
-        set("positionsApplied", c.positionsApplied)
-        set("positionsSeen", c.positionsSeen)
-        set("quarantined", c.quarantined)
-        set("stale", c.stale)
-        set("ties", c.ties)
+        for field in MergeCounts.fields { set(field.json, c[keyPath: field.keyPath]) }
     }
 
     /// The object, keys in byte order.

@@ -30,15 +30,43 @@ public struct MergeCounts: Sendable, Equatable {
 
     static func + (a: MergeCounts, b: MergeCounts) -> MergeCounts {
         var c = a
-        c.landmarksSeen += b.landmarksSeen
-        c.landmarksApplied += b.landmarksApplied
-        c.positionsSeen += b.positionsSeen
-        c.positionsApplied += b.positionsApplied
-        c.stale += b.stale
-        c.ties += b.ties
-        c.quarantined += b.quarantined
-        c.notAllowed += b.notAllowed
+        for field in fields { c[keyPath: field.keyPath] += b[keyPath: field.keyPath] }
         return c
+    }
+
+    /// One counter: its key in JSON (`sync --json`, `log --json`), its column in the run ledger
+    /// (`sync_runs` and `sync_run_sources` alike) and the property that holds it.
+    public struct Field: Sendable {
+        public let json: String
+        public let column: String
+        // A key path literal of a struct's stored property is immutable and thread-safe to share.
+        nonisolated(unsafe) public let keyPath: WritableKeyPath<MergeCounts, Int>
+    }
+
+    /// Every counter, once: the ledger's statements, its reader, the sum of two counts and the JSON
+    /// outputs are made from this table, so a new counter is a property, a row here and a migration
+    /// adding its column to the two ledger tables (docs/architecture.md §5.3).
+    public static let fields: [Field] = [
+        Field(json: "landmarksSeen", column: "landmarks_seen", keyPath: \.landmarksSeen),
+        Field(json: "landmarksApplied", column: "landmarks_applied", keyPath: \.landmarksApplied),
+        Field(json: "positionsSeen", column: "positions_seen", keyPath: \.positionsSeen),
+        Field(json: "positionsApplied", column: "positions_applied", keyPath: \.positionsApplied),
+        Field(json: "stale", column: "stale", keyPath: \.stale),
+        Field(json: "ties", column: "ties", keyPath: \.ties),
+        Field(json: "quarantined", column: "quarantined", keyPath: \.quarantined),
+        Field(json: "notAllowed", column: "not_allowed", keyPath: \.notAllowed),
+    ]
+
+    /// The counters' ledger columns, comma-separated, in ``fields`` order.
+    package static var columnList: String { fields.map(\.column).joined(separator: ", ") }
+
+    /// The counters as SQL values, in ``fields`` order.
+    package var sqlValues: [SQLValue] { Self.fields.map { .integer(Int64(self[keyPath: $0.keyPath])) } }
+
+    /// Reads the counters from `statement`'s columns `first`, `first + 1`, … (selected with ``columnList``).
+    package init(statement s: Statement, from first: Int) {
+        self.init()
+        for (i, field) in Self.fields.enumerated() { self[keyPath: field.keyPath] = Int(s.int(first + i)) }
     }
 }
 

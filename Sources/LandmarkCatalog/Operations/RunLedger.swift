@@ -45,30 +45,21 @@ extension CatalogStore {
             var runs: [SyncRun] = []
             var sourceLists: [String] = []
             try connection.forEachRow(sql: """
-                SELECT id, started_at, finished_at, duration_ms, outcome, exit_status, message, landmarks_seen, landmarks_applied,
-                       positions_seen, positions_applied, stale, ties, quarantined, sources, not_allowed
+                SELECT id, started_at, finished_at, duration_ms, outcome, exit_status, message, sources, \(MergeCounts.columnList)
                 FROM sync_runs ORDER BY id DESC LIMIT ?
                 """, [.integer(Int64(limit))]) { s in
-                var c = MergeCounts()
-                c.landmarksSeen = Int(s.int(7)); c.landmarksApplied = Int(s.int(8))
-                c.positionsSeen = Int(s.int(9)); c.positionsApplied = Int(s.int(10))
-                c.stale = Int(s.int(11)); c.ties = Int(s.int(12)); c.quarantined = Int(s.int(13)); c.notAllowed = Int(s.int(15))
                 runs.append(SyncRun(id: s.int(0), startedAt: s.text(1) ?? "", finishedAt: s.text(2) ?? "", durationMilliseconds: s.int(3),
-                                    outcome: s.text(4) ?? "", exitStatus: Int(s.int(5)), message: s.text(6), counts: c, sources: []))
-                sourceLists.append(s.text(14) ?? "[]")
+                                    outcome: s.text(4) ?? "", exitStatus: Int(s.int(5)), message: s.text(6),
+                                    counts: MergeCounts(statement: s, from: 8), sources: []))
+                sourceLists.append(s.text(7) ?? "[]")
             }
             for n in runs.indices {
                 try connection.forEachRow(sql: """
-                    SELECT source, outcome, exit_status, bytes, duration_ms, landmarks_seen, landmarks_applied, positions_seen,
-                           positions_applied, stale, ties, quarantined, message, not_allowed
+                    SELECT source, outcome, exit_status, bytes, duration_ms, message, \(MergeCounts.columnList)
                     FROM sync_run_sources WHERE run_id = ? ORDER BY position
                     """, [.integer(runs[n].id)]) { s in
-                    var c = MergeCounts()
-                    c.landmarksSeen = Int(s.int(5)); c.landmarksApplied = Int(s.int(6))
-                    c.positionsSeen = Int(s.int(7)); c.positionsApplied = Int(s.int(8))
-                    c.stale = Int(s.int(9)); c.ties = Int(s.int(10)); c.quarantined = Int(s.int(11)); c.notAllowed = Int(s.int(13))
                     runs[n].sources.append(SyncRunSource(source: s.text(0) ?? "", outcome: s.text(1), exitStatus: Int(s.int(2)), bytes: s.int(3),
-                                                         durationMilliseconds: s.int(4), counts: c, message: s.text(12)))
+                                                         durationMilliseconds: s.int(4), counts: MergeCounts(statement: s, from: 6), message: s.text(5)))
                 }
                 if runs[n].sources.isEmpty {
                     // No detail rows (a busy run): the sources it was asked for, from its JSON list.

@@ -495,27 +495,20 @@ extension CatalogStore {
         let finished = wallClock.nowMilliseconds()
         try write {
             if let runID { try connection.execute(sql: "DELETE FROM sync_runs WHERE id = ?", [.integer(runID)]) }
+            let counters = MergeCounts.fields.map { _ in "?" }.joined(separator: ", ")
             try connection.execute(sql: """
-                INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status, landmarks_applied,
-                                       positions_applied, stale, ties, quarantined, message, duration_ms, landmarks_seen, positions_seen, not_allowed)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status, message, duration_ms, \(MergeCounts.columnList))
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, \(counters))
                 """, [runID.map(SQLValue.integer) ?? .null, .text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)),
-                      .text(String(decoding: w.bytes, as: UTF8.self)), .text(outcome), .integer(Int64(status)),
-                      .integer(Int64(counts.landmarksApplied)), .integer(Int64(counts.positionsApplied)), .integer(Int64(counts.stale)),
-                      .integer(Int64(counts.ties)), .integer(Int64(counts.quarantined)), message.map(SQLValue.text) ?? .null,
-                      .integer(finished - started), .integer(Int64(counts.landmarksSeen)), .integer(Int64(counts.positionsSeen)),
-                      .integer(Int64(counts.notAllowed))])
+                      .text(String(decoding: w.bytes, as: UTF8.self)), .text(outcome), .integer(Int64(status)), message.map(SQLValue.text) ?? .null,
+                      .integer(finished - started)] + counts.sqlValues)
             let run = connection.lastInsertRowID
             for (i, r) in reports.enumerated() {
                 try connection.execute(sql: """
-                    INSERT INTO sync_run_sources (run_id, position, source, outcome, exit_status, bytes, landmarks_seen, landmarks_applied,
-                                                  positions_seen, positions_applied, stale, ties, quarantined, duration_ms, message, not_allowed)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO sync_run_sources (run_id, position, source, outcome, exit_status, bytes, duration_ms, message, \(MergeCounts.columnList))
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, \(counters))
                     """, [.integer(run), .integer(Int64(i)), .text(r.source), .text(r.outcome.rawValue), .integer(Int64(r.error?.exitStatus ?? 0)),
-                          .integer(r.bytes), .integer(Int64(r.counts.landmarksSeen)), .integer(Int64(r.counts.landmarksApplied)),
-                          .integer(Int64(r.counts.positionsSeen)), .integer(Int64(r.counts.positionsApplied)), .integer(Int64(r.counts.stale)),
-                          .integer(Int64(r.counts.ties)), .integer(Int64(r.counts.quarantined)), .integer(r.durationMilliseconds),
-                          r.error.map { .text($0.message) } ?? .null, .integer(Int64(r.counts.notAllowed))])
+                          .integer(r.bytes), .integer(r.durationMilliseconds), r.error.map { .text($0.message) } ?? .null] + r.counts.sqlValues)
             }
         }
     }
