@@ -38,6 +38,8 @@ public struct CatalogMetrics: Sendable, Equatable {
     /// Totals over the run ledger.
     public var landmarksApplied = 0, positionsApplied = 0, stale = 0, ties = 0, quarantinedTotal = 0
     public var sources: [Source] = []
+    /// The follower (`sync --follow`) from its marker, if one runs or was left by one killed.
+    public var follower: FollowerStatus? = nil
 
     public static func == (a: CatalogMetrics, b: CatalogMetrics) -> Bool {
         PrometheusText.render(a) == PrometheusText.render(b)
@@ -93,6 +95,7 @@ extension CatalogStore {
                                                        lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5),
                                                        remote: remotes[s.text(0) ?? ""]))
             }
+            m.follower = follower()
             return m
         }
     }
@@ -197,6 +200,14 @@ public enum PrometheusText {
             m.sources.map { (labels($0), $0.lastStatus == 0 ? "1" : "0") })
         add("catalog_source_fetched_bytes_total", "counter", "Bytes fetched from the source by the sync runs in the ledger.",
             m.sources.map { (labels($0), String($0.bytesFetched)) })
+        if let f = m.follower {
+            add("catalog_follower_up", "gauge", "1 while sync --follow runs on this database (its pid alive), 0 when its marker was left by one that stopped.",
+                one(f.alive ? "1" : "0"))
+            add("catalog_follow_polls_total", "counter", "Polls of each source by the running follower since it started (written every 10 s).",
+                f.sources.map { ([("source", $0.source)], String($0.polls)) })
+            add("catalog_follow_failed_polls_total", "counter", "Polls of each source by the running follower that failed.",
+                f.sources.map { ([("source", $0.source)], String($0.failures)) })
+        }
 
         var out = ""
         for f in families where !f.samples.isEmpty {

@@ -13,6 +13,9 @@ package struct SyncContext {
     package let diagnostics: (Diagnostic) -> Void
     /// How far merging has come (phase `.merging`), for a progress line.
     package var progress: (Progress) -> Void = { _ in }
+    /// A follower's polls: an unchanged source (nil feeds, the same cursor) whose last good sync is
+    /// within this many ms is not written again (nil: every run notes its success).
+    var quietWhenUnchangedFor: Int64? = nil
 }
 
 /// One kind of sync source behind one small protocol: it fetches what is new since its cursor and

@@ -1,0 +1,241 @@
+import Foundation
+@testable import LandmarkCatalog
+import Testing
+
+/// `catalog sync --follow` (SPEC §14, docs/live-sync.md), run as the built binary: each test starts a
+/// follower as a child process and stops it with SIGTERM (or kills it in a `defer` when the test ends early).
+@Suite("Sync: follow (live sync)", .serialized)
+struct FollowTests {
+    /// Waits up to `limit` seconds for `condition`; returns the seconds it took, or nil when it never held.
+    static func waitFor(_ limit: Double, every step: UInt32 = 10_000, _ condition: () throws -> Bool) rethrows -> Double? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .milliseconds(Int(limit * 1000)) {
+            if try condition() { return seconds(since: start) }
+            usleep(step)
+        }
+        return try condition() ? seconds(since: start) : nil
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let d = ContinuousClock.now - start
+        return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+    }
+
+    static func count(_ db: String, _ sql: String) -> Int64 {
+        guard let rows = try? dumpRows(db, sql: sql), case .integer(let n)? = rows.first?.first else { return -1 }
+        return n
+    }
+
+    /// The page `user` is on in `db`, or nil.
+    static func page(_ db: String, _ user: String) -> Int64? {
+        guard let rows = try? dumpRows(db, sql: "SELECT page FROM positions WHERE user_id = '\(user)' AND deleted = 0"),
+              case .integer(let n)? = rows.first?.first else { return nil }
+        return n
+    }
+
+    /// Sends SIGTERM and collects the run (status 0 expected).
+    static func terminate(_ process: StartedProcess) -> BinaryRun {
+        kill(process.pid, SIGTERM)
+        return process.finish(limit: 20)
+    }
+
+    /// A: the seeded database publishing its log to `a-log`; B: an empty database that will follow it.
+    static func publisher(_ sandbox: Sandbox) throws -> (a: String, log: String, b: String) {
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("a-log")
+        let published = try sandbox.run(["publish", log], db: a)
+        try #require(published.status == 0, "\(published)")
+        return (a, log, sandbox.path("b.sqlite"))
+    }
+
+    /// Starts `sync --follow ARGS` on `db` and waits for its first cycle to be in the ledger.
+    static func follower(_ sandbox: Sandbox, db: String, _ arguments: [String], binary: URL = Support.catalogBinary,
+                         environment: [String: String] = [:]) throws -> StartedProcess {
+        let process = try sandbox.start(["sync", "--follow"] + arguments, db: db, binary: binary, environment: environment)
+        let ready = waitFor(20) { count(db, "SELECT count(*) FROM sync_runs") >= 1 || !process.process.isRunning }
+        try #require(ready != nil && process.process.isRunning, "the follower did not start: \(process.finish(limit: 1))")
+        return process
+    }
+
+    @Test("a change published into a watched directory is merged at once (inotify), long before a 30 s interval")
+    func inotify() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log, "--interval", "30s"])
+        defer { follower.stop() }
+        #expect(Self.page(b, "ann") == 1)  // the first cycle merged the log
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "3"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "bob") == 3 }
+        #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.isEmpty, "\(run.stderr)")
+        // The first cycle and the one that merged bob's page: two runs.
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == 2)
+    }
+
+    @Test("over HTTP, a published change arrives within the interval (conditional GET every second)")
+    func http() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let server = try TestHTTPServer(directory: URL(fileURLWithPath: log))
+        let follower = try Self.follower(sandbox, db: b, [server.url("/files/manifest.json")])
+        defer { follower.stop() }
+        #expect(Self.page(b, "ann") == 1)
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "2"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "bob") == 2 }
+        #expect(took != nil && took! < 2.5, "merged after \(String(describing: took)) s")
+        #expect(Self.terminate(follower).status == 0)
+        // Polls after the first are conditional: the manifest's ETag goes with them.
+        let manifests = try server.log().filter { $0["path"] == "/files/manifest.json" }
+        #expect(manifests.count >= 2)
+        #expect(manifests.dropFirst().allSatisfy { ($0["ifNoneMatch"] ?? nil) != nil })
+    }
+
+    @Test("a commit by 'position set' in another process is published by the follower within the interval")
+    func localCommitPublished() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("a-log")
+        let follower = try Self.follower(sandbox, db: a, ["--publish", log])
+        defer { follower.stop() }
+        let manifest = log + "/manifest.json"
+        func through() -> Int64? {
+            guard let data = FileManager.default.contents(atPath: manifest),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+            return (object["through"] as? NSNumber)?.int64Value
+        }
+        #expect(Self.waitFor(5) { through() != nil } != nil)
+        let before = try #require(through())
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "2"], db: a).status == 0)
+        #expect(try sandbox.run(["position", "set", "--user", "cy", "--page", "3"], db: a).status == 0)
+        let took = Self.waitFor(5) { (through() ?? 0) >= before + 2 }
+        #expect(took != nil && took! < 1.5, "published after \(String(describing: took)) s")
+        #expect(Self.terminate(follower).status == 0)
+        // A peer reading the log gets both pages.
+        let b = sandbox.path("b.sqlite")
+        #expect(try sandbox.run(["sync", "--quiet", log], db: b).status == 0)
+        #expect(Self.page(b, "bob") == 2 && Self.page(b, "cy") == 3)
+    }
+
+    @Test("SIGTERM in the middle of a merge: the merge finishes (rows and cursor together), the run is recorded, exit 0")
+    func sigtermMidMerge() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        // The harness sleeps 1.5 s inside each source's transaction, before its commit.
+        let process = try sandbox.start(["sync", "--follow", log], db: b, binary: Support.harnessBinary,
+                                        environment: ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "1500"])
+        defer { process.stop() }
+        usleep(600_000)
+        #expect(Self.count(b, "SELECT count(*) FROM positions") <= 0)  // not committed yet
+        let run = Self.terminate(process)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.seconds < 5, "\(run)")
+        // After the merge, never between: the position and the source's cursor came in one transaction.
+        #expect(Self.page(b, "ann") == 1)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_sources WHERE cursor IS NOT NULL") == 1)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs WHERE outcome = 'ok'") == 1)
+        #expect(!FileManager.default.fileExists(atPath: b + ".sync-follow"))
+    }
+
+    @Test("a failing source backs off (doubling) while another keeps flowing")
+    func backoff() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let server = try TestHTTPServer(directory: URL(fileURLWithPath: log))
+        let good = server.url("/files/manifest.json"), bad = server.url("/missing")
+        let follower = try Self.follower(sandbox, db: b, [bad, good, "--interval", "0.2s"])
+        defer { follower.stop() }
+        usleep(1_500_000)
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "2"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        #expect(Self.waitFor(3) { Self.page(b, "bob") == 2 } != nil)
+        usleep(1_000_000)
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        let requests = try server.log().compactMap { $0["path"] ?? nil }
+        let goodPolls = requests.filter { $0 == "/files/manifest.json" }.count
+        let badPolls = requests.filter { $0 == "/missing" }.count
+        // ~3.5 s: the good one every 0.2 s (~15 polls); the bad one at 0, 0.2, 0.6, 1.4, 3.0 s (≤ 6).
+        #expect(goodPolls >= 10, "\(goodPolls) polls of the good source")
+        #expect(badPolls >= 3 && badPolls <= 6, "\(badPolls) polls of the failing source")
+        // The failure is said once, not at every retry.
+        #expect(run.stderr.components(separatedBy: "/missing").count - 1 == 1, "\(run.stderr)")
+        // Recorded: the first cycle (failed) and the cycle that merged bob's page; not every failed retry.
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == 2)
+    }
+
+    @Test("an idle follower's ledger gains no rows over 100 polls, and its polls write nothing")
+    func idleLedger() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        let server = try TestHTTPServer(directory: URL(fileURLWithPath: log))
+        let url = server.url("/files/manifest.json")
+        let follower = try Self.follower(sandbox, db: b, [url, "--interval", "0.03s"])
+        defer { follower.stop() }
+        let runs = Self.count(b, "SELECT count(*) FROM sync_runs")
+        let attempt = try dumpRows(b, sql: "SELECT last_attempt_at FROM sync_sources")
+        #expect(Self.waitFor(15, every: 100_000) { ((try? server.log()) ?? []).count > 110 } != nil)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == runs)
+        #expect(runs == 1)
+        #expect(try dumpRows(b, sql: "SELECT last_attempt_at FROM sync_sources") == attempt)
+        #expect(Self.terminate(follower).status == 0)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == runs)
+    }
+
+    @Test("while a follower runs: sync exits 75 at once; status says 'following since' with the pid; status --check is healthy")
+    func lockAndStatus() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log])
+        defer { follower.stop() }
+        let sync = try sandbox.run(["sync", log], db: b)
+        #expect(sync.status == 75, "\(sync)")
+        #expect(sync.seconds < 2)
+        #expect(sync.stderr.contains("pid \(follower.pid)") && sync.stderr.contains("following"), "\(sync.stderr)")
+        let status = try sandbox.run(["status"], db: b)
+        #expect(status.stdout.contains("following:   since ") && status.stdout.contains("(pid \(follower.pid) on "), "\(status.stdout)")
+        let check = try sandbox.run(["status", "--check", "--max-age", "5m"], db: b)
+        #expect(check.status == 0, "\(check)")
+        #expect(check.stdout.contains("following since") && check.stdout.contains("(pid \(follower.pid))"), "\(check.stdout)")
+        let metrics = try sandbox.run(["status", "--prometheus"], db: b)
+        #expect(metrics.stdout.contains("catalog_follower_up 1"))
+        #expect(metrics.stdout.contains("catalog_follow_polls_total{source=\"\(CatalogStore.realPathForTests(log))\"}"), "\(metrics.stdout)")
+        #expect(Self.terminate(follower).status == 0)
+        // Stopped cleanly: no marker, and status says nothing about following.
+        #expect(!(try sandbox.run(["status"], db: b).stdout.contains("following")))
+    }
+
+    @Test("a follower killed with SIGKILL: status --check says it is not running; the next sync clears the marker")
+    func killedFollower() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log])
+        kill(follower.pid, SIGKILL)
+        _ = follower.finish(limit: 5)
+        let check = try sandbox.run(["status", "--check"], db: b)
+        #expect(check.status == 69)
+        #expect(check.stderr.contains("(pid \(follower.pid)) is not running"), "\(check.stderr)")
+        #expect(try sandbox.run(["sync", "--quiet", log], db: b).status == 0)
+        #expect(try sandbox.run(["status", "--check"], db: b).status == 0)
+    }
+
+    @Test("usage: --interval needs --follow; --follow refuses --dry-run and '-'")
+    func usage() throws {
+        let sandbox = try Sandbox()
+        let db = sandbox.path("c.sqlite")
+        #expect(try sandbox.run(["sync", "x", "--interval", "2s"], db: db).status == 64)
+        #expect(try sandbox.run(["sync", "--follow", "--dry-run", "x"], db: db).status == 64)
+        let stdin = try sandbox.run(["sync", "--follow", "-"], db: db)
+        #expect(stdin.status == 64 && stdin.stderr.contains("cannot be followed"), "\(stdin)")
+    }
+}
+
+extension CatalogStore {
+    /// A path as sources are keyed (symbolic links resolved, as the tests' temporary root may be one).
+    static func realPathForTests(_ path: String) -> String {
+        (try? SourceLocator.parse(path).description) ?? path
+    }
+}
