@@ -1,3 +1,4 @@
+@_spi(Testing) @testable import CatalogCLI
 import Foundation
 @testable import LandmarkCatalog
 import Testing
@@ -222,6 +223,27 @@ struct FollowTests {
         #expect(try sandbox.run(["status", "--check"], db: b).status == 0)
     }
 
+    @Test("SIGHUP reads the saved remotes again: a remote added while following is followed")
+    func reload() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        #expect(try sandbox.run(["remote", "add", "a", log], db: b).status == 0)
+        let c = try sandbox.seededDatabase("c.sqlite")
+        let cLog = sandbox.path("c-log")
+        #expect(try sandbox.run(["position", "set", "--user", "dee", "--page", "2"], db: c).status == 0)
+        #expect(try sandbox.run(["publish", cLog], db: c).status == 0)
+        let follower = try Self.follower(sandbox, db: b, ["--interval", "30s"])
+        defer { follower.stop() }
+        #expect(try sandbox.run(["remote", "add", "c", cLog], db: b).status == 0)
+        usleep(300_000)
+        #expect(Self.page(b, "dee") == nil)  // not followed yet
+        kill(follower.pid, SIGHUP)
+        let took = Self.waitFor(5) { Self.page(b, "dee") == 2 }
+        #expect(took != nil, "not merged after SIGHUP")
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+    }
+
     @Test("usage: --interval needs --follow; --follow refuses --dry-run and '-'")
     func usage() throws {
         let sandbox = try Sandbox()
@@ -237,5 +259,70 @@ extension CatalogStore {
     /// A path as sources are keyed (symbolic links resolved, as the tests' temporary root may be one).
     static func realPathForTests(_ path: String) -> String {
         (try? SourceLocator.parse(path).description) ?? path
+    }
+}
+
+/// `contrib/systemd/catalog-follow.service`, checked like the timer's units (ContribTests).
+@Suite("Operations: contrib/systemd/catalog-follow.service")
+struct FollowUnitTests {
+    static let service = Support.root.appending(path: "contrib/systemd/catalog-follow.service")
+
+    @Test("its keys: a simple service restarted on failure, reloaded by SIGHUP, one absolute sync --follow command the CLI accepts")
+    func keys() throws {
+        let unit = try ContribTests.unit(Self.service)
+        #expect(ContribTests.value(unit, "Service", "Type") == ["simple"])
+        #expect(ContribTests.value(unit, "Service", "Restart") == ["on-failure"])
+        #expect(!ContribTests.value(unit, "Service", "User").isEmpty)
+        #expect(ContribTests.value(unit, "Service", "ExecReload") == ["/bin/kill -HUP $MAINPID"])
+        #expect(ContribTests.value(unit, "Unit", "After").contains("network-online.target"))
+        #expect(ContribTests.value(unit, "Install", "WantedBy") == ["multi-user.target"])
+        let exec = ContribTests.execLines(unit, "ExecStart")
+        #expect(exec.count == 1)
+        let argv = exec[0].split(separator: " ").map(String.init)
+        #expect(argv.first == ContribTests.binary)
+        #expect(argv.contains("--follow"))
+        let parsed = try Parser.parse(Array(argv.dropFirst()), root: CatalogCLI.rootCommand)
+        #expect(parsed.1.path == ["sync"] && parsed.1.flags.contains("--follow"))
+    }
+
+    @Test("it runs: the ExecStart line against a scratch directory follows, publishes, and stops with SIGTERM (exit 0)")
+    func runs() throws {
+        let sandbox = try Sandbox()
+        let unit = try ContribTests.unit(Self.service)
+        let argv = ContribTests.execLines(unit, "ExecStart")[0].split(separator: " ").map {
+            $0.replacingOccurrences(of: "/var/lib/catalog", with: sandbox.path("state"))
+        }
+        try FileManager.default.createDirectory(atPath: sandbox.path("state"), withIntermediateDirectories: true)
+        let db = sandbox.path("state/catalog.sqlite")
+        let peer = try sandbox.seededDatabase("peer.sqlite")
+        #expect(try sandbox.run(["publish", sandbox.path("peer-log")], db: peer).status == 0)
+        #expect(try sandbox.run(["remote", "add", "peer", sandbox.path("peer-log")], db: db).status == 0)
+        let process = try sandbox.start(Array(argv.dropFirst()))
+        defer { process.stop() }
+        #expect(FollowTests.waitFor(10) { FileManager.default.fileExists(atPath: sandbox.path("state/publish/manifest.json")) } != nil)
+        #expect(FollowTests.page(db, "ann") == 1)
+        let run = FollowTests.terminate(process)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.isEmpty && run.stderr.isEmpty, "\(run)")
+    }
+
+    @Test("systemd-analyze verify accepts it with no warning", .enabled(if: ContribTests.systemdAnalyze != nil))
+    func verify() throws {
+        let root = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let units = root.appending(path: "etc/systemd/system")
+        try FileManager.default.createDirectory(at: units, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/local/bin"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.appending(path: "bin"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: Self.service, to: units.appending(path: "catalog-follow.service"))
+        try FileManager.default.copyItem(at: Support.catalogBinary, to: root.appending(path: "usr/local/bin/catalog"))
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: "/bin/kill"), to: root.appending(path: "bin/kill"))
+        let system = ["/usr/lib/systemd/system", "/lib/systemd/system"].first { FileManager.default.fileExists(atPath: $0) }
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/lib/systemd"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(system)), to: root.appending(path: "usr/lib/systemd/system"))
+        let result = try runProcess(URL(fileURLWithPath: try #require(ContribTests.systemdAnalyze)),
+                                    ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-follow.service"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr == "", "\(result.stderr)")
     }
 }
