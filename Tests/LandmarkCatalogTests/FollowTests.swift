@@ -326,3 +326,32 @@ struct FollowUnitTests {
         #expect(result.stderr == "", "\(result.stderr)")
     }
 }
+
+/// Followers through a PostgreSQL hub: A's commits are pushed as soon as they are seen, B pulls them.
+@Suite("Sync: follow through a hub", .enabled(if: PostgresServer.isAvailable, "no PostgreSQL server binaries"), .serialized)
+struct FollowHubTests {
+    @Test("a 'position set' on A is on B within about an interval: A pushes at once, B's follower pulls")
+    func throughHub() throws {
+        let server = try PostgresServer.running()
+        let (hub, _) = try HubSupport.makeHub(server)
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let b = sandbox.path("b.sqlite")
+        let followA = try FollowTests.follower(sandbox, db: a, [hub])
+        defer { followA.stop() }
+        let followB = try FollowTests.follower(sandbox, db: b, [hub])
+        defer { followB.stop() }
+        #expect(FollowTests.waitFor(5) { FollowTests.page(b, "ann") == 1 } != nil)
+        let runsB = FollowTests.count(b, "SELECT count(*) FROM sync_runs")
+        let start = ContinuousClock.now
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "3"], db: a).status == 0)
+        let took = FollowTests.waitFor(10) { FollowTests.page(b, "bob") == 3 }
+        #expect(took != nil && FollowTests.seconds(since: start) < 3, "on B after \(String(describing: took)) s")
+        // B recorded the cycle that merged bob's page, and nothing for its idle polls.
+        usleep(1_500_000)
+        #expect(FollowTests.count(b, "SELECT count(*) FROM sync_runs") == runsB + 1)
+        let runA = FollowTests.terminate(followA), runB = FollowTests.terminate(followB)
+        #expect(runA.status == 0 && runB.status == 0, "\(runA) \(runB)")
+        #expect(runA.stderr.isEmpty && runB.stderr.isEmpty, "\(runA.stderr) \(runB.stderr)")
+    }
+}
