@@ -376,6 +376,35 @@ extension CatalogStore {
         }
         watchAll()
 
+        // Hubs that can be listened to (LISTEN): by source key; retried after a failure, never after a
+        // hub that cannot deliver notifications (said once).
+        var listeners: [String: any ChangeListener] = [:]
+        var listenRetry: [String: Int64] = [:]
+        var cannotListen = Set<String>()
+        func listen() {
+            let now = monotonicMilliseconds()
+            for f in followed where f.isHub {
+                let key = f.locator.description
+                guard listeners[key] == nil, !cannotListen.contains(key), listenRetry[key, default: 0] <= now else { continue }
+                for kind in SourceKinds.all {
+                    do {
+                        if let listener = try kind.makeListener(f.locator, options: options.sync) { listeners[key] = listener; break }
+                    } catch let unsupported as ListenUnsupported {
+                        cannotListen.insert(key)
+                        diagnostics(Diagnostic(severity: .warning, message: "cannot LISTEN to the hub: \(unsupported.reason); it is polled every \(Durations.describe(milliseconds: interval))",
+                                               file: key, kind: "listen"))
+                        break
+                    } catch {
+                        listenRetry[key] = now + maxBackoff
+                        break
+                    }
+                }
+            }
+            let keys = Set(followed.map(\.locator.description))
+            for key in listeners.keys where !keys.contains(key) { listeners[key] = nil }
+        }
+        listen()
+
         var dataVersion = try read { try connection.scalarInt(sql: "PRAGMA data_version") ?? 0 }
         var first = true
         var publishPending = options.sync.publishPath != nil
@@ -394,6 +423,7 @@ extension CatalogStore {
                     }
                     followed = kept
                     watchAll()
+                    listen()
                     FollowMarker.write(databasePath: path, status: marker())
                 } catch {
                     diagnostics(Diagnostic(severity: .warning, message: "the saved remotes were not read again: \(Self.sourceFailure(error, source: path, path: path).message); following the same sources",
@@ -411,6 +441,15 @@ extension CatalogStore {
                     }
                 }
                 watched.subtract(dropped)
+            }
+            for n in followed.indices where followed[n].isHub {
+                let key = followed[n].locator.description
+                guard let listener = listeners[key] else { continue }
+                if listener.consume() { followed[n].dirty = true }
+                if listener.descriptor < 0 {
+                    listeners[key] = nil
+                    listenRetry[key] = monotonicMilliseconds() + interval
+                }
             }
             if let version = try? read({ try connection.scalarInt(sql: "PRAGMA data_version") }), version != dataVersion {
                 dataVersion = version
@@ -446,7 +485,9 @@ extension CatalogStore {
                         if followed[n].lastError != nil { stateChanged = true }
                         followed[n].lastError = nil
                         followed[n].failures = 0
-                        followed[n].nextDue = after + interval
+                        // A hub that is listened to is polled only as a safety net (a notification lost
+                        // while reconnecting), every 30 s or the interval when longer.
+                        followed[n].nextDue = after + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval)
                     }
                     followed[n].tried = true
                     if r.note != followed[n].lastNote, let note = r.note {
@@ -551,10 +592,13 @@ extension CatalogStore {
             let timeout = Int32(max(0, min(interval, next - after)))
             var fds = [pollfd(fd: control.readFD, events: Int16(POLLIN), revents: 0)]
             if let watcher { fds.append(pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)) }
+            let watcherWoke = fds.count
+            for listener in listeners.values where listener.descriptor >= 0 { fds.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)) }
             _ = poll(&fds, nfds_t(fds.count), timeout)
             control.drain()
             // A burst of writes (a publish is several files, a commit several WAL writes) is one wake-up.
-            if fds.count > 1, fds[1].revents != 0 { usleep(2_000) }
+            if watcherWoke == 2, fds[1].revents != 0 { usleep(2_000) }
+            if followed.contains(where: { $0.isHub && listeners[$0.locator.description] == nil && !cannotListen.contains($0.locator.description) }) { listen() }
         }
     }
 
