@@ -69,6 +69,20 @@ struct FollowTests {
         #expect(try sandbox.run(["publish", log], db: a).status == 0)
         let took = Self.waitFor(10) { Self.page(b, "bob") == 3 }
         #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
+        // The metrics: a poll counter and the write-to-visible lag of bob's row (one row, under 10 s),
+        // as prometheus_client reads them.
+        let metricsFile = sandbox.path("catalog.prom")
+        #expect(try sandbox.run(["status", "--prometheus", "--output", metricsFile], db: b).status == 0)
+        let text = try String(contentsOfFile: metricsFile, encoding: .utf8)
+        let key = CatalogStore.realPathForTests(log)
+        #expect(text.contains("catalog_follow_lag_seconds_count{source=\"\(key)\"} 1"), "\(text)")
+        #expect(text.contains("catalog_follow_lag_seconds_bucket{source=\"\(key)\",le=\"10\"} 1"), "\(text)")
+        #expect(text.contains("catalog_follow_lag_seconds_bucket{source=\"\(key)\",le=\"+Inf\"} 1"), "\(text)")
+        #expect(text.contains("catalog_follow_polls_total{source=\"\(key)\"} 2"), "\(text)")
+        if PrometheusParser.available {
+            let families = try PrometheusParser.parse(file: metricsFile)
+            #expect(families["catalog_follow_lag_seconds"]?.type == "histogram")
+        }
         let run = Self.terminate(follower)
         #expect(run.status == 0, "\(run)")
         #expect(run.stderr.isEmpty, "\(run.stderr)")

@@ -106,7 +106,22 @@ public struct FollowerStatus: Sendable, Equatable {
         public var polls: Int64
         /// Failed polls since the follower started.
         public var failures: Int64
+        /// Write-to-visible lag of the rows merged from it after the follower's first cycle (a row's
+        /// stamp to its local commit): counts per bucket of ``FollowerStatus/lagBoundsMilliseconds`` (the
+        /// last is beyond them all), not cumulative; their number and sum in ms.
+        public var lagBuckets: [Int64] = Array(repeating: 0, count: FollowerStatus.lagBoundsMilliseconds.count + 1)
+        public var lagCount: Int64 = 0
+        public var lagSumMilliseconds: Int64 = 0
+
+        mutating func observe(lagMilliseconds lag: Int64) {
+            let bucket = FollowerStatus.lagBoundsMilliseconds.firstIndex { lag <= $0 } ?? FollowerStatus.lagBoundsMilliseconds.count
+            lagBuckets[bucket] += 1
+            lagCount += 1
+            lagSumMilliseconds += max(0, lag)
+        }
     }
+    /// The upper bounds of the lag histogram's buckets, in ms.
+    public static let lagBoundsMilliseconds: [Int64] = [50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 300_000]
     /// The follower's process id and host.
     public var pid: Int32
     public var host: String
@@ -135,7 +150,10 @@ enum FollowMarker {
         w.raw(",\"sources\":[")
         for (n, s) in status.sources.enumerated() {
             if n > 0 { w.byte(0x2C) }
-            w.raw("{\"failures\":"); w.int(s.failures); w.raw(",\"polls\":"); w.int(s.polls)
+            w.raw("{\"failures\":"); w.int(s.failures)
+            w.raw(",\"lag\":["); for (i, n) in s.lagBuckets.enumerated() { if i > 0 { w.byte(0x2C) }; w.int(n) }
+            w.raw("],\"lagCount\":"); w.int(s.lagCount); w.raw(",\"lagSumMs\":"); w.int(s.lagSumMilliseconds)
+            w.raw(",\"polls\":"); w.int(s.polls)
             w.raw(",\"source\":"); w.string(s.source); w.raw("}")
         }
         w.raw("]}\n")
@@ -168,7 +186,13 @@ enum FollowMarker {
                 guard case .string(let source)? = f["source"] else { continue }
                 let polls: Int64 = { if case .number(let n)? = f["polls"] { return n.int64Value ?? 0 }; return 0 }()
                 let failures: Int64 = { if case .number(let n)? = f["failures"] { return n.int64Value ?? 0 }; return 0 }()
-                sources.append(.init(source: source, polls: polls, failures: failures))
+                var entry = FollowerStatus.Source(source: source, polls: polls, failures: failures)
+                if case .array(let buckets)? = f["lag"], buckets.count == entry.lagBuckets.count {
+                    for (i, b) in buckets.enumerated() { if case .number(let n) = b { entry.lagBuckets[i] = n.int64Value ?? 0 } }
+                }
+                if case .number(let n)? = f["lagCount"] { entry.lagCount = n.int64Value ?? 0 }
+                if case .number(let n)? = f["lagSumMs"] { entry.lagSumMilliseconds = n.int64Value ?? 0 }
+                sources.append(entry)
             }
         }
         let alive = host != ProcessInfo.processInfo.hostName || kill(Int32(pid), 0) == 0 || errno == EPERM
@@ -237,6 +261,12 @@ private final class DirectoryWatcher {
     }
 }
 
+/// The stamps of the rows one source's merge applied (the first 10,000: enough for the histogram).
+private final class StampBuffer {
+    var stamps: [Int64] = []
+    func add(_ stamp: Int64) { if stamps.count < 10_000 { stamps.append(stamp) } }
+}
+
 /// Milliseconds of the monotonic clock (for scheduling; the ledger uses the wall clock).
 private func monotonicMilliseconds() -> Int64 {
     var ts = timespec()
@@ -258,6 +288,7 @@ private struct Followed {
     var lastNote: String?
     var polls: Int64 = 0
     var failedPolls: Int64 = 0
+    var lag = FollowerStatus.Source(source: "", polls: 0, failures: 0)
     /// inotify: the directory and file name whose change makes it due (a local source).
     var watchDirectory: String?
     var watchName: String?
@@ -350,7 +381,11 @@ extension CatalogStore {
         let host = ProcessInfo.processInfo.hostName
         func marker() -> FollowerStatus {
             FollowerStatus(pid: getpid(), host: host, since: Timestamp.format(milliseconds: startedAt), intervalSeconds: options.intervalSeconds,
-                           alive: true, sources: followed.map { .init(source: $0.locator.description, polls: $0.polls, failures: $0.failedPolls) })
+                           alive: true, sources: followed.map { f in
+                               var s = f.lag
+                               (s.source, s.polls, s.failures) = (f.locator.description, f.polls, f.failedPolls)
+                               return s
+                           })
         }
         FollowMarker.write(databasePath: path, status: marker())
         defer { FollowMarker.remove(databasePath: path) }
@@ -466,8 +501,17 @@ extension CatalogStore {
                 var stateChanged = false
                 // Hubs that have not been polled since another source merged rows: they push them.
                 var pushNeeded = Set<Int>()
+                let live = !first
                 func poll(_ n: Int) {
+                    let stamps = StampBuffer()
+                    var context = context
+                    if live { context.appliedStamp = { stamps.add($0) } }
                     let r = followOne(followed[n].locator, context: context)
+                    if r.error == nil && !stamps.stamps.isEmpty {
+                        // Committed: each row's stamp to now is its write-to-visible lag.
+                        let committed = wallClock.nowMilliseconds()
+                        for stamp in stamps.stamps { followed[n].lag.observe(lagMilliseconds: committed - stamp) }
+                    }
                     followed[n].dirty = false
                     followed[n].polls += 1
                     let after = monotonicMilliseconds()

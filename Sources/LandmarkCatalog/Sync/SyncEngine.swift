@@ -394,6 +394,7 @@ extension CatalogStore {
             }
             var merger = try RowMerger(store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
                                        diagnostics: context.diagnostics)
+            merger.appliedStamp = context.appliedStamp
             merger.progress = { rows, bytes, total in
                 context.progress(Progress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))
             }
