@@ -506,6 +506,7 @@ extension CatalogStore {
                     let stamps = StampBuffer()
                     var context = context
                     if live { context.appliedStamp = { stamps.add($0) } }
+                    let pollStarted = monotonicMilliseconds()
                     let r = followOne(followed[n].locator, context: context)
                     if r.error == nil && !stamps.stamps.isEmpty {
                         // Committed: each row's stamp to now is its write-to-visible lag.
@@ -531,7 +532,8 @@ extension CatalogStore {
                         followed[n].failures = 0
                         // A hub that is listened to is polled only as a safety net (a notification lost
                         // while reconnecting), every 30 s or the interval when longer.
-                        followed[n].nextDue = after + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval)
+                        // At a fixed rate (from the poll's start), so the interval is the longest wait.
+                        followed[n].nextDue = max(pollStarted + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval), after + 10)
                     }
                     followed[n].tried = true
                     if r.note != followed[n].lastNote, let note = r.note {
