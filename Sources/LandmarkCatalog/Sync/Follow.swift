@@ -395,19 +395,16 @@ extension CatalogStore {
         // by another process, so a commit is seen at once; `PRAGMA data_version` says whether it was one).
         let watcher = DirectoryWatcher()
         let databaseDirectory = CatalogStore.directory(of: SyncLock.lockPath(for: path))
-        var watched = Set<String>()
+        // Directory → the mask it is watched with (a second inotify_add_watch of a directory replaces
+        // its mask, so each directory is watched with the union of what it needs).
+        var watched: [String: UInt32] = [:]
         func watchAll() {
             guard let watcher else { return }
-            var masks: [String: UInt32] = [:]
+            var masks: [String: UInt32] = [databaseDirectory: UInt32(IN_MODIFY)]
             let logMask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE)
-            for f in followed { if let d = f.watchDirectory, !watched.contains(d) { masks[d, default: 0] |= logMask } }
-            if !watched.contains(databaseDirectory) { masks[databaseDirectory, default: 0] |= UInt32(IN_MODIFY) }
-            // A directory watched again gets the union of every mask it needs.
-            for d in masks.keys {
-                if followed.contains(where: { $0.watchDirectory == d }) { masks[d, default: 0] |= logMask }
-                if d == databaseDirectory { masks[d, default: 0] |= UInt32(IN_MODIFY) }
-            }
-            watched.formUnion(watcher.watch(masks))
+            for f in followed { if let d = f.watchDirectory { masks[d, default: 0] |= logMask } }
+            let missing = masks.filter { watched[$0.key] != $0.value }
+            for d in watcher.watch(missing) { watched[d] = masks[d] }
         }
         watchAll()
 
@@ -418,12 +415,19 @@ extension CatalogStore {
         var cannotListen = Set<String>()
         func listen() {
             let now = monotonicMilliseconds()
-            for f in followed where f.isHub {
+            // Only a hub that just answered a poll: listening to one that is down would hold up the others
+            // for a connect timeout.
+            for (n, f) in followed.enumerated() where f.isHub && f.tried && f.lastError == nil {
                 let key = f.locator.description
                 guard listeners[key] == nil, !cannotListen.contains(key), listenRetry[key, default: 0] <= now else { continue }
                 for kind in SourceKinds.all {
                     do {
-                        if let listener = try kind.makeListener(f.locator, options: options.sync) { listeners[key] = listener; break }
+                        if let listener = try kind.makeListener(f.locator, options: options.sync) {
+                            listeners[key] = listener
+                            // A push between the last poll and LISTEN sent no notification here: poll once more.
+                            followed[n].dirty = true
+                            break
+                        }
                     } catch let unsupported as ListenUnsupported {
                         cannotListen.insert(key)
                         diagnostics(Diagnostic(severity: .warning, message: "cannot LISTEN to the hub: \(unsupported.reason); it is polled every \(Durations.describe(milliseconds: interval))",
@@ -438,7 +442,6 @@ extension CatalogStore {
             let keys = Set(followed.map(\.locator.description))
             for key in listeners.keys where !keys.contains(key) { listeners[key] = nil }
         }
-        listen()
 
         var dataVersion = try read { try connection.scalarInt(sql: "PRAGMA data_version") ?? 0 }
         var first = true
@@ -475,7 +478,7 @@ extension CatalogStore {
                         followed[n].dirty = true
                     }
                 }
-                watched.subtract(dropped)
+                for d in dropped { watched[d] = nil }
             }
             for n in followed.indices where followed[n].isHub {
                 let key = followed[n].locator.description
@@ -633,8 +636,9 @@ extension CatalogStore {
             if control.isStopping { break }
             // Wait for inotify, the pipe, or the next due source (at most one interval, the data_version check).
             if watched.count < Set(followed.compactMap(\.watchDirectory) + [databaseDirectory]).count { watchAll() }
+            listen()
             let after = monotonicMilliseconds()
-            let next = followed.map(\.nextDue).min() ?? (after + interval)
+            let next = followed.contains(where: \.dirty) ? after : followed.map(\.nextDue).min() ?? (after + interval)
             let timeout = Int32(max(0, min(interval, next - after)))
             var fds = [pollfd(fd: control.readFD, events: Int16(POLLIN), revents: 0)]
             if let watcher { fds.append(pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)) }
@@ -644,7 +648,6 @@ extension CatalogStore {
             control.drain()
             // A burst of writes (a publish is several files, a commit several WAL writes) is one wake-up.
             if watcherWoke == 2, fds[1].revents != 0 { usleep(2_000) }
-            if followed.contains(where: { $0.isHub && listeners[$0.locator.description] == nil && !cannotListen.contains($0.locator.description) }) { listen() }
         }
     }
 
