@@ -237,6 +237,29 @@ struct FollowTests {
         #expect(try sandbox.run(["status", "--check"], db: b).status == 0)
     }
 
+    @Test("a log directory that does not exist yet fails once, is merged as soon as it is published (inotify on its parent), and the recovery is recorded")
+    func recovers() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("later-log"), b = sandbox.path("b.sqlite")
+        let follower = try Self.follower(sandbox, db: b, [log, "--interval", "30s"])
+        defer { follower.stop() }
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs WHERE outcome = 'failed' AND exit_status = 66") == 1)
+        #expect(try sandbox.run(["status", "--check"], db: b).status == 69)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "ann") == 1 }
+        #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
+        // Recorded: the first failure, perhaps a second (the directory there, its manifest not yet), the recovery.
+        #expect(Self.waitFor(5) { Self.count(b, "SELECT count(*) FROM sync_runs WHERE id = (SELECT max(id) FROM sync_runs) AND outcome = 'ok'") == 1 } != nil)
+        #expect((2...3).contains(Self.count(b, "SELECT count(*) FROM sync_runs")))
+        let check = try sandbox.run(["status", "--check"], db: b)
+        #expect(check.status == 0, "\(check)")
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        // A failure is printed when it is new: the directory missing, perhaps its manifest not there yet.
+        #expect((1...2).contains(run.stderr.components(separatedBy: "catalog: error:").count - 1), "\(run.stderr)")
+    }
+
     @Test("SIGHUP reads the saved remotes again: a remote added while following is followed")
     func reload() throws {
         let sandbox = try Sandbox()

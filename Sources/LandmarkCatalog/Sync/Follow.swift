@@ -299,14 +299,24 @@ private struct Followed {
 
     init(_ locator: SourceLocator) {
         self.locator = locator
-        if case .file(let path) = locator {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-                (watchDirectory, watchName) = (path, LogManifest.fileName)
-            } else {
-                (watchDirectory, watchName) = (CatalogStore.directory(of: path), String(path.split(separator: "/").last ?? ""))
-            }
+        _ = updateWatch()
+    }
+
+    /// Where inotify looks for it: a log directory's manifest, else the path's name in its parent (a
+    /// snapshot file, a manifest given by path, or a directory not there yet).
+    /// - Returns: whether that changed (a directory appeared, or was replaced by a file).
+    mutating func updateWatch() -> Bool {
+        guard case .file(let path) = locator else { return false }
+        var isDirectory: ObjCBool = false
+        let target: (String, String)
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            target = (path, LogManifest.fileName)
+        } else {
+            target = (CatalogStore.directory(of: path), String(path.split(separator: "/").last ?? ""))
         }
+        guard watchDirectory != target.0 || watchName != target.1 else { return false }
+        (watchDirectory, watchName) = target
+        return true
     }
 }
 
@@ -539,6 +549,12 @@ extension CatalogStore {
                         followed[n].nextDue = max(pollStarted + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval), after + 10)
                     }
                     followed[n].tried = true
+                    // A log directory that appeared: watch its manifest, and look once more (it may have
+                    // been written before the watch).
+                    if followed[n].updateWatch() {
+                        watchAll()
+                        followed[n].dirty = true
+                    }
                     if r.note != followed[n].lastNote, let note = r.note {
                         diagnostics(Diagnostic(severity: .warning, message: note, file: r.source, kind: "behind"))
                     }
