@@ -11,6 +11,11 @@
 #                                (p50, p95 over 200 commits), one idle observer's CPU over 60 s (--quick:
 #                                10 s), 100 observers in one process, featured() from 8 tasks against the
 #                                CLI per process; see Benchmarks/observe.py and Benchmarks/AppBench
+#   Benchmarks/run.sh --follow   only live sync (sync --follow): three nodes, A writes 200 positions at 5/s
+#                                with `position set`; B follows A's log through real nginx, C a PostgreSQL
+#                                hub A also follows; write-to-visible p50/p95/max on B and C, an idle HTTP
+#                                follower's CPU and RSS over 5 minutes (--quick: 30 s) and its requests per
+#                                minute; see Benchmarks/follow.py. Results: Benchmarks/results/follow.md
 #   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
 #   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
 #                                    Debian when missing; skipped with a note when it cannot be)
@@ -30,6 +35,7 @@ quick=false
 hub_only=false
 log_only=false
 observe_only=false
+follow_only=false
 log_size=""
 plot=false
 for argument in "$@"; do
@@ -38,9 +44,10 @@ for argument in "$@"; do
         --hub) hub_only=true ;;
         --log) log_only=true ;;
         --observe) observe_only=true ;;
+        --follow) follow_only=true ;;
         --log-size=[0-9]*) log_only=true; log_size=${argument#--log-size=} ;;
         --plot) plot=true ;;
-        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe] [--plot]" >&2; exit 64 ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow] [--plot]" >&2; exit 64 ;;
     esac
 done
 if [ -n "$log_size" ] && [ "$log_size" -lt 10000 ]; then
@@ -85,6 +92,29 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$data" Benchmarks/results
+
+if $follow_only; then
+    idle=300; $quick && idle=30
+    hub_args=()
+    pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    if [ -n "$pg_bin" ] && [ -x "$pg_bin/postgres" ]; then
+        # A throwaway server, as for the hub cases (stopped by cleanup through $pgdir).
+        as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+        pgdir=$(mktemp -d /tmp/catalog-bench-pg-XXXXXX)
+        [ "$(id -u)" -eq 0 ] && chown postgres "$pgdir"
+        as_postgres "$pg_bin/initdb" -D "$pgdir/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
+        pgport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        as_postgres "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w \
+            -o "-p $pgport -k $pgdir -c listen_addresses=127.0.0.1" start >/dev/null
+        psql -X -q -h 127.0.0.1 -p "$pgport" -U postgres -c "CREATE DATABASE followhub" postgres
+        hub_args=(--hub "postgresql://postgres@127.0.0.1:$pgport/followhub")
+    else
+        echo "the hub path is skipped: no /usr/lib/postgresql/*/bin/postgres (apt-get install postgresql)" >&2
+    fi
+    python3 Benchmarks/follow.py "$bin" Seeds/landmarkData.json "${hub_args[@]}" --writes 200 --rate 5 --idle "$idle" \
+        | tee Benchmarks/results/follow.md
+    exit 0
+fi
 
 if $quick; then
     sizes=(10000 100000); users=(10000); runs=3

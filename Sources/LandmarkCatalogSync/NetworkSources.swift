@@ -44,6 +44,19 @@ struct HubSourceKind: SourceKind {
         do { _ = try PGConnInfo(parsing: conninfo) } catch let error as PGError { throw CatalogError(error) }
     }
 
+    /// `LISTEN catalog_hub` on a connection of its own (docs/live-sync.md §3); nil when the hub cannot
+    /// deliver notifications (pgbouncer in transaction mode: its self-test notification never arrives).
+    func makeListener(_ locator: SourceLocator, options: SyncOptions) throws -> (any ChangeListener)? {
+        guard case .hub(let conninfo) = locator else { return nil }
+        do {
+            return try HubListener(conninfo: conninfo, timeoutSeconds: max(1, Int(options.timeoutSeconds.rounded(.up))))
+        } catch is HubListener.Unsupported {
+            throw ListenUnsupported(reason: "its notifications do not come back to the connection that listens (pgbouncer in transaction pooling mode?)")
+        } catch let error as PGError {
+            throw CatalogError(error)
+        }
+    }
+
     func failure(_ error: any Error, source: String) -> CatalogError? {
         guard let error = error as? PGError else { return nil }
         var mapped = CatalogError(error)

@@ -72,6 +72,7 @@ extension CatalogCLI {
             w.raw(","); w.key("database"); w.string(store.path)
             w.raw(","); w.key("digest"); w.string(digest.hex)
             w.raw(","); w.key("digestRows"); w.int(digest.rows)
+            w.raw(","); w.key("follower"); w.bytes += followerJSON(store.follower())
             w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest, remotes: remotes)
             w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
             w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
@@ -124,6 +125,10 @@ extension CatalogCLI {
         } else {
             out += "last sync:   never\n"
         }
+        if let follower = store.follower() {
+            out += follower.alive ? "following:   since \(follower.since) (pid \(follower.pid) on \(follower.host))\n"
+                : "following:   no: the follower started at \(follower.since) (pid \(follower.pid)) is not running\n"
+        }
         for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
             out += "source:      \(Table.escaped(sourceLabel(src.source, remotes))) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
@@ -141,7 +146,15 @@ extension CatalogCLI {
 
     /// `status --check`: one line, and 0 or ``unhealthyStatus``.
     static func runStatusCheck(_ i: Invocation, store: CatalogStore) throws -> Int32 {
-        let health = try store.checkHealth(maxAgeMilliseconds: i[StatusOptions.maxAge].map { Int64(($0 * 1000).rounded(.up)) })
+        var health = try store.checkHealth(maxAgeMilliseconds: i[StatusOptions.maxAge].map { Int64(($0 * 1000).rounded(.up)) })
+        // A follower that was killed (its marker left behind, its pid gone) syncs nothing any more.
+        if let follower = store.follower() {
+            if !follower.alive {
+                health.problems.insert("the follower started at \(follower.since) (pid \(follower.pid)) is not running", at: 0)
+            } else if health.healthy {
+                health.summary += "; following since \(follower.since) (pid \(follower.pid))"
+            }
+        }
         guard health.healthy else {
             let shown = health.problems.prefix(3).joined(separator: "; ")
             let more = health.problems.count > 3 ? "; and \(health.problems.count - 3) more (catalog status shows every source)" : ""
@@ -150,5 +163,27 @@ extension CatalogCLI {
         }
         if !i[StatusOptions.quiet] { i.stdout.line(Table.escaped(health.summary)) }
         return 0
+    }
+}
+
+extension CatalogCLI {
+    /// `status --json`'s `follower`: null, or pid, host, since, interval, alive and polls per source.
+    static func followerJSON(_ f: FollowerStatus?) -> [UInt8] {
+        guard let f else { return Array("null".utf8) }
+        var w = JSONWriter()
+        w.raw("{"); w.key("alive"); w.bool(f.alive)
+        w.raw(","); w.key("host"); w.string(f.host)
+        w.raw(","); w.key("intervalSeconds"); w.raw(String(f.intervalSeconds))
+        w.raw(","); w.key("pid"); w.int(Int64(f.pid))
+        w.raw(","); w.key("since"); w.string(f.since)
+        w.raw(","); w.key("sources"); w.raw("[")
+        for (n, s) in f.sources.enumerated() {
+            if n > 0 { w.raw(",") }
+            w.raw("{"); w.key("failedPolls"); w.int(s.failures)
+            w.raw(","); w.key("polls"); w.int(s.polls)
+            w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
+        }
+        w.raw("]}")
+        return w.bytes
     }
 }

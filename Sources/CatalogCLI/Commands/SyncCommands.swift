@@ -40,6 +40,11 @@ extension CatalogCLI {
             parse: Values.duration(atMost: 604_800))
         static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429, 5xx and a connection broken before the body, with exponential backoff (default 3).",
                                          parse: Values.integer(0...10))
+        static let follow = Flag("--follow",
+            "Keep running: sync each source as it changes (inotify for local logs, conditional GET every --interval for URLs, hubs every --interval) and publish this database's commits, until SIGTERM or SIGINT (exit 0); SIGHUP reads the saved remotes again.")
+        static let interval = Option<Double>("--interval", "DURATION",
+            "With --follow: how often URLs and hubs are polled and other processes' commits published (default 1s, at most 1h).",
+            parse: Values.duration(atMost: 3600))
         static let maxBytes = Option<Int64>("--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
                                             parse: Values.int64(1...Int64.max))
     }
@@ -56,7 +61,10 @@ extension CatalogCLI {
                 a source that is unavailable or bad changes nothing and is reported, the others still merge and
                 --publish still runs; the exit status is the first failure's. One sync at a time per database: an
                 overlapping run exits 75 at once. Rows stamped more than --max-drift ahead of this machine's clock
-                are quarantined and reported, never applied.
+                are quarantined and reported, never applied. With --follow it keeps running and holds the lock
+                (a timer's sync meanwhile exits 75): the ledger gets a run for each cycle that changed something
+                or in which a source failed anew or recovered; a failing source is retried after the interval,
+                doubling up to 1m.
                 """,
             arguments: [ArgumentSpec(name: "source", help: "Sources or remote names (default: every saved remote).", optional: true,
                                      repeating: true, completion: .remote)],
@@ -66,7 +74,9 @@ extension CatalogCLI {
                 SyncOptionsTable.retries.spec, SyncOptionsTable.maxBytes.spec, PublishOptionsTable.grace.spec,
                 TrustOptionsTable.trust.with(help: "For this run, take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable.").spec,
                 TrustOptionsTable.sign.with(help: "Sign what --publish writes with this secret key (manifest.json.minisig).").spec,
+                SyncOptionsTable.follow.spec, SyncOptionsTable.interval.spec,
             ],
+            validate: validateFollow,
             run: runSync)
     }
 
@@ -91,6 +101,7 @@ extension CatalogCLI {
         if let target = options.publishPath, let scheme = SourceLocator.scheme(of: target) {
             throw UsageError(message: "--publish writes a local file or directory, not \(scheme):// (\(redacted(target)))", path: i.parsed.path)
         }
+        if i[SyncOptionsTable.follow] { return try runFollow(i, options: options) }
         let report: SyncReport
         var remotes: [String: String] = [:]
         do {

@@ -88,6 +88,8 @@ package struct RowMerger {
     /// Called by a feed after each batch: rows seen so far, and the bytes read of the file it reads (of its size, when known).
     package var progress: (_ rows: Int, _ bytes: Int64, _ totalBytes: Int64?) -> Void = { _, _, _ in }
     package var counts = MergeCounts()
+    /// Called with each applied row's stamp (wall ms), for the follower's write-to-visible lag.
+    var appliedStamp: ((Int64) -> Void)?
     /// Errors the decoder reported (the source then fails and nothing is kept).
     var errors = 0
     let maxErrors = 20
@@ -311,6 +313,7 @@ package struct RowMerger {
                     try upsert.run()
                     nextSeq += 1
                     counts.positionsApplied += 1
+                    appliedStamp?(row.stamp.wallMilliseconds)
                 }
             }
         }
@@ -356,6 +359,7 @@ package struct RowMerger {
             try upsert.run()
             nextSeq += 1
             counts.landmarksApplied += 1
+            appliedStamp?(stamp.wallMilliseconds)
             return
         }
         try select.bind(record.id, at: 1)
@@ -389,6 +393,7 @@ package struct RowMerger {
         try upsert.run()
         nextSeq += 1
         counts.landmarksApplied += 1
+        appliedStamp?(stamp.wallMilliseconds)
     }
 
     /// Binds every column of `view` (a whole snapshot row) to the landmark upsert.

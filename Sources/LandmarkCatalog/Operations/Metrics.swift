@@ -38,6 +38,8 @@ public struct CatalogMetrics: Sendable, Equatable {
     /// Totals over the run ledger.
     public var landmarksApplied = 0, positionsApplied = 0, stale = 0, ties = 0, quarantinedTotal = 0
     public var sources: [Source] = []
+    /// The follower (`sync --follow`) from its marker, if one runs or was left by one killed.
+    public var follower: FollowerStatus? = nil
 
     public static func == (a: CatalogMetrics, b: CatalogMetrics) -> Bool {
         PrometheusText.render(a) == PrometheusText.render(b)
@@ -93,6 +95,7 @@ extension CatalogStore {
                                                        lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5),
                                                        remote: remotes[s.text(0) ?? ""]))
             }
+            m.follower = follower()
             return m
         }
     }
@@ -141,6 +144,8 @@ public enum PrometheusText {
         var type: String
         var help: String
         var samples: [(labels: [(String, String)], value: String)]
+        /// Per sample, what follows the name (a histogram's `_bucket`, `_sum`, `_count`); empty for none.
+        var suffixes: [String] = []
     }
 
     /// The exposition of `m`, ending in a newline.
@@ -197,12 +202,37 @@ public enum PrometheusText {
             m.sources.map { (labels($0), $0.lastStatus == 0 ? "1" : "0") })
         add("catalog_source_fetched_bytes_total", "counter", "Bytes fetched from the source by the sync runs in the ledger.",
             m.sources.map { (labels($0), String($0.bytesFetched)) })
+        if let f = m.follower {
+            add("catalog_follower_up", "gauge", "1 while sync --follow runs on this database (its pid alive), 0 when its marker was left by one that stopped.",
+                one(f.alive ? "1" : "0"))
+            add("catalog_follow_polls_total", "counter", "Polls of each source by the running follower since it started (written every 10 s).",
+                f.sources.map { ([("source", $0.source)], String($0.polls)) })
+            add("catalog_follow_failed_polls_total", "counter", "Polls of each source by the running follower that failed.",
+                f.sources.map { ([("source", $0.source)], String($0.failures)) })
+            // A histogram (Prometheus text format): cumulative buckets, then sum and count, per source.
+            var lag: [(labels: [(String, String)], value: String)] = []
+            for s in f.sources {
+                var cumulative: Int64 = 0
+                for (i, n) in s.lagBuckets.enumerated() {
+                    cumulative += n
+                    let le = i < FollowerStatus.lagBoundsMilliseconds.count ? seconds(FollowerStatus.lagBoundsMilliseconds[i]) : "+Inf"
+                    lag.append(([("source", s.source), ("le", le)], String(cumulative)))
+                }
+            }
+            let sums = f.sources.map { (labels: [("source", $0.source)], value: seconds($0.lagSumMilliseconds)) }
+            let counts = f.sources.map { (labels: [("source", $0.source)], value: String($0.lagCount)) }
+            families.append(Family(name: "catalog_follow_lag_seconds", type: "histogram",
+                                   help: "Write-to-visible lag of rows the follower merged (a row's stamp to its local commit), per source, since it started.",
+                                   samples: lag + sums + counts,
+                                   suffixes: Array(repeating: "_bucket", count: lag.count) + Array(repeating: "_sum", count: sums.count)
+                                       + Array(repeating: "_count", count: counts.count)))
+        }
 
         var out = ""
         for f in families where !f.samples.isEmpty {
             out += "# HELP \(f.name) \(escapeHelp(f.help))\n# TYPE \(f.name) \(f.type)\n"
-            for s in f.samples {
-                out += f.name
+            for (n, s) in f.samples.enumerated() {
+                out += f.name + (n < f.suffixes.count ? f.suffixes[n] : "")
                 if !s.labels.isEmpty {
                     out += "{" + s.labels.map { "\($0.0)=\"\(escapeLabel($0.1))\"" }.joined(separator: ",") + "}"
                 }

@@ -12,6 +12,31 @@ package protocol SourceKind: Sendable {
     func checkRemote(_ locator: SourceLocator) throws
     /// This kind's own errors as a `CatalogError` with its documented status, or nil for others.
     func failure(_ error: any Error, source: String) -> CatalogError?
+    /// For `sync --follow`: something that says when the source changed (a hub's `LISTEN`), or nil to
+    /// poll it at the interval. The default is nil.
+    /// - Throws: `CatalogError` when the source cannot be listened to now (unreachable): tried again later.
+    func makeListener(_ locator: SourceLocator, options: SyncOptions) throws -> (any ChangeListener)?
+}
+
+extension SourceKind {
+    package func makeListener(_ locator: SourceLocator, options: SyncOptions) throws -> (any ChangeListener)? { nil }
+}
+
+/// A follower's push channel from one source (docs/live-sync.md §3): a descriptor to poll, read when it
+/// is readable.
+package protocol ChangeListener: AnyObject {
+    /// The descriptor to poll for reading (-1 once the channel is broken).
+    var descriptor: Int32 { get }
+    /// Reads what arrived. - Returns: true when the source said it changed, or the channel broke (then
+    /// ``descriptor`` is -1 and the source should be polled and listened to again later).
+    func consume() -> Bool
+}
+
+/// Thrown by ``SourceKind/makeListener(_:options:)`` when the source can never notify this connection
+/// (pgbouncer in transaction pooling mode): the follower says so once and polls at the interval.
+package struct ListenUnsupported: Error {
+    package var reason: String
+    package init(reason: String) { self.reason = reason }
 }
 
 /// The registered source kinds (see ``SourceKind``).

@@ -172,6 +172,8 @@ extension CatalogStore {
             throw error
         }
         defer { withExtendedLifetime(lock) {} }
+        // Holding the lock, no follower runs: a marker left by one that was killed is stale.
+        if lock != nil { FollowMarker.remove(databasePath: path) }
 
         let saved = try remotes()
         var locators = try requested.map { try SourceLocator.parse($0, remotes: saved) }
@@ -322,7 +324,7 @@ extension CatalogStore {
     /// cleanup job), its transaction rolls back and the source takes one fresh look at the manifest
     /// (docs/log-format.md); gone again, it fails with 69.
     /// - Parameter made: each source object made (two after a fresh look), for bytes and notes.
-    private func syncWithFreshLook(_ locator: SourceLocator, context: SyncContext,
+    func syncWithFreshLook(_ locator: SourceLocator, context: SyncContext,
                                    made: (any SyncSource) -> Void) throws -> (SourceReport.Outcome, MergeCounts) {
         let source = try makeSource(locator)
         made(source)
@@ -379,6 +381,7 @@ extension CatalogStore {
         var cursor = try read {
             try connection.firstRow(sql: "SELECT cursor FROM sync_sources WHERE source = ?", [.text(key)]) { SourceCursor(text: $0.text(0)) } ?? nil
         }
+        let stored = cursor
         if freshLook {
             cursor?["etag"] = nil
             cursor?["lastModified"] = nil
@@ -389,6 +392,11 @@ extension CatalogStore {
         context.trustedKeys = context.options.trustedKeys + trust.keys.filter { !context.options.trustedKeys.contains($0) }
         let feeds = try source.fetch(since: cursor, context: context)
         let options = context.options
+        // A follower's idle poll writes nothing (docs/live-sync.md §4): same cursor, a recent good sync.
+        if feeds == nil, let every = context.quietWhenUnchangedFor, !options.dryRun, source.nextCursor == stored,
+           try isFreshSuccess(key, withinMilliseconds: every) {
+            return (.notModified, MergeCounts())
+        }
         return try transaction {
             let now = wallClock.nowMilliseconds()
             guard let feeds else {
@@ -398,6 +406,7 @@ extension CatalogStore {
             var merger = try RowMerger(store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
                                        diagnostics: context.diagnostics)
             merger.allow = trust.allow
+            merger.appliedStamp = context.appliedStamp
             merger.progress = { rows, bytes, total in
                 context.progress(Progress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))
             }
@@ -424,7 +433,7 @@ extension CatalogStore {
             """, [.text(locator.description), .text(locator.kindName), cursor.map { .text($0.text) } ?? .null, .text(time), .text(outcome)])
     }
 
-    private func noteSourceFailure(_ locator: SourceLocator, error: CatalogError) throws {
+    func noteSourceFailure(_ locator: SourceLocator, error: CatalogError) throws {
         guard locator != .standardInput else { return }
         try write {
             try connection.execute(sql: """
@@ -438,7 +447,7 @@ extension CatalogStore {
     }
 
     /// Moves the runs that found the lock held, and noted themselves beside it, into the ledger.
-    private func recordSkippedRuns() throws {
+    func recordSkippedRuns() throws {
         for line in SyncLock.takeSkipped(databasePath: path) {
             guard let members = JSONValue.parseObject(line) else { continue }
             var fields: [String: JSONValue] = [:]
@@ -483,7 +492,7 @@ extension CatalogStore {
         }
     }
 
-    private func recordRun(started: Int64, sources: [String], reports: [SourceReport], outcome: String, status: Int32, message: String?,
+    func recordRun(started: Int64, sources: [String], reports: [SourceReport], outcome: String, status: Int32, message: String?,
                            counts: MergeCounts = MergeCounts(), runID: Int64? = nil) throws {
         var w = JSONWriter()
         w.byte(0x5B)

@@ -23,7 +23,8 @@ final class SyncLock {
     /// Takes the lock for the database at `databasePath`.
     /// - Throws: `CatalogError.tempFail` (75) at once when another process holds the lock, naming it;
     ///   `CatalogError.cantCreate` (73) when the lock file cannot be opened.
-    static func acquire(databasePath: String, now: Int64) throws -> SyncLock {
+    /// - Parameter following: the holder is `sync --follow` (said in the holder line a second run prints).
+    static func acquire(databasePath: String, now: Int64, following: Bool = false) throws -> SyncLock {
         let path = lockPath(for: databasePath)
         let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -41,7 +42,7 @@ final class SyncLock {
             throw CatalogError(.tempFail, "another sync is running on this database (\(holder)), \(path)",
                                hint: "it exits 75 so cron retries at the next run; nothing was changed")
         }
-        let holder = "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\n"
+        let holder = "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\(following ? ", following" : "")\n"
         ftruncate(fd, 0)
         _ = holder.withCString { pwrite(fd, $0, strlen($0), 0) }
         return SyncLock(holding: fd)

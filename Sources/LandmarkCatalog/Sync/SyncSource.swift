@@ -23,6 +23,11 @@ package struct SyncContext {
         throw CatalogError(.untrusted, "\(what) cannot be signed, and this source must be signed by \(trustedKeys.count == 1 ? "key" : "one of the keys") \(trustedKeys.map(\.id).joined(separator: ", ")); nothing merged, \(source)",
                            hint: "trust applies to snapshot logs: publish one with 'catalog publish DIR --sign KEY'")
     }
+    /// A follower's polls: an unchanged source (nil feeds, the same cursor) whose last good sync is
+    /// within this many ms is not written again (nil: every run notes its success).
+    var quietWhenUnchangedFor: Int64? = nil
+    /// A follower's lag: each applied row's stamp (wall ms), inside the source's transaction.
+    var appliedStamp: ((Int64) -> Void)? = nil
 }
 
 /// One kind of sync source behind one small protocol: it fetches what is new since its cursor and

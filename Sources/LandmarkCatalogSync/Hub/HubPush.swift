@@ -131,6 +131,8 @@ extension HubConnection {
                         _ = try pg.execute(sql: HubSQL.noteHistory, [.integer(after), .text(node)])
                     }
                 }
+                // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
+                if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
                 try pg.execute(sql: HubSQL.notePush, [.text(node), .integer(through), .integer(Int64(report.sent)),
                                                      .integer(Int64(report.written)), .text(CatalogVersion.string)])
                 hooks.beforePushCommit?()

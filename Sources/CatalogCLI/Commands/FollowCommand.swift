@@ -1,0 +1,70 @@
+import Dispatch
+import Foundation
+@_spi(Testing) import LandmarkCatalog
+
+extension CatalogCLI {
+    /// `--interval` goes with `--follow`; `--follow` does not go with `--dry-run`.
+    static func validateFollow(_ p: ParsedArguments) throws {
+        if p.given(SyncOptionsTable.interval) && !p[SyncOptionsTable.follow] {
+            throw UsageError(message: "--interval goes with --follow", path: p.path)
+        }
+        if p[SyncOptionsTable.follow] && p[Options.dryRun] {
+            throw UsageError(message: "--follow and --dry-run cannot be combined", path: p.path)
+        }
+    }
+
+    /// `catalog sync --follow` (docs/live-sync.md): runs the follower until SIGTERM or SIGINT, then exits 0.
+    /// Prints a line (a JSON object with `--json`) per cycle that changed something, nothing with
+    /// `--quiet`; a source's failure is printed when it is new, not at every retry.
+    static func runFollow(_ i: Invocation, options sync: SyncOptions) throws -> Int32 {
+        var options = FollowOptions()
+        options.sync = sync
+        if let s = i[SyncOptionsTable.interval] { options.intervalSeconds = s }
+        let store = try i.openStore()
+        let control = try FollowControl()
+        // Signals are taken by dispatch sources (the handlers only set a flag and write the follower's
+        // pipe): the source in hand finishes its transaction, the cycle is recorded, and the command exits 0.
+        var handlers: [any DispatchSourceSignal] = []
+        for (number, stop) in [(SIGTERM, true), (SIGINT, true), (SIGHUP, false)] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { if stop { control.stop() } else { control.reload() } }
+            source.resume()
+            handlers.append(source)
+        }
+        defer {
+            for source in handlers { source.cancel() }
+            for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_DFL) }
+        }
+        let remotes = (try? store.remoteNames()) ?? [:]
+        try store.follow(sources: i.positionals, options: options, control: control, diagnostics: i.report) { cycle in
+            for source in cycle.newFailures {
+                if let error = source.error { i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source) }
+            }
+            if let error = cycle.newPublishError { i.reporter.error(error.message, hint: error.hint) }
+            guard cycle.recorded, !i[Options.quiet] else { return }
+            let report = cycle.report
+            if i[Options.json] {
+                i.stdout.write(reportJSON(report, remotes: remotes))
+                return
+            }
+            let merged = report.sources.filter { $0.outcome == .merged }
+            guard !merged.isEmpty || report.logPublish?.changed == true || report.published != nil && report.logPublish == nil
+                || report.sources.contains(where: { $0.pushed.map { $0.sent > 0 } ?? false }) else { return }
+            var line = "\(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())) "
+            line += merged.isEmpty ? "nothing merged" : "\(merged.map { sourceLabel($0.source, remotes) }.joined(separator: ", ")): \(describe(report.counts))"
+            let pushes = report.sources.compactMap(\.pushed)
+            if !pushes.isEmpty {
+                let sent = pushes.map(\.sent).reduce(0, +), written = pushes.map(\.written).reduce(0, +)
+                line += "; pushed \(plural(sent, "row")) (\(written) written)"
+            }
+            if let log = report.logPublish, log.changed {
+                line += "; published \(log.directory) through change \(log.manifest.through)"
+            } else if report.logPublish == nil, let published = report.published {
+                line += "; published \(published)"
+            }
+            i.stdout.line(line)
+        }
+        return 0
+    }
+}

@@ -1,0 +1,395 @@
+@_spi(Testing) @testable import CatalogCLI
+import Foundation
+@testable import LandmarkCatalog
+import Testing
+
+/// `catalog sync --follow` (SPEC §14, docs/live-sync.md), run as the built binary: each test starts a
+/// follower as a child process and stops it with SIGTERM (or kills it in a `defer` when the test ends early).
+@Suite("Sync: follow (live sync)", .serialized)
+struct FollowTests {
+    /// Waits up to `limit` seconds for `condition`; returns the seconds it took, or nil when it never held.
+    static func waitFor(_ limit: Double, every step: UInt32 = 10_000, _ condition: () throws -> Bool) rethrows -> Double? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .milliseconds(Int(limit * 1000)) {
+            if try condition() { return seconds(since: start) }
+            usleep(step)
+        }
+        return try condition() ? seconds(since: start) : nil
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let d = ContinuousClock.now - start
+        return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+    }
+
+    static func count(_ db: String, _ sql: String) -> Int64 {
+        guard let rows = try? dumpRows(db, sql: sql), case .integer(let n)? = rows.first?.first else { return -1 }
+        return n
+    }
+
+    /// The page `user` is on in `db`, or nil.
+    static func page(_ db: String, _ user: String) -> Int64? {
+        guard let rows = try? dumpRows(db, sql: "SELECT page FROM positions WHERE user_id = '\(user)' AND deleted = 0"),
+              case .integer(let n)? = rows.first?.first else { return nil }
+        return n
+    }
+
+    /// Sends SIGTERM and collects the run (status 0 expected).
+    static func terminate(_ process: StartedProcess) -> BinaryRun {
+        kill(process.pid, SIGTERM)
+        return process.finish(limit: 20)
+    }
+
+    /// A: the seeded database publishing its log to `a-log`; B: an empty database that will follow it.
+    static func publisher(_ sandbox: Sandbox) throws -> (a: String, log: String, b: String) {
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("a-log")
+        let published = try sandbox.run(["publish", log], db: a)
+        try #require(published.status == 0, "\(published)")
+        return (a, log, sandbox.path("b.sqlite"))
+    }
+
+    /// Starts `sync --follow ARGS` on `db` and waits for its first cycle to be in the ledger.
+    static func follower(_ sandbox: Sandbox, db: String, _ arguments: [String], binary: URL = Support.catalogBinary,
+                         environment: [String: String] = [:]) throws -> StartedProcess {
+        let process = try sandbox.start(["sync", "--follow"] + arguments, db: db, binary: binary, environment: environment)
+        let ready = waitFor(20) { count(db, "SELECT count(*) FROM sync_runs") >= 1 || !process.process.isRunning }
+        try #require(ready != nil && process.process.isRunning, "the follower did not start: \(process.finish(limit: 1))")
+        return process
+    }
+
+    @Test("a change published into a watched directory is merged at once (inotify), long before a 30 s interval")
+    func inotify() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log, "--interval", "30s"])
+        defer { follower.stop() }
+        #expect(Self.page(b, "ann") == 1)  // the first cycle merged the log
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "3"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "bob") == 3 }
+        #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
+        // The metrics: a poll counter and the write-to-visible lag of bob's row (one row, under 10 s),
+        // as prometheus_client reads them.
+        let metricsFile = sandbox.path("catalog.prom")
+        #expect(try sandbox.run(["status", "--prometheus", "--output", metricsFile], db: b).status == 0)
+        let text = try String(contentsOfFile: metricsFile, encoding: .utf8)
+        let key = CatalogStore.realPathForTests(log)
+        #expect(text.contains("catalog_follow_lag_seconds_count{source=\"\(key)\"} 1"), "\(text)")
+        #expect(text.contains("catalog_follow_lag_seconds_bucket{source=\"\(key)\",le=\"10\"} 1"), "\(text)")
+        #expect(text.contains("catalog_follow_lag_seconds_bucket{source=\"\(key)\",le=\"+Inf\"} 1"), "\(text)")
+        #expect(text.contains("catalog_follow_polls_total{source=\"\(key)\"} 2"), "\(text)")
+        if PrometheusParser.available {
+            let families = try PrometheusParser.parse(file: metricsFile)
+            #expect(families["catalog_follow_lag_seconds"]?.type == "histogram")
+        }
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.isEmpty, "\(run.stderr)")
+        // The first cycle and the one that merged bob's page: two runs.
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == 2)
+    }
+
+    @Test("over HTTP, a published change arrives within the interval (conditional GET every second)")
+    func http() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let server = try TestHTTPServer(directory: URL(fileURLWithPath: log))
+        let follower = try Self.follower(sandbox, db: b, [server.url("/files/manifest.json")])
+        defer { follower.stop() }
+        #expect(Self.page(b, "ann") == 1)
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "2"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "bob") == 2 }
+        #expect(took != nil && took! < 2.5, "merged after \(String(describing: took)) s")
+        #expect(Self.terminate(follower).status == 0)
+        // Polls after the first are conditional: the manifest's ETag goes with them.
+        let manifests = try server.log().filter { $0["path"] == "/files/manifest.json" }
+        #expect(manifests.count >= 2)
+        #expect(manifests.dropFirst().allSatisfy { ($0["ifNoneMatch"] ?? nil) != nil })
+    }
+
+    @Test("a commit by 'position set' in another process is published by the follower within the interval")
+    func localCommitPublished() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("a-log")
+        let follower = try Self.follower(sandbox, db: a, ["--publish", log])
+        defer { follower.stop() }
+        let manifest = log + "/manifest.json"
+        func through() -> Int64? {
+            guard let data = FileManager.default.contents(atPath: manifest),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+            return (object["through"] as? NSNumber)?.int64Value
+        }
+        #expect(Self.waitFor(5) { through() != nil } != nil)
+        let before = try #require(through())
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "2"], db: a).status == 0)
+        #expect(try sandbox.run(["position", "set", "--user", "cy", "--page", "3"], db: a).status == 0)
+        let took = Self.waitFor(5) { (through() ?? 0) >= before + 2 }
+        #expect(took != nil && took! < 1.5, "published after \(String(describing: took)) s")
+        #expect(Self.terminate(follower).status == 0)
+        // A peer reading the log gets both pages.
+        let b = sandbox.path("b.sqlite")
+        #expect(try sandbox.run(["sync", "--quiet", log], db: b).status == 0)
+        #expect(Self.page(b, "bob") == 2 && Self.page(b, "cy") == 3)
+    }
+
+    @Test("SIGTERM in the middle of a merge: the merge finishes (rows and cursor together), the run is recorded, exit 0")
+    func sigtermMidMerge() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        // The harness sleeps 1.5 s inside each source's transaction, before its commit.
+        let process = try sandbox.start(["sync", "--follow", log], db: b, binary: Support.harnessBinary,
+                                        environment: ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "1500"])
+        defer { process.stop() }
+        usleep(600_000)
+        #expect(Self.count(b, "SELECT count(*) FROM positions") <= 0)  // not committed yet
+        let run = Self.terminate(process)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.seconds < 5, "\(run)")
+        // After the merge, never between: the position and the source's cursor came in one transaction.
+        #expect(Self.page(b, "ann") == 1)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_sources WHERE cursor IS NOT NULL") == 1)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs WHERE outcome = 'ok'") == 1)
+        #expect(!FileManager.default.fileExists(atPath: b + ".sync-follow"))
+    }
+
+    @Test("a failing source backs off (doubling) while another keeps flowing")
+    func backoff() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let server = try TestHTTPServer(directory: URL(fileURLWithPath: log))
+        let good = server.url("/files/manifest.json"), bad = server.url("/missing")
+        let follower = try Self.follower(sandbox, db: b, [bad, good, "--interval", "0.2s"])
+        defer { follower.stop() }
+        usleep(1_500_000)
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "2"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        #expect(Self.waitFor(3) { Self.page(b, "bob") == 2 } != nil)
+        usleep(1_000_000)
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        let requests = try server.log().compactMap { $0["path"] ?? nil }
+        let goodPolls = requests.filter { $0 == "/files/manifest.json" }.count
+        let badPolls = requests.filter { $0 == "/missing" }.count
+        // ~3.5 s: the good one every 0.2 s (~15 polls); the bad one at 0, 0.2, 0.6, 1.4, 3.0 s (≤ 6).
+        #expect(goodPolls >= 10, "\(goodPolls) polls of the good source")
+        #expect(badPolls >= 3 && badPolls <= 6, "\(badPolls) polls of the failing source")
+        // The failure is said once, not at every retry.
+        #expect(run.stderr.components(separatedBy: "/missing").count - 1 == 1, "\(run.stderr)")
+        // Recorded: the first cycle (failed) and the cycle that merged bob's page; not every failed retry.
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == 2)
+    }
+
+    @Test("an idle follower's ledger gains no rows over 100 polls, and its polls write nothing")
+    func idleLedger() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        let server = try TestHTTPServer(directory: URL(fileURLWithPath: log))
+        let url = server.url("/files/manifest.json")
+        let follower = try Self.follower(sandbox, db: b, [url, "--interval", "0.03s"])
+        defer { follower.stop() }
+        let runs = Self.count(b, "SELECT count(*) FROM sync_runs")
+        let attempt = try dumpRows(b, sql: "SELECT last_attempt_at FROM sync_sources")
+        #expect(Self.waitFor(15, every: 100_000) { ((try? server.log()) ?? []).count > 110 } != nil)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == runs)
+        #expect(runs == 1)
+        #expect(try dumpRows(b, sql: "SELECT last_attempt_at FROM sync_sources") == attempt)
+        #expect(Self.terminate(follower).status == 0)
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == runs)
+    }
+
+    @Test("while a follower runs: sync exits 75 at once; status says 'following since' with the pid; status --check is healthy")
+    func lockAndStatus() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log])
+        defer { follower.stop() }
+        let sync = try sandbox.run(["sync", log], db: b)
+        #expect(sync.status == 75, "\(sync)")
+        #expect(sync.seconds < 2)
+        #expect(sync.stderr.contains("pid \(follower.pid)") && sync.stderr.contains("following"), "\(sync.stderr)")
+        let status = try sandbox.run(["status"], db: b)
+        #expect(status.stdout.contains("following:   since ") && status.stdout.contains("(pid \(follower.pid) on "), "\(status.stdout)")
+        let check = try sandbox.run(["status", "--check", "--max-age", "5m"], db: b)
+        #expect(check.status == 0, "\(check)")
+        #expect(check.stdout.contains("following since") && check.stdout.contains("(pid \(follower.pid))"), "\(check.stdout)")
+        let metrics = try sandbox.run(["status", "--prometheus"], db: b)
+        #expect(metrics.stdout.contains("catalog_follower_up 1"))
+        #expect(metrics.stdout.contains("catalog_follow_polls_total{source=\"\(CatalogStore.realPathForTests(log))\"}"), "\(metrics.stdout)")
+        #expect(Self.terminate(follower).status == 0)
+        // Stopped cleanly: no marker, and status says nothing about following.
+        #expect(!(try sandbox.run(["status"], db: b).stdout.contains("following")))
+    }
+
+    @Test("a follower killed with SIGKILL: status --check says it is not running; the next sync clears the marker")
+    func killedFollower() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log])
+        kill(follower.pid, SIGKILL)
+        _ = follower.finish(limit: 5)
+        let check = try sandbox.run(["status", "--check"], db: b)
+        #expect(check.status == 69)
+        #expect(check.stderr.contains("(pid \(follower.pid)) is not running"), "\(check.stderr)")
+        #expect(try sandbox.run(["sync", "--quiet", log], db: b).status == 0)
+        #expect(try sandbox.run(["status", "--check"], db: b).status == 0)
+    }
+
+    @Test("a log directory that does not exist yet fails once, is merged as soon as it is published (inotify on its parent), and the recovery is recorded")
+    func recovers() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("later-log"), b = sandbox.path("b.sqlite")
+        let follower = try Self.follower(sandbox, db: b, [log, "--interval", "30s"])
+        defer { follower.stop() }
+        #expect(Self.count(b, "SELECT count(*) FROM sync_runs WHERE outcome = 'failed' AND exit_status = 66") == 1)
+        #expect(try sandbox.run(["status", "--check"], db: b).status == 69)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "ann") == 1 }
+        #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
+        // Recorded: the first failure, perhaps a second (the directory there, its manifest not yet), the recovery.
+        #expect(Self.waitFor(5) { Self.count(b, "SELECT count(*) FROM sync_runs WHERE id = (SELECT max(id) FROM sync_runs) AND outcome = 'ok'") == 1 } != nil)
+        #expect((2...3).contains(Self.count(b, "SELECT count(*) FROM sync_runs")))
+        let check = try sandbox.run(["status", "--check"], db: b)
+        #expect(check.status == 0, "\(check)")
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        // A failure is printed when it is new: the directory missing, perhaps its manifest not there yet.
+        #expect((1...2).contains(run.stderr.components(separatedBy: "catalog: error:").count - 1), "\(run.stderr)")
+    }
+
+    @Test("SIGHUP reads the saved remotes again: a remote added while following is followed")
+    func reload() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        #expect(try sandbox.run(["remote", "add", "a", log], db: b).status == 0)
+        let c = try sandbox.seededDatabase("c.sqlite")
+        let cLog = sandbox.path("c-log")
+        #expect(try sandbox.run(["position", "set", "--user", "dee", "--page", "2"], db: c).status == 0)
+        #expect(try sandbox.run(["publish", cLog], db: c).status == 0)
+        let follower = try Self.follower(sandbox, db: b, ["--interval", "30s"])
+        defer { follower.stop() }
+        #expect(try sandbox.run(["remote", "add", "c", cLog], db: b).status == 0)
+        usleep(300_000)
+        #expect(Self.page(b, "dee") == nil)  // not followed yet
+        kill(follower.pid, SIGHUP)
+        let took = Self.waitFor(5) { Self.page(b, "dee") == 2 }
+        #expect(took != nil, "not merged after SIGHUP")
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+    }
+
+    @Test("usage: --interval needs --follow; --follow refuses --dry-run and '-'")
+    func usage() throws {
+        let sandbox = try Sandbox()
+        let db = sandbox.path("c.sqlite")
+        #expect(try sandbox.run(["sync", "x", "--interval", "2s"], db: db).status == 64)
+        #expect(try sandbox.run(["sync", "--follow", "--dry-run", "x"], db: db).status == 64)
+        let stdin = try sandbox.run(["sync", "--follow", "-"], db: db)
+        #expect(stdin.status == 64 && stdin.stderr.contains("cannot be followed"), "\(stdin)")
+    }
+}
+
+extension CatalogStore {
+    /// A path as sources are keyed (symbolic links resolved, as the tests' temporary root may be one).
+    static func realPathForTests(_ path: String) -> String {
+        (try? SourceLocator.parse(path).description) ?? path
+    }
+}
+
+/// `contrib/systemd/catalog-follow.service`, checked like the timer's units (ContribTests).
+@Suite("Operations: contrib/systemd/catalog-follow.service")
+struct FollowUnitTests {
+    static let service = Support.root.appending(path: "contrib/systemd/catalog-follow.service")
+
+    @Test("its keys: a simple service restarted on failure, reloaded by SIGHUP, one absolute sync --follow command the CLI accepts")
+    func keys() throws {
+        let unit = try ContribTests.unit(Self.service)
+        #expect(ContribTests.value(unit, "Service", "Type") == ["simple"])
+        #expect(ContribTests.value(unit, "Service", "Restart") == ["on-failure"])
+        #expect(!ContribTests.value(unit, "Service", "User").isEmpty)
+        #expect(ContribTests.value(unit, "Service", "ExecReload") == ["/bin/kill -HUP $MAINPID"])
+        #expect(ContribTests.value(unit, "Unit", "After").contains("network-online.target"))
+        #expect(ContribTests.value(unit, "Install", "WantedBy") == ["multi-user.target"])
+        let exec = ContribTests.execLines(unit, "ExecStart")
+        #expect(exec.count == 1)
+        let argv = exec[0].split(separator: " ").map(String.init)
+        #expect(argv.first == ContribTests.binary)
+        #expect(argv.contains("--follow"))
+        let parsed = try Parser.parse(Array(argv.dropFirst()), root: CatalogCLI.rootCommand)
+        #expect(parsed.1.path == ["sync"] && parsed.1.flags.contains("--follow"))
+    }
+
+    @Test("it runs: the ExecStart line against a scratch directory follows, publishes, and stops with SIGTERM (exit 0)")
+    func runs() throws {
+        let sandbox = try Sandbox()
+        let unit = try ContribTests.unit(Self.service)
+        let argv = ContribTests.execLines(unit, "ExecStart")[0].split(separator: " ").map {
+            $0.replacingOccurrences(of: "/var/lib/catalog", with: sandbox.path("state"))
+        }
+        try FileManager.default.createDirectory(atPath: sandbox.path("state"), withIntermediateDirectories: true)
+        let db = sandbox.path("state/catalog.sqlite")
+        let peer = try sandbox.seededDatabase("peer.sqlite")
+        #expect(try sandbox.run(["publish", sandbox.path("peer-log")], db: peer).status == 0)
+        #expect(try sandbox.run(["remote", "add", "peer", sandbox.path("peer-log")], db: db).status == 0)
+        let process = try sandbox.start(Array(argv.dropFirst()))
+        defer { process.stop() }
+        #expect(FollowTests.waitFor(10) { FileManager.default.fileExists(atPath: sandbox.path("state/publish/manifest.json")) } != nil)
+        #expect(FollowTests.page(db, "ann") == 1)
+        let run = FollowTests.terminate(process)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.isEmpty && run.stderr.isEmpty, "\(run)")
+    }
+
+    @Test("systemd-analyze verify accepts it with no warning", .enabled(if: ContribTests.systemdAnalyze != nil))
+    func verify() throws {
+        let root = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let units = root.appending(path: "etc/systemd/system")
+        try FileManager.default.createDirectory(at: units, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/local/bin"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.appending(path: "bin"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: Self.service, to: units.appending(path: "catalog-follow.service"))
+        try FileManager.default.copyItem(at: Support.catalogBinary, to: root.appending(path: "usr/local/bin/catalog"))
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: "/bin/kill"), to: root.appending(path: "bin/kill"))
+        let system = ["/usr/lib/systemd/system", "/lib/systemd/system"].first { FileManager.default.fileExists(atPath: $0) }
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/lib/systemd"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(system)), to: root.appending(path: "usr/lib/systemd/system"))
+        let result = try runProcess(URL(fileURLWithPath: try #require(ContribTests.systemdAnalyze)),
+                                    ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-follow.service"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr == "", "\(result.stderr)")
+    }
+}
+
+/// Followers through a PostgreSQL hub: A's commits are pushed as soon as they are seen, B pulls them.
+@Suite("Sync: follow through a hub", .enabled(if: PostgresServer.isAvailable, "no PostgreSQL server binaries"), .serialized)
+struct FollowHubTests {
+    @Test("a 'position set' on A is on B at once with a 30 s interval: A sees its commit (inotify, data_version) and pushes; the push NOTIFYs; B LISTENs and pulls")
+    func throughHub() throws {
+        let server = try PostgresServer.running()
+        let (hub, _) = try HubSupport.makeHub(server)
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let b = sandbox.path("b.sqlite")
+        let followA = try FollowTests.follower(sandbox, db: a, [hub, "--interval", "30s"])
+        defer { followA.stop() }
+        let followB = try FollowTests.follower(sandbox, db: b, [hub, "--interval", "30s"])
+        defer { followB.stop() }
+        #expect(FollowTests.waitFor(5) { FollowTests.page(b, "ann") == 1 } != nil)
+        let runsB = FollowTests.count(b, "SELECT count(*) FROM sync_runs")
+        let start = ContinuousClock.now
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "3"], db: a).status == 0)
+        let took = FollowTests.waitFor(10, every: 2_000) { FollowTests.page(b, "bob") == 3 }
+        // B listens (LISTEN catalog_hub): with a 30 s interval, only the push's NOTIFY explains this.
+        #expect(took != nil && FollowTests.seconds(since: start) < 1.5, "on B after \(String(describing: took)) s")
+        // B recorded the cycle that merged bob's page, and nothing for its idle polls.
+        usleep(1_500_000)
+        #expect(FollowTests.count(b, "SELECT count(*) FROM sync_runs") == runsB + 1)
+        let runA = FollowTests.terminate(followA), runB = FollowTests.terminate(followB)
+        #expect(runA.status == 0 && runB.status == 0, "\(runA) \(runB)")
+        #expect(runA.stderr.isEmpty && runB.stderr.isEmpty, "\(runA.stderr) \(runB.stderr)")
+    }
+}
