@@ -3,7 +3,7 @@ import Foundation
 @testable import LandmarkCatalog
 import Testing
 
-/// `catalog sync --follow` (SPEC §14, docs/live-sync.md), run as the built binary: each test starts a
+/// `catalog sync --follow` (docs/live-sync.md), run as the built binary: each test starts a
 /// follower as a child process and stops it with SIGTERM (or kills it in a `defer` when the test ends early).
 @Suite("Sync: follow (live sync)", .serialized)
 struct FollowTests {

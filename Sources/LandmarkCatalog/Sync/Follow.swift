@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// How `catalog sync --follow` runs (docs/live-sync.md, SPEC §14).
+/// How `catalog sync --follow` runs (docs/live-sync.md).
 public struct FollowOptions: Sendable {
     /// What each source's sync and the publish do, as for one `sync` run (`dryRun` is refused).
     public var sync = SyncOptions()
@@ -338,7 +338,7 @@ extension CatalogStore {
         path == ":memory:" ? nil : FollowMarker.read(databasePath: path)
     }
 
-    /// Follows sources until ``FollowControl/stop()`` (docs/live-sync.md, SPEC §14): `catalog sync --follow`.
+    /// Follows sources until ``FollowControl/stop()`` (docs/live-sync.md): `catalog sync --follow`.
     ///
     /// Holds the sync lock all along (another `sync` exits 75 meanwhile). Each cycle syncs the sources
     /// that are due, each with the same per-source code as ``sync(sources:options:standardInput:diagnostics:progress:)``
@@ -354,8 +354,9 @@ extension CatalogStore {
     /// except a source's last good sync once per `freshnessMilliseconds`.
     ///
     /// - Parameters:
-    ///   - sources: SOURCE arguments, as for `sync`; empty means the saved remotes (read again after
+    ///   - requested: SOURCE arguments, as for `sync`; empty means the saved remotes (read again after
     ///     ``FollowControl/reload()``).
+    ///   - options: the sync options of each cycle and the poll interval (``FollowOptions``).
     ///   - control: how the caller stops it (SIGTERM, SIGINT) or makes it reload (SIGHUP).
     ///   - diagnostics: warnings and errors, as for `sync`.
     ///   - onCycle: after each cycle that polled something.

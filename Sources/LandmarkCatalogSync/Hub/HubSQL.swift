@@ -74,7 +74,7 @@ enum HubSQL {
 
     /// The last number the hub sequence issued (0 when none). Read under the push lock, it is stable:
     /// only pushes call `nextval`, and they hold the lock.
-    /// Whether this role may push (SPEC §11, docs/hub.md §4): write both row tables and make the push's
+    /// Whether this role may push (docs/hub.md §4): write both row tables and make the push's
     /// temporary staging tables. A role that may only read syncs pull-only.
     static let canPush = """
         SELECT has_table_privilege('landmarks', 'INSERT') AND has_table_privilege('landmarks', 'UPDATE')
