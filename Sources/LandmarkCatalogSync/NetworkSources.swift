@@ -51,7 +51,7 @@ struct HubSourceKind: SourceKind {
         do {
             return try HubListener(conninfo: conninfo, timeoutSeconds: max(1, Int(options.timeoutSeconds.rounded(.up))))
         } catch is HubListener.Unsupported {
-            throw ListenUnsupported(reason: "its notifications do not come back to the connection that listens (pgbouncer in transaction pooling mode?)")
+            throw ListenUnsupported(reason: "it is reached through a connection pooler (pgbouncer), where LISTEN does not outlive a transaction")
         } catch let error as PGError {
             throw CatalogError(error)
         }

@@ -10,9 +10,11 @@ import Glibc
 /// follower's `poll()`; when readable, `PQconsumeInput` and `PQnotifies` read what arrived.
 ///
 /// pgbouncer in transaction pooling mode cannot carry `LISTEN` (the session that listens is handed to
-/// other clients between transactions). The listener therefore checks itself when it starts: it sends
-/// a notification with a payload of its own and waits for it, 2 s at most; when it does not come back,
-/// it is no listener (``HubListener/Unsupported``) and the follower polls the hub at the interval.
+/// other clients between transactions). The listener therefore checks itself when it starts: a
+/// connection whose backend pid (`pg_backend_pid()`) is not the one the handshake gave (`PQbackendPID`,
+/// which a pooler makes up) goes through a pooler; and it sends a notification with a payload of its own
+/// and waits for it, 2 s at most. Either way it is no listener (``HubListener/Unsupported``) and the
+/// follower polls the hub at the interval.
 final class HubListener: ChangeListener {
     /// The channel pushes notify.
     static let channel = "catalog_hub"
@@ -27,6 +29,10 @@ final class HubListener: ChangeListener {
 
     init(conninfo: String, timeoutSeconds: Int) throws {
         pg = try PGConnection(conninfo: conninfo, connectTimeoutSeconds: timeoutSeconds, commandTimeout: .seconds(Int64(timeoutSeconds)))
+        // A pooler (pgbouncer) hands the client its own process key, not the server backend's: then the
+        // session that would LISTEN is not this client's for longer than a transaction.
+        let backend = try pg.execute(sql: "SELECT pg_backend_pid()").text(0, 0).flatMap { Int32($0) }
+        guard backend == pg.backendPID else { throw Unsupported() }
         try pg.execute(sql: "LISTEN \(Self.channel)")
         guard let handle = pg.handle else { throw PGError(kind: .connectionLost, message: "the connection closed", target: pg.target) }
         descriptor = PQsocket(handle)
