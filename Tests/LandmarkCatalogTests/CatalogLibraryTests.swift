@@ -217,8 +217,9 @@ struct CatalogLibraryTests {
         }
         var count: Int { values.withLock { $0.count } }
         var last: Value? { values.withLock { $0.last } }
-        /// Waits (up to `seconds`: generous, for a loaded machine) until at least `n` values arrived.
-        func wait(for n: Int, seconds: Double = 15) async -> Bool {
+        /// Waits (up to `seconds`: generous, for a loaded machine whose other tests may hold Swift's few
+        /// cooperative threads for a while) until at least `n` values arrived.
+        func wait(for n: Int, seconds: Double = 60) async -> Bool {
             let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
             while count < n && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
             return count >= n
@@ -246,7 +247,7 @@ struct CatalogLibraryTests {
         let (catalog, db) = try await Self.seededCatalog()
         let seen = Collector(catalog.observe { try await $0.position(user: "u-1")?.landmarkID })
         #expect(await seen.wait(for: 1))
-        let run = try runProcess(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u-1", "--landmark", "1006"])
+        let run = try await runProcessAsync(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u-1", "--landmark", "1006"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(await seen.wait(for: 2))
         #expect(seen.last == 1006)
@@ -265,7 +266,7 @@ struct CatalogLibraryTests {
         #expect(runCLI(["position", "set", "--user", "u-9", "--page", "3"], db: peer).status == 0)
         let snapshot = URL(fileURLWithPath: peer).deletingLastPathComponent().appending(path: "peer.json").path
         #expect(runCLI(["export", "--output", snapshot], db: peer).status == 0)
-        let run = try runProcess(Support.catalogBinary, ["--db", db, "sync", snapshot, "--quiet"])
+        let run = try await runProcessAsync(Support.catalogBinary, ["--db", db, "sync", snapshot, "--quiet"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(await seen.wait(for: 2))
         let position = try #require(seen.last ?? nil)
@@ -298,7 +299,7 @@ struct CatalogLibraryTests {
     /// Waits (up to 15 s) until `condition` holds on the main actor.
     @MainActor
     static func eventually(_ condition: @MainActor () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return condition()
     }
@@ -362,7 +363,7 @@ struct CatalogLibraryTests {
         await model.flush()
         // Off the main actor: a process blocks its thread until it exits, and the main actor is shared by
         // every @MainActor test running in parallel (one blocked it for seconds on a loaded machine).
-        let run = try await Task.detached { try runProcess(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u-1", "--page", "3"]) }.value
+        let run = try await runProcessAsync(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u-1", "--page", "3"])
         #expect(run.status == 0)
         #expect(await Self.eventually { model.currentPage == 3 })
         // And our own next swipe is stored over it.

@@ -109,6 +109,18 @@ func runCLI(_ arguments: [String], db: String? = nil, stdinFD: Int32 = 0, clock:
     return CLIResult(status: status, stdout: out.text, stderr: err.text)
 }
 
+/// `runProcess` for async tests: waits on a Dispatch thread, not on one of Swift's cooperative threads
+/// (there are as many as cores, 2 here: two tests blocked in `waitUntilExit` stalled every other task,
+/// an observer's first value among them, for tens of seconds on a loaded CI run).
+func runProcessAsync(_ executable: URL, _ arguments: [String], in directory: URL? = nil,
+                     environment: [String: String]? = nil) async throws -> CLIResult {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try runProcess(executable, arguments, in: directory, environment: environment) })
+        }
+    }
+}
+
 /// Runs an executable and captures its output.
 func runProcess(_ executable: URL, _ arguments: [String], in directory: URL? = nil,
                 environment: [String: String]? = nil, stdin: Data? = nil) throws -> CLIResult {
