@@ -327,7 +327,8 @@ struct HubTests {
         let c = Support.temporaryDatabase()
         let failed = sync(c, uri)
         #expect(failed.status == 65 && failed.stderr.contains("is not valid"), "\(failed.stderr)")
-        #expect(failed.stderr.contains("holds rows that are not valid (1 error); nothing was merged from it"), "\(failed.stderr)")  // not "a snapshot"
+        // Not "a snapshot": the hub's rows are named as such.
+        #expect(failed.stderr.contains("holds rows that are not valid (1 error); nothing was merged from it"), "\(failed.stderr)")
         #expect(try dumpLandmarks(c).isEmpty && dumpPositions(c).isEmpty)
     }
 

@@ -25,7 +25,10 @@ public enum LandmarkJSONShape: Sendable {
 
 package enum LandmarkJSON {
     /// One key of the shapes, in output order.
-    enum Item { case column(LandmarkColumn), coordinates }
+    enum Item {
+        case column(LandmarkColumn)
+        case coordinates
+    }
 
     /// Every key of every shape, as `"key":` bytes, sorted by key bytes (`coordinates` holds
     /// `latitude` and `longitude`).

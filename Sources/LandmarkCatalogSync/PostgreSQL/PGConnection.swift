@@ -289,7 +289,7 @@ final class PGConnection {
     private static func withCStringArrays<R>(_ names: [String], _ values: [String],
                                              _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
         let copies = (names + values).map { strdup($0) }
-        defer { copies.forEach { free($0) } }
+        defer { for copy in copies { free(copy) } }
         let pointers = copies.map { $0.map { UnsafePointer($0) } }
         let keys = Array(pointers[..<names.count]) + [nil], vals = Array(pointers[names.count...]) + [nil]
         return keys.withUnsafeBufferPointer { k in
