@@ -20,11 +20,14 @@ struct AppBench {
             FileHandle.standardError.write(Data("usage: catalog-app-bench CATALOG_BINARY SEEDS [--observers N] [--commits N] [--seconds S]\n".utf8))
             exit(64)
         }
-        let binary = arguments.removeFirst(), seeds = arguments.removeFirst()
+        let binary = arguments.removeFirst()
+        let seeds = arguments.removeFirst()
         func option(_ name: String, _ fallback: Int) -> Int {
             arguments.firstIndex(of: name).flatMap { Int(arguments[$0 + 1]) } ?? fallback
         }
-        let observers = option("--observers", 100), commits = option("--commits", 50), seconds = option("--seconds", 10)
+        let observers = option("--observers", 100)
+        let commits = option("--commits", 50)
+        let seconds = option("--seconds", 10)
         let work = FileManager.default.temporaryDirectory.appending(path: "app-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
@@ -64,7 +67,8 @@ struct AppBench {
             Task { for try await _ in catalog.observe({ try await $0.featured().count }) {} }
         }
         try await Task.sleep(for: .milliseconds(200))
-        let cpuBefore = cpuSeconds(), wallBefore = ContinuousClock.now
+        let cpuBefore = cpuSeconds()
+        let wallBefore = ContinuousClock.now
         try await Task.sleep(for: .seconds(seconds))
         let idleShare = (cpuSeconds() - cpuBefore) / elapsed(since: wallBefore) * 100
         for task in idleTasks { task.cancel() }
@@ -104,10 +108,14 @@ struct AppBench {
         func p(_ v: [Double], _ q: Double) -> Double { v[Int(q * Double(v.count - 1))] }
         print("| case | figure | baseline (same run) | ratio |")
         print("| --- | --- | --- | --- |")
-        print("| another connection's commit → all \(observers) observers yielded, p50 (\(commits) commits) | \(ms(p(many, 0.5))) | 1 observer \(ms(p(one, 0.5))) | \(String(format: "%.2f", p(many, 0.5) / p(one, 0.5))) |")
+        print(
+            "| another connection's commit → all \(observers) observers yielded, p50 (\(commits) commits) | \(ms(p(many, 0.5))) | 1 observer \(ms(p(one, 0.5))) | \(String(format: "%.2f", p(many, 0.5) / p(one, 0.5))) |"
+        )
         print("| same, p95 | \(ms(p(many, 0.95))) | 1 observer \(ms(p(one, 0.95))) | \(String(format: "%.2f", p(many, 0.95) / p(one, 0.95))) |")
         print("| \(observers) idle observers, process CPU over \(seconds) s | \(String(format: "%.2f", idleShare)) % of a core | | |")
-        print("| featured() from 8 tasks | \(Int(readRate)) calls/s | `catalog featured --json` processes: \(String(format: "%.1f", cliRate))/s | \(String(format: "%.0f", readRate / cliRate))× |")
+        print(
+            "| featured() from 8 tasks | \(Int(readRate)) calls/s | `catalog featured --json` processes: \(String(format: "%.1f", cliRate))/s | \(String(format: "%.0f", readRate / cliRate))× |"
+        )
         catalog.close()
     }
 

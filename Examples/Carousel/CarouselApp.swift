@@ -96,7 +96,8 @@ final class Screen {
     }
 
     static func wrap(_ text: String, width: Int) -> [String] {
-        var lines: [String] = [], line = ""
+        var lines: [String] = []
+        var line = ""
         for word in text.split(separator: " ") {
             if !line.isEmpty && line.count + 1 + word.count > width {
                 lines.append(line)

@@ -1,6 +1,7 @@
 import Foundation
-@testable import LandmarkCatalog
 import Testing
+
+@testable import LandmarkCatalog
 
 /// The core library an app links (docs/architecture.md): SQLite and libcrypto, never libpq or libcurl.
 @Suite("Architecture: the core library links neither libpq nor libcurl")

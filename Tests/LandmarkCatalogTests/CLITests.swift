@@ -1,8 +1,9 @@
 import CatalogCLI
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 @Suite("CLI")
 struct CLITests {
@@ -22,9 +23,11 @@ struct CLITests {
         #expect(result.stderr.contains("See 'catalog featured --help'."))
     }
 
-    @Test("usage errors exit 64", arguments: [
-        ["import"], ["import", "a.json", "b.json"], ["featured", "--db"], [], ["import", "--json=yes", "x"],
-    ])
+    @Test(
+        "usage errors exit 64",
+        arguments: [
+            ["import"], ["import", "a.json", "b.json"], ["featured", "--db"], [], ["import", "--json=yes", "x"],
+        ])
     func usageErrors(_ arguments: [String]) {
         #expect(runCLI(arguments).status == 64)
     }
@@ -56,7 +59,8 @@ struct CLITests {
     func databasePath() {
         #expect(CatalogStore.defaultPath(environment: ["CATALOG_DB": "/a/b.sqlite", "XDG_DATA_HOME": "/x"]) == "/a/b.sqlite")
         #expect(CatalogStore.defaultPath(environment: ["XDG_DATA_HOME": "/x", "HOME": "/h"]) == "/x/landmark-catalog/catalog.sqlite")
-        #expect(CatalogStore.defaultPath(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]) == "/h/.local/share/landmark-catalog/catalog.sqlite")
+        #expect(
+            CatalogStore.defaultPath(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]) == "/h/.local/share/landmark-catalog/catalog.sqlite")
         #expect(CatalogStore.defaultPath(environment: ["HOME": "/h"]) == "/h/.local/share/landmark-catalog/catalog.sqlite")
         let dir = Support.temporaryDirectory()
         let result = runCLI(["init"], environment: ["XDG_DATA_HOME": dir.path])
@@ -75,7 +79,8 @@ struct CLITests {
         // Renaming a node that holds rows warns once, in a whole sentence (it ended ", " with no location).
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
         let renamed = runCLI(["init", "--node", "berlin-2"], db: db)
-        #expect(renamed.stderr == "catalog: warning: node id changed from berlin-1 to berlin-2; rows already written keep berlin-1 in their stamps, "
+        #expect(
+            renamed.stderr == "catalog: warning: node id changed from berlin-1 to berlin-2; rows already written keep berlin-1 in their stamps, "
                 + "and a snapshot log this database published as berlin-1 is another node's now (publish to a new directory)\n", "\(renamed.stderr)")
     }
 
@@ -86,8 +91,9 @@ struct CLITests {
         let dir = Support.temporaryDirectory()
         let copy = dir.appending(path: "catalog")
         try FileManager.default.copyItem(at: binary, to: copy)
-        let imported = try runProcess(copy, ["--db", "new.sqlite", "import", Support.fixture("valid.json")], in: dir,
-                                      environment: ["PATH": "/usr/bin:/bin"])
+        let imported = try runProcess(
+            copy, ["--db", "new.sqlite", "import", Support.fixture("valid.json")], in: dir,
+            environment: ["PATH": "/usr/bin:/bin"])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout == "5 records: 5 inserted, 0 updated, 0 unchanged, 0 pruned, 0 warnings\n")
         let status = try runProcess(copy, ["--db", "new.sqlite", "migrate", "--status"], in: dir)

@@ -1,7 +1,8 @@
 @_spi(Testing) import CatalogCLI
 import Foundation
-@testable import LandmarkCatalog
 import Testing
+
+@testable import LandmarkCatalog
 
 /// The Swift library an app binds to (docs/swift-library.md): the Codable model, `Catalog`, `observe`, `CarouselModel`.
 @Suite("Catalog library")
@@ -21,7 +22,8 @@ struct CatalogLibraryTests {
         var text = "["
         for id in 1...count {
             if id > 1 { text += "," }
-            text += #"{"id":\#(id),"name":"Landmark \#(id)","category":"Lakes","park":"Park \#(id)","state":"Alaska","city":"Town","#
+            text +=
+                #"{"id":\#(id),"name":"Landmark \#(id)","category":"Lakes","park":"Park \#(id)","state":"Alaska","city":"Town","#
                 + #""description":"A landmark with a description long enough to matter.","imageName":"l\#(id)","#
                 + #""isFeatured":\#(id % 10 == 0),"isFavorite":false,"coordinates":{"latitude":60.5,"longitude":-150.25}}"#
         }
@@ -53,7 +55,8 @@ struct CatalogLibraryTests {
 
     @Test("kept unknown keys survive decode → encode → decode, and featured --json with them decodes equal to featured()")
     func unknownKeysRoundTrip() async throws {
-        let json = #"[{"id":7,"name":"Rock","isFeatured":true,"coordinates":{"latitude":1.5,"longitude":-2},"zeta":[1,2.5,"x"],"url":"https://example.org/r","meta":{"b":null,"a":true}}]"#
+        let json =
+            #"[{"id":7,"name":"Rock","isFeatured":true,"coordinates":{"latitude":1.5,"longitude":-2},"zeta":[1,2.5,"x"],"url":"https://example.org/r","meta":{"b":null,"a":true}}]"#
         let decoded = try JSONDecoder().decode([Landmark].self, from: Data(json.utf8))
         #expect(decoded[0].extraJSON == #"{"meta":{"a":true,"b":null},"url":"https://example.org/r","zeta":[1,2.5,"x"]}"#)
         #expect(decoded[0].category == nil)
@@ -65,7 +68,10 @@ struct CatalogLibraryTests {
         let db = Support.temporaryDatabase()
         let catalog = try Catalog(path: db)
         let file = Support.temporaryDirectory().appending(path: "unknown.json")
-        try Data(#"[{"id":7,"name":"Rock","category":"C","city":"c","state":"s","park":"p","description":"d","imageName":"i","isFeatured":true,"isFavorite":false,"coordinates":{"latitude":1.5,"longitude":-2},"url":"u","meta":{"a":1}}]"#.utf8).write(to: file)
+        try Data(
+            #"[{"id":7,"name":"Rock","category":"C","city":"c","state":"s","park":"p","description":"d","imageName":"i","isFeatured":true,"isFavorite":false,"coordinates":{"latitude":1.5,"longitude":-2},"url":"u","meta":{"a":1}}]"#
+                .utf8
+        ).write(to: file)
         try await catalog.importLandmarks(from: .file(file.path))
         let printed = runCLI(["featured", "--json"], db: db)
         let fromCLI = try JSONDecoder().decode([Landmark].self, from: Data(printed.stdout.utf8))
@@ -81,7 +87,9 @@ struct CatalogLibraryTests {
             "\(error)".contains("coordinates.latitude")
         }
         // Apple's quirks are read as the import reads them.
-        let legacy = try JSONDecoder().decode(Landmark.self, from: Data(#"{"id":1,"name":"X","category":"Featured","isFavourite":true,"coordinates":{"latitude":1,"longitude":0}}"#.utf8))
+        let legacy = try JSONDecoder().decode(
+            Landmark.self,
+            from: Data(#"{"id":1,"name":"X","category":"Featured","isFavourite":true,"coordinates":{"latitude":1,"longitude":0}}"#.utf8))
         #expect(legacy.isFeatured && legacy.isFavorite)
     }
 
@@ -131,17 +139,25 @@ struct CatalogLibraryTests {
         let (catalog, _) = try await Self.seededCatalog()
         let before = try await catalog.featured()
         let file = try Self.bigLandmarkFile(count: 25_000)
-        let importing = DispatchSemaphore(value: 0), readDone = DispatchSemaphore(value: 0)
+        let importing = DispatchSemaphore(value: 0)
+        let readDone = DispatchSemaphore(value: 0)
         let finished = Protected(false)
         let job = Task {
-            let summary = try await catalog.importLandmarks(from: .file(file), progress: { _ in
-                importing.signal()
-                _ = readDone.wait(timeout: .now() + 20)  // the import holds its transaction open meanwhile
-            })
+            let summary = try await catalog.importLandmarks(
+                from: .file(file),
+                progress: { _ in
+                    importing.signal()
+                    _ = readDone.wait(timeout: .now() + 20)  // the import holds its transaction open meanwhile
+                })
             finished.withLock { $0 = true }
             return summary
         }
-        await withCheckedContinuation { c in DispatchQueue.global().async { importing.wait(); c.resume() } }
+        await withCheckedContinuation { c in
+            DispatchQueue.global().async {
+                importing.wait()
+                c.resume()
+            }
+        }
         let during = try await catalog.featured()
         #expect(!finished.withLock { $0 })
         #expect(during == before)
@@ -161,11 +177,13 @@ struct CatalogLibraryTests {
         let file = try Self.bigLandmarkFile(count: 30_000)
         let handle = Protected<Task<ImportSummary, any Error>?>(nil)
         let job = Task {
-            try await catalog.importLandmarks(from: .file(file), progress: { _ in
-                // At the first progress report (10,000 records in), on the writer thread.
-                while handle.withLock({ $0 == nil }) { usleep(1_000) }
-                handle.withLock { $0?.cancel() }
-            })
+            try await catalog.importLandmarks(
+                from: .file(file),
+                progress: { _ in
+                    // At the first progress report (10,000 records in), on the writer thread.
+                    while handle.withLock({ $0 == nil }) { usleep(1_000) }
+                    handle.withLock { $0?.cancel() }
+                })
         }
         handle.withLock { $0 = job }
         await #expect(throws: CancellationError.self) { try await job.value }

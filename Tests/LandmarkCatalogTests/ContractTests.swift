@@ -1,8 +1,9 @@
-@_spi(Testing) @testable import CatalogCLI
 import Foundation
+import Testing
+
+@_spi(Testing) @testable import CatalogCLI
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Golden files: every `--help` text and `featured` (table and JSON) compared byte for byte with
 /// `Tests/Golden/`. Run with `CATALOG_UPDATE_GOLDEN=1` to rewrite them after an intended change (then
@@ -75,12 +76,14 @@ struct ExitStatusTests {
         var testDescription: String { "\(status): \(name)" }
     }
 
-    @Test("each documented exit status comes from the failure it documents", arguments: [
-        Case(status: 0, name: "success"), Case(status: 64, name: "usage"), Case(status: 65, name: "bad data"),
-        Case(status: 66, name: "missing input"), Case(status: 69, name: "source unavailable"), Case(status: 70, name: "internal"),
-        Case(status: 73, name: "cannot open the database"), Case(status: 74, name: "disk full"), Case(status: 75, name: "lock held"),
-        Case(status: 76, name: "incompatible snapshot"),
-    ])
+    @Test(
+        "each documented exit status comes from the failure it documents",
+        arguments: [
+            Case(status: 0, name: "success"), Case(status: 64, name: "usage"), Case(status: 65, name: "bad data"),
+            Case(status: 66, name: "missing input"), Case(status: 69, name: "source unavailable"), Case(status: 70, name: "internal"),
+            Case(status: 73, name: "cannot open the database"), Case(status: 74, name: "disk full"), Case(status: 75, name: "lock held"),
+            Case(status: 76, name: "incompatible snapshot"),
+        ])
     func status(_ c: Case) throws {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
@@ -100,7 +103,8 @@ struct ExitStatusTests {
             try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: junk))
             result = runCLI(["featured"], db: junk)
         case 74:
-            let out = FullDiskSink(), err = MemorySink()
+            let out = FullDiskSink()
+            let err = MemorySink()
             let status = CatalogCLI.run(["--db", db, "featured", "--json"], context: CLIContext(stdout: out, stderr: err))
             result = CLIResult(status: status, stdout: "", stderr: err.text)
         case 75:
@@ -108,7 +112,9 @@ struct ExitStatusTests {
             result = runCLI(["sync", try writeTemporary(snapshot())], db: db)
             withExtendedLifetime(lock) {}
         case 76: result = runCLI(["sync", try writeTemporary(snapshot(version: 2))], db: db)
-        default: Issue.record("no case for \(c.status)"); return
+        default:
+            Issue.record("no case for \(c.status)")
+            return
         }
         #expect(result.status == c.status, "\(result.stderr)")
         if c.status == 0 {
@@ -137,28 +143,38 @@ struct LastWriterWinsTests {
         var testDescription: String { name }
     }
 
-    @Test("every case of the decision", arguments: [
-        Case(name: "nothing stored", incoming: stamp(5), expected: .insert),
-        Case(name: "later instant", incoming: stamp(6), stored: stamp(5), expected: .replace),
-        Case(name: "earlier instant", incoming: stamp(4, 9, "n-z"), stored: stamp(5), expected: .stale),
-        Case(name: "same instant, greater counter", incoming: stamp(5, 2), stored: stamp(5, 1), expected: .replace),
-        Case(name: "same instant, smaller counter", incoming: stamp(5, 1, "n-z"), stored: stamp(5, 2), expected: .stale),
-        Case(name: "same instant and counter, greater node", incoming: stamp(5, 1, "n-b"), stored: stamp(5, 1, "n-a"), expected: .replace),
-        Case(name: "same instant and counter, smaller node", incoming: stamp(5, 1, "n-a"), stored: stamp(5, 1, "n-b"), expected: .stale),
-        Case(name: "node compared as bytes (upper case sorts first)", incoming: stamp(5, 1, "N-b"), stored: stamp(5, 1, "n-a"), expected: .stale),
-        Case(name: "a later tombstone", incoming: stamp(6), incomingDeleted: true, stored: stamp(5), expected: .replace),
-        Case(name: "an older tombstone", incoming: stamp(4), incomingDeleted: true, stored: stamp(5), expected: .stale),
-        Case(name: "equal stamps, same content", incoming: stamp(5), stored: stamp(5), content: .same, expected: .duplicate),
-        Case(name: "equal stamps, incoming tombstone", incoming: stamp(5), incomingDeleted: true, stored: stamp(5), content: .less, expected: .tieWon),
-        Case(name: "equal stamps, stored tombstone", incoming: stamp(5), stored: stamp(5), storedDeleted: true, content: .greater, expected: .tieLost),
-        Case(name: "equal stamps, both tombstones, greater content", incoming: stamp(5), incomingDeleted: true, stored: stamp(5), storedDeleted: true,
-             content: .greater, expected: .tieWon),
-        Case(name: "equal stamps, greater content", incoming: stamp(5), stored: stamp(5), content: .greater, expected: .tieWon),
-        Case(name: "equal stamps, smaller content", incoming: stamp(5), stored: stamp(5), content: .less, expected: .tieLost),
-    ])
+    @Test(
+        "every case of the decision",
+        arguments: [
+            Case(name: "nothing stored", incoming: stamp(5), expected: .insert),
+            Case(name: "later instant", incoming: stamp(6), stored: stamp(5), expected: .replace),
+            Case(name: "earlier instant", incoming: stamp(4, 9, "n-z"), stored: stamp(5), expected: .stale),
+            Case(name: "same instant, greater counter", incoming: stamp(5, 2), stored: stamp(5, 1), expected: .replace),
+            Case(name: "same instant, smaller counter", incoming: stamp(5, 1, "n-z"), stored: stamp(5, 2), expected: .stale),
+            Case(name: "same instant and counter, greater node", incoming: stamp(5, 1, "n-b"), stored: stamp(5, 1, "n-a"), expected: .replace),
+            Case(name: "same instant and counter, smaller node", incoming: stamp(5, 1, "n-a"), stored: stamp(5, 1, "n-b"), expected: .stale),
+            Case(name: "node compared as bytes (upper case sorts first)", incoming: stamp(5, 1, "N-b"), stored: stamp(5, 1, "n-a"), expected: .stale),
+            Case(name: "a later tombstone", incoming: stamp(6), incomingDeleted: true, stored: stamp(5), expected: .replace),
+            Case(name: "an older tombstone", incoming: stamp(4), incomingDeleted: true, stored: stamp(5), expected: .stale),
+            Case(name: "equal stamps, same content", incoming: stamp(5), stored: stamp(5), content: .same, expected: .duplicate),
+            Case(
+                name: "equal stamps, incoming tombstone", incoming: stamp(5), incomingDeleted: true, stored: stamp(5), content: .less,
+                expected: .tieWon),
+            Case(
+                name: "equal stamps, stored tombstone", incoming: stamp(5), stored: stamp(5), storedDeleted: true, content: .greater,
+                expected: .tieLost),
+            Case(
+                name: "equal stamps, both tombstones, greater content", incoming: stamp(5), incomingDeleted: true, stored: stamp(5),
+                storedDeleted: true,
+                content: .greater, expected: .tieWon),
+            Case(name: "equal stamps, greater content", incoming: stamp(5), stored: stamp(5), content: .greater, expected: .tieWon),
+            Case(name: "equal stamps, smaller content", incoming: stamp(5), stored: stamp(5), content: .less, expected: .tieLost),
+        ])
     func decision(_ c: Case) {
-        let decision = LastWriterWins.decide(incoming: c.incoming, incomingDeleted: c.incomingDeleted,
-                                             stored: c.stored.map { ($0, c.storedDeleted) }) { c.content }
+        let decision = LastWriterWins.decide(
+            incoming: c.incoming, incomingDeleted: c.incomingDeleted,
+            stored: c.stored.map { ($0, c.storedDeleted) }
+        ) { c.content }
         #expect(decision == c.expected)
         #expect(decision.applies == [.insert, .replace, .tieWon].contains(c.expected))
     }
@@ -172,8 +188,10 @@ struct LastWriterWinsTests {
 
     /// The state after merging `incoming` into `stored`, by the rule.
     static func merge(_ stored: Version?, _ incoming: Version) -> Version {
-        let decision = LastWriterWins.decide(incoming: incoming.stamp, incomingDeleted: incoming.deleted,
-                                             stored: stored.map { ($0.stamp, $0.deleted) }) {
+        let decision = LastWriterWins.decide(
+            incoming: incoming.stamp, incomingDeleted: incoming.deleted,
+            stored: stored.map { ($0.stamp, $0.deleted) }
+        ) {
             LastWriterWins.order(incoming.content, stored?.content ?? 0)
         }
         return decision.applies ? incoming : stored ?? incoming
@@ -184,13 +202,18 @@ struct LastWriterWinsTests {
         var rng = SplitMix64(seed: 0xA1CE + UInt64(seed))
         // Few distinct values, so equal stamps (ties) are common.
         func random() -> Version {
-            Version(stamp: Self.stamp(Int64.random(in: 1...3, using: &rng), Int64.random(in: 0...1, using: &rng),
-                                      ["n-a", "n-b"].randomElement(using: &rng)!),
-                    deleted: Bool.random(using: &rng), content: Int.random(in: 0...2, using: &rng))
+            Version(
+                stamp: Self.stamp(
+                    Int64.random(in: 1...3, using: &rng), Int64.random(in: 0...1, using: &rng),
+                    ["n-a", "n-b"].randomElement(using: &rng)!),
+                deleted: Bool.random(using: &rng), content: Int.random(in: 0...2, using: &rng))
         }
         for _ in 0..<200 {
-            let a = random(), b = random(), c = random()
-            let ab = Self.merge(Self.merge(nil, a), b), ba = Self.merge(Self.merge(nil, b), a)
+            let a = random()
+            let b = random()
+            let c = random()
+            let ab = Self.merge(Self.merge(nil, a), b)
+            let ba = Self.merge(Self.merge(nil, b), a)
             #expect(ab == ba, "commutative: \(a) \(b)")
             let left = Self.merge(Self.merge(Self.merge(nil, a), b), c)
             let right = Self.merge(Self.merge(Self.merge(nil, b), c), a)
@@ -205,17 +228,24 @@ struct LastWriterWinsTests {
         let predicate = LastWriterWins.sqlIncomingWins(incoming: "i", stored: "s") { ["\($0).content"] }
         var rng = SplitMix64(seed: 7)
         for _ in 0..<300 {
-            let a = Version(stamp: Self.stamp(Int64.random(in: 1...2, using: &rng), Int64.random(in: 0...1, using: &rng), ["n-a", "n-b"].randomElement(using: &rng)!),
-                            deleted: Bool.random(using: &rng), content: Int.random(in: 0...1, using: &rng))
-            let b = Version(stamp: Self.stamp(Int64.random(in: 1...2, using: &rng), Int64.random(in: 0...1, using: &rng), ["n-a", "n-b"].randomElement(using: &rng)!),
-                            deleted: Bool.random(using: &rng), content: Int.random(in: 0...1, using: &rng))
+            let a = Version(
+                stamp: Self.stamp(
+                    Int64.random(in: 1...2, using: &rng), Int64.random(in: 0...1, using: &rng), ["n-a", "n-b"].randomElement(using: &rng)!),
+                deleted: Bool.random(using: &rng), content: Int.random(in: 0...1, using: &rng))
+            let b = Version(
+                stamp: Self.stamp(
+                    Int64.random(in: 1...2, using: &rng), Int64.random(in: 0...1, using: &rng), ["n-a", "n-b"].randomElement(using: &rng)!),
+                deleted: Bool.random(using: &rng), content: Int.random(in: 0...1, using: &rng))
             let sql = """
                 SELECT \(predicate) FROM
                 (SELECT ? AS updated_ms, ? AS counter, ? AS node, ? AS deleted, ? AS content) AS i,
                 (SELECT ? AS updated_ms, ? AS counter, ? AS node, ? AS deleted, ? AS content) AS s
                 """
             func args(_ v: Version) -> [SQLValue] {
-                [.integer(v.stamp.wallMilliseconds), .integer(v.stamp.counter), .text(v.stamp.node), .integer(v.deleted ? 1 : 0), .integer(Int64(v.content))]
+                [
+                    .integer(v.stamp.wallMilliseconds), .integer(v.stamp.counter), .text(v.stamp.node), .integer(v.deleted ? 1 : 0),
+                    .integer(Int64(v.content)),
+                ]
             }
             let wins = try c.scalarInt(sql: sql, args(a) + args(b)) == 1
             #expect(wins == (Self.merge(b, a) == a && a != b), "\(a) over \(b)")
@@ -228,8 +258,9 @@ struct TimestampWriterTests {
     @Test("Timestamp.write gives exactly format(milliseconds:) as a JSON string")
     func sameText() {
         var rng = SplitMix64(seed: 99)
-        let samples: [Int64] = [0, -1, 999, 1_000, -86_400_000, 253_402_300_799_999, 951_782_400_000] +
-            (0..<500).map { _ in Int64.random(in: -62_135_596_800_000...253_402_300_799_999, using: &rng) }
+        let samples: [Int64] =
+            [0, -1, 999, 1_000, -86_400_000, 253_402_300_799_999, 951_782_400_000]
+            + (0..<500).map { _ in Int64.random(in: -62_135_596_800_000...253_402_300_799_999, using: &rng) }
         for ms in samples {
             var w = JSONWriter()
             Timestamp.write(milliseconds: ms, to: &w)

@@ -1,8 +1,9 @@
-@_spi(Testing) @testable import CatalogCLI
 import Foundation
+import Testing
+
+@_spi(Testing) @testable import CatalogCLI
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// The scheduling examples in `contrib/`: the systemd service and timer, and the cron file. Checked by
 /// `systemd-analyze verify` where it exists, always by a parse of their keys and fields, and by running
@@ -21,7 +22,10 @@ struct ContribTests {
         for raw in try String(contentsOf: url, encoding: .utf8).split(separator: "\n") {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
-            if line.hasPrefix("[") && line.hasSuffix("]") { section = String(line.dropFirst().dropLast()); continue }
+            if line.hasPrefix("[") && line.hasSuffix("]") {
+                section = String(line.dropFirst().dropLast())
+                continue
+            }
             let parts = line.split(separator: "=", maxSplits: 1)
             try #require(parts.count == 2, "not Key=Value: \(line)")
             out.append((section, String(parts[0]), String(parts[1])))
@@ -64,8 +68,9 @@ struct ContribTests {
         ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    @Test("systemd-analyze verify accepts both units with no warning (in a scratch root holding the binary)",
-          .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed: the unit keys are still checked by the other tests"))
+    @Test(
+        "systemd-analyze verify accepts both units with no warning (in a scratch root holding the binary)",
+        .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed: the unit keys are still checked by the other tests"))
     func verify() throws {
         let root = Support.temporaryDirectory()
         let units = root.appending(path: "etc/systemd/system")
@@ -78,9 +83,12 @@ struct ContribTests {
         let system = ["/usr/lib/systemd/system", "/lib/systemd/system"].first { FileManager.default.fileExists(atPath: $0) }
         try FileManager.default.createDirectory(at: root.appending(path: "usr/lib/systemd"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(system)), to: root.appending(path: "usr/lib/systemd/system"))
-        let result = try runProcess(URL(fileURLWithPath: try #require(Self.systemdAnalyze)),
-                                    ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-sync.service",
-                                     "/etc/systemd/system/catalog-sync.timer"])
+        let result = try runProcess(
+            URL(fileURLWithPath: try #require(Self.systemdAnalyze)),
+            [
+                "verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-sync.service",
+                "/etc/systemd/system/catalog-sync.timer",
+            ])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr == "")  // an unknown key or a bad value is only a warning: none allowed
     }
@@ -123,7 +131,8 @@ struct ContribTests {
             #expect(job.user == "catalog")
             #expect(job.command.hasPrefix(Self.binary + " "))
             // Cron mails output: each job is quiet on success, or sends its output elsewhere.
-            #expect(job.command.contains("--quiet") || job.command.contains("--output ") || job.command.contains("| /usr/bin/logger"), "\(job.command)")
+            #expect(
+                job.command.contains("--quiet") || job.command.contains("--output ") || job.command.contains("| /usr/bin/logger"), "\(job.command)")
         }
         #expect(jobs.contains { $0.command.contains("status --check --max-age") })
     }

@@ -1,14 +1,17 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Every row of both replicated tables, stamps included: equal dumps mean converged stores.
 func canonicalDump(_ store: CatalogStore) throws -> [[SQLValue]] {
     var rows: [[SQLValue]] = []
     // `seq` is each database's own change sequence: not replicated, so not compared.
-    for sql in ["SELECT \(LandmarkColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM landmarks ORDER BY id",
-                "SELECT \(PositionColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM positions ORDER BY user_id"] {
+    for sql in [
+        "SELECT \(LandmarkColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM landmarks ORDER BY id",
+        "SELECT \(PositionColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM positions ORDER BY user_id",
+    ] {
         let s = try store.connection.makeStatement(sql: sql)
         while try s.step() { rows.append((0..<s.columnCount).map { s.value($0) }) }
         rows.append([.text("--")])
@@ -35,8 +38,9 @@ struct ConvergenceTests {
         return url.path
     }
 
-    @Test("random writes, random deliveries with duplicates and stale re-deliveries: every store ends identical",
-          arguments: 0..<25)
+    @Test(
+        "random writes, random deliveries with duplicates and stale re-deliveries: every store ends identical",
+        arguments: 0..<25)
     func converges(_ iteration: Int) throws {
         let seed = UInt64(0xC0FFEE) &+ UInt64(iteration) &* 7919
         var rng = SplitMix64(seed: seed)

@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// The byte-level writers (featured --json, export) must give exactly the text of the general path.
 @Suite("Fast paths agree with the general path")
@@ -45,10 +46,12 @@ struct FastPathTests {
             var fast = JSONWriter()
             LandmarkJSON.write(LandmarkRow(statement: s), shape: .snapshot, to: &fast)
             var general = JSONWriter()
-            Landmark(row: s).writeJSON(to: &general, shape: .snapshot,
-                                       stamp: HLCStamp(wallMilliseconds: s.int(LandmarkColumn.updatedMs), counter: s.int(LandmarkColumn.counter),
-                                                       node: s.text(LandmarkColumn.node) ?? ""),
-                                       deleted: s.bool(LandmarkColumn.deleted))
+            Landmark(row: s).writeJSON(
+                to: &general, shape: .snapshot,
+                stamp: HLCStamp(
+                    wallMilliseconds: s.int(LandmarkColumn.updatedMs), counter: s.int(LandmarkColumn.counter),
+                    node: s.text(LandmarkColumn.node) ?? ""),
+                deleted: s.bool(LandmarkColumn.deleted))
             #expect(String(decoding: fast.bytes, as: UTF8.self) == String(decoding: general.bytes, as: UTF8.self))
         }
         #expect(rows == 3)

@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Apple's `Landmark` from the SwiftUI tutorial ("Handling user input" onwards), minus its SwiftUI and
 /// CoreLocation computed properties: the stored properties and Codable shape exactly.
@@ -64,7 +65,9 @@ struct FeaturedTests {
         #expect(landmarks[0].isFavorite)
         #expect(landmarks[1].latitude == 37.7466)
         // Keys sorted, compact, one line.
-        #expect(result.stdout.hasPrefix(#"[{"category":"Rivers","city":"Moran","coordinates":{"latitude":43.8113,"longitude":-110.6329},"description":"","id":3,"#))
+        #expect(
+            result.stdout.hasPrefix(
+                #"[{"category":"Rivers","city":"Moran","coordinates":{"latitude":43.8113,"longitude":-110.6329},"description":"","id":3,"#))
     }
 
     @Test("featured prints an aligned table for people")
@@ -72,21 +75,24 @@ struct FeaturedTests {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
         let result = runCLI(["featured"], db: db)
-        #expect(result.stdout == """
-            PAGE  ID    NAME          CATEGORY   PARK                        STATE
-            0     1001  Half Dome     Mountains  Yosemite National Park      California
-            1     1003  Grand Canyon  Canyons    Grand Canyon National Park  Arizona
+        #expect(
+            result.stdout == """
+                PAGE  ID    NAME          CATEGORY   PARK                        STATE
+                0     1001  Half Dome     Mountains  Yosemite National Park      California
+                1     1003  Grand Canyon  Canyons    Grand Canyon National Park  Arizona
 
-            """)
+                """)
     }
 
-    @Test("reading commands refuse a missing database (66) instead of creating an empty one", arguments: [
-        ["featured"], ["positions"], ["position", "get", "--user", "u"], ["export"], ["status"], ["remote", "list"],
-        ["position", "set", "--user", "u", "--page", "0"],
-        // Regression (a user test): a typo'd --db made a new database holding one tombstone.
-        ["position", "clear", "--user", "u"],
-        ["log"], ["quarantine", "list"], ["quarantine", "drop", "--all"], ["conflicts"], ["publish", "/tmp/never-created-log"],
-    ])
+    @Test(
+        "reading commands refuse a missing database (66) instead of creating an empty one",
+        arguments: [
+            ["featured"], ["positions"], ["position", "get", "--user", "u"], ["export"], ["status"], ["remote", "list"],
+            ["position", "set", "--user", "u", "--page", "0"],
+            // Regression (a user test): a typo'd --db made a new database holding one tombstone.
+            ["position", "clear", "--user", "u"],
+            ["log"], ["quarantine", "list"], ["quarantine", "drop", "--all"], ["conflicts"], ["publish", "/tmp/never-created-log"],
+        ])
     func missingDatabase(_ arguments: [String]) {
         let db = Support.temporaryDatabase()
         let result = runCLI(arguments, db: db)

@@ -1,7 +1,8 @@
-@_spi(Testing) @testable import CatalogCLI
 import Foundation
-@testable import LandmarkCatalog
 import Testing
+
+@_spi(Testing) @testable import CatalogCLI
+@testable import LandmarkCatalog
 
 /// `catalog sync --follow` (docs/live-sync.md), run as the built binary: each test starts a
 /// follower as a child process and stops it with SIGTERM (or kills it in a `defer` when the test ends early).
@@ -30,7 +31,8 @@ struct FollowTests {
     /// The page `user` is on in `db`, or nil.
     static func page(_ db: String, _ user: String) -> Int64? {
         guard let rows = try? dumpRows(db, sql: "SELECT page FROM positions WHERE user_id = '\(user)' AND deleted = 0"),
-              case .integer(let n)? = rows.first?.first else { return nil }
+            case .integer(let n)? = rows.first?.first
+        else { return nil }
         return n
     }
 
@@ -50,8 +52,10 @@ struct FollowTests {
     }
 
     /// Starts `sync --follow ARGS` on `db` and waits for its first cycle to be in the ledger.
-    static func follower(_ sandbox: Sandbox, db: String, _ arguments: [String], binary: URL = Support.catalogBinary,
-                         environment: [String: String] = [:]) throws -> StartedProcess {
+    static func follower(
+        _ sandbox: Sandbox, db: String, _ arguments: [String], binary: URL = Support.catalogBinary,
+        environment: [String: String] = [:]
+    ) throws -> StartedProcess {
         let process = try sandbox.start(["sync", "--follow"] + arguments, db: db, binary: binary, environment: environment)
         let ready = waitFor(20) { count(db, "SELECT count(*) FROM sync_runs") >= 1 || !process.process.isRunning }
         try #require(ready != nil && process.process.isRunning, "the follower did not start: \(process.finish(limit: 1))")
@@ -119,7 +123,8 @@ struct FollowTests {
         let manifest = log + "/manifest.json"
         func through() -> Int64? {
             guard let data = FileManager.default.contents(atPath: manifest),
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { return nil }
             return (object["through"] as? NSNumber)?.int64Value
         }
         #expect(Self.waitFor(5) { through() != nil } != nil)
@@ -140,8 +145,9 @@ struct FollowTests {
         let sandbox = try Sandbox()
         let (_, log, b) = try Self.publisher(sandbox)
         // The harness sleeps 1.5 s inside each source's transaction, before its commit.
-        let process = try sandbox.start(["sync", "--follow", log], db: b, binary: Support.harnessBinary,
-                                        environment: ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "1500"])
+        let process = try sandbox.start(
+            ["sync", "--follow", log], db: b, binary: Support.harnessBinary,
+            environment: ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "1500"])
         defer { process.stop() }
         usleep(600_000)
         #expect(Self.count(b, "SELECT count(*) FROM positions") <= 0)  // not committed yet
@@ -160,7 +166,8 @@ struct FollowTests {
         let sandbox = try Sandbox()
         let (a, log, b) = try Self.publisher(sandbox)
         let server = try TestHTTPServer(directory: URL(fileURLWithPath: log))
-        let good = server.url("/files/manifest.json"), bad = server.url("/missing")
+        let good = server.url("/files/manifest.json")
+        let bad = server.url("/missing")
         let follower = try Self.follower(sandbox, db: b, [bad, good, "--interval", "0.2s"])
         defer { follower.stop() }
         usleep(1_500_000)
@@ -237,11 +244,14 @@ struct FollowTests {
         #expect(try sandbox.run(["status", "--check"], db: b).status == 0)
     }
 
-    @Test("a log directory that does not exist yet fails once, is merged as soon as it is published (inotify on its parent), and the recovery is recorded")
+    @Test(
+        "a log directory that does not exist yet fails once, is merged as soon as it is published (inotify on its parent), and the recovery is recorded"
+    )
     func recovers() throws {
         let sandbox = try Sandbox()
         let a = try sandbox.seededDatabase("a.sqlite")
-        let log = sandbox.path("later-log"), b = sandbox.path("b.sqlite")
+        let log = sandbox.path("later-log")
+        let b = sandbox.path("b.sqlite")
         let follower = try Self.follower(sandbox, db: b, [log, "--interval", "30s"])
         defer { follower.stop() }
         #expect(Self.count(b, "SELECT count(*) FROM sync_runs WHERE outcome = 'failed' AND exit_status = 66") == 1)
@@ -250,7 +260,9 @@ struct FollowTests {
         let took = Self.waitFor(10) { Self.page(b, "ann") == 1 }
         #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
         // Recorded: the first failure, perhaps a second (the directory there, its manifest not yet), the recovery.
-        #expect(Self.waitFor(5) { Self.count(b, "SELECT count(*) FROM sync_runs WHERE id = (SELECT max(id) FROM sync_runs) AND outcome = 'ok'") == 1 } != nil)
+        #expect(
+            Self.waitFor(5) { Self.count(b, "SELECT count(*) FROM sync_runs WHERE id = (SELECT max(id) FROM sync_runs) AND outcome = 'ok'") == 1 }
+                != nil)
         #expect((2...3).contains(Self.count(b, "SELECT count(*) FROM sync_runs")))
         let check = try sandbox.run(["status", "--check"], db: b)
         #expect(check.status == 0, "\(check)")
@@ -357,8 +369,9 @@ struct FollowUnitTests {
         let system = ["/usr/lib/systemd/system", "/lib/systemd/system"].first { FileManager.default.fileExists(atPath: $0) }
         try FileManager.default.createDirectory(at: root.appending(path: "usr/lib/systemd"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(system)), to: root.appending(path: "usr/lib/systemd/system"))
-        let result = try runProcess(URL(fileURLWithPath: try #require(ContribTests.systemdAnalyze)),
-                                    ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-follow.service"])
+        let result = try runProcess(
+            URL(fileURLWithPath: try #require(ContribTests.systemdAnalyze)),
+            ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-follow.service"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr == "", "\(result.stderr)")
     }
@@ -367,7 +380,9 @@ struct FollowUnitTests {
 /// Followers through a PostgreSQL hub: A's commits are pushed as soon as they are seen, B pulls them.
 @Suite("Sync: follow through a hub", .enabled(if: PostgresServer.isAvailable, "no PostgreSQL server binaries"), .serialized)
 struct FollowHubTests {
-    @Test("a 'position set' on A is on B at once with a 30 s interval: A sees its commit (inotify, data_version) and pushes; the push NOTIFYs; B LISTENs and pulls")
+    @Test(
+        "a 'position set' on A is on B at once with a 30 s interval: A sees its commit (inotify, data_version) and pushes; the push NOTIFYs; B LISTENs and pulls"
+    )
     func throughHub() throws {
         let server = try PostgresServer.running()
         let (hub, _) = try HubSupport.makeHub(server)
@@ -388,7 +403,8 @@ struct FollowHubTests {
         // B recorded the cycle that merged bob's page, and nothing for its idle polls.
         usleep(1_500_000)
         #expect(FollowTests.count(b, "SELECT count(*) FROM sync_runs") == runsB + 1)
-        let runA = FollowTests.terminate(followA), runB = FollowTests.terminate(followB)
+        let runA = FollowTests.terminate(followA)
+        let runB = FollowTests.terminate(followB)
         #expect(runA.status == 0 && runB.status == 0, "\(runA) \(runB)")
         #expect(runA.stderr.isEmpty && runB.stderr.isEmpty, "\(runA.stderr) \(runB.stderr)")
     }

@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Tests/Support/hostile_server.py on 127.0.0.1 (optionally speaking TLS with a self-signed certificate).
 /// `stop()` ends it; every test calls it in a `defer`.
@@ -13,8 +14,9 @@ final class HostileServer {
 
     init(tls: Bool = false) throws {
         let (process, input) = (Process(), Pipe())
-        port = try Support.startPythonServer(process, script: "hostile_server.py",
-                                             tls ? ["--tls", Support.root.appending(path: "Tests/Support/selfsigned.pem").path] : [], input: input)
+        port = try Support.startPythonServer(
+            process, script: "hostile_server.py",
+            tls ? ["--tls", Support.root.appending(path: "Tests/Support/selfsigned.pem").path] : [], input: input)
         (self.process, self.input) = (process, input)
         scheme = tls ? "https" : "http"
     }
@@ -72,8 +74,10 @@ struct FetchRun {
 
 /// Runs one GET with a fresh, empty spool directory and checks the directory is still empty afterwards
 /// (while the body is alive too: the spool file is unlinked at once).
-func fetch(_ url: String, _ limits: HTTPLimits = .tests, validators: HTTPValidators? = nil,
-           makeSpool: (@Sendable (String) throws -> Int32)? = nil) -> FetchRun {
+func fetch(
+    _ url: String, _ limits: HTTPLimits = .tests, validators: HTTPValidators? = nil,
+    makeSpool: (@Sendable (String) throws -> Int32)? = nil
+) -> FetchRun {
     let spool = Support.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: spool) }
     var client = HTTPClient(limits: limits, spoolDirectory: spool.path)
@@ -129,9 +133,15 @@ struct HTTPClientTests {
 
         let second = fetch(server.url("/file"), validators: body.validators)
         #expect(second.error == nil)
-        guard case .notModified = second.outcome else { Issue.record("expected 304: \(String(describing: second.outcome))"); return }
+        guard case .notModified = second.outcome else {
+            Issue.record("expected 304: \(String(describing: second.outcome))")
+            return
+        }
         let onlyDate = fetch(server.url("/file"), validators: HTTPValidators(etag: nil, lastModified: body.validators.lastModified))
-        guard case .notModified = onlyDate.outcome else { Issue.record("If-Modified-Since alone: expected 304"); return }
+        guard case .notModified = onlyDate.outcome else {
+            Issue.record("If-Modified-Since alone: expected 304")
+            return
+        }
 
         let log = try server.log().filter { $0["path"] == "/file" }
         try #require(log.count == 3)
@@ -155,7 +165,10 @@ struct HTTPClientTests {
         #expect(run.error?.message.contains("answered 304 Not Modified to an unconditional request") == true)
         #expect(run.error?.message.contains(server.url("/not-modified")) == true)
         let conditional = fetch(server.url("/not-modified"), validators: HTTPValidators(etag: "\"x\"", lastModified: nil))
-        guard case .notModified = conditional.outcome else { Issue.record("expected notModified"); return }
+        guard case .notModified = conditional.outcome else {
+            Issue.record("expected notModified")
+            return
+        }
     }
 
     @Test("a Last-Modified equal to Date is weak (RFC 9110 §8.8.2.2) and not returned as a validator")
@@ -181,8 +194,9 @@ struct HTTPClientTests {
         #expect(body.validators.etag == "\"\(SHA256.hex(plain.sha256))-gzip\"")
     }
 
-    @Test("bodies up to maxBytes arrive whole, with or without Content-Length or chunking",
-          arguments: ["/stream/100000", "/chunked/100000"])
+    @Test(
+        "bodies up to maxBytes arrive whole, with or without Content-Length or chunking",
+        arguments: ["/stream/100000", "/chunked/100000"])
     func atTheLimit(path: String) throws {
         let server = try HostileServer()
         defer { server.stop() }
@@ -193,8 +207,9 @@ struct HTTPClientTests {
         #expect(body.sha256 == SHA256.hash(pattern(100_000)))
     }
 
-    @Test("decoded bytes are counted as they arrive: over maxBytes is 65 within one chunk of the limit",
-          arguments: ["/stream/300000", "/chunked/300000", "/bomb"])
+    @Test(
+        "decoded bytes are counted as they arrive: over maxBytes is 65 within one chunk of the limit",
+        arguments: ["/stream/300000", "/chunked/300000", "/bomb"])
     func overTheLimit(path: String) throws {
         let server = try HostileServer()
         defer { server.stop() }
@@ -240,12 +255,23 @@ struct HTTPClientTests {
     func deadline() throws {
         let server = try HostileServer()
         defer { server.stop() }
-        let drip = fetch(server.url("/drip"), HTTPLimits.tests.with { $0.stallTimeout = 10; $0.deadline = 1.5 })
+        let drip = fetch(
+            server.url("/drip"),
+            HTTPLimits.tests.with {
+                $0.stallTimeout = 10
+                $0.deadline = 1.5
+            })
         #expect(drip.error?.kind == .unavailable)
         #expect(drip.error?.message.contains("did not finish within 1.5 s") == true, "\(drip.error?.message ?? "")")
         #expect(drip.seconds >= 1.4 && drip.seconds < 4)
 
-        let flaky = fetch(server.url("/flaky/100"), HTTPLimits.tests.with { $0.deadline = 2; $0.retries = 10; $0.backoff = 0.3 })
+        let flaky = fetch(
+            server.url("/flaky/100"),
+            HTTPLimits.tests.with {
+                $0.deadline = 2
+                $0.retries = 10
+                $0.backoff = 0.3
+            })
         #expect(flaky.error?.kind == .unavailable)
         let message = flaky.error?.message ?? ""
         #expect(message.contains("within the 2 s deadline") || message.contains("did not finish within 2 s"), "\(message)")
@@ -257,7 +283,12 @@ struct HTTPClientTests {
     func drip() throws {
         let server = try HostileServer()
         defer { server.stop() }
-        let run = fetch(server.url("/drip"), HTTPLimits.tests.with { $0.stallTimeout = 2; $0.deadline = 60 })
+        let run = fetch(
+            server.url("/drip"),
+            HTTPLimits.tests.with {
+                $0.stallTimeout = 2
+                $0.deadline = 60
+            })
         #expect(run.error?.kind == .unavailable)
         #expect(run.error?.message.contains("stalled: fewer than 1024 bytes/s for 2 s") == true, "\(run.error?.message ?? "")")
         #expect(run.seconds >= 1.5 && run.seconds < 10)
@@ -301,8 +332,9 @@ struct HTTPClientTests {
         #expect(refused.log.isEmpty)
     }
 
-    @Test("a Retry-After that does not fit in the deadline fails at once, saying how long the server asked for",
-          arguments: ["/status/429?retry-after=86400", "/status/503?retry-after=86400", "/retry-date/3600"])
+    @Test(
+        "a Retry-After that does not fit in the deadline fails at once, saying how long the server asked for",
+        arguments: ["/status/429?retry-after=86400", "/status/503?retry-after=86400", "/retry-date/3600"])
     func retryAfterTooLong(path: String) throws {
         let server = try HostileServer()
         defer { server.stop() }
@@ -324,7 +356,12 @@ struct HTTPClientTests {
         #expect(date.log == ["HTTP 503 from \(server.url("/retry-date/1")); retry 1 of 2 in 1 s (Retry-After)"])
         #expect(date.seconds >= 0.9)
 
-        let capped = fetch(server.url("/status/503?retry-after=30"), HTTPLimits.tests.with { $0.retries = 1; $0.maxRetryAfter = 0.2 })
+        let capped = fetch(
+            server.url("/status/503?retry-after=30"),
+            HTTPLimits.tests.with {
+                $0.retries = 1
+                $0.maxRetryAfter = 0.2
+            })
         #expect(capped.error?.message.contains("HTTP 503 after 2 attempts") == true)
         #expect(capped.log.count == 1 && capped.log[0].hasSuffix("in 0.2 s (Retry-After)"), "\(capped.log)")
         #expect(capped.seconds < 2)
@@ -337,8 +374,9 @@ struct HTTPClientTests {
         #expect(fetch(server.url("/redirect/5")).outcome?.body != nil)
         let file = fetch(server.url("/redirect-file"))
         #expect(file.error?.kind == .unavailable)
-        #expect(file.error?.message.contains("redirect to a file:// URL refused (only http and https are followed): file:///etc/passwd") == true,
-                "\(file.error?.message ?? "")")
+        #expect(
+            file.error?.message.contains("redirect to a file:// URL refused (only http and https are followed): file:///etc/passwd") == true,
+            "\(file.error?.message ?? "")")
         #expect(file.error?.message.contains("404") == false)
         for path in ["/loop", "/redirect/6"] {
             let run = fetch(server.url(path))
@@ -347,15 +385,17 @@ struct HTTPClientTests {
         }
     }
 
-    @Test("only http:// and https:// URLs are fetched (64)",
-          arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/", "127.0.0.1/x", "", "http://a b/"])
+    @Test(
+        "only http:// and https:// URLs are fetched (64)",
+        arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/", "127.0.0.1/x", "", "http://a b/"])
     func schemes(url: String) {
         let run = fetch(url)
         #expect(run.error?.kind == .usage, "\(url): \(run.error?.message ?? "no error")")
     }
 
-    @Test("4xx other than 429 is 69 with status and reason, not retried",
-          arguments: [(404, "Not Found"), (403, "Forbidden"), (410, "Gone"), (418, "I'm a teapot")])
+    @Test(
+        "4xx other than 429 is 69 with status and reason, not retried",
+        arguments: [(404, "Not Found"), (403, "Forbidden"), (410, "Gone"), (418, "I'm a teapot")])
     func clientErrors(status: Int, reason: String) throws {
         let server = try HostileServer()
         defer { server.stop() }
@@ -380,8 +420,9 @@ struct HTTPClientTests {
         #expect(notTLS.error?.message.contains("TLS failure") == true, "\(notTLS.error?.message ?? "")")
     }
 
-    @Test("a password in the URL never appears in an error or a log line",
-          arguments: ["/flaky/1", "/status/404", "/redirect-file", "/loop", "/reset", "/stream/2000000", "/status/503?retry-after=86400"])
+    @Test(
+        "a password in the URL never appears in an error or a log line",
+        arguments: ["/flaky/1", "/status/404", "/redirect-file", "/loop", "/reset", "/stream/2000000", "/status/503?retry-after=86400"])
     func passwordNeverShown(path: String) throws {
         let server = try HostileServer()
         defer { server.stop() }
@@ -419,15 +460,20 @@ struct HTTPClientSupportTests {
         let vectors: [([UInt8], String)] = [
             ([], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
             (Array("abc".utf8), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-            (Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8),
-             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-            ([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000),
-             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+            (
+                Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8),
+                "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+            ),
+            (
+                [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000),
+                "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+            ),
         ]
         for (input, expected) in vectors {
             #expect(SHA256.hex(SHA256.hash(input)) == expected)
             var hasher = SHA256()
-            var offset = 0, step = 1
+            var offset = 0
+            var step = 1
             while offset < input.count {
                 let end = min(input.count, offset + step)
                 input[offset..<end].withUnsafeBytes { hasher.update($0) }
@@ -447,23 +493,25 @@ struct HTTPClientSupportTests {
         #expect(SHA256.hex(hasher.finalize()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
-    @Test("passwords are redacted in URLs, postgres URIs and libpq keyword strings", arguments: [
-        ("https://ann:pw@example.org/x.json", "https://ann:***@example.org/x.json"),
-        ("http://ann@example.org/x", "http://ann@example.org/x"),
-        ("http://example.org:8080/x", "http://example.org:8080/x"),
-        ("http://[::1]:8080/x@y", "http://[::1]:8080/x@y"),
-        ("http://example.org:8080/x/@me", "http://example.org:***@me"),  // an @ in the path: more hidden, never less
-        ("https://ann:p@ss/w?rd#x@example.org/x", "https://ann:***@example.org/x"),
-        ("https://ann:p/w@example.org/x", "https://ann:***@example.org/x"),
-        ("postgres://u:pw@h/db", "postgres://u:***@h/db"),
-        ("postgresql://u:pw@h:5432/db?sslmode=require&password=pw2", "postgresql://u:***@h:5432/db?sslmode=require&password=***"),
-        ("postgres://h/db?password=pw&user=u#frag", "postgres://h/db?password=***&user=u#frag"),
-        ("host=x password=pw dbname=d", "host=x password=*** dbname=d"),
-        ("host=x password = 'p w\\'x' dbname=d", "host=x password = *** dbname=d"),
-        ("password='unterminated dbname=d", "password=***"),
-        ("host=x sslpassword=k user=u", "host=x sslpassword=*** user=u"),
-        ("Sync.swift", "Sync.swift"),
-    ])
+    @Test(
+        "passwords are redacted in URLs, postgres URIs and libpq keyword strings",
+        arguments: [
+            ("https://ann:pw@example.org/x.json", "https://ann:***@example.org/x.json"),
+            ("http://ann@example.org/x", "http://ann@example.org/x"),
+            ("http://example.org:8080/x", "http://example.org:8080/x"),
+            ("http://[::1]:8080/x@y", "http://[::1]:8080/x@y"),
+            ("http://example.org:8080/x/@me", "http://example.org:***@me"),  // an @ in the path: more hidden, never less
+            ("https://ann:p@ss/w?rd#x@example.org/x", "https://ann:***@example.org/x"),
+            ("https://ann:p/w@example.org/x", "https://ann:***@example.org/x"),
+            ("postgres://u:pw@h/db", "postgres://u:***@h/db"),
+            ("postgresql://u:pw@h:5432/db?sslmode=require&password=pw2", "postgresql://u:***@h:5432/db?sslmode=require&password=***"),
+            ("postgres://h/db?password=pw&user=u#frag", "postgres://h/db?password=***&user=u#frag"),
+            ("host=x password=pw dbname=d", "host=x password=*** dbname=d"),
+            ("host=x password = 'p w\\'x' dbname=d", "host=x password = *** dbname=d"),
+            ("password='unterminated dbname=d", "password=***"),
+            ("host=x sslpassword=k user=u", "host=x sslpassword=*** user=u"),
+            ("Sync.swift", "Sync.swift"),
+        ])
     func redaction(input: String, expected: String) {
         #expect(redactedURL(input) == expected)
     }

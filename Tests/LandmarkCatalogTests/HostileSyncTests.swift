@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 // Issue 8, "Sync under hostile servers, extreme stamps and races", proved end to end: every test runs the
 // built `catalog` binary as cron would (its own TMPDIR, a minimal environment) with the input that broke
@@ -25,35 +26,45 @@ struct HostileSyncTests {
 
     static let hostileCases: [HostileCase] = [
         // 1: no Content-Length, chunked, a gzip bomb: the decoded bytes are counted as they arrive.
-        HostileCase(path: "/stream/3000000", options: ["--max-bytes", "1000000"], status: 65,
-                    message: "the body is over the limit of 1000000 bytes (stopped at ", hint: "raise it with --max-bytes", seconds: 10),
-        HostileCase(path: "/chunked/3000000", options: ["--max-bytes", "1000000"], status: 65,
-                    message: "the body is over the limit of 1000000 bytes (stopped at ", hint: "raise it with --max-bytes", seconds: 10),
-        HostileCase(path: "/bomb", options: ["--max-bytes", "10000000"], status: 65,
-                    message: "the body is over the limit of 10000000 bytes (stopped at ", hint: "raise it with --max-bytes", seconds: 15),
+        HostileCase(
+            path: "/stream/3000000", options: ["--max-bytes", "1000000"], status: 65,
+            message: "the body is over the limit of 1000000 bytes (stopped at ", hint: "raise it with --max-bytes", seconds: 10),
+        HostileCase(
+            path: "/chunked/3000000", options: ["--max-bytes", "1000000"], status: 65,
+            message: "the body is over the limit of 1000000 bytes (stopped at ", hint: "raise it with --max-bytes", seconds: 10),
+        HostileCase(
+            path: "/bomb", options: ["--max-bytes", "10000000"], status: 65,
+            message: "the body is over the limit of 10000000 bytes (stopped at ", hint: "raise it with --max-bytes", seconds: 15),
         // 2: one byte every 0.5 s — the stall limit, and the whole-fetch deadline.
-        HostileCase(path: "/drip", options: ["--timeout", "2"], status: 69,
-                    message: "source unavailable: stalled: fewer than 1024 bytes/s for 2 s", seconds: 8),
-        HostileCase(path: "/drip", options: ["--timeout", "30", "--deadline", "3"], status: 69,
-                    message: "source unavailable: did not finish within 3 s", seconds: 9),
+        HostileCase(
+            path: "/drip", options: ["--timeout", "2"], status: 69,
+            message: "source unavailable: stalled: fewer than 1024 bytes/s for 2 s", seconds: 8),
+        HostileCase(
+            path: "/drip", options: ["--timeout", "30", "--deadline", "3"], status: 69,
+            message: "source unavailable: did not finish within 3 s", seconds: 9),
         HostileCase(path: "/reset", status: 69, message: "source unavailable: the connection broke after 1000 bytes of the body", seconds: 10),
         // 10: a redirect to file:// says so (it used to be "HTTP 404").
-        HostileCase(path: "/redirect-file", status: 69,
-                    message: "source unavailable: redirect to a file:// URL refused (only http and https are followed): file:///etc/passwd",
-                    seconds: 10),
+        HostileCase(
+            path: "/redirect-file", status: 69,
+            message: "source unavailable: redirect to a file:// URL refused (only http and https are followed): file:///etc/passwd",
+            seconds: 10),
         HostileCase(path: "/loop", status: 69, message: "source unavailable: too many redirects (more than 5)", seconds: 10),
         // A Retry-After longer than what is left of the deadline fails at once instead of waiting.
-        HostileCase(path: "/status/503?retry-after=86400", options: ["--deadline", "30"], status: 69,
-                    message: "source unavailable: HTTP 503, and the server asked to wait 86400 s (Retry-After), more than the", seconds: 5),
-        HostileCase(path: "/retry-date/3600", options: ["--deadline", "30"], status: 69,
-                    message: "source unavailable: HTTP 503, and the server asked to wait 3600 s (Retry-After), more than the", seconds: 5),
+        HostileCase(
+            path: "/status/503?retry-after=86400", options: ["--deadline", "30"], status: 69,
+            message: "source unavailable: HTTP 503, and the server asked to wait 86400 s (Retry-After), more than the", seconds: 5),
+        HostileCase(
+            path: "/retry-date/3600", options: ["--deadline", "30"], status: 69,
+            message: "source unavailable: HTTP 503, and the server asked to wait 3600 s (Retry-After), more than the", seconds: 5),
         // Retries are bounded: 1 + 2 attempts with 0.5 s and 1 s of backoff.
-        HostileCase(path: "/status/503", options: ["--retries", "2"], status: 69,
-                    message: "source unavailable: HTTP 503 after 3 attempts", seconds: 8),
+        HostileCase(
+            path: "/status/503", options: ["--retries", "2"], status: 69,
+            message: "source unavailable: HTTP 503 after 3 attempts", seconds: 8),
     ]
 
-    @Test("a hostile server ends the run in bounded time with its documented status; database unchanged, TMPDIR empty",
-          arguments: hostileCases)
+    @Test(
+        "a hostile server ends the run in bounded time with its documented status; database unchanged, TMPDIR empty",
+        arguments: hostileCases)
     func hostileServer(_ c: HostileCase) throws {
         let server = try HostileServer()
         defer { server.stop() }
@@ -96,11 +107,15 @@ struct HostileSyncTests {
         if let why = Mounts.tmpfs(at: small, size: "1m") {
             try Test.cancel("mounting a 1 MiB tmpfs is not permitted here (\(why)): the disk-full case is not run")
         }
-        defer { Mounts.unmount(small); withExtendedLifetime(sandbox) {} }  // unmounted before the sandbox is removed
+        defer {
+            Mounts.unmount(small)
+            withExtendedLifetime(sandbox) {}
+        }  // unmounted before the sandbox is removed
         let full = try sandbox.run(["sync", url], db: db, environment: ["TMPDIR": small.path], limit: 30)
         #expect(full.status == 74, "\(full)")
-        #expect(full.stderr.contains("catalog: error: cannot write the body to a spool file in \(small.path)/: No space left on device, \(url)"),
-                "\(full.stderr)")
+        #expect(
+            full.stderr.contains("catalog: error: cannot write the body to a spool file in \(small.path)/: No space left on device, \(url)"),
+            "\(full.stderr)")
         #expect(!full.stderr.contains("Fatal error"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: small.path).isEmpty)
         #expect(try catalogState(db) == before)
@@ -112,12 +127,17 @@ struct HostileSyncTests {
     /// `counter` exactly as written.
     static func counterSnapshot(landmark: Bool, counter: String, at: String) -> String {
         landmark
-            ? snapshot(landmarks: [#"{"id": 4242, "name": "Counter", "category": null, "city": null, "state": null, "park": null, "description": null, "imageName": null, "isFeatured": true, "isFavorite": false, "coordinates": {"latitude": 1.5, "longitude": 2.5}, "updatedAt": "\#(at)", "counter": \#(counter), "node": "n-peer", "deleted": false}"#])
-            : snapshot(positions: [#"{"user": "u", "page": 0, "landmarkId": null, "updatedAt": "\#(at)", "counter": \#(counter), "node": "n-peer", "deleted": false}"#])
+            ? snapshot(landmarks: [
+                #"{"id": 4242, "name": "Counter", "category": null, "city": null, "state": null, "park": null, "description": null, "imageName": null, "isFeatured": true, "isFavorite": false, "coordinates": {"latitude": 1.5, "longitude": 2.5}, "updatedAt": "\#(at)", "counter": \#(counter), "node": "n-peer", "deleted": false}"#
+            ])
+            : snapshot(positions: [
+                #"{"user": "u", "page": 0, "landmarkId": null, "updatedAt": "\#(at)", "counter": \#(counter), "node": "n-peer", "deleted": false}"#
+            ])
     }
 
-    @Test("a counter past 2^32-1 within the drift allowance is 65 with its location; nothing merged, the clock unmoved",
-          arguments: ["9223372036854775807", "9223372036854775806", "9223372036854775808", "4294967296"], [true, false])
+    @Test(
+        "a counter past 2^32-1 within the drift allowance is 65 with its location; nothing merged, the clock unmoved",
+        arguments: ["9223372036854775807", "9223372036854775806", "9223372036854775808", "4294967296"], [true, false])
     func counterOutOfBounds(counter: String, landmark: Bool) throws {
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
@@ -126,8 +146,11 @@ struct HostileSyncTests {
         let run = try sandbox.run(["sync", file], db: db)
         #expect(run.status == 65, "\(run)")
         let field = landmark ? "record 0 (id 4242), field landmarks.counter" : "record 0, field positions.counter"
-        #expect(run.stderr.contains(try Regex(
-            "catalog: error: counter must be an integer in 0…4294967295, found the number \(counter), \(NSRegularExpression.escapedPattern(for: file)):[0-9]+:[0-9]+, \(NSRegularExpression.escapedPattern(for: field))")),
+        #expect(
+            run.stderr.contains(
+                try Regex(
+                    "catalog: error: counter must be an integer in 0…4294967295, found the number \(counter), \(NSRegularExpression.escapedPattern(for: file)):[0-9]+:[0-9]+, \(NSRegularExpression.escapedPattern(for: field))"
+                )),
             "\(run.stderr)")
         #expect(run.stderr.contains("\(file) is not a valid snapshot (1 error); nothing was merged from it"))
         #expect(try catalogState(db) == before)
@@ -138,11 +161,16 @@ struct HostileSyncTests {
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
         func stamp(_ sql: String) throws -> HLCStamp {
-            try #require(try Connection(path: db).firstRow(sql: sql) { HLCStamp(wallMilliseconds: $0.int(0), counter: $0.int(1), node: $0.text(2) ?? "") })
+            try #require(
+                try Connection(path: db).firstRow(sql: sql) { HLCStamp(wallMilliseconds: $0.int(0), counter: $0.int(1), node: $0.text(2) ?? "") })
         }
         let positionStamp = "SELECT updated_ms, counter, node FROM positions WHERE user_id = 'u'"
-        let file = try sandbox.write(snapshot(positions: [positionRow("u", page: 0, at: stampFromNow(60_000), counter: Int(HLCStamp.maxCounter),
-                                                                      node: "n-peer")]), to: "peer.json")
+        let file = try sandbox.write(
+            snapshot(positions: [
+                positionRow(
+                    "u", page: 0, at: stampFromNow(60_000), counter: Int(HLCStamp.maxCounter),
+                    node: "n-peer")
+            ]), to: "peer.json")
         let synced = try sandbox.run(["sync", file], db: db)
         #expect(synced.status == 0, "\(synced)")
         let merged = try stamp(positionStamp)
@@ -155,9 +183,13 @@ struct HostileSyncTests {
         #expect(clear.status == 0, "\(clear)")
         let afterClear = try stamp(positionStamp)
         let row = try #require(try dumpRows(db, sql: "SELECT latitude, longitude FROM landmarks WHERE id = 1001").first)
-        guard case .real(let latitude) = row[0], case .real(let longitude) = row[1] else { Issue.record("coordinates \(row)"); return }
-        let changed = try sandbox.write(#"[{"id": 1001, "name": "Renamed at the bound", "coordinates": {"latitude": \#(latitude), "longitude": \#(longitude)}}]"#,
-                                        to: "changed.json")
+        guard case .real(let latitude) = row[0], case .real(let longitude) = row[1] else {
+            Issue.record("coordinates \(row)")
+            return
+        }
+        let changed = try sandbox.write(
+            #"[{"id": 1001, "name": "Renamed at the bound", "coordinates": {"latitude": \#(latitude), "longitude": \#(longitude)}}]"#,
+            to: "changed.json")
         let imported = try sandbox.run(["import", changed], db: db)
         #expect(imported.status == 0, "\(imported)")
         #expect(imported.stdout.contains("1 updated"), "\(imported.stdout)")
@@ -187,15 +219,19 @@ struct HostileSyncTests {
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
         let before = try catalogState(db)
-        let file = try sandbox.write("""
+        let file = try sandbox.write(
+            """
             [{"id": 1, "name": "A", "coordinates": {"latitude": 1, "longitude": 2}, "isFeatured": true,
               "updatedAt": "2020-01-01T00:00:00Z", "node": "evil", "counter": 99, "deleted": true}]
             """, to: "reserved.json")
         let run = try sandbox.run(["import", file], db: db)
         #expect(run.status == 65, "\(run)")
         for (key, column) in [("updatedAt", 3), ("node", 40), ("counter", 56), ("deleted", 71)] {
-            #expect(run.stderr.contains("catalog: error: '\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it, \(file):2:\(column), record 0 (id 1), field \(key)"),
-                    "\(key): \(run.stderr)")
+            #expect(
+                run.stderr.contains(
+                    "catalog: error: '\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it, \(file):2:\(column), record 0 (id 1), field \(key)"
+                ),
+                "\(key): \(run.stderr)")
         }
         #expect(run.stderr.contains("4 errors; nothing was imported"))
         #expect(try catalogState(db) == before)
@@ -206,10 +242,11 @@ struct HostileSyncTests {
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
         // As an older binary stored them: kept unknown keys that collide with every shape's own keys.
-        try Connection(path: db).execute(sql: """
-            UPDATE landmarks SET extra = '{"counter":99,"deleted":true,"node":"evil","updatedAt":"2020-01-01T00:00:00Z","id":5,"name":"x","coordinates":1,"url":"https://example.org/kept"}'
-            WHERE id IN (1001, 1003)
-            """)
+        try Connection(path: db).execute(
+            sql: """
+                UPDATE landmarks SET extra = '{"counter":99,"deleted":true,"node":"evil","updatedAt":"2020-01-01T00:00:00Z","id":5,"name":"x","coordinates":1,"url":"https://example.org/kept"}'
+                WHERE id IN (1001, 1003)
+                """)
         let export = try sandbox.run(["export"], db: db)
         #expect(export.status == 0, "\(export)")
         #expect(try strictJSONProblem(export.stdoutBytes) == nil)
@@ -234,7 +271,10 @@ struct HostileSyncTests {
         let peer = sandbox.path("peer.sqlite")
         let merged = try sandbox.run(["sync", "--json", published], db: peer)
         #expect(merged.status == 0, "\(merged)")
-        #expect(try dumpRows(peer, sql: "SELECT name, extra FROM landmarks WHERE id = 1001") == [[.text("Half Dome"), .text(#"{"url":"https://example.org/kept"}"#)]])
+        #expect(
+            try dumpRows(peer, sql: "SELECT name, extra FROM landmarks WHERE id = 1001") == [
+                [.text("Half Dome"), .text(#"{"url":"https://example.org/kept"}"#)]
+            ])
     }
 
     // MARK: 5 — temporaries of killed writers
@@ -244,13 +284,14 @@ struct HostileSyncTests {
     /// half a minute in a debug build.)
     static func bigDatabase(_ sandbox: Sandbox) throws -> String {
         let db = try sandbox.seededDatabase("big.sqlite")
-        try Connection(path: db).execute(sql: """
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
-            INSERT INTO landmarks (id, name, category, city, state, park, description, image_name, is_featured, is_favorite,
-                                   latitude, longitude, extra, updated_ms, counter, node, deleted, seq)
-            SELECT 100000 + i, 'Landmark ' || i, 'Lakes', 'Anchorage', 'Alaska', NULL, substr(hex(randomblob(320)), 1, 640), 'img', 0, 0,
-                   61.2, -149.9, NULL, 1700000000000 + i, 0, 'n-big', 0, 1000 + i FROM n
-            """)
+        try Connection(path: db).execute(
+            sql: """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+                INSERT INTO landmarks (id, name, category, city, state, park, description, image_name, is_featured, is_favorite,
+                                       latitude, longitude, extra, updated_ms, counter, node, deleted, seq)
+                SELECT 100000 + i, 'Landmark ' || i, 'Lakes', 'Anchorage', 'Alaska', NULL, substr(hex(randomblob(320)), 1, 640), 'img', 0, 0,
+                       61.2, -149.9, NULL, 1700000000000 + i, 0, 'n-big', 0, 1000 + i FROM n
+                """)
         return db
     }
 
@@ -277,10 +318,12 @@ struct HostileSyncTests {
         let sandbox = try Sandbox()
         let big = try Self.bigDatabase(sandbox)
         let small = try sandbox.seededDatabase()
-        let exports = sandbox.root.appending(path: "exports"), publishes = sandbox.root.appending(path: "publishes")
+        let exports = sandbox.root.appending(path: "exports")
+        let publishes = sandbox.root.appending(path: "publishes")
         for dir in [exports, publishes] { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) }
         func exists(_ dir: URL, _ name: String) -> Bool { FileManager.default.fileExists(atPath: dir.appending(path: name).path) }
-        let pattern = try Regex(#"^\.snap\.json\.tmp-catalog-"# + NSRegularExpression.escapedPattern(for: AtomicFileWriter.hostTag) + #"-[0-9]+-[0-9a-f]{8}$"#)
+        let pattern = try Regex(
+            #"^\.snap\.json\.tmp-catalog-"# + NSRegularExpression.escapedPattern(for: AtomicFileWriter.hostTag) + #"-[0-9]+-[0-9a-f]{8}$"#)
 
         // export --output, killed mid-write.
         let victim = try sandbox.start(["export", "--output", exports.appending(path: "snap.json").path], db: big)
@@ -307,7 +350,10 @@ struct HostileSyncTests {
         sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
         sleeper.arguments = ["60"]
         try sleeper.run()
-        defer { kill(sleeper.processIdentifier, SIGKILL); sleeper.waitUntilExit() }  // SIGTERM may be blocked in children of the test process
+        defer {
+            kill(sleeper.processIdentifier, SIGKILL)
+            sleeper.waitUntilExit()
+        }  // SIGTERM may be blocked in children of the test process
         let liveName = ".snap.json\(AtomicFileWriter.marker)\(AtomicFileWriter.hostTag)-\(sleeper.processIdentifier)-0badc0de"
         let otherHost = ".snap.json\(AtomicFileWriter.marker)some-other-host-\(victim.pid)-0badc0de"
         for name in [liveName, otherHost] { try Data("partial".utf8).write(to: exports.appending(path: name)) }
@@ -340,22 +386,31 @@ struct HostileSyncTests {
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
         let t = stampFromNow(-3_600_000)
-        let first = try sandbox.write(snapshot(landmarks: [landmarkRow(5, name: "Alpha", at: t, node: "n-a")],
-                                               positions: [positionRow("a", page: 1, at: t, node: "n-a"),
-                                                           positionRow("b", page: 1, at: t, node: "n-a", deleted: true),
-                                                           positionRow("c", page: 1, at: t, node: "n-a")]), to: "first.json")
-        let second = try sandbox.write(snapshot(landmarks: [landmarkRow(5, name: "Beta", at: t, node: "n-a")],
-                                                positions: [positionRow("a", page: 1, at: t, node: "n-a", deleted: true),  // tie, tombstone wins: applied
-                                                            positionRow("b", page: 1, at: t, node: "n-a"),  // tie, stored tombstone wins: stale
-                                                            positionRow("c", page: 1, at: t, node: "n-a"),  // repeated: stale
-                                                            positionRow("d", page: 1, at: stampFromNow(86_400_000), node: "n-a"),  // quarantined
-                                                            positionRow("e", page: 1, at: t, node: "n-a")]), to: "second.json")
+        let first = try sandbox.write(
+            snapshot(
+                landmarks: [landmarkRow(5, name: "Alpha", at: t, node: "n-a")],
+                positions: [
+                    positionRow("a", page: 1, at: t, node: "n-a"),
+                    positionRow("b", page: 1, at: t, node: "n-a", deleted: true),
+                    positionRow("c", page: 1, at: t, node: "n-a"),
+                ]), to: "first.json")
+        let second = try sandbox.write(
+            snapshot(
+                landmarks: [landmarkRow(5, name: "Beta", at: t, node: "n-a")],
+                positions: [
+                    positionRow("a", page: 1, at: t, node: "n-a", deleted: true),  // tie, tombstone wins: applied
+                    positionRow("b", page: 1, at: t, node: "n-a"),  // tie, stored tombstone wins: stale
+                    positionRow("c", page: 1, at: t, node: "n-a"),  // repeated: stale
+                    positionRow("d", page: 1, at: stampFromNow(86_400_000), node: "n-a"),  // quarantined
+                    positionRow("e", page: 1, at: t, node: "n-a"),
+                ]), to: "second.json")
         struct Counts: Equatable { var seen, applied, stale, quarantined, ties: Int }
         func counts(_ run: BinaryRun) throws -> Counts {
             let j = try jsonObject(run.stdout)
             func n(_ key: String) -> Int { j[key] as? Int ?? -1 }
-            let c = Counts(seen: n("landmarksSeen") + n("positionsSeen"), applied: n("landmarksApplied") + n("positionsApplied"),
-                           stale: n("stale"), quarantined: n("quarantined"), ties: n("ties"))
+            let c = Counts(
+                seen: n("landmarksSeen") + n("positionsSeen"), applied: n("landmarksApplied") + n("positionsApplied"),
+                stale: n("stale"), quarantined: n("quarantined"), ties: n("ties"))
             #expect(c.seen == c.applied + c.stale + c.quarantined, "\(c)")
             return c
         }
@@ -392,7 +447,8 @@ struct HostileSyncTests {
 
         // The run ledger adds up too, per run and per source.
         for table in ["sync_runs", "sync_run_sources"] {
-            let rows = try dumpRows(db, sql: "SELECT landmarks_seen + positions_seen, landmarks_applied + positions_applied + stale + quarantined FROM \(table)")
+            let rows = try dumpRows(
+                db, sql: "SELECT landmarks_seen + positions_seen, landmarks_applied + positions_applied + stale + quarantined FROM \(table)")
             #expect(rows.count == 4)
             for row in rows { #expect(row[0] == row[1], "\(table): \(row)") }
         }
@@ -419,8 +475,9 @@ struct HostileSyncTests {
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: db)
         let source = try sandbox.write(snapshot(positions: [positionRow("locked", page: 0, at: stampFromNow(-1000))]), to: "peer.json")
         let intruder = try sandbox.write(snapshot(positions: [positionRow("intruder", page: 0, at: stampFromNow(-1000))]), to: "other.json")
-        let holder = try sandbox.start(["sync", "--quiet", source], db: db, binary: Support.harnessBinary,
-                                       environment: ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "3000"])
+        let holder = try sandbox.start(
+            ["sync", "--quiet", source], db: db, binary: Support.harnessBinary,
+            environment: ["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS": "3000"])
         defer { holder.stop() }
         try Self.waitForHolder(db, pid: holder.pid)
         let second = try sandbox.run(["sync", intruder], db: link)
@@ -456,7 +513,9 @@ struct HostileSyncTests {
         for trial in 0..<50 {
             // A directory that does not exist yet either, as on a fresh machine.
             let db = sandbox.path("trial-\(trial)/data/catalog.sqlite")
-            let commands = [["import", seeds], ["sync", "--quiet", source], ["init"], ["remote", "add", "origin", "https://example.org/peer.json"]]
+            let commands = [
+                ["import", seeds], ["sync", "--quiet", source], ["init"], ["remote", "add", "origin", "https://example.org/peer.json"],
+            ]
             let processes = try commands.map { try sandbox.start($0, db: db) }
             for (command, run) in zip(commands, processes.map { $0.finish(limit: 30) }) where run.status != 0 {
                 failures.append("trial \(trial) \(command[0]): \(run)")
@@ -483,7 +542,10 @@ struct HostileSyncTests {
         if let why = Mounts.tmpfs(at: media, size: "16m") {
             try Test.cancel("mounting a tmpfs is not permitted here (\(why)): the read-only file system case is not run")
         }
-        defer { Mounts.unmount(media); withExtendedLifetime(sandbox) {} }  // unmounted before the sandbox is removed
+        defer {
+            Mounts.unmount(media)
+            withExtendedLifetime(sandbox) {}
+        }  // unmounted before the sandbox is removed
         let db = media.appending(path: "catalog.sqlite").path
         try FileManager.default.copyItem(atPath: original, toPath: db)
         if let why = Mounts.remountReadOnly(media) { try Test.cancel("remounting read-only is not permitted here (\(why))") }
@@ -498,14 +560,17 @@ struct HostileSyncTests {
         let write = try sandbox.run(["position", "set", "--user", "bob", "--page", "0"], db: db)
         #expect(write.status == 73, "\(write)")
         #expect(write.stderr.contains("catalog: error: cannot open or write the database: the file system is mounted read-only ("), "\(write.stderr)")
-        #expect(write.stderr.contains("hint: the reading commands (featured, positions, status, export, remote list, migrate --status) still work there"))
+        #expect(
+            write.stderr.contains("hint: the reading commands (featured, positions, status, export, remote list, migrate --status) still work there"))
         let output = try sandbox.run(["export", "--output", media.appending(path: "out.json").path], db: original)
         #expect(output.status == 73 && output.stderr.contains("cannot create a file in \(media.path) (Read-only file system)"), "\(output)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: media.path) == ["catalog.sqlite"])
     }
 
-    @Test("in a directory this user cannot write (run as nobody) the reading commands say why and how to fix it; a read-only file in a writable directory is read",
-          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser"), "needs root and runuser(8) to run as nobody"))
+    @Test(
+        "in a directory this user cannot write (run as nobody) the reading commands say why and how to fix it; a read-only file in a writable directory is read",
+        .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser"), "needs root and runuser(8) to run as nobody")
+    )
     func readOnlyDirectory() throws {
         let sandbox = try Sandbox()
         let directory = sandbox.root.appending(path: "shared")
@@ -516,8 +581,11 @@ struct HostileSyncTests {
         for command in Self.readingCommands {
             let run = try sandbox.run(command, db: db, user: "nobody")
             #expect(run.status == 73 && run.stdout.isEmpty, "\(command): \(run)")
-            #expect(run.stderr.contains("catalog: error: cannot read the database: SQLite needs to create \(db)-shm beside a WAL database and the directory \(directory.path) is not writable by this user"),
-                    "\(command): \(run.stderr)")
+            #expect(
+                run.stderr.contains(
+                    "catalog: error: cannot read the database: SQLite needs to create \(db)-shm beside a WAL database and the directory \(directory.path) is not writable by this user"
+                ),
+                "\(command): \(run.stderr)")
             #expect(run.stderr.contains("hint: run as the database's owner, or give this user write access to the directory"), "\(command)")
         }
         let write = try sandbox.run(["position", "set", "--user", "bob", "--page", "0"], db: db, user: "nobody")
@@ -545,7 +613,8 @@ struct HostileSyncTests {
             #expect(run.stderr.contains("catalog: error: unsupported scheme 'ftp://' in SOURCE ftp://x/y"), "\(run.stderr)")
             #expect(run.stderr.contains("hint: a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name"))
         }
-        #expect(try dumpRows(db, sql: "SELECT (SELECT count(*) FROM sync_sources), (SELECT count(*) FROM sync_remotes)") == [[.integer(0), .integer(0)]])
+        #expect(
+            try dumpRows(db, sql: "SELECT (SELECT count(*) FROM sync_sources), (SELECT count(*) FROM sync_remotes)") == [[.integer(0), .integer(0)]])
         #expect(try catalogState(db) == before)
     }
 
@@ -563,21 +632,28 @@ struct HostileSyncTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.root.path).sorted() == files)
     }
 
-    @Test("a duplicate top-level key in a snapshot is 65 with its location, as inside rows; nothing merged",
-          arguments: ["positions", "format", "landmarks"])
+    @Test(
+        "a duplicate top-level key in a snapshot is 65 with its location, as inside rows; nothing merged",
+        arguments: ["positions", "format", "landmarks"])
     func duplicateTopLevelKey(key: String) throws {
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
         let before = try catalogState(db)
         let row = positionRow("dup", page: 0, at: stampFromNow(-1000))
-        let members: [String: String] = ["positions": #""positions": [], "positions": [\#(row)]"#,
-                                         "format": #""format": "landmark-catalog-snapshot", "format": "landmark-catalog-snapshot", "positions": [\#(row)]"#,
-                                         "landmarks": #""landmarks": [], "positions": [\#(row)], "landmarks": []"#]
+        let members: [String: String] = [
+            "positions": #""positions": [], "positions": [\#(row)]"#,
+            "format": #""format": "landmark-catalog-snapshot", "format": "landmark-catalog-snapshot", "positions": [\#(row)]"#,
+            "landmarks": #""landmarks": [], "positions": [\#(row)], "landmarks": []"#,
+        ]
         let file = try sandbox.write(#"{"format": "landmark-catalog-snapshot", "version": 1, "node": "n-x", \#(members[key] ?? "")}"#, to: "dup.json")
         let run = try sandbox.run(["sync", file], db: db)
         #expect(run.status == 65, "\(run)")
-        #expect(run.stderr.contains(try Regex("catalog: error: duplicate top-level key '\(key)' in a snapshot, \(NSRegularExpression.escapedPattern(for: file)):1:[0-9]+, field \(key)")),
-                "\(run.stderr)")
+        #expect(
+            run.stderr.contains(
+                try Regex(
+                    "catalog: error: duplicate top-level key '\(key)' in a snapshot, \(NSRegularExpression.escapedPattern(for: file)):1:[0-9]+, field \(key)"
+                )),
+            "\(run.stderr)")
         #expect(run.stderr.contains("nothing was merged from it"))
         #expect(try catalogState(db) == before)
     }
@@ -592,7 +668,8 @@ struct HostileSyncTests {
         let url = server.url("/not-modified")
         let run = try sandbox.run(["sync", url], db: db)
         #expect(run.status == 69, "\(run)")
-        #expect(run.stderr.contains("catalog: error: source unavailable: answered 304 Not Modified to an unconditional request, \(url)"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains("catalog: error: source unavailable: answered 304 Not Modified to an unconditional request, \(url)"), "\(run.stderr)")
         #expect(try catalogState(db) == before)
         #expect(sandbox.tmpContents.isEmpty)
         let status = try jsonObject(sandbox.run(["status", "--json"], db: db).stdout)
@@ -612,7 +689,8 @@ struct HostileSyncTests {
         defer { hostile.stop() }
         let directory = Support.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        try snapshot(positions: [positionRow("pw", page: 0, at: stampFromNow(-1000))]).write(to: directory.appending(path: "peer.json"), atomically: true, encoding: .utf8)
+        try snapshot(positions: [positionRow("pw", page: 0, at: stampFromNow(-1000))]).write(
+            to: directory.appending(path: "peer.json"), atomically: true, encoding: .utf8)
         let files = try TestHTTPServer(directory: directory)
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
@@ -654,12 +732,15 @@ struct HostileSyncTests {
         let sandbox = try Sandbox()
         let db = try sandbox.seededDatabase()
         let name = "Evil\u{1B}[31mRed\u{07}\u{9B}end"
-        let file = try sandbox.write(#"[{"id": 7, "name": "Evil\u001b[31mRed\u0007\u009bend", "isFeatured": true, "\u001b]0;pwned\u0007": 1, "coordinates": {"latitude": 1, "longitude": 2}}]"#,
-                                     to: "evil.json")
+        let file = try sandbox.write(
+            #"[{"id": 7, "name": "Evil\u001b[31mRed\u0007\u009bend", "isFeatured": true, "\u001b]0;pwned\u0007": 1, "coordinates": {"latitude": 1, "longitude": 2}}]"#,
+            to: "evil.json")
         let imported = try sandbox.run(["import", file], db: db)
         #expect(imported.status == 0, "\(imported)")
         #expect(imported.stderr.contains(#"unknown key '\u{1B}]0;pwned\u{7}' is kept"#), "\(imported.stderr)")
-        func raw(_ text: String) -> [Unicode.Scalar] { text.unicodeScalars.filter { $0 != "\n" && ($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) } }
+        func raw(_ text: String) -> [Unicode.Scalar] {
+            text.unicodeScalars.filter { $0 != "\n" && ($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) }
+        }
         #expect(raw(imported.stderr).isEmpty)
         for command in [["featured"], ["featured", "--user", "ann"]] {
             let table = try sandbox.run(command, db: db)
@@ -685,8 +766,9 @@ struct HostileSyncTests {
         let file = try sandbox.write(#"[{"name":"\ud800","id":7,"coordinates":{"latitude":1,"longitude":2}}]"#, to: "surrogate.json")
         let run = try sandbox.run(["import", file], db: db)
         #expect(run.status == 65, "\(run)")
-        #expect(run.stderr.contains(#"catalog: error: name contains a lone surrogate escape \ud800, \#(file):1:11, record 0 (id 7), field name"#),
-                "\(run.stderr)")
+        #expect(
+            run.stderr.contains(#"catalog: error: name contains a lone surrogate escape \ud800, \#(file):1:11, record 0 (id 7), field name"#),
+            "\(run.stderr)")
         #expect(try catalogState(db) == before)
     }
 }

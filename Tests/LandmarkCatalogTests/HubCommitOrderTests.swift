@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The commit-order gap (docs/hub.md §8): a hub sequence number is taken before its transaction commits, so a
@@ -45,19 +47,27 @@ struct HubCommitOrderTests {
     /// Runs the interleaving; `skipLock` plants the bug (pushes take numbers without the lock).
     func run(skipLock: Bool) throws -> Outcome {
         let (uri, name) = try HubSupport.makeHub(server)
-        let aUsers = (1...5).map { "a\($0)" }, bUsers = (1...5).map { "b\($0)" }
-        let a = try edge(users: aUsers), b = try edge(users: bUsers), c = Support.temporaryDatabase()
+        let aUsers = (1...5).map { "a\($0)" }
+        let bUsers = (1...5).map { "b\($0)" }
+        let a = try edge(users: aUsers)
+        let b = try edge(users: bUsers)
+        let c = Support.temporaryDatabase()
         #expect(runCLI(["sync", uri], db: c).status == 0)  // creates the schema; C's cursor starts at 0
 
-        let aPaused = DispatchSemaphore(value: 0), releaseA = DispatchSemaphore(value: 0)
-        let aDone = DispatchSemaphore(value: 0), bDone = DispatchSemaphore(value: 0)
+        let aPaused = DispatchSemaphore(value: 0)
+        let releaseA = DispatchSemaphore(value: 0)
+        let aDone = DispatchSemaphore(value: 0)
+        let bDone = DispatchSemaphore(value: 0)
         let errors = Locked<[String]>([])
         Thread.detachNewThread {
             do {
-                try Self.push(a, uri, hooks: HubTestHooks(beforePushCommit: {
-                    aPaused.signal()
-                    _ = releaseA.wait(timeout: .now() + 30)
-                }, skipPushLock: skipLock))
+                try Self.push(
+                    a, uri,
+                    hooks: HubTestHooks(
+                        beforePushCommit: {
+                            aPaused.signal()
+                            _ = releaseA.wait(timeout: .now() + 30)
+                        }, skipPushLock: skipLock))
             } catch {
                 errors.update { $0.append("A: \(error)") }
                 aPaused.signal()
@@ -74,11 +84,16 @@ struct HubCommitOrderTests {
         let admin = try HubSupport.connect(server, name)
         var bFinished = false
         let settled = try HubSupport.wait(seconds: 20) {
-            if bDone.wait(timeout: .now()) == .success { bFinished = true; return true }
-            return try admin.execute(sql: """
-                SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                """).int64(0, 0) == 1
+            if bDone.wait(timeout: .now()) == .success {
+                bFinished = true
+                return true
+            }
+            return try admin.execute(
+                sql: """
+                    SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    """
+            ).int64(0, 0) == 1
         }
         #expect(settled)
         let first = runCLI(["sync", uri], db: c)
@@ -91,10 +106,11 @@ struct HubCommitOrderTests {
         #expect(aSequence == "5", "A took the first five numbers before B started")
         let second = runCLI(["sync", uri], db: c)
         #expect(second.status == 0, "\(second.stderr)")
-        let have = Set(try dumpRows(c, sql: "SELECT user_id FROM positions").compactMap { row -> String? in
-            if case .text(let s) = row[0] { return s }
-            return nil
-        })
+        let have = Set(
+            try dumpRows(c, sql: "SELECT user_id FROM positions").compactMap { row -> String? in
+                if case .text(let s) = row[0] { return s }
+                return nil
+            })
         #expect(try HubSupport.scalar(server, name, "SELECT count(*) FROM positions") == "10", "both pushes are on the hub")
         return Outcome(missing: (aUsers + bUsers).filter { !have.contains($0) }, bWaited: !bFinished, firstPull: firstPull)
     }

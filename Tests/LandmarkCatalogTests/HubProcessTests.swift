@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The hub with real `catalog` processes: several edges writing, pushing and pulling at once; a push
@@ -33,13 +35,18 @@ struct HubProcessTests {
             let roll = Int.random(in: 0..<100, using: &random)
             var arguments: [String]
             if roll < 40 {
-                arguments = ["position", "set", "--user", users.randomElement(using: &random) ?? "ann", "--page", String(Int.random(in: 0...3, using: &random))]
+                arguments = [
+                    "position", "set", "--user", users.randomElement(using: &random) ?? "ann", "--page",
+                    String(Int.random(in: 0...3, using: &random)),
+                ]
             } else if roll < 52 {
                 arguments = ["position", "clear", "--user", users.randomElement(using: &random) ?? "ann"]
             } else if roll < 67 {
                 let records = (0..<Int.random(in: 1...3, using: &random)).map { _ in
-                    (id: Int.random(in: 5000...5007, using: &random), name: names.randomElement(using: &random) ?? "x",
-                     featured: Bool.random(using: &random), description: "step \(step) of \(seed)" as String?)
+                    (
+                        id: Int.random(in: 5000...5007, using: &random), name: names.randomElement(using: &random) ?? "x",
+                        featured: Bool.random(using: &random), description: "step \(step) of \(seed)" as String?
+                    )
                 }
                 var unique: [(id: Int, name: String, featured: Bool, description: String?)] = []
                 for record in records where !unique.contains(where: { $0.id == record.id }) { unique.append(record) }
@@ -126,10 +133,12 @@ struct HubProcessTests {
         try process.run()
         let admin = try HubSupport.connect(server, name)
         let waiting = try HubSupport.wait(seconds: 20) {
-            try admin.execute(sql: """
-                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'catalog'
-                AND wait_event_type = 'Lock'
-                """).int64(0, 0) == 1
+            try admin.execute(
+                sql: """
+                    SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'catalog'
+                    AND wait_event_type = 'Lock'
+                    """
+            ).int64(0, 0) == 1
         }
         #expect(waiting, "the push never reached the bookkeeping row")
         // Its rows are written (and numbered) inside the open transaction: the kill lands mid-transaction.

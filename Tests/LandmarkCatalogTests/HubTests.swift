@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The hub's pieces that need no server: its migration files and connection strings.
@@ -22,10 +24,12 @@ struct HubFileTests {
         #expect(embedded.map(\.version) == Array(1...embedded.count))
     }
 
-    @Test("libpq URIs and keyword strings are hub sources; an existing file of that name stays a file", arguments: [
-        ("postgres://h/db", true), ("postgresql://u@h:5433/db?sslmode=require", true), ("host=h dbname=d", true),
-        ("  dbname = d user=u", true), ("service=hub", true), ("hostname=x", false), ("notes.json", false), ("a=b", false),
-    ])
+    @Test(
+        "libpq URIs and keyword strings are hub sources; an existing file of that name stays a file",
+        arguments: [
+            ("postgres://h/db", true), ("postgresql://u@h:5433/db?sslmode=require", true), ("host=h dbname=d", true),
+            ("  dbname = d user=u", true), ("service=hub", true), ("hostname=x", false), ("notes.json", false), ("a=b", false),
+        ])
     func locators(text: String, isHub: Bool) throws {
         let locator = try SourceLocator.parse(text, workingDirectory: "/tmp")
         if case .hub(let conninfo) = locator { #expect(isHub && conninfo == text) } else { #expect(!isHub, "\(locator)") }
@@ -60,12 +64,13 @@ struct HubFileTests {
 
     /// Regression (a user test): a connection string with a typo was 69 "the hub is unreachable … the
     /// next run retries" — cron retried a config mistake forever — and `remote add` took it.
-    @Test("a connection string libpq refuses, or an unknown sslmode, is 64 naming what is wrong (no password), at sync and at remote add",
-          arguments: [
-              ("postgresql://u:Pw-Typo-9@127.0.0.1:1/db?badparam=1", #"invalid URI query parameter: "badparam""#),
-              ("postgresql://u:Pw-Typo-9@127.0.0.1:1/db?sslmode=bogus", #"sslmode "bogus" is not one of disable, allow"#),
-              ("host=127.0.0.1 port=1 dbname=db password=Pw-Typo-9 colour=blue", #"invalid connection option "colour""#),
-          ])
+    @Test(
+        "a connection string libpq refuses, or an unknown sslmode, is 64 naming what is wrong (no password), at sync and at remote add",
+        arguments: [
+            ("postgresql://u:Pw-Typo-9@127.0.0.1:1/db?badparam=1", #"invalid URI query parameter: "badparam""#),
+            ("postgresql://u:Pw-Typo-9@127.0.0.1:1/db?sslmode=bogus", #"sslmode "bogus" is not one of disable, allow"#),
+            ("host=127.0.0.1 port=1 dbname=db password=Pw-Typo-9 colour=blue", #"invalid connection option "colour""#),
+        ])
     func badConnectionString(conninfo: String, message: String) throws {
         let db = Support.temporaryDatabase()
         let result = runCLI(["sync", conninfo], db: db)
@@ -119,7 +124,8 @@ struct HubTests {
             let failures = Locked<[String]>([])
             let threads = 8
             let done = DispatchSemaphore(value: 0)
-            let socket = server.socketDirectory, port = server.port
+            let socket = server.socketDirectory
+            let port = server.port
             for _ in 0..<threads {
                 Thread.detachNewThread {
                     do {
@@ -147,8 +153,10 @@ struct HubTests {
     }
 
     static let refusals: [(String, String, String)] = [
-        ("INSERT INTO hub_schema_migrations (version, description, checksum) VALUES (9999, 'from_the_future', '0')", "upgrade catalog",
-         "migration 9999"),
+        (
+            "INSERT INTO hub_schema_migrations (version, description, checksum) VALUES (9999, 'from_the_future', '0')", "upgrade catalog",
+            "migration 9999"
+        ),
         ("UPDATE hub_schema_migrations SET checksum = '0123456789abcdef' WHERE version = 1", "the same release", "was changed"),
     ]
 
@@ -214,8 +222,11 @@ struct HubTests {
             (1, "Zoë's “Lake” 🌋", true, "Line one\nline two \\ \"quoted\" 日本語 e\u{301}"), (2, "Ørsted", true, nil), (3, "Gone", false, "x"),
         ])
         #expect(runCLI(["import", file], db: db).status == 0)
-        #expect(runCLI(["import", "--prune", try HubSupport.landmarkFile([(1, "Zoë's “Lake” 🌋", true, "Line one"), (2, "Ørsted", true, nil)])],
-                       db: db).status == 0)  // 3 becomes a tombstone
+        #expect(
+            runCLI(
+                ["import", "--prune", try HubSupport.landmarkFile([(1, "Zoë's “Lake” 🌋", true, "Line one"), (2, "Ørsted", true, nil)])],
+                db: db
+            ).status == 0)  // 3 becomes a tombstone
         for (user, page) in [("zoë", 0), ("用户", 1), ("🙂 emoji", 1), ("plain", 0)] {
             #expect(runCLI(["position", "set", "--user", user, "--page", String(page)], db: db).status == 0)
         }
@@ -232,14 +243,21 @@ struct HubTests {
         // Rows written straight into the hub, digested in Swift from the same values.
         let (_, other) = try HubSupport.makeHub(server)
         let direct = try HubConnection(conninfo: server.uri(database: other), name: other, limits: HubLimits(options: SyncOptions()))
-        let rows = [PositionRecord(user: "é\u{301}x", page: 2, landmark: nil, stamp: HLCStamp(wallMilliseconds: 1, counter: 0, node: "n-a"), deleted: false),
-                    PositionRecord(user: "日本", page: 0, landmark: -7, stamp: HLCStamp(wallMilliseconds: testNow, counter: 4_294_967_295, node: "n.b_c-d"), deleted: true),
-                    PositionRecord(user: "tab\tand|bar", page: 9, landmark: 1001, stamp: HLCStamp(wallMilliseconds: 0, counter: 3, node: "Z"), deleted: false)]
+        let rows = [
+            PositionRecord(user: "é\u{301}x", page: 2, landmark: nil, stamp: HLCStamp(wallMilliseconds: 1, counter: 0, node: "n-a"), deleted: false),
+            PositionRecord(
+                user: "日本", page: 0, landmark: -7, stamp: HLCStamp(wallMilliseconds: testNow, counter: 4_294_967_295, node: "n.b_c-d"), deleted: true),
+            PositionRecord(
+                user: "tab\tand|bar", page: 9, landmark: 1001, stamp: HLCStamp(wallMilliseconds: 0, counter: 3, node: "Z"), deleted: false),
+        ]
         var expected = StateDigest()
         for row in rows {
-            try direct.pg.execute(sql: "INSERT INTO positions VALUES ($1, $2, $3, $4, $5, $6, $7, nextval('hub_change_seq'))",
-                                  [.text(row.user), .integer(row.page), row.landmark.map(PGValue.integer), .integer(row.stamp.wallMilliseconds),
-                                   .integer(row.stamp.counter), .text(row.stamp.node), .boolean(row.deleted)])
+            try direct.pg.execute(
+                sql: "INSERT INTO positions VALUES ($1, $2, $3, $4, $5, $6, $7, nextval('hub_change_seq'))",
+                [
+                    .text(row.user), .integer(row.page), row.landmark.map(PGValue.integer), .integer(row.stamp.wallMilliseconds),
+                    .integer(row.stamp.counter), .text(row.stamp.node), .boolean(row.deleted),
+                ])
             expected.add(StateDigest.positionText(row))
         }
         #expect(try direct.digest() == expected)
@@ -263,8 +281,9 @@ struct HubTests {
         #expect(runCLI(["migrate", "--hub", uri], db: db).stdout == first.stdout)
         #expect(runCLI(["migrate", "--hub", "/tmp/a.json"], db: db).status == 64)
         let noRemote = runCLI(["migrate", "--hub", "myhub"], db: db)
-        #expect(noRemote.status == 64 && noRemote.stderr.contains("no remote is named 'myhub' (there is no database at \(db) to hold remotes)"),
-                "\(noRemote.stderr)")
+        #expect(
+            noRemote.status == 64 && noRemote.stderr.contains("no remote is named 'myhub' (there is no database at \(db) to hold remotes)"),
+            "\(noRemote.stderr)")
         #expect(runCLI(["migrate", "--hub", uri, "--status"], db: db).status == 64)
         // An edge then syncs against the schema made for it.
         let edge = try seededEdge()
@@ -274,7 +293,8 @@ struct HubTests {
     @Test("two edges converge through the hub; a later write wins on both sides; an older one never replaces it")
     func convergence() throws {
         let (uri, name) = try HubSupport.makeHub(server)
-        let a = try seededEdge(), b = Support.temporaryDatabase()
+        let a = try seededEdge()
+        let b = Support.temporaryDatabase()
         #expect(runCLI(["position", "set", "--user", "ann", "--page", "1"], db: a).status == 0)
         let first = sync(a, uri)
         #expect(first.status == 0 && first.stdout.contains(#""positionsSeen":0"#), "\(first.stdout)")  // its own rows are not read back
@@ -291,7 +311,8 @@ struct HubTests {
         #expect(runCLI(["position", "get", "--user", "ann"], db: a).stdout.contains("page 3"))
         // An old delivery (a snapshot stamped in 2020) does not replace the hub's newer row.
         let c = Support.temporaryDatabase()
-        #expect(runCLI(["sync", try writeTemporary(snapshot(positions: [positionRow("ann", page: 0, at: "2020-01-01T00:00:00Z")]))], db: c).status == 0)
+        #expect(
+            runCLI(["sync", try writeTemporary(snapshot(positions: [positionRow("ann", page: 0, at: "2020-01-01T00:00:00Z")]))], db: c).status == 0)
         #expect(sync(c, uri).status == 0)
         #expect(try HubSupport.hubPositions(server, name).first?.hasPrefix("ann|3|") == true)
         for edge in [a, b, c] {
@@ -310,12 +331,13 @@ struct HubTests {
         let (uri, name) = try HubSupport.makeHub(server)
         #expect(sync(try seededEdge(), uri).status == 0)
         let hub = try HubSupport.connect(server, name)
-        try hub.execute(sql: """
-            INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq)
-            SELECT 'u-' || lpad(n::text, 6, '0'), n % 7, NULL, (extract(epoch FROM now()) * 1000)::bigint - 60000, n % 3, 'n-bulk',
-                   n % 11 = 0, nextval('hub_change_seq')
-            FROM (SELECT n FROM generate_series(1, 60001) AS n ORDER BY md5(n::text)) AS shuffled
-            """)
+        try hub.execute(
+            sql: """
+                INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq)
+                SELECT 'u-' || lpad(n::text, 6, '0'), n % 7, NULL, (extract(epoch FROM now()) * 1000)::bigint - 60000, n % 3, 'n-bulk',
+                       n % 11 = 0, nextval('hub_change_seq')
+                FROM (SELECT n FROM generate_series(1, 60001) AS n ORDER BY md5(n::text)) AS shuffled
+                """)
         let b = Support.temporaryDatabase()
         let pulled = sync(b, uri)
         #expect(pulled.status == 0 && pulled.stdout.contains(#""positionsApplied":60001"#), "\(pulled.stdout)")
@@ -347,8 +369,9 @@ struct HubTests {
         #expect(pushed.stderr.hasSuffix("\r\u{1B}[K"))
         let pulled = ProgressTests.run(["sync", uri], db: Support.temporaryDatabase(), terminal: true)
         #expect(pulled.status == 0)
-        #expect(pulled.stderr.components(separatedBy: "\r\u{1B}[K").contains { $0.hasPrefix("merging ") && $0.contains("10,000 records") },
-                "\(pulled.stderr)")
+        #expect(
+            pulled.stderr.components(separatedBy: "\r\u{1B}[K").contains { $0.hasPrefix("merging ") && $0.contains("10,000 records") },
+            "\(pulled.stderr)")
     }
 
     /// Regression: landmarks were fetched 2,000 at a time whatever their size; 5,000 bodies of 60 KB
@@ -365,8 +388,10 @@ struct HubTests {
         #expect(HubPullFeed.nextLandmarkBatch(huge) == 1)
         // The stream asks for those sizes: after the first 2, rows of 1 MiB and a digit come 3 a batch.
         var sizes: [Int] = []
-        try pg.forEachBatch(sql: "SELECT n, repeat('x', 1 << 20) FROM generate_series(1, 10) AS n", batch: 2,
-                            nextBatch: HubPullFeed.nextLandmarkBatch) { sizes.append($0.rowCount) }
+        try pg.forEachBatch(
+            sql: "SELECT n, repeat('x', 1 << 20) FROM generate_series(1, 10) AS n", batch: 2,
+            nextBatch: HubPullFeed.nextLandmarkBatch
+        ) { sizes.append($0.rowCount) }
         #expect(sizes == [2, 3, 3, 2])
     }
 
@@ -374,13 +399,23 @@ struct HubTests {
     func ties() throws {
         let (uri, name) = try HubSupport.makeHub(server)
         let at = "2026-11-30T00:00:00Z"
-        let one = try writeTemporary(snapshot(landmarks: [landmarkRow(7, name: "Alpha", at: at), landmarkRow(8, name: "Zed", at: at)],
-                                              positions: [positionRow("t1", page: 1, landmark: 7, at: at), positionRow("t2", page: 2, at: at),
-                                                          positionRow("t3", page: 5, at: at)]))
-        let two = try writeTemporary(snapshot(landmarks: [landmarkRow(7, name: "Beta", at: at), landmarkRow(8, name: "Zed", at: at, deleted: true)],
-                                              positions: [positionRow("t1", page: 1, landmark: 9, at: at), positionRow("t2", page: 2, landmark: 1, at: at),
-                                                          positionRow("t3", page: 0, at: at, deleted: true)]))
-        let x = Support.temporaryDatabase(), y = Support.temporaryDatabase(), reference = Support.temporaryDatabase()
+        let one = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(7, name: "Alpha", at: at), landmarkRow(8, name: "Zed", at: at)],
+                positions: [
+                    positionRow("t1", page: 1, landmark: 7, at: at), positionRow("t2", page: 2, at: at),
+                    positionRow("t3", page: 5, at: at),
+                ]))
+        let two = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(7, name: "Beta", at: at), landmarkRow(8, name: "Zed", at: at, deleted: true)],
+                positions: [
+                    positionRow("t1", page: 1, landmark: 9, at: at), positionRow("t2", page: 2, landmark: 1, at: at),
+                    positionRow("t3", page: 0, at: at, deleted: true),
+                ]))
+        let x = Support.temporaryDatabase()
+        let y = Support.temporaryDatabase()
+        let reference = Support.temporaryDatabase()
         #expect(runCLI(["sync", one], db: x).status == 0)
         #expect(runCLI(["sync", two], db: y).status == 0)
         #expect(runCLI(["sync", two, one], db: reference).status == 0)
@@ -404,7 +439,8 @@ struct HubTests {
     @Test("echo suppression: rows just pulled are not pushed back, and a sync with nothing new writes nothing on the hub")
     func echoSuppression() throws {
         let (uri, name) = try HubSupport.makeHub(server)
-        let a = try seededEdge(), b = Support.temporaryDatabase()
+        let a = try seededEdge()
+        let b = Support.temporaryDatabase()
         #expect(sync(a, uri).status == 0)
         let sequence = try HubSupport.scalar(server, name, "SELECT last_value FROM hub_change_seq")
         #expect(sync(b, uri).status == 0)
@@ -465,7 +501,8 @@ struct HubTests {
     @Test("a hub restored from a backup, then pushed to by another edge, is found at the next sync: one warning, nothing lost, all converge")
     func restoredThenPushed() throws {
         let (uri, name) = try HubSupport.makeHub(server)
-        let a = try seededEdge(), b = Support.temporaryDatabase()
+        let a = try seededEdge()
+        let b = Support.temporaryDatabase()
         #expect(sync(a, uri).status == 0)
         #expect(sync(b, uri).status == 0)
         let restore = try backup(name)
@@ -482,7 +519,8 @@ struct HubTests {
         #expect(found.stderr.components(separatedBy: "no longer holds the history").count == 2, "\(found.stderr)")
         #expect(found.stderr.contains(name), "the warning names the hub: \(found.stderr)")
         #expect(sync(b, uri).status == 0)
-        #expect(try HubSupport.hubPositions(server, name).map { $0.split(separator: "|").prefix(2).joined(separator: "|") }
+        #expect(
+            try HubSupport.hubPositions(server, name).map { $0.split(separator: "|").prefix(2).joined(separator: "|") }
                 == ["ann|1", "bob|2", "cy|2", "dee|2"])
         try converged([a, b], name)
         // Once converged, nothing warns again.
@@ -543,26 +581,40 @@ struct HubTests {
 
     static let badRows: [(String, String)] = [
         ("INSERT INTO positions VALUES ('u', 1, NULL, 1, 0, 'bad node!', false, nextval('hub_change_seq'))", "is not valid"),
-        ("INSERT INTO positions VALUES (E'e\\u0301', 1, NULL, 1, 0, 'n-x', false, nextval('hub_change_seq'))",
-         #"user "e\u{301}" is not valid: its user id is not in NFC"#),
+        (
+            "INSERT INTO positions VALUES (E'e\\u0301', 1, NULL, 1, 0, 'n-x', false, nextval('hub_change_seq'))",
+            #"user "e\u{301}" is not valid: its user id is not in NFC"#
+        ),
         // Regression: a stamp no RFC 3339 timestamp names was merged, then trapped export (Int64 overflow).
-        ("INSERT INTO positions VALUES ('u', 1, NULL, -9223372036854775808, 0, 'n-x', false, nextval('hub_change_seq'))",
-         "user \"u\" is not valid: its stamp is not valid"),
-        ("INSERT INTO landmarks VALUES (9, '{\"id\": 9, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 253402300800000, 0, 'n-x', false, nextval('hub_change_seq'))",
-         "invalid stamp"),
+        (
+            "INSERT INTO positions VALUES ('u', 1, NULL, -9223372036854775808, 0, 'n-x', false, nextval('hub_change_seq'))",
+            "user \"u\" is not valid: its stamp is not valid"
+        ),
+        (
+            "INSERT INTO landmarks VALUES (9, '{\"id\": 9, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 253402300800000, 0, 'n-x', false, nextval('hub_change_seq'))",
+            "invalid stamp"
+        ),
         ("INSERT INTO landmarks VALUES (5, '{\"id\": 5, \"name\": ', 1, 0, 'n-x', false, nextval('hub_change_seq'))", "not valid JSON"),
         // Regressions: bodies were read joined into one array, so a body of two objects trapped (132) and
         // two broken bodies that join into valid JSON were merged as one landmark, losing the other (0).
-        ("UPDATE landmarks SET body = body || ',' || body, seq = nextval('hub_change_seq') WHERE id = 1001",
-         "the hub's landmark 1001 has a body that is not valid JSON"),
-        ("""
-         UPDATE landmarks SET body = CASE id WHEN 1015 THEN left(body, length(body) - 1) || ',"x":"' ELSE '"}' END,
-             seq = nextval('hub_change_seq') WHERE id IN (1015, 1016)
-         """, "the hub's landmark 1015 has a body that is not valid JSON"),
-        ("INSERT INTO landmarks VALUES (6, '{\"id\": 7, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
-         "another id"),
-        ("INSERT INTO landmarks VALUES (8, '{\"id\": 8, \"name\": \"\", \"coordinates\": {\"latitude\": 91, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
-         "a landmark body on the hub"),
+        (
+            "UPDATE landmarks SET body = body || ',' || body, seq = nextval('hub_change_seq') WHERE id = 1001",
+            "the hub's landmark 1001 has a body that is not valid JSON"
+        ),
+        (
+            """
+            UPDATE landmarks SET body = CASE id WHEN 1015 THEN left(body, length(body) - 1) || ',"x":"' ELSE '"}' END,
+                seq = nextval('hub_change_seq') WHERE id IN (1015, 1016)
+            """, "the hub's landmark 1015 has a body that is not valid JSON"
+        ),
+        (
+            "INSERT INTO landmarks VALUES (6, '{\"id\": 7, \"name\": \"x\", \"coordinates\": {\"latitude\": 1, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
+            "another id"
+        ),
+        (
+            "INSERT INTO landmarks VALUES (8, '{\"id\": 8, \"name\": \"\", \"coordinates\": {\"latitude\": 91, \"longitude\": 2}}', 1, 0, 'n-x', false, nextval('hub_change_seq'))",
+            "a landmark body on the hub"
+        ),
     ]
 
     @Test("a row on the hub that is not valid fails the pull (65) and nothing from the hub is merged", arguments: badRows)
@@ -600,7 +652,8 @@ struct HubTests {
     @Test("a hub that stops answering mid-sync (a statement that never returns) is 69 within --timeout; the edge is unchanged")
     func hungStatement() throws {
         let (uri, name) = try HubSupport.makeHub(server)
-        let a = try seededEdge(), b = Support.temporaryDatabase()
+        let a = try seededEdge()
+        let b = Support.temporaryDatabase()
         #expect(sync(a, uri).status == 0)
         let holder = try HubSupport.connect(server, name)
         try holder.execute(sql: "BEGIN")
@@ -659,8 +712,11 @@ struct HubTests {
         #expect(outputs.allSatisfy { $0.status == 0 }, "\(outputs.map(\.stderr))")
         #expect(outputs[3].stdout.contains("the same as here"), "\(outputs[3].stdout)")
         // The remote's name beside the URL: in the source and hub lines, and as "remote" in JSON (issue 17).
-        #expect(outputs[3].stdout.contains("source:      hub (postgres") && outputs[3].stdout.contains("hub:         hub (postgres"), "\(outputs[3].stdout)")
-        #expect(outputs[2].stdout.contains(#""remote":"hub","source":"postgres"#) && outputs[4].stdout.contains(#""remote":"hub","source":"postgres"#))
+        #expect(
+            outputs[3].stdout.contains("source:      hub (postgres") && outputs[3].stdout.contains("hub:         hub (postgres"),
+            "\(outputs[3].stdout)")
+        #expect(
+            outputs[2].stdout.contains(#""remote":"hub","source":"postgres"#) && outputs[4].stdout.contains(#""remote":"hub","source":"postgres"#))
         let wrong = runCLI(["sync", server.uri(database: hub, user: PostgresServer.passwordRole, password: secret + "x")], db: db)
         #expect(wrong.status == 69 && wrong.stderr.contains(".pgpass"), "\(wrong.stderr)")
         outputs.append(wrong)

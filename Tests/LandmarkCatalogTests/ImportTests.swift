@@ -1,8 +1,9 @@
 import CatalogCLI
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 @Suite("Import")
 struct ImportTests {
@@ -27,7 +28,10 @@ struct ImportTests {
         let clockBefore = try Connection(path: db).scalarInt(sql: "SELECT counter + wall_ms FROM hlc_clock")
         let again = runCLI(["import", "--json", Support.fixture("valid.json")], db: db)
         #expect(again.status == 0)
-        #expect(again.stdout == #"{"dryRun":false,"file":"\#(Support.fixture("valid.json"))","inserted":0,"pruned":0,"records":5,"unchanged":5,"updated":0,"warnings":0}"# + "\n")
+        #expect(
+            again.stdout
+                == #"{"dryRun":false,"file":"\#(Support.fixture("valid.json"))","inserted":0,"pruned":0,"records":5,"unchanged":5,"updated":0,"warnings":0}"#
+                + "\n")
         #expect(try dumpLandmarks(db) == before)
         // Not even the clock moved: an unchanged import writes nothing at all.
         #expect(try Connection(path: db).scalarInt(sql: "SELECT counter + wall_ms FROM hlc_clock") == clockBefore)
@@ -101,12 +105,14 @@ struct ImportTests {
         var testDescription: String { file }
     }
 
-    @Test("Apple's quirks import with a warning naming line and column, and fail with --strict", arguments: [
-        Quirk(file: "trailing-comma.json", warning: "trailing-comma.json:48:", featured: [1001, 1003]),
-        Quirk(file: "isfavourite.json", warning: "'isFavourite' is read as 'isFavorite'", featured: [1001, 1003]),
-        Quirk(file: "legacy-no-featured.json", warning: "category \"Featured\" is read as featured", featured: [1002]),
-        Quirk(file: "unknown-keys-crlf.json", warning: "unknown key 'url' is kept", featured: [1001, 1003]),
-    ])
+    @Test(
+        "Apple's quirks import with a warning naming line and column, and fail with --strict",
+        arguments: [
+            Quirk(file: "trailing-comma.json", warning: "trailing-comma.json:48:", featured: [1001, 1003]),
+            Quirk(file: "isfavourite.json", warning: "'isFavourite' is read as 'isFavorite'", featured: [1001, 1003]),
+            Quirk(file: "legacy-no-featured.json", warning: "category \"Featured\" is read as featured", featured: [1002]),
+            Quirk(file: "unknown-keys-crlf.json", warning: "unknown key 'url' is kept", featured: [1001, 1003]),
+        ])
     func quirks(_ quirk: Quirk) throws {
         let db = Support.temporaryDatabase()
         let lenient = runCLI(["import", Support.fixture(quirk.file)], db: db)
@@ -120,7 +126,8 @@ struct ImportTests {
         #expect(strict.status == 65)
         #expect(strict.stderr.contains("catalog: error: "))
         // Regression (a user test): "error: unknown key 'url' is kept as it is … (--strict)" said both.
-        #expect(quirk.file == "trailing-comma.json"  // a syntax error under --strict, from the JSON reader
+        #expect(
+            quirk.file == "trailing-comma.json"  // a syntax error under --strict, from the JSON reader
                 || strict.stderr.contains("catalog: error: refused by --strict (without it, a warning: "), "\(strict.stderr)")
         #expect(strict.stderr.contains("nothing was imported"))
         #expect(try dumpLandmarks(strictDB).isEmpty)
@@ -157,17 +164,20 @@ struct ImportTests {
         var testDescription: String { file }
     }
 
-    @Test("bad input: its exit status, a message naming where, and nothing written", arguments: [
-        BadInput(file: "truncated.json", status: 65, mentions: ["truncated.json:"]),
-        BadInput(file: "string-id.json", status: 65, mentions: ["string-id.json:", "record 2", "field id", "the string \"1003\""]),
-        BadInput(file: "latitude-91.json", status: 65, mentions: ["latitude 91 is outside −90…90", "record 1 (id 1002)", "field coordinates.latitude"]),
-        BadInput(file: "nan.json", status: 65, mentions: ["nan.json:13:19", "expected a value, found 'N'"]),
-        BadInput(file: "empty-name.json", status: 65, mentions: ["name must not be empty", "record 3 (id 1004)", "field name"]),
-        BadInput(file: "invalid-utf8.json", status: 65, mentions: ["invalid-utf8.json:", "UTF-8"]),
-        BadInput(file: "duplicate-id.json", status: 65, mentions: ["duplicate id 1002", "record 1 (\"Old Faithful\")", "record 3 (\"Denali\")"]),
-        BadInput(file: "no-such-file.json", status: 66, mentions: ["cannot open", "no-such-file.json", "No such file"]),
-        BadInput(file: "", status: 66, mentions: ["is a directory"]),
-    ])
+    @Test(
+        "bad input: its exit status, a message naming where, and nothing written",
+        arguments: [
+            BadInput(file: "truncated.json", status: 65, mentions: ["truncated.json:"]),
+            BadInput(file: "string-id.json", status: 65, mentions: ["string-id.json:", "record 2", "field id", "the string \"1003\""]),
+            BadInput(
+                file: "latitude-91.json", status: 65, mentions: ["latitude 91 is outside −90…90", "record 1 (id 1002)", "field coordinates.latitude"]),
+            BadInput(file: "nan.json", status: 65, mentions: ["nan.json:13:19", "expected a value, found 'N'"]),
+            BadInput(file: "empty-name.json", status: 65, mentions: ["name must not be empty", "record 3 (id 1004)", "field name"]),
+            BadInput(file: "invalid-utf8.json", status: 65, mentions: ["invalid-utf8.json:", "UTF-8"]),
+            BadInput(file: "duplicate-id.json", status: 65, mentions: ["duplicate id 1002", "record 1 (\"Old Faithful\")", "record 3 (\"Denali\")"]),
+            BadInput(file: "no-such-file.json", status: 66, mentions: ["cannot open", "no-such-file.json", "No such file"]),
+            BadInput(file: "", status: 66, mentions: ["is a directory"]),
+        ])
     func badInput(_ bad: BadInput) throws {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", Support.fixture("valid-one-featured.json")], db: db).status == 0)

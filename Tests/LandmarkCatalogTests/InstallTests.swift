@@ -60,10 +60,12 @@ struct InstallTests {
             #expect((attributes[.posixPermissions] as? Int) == (path == "bin/catalog" ? 0o755 : 0o644), "\(path)")
         }
         #expect(try Data(contentsOf: prefix.appending(path: "bin/catalog")) == Data(contentsOf: Support.catalogBinary))
-        #expect(try String(contentsOf: prefix.appending(path: "share/bash-completion/completions/catalog"), encoding: .utf8)
-            == runCLI(["completions", "bash"]).stdout)
-        let version = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["-i", "PATH=\(prefix.path)/bin:/usr/bin:/bin", "catalog", "--version"],
-                                     in: URL(fileURLWithPath: "/"))
+        #expect(
+            try String(contentsOf: prefix.appending(path: "share/bash-completion/completions/catalog"), encoding: .utf8)
+                == runCLI(["completions", "bash"]).stdout)
+        let version = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["-i", "PATH=\(prefix.path)/bin:/usr/bin:/bin", "catalog", "--version"],
+            in: URL(fileURLWithPath: "/"))
         #expect(version.status == 0)
         #expect(version.stdout == "catalog 0.2.0\n")
         #expect(version.stderr == "")
@@ -79,15 +81,19 @@ struct InstallTests {
         let sandbox = Support.temporaryDirectory()
         var words: [String] = []
         for word in command.split(separator: " ").map(String.init) {
-            guard word.hasPrefix("/") else { words.append(word); continue }
+            guard word.hasPrefix("/") else {
+                words.append(word)
+                continue
+            }
             let moved = sandbox.path + word
             try FileManager.default.createDirectory(atPath: (moved as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             words.append(moved)
         }
         #expect(words.first == "catalog")
         let cronPath = path.replacingOccurrences(of: "/usr/local", with: prefix.path)
-        let run = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["-i", "PATH=\(cronPath)", "/bin/sh", "-c", words.joined(separator: " ")],
-                                 in: URL(fileURLWithPath: "/"))
+        let run = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["-i", "PATH=\(cronPath)", "/bin/sh", "-c", words.joined(separator: " ")],
+            in: URL(fileURLWithPath: "/"))
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout == "" && run.stderr == "")
         let published = try #require(words.firstIndex(of: "--publish").map { words[$0 + 1] })
@@ -100,7 +106,8 @@ struct InstallTests {
         #expect(status.stdout.contains(#""outcome":"ok""#))
         // Without the documented PATH line, cron's default PATH does not find catalog: why the line is there.
         if !FileManager.default.fileExists(atPath: "/usr/bin/catalog") && !FileManager.default.fileExists(atPath: "/bin/catalog") {
-            let bare = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", words.joined(separator: " ")])
+            let bare = try runProcess(
+                URL(fileURLWithPath: "/usr/bin/env"), ["-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", words.joined(separator: " ")])
             #expect(bare.status == 127)
         }
     }
@@ -110,8 +117,9 @@ struct InstallTests {
         let prefix = try Self.installedPrefix()
         let page = prefix.appending(path: "share/man/man1/catalog.1").path
         if let man = Tools.path("man") {
-            let rendered = try runProcess(URL(fileURLWithPath: man), ["--warnings", "-l", page],
-                                          environment: ["PATH": "/usr/bin:/bin", "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80"])
+            let rendered = try runProcess(
+                URL(fileURLWithPath: man), ["--warnings", "-l", page],
+                environment: ["PATH": "/usr/bin:/bin", "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80"])
             #expect(rendered.status == 0)
             #expect(rendered.stderr == "")
             #expect(rendered.stdout.contains("EXIT STATUS"))
@@ -125,16 +133,22 @@ struct InstallTests {
         #expect(try bashCompletions("catalog sync --pub", script: bash) == ["--publish"])
         if let zsh = Tools.path("zsh") {
             let dump = Support.temporaryDirectory().appending(path: "zcompdump").path
-            let loaded = try runProcess(URL(fileURLWithPath: zsh), ["-f", "-c", """
-                fpath=('\(prefix.path)/share/zsh/site-functions' $fpath); autoload -Uz compinit && compinit -u -d '\(dump)' && print -r -- $_comps[catalog]
-                """])
+            let loaded = try runProcess(
+                URL(fileURLWithPath: zsh),
+                [
+                    "-f", "-c",
+                    """
+                    fpath=('\(prefix.path)/share/zsh/site-functions' $fpath); autoload -Uz compinit && compinit -u -d '\(dump)' && print -r -- $_comps[catalog]
+                    """,
+                ])
             #expect(loaded.status == 0 && loaded.stderr == "")
             #expect(loaded.stdout == "_catalog\n")
         }
         if let fish = Tools.path("fish") {
             let script = prefix.appending(path: "share/fish/vendor_completions.d/catalog.fish").path
-            let completed = try runProcess(URL(fileURLWithPath: fish), ["--no-config", "-c", "source '\(script)'; and complete -C'catalog imp'"],
-                                           environment: Tools.environment())
+            let completed = try runProcess(
+                URL(fileURLWithPath: fish), ["--no-config", "-c", "source '\(script)'; and complete -C'catalog imp'"],
+                environment: Tools.environment())
             #expect(completed.status == 0 && completed.stderr == "")
             #expect(completed.stdout.hasPrefix("import\t"))
         }

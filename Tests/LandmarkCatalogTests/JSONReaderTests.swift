@@ -5,9 +5,9 @@ import Testing
 @testable import LandmarkCatalogSync
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // MARK: - Helpers shared by the JSON reader tests (also used by JSONTestSuiteInteropTests.swift)
@@ -121,9 +121,10 @@ enum JSONTestSupport {
         switch value {
         case .array(let elements): return .array(elements.map(withoutPositions))
         case .object(let members):
-            return .object(members.map {
-                JSONMember(key: $0.key, value: withoutPositions($0.value), position: SourcePosition(line: 0, column: 0, offset: 0))
-            })
+            return .object(
+                members.map {
+                    JSONMember(key: $0.key, value: withoutPositions($0.value), position: SourcePosition(line: 0, column: 0, offset: 0))
+                })
         default: return value
         }
     }
@@ -145,7 +146,8 @@ enum JSONTestSupport {
     /// The names of the `*.json` files in a directory, sorted; none when it is `nil`.
     static func jsonFiles(in directory: URL?) -> [String] {
         guard let directory,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
+            let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path)
+        else { return [] }
         return names.filter { $0.hasSuffix(".json") }.sorted()
     }
 
@@ -287,10 +289,14 @@ struct JSONReaderErrorTests {
         Case(text: "[tru]", message: "invalid literal, expected 'true', found ']'", position: "1:5"),
         Case(text: "[nul", message: "invalid literal, expected 'null', found end of input", position: "1:5"),
         Case(text: "[True]", message: "expected a value, found 'T'", position: "1:2"),
-        Case(text: "[\"a\\qb\"]", message: "invalid escape in string, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX, found 'q' after '\\'", position: "1:5"),
+        Case(
+            text: "[\"a\\qb\"]", message: "invalid escape in string, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX, found 'q' after '\\'",
+            position: "1:5"),
         Case(text: "[\"\\u12G4\"]", message: "expected 4 hex digits after \\u, found 'G'", position: "1:7"),
         Case(text: "[\"abc", message: "unterminated string (it starts at 1:2), found end of input", position: "1:6"),
-        Case(text: "[\"a\tb\"]", message: "unescaped control character U+0009 in string (RFC 8259 requires an escape such as \\u0009)", position: "1:4"),
+        Case(
+            text: "[\"a\tb\"]", message: "unescaped control character U+0009 in string (RFC 8259 requires an escape such as \\u0009)", position: "1:4"
+        ),
         Case(text: "[\u{0C}1]", message: "expected a value, found control character U+000C", position: "1:2"),
         Case(text: "[é]", message: "expected a value, found 'é' (U+00E9)", position: "1:2"),
         Case(text: "\u{FEFF}\u{FEFF}1", message: "expected a value, found '\u{FEFF}' (U+FEFF)", position: "1:1"),
@@ -323,7 +329,10 @@ struct JSONReaderErrorTests {
         #expect(try reader.peekKind() == .string)
         #expect(try reader.readString() == "x")
         #expect(try reader.nextElement() == false)
-        #expect(throws: JSONSyntaxError(message: "unexpected data after the end of the JSON text, found '2'", position: SourcePosition(line: 1, column: 10, offset: 9))) {
+        #expect(
+            throws: JSONSyntaxError(
+                message: "unexpected data after the end of the JSON text, found '2'", position: SourcePosition(line: 1, column: 10, offset: 9))
+        ) {
             try reader.readValue()
         }
     }
@@ -369,7 +378,8 @@ struct JSONReaderEncodingTests {
         #expect(error.position.offset == text.utf8.count - 1)
     }
 
-    @Test("lenient mode still refuses empty slots and doubled commas", arguments: ["[1,,]", "[,]", "{,}", "{\"a\":1,,}", "[1,", "[,1]", "{\"a\":0,,}"])
+    @Test(
+        "lenient mode still refuses empty slots and doubled commas", arguments: ["[1,,]", "[,]", "{,}", "{\"a\":1,,}", "[1,", "[,1]", "{\"a\":0,,}"])
     func lenientStillRefuses(_ text: String) {
         #expect(JSONTestSupport.syntaxError(text, JSONTestSupport.lenient) != nil)
     }
@@ -387,11 +397,13 @@ struct JSONReaderEncodingTests {
         #expect(JSONTestSupport.syntaxError([0xEF, 0xBB, 0x7B, 0x7D])?.message == "expected a value, found invalid UTF-8 byte 0xEF")
     }
 
-    @Test("UTF-16 and UTF-32 input is refused", arguments: [
-        [0xFF, 0xFE, 0x5B, 0x00, 0x5D, 0x00], [0xFE, 0xFF, 0x00, 0x5B, 0x00, 0x5D],
-        [0x00, 0x5B, 0x00, 0x5D], [0x5B, 0x00, 0x5D, 0x00], [0x31, 0x00],
-        [0x00, 0x00, 0xFE, 0xFF, 0x00, 0x00, 0x00, 0x31], [0xFF, 0xFE, 0x00, 0x00, 0x31, 0x00, 0x00, 0x00],
-    ] as [[UInt8]])
+    @Test(
+        "UTF-16 and UTF-32 input is refused",
+        arguments: [
+            [0xFF, 0xFE, 0x5B, 0x00, 0x5D, 0x00], [0xFE, 0xFF, 0x00, 0x5B, 0x00, 0x5D],
+            [0x00, 0x5B, 0x00, 0x5D], [0x5B, 0x00, 0x5D, 0x00], [0x31, 0x00],
+            [0x00, 0x00, 0xFE, 0xFF, 0x00, 0x00, 0x00, 0x31], [0xFF, 0xFE, 0x00, 0x00, 0x31, 0x00, 0x00, 0x00],
+        ] as [[UInt8]])
     func utf16Refused(_ bytes: [UInt8]) throws {
         let error = try #require(JSONTestSupport.syntaxError(bytes))
         #expect(error.message.hasPrefix("input is UTF-16 or UTF-32"))
@@ -425,7 +437,7 @@ struct JSONReaderEncodingTests {
         InvalidUTF8(bytes: Array("[\"é".utf8) + [0xE6, 0x97] + Array("\"]".utf8), position: "1:4", offset: 4),  // truncated
         InvalidUTF8(bytes: Array("[\"".utf8) + [0x80] + Array("\"]".utf8), position: "1:3", offset: 2),  // lone continuation
         InvalidUTF8(bytes: Array("[\"".utf8) + [0xF8, 0x88, 0x80, 0x80, 0x80] + Array("\"]".utf8), position: "1:3", offset: 2),
-        InvalidUTF8(bytes: Array("[\"€\",\n \"😀".utf8) + [0xF0, 0x9F, 0x98] , position: "2:4", offset: 14),  // cut by the end
+        InvalidUTF8(bytes: Array("[\"€\",\n \"😀".utf8) + [0xF0, 0x9F, 0x98], position: "2:4", offset: 14),  // cut by the end
         InvalidUTF8(bytes: Array("{\"".utf8) + [0xE9] + Array("\":1}".utf8), position: "1:3", offset: 2),  // Latin-1 key
         InvalidUTF8(bytes: [0x5B, 0xFF, 0x5D], position: "1:2", offset: 1),  // outside a string
     ]
@@ -442,19 +454,24 @@ struct JSONReaderEncodingTests {
 
     @Test("escapes decode, surrogate pairs join, NUL is kept")
     func escapes() throws {
-        let value = try JSONTestSupport.value(#"["\"\\\/\b\f\n\r\t", "\u0041\u00e9\u20AC\uD83D\uDE00\ud834\udd1e", "a\u0000b", "\uFFFF\uDBFF\uDFFF"]"#)
-        #expect(value == .array([
-            .string("\"\\/\u{8}\u{C}\n\r\t"),
-            .string("Aé€😀𝄞"),
-            .string("a\u{0}b"),
-            .string("\u{FFFF}\u{10FFFF}"),
-        ]))
+        let value = try JSONTestSupport.value(
+            #"["\"\\\/\b\f\n\r\t", "\u0041\u00e9\u20AC\uD83D\uDE00\ud834\udd1e", "a\u0000b", "\uFFFF\uDBFF\uDFFF"]"#)
+        #expect(
+            value
+                == .array([
+                    .string("\"\\/\u{8}\u{C}\n\r\t"),
+                    .string("Aé€😀𝄞"),
+                    .string("a\u{0}b"),
+                    .string("\u{FFFF}\u{10FFFF}"),
+                ]))
     }
 
-    @Test("a lone or reversed surrogate escape is an error at its backslash", arguments: [
-        #"["\uD800"]"#, #"["\uD800x"]"#, #"["\uDC00"]"#, #"["\uD800\u0041"]"#, #"["\uDE00\uD83D"]"#,
-        #"["\uD800\n"]"#, #"["\uD800\uD800"]"#, #"["\uD800\"#,
-    ])
+    @Test(
+        "a lone or reversed surrogate escape is an error at its backslash",
+        arguments: [
+            #"["\uD800"]"#, #"["\uD800x"]"#, #"["\uDC00"]"#, #"["\uD800\u0041"]"#, #"["\uDE00\uD83D"]"#,
+            #"["\uD800\n"]"#, #"["\uD800\uD800"]"#, #"["\uD800\"#,
+        ])
     func loneSurrogates(_ text: String) throws {
         let error = try #require(JSONTestSupport.syntaxError(text))
         #expect(error.message.hasPrefix("lone surrogate"))
@@ -531,12 +548,14 @@ struct JSONReaderNumberTests {
         #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
     }
 
-    @Test("the number grammar of RFC 8259 §6", arguments: [
-        ("0", true), ("-0", true), ("12", true), ("-12.5e-3", true), ("1E9", true), ("0.0", true), ("0e0", true),
-        ("1.5E+10", true), ("01", false), ("-01", false), ("+1", false), (".5", false), ("5.", false), ("1e", false),
-        ("1e+", false), ("1.e5", false), ("-", false), ("--1", false), ("NaN", false), ("Infinity", false),
-        ("0x10", false), ("1_000", false), (" 1", false), ("1 ", false), ("1.5.2", false), ("", false), ("١", false),
-    ] as [(String, Bool)])
+    @Test(
+        "the number grammar of RFC 8259 §6",
+        arguments: [
+            ("0", true), ("-0", true), ("12", true), ("-12.5e-3", true), ("1E9", true), ("0.0", true), ("0e0", true),
+            ("1.5E+10", true), ("01", false), ("-01", false), ("+1", false), (".5", false), ("5.", false), ("1e", false),
+            ("1e+", false), ("1.e5", false), ("-", false), ("--1", false), ("NaN", false), ("Infinity", false),
+            ("0x10", false), ("1_000", false), (" 1", false), ("1 ", false), ("1.5.2", false), ("", false), ("١", false),
+        ] as [(String, Bool)])
     func grammar(_ literal: String, _ valid: Bool) {
         #expect((JSONNumber(literal: literal) != nil) == valid)
         if let number = JSONNumber(literal: literal) { #expect(number.literal == literal) }
@@ -726,7 +745,8 @@ struct JSONReaderValueTests {
     @Test("serialized() is compact, keeps order and duplicates, escapes per RFC 8259")
     func serialized() throws {
         let value = try JSONTestSupport.value(
-            "{ \"b\" : [ 1 , 2.50 , -0 , 1E+2 , true , false , null ] , \"a\" : \"q\\\"b\\\\s\\/\\u0001\\u001f\\b\\f\\n\\r\\t é😀\u{7F}\" , \"b\" : { } }")
+            "{ \"b\" : [ 1 , 2.50 , -0 , 1E+2 , true , false , null ] , \"a\" : \"q\\\"b\\\\s\\/\\u0001\\u001f\\b\\f\\n\\r\\t é😀\u{7F}\" , \"b\" : { } }"
+        )
         #expect(value.serialized() == #"{"b":[1,2.50,-0,1E+2,true,false,null],"a":"q\"b\\s/\u0001\u001f\b\f\n\r\t é😀\#u{7F}","b":{}}"#)
     }
 
@@ -901,7 +921,8 @@ enum JSONTestDocuments {
         return out
     }
 
-    static let mutationBytes: [UInt8] = Array("[]{}\",:\\ \t\n\r0123456789-+.eEtfnulrsaxu/".utf8)
+    static let mutationBytes: [UInt8] =
+        Array("[]{}\",:\\ \t\n\r0123456789-+.eEtfnulrsaxu/".utf8)
         + [0x00, 0x01, 0x0B, 0x0C, 0x1F, 0x7F, 0x80, 0xBF, 0xC0, 0xC3, 0xE2, 0xED, 0xF0, 0xF4, 0xF5, 0xFE, 0xFF]
 
     /// `bytes` with one to three random deletions, insertions or replacements.
@@ -909,7 +930,8 @@ enum JSONTestDocuments {
         var result = bytes
         for _ in 0..<Int.random(in: 1...3, using: &random) {
             let index = Int.random(in: 0...result.count, using: &random)
-            let byte = Bool.random(using: &random)
+            let byte =
+                Bool.random(using: &random)
                 ? mutationBytes.randomElement(using: &random)! : UInt8.random(in: 0...255, using: &random)
             switch Int.random(in: 0..<3, using: &random) {
             case 0 where index < result.count: result.remove(at: index)
@@ -1190,9 +1212,10 @@ struct JSONReaderDifferentialTests {
             (SourcePosition(line: 106, column: 5, offset: 2852), SourcePosition(line: 105, column: 37, offset: 2846)),
     ]
 
-    @Test("landmark fixtures (../shared/fixtures/landmarks)",
-          .enabled(if: landmarks != nil, "../shared/fixtures/landmarks not found"),
-          arguments: JSONTestSupport.jsonFiles(in: landmarks))
+    @Test(
+        "landmark fixtures (../shared/fixtures/landmarks)",
+        .enabled(if: landmarks != nil, "../shared/fixtures/landmarks not found"),
+        arguments: JSONTestSupport.jsonFiles(in: landmarks))
     func landmarkFixture(_ name: String) throws {
         let bytes = try JSONTestSupport.bytes(of: try #require(JSONReaderDifferentialTests.landmarks).appendingPathComponent(name))
         let problems = JSONTestDifferential.problems(bytes)
@@ -1214,8 +1237,9 @@ struct JSONReaderDifferentialTests {
         }
     }
 
-    @Test("the trailing-comma table names files that exist",
-          .enabled(if: landmarks != nil, "../shared/fixtures/landmarks not found"))
+    @Test(
+        "the trailing-comma table names files that exist",
+        .enabled(if: landmarks != nil, "../shared/fixtures/landmarks not found"))
     func trailingCommaTable() {
         let names = Set(JSONTestSupport.jsonFiles(in: JSONReaderDifferentialTests.landmarks))
         #expect(Set(JSONReaderDifferentialTests.trailingCommaFiles.keys).isSubset(of: names))

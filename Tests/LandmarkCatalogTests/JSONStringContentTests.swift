@@ -46,12 +46,14 @@ struct JSONStringContentTests {
         try r.finish()
     }
 
-    @Test("every kind of lone surrogate escape is recoverable; the rest of the string is still decoded", arguments: [
-        (#"["\uD800", 1]"#, "\u{FFFD}"), (#"["\uD800x", 1]"#, "\u{FFFD}x"), (#"["\uDC00", 1]"#, "\u{FFFD}"),
-        (#"["\uD800\u0041", 1]"#, "\u{FFFD}A"), (#"["\uDE00\uD83D", 1]"#, "\u{FFFD}\u{FFFD}"),
-        (#"["\uD800\n", 1]"#, "\u{FFFD}\n"), (#"["\uD800\uD800", 1]"#, "\u{FFFD}\u{FFFD}"),
-        (#"["\uD83D\uDE00\uD800", 1]"#, "😀\u{FFFD}"),
-    ])
+    @Test(
+        "every kind of lone surrogate escape is recoverable; the rest of the string is still decoded",
+        arguments: [
+            (#"["\uD800", 1]"#, "\u{FFFD}"), (#"["\uD800x", 1]"#, "\u{FFFD}x"), (#"["\uDC00", 1]"#, "\u{FFFD}"),
+            (#"["\uD800\u0041", 1]"#, "\u{FFFD}A"), (#"["\uDE00\uD83D", 1]"#, "\u{FFFD}\u{FFFD}"),
+            (#"["\uD800\n", 1]"#, "\u{FFFD}\n"), (#"["\uD800\uD800", 1]"#, "\u{FFFD}\u{FFFD}"),
+            (#"["\uD83D\uDE00\uD800", 1]"#, "😀\u{FFFD}"),
+        ])
     func loneSurrogateKinds(_ testCase: (text: String, repaired: String)) throws {
         let r = Self.reader(testCase.text)
         try r.beginArray()
@@ -96,12 +98,13 @@ struct JSONStringContentTests {
         try r.finish()
     }
 
-    @Test("ill-formed sequences are skipped by their maximal subpart, so a quote that cuts one short ends the string",
-          arguments: [
-              ([0xE2, 0x82], "\u{FFFD}", "0xE2 0x82"), ([0xC0, 0xAF], "\u{FFFD}\u{FFFD}", "0xC0"),
-              ([0xED, 0xA0, 0x80], "\u{FFFD}\u{FFFD}\u{FFFD}", "0xED"), ([0xF4, 0x90, 0x80, 0x80], "\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}", "0xF4"),
-              ([0xF0, 0x9F, 0x98, 0x41], "\u{FFFD}A", "0xF0 0x9F 0x98"), ([0x80, 0xBF], "\u{FFFD}\u{FFFD}", "0x80"),
-          ] as [([UInt8], String, String)])
+    @Test(
+        "ill-formed sequences are skipped by their maximal subpart, so a quote that cuts one short ends the string",
+        arguments: [
+            ([0xE2, 0x82], "\u{FFFD}", "0xE2 0x82"), ([0xC0, 0xAF], "\u{FFFD}\u{FFFD}", "0xC0"),
+            ([0xED, 0xA0, 0x80], "\u{FFFD}\u{FFFD}\u{FFFD}", "0xED"), ([0xF4, 0x90, 0x80, 0x80], "\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}", "0xF4"),
+            ([0xF0, 0x9F, 0x98, 0x41], "\u{FFFD}A", "0xF0 0x9F 0x98"), ([0x80, 0xBF], "\u{FFFD}\u{FFFD}", "0x80"),
+        ] as [([UInt8], String, String)])
     func maximalSubparts(_ testCase: (bytes: [UInt8], repaired: String, found: String)) throws {
         let bytes = Array("[\"".utf8) + testCase.bytes + Array("\",\n \"z\"]".utf8)
         let r = Self.reader(bytes)
@@ -191,9 +194,11 @@ struct JSONStringContentTests {
         #expect(try r.readNumber().int64Value == 2)
     }
 
-    @Test("a string that is also unterminated or badly escaped stays a syntax error, with its first problem", arguments: [
-        #"["\ud800"#, #"["\ud800 abc"#, #"["\ud800\x"]"#, #"["\ud800x\u12"]"#, "[\"\u{1}\\q\"]",
-    ])
+    @Test(
+        "a string that is also unterminated or badly escaped stays a syntax error, with its first problem",
+        arguments: [
+            #"["\ud800"#, #"["\ud800 abc"#, #"["\ud800\x"]"#, #"["\ud800x\u12"]"#, "[\"\u{1}\\q\"]",
+        ])
     func brokenAfterBadContent(_ text: String) throws {
         let r = Self.reader(text)
         try r.beginArray()
@@ -292,7 +297,9 @@ struct JSONStringContentTests {
             // Mostly bytes that break string content: control characters, stray UTF-8, surrogate escapes.
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 let at = Int.random(in: 0...bytes.count, using: &random)
-                let inserted: [[UInt8]] = [[0x01], [0x0A], [0xFF], [0xC3], [0xE2, 0x82], [0xED, 0xA0, 0x80], Array(#"\ud800"#.utf8), Array(#"\uDC00"#.utf8), [0x22]]
+                let inserted: [[UInt8]] = [
+                    [0x01], [0x0A], [0xFF], [0xC3], [0xE2, 0x82], [0xED, 0xA0, 0x80], Array(#"\ud800"#.utf8), Array(#"\uDC00"#.utf8), [0x22],
+                ]
                 bytes.insert(contentsOf: inserted.randomElement(using: &random)!, at: at)
             }
             let expected = Self.walk(bytes, Self.reader(bytes), &problems)
@@ -346,8 +353,10 @@ struct ImportStringContentTests {
 
     @Test("bad content in other fields, unknown keys and keys is reported per field and the rest is still checked")
     func otherFields() throws {
-        let bytes = Array(#"[{"city":"\udc00","url":"\ud800","id":8,"name":"A","coordinates":{"latitude":1,"longitude":2}},"#.utf8)
-            + Array(#" {"n"#.utf8) + [0xFF] + Array(#"":1,"id":9,"name":"B","isFeatured":"\ud800","coordinates":{"latitude":91,"longitude":2}},"#.utf8)
+        let bytes =
+            Array(#"[{"city":"\udc00","url":"\ud800","id":8,"name":"A","coordinates":{"latitude":1,"longitude":2}},"#.utf8)
+            + Array(#" {"n"#.utf8) + [0xFF]
+            + Array(#"":1,"id":9,"name":"B","isFeatured":"\ud800","coordinates":{"latitude":91,"longitude":2}},"#.utf8)
             + Array(#" {"id":10,"name":"C","coordinates":{"latitude":1,"longitude":2}}]"#.utf8)
         let (result, _) = try Self.importFile(bytes)
         #expect(result.status == 65, "\(result.stderr)")

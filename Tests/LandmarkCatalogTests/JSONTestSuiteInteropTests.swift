@@ -101,9 +101,10 @@ struct JSONTestSuiteInteropTests {
         "i_structure_UTF-8_BOM_empty_object.json": .accept { $0 == .object([]) },
     ]
 
-    @Test("each file gets the outcome its prefix or our table gives",
-          .enabled(if: present, skipNote),
-          arguments: files)
+    @Test(
+        "each file gets the outcome its prefix or our table gives",
+        .enabled(if: present, skipNote),
+        arguments: files)
     func file(_ name: String) throws {
         let bytes = try JSONTestSupport.bytes(of: try #require(JSONTestSuiteInteropTests.directory).appendingPathComponent(name))
         let strict = JSONTestSupport.parse(bytes, JSONTestSupport.strict)
@@ -157,8 +158,9 @@ struct JSONTestSuiteInteropTests {
         }
     }
 
-    @Test("the decision table covers exactly the i_ files, and the lenient exceptions exist",
-          .enabled(if: present, skipNote))
+    @Test(
+        "the decision table covers exactly the i_ files, and the lenient exceptions exist",
+        .enabled(if: present, skipNote))
     func tableCoversFiles() {
         let names = Set(JSONTestSuiteInteropTests.files)
         #expect(Set(JSONTestSuiteInteropTests.implementationDefined.keys) == names.filter { $0.hasPrefix("i_") })
@@ -167,8 +169,9 @@ struct JSONTestSuiteInteropTests {
         #expect(names.filter { $0.hasPrefix("n_") }.count >= 180)
     }
 
-    @Test("the 100000 opening brackets file is refused with a depth error, in both modes",
-          .enabled(if: present, skipNote))
+    @Test(
+        "the 100000 opening brackets file is refused with a depth error, in both modes",
+        .enabled(if: present, skipNote))
     func deepNesting() throws {
         let url = try #require(JSONTestSuiteInteropTests.directory).appendingPathComponent("n_structure_100000_opening_arrays.json")
         let bytes = try JSONTestSupport.bytes(of: url)

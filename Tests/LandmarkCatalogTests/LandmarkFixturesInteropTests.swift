@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// The real `landmarkData.json` variants in `../shared/fixtures/landmarks` (see its SOURCES.md). They are
 /// not ours, so they are read in place when present (CI has them) and the suite is skipped otherwise.
@@ -21,13 +22,19 @@ struct LandmarkFixturesInteropTests {
         .init(file: "landmarkData.apple-2019-06.no-featured-fields.legacy-ids.json", records: 12, featured: [1001], favorites: 0, quirky: true),
         .init(file: "landmarkData.apple-2019.no-featured-fields.json", records: 12, featured: [1001], favorites: 0, quirky: true),
         .init(file: "landmarkData.apple-2019.favorite-only.json", records: 12, featured: [1001], favorites: 3, quirky: true),
-        .init(file: "landmarkData.apple-2019.featured4.trailing-comma.json", records: 12, featured: [1001, 1004, 1007, 1012], favorites: 3, quirky: true),
+        .init(
+            file: "landmarkData.apple-2019.featured4.trailing-comma.json", records: 12, featured: [1001, 1004, 1007, 1012], favorites: 3, quirky: true
+        ),
         .init(file: "landmarkData.apple-2019.featured3.trailing-comma.json", records: 12, featured: [1001, 1004, 1007], favorites: 3, quirky: true),
         .init(file: "landmarkData.apple-2021.with-description.json", records: 12, featured: [1001, 1004, 1007], favorites: 3, quirky: false),
         .init(file: "landmarkData.user.duplicate-name.json", records: 13, featured: [1001, 1004, 1007, 6969], favorites: 4, quirky: false),
         .init(file: "landmarkData.user.korean-crlf-extra-fields.json", records: 8, featured: Array(1001...1008), favorites: 5, quirky: true),
-        .init(file: "landmarkData.user.region-instead-of-state.json", records: 12, featured: [1001, 1004, 1008, 1010, 1011, 1012], favorites: 5, quirky: true),
-        .init(file: "landmarkData.user.isFavourite-spelling.trailing-comma.json", records: 12, featured: [1001, 1004, 1007, 1012], favorites: 3, quirky: true),
+        .init(
+            file: "landmarkData.user.region-instead-of-state.json", records: 12, featured: [1001, 1004, 1008, 1010, 1011, 1012], favorites: 5,
+            quirky: true),
+        .init(
+            file: "landmarkData.user.isFavourite-spelling.trailing-comma.json", records: 12, featured: [1001, 1004, 1007, 1012], favorites: 3,
+            quirky: true),
         .init(file: "landmarkData.user.extra-url-field.legacy-ids.json", records: 12, featured: [1001], favorites: 1, quirky: true),
     ]
 
@@ -66,7 +73,9 @@ struct LandmarkFixturesInteropTests {
     func koreanExtras() throws {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", Support.shared("landmarkData.user.korean-crlf-extra-fields.json")], db: db).status == 0)
-        let original = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Support.shared("landmarkData.user.korean-crlf-extra-fields.json")))) as! [[String: Any]]
+        let original =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: Support.shared("landmarkData.user.korean-crlf-extra-fields.json")))) as! [[String: Any]]
         let served = try JSONSerialization.jsonObject(with: Data(runCLI(["featured", "--json"], db: db).stdout.utf8)) as! [[String: Any]]
         #expect(served.count == original.count)
         for record in original {
@@ -74,7 +83,8 @@ struct LandmarkFixturesInteropTests {
             let out = try #require(served.first { ($0["id"] as! NSNumber).int64Value == id })
             #expect(out["address"] as? String == record["address"] as? String)
             #expect(out["primeColorHexStr"] as? String == record["primeColorHexStr"] as? String)
-            let a = record["coordinates"] as! [String: Any], b = out["coordinates"] as! [String: Any]
+            let a = record["coordinates"] as! [String: Any]
+            let b = out["coordinates"] as! [String: Any]
             #expect((a["latitude"] as! NSNumber).doubleValue == (b["latitude"] as! NSNumber).doubleValue)
             #expect((a["longitude"] as! NSNumber).doubleValue == (b["longitude"] as! NSNumber).doubleValue)
         }
@@ -85,7 +95,8 @@ struct LandmarkFixturesInteropTests {
         let db = Support.temporaryDatabase()
         let result = runCLI(["import", Support.shared("landmarkData.user.duplicate-id.json")], db: db)
         #expect(result.status == 65)
-        #expect(result.stderr.contains("duplicate id 1001: record 0 (\"Stanage Edge\") and record 1 (\"Turtle Rock\") both use it"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("duplicate id 1001: record 0 (\"Stanage Edge\") and record 1 (\"Turtle Rock\") both use it"), "\(result.stderr)")
         #expect(try dumpLandmarks(db).isEmpty)
     }
 
@@ -109,7 +120,9 @@ struct LandmarkFixturesInteropTests {
         #expect(runCLI(["position", "get", "--user", "u-1"], db: db).stdout == "u-1: page 2 of 4 (landmark 1007)\n")
         // The same data with only 1001 and 1002 featured: 1007 left the carousel, page 2 is clamped to 1.
         let dir = Support.temporaryDirectory()
-        var records = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Support.shared("landmarkData.apple-2021.with-description.json")))) as! [[String: Any]]
+        var records =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: Support.shared("landmarkData.apple-2021.with-description.json")))) as! [[String: Any]]
         for i in records.indices { records[i]["isFeatured"] = [1001, 1002].contains((records[i]["id"] as! NSNumber).intValue) }
         let file = dir.appending(path: "no-1007.json")
         try JSONSerialization.data(withJSONObject: records).write(to: file)

@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// What a first user test of snapshot logs found, each with the input that broke it.
 @Suite("Snapshot logs: limits and resources", .serialized)
@@ -37,14 +38,19 @@ struct LogRobustnessTests {
         #expect(deltas > 100, "the log has \(deltas) deltas")
         let db = dir.appending(path: "b.sqlite").path
         let binary = Support.catalogBinary.path
-        let local = try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", "ulimit -n 40; exec \"$0\" --db \"$1\" sync --quiet \"$2\"", binary, db, log.path])
+        let local = try runProcess(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "ulimit -n 40; exec \"$0\" --db \"$1\" sync --quiet \"$2\"", binary, db, log.path])
         #expect(local.status == 0, "\(local.stderr)")
         #expect(try CatalogStore.open(path: db).stateDigest() == a.stateDigest())
         // Over HTTP: the deltas share one spool file.
         let server = try TestHTTPServer(directory: log)
         let remote = dir.appending(path: "c.sqlite").path
-        let overHTTP = try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", "ulimit -n 40; exec \"$0\" --db \"$1\" sync --quiet \"$2\"", binary, remote,
-                                                                        server.url("/files/manifest.json")])
+        let overHTTP = try runProcess(
+            URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c", "ulimit -n 40; exec \"$0\" --db \"$1\" sync --quiet \"$2\"", binary, remote,
+                server.url("/files/manifest.json"),
+            ])
         #expect(overHTTP.status == 0, "\(overHTTP.stderr)")
         #expect(try CatalogStore.open(path: remote).stateDigest() == a.stateDigest())
     }
@@ -58,7 +64,8 @@ struct LogRobustnessTests {
         let m = try a.publishLog(to: log.path).manifest
         // A hostile manifest: the base is said to be 5 GB.
         let manifest = log.appending(path: "manifest.json")
-        let text = try String(contentsOf: manifest, encoding: .utf8).replacingOccurrences(of: "\"bytes\":\(m.base.bytes)", with: "\"bytes\":5000000000")
+        let text = try String(contentsOf: manifest, encoding: .utf8).replacingOccurrences(
+            of: "\"bytes\":\(m.base.bytes)", with: "\"bytes\":5000000000")
         try text.write(to: manifest, atomically: true, encoding: .utf8)
         let server = try TestHTTPServer(directory: log)
         let db = dir.appending(path: "b.sqlite").path
@@ -110,7 +117,8 @@ struct SyncUserFindingsTests {
     @Test("publishing into another node's log directory is refused (73); it replaced that node's manifest silently")
     func anotherNodesLog() throws {
         let dir = Support.temporaryDirectory()
-        let a = try LogTests.store(dir, "a"), b = try LogTests.store(dir, "b")
+        let a = try LogTests.store(dir, "a")
+        let b = try LogTests.store(dir, "b")
         let log = dir.appending(path: "log")
         _ = try a.publishLog(to: log.path)
         let before = try Data(contentsOf: log.appending(path: "manifest.json"))
@@ -125,7 +133,8 @@ struct SyncUserFindingsTests {
     @Test("a source published under this database's own node id (a copied database) is warned about, once")
     func copiedDatabase() throws {
         let dir = Support.temporaryDirectory()
-        let a = dir.appending(path: "a.sqlite").path, copy = dir.appending(path: "copy.sqlite").path
+        let a = dir.appending(path: "a.sqlite").path
+        let copy = dir.appending(path: "copy.sqlite").path
         #expect(runCLI(["import", Support.fixture("valid.json")], db: a).status == 0)
         try FileManager.default.copyItem(atPath: a, toPath: copy)
         #expect(runCLI(["position", "set", "--user", "ann", "--page", "0"], db: copy).status == 0)
@@ -145,8 +154,11 @@ struct SyncUserFindingsTests {
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
         let file = try writeTemporary("{}")
         let r = runCLI(["publish", file], db: db)
-        #expect(r.status == 73 && r.stderr == "catalog: error: cannot create the log directory: not a directory, \(file)\n"
-                + "hint: a snapshot log is a directory; to write one snapshot file, use 'catalog export --output FILE'\n", "\(r.stderr)")
+        #expect(
+            r.status == 73
+                && r.stderr == "catalog: error: cannot create the log directory: not a directory, \(file)\n"
+                    + "hint: a snapshot log is a directory; to write one snapshot file, use 'catalog export --output FILE'\n",
+            "\(r.stderr)")
     }
 
     @Test("many failing sources are bounded like any diagnostic (25 were 25 lines)")
@@ -198,7 +210,10 @@ struct SyncUserFindingsTests {
         #expect(try dumpRows(db, sql: "SELECT outcome FROM sync_runs") == [[.text("running")]])
         let real = runCLI(["sync", "--quiet", source], db: db)
         #expect(real.status == 0, "\(real.stderr)")
-        #expect(try dumpRows(db, sql: "SELECT outcome, exit_status FROM sync_runs ORDER BY id") == [[.text("interrupted"), .integer(-1)], [.text("ok"), .integer(0)]])
+        #expect(
+            try dumpRows(db, sql: "SELECT outcome, exit_status FROM sync_runs ORDER BY id") == [
+                [.text("interrupted"), .integer(-1)], [.text("ok"), .integer(0)],
+            ])
         // The good run after it is what status --check looks at; an interrupted last run is not healthy.
         #expect(runCLI(["status", "--check", "--quiet"], db: db).status == 0)
         let c = try Connection(path: db)

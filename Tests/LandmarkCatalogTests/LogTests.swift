@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Snapshot logs (docs/log-format.md): publishing, reading from a cursor, generations, tampering, failures.
 @Suite("Snapshot logs")
@@ -69,7 +70,8 @@ struct LogTests {
     func onlyNewDeltas() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a"), b = try Self.store(dir, "b")
+        let a = try Self.store(dir, "a")
+        let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         _ = try a.publishLog(to: log.path)
         let initial = try b.sync(sources: [log.path])
@@ -87,12 +89,15 @@ struct LogTests {
         #expect(try a.stateDigest() == b.stateDigest())
     }
 
-    @Test("when the deltas outgrow the base a new generation starts; a consumer on the old one fetches the new base; retired files go after the grace period")
+    @Test(
+        "when the deltas outgrow the base a new generation starts; a consumer on the old one fetches the new base; retired files go after the grace period"
+    )
     func generations() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
         let clock = ManualClock(testNow)
-        let a = try Self.store(dir, "a", clock: clock), b = try Self.store(dir, "b")
+        let a = try Self.store(dir, "a", clock: clock)
+        let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         let g1 = try a.publishLog(to: log.path).manifest
         _ = try b.sync(sources: [log.path])
@@ -101,7 +106,10 @@ struct LogTests {
             clock.advance(1_000)
             try a.setPosition(user: "u\(page)", to: .page(page % 2))
             let r = try a.publishLog(to: log.path)
-            if r.newGeneration { rolled = r.manifest; break }
+            if r.newGeneration {
+                rolled = r.manifest
+                break
+            }
         }
         let g2 = try #require(rolled, "the deltas never outgrew the base")
         #expect(g2.generation != g1.generation && g2.deltas.isEmpty)
@@ -123,12 +131,16 @@ struct LogTests {
     func compaction() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a"), b = try Self.store(dir, "b")
+        let a = try Self.store(dir, "a")
+        let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         var options = PublishOptions()
         options.maxDeltas = 3
         _ = try a.publishLog(to: log.path, options: options)
-        for i in 0..<3 { try a.setPosition(user: "u\(i)", to: .page(0)); _ = try a.publishLog(to: log.path, options: options) }
+        for i in 0..<3 {
+            try a.setPosition(user: "u\(i)", to: .page(0))
+            _ = try a.publishLog(to: log.path, options: options)
+        }
         _ = try b.sync(sources: [log.path])
         try a.setPosition(user: "u9", to: .page(1))
         let merged = try a.publishLog(to: log.path, options: options).manifest
@@ -143,7 +155,8 @@ struct LogTests {
     func tampered() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a"), b = try Self.store(dir, "b")
+        let a = try Self.store(dir, "a")
+        let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         _ = try a.publishLog(to: log.path)
         _ = try b.sync(sources: [log.path])
@@ -167,7 +180,8 @@ struct LogTests {
     func fileGone() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a"), b = try Self.store(dir, "b")
+        let a = try Self.store(dir, "a")
+        let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         let m = try a.publishLog(to: log.path).manifest
         try FileManager.default.removeItem(at: log.appending(path: m.base.name))
@@ -199,7 +213,8 @@ struct LogTests {
         let a = try Self.store(dir, "a", clock: clock)
         _ = try a.importLandmarks(from: .file(Support.fixture("unknown-keys-crlf.json")))
         try a.setPosition(user: "Zoé", to: .page(0))
-        var first: [UInt8] = [], second: [UInt8] = []
+        var first: [UInt8] = []
+        var second: [UInt8] = []
         try a.exportSnapshot { first += $0 }
         clock.advance(60_000)
         try a.exportSnapshot { second += $0 }
@@ -210,7 +225,8 @@ struct LogTests {
     @Test("status shows the state digest; nodes holding the same state show the same digest")
     func digestInStatus() throws {
         let dir = Support.temporaryDirectory()
-        let a = dir.appending(path: "a.sqlite").path, b = dir.appending(path: "b.sqlite").path
+        let a = dir.appending(path: "a.sqlite").path
+        let b = dir.appending(path: "b.sqlite").path
         #expect(runCLI(["import", Support.fixture("valid.json")], db: a).status == 0)
         #expect(runCLI(["position", "set", "--user", "ann", "--page", "1"], db: a).status == 0)
         #expect(runCLI(["publish", dir.appending(path: "log").path], db: a).status == 0)
@@ -237,7 +253,9 @@ struct LogConvergenceTests {
         let seed = UInt64(0xB10C) &+ UInt64(iteration) &* 104_729
         var rng = SplitMix64(seed: seed)
         let dir = Support.temporaryDirectory()
-        var clocks: [ManualClock] = [], stores: [CatalogStore] = [], logs: [URL] = []
+        var clocks: [ManualClock] = []
+        var stores: [CatalogStore] = []
+        var logs: [URL] = []
         for i in 0..<3 {
             let clock = ManualClock(testNow + Int64.random(in: -60_000...60_000, using: &rng))
             clocks.append(clock)
@@ -256,7 +274,10 @@ struct LogConvergenceTests {
             switch Int.random(in: 0..<10, using: &rng) {
             case 0...2:
                 let pages = try stores[i].featuredIDs().count
-                if pages > 0 { try stores[i].setPosition(user: ConvergenceTests.users.randomElement(using: &rng)!, to: .page(Int.random(in: 0..<pages, using: &rng))) }
+                if pages > 0 {
+                    try stores[i].setPosition(
+                        user: ConvergenceTests.users.randomElement(using: &rng)!, to: .page(Int.random(in: 0..<pages, using: &rng)))
+                }
             case 3:
                 try stores[i].clearPosition(user: ConvergenceTests.users.randomElement(using: &rng)!)
             case 4:

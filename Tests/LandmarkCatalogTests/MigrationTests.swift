@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 @Suite("Migrations")
 struct MigrationTests {
@@ -57,9 +58,11 @@ struct MigrationTests {
         }
     }
 
-    @Test("badly named migration files are errors, never skipped", arguments: [
-        "1_create.sql", "0001-create.sql", "0001_Create.sql", "0001_.sql", "0001_create.txt", "abcd_create.sql",
-    ])
+    @Test(
+        "badly named migration files are errors, never skipped",
+        arguments: [
+            "1_create.sql", "0001-create.sql", "0001_Create.sql", "0001_.sql", "0001_create.txt", "abcd_create.sql",
+        ])
     func badNames(_ name: String) {
         #expect {
             try Migration(fileName: name, sql: "SELECT 1;")
@@ -124,7 +127,9 @@ struct MigrationTests {
         try c.execute(sql: "INSERT INTO schema_migrations VALUES (9999, 'future', 'ff', '2030-01-01T00:00:00.000Z')")
         let result = runCLI(["migrate", "--status", "--json"], db: db)
         #expect(result.status == 73)
-        #expect(result.stdout.contains(#""checksum":"0000000000000000","description":"create_landmarks","state":"changed","version":1"#), "\(result.stdout)")
+        #expect(
+            result.stdout.contains(#""checksum":"0000000000000000","description":"create_landmarks","state":"changed","version":1"#),
+            "\(result.stdout)")
         #expect(result.stdout.contains(#""description":"future","state":"unknown","version":9999"#))
         #expect(result.stderr.contains("migration 0001 was changed after it was applied"))
         #expect(runCLI(["featured"], db: db).status == 73)

@@ -1,39 +1,46 @@
 import Foundation
+import Testing
+
 @testable import CatalogCLI
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 @Suite("RFC 3339 timestamps")
 struct TimestampTests {
-    @Test("parses to the instant in ms, applying offsets", arguments: [
-        ("2026-11-30T01:02:03.456Z", 1_796_000_523_456),
-        ("2026-11-30T02:02:03.456+01:00", 1_796_000_523_456),
-        ("2026-11-29T20:32:03.456-04:30", 1_796_000_523_456),
-        ("2026-11-30t01:02:03.456z", 1_796_000_523_456),
-        ("2026-11-30T01:02:03Z", 1_796_000_523_000),
-        ("2026-11-30T01:02:03.4567891Z", 1_796_000_523_456),
-        ("2026-11-30T01:02:03.4Z", 1_796_000_523_400),
-        ("1970-01-01T00:00:00Z", 0),
-        ("1969-12-31T23:59:59.999Z", -1),
-        ("2024-02-29T00:00:00Z", 1_709_164_800_000),
-    ] as [(String, Int64)])
+    @Test(
+        "parses to the instant in ms, applying offsets",
+        arguments: [
+            ("2026-11-30T01:02:03.456Z", 1_796_000_523_456),
+            ("2026-11-30T02:02:03.456+01:00", 1_796_000_523_456),
+            ("2026-11-29T20:32:03.456-04:30", 1_796_000_523_456),
+            ("2026-11-30t01:02:03.456z", 1_796_000_523_456),
+            ("2026-11-30T01:02:03Z", 1_796_000_523_000),
+            ("2026-11-30T01:02:03.4567891Z", 1_796_000_523_456),
+            ("2026-11-30T01:02:03.4Z", 1_796_000_523_400),
+            ("1970-01-01T00:00:00Z", 0),
+            ("1969-12-31T23:59:59.999Z", -1),
+            ("2024-02-29T00:00:00Z", 1_709_164_800_000),
+        ] as [(String, Int64)])
     func parses(_ pair: (String, Int64)) {
         #expect(Timestamp.parse(pair.0) == pair.1)
     }
 
-    @Test("refuses what is not an RFC 3339 date-time", arguments: [
-        "2026-11-30", "2026-11-30T01:02:03", "2026-02-30T00:00:00Z", "2025-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
-        "2026-11-30T24:00:00Z", "2026-11-30T01:02:03.Z", "2026-11-30T01:02:03+0100", "2026-11-30 01:02:03Z", "yesterday", "",
-        "2026-11-30T01:02:03Z trailing",
-    ])
+    @Test(
+        "refuses what is not an RFC 3339 date-time",
+        arguments: [
+            "2026-11-30", "2026-11-30T01:02:03", "2026-02-30T00:00:00Z", "2025-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+            "2026-11-30T24:00:00Z", "2026-11-30T01:02:03.Z", "2026-11-30T01:02:03+0100", "2026-11-30 01:02:03Z", "yesterday", "",
+            "2026-11-30T01:02:03Z trailing",
+        ])
     func refuses(_ text: String) {
         #expect(Timestamp.parse(text) == nil)
     }
 
-    @Test("formats ms as UTC with three fraction digits and parses back", arguments: [
-        Int64(0), -1, 1_796_000_523_456, 951_782_400_000, 4_102_444_799_999,
-    ])
+    @Test(
+        "formats ms as UTC with three fraction digits and parses back",
+        arguments: [
+            Int64(0), -1, 1_796_000_523_456, 951_782_400_000, 4_102_444_799_999,
+        ])
     func roundTrip(_ ms: Int64) {
         let text = Timestamp.format(milliseconds: ms)
         #expect(text.hasSuffix("Z"))
@@ -88,9 +95,11 @@ struct JSONWriterTests {
 
 @Suite("Suggestions")
 struct SuggestTests {
-    @Test("nearest spelling with transpositions", arguments: [
-        ("featrued", "featured"), ("improt", "import"), ("postions", "positions"), ("--jsn", "--json"), ("snyc", "sync"),
-    ])
+    @Test(
+        "nearest spelling with transpositions",
+        arguments: [
+            ("featrued", "featured"), ("improt", "import"), ("postions", "positions"), ("--jsn", "--json"), ("snyc", "sync"),
+        ])
     func suggests(_ pair: (String, String)) {
         let candidates = ["import", "featured", "position", "positions", "sync", "export", "--json", "--db"]
         #expect(Suggest.nearest(to: pair.0, in: candidates) == pair.1)
@@ -104,9 +113,11 @@ struct SuggestTests {
 
 @Suite("Tables")
 struct TableTests {
-    @Test("display width: Hangul and emoji are two columns, combining marks none", arguments: [
-        ("Half Dome", 9), ("서울", 4), ("Zoe\u{301}", 3), ("🏔️", 2), ("東京タワー", 10), ("Kīlauea", 7),
-    ])
+    @Test(
+        "display width: Hangul and emoji are two columns, combining marks none",
+        arguments: [
+            ("Half Dome", 9), ("서울", 4), ("Zoe\u{301}", 3), ("🏔️", 2), ("東京タワー", 10), ("Kīlauea", 7),
+        ])
     func width(_ pair: (String, Int)) {
         #expect(Table.displayWidth(pair.0) == pair.1)
     }

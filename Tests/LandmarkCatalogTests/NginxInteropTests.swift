@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// The snapshot log served by real nginx with the configuration in `contrib/nginx/catalog-log.conf`
 /// (skipped, saying so, when nginx is not installed: `apt-get install nginx-light`; `.ci/run` installs it).
@@ -11,7 +12,8 @@ struct NginxInteropTests {
     func servedLog() throws {
         let nginx = try NginxServer()
         let dir = Support.temporaryDirectory()
-        let a = try LogTests.store(dir, "a"), b = try LogTests.store(dir, "b")
+        let a = try LogTests.store(dir, "a")
+        let b = try LogTests.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         let first = try a.publishLog(to: nginx.logDirectory.path).manifest
         let manifestURL = nginx.url("manifest.json")

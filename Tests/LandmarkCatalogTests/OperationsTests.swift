@@ -1,8 +1,9 @@
-@_spi(Testing) @testable import CatalogCLI
 import Foundation
+import Testing
+
+@_spi(Testing) @testable import CatalogCLI
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 // Issue 12, docs/operations.md: what an operator sees — bounded diagnostics, JSON logs, status --check, metrics, the
 // run ledger, the quarantine and the conflicts — each on real syncs of real snapshots.
@@ -82,7 +83,8 @@ struct BoundedDiagnosticsTests {
         // --max-diagnostics sets the bound.
         let again = Support.temporaryDatabase()
         _ = runCLI(["sync", try writeTemporary(positionsSnapshot(50, at: "2026-11-29T10:00:00Z", page: 1))], db: again)
-        let five = runCLI(["--max-diagnostics", "5", "sync", try writeTemporary(positionsSnapshot(50, at: "2026-11-29T10:00:00Z", page: 2))], db: again)
+        let five = runCLI(
+            ["--max-diagnostics", "5", "sync", try writeTemporary(positionsSnapshot(50, at: "2026-11-29T10:00:00Z", page: 2))], db: again)
         #expect(five.stderr.split(separator: "\n").count == 6)
         #expect(five.stderr.contains("45 more tie diagnostics not shown (50 in all)"))
     }
@@ -121,10 +123,15 @@ struct BoundedDiagnosticsTests {
 
     @Test("a failing sync under --log-format json (bad rows, a peer down, rows from the future): every stderr line is a JSON object")
     func failingSync() throws {
-        let bad = try writeTemporary(snapshot(positions: (0..<30).map { #"{"user": "b\#($0)", "page": "x", "updatedAt": "2026-11-29T10:00:00Z", "node": "n"}"# }))
+        let bad = try writeTemporary(
+            snapshot(positions: (0..<30).map { #"{"user": "b\#($0)", "page": "x", "updatedAt": "2026-11-29T10:00:00Z", "node": "n"}"# }))
         let future = try writeTemporary(positionsSnapshot(30, at: "2099-01-01T00:00:00Z"))
-        let result = try runProcess(Support.catalogBinary, ["--db", Support.temporaryDatabase(), "--log-format", "json", "sync", "--timeout", "2",
-                                                            "--retries", "0", bad, "http://127.0.0.1:1/peer.json", future])
+        let result = try runProcess(
+            Support.catalogBinary,
+            [
+                "--db", Support.temporaryDatabase(), "--log-format", "json", "sync", "--timeout", "2",
+                "--retries", "0", bad, "http://127.0.0.1:1/peer.json", future,
+            ])
         #expect(result.status == 65, "\(result.stderr)")
         let objects = jsonLines(result.stderr)
         #expect(objects.allSatisfy { $0["level"] is String && $0["kind"] is String && $0["message"] is String })
@@ -137,10 +144,12 @@ struct BoundedDiagnosticsTests {
         #expect(objects.filter { $0["kind"] as? String == "quarantined" }.count == 20)
     }
 
-    @Test("usage errors and status --check under --log-format json are one JSON object each", arguments: [
-        ["--log-format", "json", "featrued"], ["--log-format=json", "import"], ["sync", "--bogus", "--log-format", "json"],
-        ["--log-format", "json", "quarantine", "drop"],
-    ])
+    @Test(
+        "usage errors and status --check under --log-format json are one JSON object each",
+        arguments: [
+            ["--log-format", "json", "featrued"], ["--log-format=json", "import"], ["sync", "--bogus", "--log-format", "json"],
+            ["--log-format", "json", "quarantine", "drop"],
+        ])
     func usageErrors(_ arguments: [String]) throws {
         let result = runCLI(arguments, db: Support.temporaryDatabase())
         #expect(result.status == 64)
@@ -189,8 +198,12 @@ struct HealthCheckTests {
             #expect(cli(["sync", good]).status == 0)
             #expect(cli(["sync", missing]).status == 66)
             // The failed source is the last run's only one, and it never had a good sync either.
-            reason = "unhealthy: the last sync (run 2, finished \(at(0))) failed with exit 66: cannot open the file (No such file or directory), \(missing); source \(missing) has never had a good sync"
-            #expect(cli(["status", "--check"]).stderr == "catalog: error: unhealthy: the last sync (run 2, finished \(at(0))) failed with exit 66: cannot open the file (No such file or directory), \(missing)\n")
+            reason =
+                "unhealthy: the last sync (run 2, finished \(at(0))) failed with exit 66: cannot open the file (No such file or directory), \(missing); source \(missing) has never had a good sync"
+            #expect(
+                cli(["status", "--check"]).stderr
+                    == "catalog: error: unhealthy: the last sync (run 2, finished \(at(0))) failed with exit 66: cannot open the file (No such file or directory), \(missing)\n"
+            )
         case .staleSource:
             #expect(cli(["sync", good]).status == 0)
             clock.advance(2 * 3_600_000)
@@ -200,7 +213,8 @@ struct HealthCheckTests {
             #expect(cli(["status", "--check", "--max-age", "3h"]).status == 0)
         case .neverSucceeded:
             #expect(cli(["sync", good, missing]).status == 66)
-            reason = "unhealthy: the last sync (run 1, finished \(at(0))) failed with exit 66: cannot open the file (No such file or directory), \(missing); source \(missing) has never had a good sync"
+            reason =
+                "unhealthy: the last sync (run 1, finished \(at(0))) failed with exit 66: cannot open the file (No such file or directory), \(missing); source \(missing) has never had a good sync"
         case .noRunYet:
             #expect(cli(["init"]).status == 0)
             reason = "unhealthy: no sync run is recorded yet"
@@ -229,10 +243,12 @@ struct HealthCheckTests {
         }
     }
 
-    @Test("--max-age needs --check, --output needs --prometheus, and the modes exclude each other", arguments: [
-        ["status", "--max-age", "1h"], ["status", "--output", "x.prom"], ["status", "--check", "--prometheus"], ["status", "--json", "--check"],
-        ["status", "--check", "--max-age", "soon"], ["status", "--quiet"],
-    ])
+    @Test(
+        "--max-age needs --check, --output needs --prometheus, and the modes exclude each other",
+        arguments: [
+            ["status", "--max-age", "1h"], ["status", "--output", "x.prom"], ["status", "--check", "--prometheus"], ["status", "--json", "--check"],
+            ["status", "--check", "--max-age", "soon"], ["status", "--quiet"],
+        ])
     func usage(_ arguments: [String]) {
         #expect(runCLI(arguments, db: Support.temporaryDatabase()).status == 64)
     }
@@ -260,7 +276,9 @@ enum PrometheusParser {
         var out: [String: (type: String, help: String, samples: [Sample])] = [:]
         for f in families {
             let samples = (f["samples"] as? [[String: Any]] ?? []).map {
-                Sample(name: $0["name"] as? String ?? "", labels: $0["labels"] as? [String: String] ?? [:], value: ($0["value"] as? NSNumber)?.doubleValue ?? .nan)
+                Sample(
+                    name: $0["name"] as? String ?? "", labels: $0["labels"] as? [String: String] ?? [:],
+                    value: ($0["value"] as? NSNumber)?.doubleValue ?? .nan)
             }
             out[f["name"] as? String ?? ""] = (f["type"] as? String ?? "", f["help"] as? String ?? "", samples)
         }
@@ -270,8 +288,10 @@ enum PrometheusParser {
 
 @Suite("Operations: status --prometheus")
 struct PrometheusTests {
-    @Test("parsed by prometheus_client: every family, sample and value; label values escaped (a quote, a backslash, a newline)",
-          .enabled(if: PrometheusParser.available, "prometheus_client cannot be imported by python3: pip install prometheus_client (scripts/setup does)"))
+    @Test(
+        "parsed by prometheus_client: every family, sample and value; label values escaped (a quote, a backslash, a newline)",
+        .enabled(
+            if: PrometheusParser.available, "prometheus_client cannot be imported by python3: pip install prometheus_client (scripts/setup does)"))
     func exposition() throws {
         let clock = ManualClock(testNow)
         let db = Support.temporaryDatabase()
@@ -279,9 +299,12 @@ struct PrometheusTests {
         #expect(cli(["import", Support.fixture("valid.json")]).status == 0)
         let weird = Support.temporaryDirectory().appending(path: "peer \"a\"\\b\nc")
         try FileManager.default.createDirectory(at: weird, withIntermediateDirectories: true)
-        let a = weird.appending(path: "a.json").path, b = weird.appending(path: "b.json").path
-        try snapshot(positions: [positionRow("u1", page: 1, at: "2026-11-29T10:00:00Z"), positionRow("u2", page: 0, at: "2026-11-29T10:00:00Z", deleted: true),
-                                 positionRow("u3", page: 0, at: "2099-01-01T00:00:00Z")]).write(toFile: a, atomically: true, encoding: .utf8)
+        let a = weird.appending(path: "a.json").path
+        let b = weird.appending(path: "b.json").path
+        try snapshot(positions: [
+            positionRow("u1", page: 1, at: "2026-11-29T10:00:00Z"), positionRow("u2", page: 0, at: "2026-11-29T10:00:00Z", deleted: true),
+            positionRow("u3", page: 0, at: "2099-01-01T00:00:00Z"),
+        ]).write(toFile: a, atomically: true, encoding: .utf8)
         try snapshot(positions: [positionRow("u1", page: 2, at: "2026-11-29T10:00:00Z")]).write(toFile: b, atomically: true, encoding: .utf8)
         #expect(cli(["remote", "add", "peer", a]).status == 0)  // a saved remote keeps its series; b (used once) does not
         #expect(cli(["sync", a]).status == 0)
@@ -306,7 +329,15 @@ struct PrometheusTests {
         }
         let t0 = Double(testNow) / 1000
         let node = try CatalogStore.open(path: db).nodeID()
-        #expect(families["catalog_info"]?.samples == [.init(name: "catalog_info", labels: ["node": node, "schema_version": String(try Migrator(migrations: Migration.embedded()).migrations.count), "version": CatalogVersion.string], value: 1)])
+        #expect(
+            families["catalog_info"]?.samples == [
+                .init(
+                    name: "catalog_info",
+                    labels: [
+                        "node": node, "schema_version": String(try Migrator(migrations: Migration.embedded()).migrations.count),
+                        "version": CatalogVersion.string,
+                    ], value: 1)
+            ])
         #expect(value("catalog_last_run_timestamp_seconds") == t0 + 1)
         #expect(value("catalog_last_run_success") == 0)
         #expect(value("catalog_last_run_exit_status") == 66)
@@ -336,7 +367,9 @@ struct PrometheusTests {
         #expect(value("catalog_source_last_status", ["kind": "file", "source": missing]) == 66)
         #expect(value("catalog_source_up", ["kind": "file", "remote": "peer", "source": a]) == 1)
         #expect(value("catalog_source_up", ["kind": "file", "source": missing]) == 0)
-        #expect(value("catalog_source_fetched_bytes", ["kind": "file", "remote": "peer", "source": a], sample: "catalog_source_fetched_bytes_total") == aBytes)
+        #expect(
+            value("catalog_source_fetched_bytes", ["kind": "file", "remote": "peer", "source": a], sample: "catalog_source_fetched_bytes_total")
+                == aBytes)
         #expect(value("catalog_source_up", ["kind": "file", "source": b]) == nil)
     }
 
@@ -347,7 +380,8 @@ struct PrometheusTests {
     func currentSources() throws {
         let db = Support.temporaryDatabase()
         let dir = Support.temporaryDirectory()
-        let good = dir.appending(path: "good.json").path, typo = dir.appending(path: "goood.json").path
+        let good = dir.appending(path: "good.json").path
+        let typo = dir.appending(path: "goood.json").path
         try snapshot(positions: [positionRow("u1", page: 1, at: "2026-11-29T10:00:00Z")]).write(toFile: good, atomically: true, encoding: .utf8)
         #expect(runCLI(["remote", "add", "peer", good], db: db).status == 0)
         #expect(runCLI(["sync", typo], db: db).status == 66)
@@ -366,9 +400,10 @@ struct PrometheusTests {
 
         // A run still going (as a concurrent one is): status says so; the metrics keep the last ended run.
         let store = try CatalogStore.open(path: db)
-        try store.connection.execute(sql: """
-            INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status) VALUES ('2026-12-01T10:00:00.000Z', '2026-12-01T10:00:00.000Z', '[]', 'running', 0)
-            """)
+        try store.connection.execute(
+            sql: """
+                INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status) VALUES ('2026-12-01T10:00:00.000Z', '2026-12-01T10:00:00.000Z', '[]', 'running', 0)
+                """)
         #expect(runCLI(["status", "--prometheus"], db: db).stdout.contains("catalog_last_run_success 1"))
         #expect(runCLI(["status"], db: db).stdout.contains("last sync:   running since 2026-12-01T10:00:00.000Z"))
         let json = try JSONSerialization.jsonObject(with: Data(runCLI(["status", "--json"], db: db).stdout.utf8)) as? [String: Any]
@@ -476,7 +511,8 @@ struct QuarantineTests {
         let clock = ManualClock(testNow)
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db, clock: clock).status == 0)
-        #expect(runCLI(["sync", try writeTemporary(snapshot(positions: [positionRow("u1", page: 0, at: at(-3600))]))], db: db, clock: clock).status == 0)
+        #expect(
+            runCLI(["sync", try writeTemporary(snapshot(positions: [positionRow("u1", page: 0, at: at(-3600))]))], db: db, clock: clock).status == 0)
         let future = try writeTemporary(snapshot(positions: [positionRow("u1", page: 2, at: at(3600)), positionRow("u2", page: 1, at: at(7200))]))
         let sync = runCLI(["sync", future], db: db, clock: clock)
         #expect(sync.stdout.contains("2 quarantined"))
@@ -491,7 +527,8 @@ struct QuarantineTests {
         let text = runCLI(["quarantine", "list"], db: db).stdout
         #expect(text.hasPrefix("ROW  KIND      KEY  STAMP"))
         #expect(text.contains("1    position  u1   \(at(3600))/0/n-test  "))
-        let rows = try #require(try JSONSerialization.jsonObject(with: Data(runCLI(["quarantine", "list", "--json"], db: db).stdout.utf8)) as? [[String: Any]])
+        let rows = try #require(
+            try JSONSerialization.jsonObject(with: Data(runCLI(["quarantine", "list", "--json"], db: db).stdout.utf8)) as? [[String: Any]])
         #expect(rows.map { $0["id"] as? Int } == [1, 2])
         #expect(rows.map { $0["key"] as? String } == ["u1", "u2"])
         #expect(rows[0]["updatedAt"] as? String == at(3600))
@@ -503,12 +540,15 @@ struct QuarantineTests {
     @Test("release applies the rows now within the allowance by the merge rule, in one transaction, and moves the clock")
     func releaseDue() throws {
         let (db, clock) = try held()
-        #expect(runCLI(["quarantine", "release"], db: db, clock: clock).stdout == "released 0 rows (none is within the allowance yet); 2 still quarantined\n")
+        #expect(
+            runCLI(["quarantine", "release"], db: db, clock: clock).stdout
+                == "released 0 rows (none is within the allowance yet); 2 still quarantined\n")
         let before = try CatalogStore.open(path: db).changeSequence()
         clock.advance(3_600_000 - 300_000)  // u1 is now exactly at the allowance
         let released = runCLI(["quarantine", "release"], db: db, clock: clock)
         #expect(released.status == 0, "\(released.stderr)")
-        #expect(released.stdout == "released 1 row: 0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
+        #expect(
+            released.stdout == "released 1 row: 0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
         #expect(try storedPage(db, "u1") == 2)
         #expect(try CatalogStore.open(path: db).changeSequence() == before + 1)
         #expect(try CatalogStore.open(path: db).quarantinedRows().map(\.key) == ["u2"])
@@ -523,7 +563,8 @@ struct QuarantineTests {
         clock.advance(3_600_000 + 1)
         #expect(runCLI(["position", "set", "--user", "u1", "--page", "1"], db: db, clock: clock).status == 0)  // stamped after u1's held row
         let released = runCLI(["quarantine", "release", "1"], db: db, clock: clock)
-        #expect(released.stdout == "released 1 row: 0 of 0 landmarks and 0 of 1 position applied, 1 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
+        #expect(
+            released.stdout == "released 1 row: 0 of 0 landmarks and 0 of 1 position applied, 1 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
         #expect(try storedPage(db, "u1") == 1)
     }
 
@@ -532,7 +573,10 @@ struct QuarantineTests {
         let (db, clock) = try held()
         let refused = runCLI(["quarantine", "release", "1", "2"], db: db, clock: clock)
         #expect(refused.status == 65)
-        #expect(refused.stderr.hasPrefix("catalog: error: quarantined row 1 (position u1) is stamped \(at(3600)), still 3300.0 s beyond the allowed clock drift; nothing was released"))
+        #expect(
+            refused.stderr.hasPrefix(
+                "catalog: error: quarantined row 1 (position u1) is stamped \(at(3600)), still 3300.0 s beyond the allowed clock drift; nothing was released"
+            ))
         #expect(try CatalogStore.open(path: db).quarantinedRows().count == 2)
         let forced = runCLI(["quarantine", "release", "--force", "2"], db: db, clock: clock)
         #expect(forced.status == 0)
@@ -549,7 +593,10 @@ struct QuarantineTests {
         clock.advance(3_600_000)
         let other = try writeTemporary(positionsSnapshot(1, at: "2026-11-29T10:00:00Z", prefix: "other"))
         let sync = runCLI(["sync", other], db: db, clock: clock)
-        #expect(sync.stdout.hasSuffix("0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 held row released from quarantine (1 applied)\n"), "\(sync.stdout)")
+        #expect(
+            sync.stdout.hasSuffix(
+                "0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 held row released from quarantine (1 applied)\n"),
+            "\(sync.stdout)")
         #expect(try storedPage(db, "u1") == 2)
         #expect(try CatalogStore.open(path: db).quarantinedRows().map(\.key) == ["u2"])
         let json = runCLI(["sync", "--json", other], db: db, clock: clock).stdout
@@ -582,10 +629,14 @@ struct ConflictsTests {
     func listed() throws {
         let clock = ManualClock(testNow)
         let db = Support.temporaryDatabase()
-        let x = try writeTemporary(snapshot(landmarks: [landmarkRow(5, name: "Alpha", at: "2026-11-29T10:00:00Z")],
-                                            positions: [positionRow("ann", page: 1, at: "2026-11-29T10:00:00Z")]))
-        let y = try writeTemporary(snapshot(landmarks: [landmarkRow(5, name: "Beta", at: "2026-11-29T10:00:00Z")],
-                                            positions: [positionRow("ann", page: 1, at: "2026-11-29T10:00:00Z", deleted: true)]))
+        let x = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(5, name: "Alpha", at: "2026-11-29T10:00:00Z")],
+                positions: [positionRow("ann", page: 1, at: "2026-11-29T10:00:00Z")]))
+        let y = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(5, name: "Beta", at: "2026-11-29T10:00:00Z")],
+                positions: [positionRow("ann", page: 1, at: "2026-11-29T10:00:00Z", deleted: true)]))
         #expect(runCLI(["sync", x], db: db, clock: clock).status == 0)
         clock.advance(1000)
         #expect(runCLI(["sync", y], db: db, clock: clock).stdout.contains("2 ties"))
@@ -593,7 +644,8 @@ struct ConflictsTests {
         let ties = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         #expect(ties.count == 2)
         #expect(ties.map { $0["kind"] as? String } == ["position", "landmark"])  // newest first: positions are applied after landmarks
-        let position = ties[0], landmark = ties[1]
+        let position = ties[0]
+        let landmark = ties[1]
         #expect(position["key"] as? String == "ann")
         #expect((position["winner"] as? [String: Any])?["deleted"] as? Bool == true)  // the tombstone wins
         #expect((position["loser"] as? [String: Any])?["deleted"] as? Bool == false)
@@ -608,7 +660,10 @@ struct ConflictsTests {
             #expect(tie["node"] as? String == "n-test")
         }
         let text = runCLI(["conflicts", "--limit", "1"], db: db, clock: clock).stdout
-        #expect(text.hasPrefix("tie 2  \(at(1))  position ann at 2026-11-29T10:00:00.000Z/0/n-test\n  source: \(y)\n  rule:   \(LastWriterWins.tieRule)\n  kept:   {"))
+        #expect(
+            text.hasPrefix(
+                "tie 2  \(at(1))  position ann at 2026-11-29T10:00:00.000Z/0/n-test\n  source: \(y)\n  rule:   \(LastWriterWins.tieRule)\n  kept:   {"
+            ))
         #expect(text.contains("\n  lost:   {\"counter\":0,\"deleted\":false,"))
         #expect(!text.contains("tie 1 "))
     }

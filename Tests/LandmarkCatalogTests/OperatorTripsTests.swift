@@ -1,7 +1,8 @@
-@_spi(Testing) @testable import CatalogCLI
 import Foundation
-@testable import LandmarkCatalog
 import Testing
+
+@_spi(Testing) @testable import CatalogCLI
+@testable import LandmarkCatalog
 
 // Issue 17: what a new operator tripped over — each test starts from the input that broke it.
 
@@ -40,11 +41,13 @@ struct CreatesNothingTests {
         #expect(!FileManager.default.fileExists(atPath: root.appending(path: "new").path))
     }
 
-    @Test("sync with only missing files, or with nothing to sync: no database", arguments: [
-        ["sync", "MISSING"], ["sync", "MISSING", "MISSING2"], ["sync", "--json", "MISSING"], ["sync"],
-        ["remote", "remove", "peer"], ["remote", "add", "bad name", "/x.json"], ["remote", "add", "peer", "gopher://x"],
-        ["init", "--node", "bad node"],
-    ])
+    @Test(
+        "sync with only missing files, or with nothing to sync: no database",
+        arguments: [
+            ["sync", "MISSING"], ["sync", "MISSING", "MISSING2"], ["sync", "--json", "MISSING"], ["sync"],
+            ["remote", "remove", "peer"], ["remote", "add", "bad name", "/x.json"], ["remote", "add", "peer", "gopher://x"],
+            ["init", "--node", "bad node"],
+        ])
     func syncMissing(_ arguments: [String]) throws {
         let root = Support.temporaryDirectory()
         let db = root.appending(path: "new/catalog.sqlite").path
@@ -54,11 +57,12 @@ struct CreatesNothingTests {
         #expect(!FileManager.default.fileExists(atPath: root.appending(path: "new").path), "\(arguments): \(result)")
         if arguments == ["sync", "MISSING"] {
             #expect(result.status == 66)
-            #expect(result.stderr == """
-                catalog: error: cannot open the file (No such file or directory), \(root.appending(path: "nothere.json").path)
-                hint: nothing was created: there is no database at \(db) yet
+            #expect(
+                result.stderr == """
+                    catalog: error: cannot open the file (No such file or directory), \(root.appending(path: "nothere.json").path)
+                    hint: nothing was created: there is no database at \(db) yet
 
-                """)
+                    """)
         }
         if arguments.contains("--json") {
             let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
@@ -186,9 +190,11 @@ struct RemoteNameTests {
 
 @Suite("Operator trips: durations for every time option")
 struct DurationOptionTests {
-    @Test("90s, 10m, 1h, 1d and plain seconds, the same for every time option", arguments: [
-        ("90s", 90.0), ("10m", 600), ("1h", 3600), ("1d", 86_400), ("30", 30), ("0.5", 0.5), ("1.5m", 90),
-    ])
+    @Test(
+        "90s, 10m, 1h, 1d and plain seconds, the same for every time option",
+        arguments: [
+            ("90s", 90.0), ("10m", 600), ("1h", 3600), ("1d", 86_400), ("30", 30), ("0.5", 0.5), ("1.5m", 90),
+        ])
     func parses(_ text: String, _ seconds: Double) throws {
         #expect(try Values.duration()(text) == seconds)
         #expect(try Values.duration(zeroAllowed: true, atMost: 31_536_000)(text) == seconds)
@@ -205,17 +211,19 @@ struct DurationOptionTests {
         #expect(runCLI(["quarantine", "release", "--max-drift", "5m"], db: db).status == 0)
     }
 
-    @Test("what is refused, and the message saying why", arguments: [
-        (["publish", "DIR", "--grace", "0s"], "--grace needs a duration more than 0 (such as 90s, 10m or 1h), got '0s'"),
-        (["publish", "DIR", "--grace", "0"], "--grace needs a duration more than 0 (such as 90s, 10m or 1h), got '0'"),
-        (["sync", "x.json", "--deadline", "0m"], "--deadline needs a duration more than 0 (such as 90s, 10m or 1h), got '0m'"),
-        (["sync", "x.json", "--deadline", "8d"], "--deadline needs a duration of at most 7d, got '8d'"),
-        (["sync", "x.json", "--timeout", "soon"], "--timeout needs a duration such as 90s, 10m, 1h or plain seconds, got 'soon'"),
-        (["sync", "x.json", "--timeout", "-5"], "--timeout needs a duration such as 90s, 10m, 1h or plain seconds, got '-5'"),
-        (["sync", "x.json", "--max-drift", "366d"], "--max-drift needs a duration of at most 365d, got '366d'"),
-        (["status", "--check", "--max-age", "1w"], "--max-age needs a duration such as 90s, 10m, 1h or plain seconds, got '1w'"),
-        (["status", "--check", "--max-age", "inf"], "--max-age needs a duration such as 90s, 10m, 1h or plain seconds, got 'inf'"),
-    ])
+    @Test(
+        "what is refused, and the message saying why",
+        arguments: [
+            (["publish", "DIR", "--grace", "0s"], "--grace needs a duration more than 0 (such as 90s, 10m or 1h), got '0s'"),
+            (["publish", "DIR", "--grace", "0"], "--grace needs a duration more than 0 (such as 90s, 10m or 1h), got '0'"),
+            (["sync", "x.json", "--deadline", "0m"], "--deadline needs a duration more than 0 (such as 90s, 10m or 1h), got '0m'"),
+            (["sync", "x.json", "--deadline", "8d"], "--deadline needs a duration of at most 7d, got '8d'"),
+            (["sync", "x.json", "--timeout", "soon"], "--timeout needs a duration such as 90s, 10m, 1h or plain seconds, got 'soon'"),
+            (["sync", "x.json", "--timeout", "-5"], "--timeout needs a duration such as 90s, 10m, 1h or plain seconds, got '-5'"),
+            (["sync", "x.json", "--max-drift", "366d"], "--max-drift needs a duration of at most 365d, got '366d'"),
+            (["status", "--check", "--max-age", "1w"], "--max-age needs a duration such as 90s, 10m, 1h or plain seconds, got '1w'"),
+            (["status", "--check", "--max-age", "inf"], "--max-age needs a duration such as 90s, 10m, 1h or plain seconds, got 'inf'"),
+        ])
     func refused(_ arguments: [String], _ message: String) {
         let args = arguments.map { $0 == "DIR" ? Support.temporaryDirectory().appending(path: "log").path : $0 }
         let result = runCLI(args, db: Support.temporaryDatabase())
@@ -232,10 +240,12 @@ struct DurationOptionTests {
 
 @Suite("Operator trips: empty listings say so; counts agree with their nouns")
 struct EmptyListingTests {
-    @Test("an empty text listing prints a 'none' line; its JSON is []", arguments: [
-        (["remote", "list"], "no remotes"), (["quarantine", "list"], "no quarantined rows"), (["conflicts"], "no conflicts"),
-        (["log"], "no sync runs"), (["positions"], "no positions"), (["featured"], "no featured landmarks"),
-    ])
+    @Test(
+        "an empty text listing prints a 'none' line; its JSON is []",
+        arguments: [
+            (["remote", "list"], "no remotes"), (["quarantine", "list"], "no quarantined rows"), (["conflicts"], "no conflicts"),
+            (["log"], "no sync runs"), (["positions"], "no positions"), (["featured"], "no featured landmarks"),
+        ])
     func none(_ arguments: [String], _ line: String) {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["init"], db: db).status == 0)
@@ -251,7 +261,9 @@ struct EmptyListingTests {
         // Two sources stamping one user at the same instant with different pages: one tie.
         let a = try writeTemporary(snapshot(node: "n1", positions: [positionRow("u1", page: 0, at: "2026-11-29T10:00:00Z", node: "n1")]))
         let b = try writeTemporary(snapshot(node: "n1", positions: [positionRow("u1", page: 1, at: "2026-11-29T10:00:00Z", node: "n1")]))
-        #expect(runCLI(["sync", a], db: db).stdout == "1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined\n")
+        #expect(
+            runCLI(["sync", a], db: db).stdout
+                == "1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined\n")
         let tied = runCLI(["sync", b], db: db)
         #expect(tied.stdout.hasSuffix(" 1 tie, 0 quarantined\n"), "\(tied)")
         #expect(runCLI(["log"], db: db).stdout.contains("1 tie, 0 quarantined"))
@@ -290,17 +302,22 @@ struct BatchRecyclingTests {
             let batch = RowBatch(reserving: false)
             batch.positions.reserveCapacity(rows)
             for n in 0..<rows {
-                batch.positions.append(PositionRecord(user: "u\(n)", page: 0, landmark: nil,
-                                                      stamp: HLCStamp(wallMilliseconds: 1, counter: 0, node: "n"), deleted: false))
+                batch.positions.append(
+                    PositionRecord(
+                        user: "u\(n)", page: 0, landmark: nil,
+                        stamp: HLCStamp(wallMilliseconds: 1, counter: 0, node: "n"), deleted: false))
             }
             return batch
         }
-        let a = merged(1000), b = merged(1000), c = merged(1000)
+        let a = merged(1000)
+        let b = merged(1000)
+        let c = merged(1000)
         let storageA = a.positions.withUnsafeBufferPointer { $0.baseAddress }
         let storageB = b.positions.withUnsafeBufferPointer { $0.baseAddress }
         for batch in [a, b, c] { queue.recycle(batch) }
         #expect(a.positions.isEmpty && a.positions.capacity == 0)  // the batch no longer holds it
-        let first = queue.takeSpare(), second = queue.takeSpare()
+        let first = queue.takeSpare()
+        let second = queue.takeSpare()
         // The very buffers the merged batches had, emptied, their room kept.
         #expect(first?.withUnsafeBufferPointer { $0.baseAddress } == storageB && second?.withUnsafeBufferPointer { $0.baseAddress } == storageA)
         #expect(first?.isEmpty == true && (first?.capacity ?? 0) >= 1000)

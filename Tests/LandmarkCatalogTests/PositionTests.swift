@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Writes a landmark file with ids 1001…1012 (like Apple's) where exactly `featured` are featured.
 func landmarkFile(featured: Set<Int64>, ids: ClosedRange<Int64> = 1001...1012) throws -> String {
@@ -93,18 +94,20 @@ struct PositionTests {
         var testDescription: String { arguments.joined(separator: " ") }
     }
 
-    @Test("out-of-range pages, non-featured landmarks and bad user ids exit 64 and store nothing", arguments: [
-        Refusal(arguments: ["--user", "u-1", "--page", "3"], message: "page 3 is out of range: the carousel has 3 pages (0…2)"),
-        Refusal(arguments: ["--user", "u-1", "--page", "-1"], message: "page -1 is out of range"),
-        Refusal(arguments: ["--user", "u-1", "--landmark", "1002"], message: "landmark 1002 is not featured"),
-        Refusal(arguments: ["--user", "u-1", "--landmark", "99"], message: "landmark 99 is not featured"),
-        Refusal(arguments: ["--user", "", "--page", "0"], message: "user id must not be empty"),
-        Refusal(arguments: ["--user", String(repeating: "é", count: 129), "--page", "0"], message: "258 bytes"),
-        Refusal(arguments: ["--user", "a\u{7}b", "--page", "0"], message: "control character U+7"),
-        Refusal(arguments: ["--user", "u-1", "--page", "two"], message: "--page needs an integer"),
-        Refusal(arguments: ["--user", "u-1", "--page", "1", "--landmark", "1004"], message: "exactly one of --page N and --landmark ID"),
-        Refusal(arguments: ["--page", "1"], message: "missing --user ID"),
-    ])
+    @Test(
+        "out-of-range pages, non-featured landmarks and bad user ids exit 64 and store nothing",
+        arguments: [
+            Refusal(arguments: ["--user", "u-1", "--page", "3"], message: "page 3 is out of range: the carousel has 3 pages (0…2)"),
+            Refusal(arguments: ["--user", "u-1", "--page", "-1"], message: "page -1 is out of range"),
+            Refusal(arguments: ["--user", "u-1", "--landmark", "1002"], message: "landmark 1002 is not featured"),
+            Refusal(arguments: ["--user", "u-1", "--landmark", "99"], message: "landmark 99 is not featured"),
+            Refusal(arguments: ["--user", "", "--page", "0"], message: "user id must not be empty"),
+            Refusal(arguments: ["--user", String(repeating: "é", count: 129), "--page", "0"], message: "258 bytes"),
+            Refusal(arguments: ["--user", "a\u{7}b", "--page", "0"], message: "control character U+7"),
+            Refusal(arguments: ["--user", "u-1", "--page", "two"], message: "--page needs an integer"),
+            Refusal(arguments: ["--user", "u-1", "--page", "1", "--landmark", "1004"], message: "exactly one of --page N and --landmark ID"),
+            Refusal(arguments: ["--page", "1"], message: "missing --user ID"),
+        ])
     func refusals(_ refusal: Refusal) throws {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007])], db: db).status == 0)
@@ -130,7 +133,8 @@ struct PositionTests {
     func normalisation() throws {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007])], db: db).status == 0)
-        let nfd = "Zoe\u{0301}", nfc = "Zo\u{00E9}"
+        let nfd = "Zoe\u{0301}"
+        let nfc = "Zo\u{00E9}"
         #expect(Array(nfd.utf8) != Array(nfc.utf8))
         #expect(runCLI(["position", "set", "--user", nfd, "--page", "1"], db: db).status == 0)
         #expect(runCLI(["position", "set", "--user", nfc, "--page", "2"], db: db).status == 0)
@@ -248,11 +252,13 @@ struct ClockTests {
         }
     }
 
-    @Test("stamps order by instant, then counter, then node", arguments: [
-        (HLCStamp(wallMilliseconds: 1, counter: 9, node: "z"), HLCStamp(wallMilliseconds: 2, counter: 0, node: "a")),
-        (HLCStamp(wallMilliseconds: 2, counter: 0, node: "z"), HLCStamp(wallMilliseconds: 2, counter: 1, node: "a")),
-        (HLCStamp(wallMilliseconds: 2, counter: 1, node: "a"), HLCStamp(wallMilliseconds: 2, counter: 1, node: "b")),
-    ])
+    @Test(
+        "stamps order by instant, then counter, then node",
+        arguments: [
+            (HLCStamp(wallMilliseconds: 1, counter: 9, node: "z"), HLCStamp(wallMilliseconds: 2, counter: 0, node: "a")),
+            (HLCStamp(wallMilliseconds: 2, counter: 0, node: "z"), HLCStamp(wallMilliseconds: 2, counter: 1, node: "a")),
+            (HLCStamp(wallMilliseconds: 2, counter: 1, node: "a"), HLCStamp(wallMilliseconds: 2, counter: 1, node: "b")),
+        ])
     func ordering(_ pair: (HLCStamp, HLCStamp)) {
         #expect(pair.0 < pair.1)
         #expect(!(pair.1 < pair.0))

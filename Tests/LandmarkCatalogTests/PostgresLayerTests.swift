@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The libpq layer without a server: COPY encoding, redaction, error excerpts and the exit-status mapping.
@@ -11,10 +13,13 @@ import Glibc
 struct PostgresEncodingTests {
     @Test("COPY text format escapes backslash, tab, newline and carriage return, and writes NULL as \\N")
     func copyText() throws {
-        let row: [PGValue?] = ["a\tb", nil, "\\N", "x\ny\rz", "back\\", "🙂 é", "", .integer(-5), .bytea([0xDE, 0xAD]),
-                               .boolean(false), .real(-.infinity)]
-        #expect(try PGCopyText.encodeRow(row)
-            == "a\\tb\t\\N\t\\\\N\tx\\ny\\rz\tback\\\\\t🙂 é\t\t-5\t\\\\xdead\tf\t-Infinity\n")
+        let row: [PGValue?] = [
+            "a\tb", nil, "\\N", "x\ny\rz", "back\\", "🙂 é", "", .integer(-5), .bytea([0xDE, 0xAD]),
+            .boolean(false), .real(-.infinity),
+        ]
+        #expect(
+            try PGCopyText.encodeRow(row)
+                == "a\\tb\t\\N\t\\\\N\tx\\ny\\rz\tback\\\\\t🙂 é\t\t-5\t\\\\xdead\tf\t-Infinity\n")
         #expect(try PGCopyText.encodeRow(["\\."]) == "\\\\.\n")
         #expect(throws: PGError.self) { try PGCopyText.encodeRow(["nul\u{0}byte"]) }
     }
@@ -60,8 +65,10 @@ struct PostgresEncodingTests {
             \tIs the server running on that host and accepting TCP/IP connections?
 
             """
-        #expect(PGConnection.oneLine(message)
-            == #"connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?"#)
+        #expect(
+            PGConnection.oneLine(message)
+                == #"connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?"#
+        )
     }
 
     @Test("the statement in a message is one line of at most 160 characters; a long script shows the failing line")
@@ -118,8 +125,10 @@ struct PostgresLayerTests {
     func parameters() throws {
         let connection = try PGConnection(conninfo: server.createDatabase())
         let unicode = "héllo wörld 🌍 日本語 e\u{301} \u{7F}"
-        let params: [PGValue?] = [.text(unicode), nil, .integer(.min), .real(0.1), true, .bytea([0, 1, 255]), "",
-                                  "tab\tnew\nline\\back'quote\"", .real(.infinity)]
+        let params: [PGValue?] = [
+            .text(unicode), nil, .integer(.min), .real(0.1), true, .bytea([0, 1, 255]), "",
+            "tab\tnew\nline\\back'quote\"", .real(.infinity),
+        ]
         let result = try connection.execute(
             sql: "SELECT $1::text AS u, $2::text AS n, $3 AS i, $4 AS r, $5 AS b, $6 AS y, $7::text AS e, $8::text AS s, $9 AS inf",
             params)
@@ -190,8 +199,10 @@ struct PostgresLayerTests {
         }
         #expect(error.target == "127.0.0.1:\(server.port)/postgres \(PostgresServer.passwordRole)")
 
-        let right = try PGConnection(conninfo: server.uri(database: "postgres", user: PostgresServer.passwordRole,
-                                                          password: PostgresServer.password))
+        let right = try PGConnection(
+            conninfo: server.uri(
+                database: "postgres", user: PostgresServer.passwordRole,
+                password: PostgresServer.password))
         #expect(try right.execute(sql: "SELECT current_user").text(0, 0) == PostgresServer.passwordRole)
         #expect(!right.target.contains(PostgresServer.password))
         let failed = try #require(throws: PGError.self) { try right.execute(sql: "SELECT * FROM nowhere") }
@@ -310,8 +321,10 @@ struct PostgresLayerTests {
         #expect(!connection.isOpen)
     }
 
-    static let nasty = ["tab\there", "new\nline", "cr\rlf\r\n", "back\\slash", "\\N", "\\.", "emoji 👩‍👩‍👧‍👦 🇫🇷",
-                        "", " ", "quote ' \" ", "NULL", "trailing\\", "\u{7F}\u{1}\u{8}\u{B}\u{C}", "日本語", "e\u{301}", "\\t\\n"]
+    static let nasty = [
+        "tab\there", "new\nline", "cr\rlf\r\n", "back\\slash", "\\N", "\\.", "emoji 👩‍👩‍👧‍👦 🇫🇷",
+        "", " ", "quote ' \" ", "NULL", "trailing\\", "\u{7F}\u{1}\u{8}\u{B}\u{C}", "日本語", "e\u{301}", "\\t\\n",
+    ]
 
     @Test("COPY loads 100,000 rows of nasty strings that read back byte for byte")
     func copyRoundTrip() throws {
@@ -326,7 +339,8 @@ struct PostgresLayerTests {
             return [.integer(Int64(i)), .text(s), n.map(PGValue.text)]
         }
         #expect(try connection.copyIn(sql: "COPY t (id, s, n) FROM STDIN", rows: rows) == 100_000)
-        var seen = 0, mismatches: [Int] = []
+        var seen = 0
+        var mismatches: [Int] = []
         try connection.forEachRow(sql: "SELECT id, s, n FROM t ORDER BY id", batch: 5000) { row in
             let id = try #require(try row.int64(0))
             let (s, n) = expected(Int(id))
@@ -337,7 +351,8 @@ struct PostgresLayerTests {
         }
         #expect(seen == 100_000)
         #expect(mismatches.isEmpty, "rows \(mismatches)")
-        #expect(try connection.execute(sql: "SELECT count(*) FROM t WHERE n IS NULL").int64(0, 0) == Int64((0..<100_000).filter { $0 % 7 == 0 }.count))
+        #expect(
+            try connection.execute(sql: "SELECT count(*) FROM t WHERE n IS NULL").int64(0, 0) == Int64((0..<100_000).filter { $0 % 7 == 0 }.count))
     }
 
     @Test("a COPY refused by the server or by the encoder loads nothing and leaves the connection usable")
@@ -365,11 +380,17 @@ struct PostgresLayerTests {
     func streaming() throws {
         let connection = try PGConnection(conninfo: server.createDatabase())
         let before = residentBytes()
-        var peak = before, total = 0, largest = 0, previousFreed = true, sum: Int64 = 0
+        var peak = before
+        var total = 0
+        var largest = 0
+        var previousFreed = true
+        var sum: Int64 = 0
         weak var previous: PGResult?
         // 200,000 rows of 2 KB: 400 MB if they were all held.
-        try connection.forEachBatch(sql: "SELECT i, repeat('x', 2000) FROM generate_series(1, $1) AS i",
-                                    [.integer(200_000)], batch: 1000) { result in
+        try connection.forEachBatch(
+            sql: "SELECT i, repeat('x', 2000) FROM generate_series(1, $1) AS i",
+            [.integer(200_000)], batch: 1000
+        ) { result in
             if previous != nil { previousFreed = false }
             previous = result
             largest = max(largest, result.rowCount)
@@ -439,7 +460,8 @@ struct PostgresLayerTests {
     @Test("a transaction's advisory lock keeps a second connection out until commit; its wait is bounded")
     func advisoryLock() throws {
         let uri = try server.createDatabase()
-        let holder = try PGConnection(conninfo: uri), other = try PGConnection(conninfo: uri)
+        let holder = try PGConnection(conninfo: uri)
+        let other = try PGConnection(conninfo: uri)
         let key: Int64 = 0x5EED
         try holder.transaction {
             try holder.advisoryTransactionLock(key)
@@ -459,6 +481,7 @@ struct PostgresLayerTests {
 /// This process's resident set size (`VmRSS` in /proc/self/status), in bytes; 0 when unknown.
 func residentBytes() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
     return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
 }

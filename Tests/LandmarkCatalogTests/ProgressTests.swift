@@ -1,8 +1,9 @@
-@_spi(Testing) @testable import CatalogCLI
 import Foundation
+import Testing
+
+@_spi(Testing) @testable import CatalogCLI
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Progress lines (docs/cli.md §2, issue 13): drawn on standard error only when it is a terminal, for import,
 /// sync (each source's merge, then `--publish`), publish and `export --output`; never in a pipe, with
@@ -14,7 +15,8 @@ struct ProgressTests {
         var text = "["
         for id in 1...count {
             if id > 1 { text += ",\n" }
-            text += #"{"id":\#(id),"name":"Landmark \#(id)","coordinates":{"latitude":45.5,"longitude":-120.25},"isFeatured":\#(id % 10 == 0),"description":"\#(String(repeating: "d", count: 100))"}"#
+            text +=
+                #"{"id":\#(id),"name":"Landmark \#(id)","coordinates":{"latitude":45.5,"longitude":-120.25},"isFeatured":\#(id % 10 == 0),"description":"\#(String(repeating: "d", count: 100))"}"#
         }
         text += "]\n"
         let path = Support.temporaryDirectory().appending(path: "landmarks.json").path
@@ -24,7 +26,8 @@ struct ProgressTests {
 
     /// Runs the CLI in-process with standard error said to be a terminal (or not).
     static func run(_ arguments: [String], db: String, terminal: Bool) -> CLIResult {
-        let out = MemorySink(), err = MemorySink()
+        let out = MemorySink()
+        let err = MemorySink()
         let context = CLIContext(stdout: out, stderr: err, environment: [:], stderrIsTerminal: terminal)
         let status = CatalogCLI.run(["--db", db] + arguments, context: context)
         return CLIResult(status: status, stdout: out.text, stderr: err.text)
@@ -40,10 +43,12 @@ struct ProgressTests {
 
     @Test("unknown size (a pipe, a file being written): records, MB and rate, no percentage or ETA")
     func unknownSize() {
-        #expect(ProgressLine.render(label: "writing", records: 120_000, bytes: 45_200_000, total: nil, elapsed: 2)
-            == "writing: 120,000 records, 45.2 MB, 60,000 rows/s")
-        #expect(ProgressLine.render(label: "importing", records: 10_000, bytes: 0, total: nil, elapsed: 0.5)
-            == "importing: 10,000 records, 20,000 rows/s")
+        #expect(
+            ProgressLine.render(label: "writing", records: 120_000, bytes: 45_200_000, total: nil, elapsed: 2)
+                == "writing: 120,000 records, 45.2 MB, 60,000 rows/s")
+        #expect(
+            ProgressLine.render(label: "importing", records: 10_000, bytes: 0, total: nil, elapsed: 0.5)
+                == "importing: 10,000 records, 20,000 rows/s")
     }
 
     /// Regression (a user test at 60 columns): the label kept its 48 characters and the figures were cut
@@ -54,16 +59,20 @@ struct ProgressTests {
         var now = 0.0
         let line = ProgressLine(sink: sink, enabled: true, label: "syncing", columns: 60, now: { now })
         now = 2
-        line.update(Progress(records: 110_000, bytes: 6_600_000, totalBytes: nil, phase: .merging,
-                             subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
+        line.update(
+            Progress(
+                records: 110_000, bytes: 6_600_000, totalBytes: nil, phase: .merging,
+                subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
         let drawn = sink.text.replacingOccurrences(of: "\r\u{1B}[K", with: "")
         #expect(drawn == "merging …55432/hub2: 110,000 records, 6.6 MB, 55,000 rows/s")  // 59 characters
         // Narrower still (45 columns): the verb alone, then the figures as far as they go; one record is "1 record".
         let narrow = MemorySink()
         let small = ProgressLine(sink: narrow, enabled: true, label: "syncing", columns: 45, now: { now })
         now = 4
-        small.update(Progress(records: 143_360, bytes: 7_000_000, totalBytes: nil, phase: .pushing,
-                              subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
+        small.update(
+            Progress(
+                records: 143_360, bytes: 7_000_000, totalBytes: nil, phase: .pushing,
+                subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
         #expect(narrow.text.replacingOccurrences(of: "\r\u{1B}[K", with: "") == "pushing: 143,360 records, 7.0 MB, 71,680 row")
         #expect(ProgressLine.render(label: "x", records: 1, bytes: 0, total: nil, elapsed: 1) == "x: 1 record, 1 rows/s")
         #expect(ProgressLine.shortened("merging a.json", to: 40) == "merging a.json")
@@ -120,8 +129,9 @@ struct ProgressTests {
         line.update(Progress(records: 3_000, bytes: 5_000_000, totalBytes: nil, phase: .writing, subject: "/srv/exchange/me.json"))
         #expect(sink.text.hasSuffix("writing /srv/exchange/me.json: 3,000 records, 5.0 MB, 1,000 rows/s"))
         let long = String(repeating: "d", count: 60) + "/peer.json"
-        #expect(ProgressLine.label(Progress(records: 0, bytes: 0, totalBytes: nil, phase: .merging, subject: long))
-            == "merging …" + long.suffix(39))
+        #expect(
+            ProgressLine.label(Progress(records: 0, bytes: 0, totalBytes: nil, phase: .merging, subject: long))
+                == "merging …" + long.suffix(39))
     }
 
     @Test("import on a terminal draws percentage, rate and ETA on stderr, then clears it; stdout is unchanged")
@@ -137,9 +147,11 @@ struct ProgressTests {
         #expect(result.stderr.hasSuffix("\r\u{1B}[K"))
     }
 
-    @Test("no progress in a pipe, with --quiet, --json or --log-format json", arguments: [
-        (false, [String]()), (true, ["--quiet"]), (true, ["-q"]), (true, ["--json"]), (true, ["--log-format", "json"]),
-    ])
+    @Test(
+        "no progress in a pipe, with --quiet, --json or --log-format json",
+        arguments: [
+            (false, [String]()), (true, ["--quiet"]), (true, ["-q"]), (true, ["--json"]), (true, ["--log-format", "json"]),
+        ])
     func never(_ terminal: Bool, _ extra: [String]) throws {
         let file = try Self.landmarkFile(12_000)
         let result = Self.run(["import", file] + extra, db: Support.temporaryDatabase(), terminal: terminal)
@@ -185,8 +197,9 @@ struct ProgressTests {
         #expect(Self.run(["publish", directory.appending(path: "log2").path, "--quiet"], db: db, terminal: true).stderr == "")
     }
 
-    @Test("a real terminal (script(1) gives catalog a pseudo-terminal): the import's line has percentage, rate and ETA",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "script(1) is not installed"))
+    @Test(
+        "a real terminal (script(1) gives catalog a pseudo-terminal): the import's line has percentage, rate and ETA",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "script(1) is not installed"))
     func realTerminal() throws {
         let file = try Self.landmarkFile(12_000)
         let db = Support.temporaryDatabase()

@@ -24,7 +24,8 @@ enum ReadmeExamples {
         var actual: [String]
         var description: String {
             "\(command.file):\(command.line): `\(command.command)` (exit \(status)) printed\n"
-                + actual.map { "  | \($0)" }.joined(separator: "\n") + "\n\(command.file) shows\n" + command.expected.map { "  | \($0)" }.joined(separator: "\n")
+                + actual.map { "  | \($0)" }.joined(separator: "\n") + "\n\(command.file) shows\n"
+                + command.expected.map { "  | \($0)" }.joined(separator: "\n")
         }
     }
 
@@ -57,7 +58,8 @@ enum ReadmeExamples {
             let parts = pattern.components(separatedBy: "…")
             guard parts.count > 1 else { return pattern == line }
             guard line.hasPrefix(parts[0]), line.hasSuffix(parts[parts.count - 1]),
-                  line.count >= parts[0].count + parts[parts.count - 1].count else { return false }
+                line.count >= parts[0].count + parts[parts.count - 1].count
+            else { return false }
             var rest = Substring(line.dropFirst(parts[0].count).dropLast(parts[parts.count - 1].count))
             for middle in parts.dropFirst().dropLast() {
                 guard let found = rest.range(of: middle) else { return false }
@@ -70,16 +72,20 @@ enum ReadmeExamples {
     /// Runs `commands` in order in a fresh sandbox and returns the ones whose output differs from their file's.
     static func check(_ commands: [Command]) throws -> [Mismatch] {
         let sandbox = Support.temporaryDirectory()
-        try FileManager.default.copyItem(at: Support.root.appending(path: "Seeds/landmarkData.json"),
-                                         to: sandbox.appending(path: "landmarkData.json"))
+        try FileManager.default.copyItem(
+            at: Support.root.appending(path: "Seeds/landmarkData.json"),
+            to: sandbox.appending(path: "landmarkData.json"))
         let home = sandbox.appending(path: "home")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        let environment = ["PATH": Support.catalogBinary.deletingLastPathComponent().path + ":/usr/bin:/bin", "HOME": home.path,
-                           "CATALOG_DB": sandbox.appending(path: "catalog.sqlite").path]
+        let environment = [
+            "PATH": Support.catalogBinary.deletingLastPathComponent().path + ":/usr/bin:/bin", "HOME": home.path,
+            "CATALOG_DB": sandbox.appending(path: "catalog.sqlite").path,
+        ]
         var mismatches: [Mismatch] = []
         for command in commands {
-            let result = try runProcess(URL(fileURLWithPath: "/bin/bash"), ["--norc", "--noprofile", "-o", "pipefail", "-c", "exec 2>&1\n" + command.command],
-                                        in: sandbox, environment: environment)
+            let result = try runProcess(
+                URL(fileURLWithPath: "/bin/bash"), ["--norc", "--noprofile", "-o", "pipefail", "-c", "exec 2>&1\n" + command.command],
+                in: sandbox, environment: environment)
             var actual = result.stdout.components(separatedBy: "\n")
             if actual.last == "" { actual.removeLast() }
             let mayFail = command.expected.contains { $0.hasPrefix("catalog: error:") }
@@ -121,8 +127,10 @@ struct ReadmeExamplesTests {
     @Test("every console example in docs/*.md prints what the page shows, each page in a fresh database")
     func docsExamples() throws {
         let pages = try ReadmeExamples.docs
-        for page in ["docs/cli.md", "docs/exit-statuses.md", "docs/log-format.md", "docs/merge-rules.md", "docs/snapshot-format.md",
-                     "docs/hub.md", "docs/operations.md", "docs/limits.md", "docs/performance.md"] {
+        for page in [
+            "docs/cli.md", "docs/exit-statuses.md", "docs/log-format.md", "docs/merge-rules.md", "docs/snapshot-format.md",
+            "docs/hub.md", "docs/operations.md", "docs/limits.md", "docs/performance.md",
+        ] {
             #expect(pages.contains(page), "\(page) is missing")
         }
         var checked = 0
@@ -165,12 +173,14 @@ struct ReadmeExamplesTests {
         #expect(docCodes == helpCodes)
     }
 
-    @Test("an example edited to be wrong fails the check, naming its line and what was printed", arguments: [
-        ("16 records: 16 inserted", "12 records: 12 inserted"),
-        ("ann: page 2 of 4 (landmark 1006)", "ann: page 2 of 3 (landmark 1007)"),
-        (#""pageCount":4"#, #""pageCount":3"#),
-        ("16 unchanged, 0 pruned, 0 warnings (nothing to do)\n", "16 unchanged, 0 pruned, 0 warnings\n"),
-    ])
+    @Test(
+        "an example edited to be wrong fails the check, naming its line and what was printed",
+        arguments: [
+            ("16 records: 16 inserted", "12 records: 12 inserted"),
+            ("ann: page 2 of 4 (landmark 1006)", "ann: page 2 of 3 (landmark 1007)"),
+            (#""pageCount":4"#, #""pageCount":3"#),
+            ("16 unchanged, 0 pruned, 0 warnings (nothing to do)\n", "16 unchanged, 0 pruned, 0 warnings\n"),
+        ])
     func wrongExampleFails(_ original: String, _ edited: String) throws {
         let readme = try ReadmeExamples.readme
         #expect(readme.contains(original))
@@ -185,7 +195,8 @@ struct ReadmeExamplesTests {
 
     @Test("a command that fails, or prints an extra line, is a mismatch")
     func failures() throws {
-        let commands = ReadmeExamples.parse("""
+        let commands = ReadmeExamples.parse(
+            """
             ```console
             $ catalog position get --user ann
             ann: page 2 of 4 (landmark 1006)
@@ -193,8 +204,11 @@ struct ReadmeExamplesTests {
             one
             ```
             """)
-        #expect(commands == [ReadmeExamples.Command(line: 2, command: "catalog position get --user ann", expected: ["ann: page 2 of 4 (landmark 1006)"]),
-                             ReadmeExamples.Command(line: 4, command: "echo one; echo two", expected: ["one"])])
+        #expect(
+            commands == [
+                ReadmeExamples.Command(line: 2, command: "catalog position get --user ann", expected: ["ann: page 2 of 4 (landmark 1006)"]),
+                ReadmeExamples.Command(line: 4, command: "echo one; echo two", expected: ["one"]),
+            ])
         let mismatches = try ReadmeExamples.check(commands)
         #expect(mismatches.map(\.status) == [66, 0])
         #expect(mismatches.first?.actual.first?.hasPrefix("catalog: error: ") == true)
@@ -203,8 +217,10 @@ struct ReadmeExamplesTests {
 
     @Test("… matches any text within one line, nothing across lines")
     func wildcard() {
-        #expect(ReadmeExamples.matches(expected: [#"{"currentPage":2,"landmarks":[…],"pageCount":4}"#],
-                                       actual: [#"{"currentPage":2,"landmarks":[{"id":1}],"pageCount":4}"#]))
+        #expect(
+            ReadmeExamples.matches(
+                expected: [#"{"currentPage":2,"landmarks":[…],"pageCount":4}"#],
+                actual: [#"{"currentPage":2,"landmarks":[{"id":1}],"pageCount":4}"#]))
         #expect(ReadmeExamples.matches(expected: ["a…b…c"], actual: ["a12b34c"]))
         #expect(ReadmeExamples.matches(expected: ["a…"], actual: ["a"]))
         #expect(!ReadmeExamples.matches(expected: ["a…c"], actual: ["ab"]))

@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Each test here is a bug found by trying the tool as a user would, with the input that broke it.
 @Suite("Regressions")
@@ -24,7 +25,8 @@ struct RegressionTests {
     @Test("export writes through a symbolic link and keeps the file's mode")
     func exportThroughSymlink() throws {
         let dir = Support.temporaryDirectory()
-        let real = dir.appending(path: "real.json").path, link = dir.appending(path: "link.json").path
+        let real = dir.appending(path: "real.json").path
+        let link = dir.appending(path: "link.json").path
         try "old".write(toFile: real, atomically: false, encoding: .utf8)
         chmod(real, 0o640)
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "real.json")
@@ -179,16 +181,18 @@ struct RegressionTests {
         #expect(zero.status == 65)
         #expect(zero.stderr.contains("version must be 1 or more, found 0"))
         #expect(!zero.stderr.contains("missing \"version\""))
-        let spaced = runCLI(["sync", try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z", node: "has space")]))],
-                            db: Support.temporaryDatabase())
+        let spaced = runCLI(
+            ["sync", try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z", node: "has space")]))],
+            db: Support.temporaryDatabase())
         #expect(spaced.status == 65)
         #expect(spaced.stderr.contains("node must be 1–64 characters"))
     }
 
     @Test("a syntax error in a snapshot is not followed by 'missing format' noise")
     func noCascade() throws {
-        let result = runCLI(["sync", try writeTemporary(#"{"format": "landmark-catalog-snapshot", "version": 1, "positions": [}"#)],
-                            db: Support.temporaryDatabase())
+        let result = runCLI(
+            ["sync", try writeTemporary(#"{"format": "landmark-catalog-snapshot", "version": 1, "positions": [}"#)],
+            db: Support.temporaryDatabase())
         #expect(result.status == 65)
         #expect(!result.stderr.contains("missing"))
     }

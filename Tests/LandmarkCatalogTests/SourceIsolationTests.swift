@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A source fails alone, whatever it throws, and a log keeps its place (issue 17; docs/log-format.md,
@@ -74,8 +76,10 @@ struct SourceIsolationTests {
             let failure: Failure
             func merge(into merger: inout RowMerger) throws {
                 let batch = RowBatch()
-                batch.positions.append(PositionRecord(user: "planted", page: 0, landmark: nil,
-                                                      stamp: HLCStamp(wallMilliseconds: 1_700_000_000_000, counter: 0, node: "n-planted"), deleted: false))
+                batch.positions.append(
+                    PositionRecord(
+                        user: "planted", page: 0, landmark: nil,
+                        stamp: HLCStamp(wallMilliseconds: 1_700_000_000_000, counter: 0, node: "n-planted"), deleted: false))
                 try merger.apply(batch)
                 throw failure.error
             }
@@ -97,8 +101,10 @@ struct SourceIsolationTests {
             let goodCount = 1 + Int(random.next() % 3)
             var goods: [String] = []
             for g in 0..<goodCount {
-                goods.append(try writeTemporary(snapshot(positions: [positionRow("good-\(g)", page: g, at: "2026-11-29T01:00:00Z")]),
-                                                name: "good-\(round)-\(g).json"))
+                goods.append(
+                    try writeTemporary(
+                        snapshot(positions: [positionRow("good-\(g)", page: g, at: "2026-11-29T01:00:00Z")]),
+                        name: "good-\(round)-\(g).json"))
             }
             let duringMerge = random.next() % 2 == 0
             let planted = "/planted/\(failure)-\(round)"
@@ -151,14 +157,17 @@ struct SourceIsolationTests {
         let published = dir.appending(path: "b-log").path
         options.publishPath = published
         var removed = 0
-        let report = try b.sync(sources: [log.path, good], options: options, progress: { progress in
-            // While the base merges, the delta goes (each fresh look finds it named and gone again).
-            if progress.phase == .merging, progress.subject?.hasSuffix("manifest.json") == true,
-               FileManager.default.fileExists(atPath: log.appending(path: delta.name).path) {
-                try? FileManager.default.removeItem(at: log.appending(path: delta.name))
-                removed += 1
-            }
-        })
+        let report = try b.sync(
+            sources: [log.path, good], options: options,
+            progress: { progress in
+                // While the base merges, the delta goes (each fresh look finds it named and gone again).
+                if progress.phase == .merging, progress.subject?.hasSuffix("manifest.json") == true,
+                    FileManager.default.fileExists(atPath: log.appending(path: delta.name).path)
+                {
+                    try? FileManager.default.removeItem(at: log.appending(path: delta.name))
+                    removed += 1
+                }
+            })
         #expect(removed == 1)
         let failed = report.sources[0]
         #expect(failed.error?.exitStatus == 69 && failed.error?.message.contains(delta.name) == true, "\(String(describing: failed.error))")
@@ -198,7 +207,9 @@ struct SourceIsolationTests {
     /// Regression: a manifest behind the cursor (same generation, lower `through`) made the consumer
     /// fetch and merge the base and every delta again and move its cursor back; naming a delta
     /// deleted since, it failed with 69.
-    @Test("a manifest behind the cursor in a directory: nothing fetched beyond it, the cursor kept, not modified with a note; a deleted delta it names is no error")
+    @Test(
+        "a manifest behind the cursor in a directory: nothing fetched beyond it, the cursor kept, not modified with a note; a deleted delta it names is no error"
+    )
     func staleManifestInDirectory() throws {
         let dir = Support.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -291,12 +302,20 @@ struct QuarantineTieTests {
     @Test("two deliveries of one key and future stamp, in either order, leave the winner after release", arguments: [false, true])
     func winnerKept(loserFirst: Bool) throws {
         let future = "2026-11-30T00:10:00Z"  // 10 min after testNow: beyond the 300 s allowance
-        let beta = try writeTemporary(snapshot(landmarks: [landmarkRow(7, name: "Beta", at: future)],
-                                               positions: [positionRow("t1", page: 1, landmark: 9, at: future),
-                                                           positionRow("t2", page: 0, at: future, deleted: true)]), name: "beta.json")
-        let alpha = try writeTemporary(snapshot(landmarks: [landmarkRow(7, name: "Alpha", at: future)],
-                                                positions: [positionRow("t1", page: 1, landmark: 7, at: future),
-                                                            positionRow("t2", page: 3, at: future)]), name: "alpha.json")
+        let beta = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(7, name: "Beta", at: future)],
+                positions: [
+                    positionRow("t1", page: 1, landmark: 9, at: future),
+                    positionRow("t2", page: 0, at: future, deleted: true),
+                ]), name: "beta.json")
+        let alpha = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(7, name: "Alpha", at: future)],
+                positions: [
+                    positionRow("t1", page: 1, landmark: 7, at: future),
+                    positionRow("t2", page: 3, at: future),
+                ]), name: "alpha.json")
         let clock = ManualClock(testNow)
         let dir = Support.temporaryDirectory()
         let store = try CatalogStore.open(path: dir.appending(path: "q.sqlite").path, wallClock: clock)
@@ -321,9 +340,11 @@ struct QuarantineTieTests {
         for _ in 0..<500 {
             let a = (values[Int(random.next() % 9)], random.next() % 3 == 0 ? nil : values[Int(random.next() % 9)])
             let b = (values[Int(random.next() % 9)], random.next() % 3 == 0 ? nil : values[Int(random.next() % 9)])
-            let record = PositionRecord(user: "u", page: a.0, landmark: a.1, stamp: HLCStamp(wallMilliseconds: 0, counter: 0, node: "n"), deleted: false)
-            let byBytes = LastWriterWins.order(bytes: RowMerger.positionTieContent(page: a.0, landmark: a.1),
-                                               RowMerger.positionTieContent(page: b.0, landmark: b.1))
+            let record = PositionRecord(
+                user: "u", page: a.0, landmark: a.1, stamp: HLCStamp(wallMilliseconds: 0, counter: 0, node: "n"), deleted: false)
+            let byBytes = LastWriterWins.order(
+                bytes: RowMerger.positionTieContent(page: a.0, landmark: a.1),
+                RowMerger.positionTieContent(page: b.0, landmark: b.1))
             #expect(byBytes == record.compareContent(page: b.0, landmark: b.1), "\(a) vs \(b)")
         }
     }
@@ -367,7 +388,8 @@ struct MissingLogFileTests {
     func publishRepairs() throws {
         let dir = Support.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let a = dir.appending(path: "a.sqlite").path, b = dir.appending(path: "b.sqlite").path
+        let a = dir.appending(path: "a.sqlite").path
+        let b = dir.appending(path: "b.sqlite").path
         let log = dir.appending(path: "log").path
         #expect(runCLI(["import", Support.fixture("valid.json")], db: a).status == 0)
         #expect(runCLI(["publish", log], db: a).status == 0)

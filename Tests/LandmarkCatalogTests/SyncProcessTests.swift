@@ -1,10 +1,12 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The test HTTP server (Tests/Support/snapshot_server.py) on 127.0.0.1, serving `directory`.
 final class TestHTTPServer {
@@ -161,10 +163,11 @@ struct SyncLockTests {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
         let before = (try dumpLandmarks(db), try dumpPositions(db))
-        let source = try writeTemporary(snapshot(
-            // A minute ahead: newer than the import's stamp, inside the default drift allowance.
-            landmarks: [landmarkRow(1001, name: "Renamed", at: Timestamp.format(milliseconds: SystemClock().nowMilliseconds() + 60_000))],
-            positions: (0..<500).map { positionRow("user-\($0)", page: 0, at: "2026-11-29T01:00:00Z") }))
+        let source = try writeTemporary(
+            snapshot(
+                // A minute ahead: newer than the import's stamp, inside the default drift allowance.
+                landmarks: [landmarkRow(1001, name: "Renamed", at: Timestamp.format(milliseconds: SystemClock().nowMilliseconds() + 60_000))],
+                positions: (0..<500).map { positionRow("user-\($0)", page: 0, at: "2026-11-29T01:00:00Z") }))
         let victim = Process()
         victim.executableURL = Support.harnessBinary
         victim.arguments = ["--db", db, "sync", source]

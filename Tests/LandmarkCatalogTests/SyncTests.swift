@@ -1,11 +1,14 @@
 import Foundation
-@testable import LandmarkCatalog
-@testable import LandmarkCatalogSync
 import Testing
 
+@testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
+
 /// A snapshot document built by hand.
-func snapshot(node: String = "n-test", landmarks: [String] = [], positions: [String] = [], version: Int = 1,
-              format: String = "landmark-catalog-snapshot") -> String {
+func snapshot(
+    node: String = "n-test", landmarks: [String] = [], positions: [String] = [], version: Int = 1,
+    format: String = "landmark-catalog-snapshot"
+) -> String {
     """
     {"format": "\(format)", "version": \(version), "node": "\(node)", "generatedAt": "2026-11-30T01:02:03.456Z",
      "landmarks": [\(landmarks.joined(separator: ",\n"))],
@@ -13,13 +16,17 @@ func snapshot(node: String = "n-test", landmarks: [String] = [], positions: [Str
     """
 }
 
-func positionRow(_ user: String, page: Int, landmark: Int? = nil, at: String, counter: Int = 0, node: String = "n-test",
-                 deleted: Bool = false) -> String {
+func positionRow(
+    _ user: String, page: Int, landmark: Int? = nil, at: String, counter: Int = 0, node: String = "n-test",
+    deleted: Bool = false
+) -> String {
     #"{"user": "\#(user)", "page": \#(page), "landmarkId": \#(landmark.map(String.init) ?? "null"), "updatedAt": "\#(at)", "counter": \#(counter), "node": "\#(node)", "deleted": \#(deleted)}"#
 }
 
-func landmarkRow(_ id: Int, name: String, featured: Bool = true, at: String, counter: Int = 0, node: String = "n-test",
-                 deleted: Bool = false) -> String {
+func landmarkRow(
+    _ id: Int, name: String, featured: Bool = true, at: String, counter: Int = 0, node: String = "n-test",
+    deleted: Bool = false
+) -> String {
     #"{"id": \#(id), "name": "\#(name)", "category": "Lakes", "city": null, "state": "Alaska", "park": null, "description": null, "imageName": "x", "isFeatured": \#(featured), "isFavorite": false, "coordinates": {"latitude": 61.2, "longitude": -149.9}, "updatedAt": "\#(at)", "counter": \#(counter), "node": "\#(node)", "deleted": \#(deleted)}"#
 }
 
@@ -113,12 +120,14 @@ struct MergeRuleTests {
     @Test("a tombstone beats an older update delivered after it; an old snapshot never resurrects")
     func noResurrection() throws {
         let (s, _) = try store()
-        let old = try writeTemporary(snapshot(
-            landmarks: [landmarkRow(7, name: "Seven", at: "2026-11-29T01:00:00.000Z")],
-            positions: [positionRow("u", page: 0, landmark: 7, at: "2026-11-29T01:00:00.000Z")]))
-        let newer = try writeTemporary(snapshot(
-            landmarks: [landmarkRow(7, name: "Seven", at: "2026-11-29T02:00:00.000Z", deleted: true)],
-            positions: [positionRow("u", page: 0, landmark: 7, at: "2026-11-29T02:00:00.000Z", deleted: true)]))
+        let old = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(7, name: "Seven", at: "2026-11-29T01:00:00.000Z")],
+                positions: [positionRow("u", page: 0, landmark: 7, at: "2026-11-29T01:00:00.000Z")]))
+        let newer = try writeTemporary(
+            snapshot(
+                landmarks: [landmarkRow(7, name: "Seven", at: "2026-11-29T02:00:00.000Z", deleted: true)],
+                positions: [positionRow("u", page: 0, landmark: 7, at: "2026-11-29T02:00:00.000Z", deleted: true)]))
         _ = try s.sync(sources: [newer])
         let r = try s.sync(sources: [old])
         #expect(r.counts.stale == 2)
@@ -132,9 +141,14 @@ struct MergeRuleTests {
         let path = Support.temporaryDatabase()
         let clock = ManualClock(testNow)
         let s = try CatalogStore.open(path: path, wallClock: clock)
-        _ = try s.sync(sources: [try writeTemporary(snapshot(
-            landmarks: [landmarkRow(1, name: "One", at: "2026-11-30T00:04:00.000Z"), landmarkRow(2, name: "Two", at: "2026-11-30T00:04:00.000Z")],
-            positions: [positionRow("u", page: 0, landmark: 1, at: "2026-11-30T00:04:00.000Z", counter: 9, node: "zz")]))])
+        _ = try s.sync(sources: [
+            try writeTemporary(
+                snapshot(
+                    landmarks: [
+                        landmarkRow(1, name: "One", at: "2026-11-30T00:04:00.000Z"), landmarkRow(2, name: "Two", at: "2026-11-30T00:04:00.000Z"),
+                    ],
+                    positions: [positionRow("u", page: 0, landmark: 1, at: "2026-11-30T00:04:00.000Z", counter: 9, node: "zz")]))
+        ])
         let local = try s.setPosition(user: "u", to: .page(1))
         #expect(local.stamp.wallMilliseconds == Timestamp.parse("2026-11-30T00:04:00Z"))
         #expect(local.stamp.counter == 11)
@@ -145,9 +159,12 @@ struct MergeRuleTests {
         let (s, _) = try store()
         _ = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, landmark: 9, at: "2026-11-29T01:00:00.000Z")]))])
         #expect(try s.position(user: "u")?.currentPage == nil)
-        _ = try s.sync(sources: [try writeTemporary(snapshot(landmarks: [
-            landmarkRow(8, name: "Eight", at: "2026-11-29T01:00:00.000Z"), landmarkRow(9, name: "Nine", at: "2026-11-29T01:00:00.000Z"),
-        ]))])
+        _ = try s.sync(sources: [
+            try writeTemporary(
+                snapshot(landmarks: [
+                    landmarkRow(8, name: "Eight", at: "2026-11-29T01:00:00.000Z"), landmarkRow(9, name: "Nine", at: "2026-11-29T01:00:00.000Z"),
+                ]))
+        ])
         #expect(try s.position(user: "u")?.currentPage == 1)
         #expect(try s.position(user: "u")?.landmarkID == 9)
     }
@@ -160,15 +177,25 @@ struct MergeRuleTests {
         var testDescription: String { name }
     }
 
-    @Test("bad snapshots: 65 or 76, a message naming where; nothing from the bad source merged, the good one merged", arguments: [
-        BadSnapshot(name: "truncated", text: String(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:00:00Z")]).dropLast(20)), status: 65, mentions: "snapshot.json:"),
-        BadSnapshot(name: "format", text: snapshot(format: "something-else"), status: 76, mentions: "unknown snapshot format \"something-else\""),
-        BadSnapshot(name: "version", text: snapshot(version: 2), status: 76, mentions: "snapshot version 2 is newer"),
-        BadSnapshot(name: "bad stamp", text: snapshot(positions: [positionRow("u", page: 1, at: "yesterday")]), status: 65, mentions: "updatedAt must be an RFC 3339 date-time"),
-        BadSnapshot(name: "negative page", text: snapshot(positions: [positionRow("u", page: -1, at: "2026-11-29T01:00:00Z")]), status: 65, mentions: "page must be a non-negative integer"),
-        BadSnapshot(name: "bad landmark", text: snapshot(landmarks: [landmarkRow(1, name: "", at: "2026-11-29T01:00:00Z")]), status: 65, mentions: "name must not be empty"),
-        BadSnapshot(name: "not an object", text: "[]", status: 65, mentions: "a snapshot must be a JSON object"),
-    ])
+    @Test(
+        "bad snapshots: 65 or 76, a message naming where; nothing from the bad source merged, the good one merged",
+        arguments: [
+            BadSnapshot(
+                name: "truncated", text: String(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:00:00Z")]).dropLast(20)),
+                status: 65, mentions: "snapshot.json:"),
+            BadSnapshot(name: "format", text: snapshot(format: "something-else"), status: 76, mentions: "unknown snapshot format \"something-else\""),
+            BadSnapshot(name: "version", text: snapshot(version: 2), status: 76, mentions: "snapshot version 2 is newer"),
+            BadSnapshot(
+                name: "bad stamp", text: snapshot(positions: [positionRow("u", page: 1, at: "yesterday")]), status: 65,
+                mentions: "updatedAt must be an RFC 3339 date-time"),
+            BadSnapshot(
+                name: "negative page", text: snapshot(positions: [positionRow("u", page: -1, at: "2026-11-29T01:00:00Z")]), status: 65,
+                mentions: "page must be a non-negative integer"),
+            BadSnapshot(
+                name: "bad landmark", text: snapshot(landmarks: [landmarkRow(1, name: "", at: "2026-11-29T01:00:00Z")]), status: 65,
+                mentions: "name must not be empty"),
+            BadSnapshot(name: "not an object", text: "[]", status: 65, mentions: "a snapshot must be a JSON object"),
+        ])
     func badSnapshots(_ bad: BadSnapshot) throws {
         let db = Support.temporaryDatabase()
         let good = try writeTemporary(snapshot(positions: [positionRow("g", page: 0, at: "2026-11-29T01:00:00Z")]))
@@ -191,7 +218,9 @@ struct MergeRuleTests {
         let db = Support.temporaryDatabase()
         let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
         let dry = runCLI(["sync", "--dry-run", source], db: db)
-        #expect(dry.stdout.hasPrefix("dry run, nothing written: 1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 position applied"), "\(dry.stdout)")
+        #expect(
+            dry.stdout.hasPrefix("dry run, nothing written: 1 source (1 merged, 0 not modified): 0 of 0 landmarks and 1 of 1 position applied"),
+            "\(dry.stdout)")
         #expect(!FileManager.default.fileExists(atPath: db))  // not even the database was created
         #expect(runCLI(["init"], db: db).status == 0)
         #expect(runCLI(["sync", "--dry-run", source], db: db).status == 0)
@@ -278,8 +307,9 @@ struct MergeRuleTests {
         #expect(runCLI(["remote", "add", "bad name", source], db: db).status == 64)
         // A relative path is saved absolute (against the working directory), as cron will need it.
         #expect(runCLI(["remote", "add", "rel", "relative/path.json"], db: db).status == 0)
-        #expect(try CatalogStore.open(path: db).remotes().first { $0.name == "rel" }?.url
-            == URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appending(path: "relative/path.json").standardizedFileURL.path)
+        #expect(
+            try CatalogStore.open(path: db).remotes().first { $0.name == "rel" }?.url
+                == URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appending(path: "relative/path.json").standardizedFileURL.path)
         #expect(runCLI(["remote", "remove", "rel"], db: db).status == 0)
         #expect(runCLI(["remote", "list"], db: db).stdout == "NAME  URL\npeer  \(source)\n")
         #expect(runCLI(["sync", "--quiet"], db: db).status == 0)

@@ -7,7 +7,8 @@ struct TestSummaryTests {
     func summary() throws {
         let directory = Support.temporaryDirectory()
         let xml = directory.appending(path: "xunit-swift-testing.xml")
-        try Data("""
+        try Data(
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <testsuites>
               <testsuite name="TestResults" errors="0" tests="3" failures="1" skipped="3" time="1.0">
@@ -19,33 +20,42 @@ struct TestSummaryTests {
                 <testcase classname="LandmarkCatalogTests.ModelTests" name="f()" time="0.1"/>
               </testsuite>
             </testsuites>
-            """.utf8).write(to: xml)
+            """.utf8
+        ).write(to: xml)
         let log = directory.appending(path: "log")
-        try Data("""
+        try Data(
+            """
             ◇ Test run started.
             notice: PostgreSQL tests skipped: no /usr/lib/postgresql/*/bin/postgres (run scripts/setup)
             skipped: ../shared/fixtures/jsontestsuite not found
             notice: PostgreSQL tests skipped: no /usr/lib/postgresql/*/bin/postgres (run scripts/setup)
             ✔ Test run with 3 tests in 2 suites passed after 1.0 seconds.
 
-            """.utf8).write(to: log)
-        let result = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Support.root.appending(path: "scripts/test-summary").path, xml.path, log.path])
+            """.utf8
+        ).write(to: log)
+        let result = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", Support.root.appending(path: "scripts/test-summary").path, xml.path, log.path])
         #expect(result.status == 0)
-        #expect(result.stdout == """
+        #expect(
+            result.stdout == """
 
-            == Test summary ========================================================
-            6 tests in all
-            Skipped, and why:
-                 2  ../shared/fixtures/landmarks not found: skipped  [LandmarkFixturesInteropTests (2)]
-                 1  nginx is not installed  [NginxInteropTests (1)]
-            Notices:
-              notice: PostgreSQL tests skipped: no /usr/lib/postgresql/*/bin/postgres (run scripts/setup)
-              skipped: ../shared/fixtures/jsontestsuite not found
-            tests: 2 passed, 1 failed, 3 skipped
+                == Test summary ========================================================
+                6 tests in all
+                Skipped, and why:
+                     2  ../shared/fixtures/landmarks not found: skipped  [LandmarkFixturesInteropTests (2)]
+                     1  nginx is not installed  [NginxInteropTests (1)]
+                Notices:
+                  notice: PostgreSQL tests skipped: no /usr/lib/postgresql/*/bin/postgres (run scripts/setup)
+                  skipped: ../shared/fixtures/jsontestsuite not found
+                tests: 2 passed, 1 failed, 3 skipped
 
-            """)
-        let missing = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Support.root.appending(path: "scripts/test-summary").path,
-                                                                            directory.appending(path: "none.xml").path])
+                """)
+        let missing = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            [
+                "python3", Support.root.appending(path: "scripts/test-summary").path,
+                directory.appending(path: "none.xml").path,
+            ])
         #expect(missing.status == 0)
         #expect(missing.stdout.contains("no Swift Testing results"))
     }

@@ -1,9 +1,10 @@
 @_spi(Testing) import CatalogCLI
 import Foundation
 import Synchronization
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Paths, temporary databases and an in-process CLI runner shared by the suites.
 enum Support {
@@ -99,11 +100,15 @@ struct CLIResult {
 }
 
 /// Runs `catalog ARGS` in-process against `db`.
-func runCLI(_ arguments: [String], db: String? = nil, stdinFD: Int32 = 0, clock: any WallClock = SystemClock(),
-            environment: [String: String] = [:]) -> CLIResult {
-    let out = MemorySink(), err = MemorySink()
-    let hooks = TestHooks(backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
-                          pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0)
+func runCLI(
+    _ arguments: [String], db: String? = nil, stdinFD: Int32 = 0, clock: any WallClock = SystemClock(),
+    environment: [String: String] = [:]
+) -> CLIResult {
+    let out = MemorySink()
+    let err = MemorySink()
+    let hooks = TestHooks(
+        backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
+        pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0)
     let context = CLIContext(stdout: out, stderr: err, stdinFD: stdinFD, environment: environment, wallClock: clock, testHooks: hooks)
     let status = CatalogCLI.run((db.map { ["--db", $0] } ?? []) + arguments, context: context)
     return CLIResult(status: status, stdout: out.text, stderr: err.text)
@@ -112,8 +117,10 @@ func runCLI(_ arguments: [String], db: String? = nil, stdinFD: Int32 = 0, clock:
 /// `runProcess` for async tests: waits on a Dispatch thread, not on one of Swift's cooperative threads
 /// (there are as many as cores, 2 here: two tests blocked in `waitUntilExit` stalled every other task,
 /// an observer's first value among them, for tens of seconds on a loaded CI run).
-func runProcessAsync(_ executable: URL, _ arguments: [String], in directory: URL? = nil,
-                     environment: [String: String]? = nil) async throws -> CLIResult {
+func runProcessAsync(
+    _ executable: URL, _ arguments: [String], in directory: URL? = nil,
+    environment: [String: String]? = nil
+) async throws -> CLIResult {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
             continuation.resume(with: Result { try runProcess(executable, arguments, in: directory, environment: environment) })
@@ -122,14 +129,18 @@ func runProcessAsync(_ executable: URL, _ arguments: [String], in directory: URL
 }
 
 /// Runs an executable and captures its output.
-func runProcess(_ executable: URL, _ arguments: [String], in directory: URL? = nil,
-                environment: [String: String]? = nil, stdin: Data? = nil) throws -> CLIResult {
+func runProcess(
+    _ executable: URL, _ arguments: [String], in directory: URL? = nil,
+    environment: [String: String]? = nil, stdin: Data? = nil
+) throws -> CLIResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
     if let directory { process.currentDirectoryURL = directory }
     if let environment { process.environment = environment }
-    let out = Pipe(), err = Pipe(), input = Pipe()
+    let out = Pipe()
+    let err = Pipe()
+    let input = Pipe()
     process.standardOutput = out
     process.standardError = err
     process.standardInput = input
@@ -139,8 +150,9 @@ func runProcess(_ executable: URL, _ arguments: [String], in directory: URL? = n
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                     stderr: String(decoding: errData, as: UTF8.self))
+    return CLIResult(
+        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
 }
 
 /// A wall clock tests can set and step, including backwards.

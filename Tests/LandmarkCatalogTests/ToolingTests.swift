@@ -1,8 +1,9 @@
-@_spi(Testing) @testable import CatalogCLI
 import Foundation
+import Testing
+
+@_spi(Testing) @testable import CatalogCLI
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Tools found on this machine, for the suites that drive real shells and man page linters.
 enum Tools {
@@ -13,8 +14,10 @@ enum Tools {
 
     /// A minimal environment: the built `catalog` first on PATH, HOME in a temporary directory.
     static func environment(database: String? = nil) -> [String: String] {
-        var environment = ["PATH": Support.catalogBinary.deletingLastPathComponent().path + ":/usr/bin:/bin",
-                           "HOME": Support.temporaryDirectory().path]
+        var environment = [
+            "PATH": Support.catalogBinary.deletingLastPathComponent().path + ":/usr/bin:/bin",
+            "HOME": Support.temporaryDirectory().path,
+        ]
         if let database { environment["CATALOG_DB"] = database }
         return environment
     }
@@ -45,9 +48,10 @@ func bashCompletions(_ line: String, script: String, database: String? = nil, di
         _catalog catalog "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}" || exit 92
         ((${#COMPREPLY[@]} == 0)) || printf '%s\n' "${COMPREPLY[@]}"
         """#
-    let result = try runProcess(URL(fileURLWithPath: Tools.path("bash") ?? "/bin/bash"),
-                                ["--norc", "--noprofile", "-c", driver, "bash", script, line, (directory ?? Support.temporaryDirectory()).path],
-                                environment: Tools.environment(database: database))
+    let result = try runProcess(
+        URL(fileURLWithPath: Tools.path("bash") ?? "/bin/bash"),
+        ["--norc", "--noprofile", "-c", driver, "bash", script, line, (directory ?? Support.temporaryDirectory()).path],
+        environment: Tools.environment(database: database))
     #expect(result.status == 0, "bash completion of '\(line)' failed: \(result.stderr)")
     #expect(result.stderr == "")
     return result.stdout.split(separator: "\n").map(String.init)
@@ -81,21 +85,23 @@ struct CompletionTests {
         var testDescription: String { "'\(line)' → \(expected)" }
     }
 
-    @Test("bash completes commands, subcommands, options and fixed words", arguments: [
-        Case(line: "catalog imp", expected: ["import"]),
-        Case(line: "catalog sync --pub", expected: ["--publish"]),
-        Case(line: "catalog position ", expected: ["set", "get", "clear"]),
-        Case(line: "catalog remote l", expected: ["list"]),
-        Case(line: "catalog position set --user ann --p", expected: ["--page"]),
-        Case(line: "catalog import -n --j", expected: ["--json"]),
-        Case(line: "catalog export -", expected: ["-o", "--output", "--db", "--log-format", "--max-diagnostics", "-h", "--help", "--version"]),
-        Case(line: "catalog --log-format ", expected: ["text", "json"]),
-        Case(line: "catalog featured --log-format j", expected: ["json"]),
-        Case(line: "catalog completions ", expected: ["bash", "zsh", "fish"]),
-        Case(line: "catalog help pos", expected: ["position", "positions"]),
-        Case(line: "catalog help position s", expected: ["set"]),
-        Case(line: "catalog status --json ", expected: []),
-    ])
+    @Test(
+        "bash completes commands, subcommands, options and fixed words",
+        arguments: [
+            Case(line: "catalog imp", expected: ["import"]),
+            Case(line: "catalog sync --pub", expected: ["--publish"]),
+            Case(line: "catalog position ", expected: ["set", "get", "clear"]),
+            Case(line: "catalog remote l", expected: ["list"]),
+            Case(line: "catalog position set --user ann --p", expected: ["--page"]),
+            Case(line: "catalog import -n --j", expected: ["--json"]),
+            Case(line: "catalog export -", expected: ["-o", "--output", "--db", "--log-format", "--max-diagnostics", "-h", "--help", "--version"]),
+            Case(line: "catalog --log-format ", expected: ["text", "json"]),
+            Case(line: "catalog featured --log-format j", expected: ["json"]),
+            Case(line: "catalog completions ", expected: ["bash", "zsh", "fish"]),
+            Case(line: "catalog help pos", expected: ["position", "positions"]),
+            Case(line: "catalog help position s", expected: ["set"]),
+            Case(line: "catalog status --json ", expected: []),
+        ])
     func bash(_ c: Case) throws {
         #expect(try bashCompletions(c.line, script: Self.bashScript.get()) == c.expected)
     }
@@ -116,15 +122,17 @@ struct CompletionTests {
         // From CATALOG_DB, and from a --db on the line (which wins).
         #expect(try bashCompletions("catalog sync pe", script: script, database: db, directory: directory) == ["peer-a", "peer-b"])
         #expect(try bashCompletions("catalog --db \(db) remote remove p", script: script, directory: directory) == ["peer-a", "peer-b"])
-        #expect(try bashCompletions("catalog sync --db \(db) l", script: script, database: Support.temporaryDatabase(), directory: directory).sorted()
-            == ["landmarks.json", "logdir"])
+        #expect(
+            try bashCompletions("catalog sync --db \(db) l", script: script, database: Support.temporaryDatabase(), directory: directory).sorted()
+                == ["landmarks.json", "logdir"])
         #expect(try bashCompletions("catalog --db=\(db) sync peer-", script: script, directory: directory) == ["peer-a", "peer-b"])
     }
 
     @Test("sourcing the bash script registers the function with complete(1)")
     func bashRegisters() throws {
-        let result = try runProcess(URL(fileURLWithPath: Tools.path("bash") ?? "/bin/bash"),
-                                    ["--norc", "--noprofile", "-c", #"source "$1" && complete -p catalog"#, "bash", try Self.bashScript.get()])
+        let result = try runProcess(
+            URL(fileURLWithPath: Tools.path("bash") ?? "/bin/bash"),
+            ["--norc", "--noprofile", "-c", #"source "$1" && complete -p catalog"#, "bash", try Self.bashScript.get()])
         #expect(result.status == 0)
         #expect(result.stdout == "complete -F _catalog catalog\n")
     }
@@ -135,27 +143,39 @@ struct CompletionTests {
         let syntax = try runProcess(URL(fileURLWithPath: Tools.path("zsh")!), ["-n", script])
         #expect(syntax.status == 0 && syntax.stderr == "")
         let dump = Support.temporaryDirectory().appending(path: "zcompdump").path
-        let sourced = try runProcess(URL(fileURLWithPath: Tools.path("zsh")!), ["-f", "-c", """
-            autoload -Uz compinit && compinit -u -d '\(dump)' && source '\(script)' && print -r -- "$_comps[catalog] $+functions[_catalog_sync]"
-            """])
+        let sourced = try runProcess(
+            URL(fileURLWithPath: Tools.path("zsh")!),
+            [
+                "-f", "-c",
+                """
+                autoload -Uz compinit && compinit -u -d '\(dump)' && source '\(script)' && print -r -- "$_comps[catalog] $+functions[_catalog_sync]"
+                """,
+            ])
         #expect(sourced.status == 0)
         #expect(sourced.stderr == "")
         #expect(sourced.stdout == "_catalog 1\n")
         let directory = URL(fileURLWithPath: script).deletingLastPathComponent().path
-        let autoloaded = try runProcess(URL(fileURLWithPath: Tools.path("zsh")!), ["-f", "-c", """
-            fpath=('\(directory)' $fpath); autoload -Uz compinit && compinit -u -d '\(dump)2' && print -r -- $_comps[catalog]
-            """])
+        let autoloaded = try runProcess(
+            URL(fileURLWithPath: Tools.path("zsh")!),
+            [
+                "-f", "-c",
+                """
+                fpath=('\(directory)' $fpath); autoload -Uz compinit && compinit -u -d '\(dump)2' && print -r -- $_comps[catalog]
+                """,
+            ])
         #expect(autoloaded.status == 0 && autoloaded.stderr == "")
         #expect(autoloaded.stdout == "_catalog\n")
     }
 
-    @Test("the fish script loads without error and completes 'catalog imp' and 'catalog sync --pub'",
-          .enabled(if: hasFish, "fish is not installed (scripts/setup installs it)"))
+    @Test(
+        "the fish script loads without error and completes 'catalog imp' and 'catalog sync --pub'",
+        .enabled(if: hasFish, "fish is not installed (scripts/setup installs it)"))
     func fish() throws {
         let script = try Tools.generated(["completions", "fish"], name: "catalog.fish")
         func complete(_ line: String) throws -> [String] {
-            let result = try runProcess(URL(fileURLWithPath: Tools.path("fish")!), ["--no-config", "-c", "source '\(script)'; and complete -C'\(line)'"],
-                                        environment: Tools.environment())
+            let result = try runProcess(
+                URL(fileURLWithPath: Tools.path("fish")!), ["--no-config", "-c", "source '\(script)'; and complete -C'\(line)'"],
+                environment: Tools.environment())
             #expect(result.status == 0)
             #expect(result.stderr == "")
             return result.stdout.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }
@@ -166,20 +186,26 @@ struct CompletionTests {
         #expect(try complete("catalog --log-format ").sorted() == ["json", "text"])
     }
 
-    @Test("the man page has every section, command and option, and mandoc lints it without a warning",
-          .enabled(if: hasMandoc, "mandoc is not installed (scripts/setup installs it)"))
+    @Test(
+        "the man page has every section, command and option, and mandoc lints it without a warning",
+        .enabled(if: hasMandoc, "mandoc is not installed (scripts/setup installs it)"))
     func manual() throws {
         let result = runCLI(["man"], environment: ["SOURCE_DATE_EPOCH": "86400"])
         let page = result.stdout
         #expect(result.status == 0)
-        #expect(page.contains(".TH CATALOG 1 1970-01-02 \"catalog \(CatalogCLI.version.replacingOccurrences(of: "-", with: "\\-"))\" \"User Commands\"\n"))
-        for section in ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "\"EXIT STATUS\"", "ENVIRONMENT", "FILES", "EXAMPLES", "\"SEE ALSO\""] {
+        #expect(
+            page.contains(".TH CATALOG 1 1970-01-02 \"catalog \(CatalogCLI.version.replacingOccurrences(of: "-", with: "\\-"))\" \"User Commands\"\n")
+        )
+        for section in [
+            "NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "\"EXIT STATUS\"", "ENVIRONMENT", "FILES", "EXAMPLES", "\"SEE ALSO\"",
+        ] {
             #expect(page.contains("\n.SH \(section)\n"), "no section \(section)")
         }
         for variable in ["CATALOG_DB", "XDG_DATA_HOME", "HOME", "TMPDIR", "PGPASSFILE"] { #expect(page.contains(".B \(variable)\n")) }
         for status in ["0", "64", "65", "66", "69", "70", "73", "74", "75", "76"] { #expect(page.contains(".TP\n.B \(status)\n")) }
         // Regression (a user test): a meaning that --help wraps onto a second line lost its second line.
-        #expect(page.contains("timeout; a hub down, refusing the login or holding its push lock too long); status \\-\\-check: not healthy (no run yet"))
+        #expect(
+            page.contains("timeout; a hub down, refusing the login or holding its push lock too long); status \\-\\-check: not healthy (no run yet"))
         for node in CommandTree(root: CatalogCLI.rootCommand).nodes where !node.path.isEmpty {
             #expect(page.contains(".SS \"catalog \(node.key)\"\n"))
             for option in node.command.options { #expect(page.contains("\\fB\(Manual.escaped(option.name))\\fR")) }
@@ -201,8 +227,9 @@ struct CompletionTests {
     @Test("man -l renders the page without a warning", .enabled(if: Tools.path("man") != nil, "man is not installed"))
     func manRenders() throws {
         let file = try Tools.generated(["man"], name: "catalog.1")
-        let result = try runProcess(URL(fileURLWithPath: Tools.path("man")!), ["--warnings", "-l", file],
-                                    environment: ["PATH": "/usr/bin:/bin", "MANWIDTH": "80", "MANPAGER": "cat", "PAGER": "cat", "LC_ALL": "C.UTF-8"])
+        let result = try runProcess(
+            URL(fileURLWithPath: Tools.path("man")!), ["--warnings", "-l", file],
+            environment: ["PATH": "/usr/bin:/bin", "MANWIDTH": "80", "MANPAGER": "cat", "PAGER": "cat", "LC_ALL": "C.UTF-8"])
         #expect(result.status == 0)
         #expect(result.stderr == "")
         #expect(result.stdout.contains("catalog position set"))
@@ -238,12 +265,13 @@ struct ShortOptionTests {
         #expect(runCLI(["init"], db: db).status == 0)
         let result = runCLI(["export", "--out", "x.json"], db: db)
         #expect(result.status == 64)
-        #expect(result.stderr == """
-            catalog: error: unknown option '--out'. Did you mean '--output'?
-            Usage: catalog [--db PATH] export [--output FILE]
-              See 'catalog export --help'.
+        #expect(
+            result.stderr == """
+                catalog: error: unknown option '--out'. Did you mean '--output'?
+                Usage: catalog [--db PATH] export [--output FILE]
+                  See 'catalog export --help'.
 
-            """)
+                """)
         #expect(runCLI(["sync", "--pub", "x.json"], db: db).stderr.hasPrefix("catalog: error: unknown option '--pub'. Did you mean '--publish'?"))
     }
 

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// Helpers of the trust suites (docs/trust.md).
 enum Trust {
@@ -71,10 +72,18 @@ struct TrustTests {
         let seed = hex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
         #expect(Ed25519.publicKey(seed: seed) == hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"))
         let signature = try #require(Ed25519.sign([], seed: seed))
-        #expect(signature == hex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
+        #expect(
+            signature
+                == hex(
+                    "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+                ))
         #expect(Ed25519.verify(signature, of: [], publicKey: hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")))
         #expect(!Ed25519.verify(signature, of: [0], publicKey: hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")))
-        #expect(BLAKE2b512.hash(Array("abc".utf8)) == hex("ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d17d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923"))
+        #expect(
+            BLAKE2b512.hash(Array("abc".utf8))
+                == hex(
+                    "ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d17d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923"
+                ))
     }
 
     @Test("key generate: secret key 0600, FILE.pub 0644, the public key printed and nothing secret; an existing key is never replaced")
@@ -151,7 +160,8 @@ struct TrustTests {
         #expect(first.written.suffix(2) == ["manifest.json.minisig", "manifest.json"])
         #expect(first.signedBy == (try MinisignPublicKey(text: line, source: "")).id)
         let sigURL = log.appending(path: "manifest.json.minisig")
-        let sig = try Data(contentsOf: sigURL), sigTime = try LogTests.mtime(sigURL)
+        let sig = try Data(contentsOf: sigURL)
+        let sigTime = try LogTests.mtime(sigURL)
         let signature = try MinisignSignature(text: String(decoding: sig, as: UTF8.self), source: "")
         let manifest = try LogTests.manifest(log)
         #expect(signature.trustedComment == "landmark-catalog-log node:node-a generation:\(manifest.generation) through:\(manifest.through)")
@@ -180,13 +190,17 @@ struct TrustTests {
         #expect(runCLI(["sync", "--sign", secret], db: a.path).status == 64)
     }
 
-    @Test("trusted remote: a flipped byte in the manifest, in the signature, or another key's signature → 77; nothing merged, cursor kept; the good source merges")
+    @Test(
+        "trusted remote: a flipped byte in the manifest, in the signature, or another key's signature → 77; nothing merged, cursor kept; the good source merges"
+    )
     func tampering() throws {
         let dir = Support.temporaryDirectory()
         let (secret, line) = try Trust.generate(dir, "k")
         let (other, _) = try Trust.generate(dir, "other")
-        let a = try Trust.publisher(dir, "a"), c = try Trust.publisher(dir, "c")
-        let signedLog = dir.appending(path: "signed"), goodLog = dir.appending(path: "good")
+        let a = try Trust.publisher(dir, "a")
+        let c = try Trust.publisher(dir, "c")
+        let signedLog = dir.appending(path: "signed")
+        let goodLog = dir.appending(path: "good")
         _ = try Trust.publish(c, goodLog)
         let consumer = dir.appending(path: "consumer.sqlite").path
         #expect(runCLI(["remote", "add", "signed", signedLog.path, "--trust", line], db: consumer).status == 0)
@@ -200,25 +214,34 @@ struct TrustTests {
 
         typealias Tamper = (URL) throws -> Void
         let cases: [(String, Tamper, String)] = [
-            ("manifest", { log in
-                let url = log.appending(path: "manifest.json")
-                var text = try String(contentsOf: url, encoding: .utf8)
-                let range = try #require(text.range(of: "\"sha256\":\""))
-                let digit = text[range.upperBound]
-                text.replaceSubrange(range.upperBound...range.upperBound, with: digit == "0" ? "1" : "0")
-                try text.write(to: url, atomically: false, encoding: .utf8)
-            }, "does not verify"),
+            (
+                "manifest",
+                { log in
+                    let url = log.appending(path: "manifest.json")
+                    var text = try String(contentsOf: url, encoding: .utf8)
+                    let range = try #require(text.range(of: "\"sha256\":\""))
+                    let digit = text[range.upperBound]
+                    text.replaceSubrange(range.upperBound...range.upperBound, with: digit == "0" ? "1" : "0")
+                    try text.write(to: url, atomically: false, encoding: .utf8)
+                }, "does not verify"
+            ),
             ("signature", { log in try Trust.flipSignature(log.appending(path: "manifest.json.minisig").path, line: 1) }, "does not verify"),
             ("comment signature", { log in try Trust.flipSignature(log.appending(path: "manifest.json.minisig").path, line: 3) }, "does not verify"),
-            ("trusted comment", { log in
-                let url = log.appending(path: "manifest.json.minisig")
-                let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "through:", with: "through:9")
-                try text.write(to: url, atomically: false, encoding: .utf8)
-            }, "does not verify"),
-            ("another key", { log in
-                let store = try CatalogStore.open(path: a.path)
-                _ = try Trust.publish(store, log, key: other)
-            }, "which this source does not trust"),
+            (
+                "trusted comment",
+                { log in
+                    let url = log.appending(path: "manifest.json.minisig")
+                    let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "through:", with: "through:9")
+                    try text.write(to: url, atomically: false, encoding: .utf8)
+                }, "does not verify"
+            ),
+            (
+                "another key",
+                { log in
+                    let store = try CatalogStore.open(path: a.path)
+                    _ = try Trust.publish(store, log, key: other)
+                }, "which this source does not trust"
+            ),
         ]
         for (what, tamper, message) in cases {
             _ = try Trust.publish(a, signedLog, key: secret)
@@ -294,7 +317,9 @@ struct TrustTests {
         let a = try Trust.publisher(dir, "a")
         let log = dir.appending(path: "log")
         let consumer = dir.appending(path: "consumer.sqlite").path
-        #expect(runCLI(["remote", "add", "peer", log.path, "--trust", oldLine, "--trust", dir.appending(path: "new.key.pub").path], db: consumer).status == 0)
+        #expect(
+            runCLI(["remote", "add", "peer", log.path, "--trust", oldLine, "--trust", dir.appending(path: "new.key.pub").path], db: consumer).status
+                == 0)
         let list = runCLI(["remote", "list"], db: consumer)
         let ids = try MinisignPublicKey(text: oldLine, source: "").id + "," + MinisignPublicKey(text: newLine, source: "").id
         #expect(list.stdout.contains("ALLOW") && list.stdout.contains(ids), "\(list.stdout)")
@@ -357,7 +382,9 @@ struct TrustTests {
         #expect(runCLI(["remote", "add", "x", log.path, "--allow", "everything"], db: other).status == 64)
     }
 
-    @Test("a reader that meets the signature of another version looks again (one fresh look; a few while the signed comment names another version), then 77")
+    @Test(
+        "a reader that meets the signature of another version looks again (one fresh look; a few while the signed comment names another version), then 77"
+    )
     func versionRace() throws {
         let dir = Support.temporaryDirectory()
         let key = MinisignSecretKey.generate()
@@ -373,7 +400,10 @@ struct TrustTests {
             let inner: DirectoryLogFetcher
             var signatures: [[UInt8]]
             var manifestFetches = 0
-            init(_ inner: DirectoryLogFetcher, signatures: [[UInt8]]) { self.inner = inner; self.signatures = signatures }
+            init(_ inner: DirectoryLogFetcher, signatures: [[UInt8]]) {
+                self.inner = inner
+                self.signatures = signatures
+            }
             var maxBytes: Int64 { inner.maxBytes }
             var manifestName: String { inner.manifestName }
             var bytesFetched: Int64 { inner.bytesFetched }
@@ -384,14 +414,16 @@ struct TrustTests {
             func fetchFile(_ file: LogManifest.File) throws -> any ChangeFeed { try inner.fetchFile(file) }
             func fetchSignature() throws -> [UInt8]? { signatures.count > 1 ? signatures.removeFirst() : signatures.first }
         }
-        let old = Array(key.sign(v1, trustedComment: "v1").fileText.utf8), good = Array(key.sign(v2, trustedComment: "v2").fileText.utf8)
+        let old = Array(key.sign(v1, trustedComment: "v1").fileText.utf8)
+        let good = Array(key.sign(v2, trustedComment: "v2").fileText.utf8)
         let once = Racing(DirectoryLogFetcher(directory: log.path), signatures: [old, good])
         let fetched = try LogReader(fetcher: once, trusted: [key.publicKey]).fetch(since: nil)
         #expect(fetched.feeds?.isEmpty == false && once.manifestFetches == 2)
         // A signature whose (authentic) trusted comment names this very version but does not verify: not a
         // race, so one fresh look, then 77.
         let m2 = try LogTests.manifest(log)
-        let forged = Array(key.sign(v1, trustedComment: "landmark-catalog-log node:node-a generation:\(m2.generation) through:\(m2.through)").fileText.utf8)
+        let forged = Array(
+            key.sign(v1, trustedComment: "landmark-catalog-log node:node-a generation:\(m2.generation) through:\(m2.through)").fileText.utf8)
         let twice = Racing(DirectoryLogFetcher(directory: log.path), signatures: [forged])
         let error = #expect(throws: CatalogError.self) {
             _ = try LogReader(fetcher: twice, trusted: [key.publicKey]).fetch(since: nil)
@@ -436,7 +468,9 @@ struct TrustTests {
     }
 }
 
-@Suite("Trust: interop with minisign", .serialized, .enabled(if: Trust.minisign != nil, "minisign is not installed (apt-get install minisign): the interop tests are skipped"))
+@Suite(
+    "Trust: interop with minisign", .serialized,
+    .enabled(if: Trust.minisign != nil, "minisign is not installed (apt-get install minisign): the interop tests are skipped"))
 struct MinisignInteropTests {
     @Test("our signature verified by 'minisign -Vm manifest.json -P KEY'; minisign signs with our secret key")
     func ourSignatureVerifiedByMinisign() throws {
@@ -468,7 +502,8 @@ struct MinisignInteropTests {
     func minisignKeyAccepted() throws {
         let minisign = try #require(Trust.minisign)
         let dir = Support.temporaryDirectory()
-        let pub = dir.appending(path: "ms.pub").path, key = dir.appending(path: "ms.key").path
+        let pub = dir.appending(path: "ms.pub").path
+        let key = dir.appending(path: "ms.key").path
         let g = try runProcess(minisign, ["-G", "-W", "-p", pub, "-s", key])
         #expect(g.status == 0, "\(g.stderr)")
         let a = try Trust.publisher(dir, "a")
@@ -515,7 +550,9 @@ struct TrustHTTPTests {
     }
 }
 
-@Suite("Trust: a pull-only hub role", .serialized, .enabled(if: PostgresServer.isAvailable, "no PostgreSQL server binaries (scripts/setup installs them)"))
+@Suite(
+    "Trust: a pull-only hub role", .serialized,
+    .enabled(if: PostgresServer.isAvailable, "no PostgreSQL server binaries (scripts/setup installs them)"))
 struct PullOnlyHubTests {
     @Test("an edge whose role may only SELECT syncs pull-only: said once, exit 0, the hub's rows pulled, nothing pushed")
     func pullOnlyRole() throws {
@@ -531,10 +568,11 @@ struct PullOnlyHubTests {
         // A role that may only read it.
         let role = "reader_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         try HubSupport.admin(server).executeScript(sql: "CREATE ROLE \(role) LOGIN PASSWORD 'Read-Only-9c1e'")
-        try HubSupport.connect(server, hub).executeScript(sql: """
-            GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role);
-            GRANT SELECT ON ALL SEQUENCES IN SCHEMA public TO \(role);
-            """)
+        try HubSupport.connect(server, hub).executeScript(
+            sql: """
+                GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role);
+                GRANT SELECT ON ALL SEQUENCES IN SCHEMA public TO \(role);
+                """)
         let readerURI = server.uri(database: hub, user: role, password: "Read-Only-9c1e")
         let before = try HubSupport.hubPositions(server, hub)
         let edge = Support.temporaryDatabase()
@@ -547,7 +585,10 @@ struct PullOnlyHubTests {
             #expect(r.stdout.contains("\"pushed\":null"))
             #expect(!r.stderr.contains("Read-Only-9c1e") && !r.stdout.contains("Read-Only-9c1e"))
         }
-        #expect(try dumpRows(edge, sql: "SELECT user_id, page FROM positions ORDER BY user_id") == [[.text("ann"), .integer(1)], [.text("bob"), .integer(0)]])
+        #expect(
+            try dumpRows(edge, sql: "SELECT user_id, page FROM positions ORDER BY user_id") == [
+                [.text("ann"), .integer(1)], [.text("bob"), .integer(0)],
+            ])
         #expect(try HubSupport.hubPositions(server, hub) == before)
         // The same edge with a role that may write pushes what waited.
         let p = runCLI(["sync", writerURI], db: edge)

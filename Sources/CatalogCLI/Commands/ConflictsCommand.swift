@@ -12,8 +12,10 @@ extension CatalogCLI {
                 wins, else the greater content. Ties are kept for 30 days, at most the newest 10,000, pruned at
                 the end of every sync; one pruned and met again is recorded and reported again.
                 """,
-            options: [Options.json.with(help: "Print the ties as a JSON array (both versions as snapshot rows).").spec,
-                      Options.limit.with(help: "Show the newest N ties (default: all that are kept).").spec],
+            options: [
+                Options.json.with(help: "Print the ties as a JSON array (both versions as snapshot rows).").spec,
+                Options.limit.with(help: "Show the newest N ties (default: all that are kept).").spec,
+            ],
             run: runConflicts)
     }
 

@@ -5,7 +5,8 @@ extension CatalogCLI {
         CommandSpec(
             name: "featured",
             abstract: "List the featured landmarks: the carousel's pages, in id order.",
-            discussion: "--json prints an array in the shape of landmarkData.json (Apple's Landmark decodes it; missing strings are \"\"), keys sorted, kept unknown keys included.",
+            discussion:
+                "--json prints an array in the shape of landmarkData.json (Apple's Landmark decodes it; missing strings are \"\"), keys sorted, kept unknown keys included.",
             options: [
                 Options.json.with(help: "Print JSON instead of a table.").spec,
                 Options.user.with(help: "Also show this user's current page: with --json, {user, currentPage, pageCount, landmarks}.").spec,
@@ -20,8 +21,11 @@ extension CatalogCLI {
         if i[Options.json] {
             var w = JSONWriter(reservingCapacity: 1 << 16)
             if user != nil {
-                w.raw("{"); w.key("currentPage"); w.int(current.map(Int64.init))
-                w.raw(","); w.key("landmarks")
+                w.raw("{")
+                w.key("currentPage")
+                w.int(current.map(Int64.init))
+                w.raw(",")
+                w.key("landmarks")
             }
             w.byte(0x5B)
             let count = try store.writeFeaturedJSON(to: &w) { w in
@@ -30,8 +34,13 @@ extension CatalogCLI {
             }
             w.byte(0x5D)
             if let user {
-                w.raw(","); w.key("pageCount"); w.int(Int64(count))
-                w.raw(","); w.key("user"); w.string(user); w.raw("}")
+                w.raw(",")
+                w.key("pageCount")
+                w.int(Int64(count))
+                w.raw(",")
+                w.key("user")
+                w.string(user)
+                w.raw("}")
             }
             w.byte(0x0A)
             i.stdout.write(w.bytes)

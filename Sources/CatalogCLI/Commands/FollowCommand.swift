@@ -49,13 +49,18 @@ extension CatalogCLI {
                 return
             }
             let merged = report.sources.filter { $0.outcome == .merged }
-            guard !merged.isEmpty || report.logPublish?.changed == true || report.published != nil && report.logPublish == nil
-                || report.sources.contains(where: { $0.pushed.map { $0.sent > 0 } ?? false }) else { return }
+            guard
+                !merged.isEmpty || report.logPublish?.changed == true || report.published != nil && report.logPublish == nil
+                    || report.sources.contains(where: { $0.pushed.map { $0.sent > 0 } ?? false })
+            else { return }
             var line = "\(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())) "
-            line += merged.isEmpty ? "nothing merged" : "\(merged.map { sourceLabel($0.source, remotes) }.joined(separator: ", ")): \(describe(report.counts))"
+            line +=
+                merged.isEmpty
+                ? "nothing merged" : "\(merged.map { sourceLabel($0.source, remotes) }.joined(separator: ", ")): \(describe(report.counts))"
             let pushes = report.sources.compactMap(\.pushed)
             if !pushes.isEmpty {
-                let sent = pushes.map(\.sent).reduce(0, +), written = pushes.map(\.written).reduce(0, +)
+                let sent = pushes.map(\.sent).reduce(0, +)
+                let written = pushes.map(\.written).reduce(0, +)
                 line += "; pushed \(plural(sent, "row")) (\(written) written)"
             }
             if let log = report.logPublish, log.changed {

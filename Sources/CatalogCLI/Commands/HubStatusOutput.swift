@@ -11,19 +11,46 @@ extension CatalogCLI {
         w.raw("[")
         for (n, hub) in hubs.enumerated() {
             if n > 0 { w.raw(",") }
-            w.raw("{"); w.key("digest"); w.string(local.hex)
-            w.raw(","); w.key("digestRows"); w.int(local.rows)
-            w.raw(","); w.key("error"); w.string(hub.error?.message)
-            w.raw(","); w.key("hubDigest"); w.string(hub.hubDigest?.hex)
-            w.raw(","); w.key("hubDigestRows"); w.int(hub.hubDigest?.rows)
-            w.raw(","); w.key("hubId"); w.string(hub.hubID)
-            w.raw(","); w.key("inAgreement"); if let digest = hub.hubDigest { w.bool(digest == local) } else { w.raw("null") }
-            w.raw(","); w.key("lastPullAt"); w.string(hub.lastPullAt)
-            w.raw(","); w.key("lastPushAt"); w.string(hub.lastPushAt)
-            w.raw(","); w.key("pullThrough"); w.int(hub.pullThrough)
-            w.raw(","); w.key("pushThrough"); w.int(hub.pushThrough)
-            w.raw(","); w.key("remote"); w.string(remotes[hub.source])
-            w.raw(","); w.key("source"); w.string(hub.source); w.raw("}")
+            w.raw("{")
+            w.key("digest")
+            w.string(local.hex)
+            w.raw(",")
+            w.key("digestRows")
+            w.int(local.rows)
+            w.raw(",")
+            w.key("error")
+            w.string(hub.error?.message)
+            w.raw(",")
+            w.key("hubDigest")
+            w.string(hub.hubDigest?.hex)
+            w.raw(",")
+            w.key("hubDigestRows")
+            w.int(hub.hubDigest?.rows)
+            w.raw(",")
+            w.key("hubId")
+            w.string(hub.hubID)
+            w.raw(",")
+            w.key("inAgreement")
+            if let digest = hub.hubDigest { w.bool(digest == local) } else { w.raw("null") }
+            w.raw(",")
+            w.key("lastPullAt")
+            w.string(hub.lastPullAt)
+            w.raw(",")
+            w.key("lastPushAt")
+            w.string(hub.lastPushAt)
+            w.raw(",")
+            w.key("pullThrough")
+            w.int(hub.pullThrough)
+            w.raw(",")
+            w.key("pushThrough")
+            w.int(hub.pushThrough)
+            w.raw(",")
+            w.key("remote")
+            w.string(remotes[hub.source])
+            w.raw(",")
+            w.key("source")
+            w.string(hub.source)
+            w.raw("}")
         }
         w.raw("]")
         return w.bytes
@@ -33,7 +60,8 @@ extension CatalogCLI {
     static func hubStatusText(_ hubs: [HubStatus], local: StateDigest, remotes: [String: String] = [:]) -> String {
         var out = ""
         for hub in hubs {
-            out += "hub:         \(sourceLabel(hub.source, remotes)) last push \(hub.lastPushAt ?? "never") (through change \(hub.pushThrough.map(String.init) ?? "-")), "
+            out +=
+                "hub:         \(sourceLabel(hub.source, remotes)) last push \(hub.lastPushAt ?? "never") (through change \(hub.pushThrough.map(String.init) ?? "-")), "
             out += "last pull \(hub.lastPullAt ?? "never") (through hub change \(hub.pullThrough.map(String.init) ?? "-"))\n"
             if let digest = hub.hubDigest {
                 out += "hub digest:  \(digest)\(digest == local ? ", the same as here" : ", differs from here (\(local))")\n"

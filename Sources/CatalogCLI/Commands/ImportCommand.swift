@@ -43,20 +43,38 @@ extension CatalogCLI {
         progress.clear()
         if i[Options.json] {
             var w = JSONWriter()
-            w.raw("{"); w.key("dryRun"); w.bool(summary.dryRun)
-            w.raw(","); w.key("file"); w.string(source.displayName)
-            w.raw(","); w.key("inserted"); w.int(Int64(summary.inserted))
-            w.raw(","); w.key("pruned"); w.int(Int64(summary.pruned))
-            w.raw(","); w.key("records"); w.int(Int64(summary.records))
-            w.raw(","); w.key("unchanged"); w.int(Int64(summary.unchanged))
-            w.raw(","); w.key("updated"); w.int(Int64(summary.updated))
-            w.raw(","); w.key("warnings"); w.int(Int64(summary.warnings))
+            w.raw("{")
+            w.key("dryRun")
+            w.bool(summary.dryRun)
+            w.raw(",")
+            w.key("file")
+            w.string(source.displayName)
+            w.raw(",")
+            w.key("inserted")
+            w.int(Int64(summary.inserted))
+            w.raw(",")
+            w.key("pruned")
+            w.int(Int64(summary.pruned))
+            w.raw(",")
+            w.key("records")
+            w.int(Int64(summary.records))
+            w.raw(",")
+            w.key("unchanged")
+            w.int(Int64(summary.unchanged))
+            w.raw(",")
+            w.key("updated")
+            w.int(Int64(summary.updated))
+            w.raw(",")
+            w.key("warnings")
+            w.int(Int64(summary.warnings))
             w.raw("}\n")
             i.stdout.write(w.bytes)
         } else if !i[Options.quiet] {
             let prefix = summary.dryRun ? "dry run, nothing written: " : ""
             let nothing = summary.inserted + summary.updated + summary.pruned == 0 ? " (nothing to do)" : ""
-            i.stdout.line("\(prefix)\(plural(summary.records, "record")): \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged, \(summary.pruned) pruned, \(plural(summary.warnings, "warning"))\(nothing)")
+            i.stdout.line(
+                "\(prefix)\(plural(summary.records, "record")): \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged, \(summary.pruned) pruned, \(plural(summary.warnings, "warning"))\(nothing)"
+            )
         }
         return 0
     }

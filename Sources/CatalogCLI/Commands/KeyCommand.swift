@@ -3,13 +3,16 @@ import LandmarkCatalog
 
 extension CatalogCLI {
     enum TrustOptionsTable {
-        static let sign = Option<String>("--sign", "FILE",
+        static let sign = Option<String>(
+            "--sign", "FILE",
             "Sign the manifest with this secret key (manifest.json.minisig, minisign's format; the file must not be readable by others).",
             completion: .file, parse: Values.nonEmpty)
-        static let trust = Option<String>("--trust", "KEY",
+        static let trust = Option<String>(
+            "--trust", "KEY",
             "Take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable (key rotation).",
             repeatable: true, completion: .file, parse: Values.nonEmpty)
-        static let allow = Option<String>("--allow", "KIND",
+        static let allow = Option<String>(
+            "--allow", "KIND",
             "The rows this remote may write: landmarks, positions or all (default all); others are counted and not applied.",
             completion: .words(WriteGrant.allCases.map(\.rawValue)), parse: Values.oneOf(WriteGrant.allCases.map(\.rawValue)))
     }
@@ -30,7 +33,7 @@ extension CatalogCLI {
                         'remote add NAME URL --trust KEY'. An existing FILE is never replaced.
                         """,
                     options: [Options.output.with(help: "The secret key file to write (FILE.pub gets the public key).").mandatory.spec],
-                    run: runKeyGenerate),
+                    run: runKeyGenerate)
             ])
     }
 
@@ -40,7 +43,8 @@ extension CatalogCLI {
         }
         let publicPath = output + ".pub"
         for path in [output, publicPath] where FileManager.default.fileExists(atPath: path) {
-            throw CatalogError(.cantCreate, "\(path) exists; refusing to replace a key", hint: "choose another --output, or remove the old key pair first")
+            throw CatalogError(
+                .cantCreate, "\(path) exists; refusing to replace a key", hint: "choose another --output, or remove the old key pair first")
         }
         let key = MinisignSecretKey.generate()
         let secret = try AtomicFileWriter(path: output, mode: 0o600)

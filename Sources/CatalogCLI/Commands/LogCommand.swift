@@ -12,8 +12,10 @@ extension CatalogCLI {
                 saw, applied, found stale, tied and quarantined, and per source the outcome, bytes fetched,
                 time taken and error.
                 """,
-            options: [Options.limit.with(help: "Show the newest N runs (default 20).").spec,
-                      Options.json.with(help: "Print the runs as a JSON array.").spec],
+            options: [
+                Options.limit.with(help: "Show the newest N runs (default 20).").spec,
+                Options.json.with(help: "Print the runs as a JSON array.").spec,
+            ],
             run: runLog)
     }
 
@@ -32,18 +34,21 @@ extension CatalogCLI {
                 o.set("message", run.message)
                 o.set("outcome", run.outcome)
                 o.set("startedAt", run.startedAt)
-                o.set("sources", json: JSONObject.array(run.sources.map { s in
-                    var o = JSONObject()
-                    o.set(counts: s.counts)
-                    o.set("bytes", s.bytes)
-                    o.set("durationMs", s.durationMilliseconds)
-                    o.set("exitStatus", s.exitStatus)
-                    o.set("message", s.message)
-                    o.set("outcome", s.outcome)
-                    o.set("remote", remotes[s.source])
-                    o.set("source", s.source)
-                    return o
-                }))
+                o.set(
+                    "sources",
+                    json: JSONObject.array(
+                        run.sources.map { s in
+                            var o = JSONObject()
+                            o.set(counts: s.counts)
+                            o.set("bytes", s.bytes)
+                            o.set("durationMs", s.durationMilliseconds)
+                            o.set("exitStatus", s.exitStatus)
+                            o.set("message", s.message)
+                            o.set("outcome", s.outcome)
+                            o.set("remote", remotes[s.source])
+                            o.set("source", s.source)
+                            return o
+                        }))
                 return o
             }
             i.stdout.write(JSONObject.array(items) + [0x0A])

@@ -6,9 +6,10 @@ extension CatalogCLI {
     enum MigrateOptions {
         static let status = Flag("--status", "List every migration: version, description, checksum, applied time (UTC), state.")
         static let node = Option<String>("--node", "ID", "Set this database's node id (1–64 of A–Z a–z 0–9 . _ -).", parse: Values.nonEmpty)
-        static let hub = Option<String>("--hub", "HUB",
-                                        "Create or migrate the schema of the PostgreSQL hub HUB (a URI, keyword string or remote's name) and nothing else; the local database is not opened.",
-                                        completion: .remote, parse: Values.nonEmpty)
+        static let hub = Option<String>(
+            "--hub", "HUB",
+            "Create or migrate the schema of the PostgreSQL hub HUB (a URI, keyword string or remote's name) and nothing else; the local database is not opened.",
+            completion: .remote, parse: Values.nonEmpty)
     }
 
     static var migrateCommand: CommandSpec {
@@ -36,12 +37,15 @@ extension CatalogCLI {
             // A remote's name means its URL (its password, if it keeps one, stays inside).
             let remotes = i.databaseExists ? ((try? i.openStore(.read).remotes()) ?? []) : []
             guard case .hub(let conninfo) = try SourceLocator.parse(hub, remotes: remotes) else {
-                let what = remotes.contains { $0.name == hub } ? "the remote '\(hub)' is not a hub"
+                let what =
+                    remotes.contains { $0.name == hub }
+                    ? "the remote '\(hub)' is not a hub"
                     : !hub.contains("/") && SourceLocator.scheme(of: hub) == nil
-                    ? "no remote is named '\(hub)'\(i.databaseExists ? "" : " (there is no database at \(i.databasePath) to hold remotes)")"
-                    : "\(hub) is not a hub"
-                throw UsageError(message: "--hub takes a PostgreSQL hub (postgres://, postgresql://, 'host=H dbname=D' or a remote naming one): \(what)",
-                                 path: i.parsed.path)
+                        ? "no remote is named '\(hub)'\(i.databaseExists ? "" : " (there is no database at \(i.databasePath) to hold remotes)")"
+                        : "\(hub) is not a hub"
+                throw UsageError(
+                    message: "--hub takes a PostgreSQL hub (postgres://, postgresql://, 'host=H dbname=D' or a remote naming one): \(what)",
+                    path: i.parsed.path)
             }
             let report = try CatalogStore.migrateHub(conninfo: conninfo)
             i.stdout.line("\(report.name): hub schema at version \(report.version) (hub \(report.hubID))")
@@ -55,9 +59,10 @@ extension CatalogCLI {
         let status = try CatalogStore.migrationStatus(path: path)
         defer {
             if let bad = status.first(where: { $0.state == .changed || $0.state == .unknown }) {
-                i.reporter.error(bad.state == .changed
-                    ? "migration \(String(format: "%04d", bad.version)) was changed after it was applied, \(path)"
-                    : "migration \(String(format: "%04d", bad.version)) was applied by a newer catalog binary, \(path)")
+                i.reporter.error(
+                    bad.state == .changed
+                        ? "migration \(String(format: "%04d", bad.version)) was changed after it was applied, \(path)"
+                        : "migration \(String(format: "%04d", bad.version)) was applied by a newer catalog binary, \(path)")
             }
         }
         if i[Options.json] {
@@ -65,11 +70,22 @@ extension CatalogCLI {
             w.byte(0x5B)
             for (n, m) in status.enumerated() {
                 if n > 0 { w.byte(0x2C) }
-                w.raw("{"); w.key("appliedAt"); w.string(m.appliedAt)
-                w.raw(","); w.key("checksum"); w.string(m.checksum)
-                w.raw(","); w.key("description"); w.string(m.description)
-                w.raw(","); w.key("state"); w.string(m.state.rawValue)
-                w.raw(","); w.key("version"); w.int(Int64(m.version)); w.raw("}")
+                w.raw("{")
+                w.key("appliedAt")
+                w.string(m.appliedAt)
+                w.raw(",")
+                w.key("checksum")
+                w.string(m.checksum)
+                w.raw(",")
+                w.key("description")
+                w.string(m.description)
+                w.raw(",")
+                w.key("state")
+                w.string(m.state.rawValue)
+                w.raw(",")
+                w.key("version")
+                w.int(Int64(m.version))
+                w.raw("}")
             }
             w.raw("]\n")
             i.stdout.write(w.bytes)
@@ -99,8 +115,9 @@ extension CatalogCLI {
             try store.setNodeID(node)
             let counts = try store.status()  // counts only: listing every position here would load them all
             if old != node && counts.landmarks + counts.positions > 0 {
-                i.reporter.warn("node id changed from \(old) to \(node); rows already written keep \(old) in their stamps, "
-                                + "and a snapshot log this database published as \(old) is another node's now (publish to a new directory)")
+                i.reporter.warn(
+                    "node id changed from \(old) to \(node); rows already written keep \(old) in their stamps, "
+                        + "and a snapshot log this database published as \(old) is another node's now (publish to a new directory)")
             }
         }
         i.stdout.line("\(store.path) node \(try store.nodeID())")

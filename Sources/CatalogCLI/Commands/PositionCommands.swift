@@ -110,9 +110,11 @@ extension CatalogCLI {
         } else {
             var rows = [["USER", "PAGE", "OF", "LANDMARK", "UPDATED (UTC)", "NODE"]]
             for position in all {
-                rows.append([position.user, position.currentPage.map(String.init) ?? "-", String(position.pageCount),
-                             position.landmarkID.map(String.init) ?? "-",
-                             Timestamp.format(milliseconds: position.stamp.wallMilliseconds), position.stamp.node])
+                rows.append([
+                    position.user, position.currentPage.map(String.init) ?? "-", String(position.pageCount),
+                    position.landmarkID.map(String.init) ?? "-",
+                    Timestamp.format(milliseconds: position.stamp.wallMilliseconds), position.stamp.node,
+                ])
             }
             i.stdout.write(Table.render(rows))
         }
@@ -128,21 +130,44 @@ extension CatalogCLI {
 
     /// `{"currentPage":null,"landmarkId":null,"pageCount":…,"user":…}`: a user with no position.
     static func writeNoPosition(user: String, pageCount: Int, to w: inout JSONWriter) {
-        w.raw("{"); w.key("currentPage"); w.raw("null")
-        w.raw(","); w.key("landmarkId"); w.raw("null")
-        w.raw(","); w.key("pageCount"); w.int(Int64(pageCount))
-        w.raw(","); w.key("user"); w.string(user); w.raw("}")
+        w.raw("{")
+        w.key("currentPage")
+        w.raw("null")
+        w.raw(",")
+        w.key("landmarkId")
+        w.raw("null")
+        w.raw(",")
+        w.key("pageCount")
+        w.int(Int64(pageCount))
+        w.raw(",")
+        w.key("user")
+        w.string(user)
+        w.raw("}")
     }
 
     /// `{"counter":…,"currentPage":…,"landmarkId":…,"node":…,"pageCount":…,"updatedAt":…,"user":…}`
     static func writePosition(_ position: CarouselPosition, to w: inout JSONWriter) {
-        w.raw("{"); w.key("counter"); w.int(position.stamp.counter)
-        w.raw(","); w.key("currentPage"); w.int(position.currentPage.map(Int64.init))
-        w.raw(","); w.key("landmarkId"); w.int(position.landmarkID)
-        w.raw(","); w.key("node"); w.string(position.stamp.node)
-        w.raw(","); w.key("pageCount"); w.int(Int64(position.pageCount))
-        w.raw(","); w.key("updatedAt"); w.string(Timestamp.format(milliseconds: position.stamp.wallMilliseconds))
-        w.raw(","); w.key("user"); w.string(position.user)
+        w.raw("{")
+        w.key("counter")
+        w.int(position.stamp.counter)
+        w.raw(",")
+        w.key("currentPage")
+        w.int(position.currentPage.map(Int64.init))
+        w.raw(",")
+        w.key("landmarkId")
+        w.int(position.landmarkID)
+        w.raw(",")
+        w.key("node")
+        w.string(position.stamp.node)
+        w.raw(",")
+        w.key("pageCount")
+        w.int(Int64(position.pageCount))
+        w.raw(",")
+        w.key("updatedAt")
+        w.string(Timestamp.format(milliseconds: position.stamp.wallMilliseconds))
+        w.raw(",")
+        w.key("user")
+        w.string(position.user)
         w.raw("}")
     }
 }

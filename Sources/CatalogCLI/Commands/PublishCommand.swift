@@ -3,10 +3,12 @@ import LandmarkCatalog
 
 extension CatalogCLI {
     enum PublishOptionsTable {
-        static let grace = Option<Double>("--grace", "DURATION",
+        static let grace = Option<Double>(
+            "--grace", "DURATION",
             "Remove files the manifest no longer names this long after (default 1h; 90s, 15m, 2h, 1d or seconds).", parse: Values.duration())
-        static let maxDeltas = Option<Int>("--max-deltas", "N", "Merge the deltas into one when there would be more than N (default 32).",
-                                           parse: Values.integer(1...10_000))
+        static let maxDeltas = Option<Int>(
+            "--max-deltas", "N", "Merge the deltas into one when there would be more than N (default 32).",
+            parse: Values.integer(1...10_000))
     }
 
     static var publishCommand: CommandSpec {
@@ -20,8 +22,10 @@ extension CatalogCLI {
                 base. Peers sync from DIR, DIR/manifest.json or its URL.
                 """,
             arguments: [ArgumentSpec(name: "dir", help: "The log directory (created if needed).", completion: .directory)],
-            options: [PublishOptionsTable.grace.spec, PublishOptionsTable.maxDeltas.spec, TrustOptionsTable.sign.spec,
-                      Options.json.with(help: "Print what was written as JSON.").spec, Options.quiet.spec],
+            options: [
+                PublishOptionsTable.grace.spec, PublishOptionsTable.maxDeltas.spec, TrustOptionsTable.sign.spec,
+                Options.json.with(help: "Print what was written as JSON.").spec, Options.quiet.spec,
+            ],
             run: runPublish)
     }
 
@@ -51,32 +55,66 @@ extension CatalogCLI {
     static func describe(_ r: PublishReport) -> String {
         let signed = r.signedBy.map { "; signed by key \($0)" } ?? ""
         guard r.changed else {
-            return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written" + (r.removed.isEmpty ? "" : ", \(plural(r.removed.count, "old file")) removed")
+            return "\(r.directory): nothing changed since change \(r.manifest.through); nothing written"
+                + (r.removed.isEmpty ? "" : ", \(plural(r.removed.count, "old file")) removed")
         }
-        var what = r.newGeneration ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : plural(r.manifest.deltas.count, "delta")
+        var what =
+            r.newGeneration
+            ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : plural(r.manifest.deltas.count, "delta")
         if !r.missing.isEmpty {
-            what += ", because the previous manifest named \(plural(r.missing.count, "file")) that \(r.missing.count == 1 ? "is" : "are") gone (\(r.missing.prefix(3).joined(separator: ", "))\(r.missing.count > 3 ? ", …" : ""))"
+            what +=
+                ", because the previous manifest named \(plural(r.missing.count, "file")) that \(r.missing.count == 1 ? "is" : "are") gone (\(r.missing.prefix(3).joined(separator: ", "))\(r.missing.count > 3 ? ", …" : ""))"
         }
-        return "\(r.directory): through change \(r.manifest.through), \(what); wrote \(plural(r.written.count, "file")), \(plural(Int(r.bytesWritten), "byte"))"
+        return
+            "\(r.directory): through change \(r.manifest.through), \(what); wrote \(plural(r.written.count, "file")), \(plural(Int(r.bytesWritten), "byte"))"
             + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))") + signed
     }
 
     static func publishJSON(_ r: PublishReport) -> [UInt8] {
         var w = JSONWriter()
-        w.raw("{"); w.key("bytesWritten"); w.int(r.bytesWritten)
-        w.raw(","); w.key("changed"); w.bool(r.changed)
-        w.raw(","); w.key("deltas"); w.int(Int64(r.manifest.deltas.count))
-        w.raw(","); w.key("directory"); w.string(r.directory)
-        w.raw(","); w.key("generation"); w.string(r.manifest.generation)
-        w.raw(","); w.key("missing"); w.raw("[")
-        for (n, name) in r.missing.enumerated() { if n > 0 { w.byte(0x2C) }; w.string(name) }
+        w.raw("{")
+        w.key("bytesWritten")
+        w.int(r.bytesWritten)
+        w.raw(",")
+        w.key("changed")
+        w.bool(r.changed)
+        w.raw(",")
+        w.key("deltas")
+        w.int(Int64(r.manifest.deltas.count))
+        w.raw(",")
+        w.key("directory")
+        w.string(r.directory)
+        w.raw(",")
+        w.key("generation")
+        w.string(r.manifest.generation)
+        w.raw(",")
+        w.key("missing")
+        w.raw("[")
+        for (n, name) in r.missing.enumerated() {
+            if n > 0 { w.byte(0x2C) }
+            w.string(name)
+        }
         w.raw("]")
-        w.raw(","); w.key("newGeneration"); w.bool(r.newGeneration)
-        w.raw(","); w.key("removed"); w.raw("[")
-        for (n, name) in r.removed.enumerated() { if n > 0 { w.byte(0x2C) }; w.string(name) }
-        w.raw("],"); w.key("through"); w.int(r.manifest.through)
-        w.raw(","); w.key("written"); w.raw("[")
-        for (n, name) in r.written.enumerated() { if n > 0 { w.byte(0x2C) }; w.string(name) }
+        w.raw(",")
+        w.key("newGeneration")
+        w.bool(r.newGeneration)
+        w.raw(",")
+        w.key("removed")
+        w.raw("[")
+        for (n, name) in r.removed.enumerated() {
+            if n > 0 { w.byte(0x2C) }
+            w.string(name)
+        }
+        w.raw("],")
+        w.key("through")
+        w.int(r.manifest.through)
+        w.raw(",")
+        w.key("written")
+        w.raw("[")
+        for (n, name) in r.written.enumerated() {
+            if n > 0 { w.byte(0x2C) }
+            w.string(name)
+        }
         w.raw("]}")
         return w.bytes
     }

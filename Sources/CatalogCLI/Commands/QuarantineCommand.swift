@@ -3,7 +3,8 @@ import LandmarkCatalog
 
 extension CatalogCLI {
     enum QuarantineOptions {
-        static let force = Flag("--force", "Apply the named rows even though they are still beyond the allowance (this node's clock then moves to their stamp).")
+        static let force = Flag(
+            "--force", "Apply the named rows even though they are still beyond the allowance (this node's clock then moves to their stamp).")
         static let all = Flag("--all", "Drop every quarantined row.")
         static let maxDrift = SyncOptionsTable.maxDrift.with(
             help: "The allowance: rows stamped at most this far ahead of this machine's clock are released (default 5m, as for sync).")
@@ -22,36 +23,41 @@ extension CatalogCLI {
                 sync run applies the held rows that have come within the allowance; 'release' does it now.
                 """,
             subcommands: [
-                CommandSpec(name: "list", abstract: "List the quarantined rows, oldest first.",
-                            options: [Options.json.with(help: "Print the rows as a JSON array (each with its snapshot row).").spec,
-                                      Options.limit.with(help: "Show at most N rows (default: all).").spec],
-                            run: runQuarantineList),
-                CommandSpec(name: "release",
-                            abstract: "Apply held rows by the merge rule (last-writer-wins) in one transaction, and take them out of quarantine.",
-                            discussion: """
-                                With no ROW: every row now within the allowance. With ROW...: those rows; one still
-                                beyond the allowance is refused (65, nothing released) unless --force. A released row
-                                older than the stored one changes nothing (it is counted as stale), as in a sync.
-                                """,
-                            arguments: [ArgumentSpec(name: "row", help: rowArgumentHelp, optional: true, repeating: true)],
-                            options: [QuarantineOptions.force.spec, QuarantineOptions.maxDrift.spec],
-                            validate: { p in
-                                _ = try rowIDs(p)
-                                if p[QuarantineOptions.force] && p.positionals.isEmpty {
-                                    throw UsageError(message: "--force needs the rows to apply, by id (catalog quarantine list shows them)", path: p.path)
-                                }
-                            },
-                            run: runQuarantineRelease),
-                CommandSpec(name: "drop", abstract: "Remove held rows without applying them.",
-                            arguments: [ArgumentSpec(name: "row", help: rowArgumentHelp, optional: true, repeating: true)],
-                            options: [QuarantineOptions.all.spec],
-                            validate: { p in
-                                _ = try rowIDs(p)
-                                if p[QuarantineOptions.all] == !p.positionals.isEmpty {
-                                    throw UsageError(message: "give the rows to drop, by id, or --all", path: p.path)
-                                }
-                            },
-                            run: runQuarantineDrop),
+                CommandSpec(
+                    name: "list", abstract: "List the quarantined rows, oldest first.",
+                    options: [
+                        Options.json.with(help: "Print the rows as a JSON array (each with its snapshot row).").spec,
+                        Options.limit.with(help: "Show at most N rows (default: all).").spec,
+                    ],
+                    run: runQuarantineList),
+                CommandSpec(
+                    name: "release",
+                    abstract: "Apply held rows by the merge rule (last-writer-wins) in one transaction, and take them out of quarantine.",
+                    discussion: """
+                        With no ROW: every row now within the allowance. With ROW...: those rows; one still
+                        beyond the allowance is refused (65, nothing released) unless --force. A released row
+                        older than the stored one changes nothing (it is counted as stale), as in a sync.
+                        """,
+                    arguments: [ArgumentSpec(name: "row", help: rowArgumentHelp, optional: true, repeating: true)],
+                    options: [QuarantineOptions.force.spec, QuarantineOptions.maxDrift.spec],
+                    validate: { p in
+                        _ = try rowIDs(p)
+                        if p[QuarantineOptions.force] && p.positionals.isEmpty {
+                            throw UsageError(message: "--force needs the rows to apply, by id (catalog quarantine list shows them)", path: p.path)
+                        }
+                    },
+                    run: runQuarantineRelease),
+                CommandSpec(
+                    name: "drop", abstract: "Remove held rows without applying them.",
+                    arguments: [ArgumentSpec(name: "row", help: rowArgumentHelp, optional: true, repeating: true)],
+                    options: [QuarantineOptions.all.spec],
+                    validate: { p in
+                        _ = try rowIDs(p)
+                        if p[QuarantineOptions.all] == !p.positionals.isEmpty {
+                            throw UsageError(message: "give the rows to drop, by id, or --all", path: p.path)
+                        }
+                    },
+                    run: runQuarantineDrop),
             ])
     }
 
@@ -94,8 +100,10 @@ extension CatalogCLI {
         var table = [["ROW", "KIND", "KEY", "STAMP", "AHEAD", "SOURCE", "RECEIVED (UTC)"]]
         for r in rows {
             let ahead = r.stamp.wallMilliseconds - now
-            table.append([String(r.id), r.kind, r.key, r.stamp.description,
-                          ahead > 0 ? Durations.describe(milliseconds: ahead) : "due", r.source, r.receivedAt])
+            table.append([
+                String(r.id), r.kind, r.key, r.stamp.description,
+                ahead > 0 ? Durations.describe(milliseconds: ahead) : "due", r.source, r.receivedAt,
+            ])
         }
         i.stdout.write(Table.render(table))
         return 0
@@ -113,8 +121,9 @@ extension CatalogCLI {
     static func runQuarantineRelease(_ i: Invocation) throws -> Int32 {
         let ids = try rowIDs(i.parsed)
         let drift = i[QuarantineOptions.maxDrift].map { Int64($0 * 1000) } ?? SyncOptions().maxDriftMilliseconds
-        let result = try existingStore(i).releaseQuarantine(rows: ids.isEmpty ? nil : ids, force: i[QuarantineOptions.force],
-                                                         maxDriftMilliseconds: drift, diagnostics: i.report)
+        let result = try existingStore(i).releaseQuarantine(
+            rows: ids.isEmpty ? nil : ids, force: i[QuarantineOptions.force],
+            maxDriftMilliseconds: drift, diagnostics: i.report)
         var line = "released \(plural(result.released, "row"))"
         if result.released > 0 {
             line += ": \(describe(result.counts))"

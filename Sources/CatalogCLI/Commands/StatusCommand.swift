@@ -4,12 +4,16 @@ import LandmarkCatalogSync
 
 extension CatalogCLI {
     enum StatusOptions {
-        static let check = Flag("--check",
-            "Exit 0 when the sync is healthy, 69 when not (no run yet; without --max-age, the last run failed; with it, a source's last good sync is older than DURATION), with one line saying why on stderr.")
-        static let maxAge = Option<Double>("--max-age", "DURATION",
+        static let check = Flag(
+            "--check",
+            "Exit 0 when the sync is healthy, 69 when not (no run yet; without --max-age, the last run failed; with it, a source's last good sync is older than DURATION), with one line saying why on stderr."
+        )
+        static let maxAge = Option<Double>(
+            "--max-age", "DURATION",
             "With --check: the oldest a last good sync may be, per source of the last run (90s, 15m, 2h, 1d or seconds).", parse: Values.duration())
         static let prometheus = Flag("--prometheus", "Print the figures in Prometheus' text exposition format (names prefixed catalog_).")
-        static let output = Options.output.with(help: "With --prometheus: write to FILE atomically (for node_exporter's textfile collector: name it *.prom).")
+        static let output = Options.output.with(
+            help: "With --prometheus: write to FILE atomically (for node_exporter's textfile collector: name it *.prom).")
         static let quiet = Options.quiet.with(help: "With --check: print nothing when healthy.")
     }
 
@@ -19,7 +23,8 @@ extension CatalogCLI {
     static var statusCommand: CommandSpec {
         CommandSpec(
             name: "status",
-            abstract: "Show node id, schema version, counts, quarantine and the last good sync per source; check health (--check) or print metrics (--prometheus).",
+            abstract:
+                "Show node id, schema version, counts, quarantine and the last good sync per source; check health (--check) or print metrics (--prometheus).",
             discussion: """
                 --check is for alerting on staleness rather than on every transient failure: exit 0 when
                 healthy (one line on stdout, none with --quiet), 69 when not, with one line on stderr saying
@@ -32,10 +37,14 @@ extension CatalogCLI {
                 --prometheus prints gauges and counters for node_exporter's textfile collector; with --output
                 the file is replaced atomically.
                 """,
-            options: [Options.json.spec, StatusOptions.check.spec, StatusOptions.maxAge.spec, StatusOptions.quiet.spec,
-                      StatusOptions.prometheus.spec, StatusOptions.output.spec],
+            options: [
+                Options.json.spec, StatusOptions.check.spec, StatusOptions.maxAge.spec, StatusOptions.quiet.spec,
+                StatusOptions.prometheus.spec, StatusOptions.output.spec,
+            ],
             validate: { p in
-                let modes = [Options.json.spec.name, StatusOptions.check.spec.name, StatusOptions.prometheus.spec.name].filter { p.flags.contains($0) }
+                let modes = [Options.json.spec.name, StatusOptions.check.spec.name, StatusOptions.prometheus.spec.name].filter {
+                    p.flags.contains($0)
+                }
                 if modes.count > 1 { throw UsageError(message: "\(modes.joined(separator: " and ")) cannot be combined", path: p.path) }
                 if p.given(StatusOptions.maxAge) && !p[StatusOptions.check] {
                     throw UsageError(message: "--max-age goes with --check", path: p.path)
@@ -67,40 +76,103 @@ extension CatalogCLI {
         let remotes = try store.remoteNames()
         if i[Options.json] {
             var w = JSONWriter()
-            w.raw("{"); w.key("changeSequence"); w.int(s.changeSequence)
-            w.raw(","); w.key("conflicts"); w.int(Int64(conflicts))
-            w.raw(","); w.key("database"); w.string(store.path)
-            w.raw(","); w.key("digest"); w.string(digest.hex)
-            w.raw(","); w.key("digestRows"); w.int(digest.rows)
-            w.raw(","); w.key("follower"); w.bytes += followerJSON(store.follower())
-            w.raw(","); w.key("hubs"); w.bytes += hubStatusJSON(hubs, local: digest, remotes: remotes)
-            w.raw(","); w.key("landmarkTombstones"); w.int(Int64(s.landmarkTombstones))
-            w.raw(","); w.key("landmarks"); w.int(Int64(s.landmarks))
-            w.raw(","); w.key("lastRun")
+            w.raw("{")
+            w.key("changeSequence")
+            w.int(s.changeSequence)
+            w.raw(",")
+            w.key("conflicts")
+            w.int(Int64(conflicts))
+            w.raw(",")
+            w.key("database")
+            w.string(store.path)
+            w.raw(",")
+            w.key("digest")
+            w.string(digest.hex)
+            w.raw(",")
+            w.key("digestRows")
+            w.int(digest.rows)
+            w.raw(",")
+            w.key("follower")
+            w.bytes += followerJSON(store.follower())
+            w.raw(",")
+            w.key("hubs")
+            w.bytes += hubStatusJSON(hubs, local: digest, remotes: remotes)
+            w.raw(",")
+            w.key("landmarkTombstones")
+            w.int(Int64(s.landmarkTombstones))
+            w.raw(",")
+            w.key("landmarks")
+            w.int(Int64(s.landmarks))
+            w.raw(",")
+            w.key("lastRun")
             if let r = s.lastRun {
-                w.raw("{"); w.key("exitStatus"); if let status = r.status { w.int(Int64(status)) } else { w.raw("null") }
-                w.raw(","); w.key("finishedAt"); w.string(r.finished)
-                w.raw(","); w.key("message"); w.string(r.message)
-                w.raw(","); w.key("outcome"); w.string(r.outcome)
-                w.raw(","); w.key("startedAt"); w.string(r.started); w.raw("}")
-            } else { w.raw("null") }
-            w.raw(","); w.key("node"); w.string(s.node)
-            w.raw(","); w.key("positionTombstones"); w.int(Int64(s.positionTombstones))
-            w.raw(","); w.key("positions"); w.int(Int64(s.positions))
-            w.raw(","); w.key("quarantined"); w.int(Int64(s.quarantined))
-            w.raw(","); w.key("schemaVersion"); w.int(Int64(s.schemaVersion))
-            w.raw(","); w.key("sources"); w.raw("[")
+                w.raw("{")
+                w.key("exitStatus")
+                if let status = r.status { w.int(Int64(status)) } else { w.raw("null") }
+                w.raw(",")
+                w.key("finishedAt")
+                w.string(r.finished)
+                w.raw(",")
+                w.key("message")
+                w.string(r.message)
+                w.raw(",")
+                w.key("outcome")
+                w.string(r.outcome)
+                w.raw(",")
+                w.key("startedAt")
+                w.string(r.started)
+                w.raw("}")
+            } else {
+                w.raw("null")
+            }
+            w.raw(",")
+            w.key("node")
+            w.string(s.node)
+            w.raw(",")
+            w.key("positionTombstones")
+            w.int(Int64(s.positionTombstones))
+            w.raw(",")
+            w.key("positions")
+            w.int(Int64(s.positions))
+            w.raw(",")
+            w.key("quarantined")
+            w.int(Int64(s.quarantined))
+            w.raw(",")
+            w.key("schemaVersion")
+            w.int(Int64(s.schemaVersion))
+            w.raw(",")
+            w.key("sources")
+            w.raw("[")
             for (n, src) in s.sources.enumerated() {
                 if n > 0 { w.raw(",") }
-                w.raw("{"); w.key("inUse"); w.bool(src.inUse)
-                w.raw(","); w.key("kind"); w.string(src.kind)
-                w.raw(","); w.key("lastAttemptAt"); w.string(src.lastAttempt)
-                w.raw(","); w.key("lastError"); w.string(src.lastError)
-                w.raw(","); w.key("lastOutcome"); w.string(src.outcome)
-                w.raw(","); w.key("lastStatus"); w.int(src.lastStatus.map(Int64.init))
-                w.raw(","); w.key("lastSuccessAt"); w.string(src.lastSuccess)
-                w.raw(","); w.key("remote"); w.string(src.remote)
-                w.raw(","); w.key("source"); w.string(src.source); w.raw("}")
+                w.raw("{")
+                w.key("inUse")
+                w.bool(src.inUse)
+                w.raw(",")
+                w.key("kind")
+                w.string(src.kind)
+                w.raw(",")
+                w.key("lastAttemptAt")
+                w.string(src.lastAttempt)
+                w.raw(",")
+                w.key("lastError")
+                w.string(src.lastError)
+                w.raw(",")
+                w.key("lastOutcome")
+                w.string(src.outcome)
+                w.raw(",")
+                w.key("lastStatus")
+                w.int(src.lastStatus.map(Int64.init))
+                w.raw(",")
+                w.key("lastSuccessAt")
+                w.string(src.lastSuccess)
+                w.raw(",")
+                w.key("remote")
+                w.string(src.remote)
+                w.raw(",")
+                w.key("source")
+                w.string(src.source)
+                w.raw("}")
             }
             w.raw("]}\n")
             i.stdout.write(w.bytes)
@@ -126,12 +198,15 @@ extension CatalogCLI {
             out += "last sync:   never\n"
         }
         if let follower = store.follower() {
-            out += follower.alive ? "following:   since \(follower.since) (pid \(follower.pid) on \(follower.host))\n"
+            out +=
+                follower.alive
+                ? "following:   since \(follower.since) (pid \(follower.pid) on \(follower.host))\n"
                 : "following:   no: the follower started at \(follower.since) (pid \(follower.pid)) is not running\n"
         }
         for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
-            out += "source:      \(Table.escaped(sourceLabel(src.source, remotes))) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
+            out +=
+                "source:      \(Table.escaped(sourceLabel(src.source, remotes))) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
             if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
             out += "\n"
         }
@@ -171,17 +246,36 @@ extension CatalogCLI {
     static func followerJSON(_ f: FollowerStatus?) -> [UInt8] {
         guard let f else { return Array("null".utf8) }
         var w = JSONWriter()
-        w.raw("{"); w.key("alive"); w.bool(f.alive)
-        w.raw(","); w.key("host"); w.string(f.host)
-        w.raw(","); w.key("intervalSeconds"); w.raw(String(f.intervalSeconds))
-        w.raw(","); w.key("pid"); w.int(Int64(f.pid))
-        w.raw(","); w.key("since"); w.string(f.since)
-        w.raw(","); w.key("sources"); w.raw("[")
+        w.raw("{")
+        w.key("alive")
+        w.bool(f.alive)
+        w.raw(",")
+        w.key("host")
+        w.string(f.host)
+        w.raw(",")
+        w.key("intervalSeconds")
+        w.raw(String(f.intervalSeconds))
+        w.raw(",")
+        w.key("pid")
+        w.int(Int64(f.pid))
+        w.raw(",")
+        w.key("since")
+        w.string(f.since)
+        w.raw(",")
+        w.key("sources")
+        w.raw("[")
         for (n, s) in f.sources.enumerated() {
             if n > 0 { w.raw(",") }
-            w.raw("{"); w.key("failedPolls"); w.int(s.failures)
-            w.raw(","); w.key("polls"); w.int(s.polls)
-            w.raw(","); w.key("source"); w.string(s.source); w.raw("}")
+            w.raw("{")
+            w.key("failedPolls")
+            w.int(s.failures)
+            w.raw(",")
+            w.key("polls")
+            w.int(s.polls)
+            w.raw(",")
+            w.key("source")
+            w.string(s.source)
+            w.raw("}")
         }
         w.raw("]}")
         return w.bytes

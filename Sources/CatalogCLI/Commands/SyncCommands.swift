@@ -6,7 +6,8 @@ extension CatalogCLI {
         CommandSpec(
             name: "export",
             abstract: "Write the whole catalog as a snapshot for peers (landmarks and positions, tombstones included).",
-            discussion: "A file is written atomically (temporary file in the same directory, fsync, rename). Default: standard output. The same state always gives the same bytes.",
+            discussion:
+                "A file is written atomically (temporary file in the same directory, fsync, rename). Default: standard output. The same state always gives the same bytes.",
             options: [Options.output.spec],
             run: runExport)
     }
@@ -27,26 +28,35 @@ extension CatalogCLI {
     }
 
     enum SyncOptionsTable {
-        static let publish = Option<String>("--publish", "PATH",
+        static let publish = Option<String>(
+            "--publish", "PATH",
             "After merging, publish the merged state: a snapshot log when PATH is a directory or does not end in .json, else one snapshot file (atomically).",
             completion: .file, parse: Values.nonEmpty)
-        static let maxDrift = Option<Double>("--max-drift", "DURATION", "Quarantine rows stamped further ahead than this (default 5m, at most 365d; 90s, 10m, 1h or seconds).",
-                                             parse: Values.duration(zeroAllowed: true, atMost: 31_536_000))
-        static let timeout = Option<Double>("--timeout", "DURATION",
+        static let maxDrift = Option<Double>(
+            "--max-drift", "DURATION", "Quarantine rows stamped further ahead than this (default 5m, at most 365d; 90s, 10m, 1h or seconds).",
+            parse: Values.duration(zeroAllowed: true, atMost: 31_536_000))
+        static let timeout = Option<Double>(
+            "--timeout", "DURATION",
             "HTTP: give up when connecting, or receiving less than 1 KiB/s, takes longer than this (default 30s, at most 1d). Hub: the connect and statement timeout.",
             parse: Values.duration(atMost: 86_400))
-        static let deadline = Option<Double>("--deadline", "DURATION",
+        static let deadline = Option<Double>(
+            "--deadline", "DURATION",
             "HTTP: the most one source may take, every attempt, backoff and Retry-After included (default 10m, at most 7d). Hub: the most one bulk statement may take.",
             parse: Values.duration(atMost: 604_800))
-        static let retries = Option<Int>("--retries", "N", "HTTP: retries on 429, 5xx and a connection broken before the body, with exponential backoff (default 3).",
-                                         parse: Values.integer(0...10))
-        static let follow = Flag("--follow",
-            "Keep running: sync each source as it changes (inotify for local logs, conditional GET every --interval for URLs, hubs every --interval) and publish this database's commits, until SIGTERM or SIGINT (exit 0); SIGHUP reads the saved remotes again.")
-        static let interval = Option<Double>("--interval", "DURATION",
+        static let retries = Option<Int>(
+            "--retries", "N", "HTTP: retries on 429, 5xx and a connection broken before the body, with exponential backoff (default 3).",
+            parse: Values.integer(0...10))
+        static let follow = Flag(
+            "--follow",
+            "Keep running: sync each source as it changes (inotify for local logs, conditional GET every --interval for URLs, hubs every --interval) and publish this database's commits, until SIGTERM or SIGINT (exit 0); SIGHUP reads the saved remotes again."
+        )
+        static let interval = Option<Double>(
+            "--interval", "DURATION",
             "With --follow: how often URLs and hubs are polled and other processes' commits published (default 1s, at most 1h).",
             parse: Values.duration(atMost: 3600))
-        static let maxBytes = Option<Int64>("--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
-                                            parse: Values.int64(1...Int64.max))
+        static let maxBytes = Option<Int64>(
+            "--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
+            parse: Values.int64(1...Int64.max))
     }
 
     static var syncCommand: CommandSpec {
@@ -66,13 +76,18 @@ extension CatalogCLI {
                 or in which a source failed anew or recovered; a failing source is retried after the interval,
                 doubling up to 1m.
                 """,
-            arguments: [ArgumentSpec(name: "source", help: "Sources or remote names (default: every saved remote).", optional: true,
-                                     repeating: true, completion: .remote)],
+            arguments: [
+                ArgumentSpec(
+                    name: "source", help: "Sources or remote names (default: every saved remote).", optional: true,
+                    repeating: true, completion: .remote)
+            ],
             options: [
                 SyncOptionsTable.publish.spec, Options.dryRun.spec, Options.json.with(help: "Print the run's report as JSON.").spec,
                 Options.quiet.spec, SyncOptionsTable.maxDrift.spec, SyncOptionsTable.timeout.spec, SyncOptionsTable.deadline.spec,
                 SyncOptionsTable.retries.spec, SyncOptionsTable.maxBytes.spec, PublishOptionsTable.grace.spec,
-                TrustOptionsTable.trust.with(help: "For this run, take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable.").spec,
+                TrustOptionsTable.trust.with(
+                    help: "For this run, take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable."
+                ).spec,
                 TrustOptionsTable.sign.with(help: "Sign what --publish writes with this secret key (manifest.json.minisig).").spec,
                 SyncOptionsTable.follow.spec, SyncOptionsTable.interval.spec,
             ],
@@ -133,11 +148,13 @@ extension CatalogCLI {
             let failed = report.sources.filter { $0.outcome == .failed }.count
             let notModified = report.sources.count - merged - failed
             var line = report.dryRun ? "dry run, nothing written: " : ""
-            line += "\(plural(report.sources.count, "source")) (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
+            line +=
+                "\(plural(report.sources.count, "source")) (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
             line += describe(c)
             let pushes = report.sources.compactMap(\.pushed)
             if !pushes.isEmpty {
-                let sent = pushes.map(\.sent).reduce(0, +), written = pushes.map(\.written).reduce(0, +)
+                let sent = pushes.map(\.sent).reduce(0, +)
+                let written = pushes.map(\.written).reduce(0, +)
                 line += "; pushed \(plural(sent, "row")) to \(pushes.count == 1 ? "the hub" : "\(pushes.count) hubs") (\(written) written)"
             }
             if report.released.released > 0 {
@@ -160,8 +177,9 @@ extension CatalogCLI {
     static func checkSyncCreatesSomething(_ i: Invocation, options: SyncOptions) throws {
         guard options.publishPath == nil else { return }
         guard !i.positionals.isEmpty else {
-            throw CatalogError(.usage, "nothing to sync: no SOURCE given and no remotes saved",
-                               hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-, or --publish PATH to only publish")
+            throw CatalogError(
+                .usage, "nothing to sync: no SOURCE given and no remotes saved",
+                hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-, or --publish PATH to only publish")
         }
         var first: CatalogError?
         var firstWord: String?
@@ -179,7 +197,8 @@ extension CatalogCLI {
         if var error = first, let word = firstWord {
             // A bare word was most likely meant as a remote's name, and without a database there is none.
             let bare = !word.contains("/") && SourceLocator.scheme(of: word) == nil
-            error.hint = (bare ? "no remote is named '\(word)' either; " : "")
+            error.hint =
+                (bare ? "no remote is named '\(word)' either; " : "")
                 + "nothing was created: there is no database at \(i.databasePath) yet"
             throw error
         }
@@ -200,27 +219,30 @@ extension CatalogCLI {
         o.set("published", report.published)
         o.set("released", report.released.released)
         o.set("releasedApplied", report.released.counts.applied)
-        o.set("sources", json: JSONObject.array(report.sources.map { s in
-            var source = JSONObject()
-            source.set("bytes", s.bytes)
-            source.set("error", s.error?.message)
-            source.set("exitStatus", Int(s.error?.exitStatus ?? 0))
-            source.set("notAllowed", s.counts.notAllowed)
-            source.set("note", s.note)
-            source.set("outcome", s.outcome.rawValue)
-            if let p = s.pushed {
-                var pushed = JSONObject()
-                pushed.set("quarantined", p.quarantined)
-                pushed.set("sent", p.sent)
-                pushed.set("written", p.written)
-                source.set("pushed", json: pushed.bytes)
-            } else {
-                source.set("pushed", json: "null")
-            }
-            source.set("remote", remotes[s.source])
-            source.set("source", s.source)
-            return source
-        }))
+        o.set(
+            "sources",
+            json: JSONObject.array(
+                report.sources.map { s in
+                    var source = JSONObject()
+                    source.set("bytes", s.bytes)
+                    source.set("error", s.error?.message)
+                    source.set("exitStatus", Int(s.error?.exitStatus ?? 0))
+                    source.set("notAllowed", s.counts.notAllowed)
+                    source.set("note", s.note)
+                    source.set("outcome", s.outcome.rawValue)
+                    if let p = s.pushed {
+                        var pushed = JSONObject()
+                        pushed.set("quarantined", p.quarantined)
+                        pushed.set("sent", p.sent)
+                        pushed.set("written", p.written)
+                        source.set("pushed", json: pushed.bytes)
+                    } else {
+                        source.set("pushed", json: "null")
+                    }
+                    source.set("remote", remotes[s.source])
+                    source.set("source", s.source)
+                    return source
+                }))
         return o.bytes + [0x0A]
     }
 
@@ -229,27 +251,42 @@ extension CatalogCLI {
             name: "remote",
             abstract: "Manage the saved remotes that 'catalog sync' pulls when given no SOURCE.",
             subcommands: [
-                CommandSpec(name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres(ql):// URL, libpq keyword string or path.",
-                            discussion: "With --trust, the remote's snapshot log is merged only when its manifest is signed by one of the keys (else 77, nothing merged); with --allow, only rows of that kind are applied.",
-                            arguments: [ArgumentSpec(name: "name", help: "1–64 of A–Z a–z 0–9 . _ -"),
-                                        ArgumentSpec(name: "url", help: "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).", completion: .file)],
-                            options: [TrustOptionsTable.trust.spec, TrustOptionsTable.allow.spec],
-                            run: { i in
-                                // A bad name or URL is refused before the database is opened: it creates nothing.
-                                _ = try CatalogStore.checkedRemote(name: i.positionals[0], url: i.positionals[1])
-                                let keys = try trustedKeys(i).map(\.line)
-                                if !keys.isEmpty, case .hub = try SourceLocator.parse(i.positionals[1]) {
-                                    throw UsageError(message: "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)", path: i.parsed.path)
-                                }
-                                let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
-                                try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1], trustedKeys: keys, allow: allow); return 0
-                            }),
-                CommandSpec(name: "list", abstract: "List the saved remotes (passwords are never shown).",
-                            options: [Options.json.spec],
-                            run: runRemoteList),
-                CommandSpec(name: "remove", abstract: "Forget a saved remote.",
-                            arguments: [ArgumentSpec(name: "name", help: "The remote's name.", completion: .remote)],
-                            run: { i in try existingStore(i).removeRemote(name: i.positionals[0]); return 0 }),
+                CommandSpec(
+                    name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres(ql):// URL, libpq keyword string or path.",
+                    discussion:
+                        "With --trust, the remote's snapshot log is merged only when its manifest is signed by one of the keys (else 77, nothing merged); with --allow, only rows of that kind are applied.",
+                    arguments: [
+                        ArgumentSpec(name: "name", help: "1–64 of A–Z a–z 0–9 . _ -"),
+                        ArgumentSpec(
+                            name: "url", help: "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).",
+                            completion: .file),
+                    ],
+                    options: [TrustOptionsTable.trust.spec, TrustOptionsTable.allow.spec],
+                    run: { i in
+                        // A bad name or URL is refused before the database is opened: it creates nothing.
+                        _ = try CatalogStore.checkedRemote(name: i.positionals[0], url: i.positionals[1])
+                        let keys = try trustedKeys(i).map(\.line)
+                        if !keys.isEmpty, case .hub = try SourceLocator.parse(i.positionals[1]) {
+                            throw UsageError(
+                                message:
+                                    "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)",
+                                path: i.parsed.path)
+                        }
+                        let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
+                        try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1], trustedKeys: keys, allow: allow)
+                        return 0
+                    }),
+                CommandSpec(
+                    name: "list", abstract: "List the saved remotes (passwords are never shown).",
+                    options: [Options.json.spec],
+                    run: runRemoteList),
+                CommandSpec(
+                    name: "remove", abstract: "Forget a saved remote.",
+                    arguments: [ArgumentSpec(name: "name", help: "The remote's name.", completion: .remote)],
+                    run: { i in
+                        try existingStore(i).removeRemote(name: i.positionals[0])
+                        return 0
+                    }),
             ])
     }
 
@@ -260,11 +297,23 @@ extension CatalogCLI {
             w.raw("[")
             for (n, r) in remotes.enumerated() {
                 if n > 0 { w.raw(",") }
-                w.raw("{"); w.key("allow"); w.string(r.allow.rawValue)
-                w.raw(","); w.key("name"); w.string(r.name)
-                w.raw(","); w.key("trustedKeys"); w.raw("[")
-                for (k, line) in r.trustedKeys.enumerated() { if k > 0 { w.raw(",") }; w.string((try? MinisignPublicKey(text: line, source: "").id) ?? "?") }
-                w.raw("],"); w.key("url"); w.string(redacted(r.url)); w.raw("}")
+                w.raw("{")
+                w.key("allow")
+                w.string(r.allow.rawValue)
+                w.raw(",")
+                w.key("name")
+                w.string(r.name)
+                w.raw(",")
+                w.key("trustedKeys")
+                w.raw("[")
+                for (k, line) in r.trustedKeys.enumerated() {
+                    if k > 0 { w.raw(",") }
+                    w.string((try? MinisignPublicKey(text: line, source: "").id) ?? "?")
+                }
+                w.raw("],")
+                w.key("url")
+                w.string(redacted(r.url))
+                w.raw("}")
             }
             w.raw("]\n")
             i.stdout.write(w.bytes)
@@ -274,8 +323,10 @@ extension CatalogCLI {
             // The trust columns appear once a remote has trusted keys or a grant narrower than all.
             if remotes.contains(where: { !$0.trustedKeys.isEmpty || $0.allow != .all }) {
                 let keys = { (r: Remote) in r.trustedKeys.compactMap { try? MinisignPublicKey(text: $0, source: "").id }.joined(separator: ",") }
-                i.stdout.write(Table.render([["NAME", "URL", "ALLOW", "TRUSTS"]]
-                    + remotes.map { [$0.name, redacted($0.url), $0.allow.rawValue, $0.trustedKeys.isEmpty ? "-" : keys($0)] }))
+                i.stdout.write(
+                    Table.render(
+                        [["NAME", "URL", "ALLOW", "TRUSTS"]]
+                            + remotes.map { [$0.name, redacted($0.url), $0.allow.rawValue, $0.trustedKeys.isEmpty ? "-" : keys($0)] }))
             } else {
                 i.stdout.write(Table.render([["NAME", "URL"]] + remotes.map { [$0.name, redacted($0.url)] }))
             }

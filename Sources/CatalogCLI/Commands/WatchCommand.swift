@@ -6,10 +6,13 @@ extension CatalogCLI {
         CommandSpec(
             name: "watch",
             abstract: "Print the featured landmarks (or a user's page) now and a line at each change.",
-            discussion: "Changes are this process's or any other's (a cron sync, an import), found within about 50 ms; a commit that changes nothing shown prints nothing. Runs until interrupted (SIGINT or SIGTERM: exit 0) or until standard output is closed (exit 0, nothing more printed).",
+            discussion:
+                "Changes are this process's or any other's (a cron sync, an import), found within about 50 ms; a commit that changes nothing shown prints nothing. Runs until interrupted (SIGINT or SIGTERM: exit 0) or until standard output is closed (exit 0, nothing more printed).",
             options: [
                 Options.user.with(help: "Watch this user's current page (as position get resolves it) instead of the featured set.").spec,
-                Options.json.with(help: "One JSON value per line: the featured array (as featured --json), or the user's position (as position get --json).").spec,
+                Options.json.with(
+                    help: "One JSON value per line: the featured array (as featured --json), or the user's position (as position get --json)."
+                ).spec,
             ],
             run: runWatch)
     }

@@ -18,8 +18,9 @@ public enum CatalogCLI {
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
         // The command line syncs over HTTP and with PostgreSQL hubs too (LandmarkCatalogSync).
         NetworkSources.register()
-        let reporter = Reporter(stderr: context.stderr, format: logFormat(in: arguments) == "json" ? .json : .text,
-                                limit: diagnosticLimit(in: arguments))
+        let reporter = Reporter(
+            stderr: context.stderr, format: logFormat(in: arguments) == "json" ? .json : .text,
+            limit: diagnosticLimit(in: arguments))
         let status = dispatch(arguments, context: context, reporter: reporter)
         context.stdout.flush()
         defer { context.stderr.flush() }
@@ -80,8 +81,9 @@ public enum CatalogCLI {
             return status
         } catch let error as UsageError {
             let command = resolve(error.path, in: root)
-            reporter.usageError(error.message, usage: Help.usageLine(command, path: error.path),
-                                see: "catalog \((error.path + ["--help"]).joined(separator: " "))")
+            reporter.usageError(
+                error.message, usage: Help.usageLine(command, path: error.path),
+                see: "catalog \((error.path + ["--help"]).joined(separator: " "))")
             return 64
         } catch let error as CatalogError {
             reporter.error(error.message, hint: error.hint)
@@ -105,9 +107,11 @@ public enum CatalogCLI {
         CommandSpec(
             name: "catalog",
             abstract: "Keep a catalog of landmarks in SQLite and keep many machines' copies of it in agreement.",
-            discussion: "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
+            discussion:
+                "Imports Apple's SwiftUI tutorial landmarkData.json, serves the featured carousel, tracks each user's page on it, and merges peers' snapshots with last-writer-wins.",
             subcommands: [
-                importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand, remoteCommand,
+                importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand,
+                remoteCommand,
                 keyCommand, statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
                 manCommand,
             ])

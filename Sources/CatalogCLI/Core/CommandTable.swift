@@ -72,10 +72,13 @@ struct Flag: Sendable {
 struct Option<Value>: @unchecked Sendable {
     // Safe: wraps an immutable `OptionSpec` (see there); `Value` is never stored, only produced by `parse`.
     let spec: OptionSpec
-    init(_ name: String, short: Character? = nil, _ valueName: String, _ help: String, repeatable: Bool = false,
-         completion: CompletionKind = .none, parse: @escaping (String) throws -> Value) {
-        spec = OptionSpec(name: name, short: short, valueName: valueName, help: help, repeatable: repeatable,
-                          parse: { try parse($0) }, completion: completion)
+    init(
+        _ name: String, short: Character? = nil, _ valueName: String, _ help: String, repeatable: Bool = false,
+        completion: CompletionKind = .none, parse: @escaping (String) throws -> Value
+    ) {
+        spec = OptionSpec(
+            name: name, short: short, valueName: valueName, help: help, repeatable: repeatable,
+            parse: { try parse($0) }, completion: completion)
     }
     private init(spec: OptionSpec) { self.spec = spec }
     func with(help: String) -> Option { Option(spec: spec.with(help: help)) }
@@ -185,13 +188,16 @@ struct CommandSpec {
 
 /// Options every command takes.
 enum GlobalOptions {
-    static let db = Option<String>("--db", "PATH",
+    static let db = Option<String>(
+        "--db", "PATH",
         "Database file (default: $CATALOG_DB, else $XDG_DATA_HOME/landmark-catalog/catalog.sqlite, else ~/.local/share/landmark-catalog/catalog.sqlite).",
         completion: .file, parse: Values.string)
-    static let logFormat = Option<String>("--log-format", "FORMAT",
+    static let logFormat = Option<String>(
+        "--log-format", "FORMAT",
         "How diagnostics on stderr are written: text (default) or json (one JSON object per line).",
         completion: .words(["text", "json"]), parse: Values.oneOf(["text", "json"]))
-    static let maxDiagnostics = Option<Int>("--max-diagnostics", "N",
+    static let maxDiagnostics = Option<Int>(
+        "--max-diagnostics", "N",
         "Lines of one kind of diagnostic shown per run (default 20; 0 shows all). Counts are always complete.",
         parse: Values.integer(0...100_000_000))
     static let help = Flag("--help", short: "h", "Show help for this command.")

@@ -442,13 +442,25 @@ enum Completions {
             }
             if node.command.subcommands.isEmpty {
                 let kinds = node.command.arguments.map(\.completion)
-                if kinds.contains(where: { if case .remote = $0 { return true }; return false }) {
+                if kinds.contains(where: {
+                    if case .remote = $0 { return true }
+                    return false
+                }) {
                     out += "complete -c catalog -n \(fishQuoted(condition)) -F -a '(__catalog_remotes)' -d 'saved remote'\n"
-                } else if kinds.contains(where: { if case .file = $0 { return true }; return false }) {
+                } else if kinds.contains(where: {
+                    if case .file = $0 { return true }
+                    return false
+                }) {
                     out += "complete -c catalog -n \(fishQuoted(condition)) -F\n"
-                } else if kinds.contains(where: { if case .directory = $0 { return true }; return false }) {
+                } else if kinds.contains(where: {
+                    if case .directory = $0 { return true }
+                    return false
+                }) {
                     out += "complete -c catalog -n \(fishQuoted(condition)) -f -a '(__fish_complete_directories (commandline -ct))'\n"
-                } else if let words = kinds.lazy.compactMap({ if case .words(let w) = $0 { return w }; return nil }).first {
+                } else if let words = kinds.lazy.compactMap({
+                    if case .words(let w) = $0 { return w }
+                    return nil
+                }).first {
                     out += "complete -c catalog -n \(fishQuoted(condition)) -f -a \(fishQuoted(words.joined(separator: " ")))\n"
                 } else {
                     out += "complete -c catalog -n \(fishQuoted(condition)) -f\n"

@@ -13,8 +13,10 @@ enum Help {
             let text = optionUsage(option)
             if command.oneOf.contains(option.name) {
                 guard option.name == command.oneOf.first else { continue }
-                parts.append("(" + command.oneOf.compactMap { name in command.options.first { $0.name == name }.map(optionUsage) }
-                    .joined(separator: " | ") + ")")
+                parts.append(
+                    "("
+                        + command.oneOf.compactMap { name in command.options.first { $0.name == name }.map(optionUsage) }
+                        .joined(separator: " | ") + ")")
                 continue
             }
             parts.append(option.required ? text : "[\(text)]")

@@ -26,13 +26,16 @@ enum Manual {
 
         out += ".SH DESCRIPTION\n"
         out += paragraphs(root.abstract + (root.discussion.map { " " + $0 } ?? ""))
-        out += ".PP\n" + paragraphs("""
-            Data goes to standard output, diagnostics to standard error as "catalog: error: <what>, <where>", with a \
-            hint line where one helps. On a terminal, long imports, syncs and publishes draw a progress line on \
-            standard error (bytes done of the total, percentage, rows per second and time left for files of \
-            known size; rows and rate otherwise); never in a pipe, under cron, or with --quiet, --json or \
-            --log-format json.
-            """)
+        out +=
+            ".PP\n"
+            + paragraphs(
+                """
+                Data goes to standard output, diagnostics to standard error as "catalog: error: <what>, <where>", with a \
+                hint line where one helps. On a terminal, long imports, syncs and publishes draw a progress line on \
+                standard error (bytes done of the total, percentage, rows per second and time left for files of \
+                known size; rows and rate otherwise); never in a pipe, under cron, or with --quiet, --json or \
+                --log-format json.
+                """)
 
         out += ".SH OPTIONS\n"
         out += paragraphs("Every command takes these, before or after the command's name.")
@@ -111,16 +114,26 @@ enum Manual {
     ]
 
     static let examples: [(what: String, commands: [String])] = [
-        (what: "Import Apple's landmarkData.json (16 records in Seeds/) and show the featured carousel:",
-         commands: ["catalog import landmarkData.json", "catalog featured"]),
-        (what: "Store and read a user's page of the carousel:",
-         commands: ["catalog position set --user ann --page 2", "catalog position get --user ann"]),
-        (what: "Save two peers and sync with them every five minutes from cron, publishing the merged state:",
-         commands: ["catalog --db /var/lib/catalog/catalog.sqlite remote add peer-a https://a.example.org/catalog.json",
-                    "catalog --db /var/lib/catalog/catalog.sqlite remote add peer-b /srv/exchange/b.json",
-                    "*/5 * * * * catalog --db /var/lib/catalog/catalog.sqlite sync --quiet --publish /srv/exchange/me.json"]),
-        (what: "Install the shell completions for one bash session:",
-         commands: ["source <(catalog completions bash)"]),
+        (
+            what: "Import Apple's landmarkData.json (16 records in Seeds/) and show the featured carousel:",
+            commands: ["catalog import landmarkData.json", "catalog featured"]
+        ),
+        (
+            what: "Store and read a user's page of the carousel:",
+            commands: ["catalog position set --user ann --page 2", "catalog position get --user ann"]
+        ),
+        (
+            what: "Save two peers and sync with them every five minutes from cron, publishing the merged state:",
+            commands: [
+                "catalog --db /var/lib/catalog/catalog.sqlite remote add peer-a https://a.example.org/catalog.json",
+                "catalog --db /var/lib/catalog/catalog.sqlite remote add peer-b /srv/exchange/b.json",
+                "*/5 * * * * catalog --db /var/lib/catalog/catalog.sqlite sync --quiet --publish /srv/exchange/me.json",
+            ]
+        ),
+        (
+            what: "Install the shell completions for one bash session:",
+            commands: ["source <(catalog completions bash)"]
+        ),
     ]
 
     /// `\fB--output\fR`, with a short name and a value: `\fB-o\fR, \fB--output\fR \fIFILE\fR`.

@@ -39,7 +39,10 @@ public final class FileDescriptorSink: OutputSink {
     }
 
     public func flush() {
-        guard !broken, !buffer.isEmpty else { buffer.removeAll(keepingCapacity: true); return }
+        guard !broken, !buffer.isEmpty else {
+            buffer.removeAll(keepingCapacity: true)
+            return
+        }
         buffer.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
@@ -102,9 +105,11 @@ public struct CLIContext {
     /// Test-only hooks (see ``TestHooks``).
     var testHooks = TestHooks()
 
-    public init(stdout: any OutputSink, stderr: any OutputSink, stdinFD: Int32 = 0,
-                environment: [String: String] = ProcessInfo.processInfo.environment,
-                stderrIsTerminal: Bool = false, wallClock: any WallClock = SystemClock()) {
+    public init(
+        stdout: any OutputSink, stderr: any OutputSink, stdinFD: Int32 = 0,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        stderrIsTerminal: Bool = false, wallClock: any WallClock = SystemClock()
+    ) {
         self.stdout = stdout
         self.stderr = stderr
         self.stdinFD = stdinFD
@@ -114,11 +119,14 @@ public struct CLIContext {
     }
 
     /// A context with test hooks (the test harness executable and in-process tests).
-    @_spi(Testing) public init(stdout: any OutputSink, stderr: any OutputSink, stdinFD: Int32 = 0,
-                               environment: [String: String] = ProcessInfo.processInfo.environment,
-                               stderrIsTerminal: Bool = false, wallClock: any WallClock = SystemClock(), testHooks: TestHooks) {
-        self.init(stdout: stdout, stderr: stderr, stdinFD: stdinFD, environment: environment, stderrIsTerminal: stderrIsTerminal,
-                  wallClock: wallClock)
+    @_spi(Testing) public init(
+        stdout: any OutputSink, stderr: any OutputSink, stdinFD: Int32 = 0,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        stderrIsTerminal: Bool = false, wallClock: any WallClock = SystemClock(), testHooks: TestHooks
+    ) {
+        self.init(
+            stdout: stdout, stderr: stderr, stdinFD: stdinFD, environment: environment, stderrIsTerminal: stderrIsTerminal,
+            wallClock: wallClock)
         self.testHooks = testHooks
     }
 }

@@ -1,4 +1,5 @@
 import LandmarkCatalog
+
 enum Parser {
     /// Parses `arguments` against `root`. `-h` is `--help`; short options (`-q`, `-o FILE`) as declared;
     /// `--name=value` and `--name value` both work; `--` ends options. Global options may come before or
@@ -18,7 +19,10 @@ enum Parser {
         while i < arguments.count {
             let token = arguments[i]
             i += 1
-            if !optionsEnded && token == "--" { optionsEnded = true; continue }
+            if !optionsEnded && token == "--" {
+                optionsEnded = true
+                continue
+            }
             if !optionsEnded && token.hasPrefix("-") && token != "-" {
                 var name = token
                 var inline: String?
@@ -87,8 +91,9 @@ enum Parser {
         }
         if parsed[GlobalOptions.help] || parsed[GlobalOptions.version] { return (command, parsed) }
         guard command.run != nil else {
-            throw UsageError(message: parsed.path.isEmpty ? "missing command" : "missing subcommand for '\(parsed.path.joined(separator: " "))'",
-                             path: parsed.path)
+            throw UsageError(
+                message: parsed.path.isEmpty ? "missing command" : "missing subcommand for '\(parsed.path.joined(separator: " "))'",
+                path: parsed.path)
         }
         for option in command.options where option.required && parsed.texts[option.name] == nil && !parsed.flags.contains(option.name) {
             throw UsageError(message: "missing \(Help.optionUsage(option))", path: parsed.path)

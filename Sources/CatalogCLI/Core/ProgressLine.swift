@@ -19,8 +19,10 @@ final class ProgressLine {
     /// The phase and subject last drawn: a new one restarts the clock (its rate and ETA are its own).
     private var job: (LandmarkCatalog.Progress.Phase, String?)?
 
-    init(sink: any OutputSink, enabled: Bool, label: String, columns: Int? = nil,
-         now: @escaping () -> Double = { ProcessInfoClock.seconds() }) {
+    init(
+        sink: any OutputSink, enabled: Bool, label: String, columns: Int? = nil,
+        now: @escaping () -> Double = { ProcessInfoClock.seconds() }
+    ) {
         self.sink = sink
         self.enabled = enabled
         self.label = label
@@ -82,7 +84,8 @@ final class ProgressLine {
     static func shortened(_ label: String, to width: Int) -> String? {
         guard label.count > width else { return label }
         guard let space = label.firstIndex(of: " ") else { return nil }
-        let verb = label[..<space], subject = label[label.index(after: space)...].drop { $0 == "…" }
+        let verb = label[..<space]
+        let subject = label[label.index(after: space)...].drop { $0 == "…" }
         let room = width - verb.count - 2  // " …"
         guard room >= 8 else { return nil }
         return verb + " …" + subject.suffix(room)

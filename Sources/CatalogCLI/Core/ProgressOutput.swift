@@ -12,8 +12,9 @@ extension Invocation {
     /// - Parameter label: what the line starts with until a job names its phase (`importing`).
     func makeProgressLine(label: String) -> ProgressLine {
         let enabled = showsProgress
-        let line = ProgressLine(sink: context.stderr, enabled: enabled, label: label,
-                                columns: enabled ? ProgressLine.terminalColumns() : nil)
+        let line = ProgressLine(
+            sink: context.stderr, enabled: enabled, label: label,
+            columns: enabled ? ProgressLine.terminalColumns() : nil)
         reporter.beforeLine = { line.clear() }
         return line
     }

@@ -62,11 +62,23 @@ final class Reporter {
             if let hint { stderr.line("hint: \(Table.escaped(hint))") }
         case .json:
             var w = JSONWriter()
-            w.raw("{"); w.key("hint"); w.string(hint)
-            w.raw(","); w.key("kind"); w.string(kind)
-            w.raw(","); w.key("level"); w.string("error")
-            w.raw(","); w.key("message"); w.string(message)
-            if let source { w.raw(","); w.key("source"); w.string(source) }
+            w.raw("{")
+            w.key("hint")
+            w.string(hint)
+            w.raw(",")
+            w.key("kind")
+            w.string(kind)
+            w.raw(",")
+            w.key("level")
+            w.string("error")
+            w.raw(",")
+            w.key("message")
+            w.string(message)
+            if let source {
+                w.raw(",")
+                w.key("source")
+                w.string(source)
+            }
             w.raw("}\n")
             stderr.write(w.bytes)
         }
@@ -82,11 +94,22 @@ final class Reporter {
             stderr.line("  See '\(see)'.")
         case .json:
             var w = JSONWriter()
-            w.raw("{"); w.key("kind"); w.string("usage")
-            w.raw(","); w.key("level"); w.string("error")
-            w.raw(","); w.key("message"); w.string(message)
-            w.raw(","); w.key("see"); w.string(see)
-            w.raw(","); w.key("usage"); w.string(usage); w.raw("}\n")
+            w.raw("{")
+            w.key("kind")
+            w.string("usage")
+            w.raw(",")
+            w.key("level")
+            w.string("error")
+            w.raw(",")
+            w.key("message")
+            w.string(message)
+            w.raw(",")
+            w.key("see")
+            w.string(see)
+            w.raw(",")
+            w.key("usage")
+            w.string(usage)
+            w.raw("}\n")
             stderr.write(w.bytes)
         }
     }
@@ -102,14 +125,18 @@ final class Reporter {
         for kind in order {
             guard let n = counts[kind], n > limit else { continue }
             let message = "\(n - limit) more \(kind) \(noun(n - limit, "diagnostic")) not shown (\(n) in all); \(Self.listing(for: kind))"
-            write(level: "info", kind: "suppressed", message: message, text: message, diagnostic: nil,
-                  extra: [("count", .int(n - limit)), ("of", .text(kind)), ("total", .int(n))])
+            write(
+                level: "info", kind: "suppressed", message: message, text: message, diagnostic: nil,
+                extra: [("count", .int(n - limit)), ("of", .text(kind)), ("total", .int(n))])
         }
         order.removeAll()
     }
 
     /// A structured field's value in a JSON line.
-    private enum Field { case int(Int), text(String) }
+    private enum Field {
+        case int(Int)
+        case text(String)
+    }
 
     private func write(level: String, kind: String, message: String, text: String, diagnostic d: Diagnostic?, extra: [(String, Field)] = []) {
         beforeLine()

@@ -188,9 +188,10 @@ public final class CarouselModel {
             return
         }
         // docs/cli.md §4, by the same function `position get` uses.
-        let resolved = CatalogStore.resolve(user: user, page: anchor.page, landmarkID: anchor.landmark,
-                                            stamp: newestStamp ?? HLCStamp(wallMilliseconds: 0, counter: 0, node: ""),
-                                            featured: pages.map(\.id))
+        let resolved = CatalogStore.resolve(
+            user: user, page: anchor.page, landmarkID: anchor.landmark,
+            stamp: newestStamp ?? HLCStamp(wallMilliseconds: 0, counter: 0, node: ""),
+            featured: pages.map(\.id))
         let target = resolved.currentPage ?? 0
         if target != page { page = target }
         applyRequestBeforeLoad()

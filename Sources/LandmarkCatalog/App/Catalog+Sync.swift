@@ -19,9 +19,11 @@ extension Catalog {
     /// - Throws: `CatalogError` 75 when another sync holds the lock, 64 for a bad SOURCE or nothing to
     ///   sync, 73 for a read-only catalog or when the lock file cannot be made.
     @discardableResult
-    public func sync(_ sources: [String] = [], options: SyncOptions = SyncOptions(),
-                     progress: @escaping @Sendable (Progress) -> Void = { _ in },
-                     diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }) async throws -> SyncReport {
+    public func sync(
+        _ sources: [String] = [], options: SyncOptions = SyncOptions(),
+        progress: @escaping @Sendable (Progress) -> Void = { _ in },
+        diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }
+    ) async throws -> SyncReport {
         try await cancellableWrite { store, stop in
             try store.sync(sources: sources, options: options, diagnostics: diagnostics, progress: progress)
         }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One `Sendable` handle on a catalog database, for any number of tasks: what an app binds to (docs/swift-library.md).
@@ -182,7 +183,10 @@ public final class Catalog: Sendable {
             readers.discard()
             throw error
         }
-        guard let store else { readers.discard(); throw CatalogError(.software, "no reader connection, \(path)") }
+        guard let store else {
+            readers.discard()
+            throw CatalogError(.software, "no reader connection, \(path)")
+        }
         do {
             let value = try store.read { try body(store) }
             readers.checkIn(store, identity: storeIdentity)
@@ -273,12 +277,15 @@ public final class Catalog: Sendable {
     /// - Returns: the counts.
     /// - Throws: `CancellationError` when cancelled; `CatalogError` as ``CatalogStore/importLandmarks(from:options:diagnostics:progress:shouldStop:)``.
     @discardableResult
-    public func importLandmarks(from source: ImportSource, options: ImportOptions = ImportOptions(),
-                                progress: @escaping @Sendable (Progress) -> Void = { _ in },
-                                diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }) async throws -> ImportSummary {
+    public func importLandmarks(
+        from source: ImportSource, options: ImportOptions = ImportOptions(),
+        progress: @escaping @Sendable (Progress) -> Void = { _ in },
+        diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }
+    ) async throws -> ImportSummary {
         try await cancellableWrite { store, stop in
-            try store.importLandmarks(from: source, options: options, diagnostics: diagnostics, progress: progress,
-                                      shouldStop: { stop.isSet })
+            try store.importLandmarks(
+                from: source, options: options, diagnostics: diagnostics, progress: progress,
+                shouldStop: { stop.isSet })
         }
     }
 
@@ -293,9 +300,12 @@ public final class Catalog: Sendable {
     public func export(to path: String, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ExportSummary {
         try await cancellableRead { store, stop in
             let file = try AtomicFileWriter(path: path)
-            let summary = try store.exportSnapshotInTransaction(changes: nil, progress: { rows, bytes in
-                progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
-            }) { bytes in
+            let summary = try store.exportSnapshotInTransaction(
+                changes: nil,
+                progress: { rows, bytes in
+                    progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
+                }
+            ) { bytes in
                 if stop.isSet { throw CancellationError() }
                 try file.write(bytes)
             }

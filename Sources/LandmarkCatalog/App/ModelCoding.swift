@@ -52,24 +52,30 @@ extension Landmark: Codable {
     public init(from decoder: any Decoder) throws {
         let value = try AnyJSON(from: decoder).value
         guard case .object = value else {
-            throw DecodingError.typeMismatch(Landmark.self, .init(codingPath: decoder.codingPath,
-                debugDescription: "a landmark must be a JSON object, found \(value.kind)"))
+            throw DecodingError.typeMismatch(
+                Landmark.self,
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "a landmark must be a JSON object, found \(value.kind)"))
         }
         let reader = JSONPullReader(bytes: Array(value.serialized().utf8), options: .init(allowTrailingCommas: false, maxDepth: 64))
         var landmarkDecoder = LandmarkDecoder(file: "", mode: .importRecord)
         let batch = RowBatch(reserving: false)
         try landmarkDecoder.decode(reader, index: 0, into: batch)
         if let error = batch.diagnostics.map(\.diagnostic).first(where: { $0.severity == .error }) {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                debugDescription: error.message + (error.field.map { ", field \($0)" } ?? "")))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: error.message + (error.field.map { ", field \($0)" } ?? "")))
         }
         guard let raw = batch.landmarks.first else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a valid landmark"))
         }
-        self.init(id: raw.id, name: batch.text(raw, .name) ?? "", category: batch.text(raw, .category), city: batch.text(raw, .city),
-                  state: batch.text(raw, .state), park: batch.text(raw, .park), description: batch.text(raw, .description),
-                  imageName: batch.text(raw, .imageName), isFeatured: raw.isFeatured, isFavorite: raw.isFavorite,
-                  latitude: raw.latitude, longitude: raw.longitude, extraJSON: raw.extraJSON)
+        self.init(
+            id: raw.id, name: batch.text(raw, .name) ?? "", category: batch.text(raw, .category), city: batch.text(raw, .city),
+            state: batch.text(raw, .state), park: batch.text(raw, .park), description: batch.text(raw, .description),
+            imageName: batch.text(raw, .imageName), isFeatured: raw.isFeatured, isFavorite: raw.isFavorite,
+            latitude: raw.latitude, longitude: raw.longitude, extraJSON: raw.extraJSON)
     }
 
     /// Encodes the object `catalog featured --json` prints for this landmark: every key of
@@ -106,10 +112,12 @@ extension CarouselPosition: Codable {
         storedLandmarkID = c.contains(.storedLandmarkId) ? try c.decodeIfPresent(Int64.self, forKey: .storedLandmarkId) : landmarkID
         let text = try c.decode(String.self, forKey: .updatedAt)
         guard let ms = Timestamp.parse(text) else {
-            throw DecodingError.dataCorruptedError(forKey: .updatedAt, in: c, debugDescription: "updatedAt must be an RFC 3339 date-time, found \(text)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .updatedAt, in: c, debugDescription: "updatedAt must be an RFC 3339 date-time, found \(text)")
         }
-        stamp = HLCStamp(wallMilliseconds: ms, counter: try c.decodeIfPresent(Int64.self, forKey: .counter) ?? 0,
-                         node: try c.decodeIfPresent(String.self, forKey: .node) ?? "")
+        stamp = HLCStamp(
+            wallMilliseconds: ms, counter: try c.decodeIfPresent(Int64.self, forKey: .counter) ?? 0,
+            node: try c.decodeIfPresent(String.self, forKey: .node) ?? "")
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -144,8 +152,10 @@ struct AnyJSON: Codable {
         if let object = try? decoder.container(keyedBy: Key.self) {
             var members: [JSONMember] = []
             for key in object.allKeys.sorted(by: { $0.stringValue.utf8.lexicographicallyPrecedes($1.stringValue.utf8) }) {
-                members.append(JSONMember(key: key.stringValue, value: try object.decode(AnyJSON.self, forKey: key).value,
-                                          position: SourcePosition(line: 0, column: 0, offset: 0)))
+                members.append(
+                    JSONMember(
+                        key: key.stringValue, value: try object.decode(AnyJSON.self, forKey: key).value,
+                        position: SourcePosition(line: 0, column: 0, offset: 0)))
             }
             value = .object(members)
             return

@@ -80,7 +80,7 @@ public struct CatalogObservation<Value: Equatable & Sendable>: AsyncSequence, Se
         private mutating func readOnce() async throws -> Value {
             do {
                 return try await read(catalog)
-            } catch where !Catalog.keepsConnection(after: error) {
+            } catch  where !Catalog.keepsConnection(after: error) {
                 do { return try await read(catalog) } catch {
                     _ = end()
                     throw error

@@ -1,8 +1,9 @@
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CCrypto
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Ed25519 (RFC 8032) through libcrypto's raw keys: `EVP_PKEY_new_raw_private_key` /
 /// `EVP_PKEY_new_raw_public_key` with `EVP_PKEY_ED25519`, then `EVP_DigestSign` / `EVP_DigestVerify`
@@ -37,7 +38,7 @@ package enum Ed25519 {
     /// Whether `signature` is `publicKey`'s signature of `message`.
     package static func verify(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
         guard signature.count == 64, publicKey.count == 32,
-              let key = publicKey.withUnsafeBufferPointer({ EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32) })
+            let key = publicKey.withUnsafeBufferPointer({ EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32) })
         else { return false }
         defer { EVP_PKEY_free(key) }
         guard let context = EVP_MD_CTX_new() else { return false }
@@ -114,9 +115,11 @@ package struct MinisignPublicKey: Sendable, Hashable {
     package init(text: String, source: String) throws {
         let lines = Minisign.dataLines(text).filter { !$0.hasPrefix(Minisign.untrustedPrefix) && !$0.hasPrefix("untrusted comment:") }
         guard lines.count == 1, let bytes = Data(base64Encoded: String(lines[0])).map(Array.init), bytes.count == 42,
-              Array(bytes[0..<2]) == Minisign.keyAlgorithm else {
-            throw CatalogError(.usage, "not a minisign public key: \(source)",
-                               hint: "give the key's base64 line (RW…, as 'catalog key generate' prints it) or the path of its .pub file")
+            Array(bytes[0..<2]) == Minisign.keyAlgorithm
+        else {
+            throw CatalogError(
+                .usage, "not a minisign public key: \(source)",
+                hint: "give the key's base64 line (RW…, as 'catalog key generate' prints it) or the path of its .pub file")
         }
         keyID = Array(bytes[2..<10])
         key = Array(bytes[10..<42])
@@ -129,8 +132,9 @@ package struct MinisignPublicKey: Sendable, Hashable {
             return try MinisignPublicKey(text: given, source: given)
         }
         guard FileManager.default.fileExists(atPath: given) else {
-            throw CatalogError(.usage, "--trust \(given) is neither a minisign public key (RW…) nor a file",
-                               hint: "give the key's base64 line or the path of its .pub file")
+            throw CatalogError(
+                .usage, "--trust \(given) is neither a minisign public key (RW…) nor a file",
+                hint: "give the key's base64 line or the path of its .pub file")
         }
         let fd = try CatalogStore.openForReading(given)
         defer { close(fd) }
@@ -174,9 +178,11 @@ package struct MinisignSecretKey: Sendable {
     /// The key file: a comment line, then the base64 line.
     package var fileText: String {
         let zeros = [UInt8](repeating: 0, count: 32 + 8 + 8)
-        let payload = Minisign.keyAlgorithm + [0, 0] + Minisign.checksumAlgorithm + zeros + keyID + seed + publicKey.key
+        let payload =
+            Minisign.keyAlgorithm + [0, 0] + Minisign.checksumAlgorithm + zeros + keyID + seed + publicKey.key
             + [UInt8](repeating: 0, count: 32)
-        return "\(Minisign.untrustedPrefix)catalog secret key \(publicKey.id) (unencrypted, minisign format)\n\(Data(payload).base64EncodedString())\n"
+        return
+            "\(Minisign.untrustedPrefix)catalog secret key \(publicKey.id) (unencrypted, minisign format)\n\(Data(payload).base64EncodedString())\n"
     }
 
     /// Parses a secret key file's text. Messages name `source`, never the key.
@@ -185,14 +191,18 @@ package struct MinisignSecretKey: Sendable {
     package init(text: String, source: String) throws {
         let lines = Minisign.dataLines(text).filter { !$0.hasPrefix("untrusted comment:") }
         guard lines.count == 1, let bytes = Data(base64Encoded: String(lines[0])).map(Array.init), bytes.count == 158,
-              Array(bytes[0..<2]) == Minisign.keyAlgorithm, Array(bytes[4..<6]) == Minisign.checksumAlgorithm else {
+            Array(bytes[0..<2]) == Minisign.keyAlgorithm, Array(bytes[4..<6]) == Minisign.checksumAlgorithm
+        else {
             throw CatalogError(.dataInvalid, "not a minisign secret key, \(source)", hint: "make one with 'catalog key generate --output FILE'")
         }
         guard bytes[2] == 0 && bytes[3] == 0 else {
-            throw CatalogError(.dataInvalid, "the secret key is encrypted with a password, which catalog does not read, \(source)",
-                               hint: "remove its password with 'minisign -C -W -s \(source)', or make a key with 'catalog key generate'")
+            throw CatalogError(
+                .dataInvalid, "the secret key is encrypted with a password, which catalog does not read, \(source)",
+                hint: "remove its password with 'minisign -C -W -s \(source)', or make a key with 'catalog key generate'")
         }
-        let id = Array(bytes[54..<62]), seed = Array(bytes[62..<94]), pk = Array(bytes[94..<126])
+        let id = Array(bytes[54..<62])
+        let seed = Array(bytes[62..<94])
+        let pk = Array(bytes[94..<126])
         guard Ed25519.publicKey(seed: seed) == pk else {
             throw CatalogError(.dataInvalid, "the secret key is damaged (its two halves do not match), \(source)")
         }
@@ -208,8 +218,9 @@ package struct MinisignSecretKey: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw CatalogError(.noInput, "cannot read the secret key (\(errorText(errno))), \(path)") }
         if info.st_mode & 0o077 != 0 {
-            throw CatalogError(.noInput, "the secret key may be read by others (mode \(String(info.st_mode & 0o777, radix: 8))); refusing to use it, \(path)",
-                               hint: "chmod 600 \(path), and make a new key if others may have read it")
+            throw CatalogError(
+                .noInput, "the secret key may be read by others (mode \(String(info.st_mode & 0o777, radix: 8))); refusing to use it, \(path)",
+                hint: "chmod 600 \(path), and make a new key if others may have read it")
         }
         let bytes = try DirectoryLogFetcher.readAll(fd, name: path, limit: 4096)
         return try MinisignSecretKey(text: String(decoding: bytes, as: UTF8.self), source: path)
@@ -218,7 +229,8 @@ package struct MinisignSecretKey: Sendable {
     /// A prehashed minisign signature of `message` with `trustedComment` (one line, no trailing blanks).
     package func sign(_ message: [UInt8], trustedComment: String) -> MinisignSignature {
         guard let signature = Ed25519.sign(BLAKE2b512.hash(message), seed: seed),
-              let global = Ed25519.sign(signature + Array(trustedComment.utf8), seed: seed) else {
+            let global = Ed25519.sign(signature + Array(trustedComment.utf8), seed: seed)
+        else {
             preconditionFailure("Ed25519 signing failed in libcrypto")
         }
         return MinisignSignature(keyID: keyID, signature: signature, trustedComment: trustedComment, globalSignature: global, prehashed: true)
@@ -249,7 +261,9 @@ package struct MinisignSignature: Sendable, Equatable {
         let algorithm = Array(sig[0..<2])
         // minisign itself verifies a legacy (not prehashed) signature only when told to (-l): so does this.
         guard algorithm == Minisign.prehashedAlgorithm else {
-            throw bad(algorithm == Minisign.keyAlgorithm ? "a legacy signature, not prehashed; sign again with minisign 0.10 or later" : "unknown algorithm")
+            throw bad(
+                algorithm == Minisign.keyAlgorithm ? "a legacy signature, not prehashed; sign again with minisign 0.10 or later" : "unknown algorithm"
+            )
         }
         guard lines[2].hasPrefix(Minisign.trustedPrefix) else { throw bad("no trusted comment line") }
         guard let global = Data(base64Encoded: String(lines[3]).trimmingCharacters(in: .whitespaces)).map(Array.init), global.count == 64 else {

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension CatalogStore {
@@ -24,10 +25,12 @@ extension CatalogStore {
     /// - Throws: `CatalogError` — 66 for a missing or unreadable file or a directory, 65 for invalid data
     ///   (after every error found, up to `maxErrors`, went to `diagnostics`), 74 for a read error;
     ///   `CancellationError` when `shouldStop` answered true; nothing is written in any of these cases.
-    public func importLandmarks(from source: ImportSource, options: ImportOptions = ImportOptions(),
-                                diagnostics: @escaping (Diagnostic) -> Void = { _ in },
-                                progress: (Progress) -> Void = { _ in },
-                                shouldStop: () -> Bool = { false }) throws -> ImportSummary {
+    public func importLandmarks(
+        from source: ImportSource, options: ImportOptions = ImportOptions(),
+        diagnostics: @escaping (Diagnostic) -> Void = { _ in },
+        progress: (Progress) -> Void = { _ in },
+        shouldStop: () -> Bool = { false }
+    ) throws -> ImportSummary {
         let fd: Int32
         switch source {
         case .standardInput: fd = 0
@@ -113,7 +116,8 @@ extension CatalogStore {
             batch.failure = error
         }
         for warning in reader.warnings {
-            decoder.report(batch, .warning, warning.message + " (accepted: Apple's own landmarkData.json has one)", at: warning.position, kind: "quirk")
+            decoder.report(
+                batch, .warning, warning.message + " (accepted: Apple's own landmarkData.json has one)", at: warning.position, kind: "quirk")
         }
         batch.recordsRead = index
         batch.bytesRead = reader.position.offset
@@ -157,7 +161,8 @@ struct ImportWriter {
             "\(c.sqlName) = CASE WHEN \(mask) & \(RawLandmark.bit(c)) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(cleared(c)) ELSE landmarks.\(c.sqlName) END"
         }
         let always: [LandmarkColumn] = LandmarkColumn.allCases.filter { $0 != .id && !LandmarkColumn.optionalContent.contains($0) }
-        let differs = always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
+        let differs =
+            always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
             + LandmarkColumn.optionalContent.map { "(\(mask) & \(RawLandmark.bit($0)) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
         return """
             \(LandmarkColumn.insertAllSQL)
@@ -211,9 +216,12 @@ struct ImportWriter {
                     if let first = record.duplicateOf {
                         let firstName = try db.scalarText(sql: "SELECT name FROM landmarks WHERE id = ?", [.integer(record.id)])
                         let name = batch.text(record, .name) ?? ""
-                        report(Diagnostic(severity: .error,
-                                          message: "duplicate id \(record.id): record \(first)\(firstName.map { " (\(String(reflecting: $0)))" } ?? "") and record \(record.index) (\(String(reflecting: name))) both use it",
-                                          file: file, position: record.position, index: record.index, id: record.id, field: "id"))
+                        report(
+                            Diagnostic(
+                                severity: .error,
+                                message:
+                                    "duplicate id \(record.id): record \(first)\(firstName.map { " (\(String(reflecting: $0)))" } ?? "") and record \(record.index) (\(String(reflecting: name))) both use it",
+                                file: file, position: record.position, index: record.index, id: record.id, field: "id"))
                         continue
                     }
                     guard errors == 0 else { continue }  // the transaction will roll back: skip the writes
@@ -224,8 +232,10 @@ struct ImportWriter {
                     do {
                         try apply(record, in: batch, upsert: upsert, stamp: stamp)
                     } catch let error as SQLiteError where error.code.primary == .tooBig {
-                        report(Diagnostic(severity: .error, message: "a value is larger than SQLite stores (1,000,000,000 bytes)",
-                                          file: file, position: record.position, index: record.index, id: record.id))
+                        report(
+                            Diagnostic(
+                                severity: .error, message: "a value is larger than SQLite stores (1,000,000,000 bytes)",
+                                file: file, position: record.position, index: record.index, id: record.id))
                     }
                 }
                 while next < batch.diagnostics.count {
@@ -254,11 +264,13 @@ struct ImportWriter {
 
     func failure() -> CatalogError {
         // Reading stops once more than maxErrors were found, so past that the count is a lower bound.
-        let count = errors > options.maxErrors
+        let count =
+            errors > options.maxErrors
             ? "more than \(options.maxErrors) errors (the first \(options.maxErrors) shown)"
             : errors == 1 ? "1 error" : "\(errors) errors"
-        return CatalogError(.dataInvalid, "\(count); nothing was imported, \(file)",
-                            hint: strictWarnings > 0 ? "without --strict, Apple's known quirks are accepted with a warning" : nil)
+        return CatalogError(
+            .dataInvalid, "\(count); nothing was imported, \(file)",
+            hint: strictWarnings > 0 ? "without --strict, Apple's known quirks are accepted with a warning" : nil)
     }
 
     /// Persists the import's stamp in the clock the first time a row really changes.
@@ -272,8 +284,9 @@ struct ImportWriter {
         var extra = record.extraJSON
         if let recordExtra = extra {
             // Unknown keys merge with the stored ones (rare: a slow path is fine).
-            let stored = try store.connection.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0",
-                                                         [.integer(record.id)])
+            let stored = try store.connection.scalarText(
+                sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0",
+                [.integer(record.id)])
             if let stored, let old = JSONValue.parseObject(stored), let new = JSONValue.parseObject(recordExtra) {
                 var members = old
                 for m in new {

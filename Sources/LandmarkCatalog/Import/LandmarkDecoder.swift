@@ -50,11 +50,18 @@ package struct LandmarkDecoder {
     }()
     static let keyTable = JSONKeyTable(keys.map(\.0))
 
-    mutating func report(_ batch: RowBatch, _ severity: Diagnostic.Severity, _ message: String, at position: SourcePosition?,
-                         index: Int? = nil, id: Int64? = nil, field: String? = nil, kind: String? = nil) {
+    mutating func report(
+        _ batch: RowBatch, _ severity: Diagnostic.Severity, _ message: String, at position: SourcePosition?,
+        index: Int? = nil, id: Int64? = nil, field: String? = nil, kind: String? = nil
+    ) {
         if severity == .error || strict { errors += 1 }
-        batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: severity, message: message, file: file, position: position,
-                                                                     index: index, id: id, field: field.map { fieldPrefix + $0 }, kind: kind)))
+        batch.diagnostics.append(
+            (
+                batch.landmarks.count,
+                Diagnostic(
+                    severity: severity, message: message, file: file, position: position,
+                    index: index, id: id, field: field.map { fieldPrefix + $0 }, kind: kind)
+            ))
     }
 
     mutating func warnOnce(_ batch: RowBatch, _ key: String, kind: String, _ message: String, at: SourcePosition, index: Int, id: Int64?) {
@@ -72,7 +79,8 @@ package struct LandmarkDecoder {
 
     /// The reader's next key in `table`; a key with bad content is reported as an error on it and its member skipped.
     mutating func nextKey(_ reader: JSONPullReader, in table: JSONKeyTable, _ batch: RowBatch, index: Int, id: Int64?)
-        throws -> (index: Int, key: String?, position: SourcePosition)? {
+        throws -> (index: Int, key: String?, position: SourcePosition)?
+    {
         while true {
             do { return try reader.nextKey(in: table) } catch { try skipMember(badKey: error, reader, batch, index: index, id: id) }
         }
@@ -80,7 +88,8 @@ package struct LandmarkDecoder {
 
     /// The reader's next key in the object `object`; a key with bad content is reported as an error on it and its member skipped.
     mutating func nextKey(_ reader: JSONPullReader, in object: String, _ batch: RowBatch, index: Int, id: Int64?)
-        throws -> (key: String, position: SourcePosition)? {
+        throws -> (key: String, position: SourcePosition)?
+    {
         while true {
             do { return try reader.nextKey() } catch { try skipMember(badKey: error, reader, batch, index: index, id: id, in: object) }
         }
@@ -88,8 +97,10 @@ package struct LandmarkDecoder {
 
     /// Reports a key with bad content (`error`; any other error is rethrown) and skips its value.
     @inline(never)  // the error path: kept out of the loops that call it
-    mutating func skipMember(badKey error: any Error, _ reader: JSONPullReader, _ batch: RowBatch, index: Int, id: Int64?,
-                             in object: String? = nil) throws {
+    mutating func skipMember(
+        badKey error: any Error, _ reader: JSONPullReader, _ batch: RowBatch, index: Int, id: Int64?,
+        in object: String? = nil
+    ) throws {
         guard let error = error as? JSONStringContentError else { throw error }
         let key = (object.map { $0 + "." } ?? "") + (error.repaired ?? "")
         report(batch, .error, error.message(in: "key '\(key)'"), at: error.position, index: index, id: id, field: key)
@@ -114,15 +125,20 @@ package struct LandmarkDecoder {
         // Messages about fields before `id` learn the id once it is read.
         defer {
             if let id {
-                for i in diagnosticsBefore..<batch.diagnostics.count where batch.diagnostics[i].diagnostic.id == nil
-                    && batch.diagnostics[i].diagnostic.index == index {
+                for i in diagnosticsBefore..<batch.diagnostics.count
+                where batch.diagnostics[i].diagnostic.id == nil
+                    && batch.diagnostics[i].diagnostic.index == index
+                {
                     batch.diagnostics[i].diagnostic.id = id
                 }
             }
         }
         var record = RawLandmark(index: index, position: position)
         var seenKeys: UInt64 = 0  // bit per known key, for duplicate keys
-        var sawName = false, sawCoordinates = false, sawUpdatedAt = false, sawNode = false
+        var sawName = false
+        var sawCoordinates = false
+        var sawUpdatedAt = false
+        var sawNode = false
         var favouriteAt: (SourcePosition, Bool?)?
         var extras: [JSONMember] = []
         try reader.beginObject()
@@ -148,10 +164,14 @@ package struct LandmarkDecoder {
             }
             guard match >= 0 else {
                 let value: JSONValue
-                do { value = try reader.readValue() } catch { try recover(error, batch, key, index: index, id: id); continue }
+                do { value = try reader.readValue() } catch {
+                    try recover(error, batch, key, index: index, id: id)
+                    continue
+                }
                 extras.append(JSONMember(key: key, value: value, position: at))
                 if mode == .importRecord {
-                    warnOnce(batch, key, kind: "unknown-key", "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
+                    warnOnce(
+                        batch, key, kind: "unknown-key", "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
                 }
                 continue
             }
@@ -164,18 +184,28 @@ package struct LandmarkDecoder {
             case .isFavourite:
                 switch kind {
                 case .bool: favouriteAt = (at, try reader.readBool())
-                case .null: try reader.readNull(); favouriteAt = (at, false)
-                default: try wrong(key, "true, false or null"); favouriteAt = (at, nil)
+                case .null:
+                    try reader.readNull()
+                    favouriteAt = (at, false)
+                default:
+                    try wrong(key, "true, false or null")
+                    favouriteAt = (at, nil)
                 }
                 continue
             case .column(let c): column = c
             }
             switch column.kind {
             case .id:
-                guard kind == .number else { try wrong("id", "an integer that fits in 64 bits"); continue }
+                guard kind == .number else {
+                    try wrong("id", "an integer that fits in 64 bits")
+                    continue
+                }
                 let n = try reader.readNumber()
-                if let v = n.int64Value { id = v } else {
-                    report(batch, .error, "id must be an integer that fits in 64 bits, found the number \(n.literal)", at: at, index: index, field: "id")
+                if let v = n.int64Value {
+                    id = v
+                } else {
+                    report(
+                        batch, .error, "id must be an integer that fits in 64 bits, found the number \(n.literal)", at: at, index: index, field: "id")
                 }
             case .text(let required):
                 if required { sawName = true } else { record.mark(column) }
@@ -184,7 +214,10 @@ package struct LandmarkDecoder {
                 } else if kind == .string {
                     let start = batch.bytes.count
                     let count: Int
-                    do { count = try reader.appendString(to: &batch.bytes) } catch { try recover(error, batch, key, index: index, id: id); continue }
+                    do { count = try reader.appendString(to: &batch.bytes) } catch {
+                        try recover(error, batch, key, index: index, id: id)
+                        continue
+                    }
                     record.texts[column.textSlot] = (Int32(start), Int32(count))
                     if required, Self.isBlank(batch.bytes[start...]) {
                         report(batch, .error, "\(key) must not be empty", at: at, index: index, id: id, field: key)
@@ -196,8 +229,12 @@ package struct LandmarkDecoder {
                 let value: Bool?
                 switch kind {
                 case .bool: value = try reader.readBool()
-                case .null: try reader.readNull(); value = false
-                default: try wrong(key, "true, false or null"); value = nil
+                case .null:
+                    try reader.readNull()
+                    value = false
+                default:
+                    try wrong(key, "true, false or null")
+                    value = nil
                 }
                 record.mark(column)
                 if column == .isFeatured { record.isFeatured = value ?? false } else { record.isFavorite = value ?? false }
@@ -207,9 +244,10 @@ package struct LandmarkDecoder {
                 if column == .node { sawNode = true }
             case .stamp:
                 do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
-                report(batch, .error,
-                       "'\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it",
-                       at: at, index: index, id: id, field: key)
+                report(
+                    batch, .error,
+                    "'\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it",
+                    at: at, index: index, id: id, field: key)
             case .coordinate, .extra:
                 preconditionFailure("\(column) has no key of its own")
             }
@@ -218,7 +256,8 @@ package struct LandmarkDecoder {
             if record.has(.isFavorite) {
                 report(batch, .error, "both isFavorite and isFavourite are given; keep one", at: at, index: index, id: id, field: "isFavourite")
             } else {
-                warnOnce(batch, "isFavourite", kind: "quirk", "the British spelling 'isFavourite' is read as 'isFavorite'", at: at, index: index, id: id)
+                warnOnce(
+                    batch, "isFavourite", kind: "quirk", "the British spelling 'isFavourite' is read as 'isFavorite'", at: at, index: index, id: id)
                 record.mark(.isFavorite)
                 record.isFavorite = value ?? false
             }
@@ -231,15 +270,19 @@ package struct LandmarkDecoder {
             report(batch, .error, "missing required key 'coordinates'", at: position, index: index, id: id, field: "coordinates")
         }
         if mode == .snapshotRow && errors == errorsBefore {
-            if !sawUpdatedAt { report(batch, .error, "missing updatedAt", at: position, index: index, id: id, field: "updatedAt") }
-            else if !sawNode { report(batch, .error, "missing node", at: position, index: index, id: id, field: "node") }
+            if !sawUpdatedAt {
+                report(batch, .error, "missing updatedAt", at: position, index: index, id: id, field: "updatedAt")
+            } else if !sawNode {
+                report(batch, .error, "missing node", at: position, index: index, id: id, field: "node")
+            }
         }
         // Apple's 2019 shape: no isFeatured, and category "Featured" meant featured.
         if mode == .importRecord, !record.has(.isFeatured), record.has(.category) {
             let r = record.texts[LandmarkColumn.category.textSlot]
             if r.start >= 0, batch.bytes[Int(r.start)..<Int(r.start + r.count)].elementsEqual("Featured".utf8) {
-                warnOnce(batch, "\u{0}legacy", kind: "quirk", "legacy shape without isFeatured: category \"Featured\" is read as featured",
-                         at: position, index: index, id: id)
+                warnOnce(
+                    batch, "\u{0}legacy", kind: "quirk", "legacy shape without isFeatured: category \"Featured\" is read as featured",
+                    at: position, index: index, id: id)
                 record.mark(.isFeatured)
                 record.isFeatured = true
             }
@@ -258,7 +301,8 @@ package struct LandmarkDecoder {
             errors += 1
             if mode != .importRecord {
                 // The import names both records itself (it can read the first one's name).
-                report(batch, .error, "duplicate id \(id): records \(first) and \(index) both use it", at: position, index: index, id: id, field: "id")
+                report(
+                    batch, .error, "duplicate id \(id): records \(first) and \(index) both use it", at: position, index: index, id: id, field: "id")
                 batch.bytes.removeSubrange(bytesBefore...)
                 return
             }
@@ -268,8 +312,10 @@ package struct LandmarkDecoder {
 
     /// Reads one stamp key of a snapshot row (docs/snapshot-format.md §4): `updatedAt` an RFC 3339 date-time, `counter` an
     /// integer in 0…``HLCStamp/maxCounter``, `node` a node id, `deleted` a boolean or null.
-    mutating func readStamp(_ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, at: SourcePosition,
-                            into record: inout RawLandmark, index: Int, id: Int64?, batch: RowBatch) throws {
+    mutating func readStamp(
+        _ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, at: SourcePosition,
+        into record: inout RawLandmark, index: Int, id: Int64?, batch: RowBatch
+    ) throws {
         let key = column.jsonKey ?? ""
         // The common shapes are read without building a value: a string of bytes, a number, a boolean.
         switch (column, kind) {
@@ -279,14 +325,22 @@ package struct LandmarkDecoder {
             let ms = batch.bytes.withUnsafeBufferPointer { Timestamp.parse(utf8: UnsafeBufferPointer(rebasing: $0[start...])) }
             let text = ms == nil ? String(decoding: batch.bytes[start...], as: UTF8.self) : ""
             batch.bytes.removeSubrange(start...)
-            if let ms { record.updatedMs = ms; return }
-            return report(batch, .error, "\(key) must be an RFC 3339 date-time, found \(JSONValue.string(text).described)", at: at,
-                          index: index, id: id, field: key)
+            if let ms {
+                record.updatedMs = ms
+                return
+            }
+            return report(
+                batch, .error, "\(key) must be an RFC 3339 date-time, found \(JSONValue.string(text).described)", at: at,
+                index: index, id: id, field: key)
         case (.counter, .number):
             let n = try reader.readNumber()
-            if let c = n.int64Value, c >= 0, c <= HLCStamp.maxCounter { record.counter = c; return }
-            return report(batch, .error, "\(key) must be an integer in 0…\(HLCStamp.maxCounter), found the number \(n.literal)", at: at,
-                          index: index, id: id, field: key)
+            if let c = n.int64Value, c >= 0, c <= HLCStamp.maxCounter {
+                record.counter = c
+                return
+            }
+            return report(
+                batch, .error, "\(key) must be an integer in 0…\(HLCStamp.maxCounter), found the number \(n.literal)", at: at,
+                index: index, id: id, field: key)
         case (.node, .string):
             let start = batch.bytes.count
             do { try reader.appendString(to: &batch.bytes) } catch { return try recover(error, batch, key, index: index, id: id) }
@@ -297,8 +351,9 @@ package struct LandmarkDecoder {
             }
             let text = String(decoding: bytes, as: UTF8.self)
             batch.bytes.removeSubrange(start...)
-            return report(batch, .error, "\(key) must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(JSONValue.string(text).described)",
-                          at: at, index: index, id: id, field: key)
+            return report(
+                batch, .error, "\(key) must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(JSONValue.string(text).described)",
+                at: at, index: index, id: id, field: key)
         case (.deleted, .bool):
             record.deleted = try reader.readBool()
             return
@@ -323,16 +378,20 @@ package struct LandmarkDecoder {
         }
     }
 
-    mutating func readCoordinates(_ reader: JSONPullReader, at: SourcePosition, kind: JSONKind, into record: inout RawLandmark,
-                                  index: Int, id: Int64?, batch: RowBatch) throws {
+    mutating func readCoordinates(
+        _ reader: JSONPullReader, at: SourcePosition, kind: JSONKind, into record: inout RawLandmark,
+        index: Int, id: Int64?, batch: RowBatch
+    ) throws {
         guard kind == .object else {
             let value: JSONValue
             do { value = try reader.readValue() } catch { return try recover(error, batch, "coordinates", index: index, id: id) }
-            report(batch, .error, "coordinates must be an object with latitude and longitude, found \(value.described)",
-                   at: at, index: index, id: id, field: "coordinates")
+            report(
+                batch, .error, "coordinates must be an object with latitude and longitude, found \(value.described)",
+                at: at, index: index, id: id, field: "coordinates")
             return
         }
-        var sawLatitude = false, sawLongitude = false
+        var sawLatitude = false
+        var sawLongitude = false
         try reader.beginObject()
         while let (key, keyAt) = try nextKey(reader, in: "coordinates", batch, index: index, id: id) {
             let column: LandmarkColumn
@@ -341,26 +400,36 @@ package struct LandmarkDecoder {
                 do { try reader.skipValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id) }
                 report(batch, .error, "duplicate key '\(key)' in coordinates", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
-            case "latitude": column = .latitude; sawLatitude = true
-            case "longitude": column = .longitude; sawLongitude = true
+            case "latitude":
+                column = .latitude
+                sawLatitude = true
+            case "longitude":
+                column = .longitude
+                sawLongitude = true
             default:
                 do { try reader.skipValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id) }
-                report(batch, .error, "unknown key '\(key)' in coordinates (only latitude and longitude are stored)",
-                       at: keyAt, index: index, id: id, field: "coordinates.\(key)")
+                report(
+                    batch, .error, "unknown key '\(key)' in coordinates (only latitude and longitude are stored)",
+                    at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }
             guard case .coordinate(let limit) = column.kind else { preconditionFailure() }
             guard try reader.peekKind() == .number else {
                 let value: JSONValue
-                do { value = try reader.readValue() } catch { try recover(error, batch, "coordinates.\(key)", index: index, id: id); continue }
-                report(batch, .error, "\(key) must be a number, found \(value.described)", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
+                do { value = try reader.readValue() } catch {
+                    try recover(error, batch, "coordinates.\(key)", index: index, id: id)
+                    continue
+                }
+                report(
+                    batch, .error, "\(key) must be a number, found \(value.described)", at: keyAt, index: index, id: id, field: "coordinates.\(key)")
                 continue
             }
             let n = try reader.readNumber()
             let v = n.doubleValue
             guard v.isFinite, v >= -limit, v <= limit else {
-                report(batch, .error, "\(key) \(n.literal) is outside −\(Int(limit))…\(Int(limit))", at: keyAt, index: index, id: id,
-                       field: "coordinates.\(key)")
+                report(
+                    batch, .error, "\(key) \(n.literal) is outside −\(Int(limit))…\(Int(limit))", at: keyAt, index: index, id: id,
+                    field: "coordinates.\(key)")
                 continue
             }
             if column == .latitude { record.latitude = v } else { record.longitude = v }
@@ -373,7 +442,10 @@ package struct LandmarkDecoder {
     static func isBlank(_ bytes: ArraySlice<UInt8>) -> Bool {
         var nonASCII = false
         for b in bytes {
-            if b >= 0x80 { nonASCII = true; continue }
+            if b >= 0x80 {
+                nonASCII = true
+                continue
+            }
             if b != 0x20 && b != 0x09 && b != 0x0A && b != 0x0D { return false }
         }
         return !nonASCII || String(decoding: bytes, as: UTF8.self).allSatisfy(\.isWhitespace)
@@ -382,7 +454,10 @@ package struct LandmarkDecoder {
 
 /// The stamp keys of snapshot rows (docs/snapshot-format.md §4), validated in one place for landmarks and positions.
 enum StampField {
-    case wall(Int64), counter(Int64), node(String), deleted(Bool)
+    case wall(Int64)
+    case counter(Int64)
+    case node(String)
+    case deleted(Bool)
 
     /// Parses the value of stamp column `column` (`updatedMs`, `counter`, `node`, `deleted`).
     /// - Returns: the value, or what is wrong with it (`must be …, found …`).

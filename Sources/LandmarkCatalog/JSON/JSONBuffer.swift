@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // JSONPullReader: the buffer (refilling it from the descriptor, making bytes available) and positions
@@ -122,7 +122,8 @@ extension JSONPullReader {
                         continue
                     }
                     while p &+ 8 <= e {
-                        let other = UInt64(littleEndian: UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self))
+                        let other =
+                            UInt64(littleEndian: UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self))
                             ^ 0x2020_2020_2020_2020
                         if other != 0 {
                             p &+= other.trailingZeroBitCount >> 3

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A place in a JSON text, as people and editors count it.
@@ -103,8 +103,10 @@ public struct JSONStringContentError: Error, Sendable, Equatable, CustomStringCo
     public var isKey: Bool
 
     /// Creates an error from its parts.
-    public init(problem: Problem, message: String, position: SourcePosition, stringPosition: SourcePosition,
-                found: String, repaired: String?, isKey: Bool) {
+    public init(
+        problem: Problem, message: String, position: SourcePosition, stringPosition: SourcePosition,
+        found: String, repaired: String?, isKey: Bool
+    ) {
         self.problem = problem
         self.message = message
         self.position = position

@@ -277,10 +277,14 @@ public final class JSONPullReader {
         try prepare()
         var index = -1
         var key: String?
-        guard let position = try advanceInObject(buildKey: true, { bytes in
-            index = table.index(of: bytes)
-            if index < 0 { key = String(decoding: bytes, as: UTF8.self) }
-        }) else { return nil }
+        guard
+            let position = try advanceInObject(
+                buildKey: true,
+                { bytes in
+                    index = table.index(of: bytes)
+                    if index < 0 { key = String(decoding: bytes, as: UTF8.self) }
+                })
+        else { return nil }
         return (index, key, position)
     }
 
@@ -535,7 +539,8 @@ public final class JSONPullReader {
         precondition(
             index >= 0 && !work.pointee.containers[index].isArray, "nextKey() called when no object is open")
         guard let byte = peekNonWhitespace() else {
-            let expected = work.pointee.containers[index] == .objectEmpty
+            let expected =
+                work.pointee.containers[index] == .objectEmpty
                 ? "a string key or '}'" : "',' or '}' after object member"
             throw syntaxError("expected \(expected), found end of input", at: pos)
         }

@@ -36,7 +36,8 @@ extension JSONPullReader {
         var bytes: [UInt8] = []
         for i in 0..<max(available, 0) { bytes.append(storage[pos + offset + i]) }
         if let decoded = String(validating: bytes, as: UTF8.self), decoded.unicodeScalars.count == 1,
-           let scalar = decoded.unicodeScalars.first {
+            let scalar = decoded.unicodeScalars.first
+        {
             return "'\(decoded)' (U+\(hex4(scalar.value)))"
         }
         return "invalid UTF-8 byte \(hex(c))"

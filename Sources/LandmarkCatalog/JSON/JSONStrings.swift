@@ -232,7 +232,8 @@ extension JSONPullReader {
                 var bytes: [String] = []
                 for i in 0...bad where p + i < e { bytes.append(hex(s[p + i])) }
                 let cut = p + bad < e ? "" : " cut short by the end of input"
-                message = "invalid UTF-8 sequence \(bytes.joined(separator: " "))\(cut) "
+                message =
+                    "invalid UTF-8 sequence \(bytes.joined(separator: " "))\(cut) "
                     + "(overlong, surrogate, above U+10FFFF or truncated)"
             }
             let found = (p..<p + skipped).map { hex(s[$0]) }.joined(separator: " ")

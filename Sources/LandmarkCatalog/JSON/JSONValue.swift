@@ -44,7 +44,8 @@ public struct JSONNumber: Sendable, Hashable {
     public init?(literal: String) {
         let reader = JSONPullReader(bytes: Array(literal.utf8), options: JSONPullReader.Options())
         guard let number = try? reader.readNumber(), (try? reader.finish()) != nil,
-              number.literal == literal else { return nil }
+            number.literal == literal
+        else { return nil }
         self = number
     }
 }

@@ -54,9 +54,11 @@ public struct JSONWriter: Sendable {
     /// false alarm, which costs only a byte-by-byte look). The zero-byte test of Mycroft (1987).
     @inline(__always)
     static func mayNeedEscape(_ v: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
         let below = (v &- 0x2020_2020_2020_2020) & ~v & highs
-        let q = v ^ 0x2222_2222_2222_2222, b = v ^ 0x5C5C_5C5C_5C5C_5C5C
+        let q = v ^ 0x2222_2222_2222_2222
+        let b = v ^ 0x5C5C_5C5C_5C5C_5C5C
         let quote = (q &- ones) & ~q & highs
         let backslash = (b &- ones) & ~b & highs
         return (below | quote | backslash) != 0
@@ -83,9 +85,15 @@ public struct JSONWriter: Sendable {
     }
     /// An integer in decimal, digit by digit (no `String`).
     public mutating func int(_ v: Int64) {
-        if v >= 0 && v < 10 { bytes.append(UInt8(48 + v)); return }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        if v >= 0 && v < 10 {
+            bytes.append(UInt8(48 + v))
+            return
+        }
+        var digits:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var n = v.magnitude
         var count = 0
         withUnsafeMutableBytes(of: &digits) { d in

@@ -47,18 +47,30 @@ public struct LogManifest: Sendable, Equatable {
     var bytes: [UInt8] {
         var w = JSONWriter()
         func file(_ f: File, delta: Bool) {
-            w.raw("{\"bytes\":"); w.int(f.bytes)
-            if delta { w.raw(",\"from\":"); w.int(f.from) }
-            w.raw(",\"name\":"); w.string(f.name)
-            w.raw(",\"sha256\":"); w.string(f.sha256)
-            w.raw(",\"through\":"); w.int(f.through)
+            w.raw("{\"bytes\":")
+            w.int(f.bytes)
+            if delta {
+                w.raw(",\"from\":")
+                w.int(f.from)
+            }
+            w.raw(",\"name\":")
+            w.string(f.name)
+            w.raw(",\"sha256\":")
+            w.string(f.sha256)
+            w.raw(",\"through\":")
+            w.int(f.through)
             w.byte(0x7D)
         }
-        w.raw("{\"format\":"); w.string(Self.format)
-        w.raw(",\"version\":"); w.int(Self.version)
-        w.raw(",\"node\":"); w.string(node)
-        w.raw(",\"generation\":"); w.string(generation)
-        w.raw(",\"through\":"); w.int(through)
+        w.raw("{\"format\":")
+        w.string(Self.format)
+        w.raw(",\"version\":")
+        w.int(Self.version)
+        w.raw(",\"node\":")
+        w.string(node)
+        w.raw(",\"generation\":")
+        w.string(generation)
+        w.raw(",\"through\":")
+        w.int(through)
         w.raw(",\n\"base\":")
         file(base, delta: false)
         w.raw(",\n\"deltas\":[")
@@ -74,7 +86,9 @@ public struct LogManifest: Sendable, Equatable {
     /// (never a path, so a hostile manifest cannot point a reader elsewhere).
     static func isValidFileName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 200 && name != "." && name != ".." && !name.hasPrefix(".")
-            && name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 46 || $0 == 95 || $0 == 45 }
+            && name.utf8.allSatisfy {
+                ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 46 || $0 == 95 || $0 == 45
+            }
     }
 
     /// Parses a manifest.
@@ -105,8 +119,9 @@ public struct LogManifest: Sendable, Equatable {
         }
         guard case .number(let v)? = fields["version"], let version = v.int64Value, version >= 1 else { throw bad("missing or bad \"version\"") }
         guard version <= Self.version else {
-            throw CatalogError(.incompatible, "snapshot-log version \(version) is newer than this catalog reads (\(Self.version)), \(source)",
-                               hint: "upgrade catalog on this machine")
+            throw CatalogError(
+                .incompatible, "snapshot-log version \(version) is newer than this catalog reads (\(Self.version)), \(source)",
+                hint: "upgrade catalog on this machine")
         }
         func string(_ key: String, in f: [String: JSONValue]) throws -> String {
             guard case .string(let s)? = f[key] else { throw bad("missing or bad \"\(key)\"") }
@@ -125,16 +140,18 @@ public struct LogManifest: Sendable, Equatable {
             guard sha.utf8.count == 64, sha.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
                 throw bad("bad sha256 for \(name)")
             }
-            let entry = File(name: name, bytes: try integer("bytes", in: f), sha256: sha, from: delta ? try integer("from", in: f) : 0,
-                             through: try integer("through", in: f))
+            let entry = File(
+                name: name, bytes: try integer("bytes", in: f), sha256: sha, from: delta ? try integer("from", in: f) : 0,
+                through: try integer("through", in: f))
             guard entry.from <= entry.through else { throw bad("\(name) covers \(entry.from)…\(entry.through)") }
             return entry
         }
         let base = try file(fields["base"], delta: false)
         guard case .array(let list)? = fields["deltas"] else { throw bad("missing \"deltas\"") }
         let deltas = try list.map { try file($0, delta: true) }
-        let manifest = LogManifest(node: try string("node", in: fields), generation: try string("generation", in: fields),
-                                   through: try integer("through", in: fields), base: base, deltas: deltas)
+        let manifest = LogManifest(
+            node: try string("node", in: fields), generation: try string("generation", in: fields),
+            through: try integer("through", in: fields), base: base, deltas: deltas)
         var at = base.through
         for d in deltas {
             guard d.from <= at, d.through >= at else { throw bad("delta \(d.name) (\(d.from)…\(d.through)) does not follow \(at)") }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How `catalog publish` behaves.
@@ -62,21 +63,25 @@ extension CatalogStore {
     /// - Throws: `CatalogError` 73 when the directory or a file cannot be created, 74 on a write error
     ///   (disk full), 75 when another publish holds the directory. Files written before a failure are
     ///   never named by a manifest and are removed later like any unreferenced file.
-    public func publishLog(to directory: String, options: PublishOptions = PublishOptions(),
-                           progress: (Progress) -> Void = { _ in }) throws -> PublishReport {
+    public func publishLog(
+        to directory: String, options: PublishOptions = PublishOptions(),
+        progress: (Progress) -> Void = { _ in }
+    ) throws -> PublishReport {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
         if let scheme = SourceLocator.scheme(of: directory) {
-            throw CatalogError(.usage, "cannot publish to \(scheme):// (\(SourceLocator.redacted(directory))): publish writes a local directory",
-                               hint: "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
+            throw CatalogError(
+                .usage, "cannot publish to \(scheme):// (\(SourceLocator.redacted(directory))): publish writes a local directory",
+                hint: "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
         }
         if let failure = makeDirectories(directory) {
             // The path that failed is named once: it is the directory itself, or one above it.
             let place = failure.path == directory || failure.path == "./" + directory ? directory : "\(failure.path) (for \(directory))"
-            throw CatalogError(.cantCreate, "cannot create the log directory: \(failure.reason), \(place)",
-                               hint: failure.code == ENOTDIR && failure.path.hasSuffix(directory)
-                                ? "a snapshot log is a directory; to write one snapshot file, use 'catalog export --output FILE'"
-                                : failure.code == EACCES || failure.code == EPERM || failure.code == EROFS
-                                ? "publish where this user may write, or create the directory for it" : nil)
+            throw CatalogError(
+                .cantCreate, "cannot create the log directory: \(failure.reason), \(place)",
+                hint: failure.code == ENOTDIR && failure.path.hasSuffix(directory)
+                    ? "a snapshot log is a directory; to write one snapshot file, use 'catalog export --output FILE'"
+                    : failure.code == EACCES || failure.code == EPERM || failure.code == EROFS
+                        ? "publish where this user may write, or create the directory for it" : nil)
         }
         guard let resolved = realpath(directory, nil) else {
             throw CatalogError(.cantCreate, "cannot resolve the log directory (\(errorText(errno))), \(directory)")
@@ -84,8 +89,9 @@ extension CatalogStore {
         let dir = String(cString: resolved)
         free(resolved)
         guard access(dir, W_OK) == 0 else {
-            throw CatalogError(.cantCreate, "cannot write the log directory (\(errorText(errno))), \(dir)",
-                               hint: "publish where this user may write, or give it write access to the directory")
+            throw CatalogError(
+                .cantCreate, "cannot write the log directory (\(errorText(errno))), \(dir)",
+                hint: "publish where this user may write, or give it write access to the directory")
         }
         let lock = try DirectoryLock(path: dir + "/.catalog-publish.lock")
         defer { withExtendedLifetime(lock) {} }
@@ -102,8 +108,9 @@ extension CatalogStore {
         let current = try changeSequence()
         // Another node's log: replacing its manifest would silently cut its peers off.
         if let other = existing, other.node != node {
-            throw CatalogError(.cantCreate, "\(dir) holds the snapshot log of node \(other.node); this database is node \(node)",
-                               hint: "publish into a directory of this node's own, or remove \(manifestPath) to take the directory over")
+            throw CatalogError(
+                .cantCreate, "\(dir) holds the snapshot log of node \(other.node); this database is node \(node)",
+                hint: "publish into a directory of this node's own, or remove \(manifestPath) to take the directory over")
         }
         // The manifest continues only if it is this database's, at the point this database recorded,
         // and not ahead of it; anything else (another publisher, a restored database, a crash between
@@ -111,13 +118,14 @@ extension CatalogStore {
         // Signing, the directory is not trusted either (docs/trust.md §2): the manifest continues only when it
         // is the one this key signed, so a manifest changed by whoever else can write here is never signed
         // over; a first signed publish or a new key starts a new generation.
-        let signedByUs = options.signingKey.map { key in
-            existingBytes.map { bytes in
-                FileManager.default.contents(atPath: manifestPath + ".minisig")
-                    .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }?
-                    .verifies(bytes, with: key.publicKey) == true
-            } ?? false
-        } ?? true
+        let signedByUs =
+            options.signingKey.map { key in
+                existingBytes.map { bytes in
+                    FileManager.default.contents(atPath: manifestPath + ".minisig")
+                        .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }?
+                        .verifies(bytes, with: key.publicKey) == true
+                } ?? false
+            } ?? true
         var continuing = existing.flatMap { m in
             m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current && signedByUs ? m : nil
         }
@@ -131,9 +139,12 @@ extension CatalogStore {
             }.map(\.name)
             if !missing.isEmpty { continuing = nil }
         }
-        var report = PublishReport(directory: dir, changed: false, newGeneration: false,
-                                   manifest: continuing ?? existing ?? LogManifest(node: node, generation: "", through: 0,
-                                                                                  base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
+        var report = PublishReport(
+            directory: dir, changed: false, newGeneration: false,
+            manifest: continuing ?? existing
+                ?? LogManifest(
+                    node: node, generation: "", through: 0,
+                    base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
         report.missing = missing
         if let continuing, continuing.through == current {
             // Unchanged: the manifest and its signature (by this key, checked above) keep their bytes.
@@ -175,7 +186,9 @@ extension CatalogStore {
         try file.write(manifest.bytes)
         try file.flush()
         if let key = options.signingKey {
-            let signature = key.sign(manifest.bytes, trustedComment: "landmark-catalog-log node:\(manifest.node) generation:\(manifest.generation) through:\(manifest.through)")
+            let signature = key.sign(
+                manifest.bytes,
+                trustedComment: "landmark-catalog-log node:\(manifest.node) generation:\(manifest.generation) through:\(manifest.through)")
             let signatureFile = try AtomicFileWriter(path: signaturePath)
             try signatureFile.write(Array(signature.fileText.utf8))
             try signatureFile.flush()
@@ -189,13 +202,15 @@ extension CatalogStore {
         report.written.append(LogManifest.fileName)
         report.bytesWritten += Int64(manifest.bytes.count)
         try write {
-            try connection.execute(sql: """
-                INSERT INTO log_publications (directory, generation, through, published_at) VALUES (?1, ?2, ?3, ?4)
-                ON CONFLICT (directory) DO UPDATE SET generation = excluded.generation, through = excluded.through, published_at = excluded.published_at
-                """, [.text(dir), .text(manifest.generation), .integer(manifest.through), .text(Timestamp.format(milliseconds: now))])
+            try connection.execute(
+                sql: """
+                    INSERT INTO log_publications (directory, generation, through, published_at) VALUES (?1, ?2, ?3, ?4)
+                    ON CONFLICT (directory) DO UPDATE SET generation = excluded.generation, through = excluded.through, published_at = excluded.published_at
+                    """, [.text(dir), .text(manifest.generation), .integer(manifest.through), .text(Timestamp.format(milliseconds: now))])
             for name in retired {
-                try connection.execute(sql: "INSERT INTO log_retired_files (directory, name, retired_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                                       [.text(dir), .text(name), .integer(now)])
+                try connection.execute(
+                    sql: "INSERT INTO log_retired_files (directory, name, retired_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    [.text(dir), .text(name), .integer(now)])
             }
         }
         report.changed = true
@@ -204,8 +219,10 @@ extension CatalogStore {
         return report
     }
 
-    private func newGeneration(in dir: String, node: String, now: Int64, report: inout PublishReport,
-                               progress: (Progress) -> Void) throws -> LogManifest {
+    private func newGeneration(
+        in dir: String, node: String, now: Int64, report: inout PublishReport,
+        progress: (Progress) -> Void
+    ) throws -> LogManifest {
         let generation = Self.makeGeneration(now: now)
         let base = try writeLogFile(in: dir, generation: generation, after: nil, report: &report, progress: progress)
         report.newGeneration = true
@@ -220,22 +237,28 @@ extension CatalogStore {
 
     /// Writes one immutable log file: the base (every row, `after` nil) or the delta of the rows changed
     /// after `after`, read in one transaction with the change sequence number it covers up to.
-    private func writeLogFile(in dir: String, generation: String, after: Int64?, report: inout PublishReport,
-                              progress: (Progress) -> Void) throws -> LogManifest.File {
+    private func writeLogFile(
+        in dir: String, generation: String, after: Int64?, report: inout PublishReport,
+        progress: (Progress) -> Void
+    ) throws -> LogManifest.File {
         let file = try AtomicFileWriter(path: dir + "/.pending-\(generation).json")
         var hasher = SHA256()
         let through = try read { () throws -> Int64 in
             let through = try lastChangeSequence()
-            _ = try exportSnapshotInTransaction(changes: after.map { ($0 + 1)...max($0 + 1, through) }, progress: { rows, bytes in
-                progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: dir))
-            }) { bytes in
+            _ = try exportSnapshotInTransaction(
+                changes: after.map { ($0 + 1)...max($0 + 1, through) },
+                progress: { rows, bytes in
+                    progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: dir))
+                }
+            ) { bytes in
                 hasher.update(bytes)
                 try file.write(bytes)
             }
             return through
         }
         let sha = SHA256.hex(hasher.finalize())
-        let name = after.map { "delta-\(generation)-\($0)-\(through)-\(sha.prefix(12)).json" } ?? "base-\(generation)-\(through)-\(sha.prefix(12)).json"
+        let name =
+            after.map { "delta-\(generation)-\($0)-\(through)-\(sha.prefix(12)).json" } ?? "base-\(generation)-\(through)-\(sha.prefix(12)).json"
         try file.commit(as: dir + "/" + name)
         report.written.append(name)
         report.bytesWritten += file.bytesWritten

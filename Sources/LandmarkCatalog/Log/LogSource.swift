@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a snapshot log's files come from: a local directory or an HTTP(S) base URL.
@@ -62,21 +63,33 @@ package struct LogReader {
         let trustedText = trusted.count == 1 ? "the trusted key \(trustedIDs)" : "one of the trusted keys \(trustedIDs)"
         let source = fetcher.manifestName
         guard let bytes = try fetcher.fetchSignature() else {
-            return (CatalogError(.untrusted, "the snapshot log is not signed (no \(manifestSignatureFileName) beside the manifest), and this source must be signed by \(trustedText); nothing merged, \(source)",
-                                 hint: "the publisher signs with 'catalog publish DIR --sign KEY'; without a signature this source is never merged"), false, false)
+            return (
+                CatalogError(
+                    .untrusted,
+                    "the snapshot log is not signed (no \(manifestSignatureFileName) beside the manifest), and this source must be signed by \(trustedText); nothing merged, \(source)",
+                    hint: "the publisher signs with 'catalog publish DIR --sign KEY'; without a signature this source is never merged"), false, false
+            )
         }
         let signature = try MinisignSignature(text: String(decoding: bytes, as: UTF8.self), source: source + ".minisig")
         guard let key = trusted.first(where: { $0.keyID == signature.keyID }) else {
-            return (CatalogError(.untrusted, "the snapshot log is signed by key \(signature.keyIDText), which this source does not trust (it trusts \(trustedIDs)); nothing merged, \(source)",
-                                 hint: "if the publisher changed its key on purpose, trust the new one too (docs/trust.md §5)"), false, false)
+            return (
+                CatalogError(
+                    .untrusted,
+                    "the snapshot log is signed by key \(signature.keyIDText), which this source does not trust (it trusts \(trustedIDs)); nothing merged, \(source)",
+                    hint: "if the publisher changed its key on purpose, trust the new one too (docs/trust.md §5)"), false, false
+            )
         }
         if signature.verifies(manifest, with: key) { return nil }
         var otherVersion = false
         if signature.commentVerifies(with: key), let parsed = try? LogManifest.parse(manifest, source: source) {
             otherVersion = !signature.trustedComment.hasSuffix("generation:\(parsed.generation) through:\(parsed.through)")
         }
-        return (CatalogError(.untrusted, "the manifest's signature by key \(signature.keyIDText) does not verify: the manifest or its signature was changed after signing; nothing merged, \(source)",
-                             hint: "fetch it again later; if it persists, the host serves a manifest that the key's owner did not sign"), true, otherVersion)
+        return (
+            CatalogError(
+                .untrusted,
+                "the manifest's signature by key \(signature.keyIDText) does not verify: the manifest or its signature was changed after signing; nothing merged, \(source)",
+                hint: "fetch it again later; if it persists, the host serves a manifest that the key's owner did not sign"), true, otherVersion
+        )
     }
 
     /// What to fetch for `cursor` from `manifest`: nil when the cursor is already at its end.
@@ -94,7 +107,8 @@ package struct LogReader {
     /// The cursor's `through` when `manifest` is of the cursor's generation and covers fewer changes.
     static func behind(_ manifest: LogManifest, cursor: SourceCursor?) -> Int64? {
         guard let cursor, cursor["generation"] == manifest.generation, let through = cursor["through"].flatMap(Int64.init),
-              through > manifest.through else { return nil }
+            through > manifest.through
+        else { return nil }
         return through
     }
 
@@ -104,7 +118,8 @@ package struct LogReader {
     /// - Returns: the feeds (nil: nothing new), the cursor to store after merging them, and a note when
     ///   the manifest is behind the cursor (docs/log-format.md: a stale copy is not a change).
     package func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
-        throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?) {
+        throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?)
+    {
         var freshLook = false
         var raceLook = false
         var raceLooks = 0
@@ -128,7 +143,9 @@ package struct LogReader {
                 // authentic trusted comment names another version: a busy publisher, not a forgery.
                 guard race, raceLooks < (otherVersion ? 5 : 1) else {
                     var error = error
-                    if raceLook { error.message = error.message.replacingOccurrences(of: "; nothing merged", with: ", also after a fresh look; nothing merged") }
+                    if raceLook {
+                        error.message = error.message.replacingOccurrences(of: "; nothing merged", with: ", also after a fresh look; nothing merged")
+                    }
                     throw error
                 }
                 // The publisher renames the signature and the manifest microseconds apart: a moment later
@@ -144,7 +161,10 @@ package struct LogReader {
             // old copy, a directory restored from a backup) is not a change: nothing is fetched, the cursor
             // stays, and files it names that are gone are no error.
             if let behind = Self.behind(manifest, cursor: cursor) {
-                return (nil, cursor, "the manifest is behind this database's cursor (it covers changes through \(manifest.through), this database has read through \(behind)): an old copy (a CDN, a mirror, a restored directory); nothing fetched, the cursor kept")
+                return (
+                    nil, cursor,
+                    "the manifest is behind this database's cursor (it covers changes through \(manifest.through), this database has read through \(behind)): an old copy (a CDN, a mirror, a restored directory); nothing fetched, the cursor kept"
+                )
             }
             var next = SourceCursor()
             next["generation"] = manifest.generation
@@ -154,16 +174,22 @@ package struct LogReader {
             guard let files = Self.plan(manifest, cursor: cursor) else { return (nil, next, nil) }
             // A manifest names any size it likes: nothing over the limit is fetched at all.
             if let big = files.first(where: { $0.bytes > fetcher.maxBytes }) {
-                throw CatalogError(.dataInvalid, "the log file \(big.name) is \(big.bytes) bytes, over the limit of \(fetcher.maxBytes) bytes; nothing from \(fetcher.manifestName) was merged",
-                                   hint: "raise it with --max-bytes")
+                throw CatalogError(
+                    .dataInvalid,
+                    "the log file \(big.name) is \(big.bytes) bytes, over the limit of \(fetcher.maxBytes) bytes; nothing from \(fetcher.manifestName) was merged",
+                    hint: "raise it with --max-bytes")
             }
             do {
                 let feeds = try files.map { try fetcher.fetchFile($0) }
                 return (feeds, next, nil)
             } catch let gone as LogFileGone {
                 guard !freshLook else {
-                    throw CatalogError(.unavailable, "the log file \(gone.name) named by \(fetcher.manifestName) is not there, also after a fresh look at the manifest",
-                                       hint: "the publisher may be removing files too early, and the next run tries again; if the file is gone for good, run 'catalog publish' on the publisher: it starts a new generation when files its manifest names are missing")
+                    throw CatalogError(
+                        .unavailable,
+                        "the log file \(gone.name) named by \(fetcher.manifestName) is not there, also after a fresh look at the manifest",
+                        hint:
+                            "the publisher may be removing files too early, and the next run tries again; if the file is gone for good, run 'catalog publish' on the publisher: it starts a new generation when files its manifest names are missing"
+                    )
                 }
                 freshLook = true
                 bytes = nil
@@ -223,7 +249,8 @@ package final class DirectoryLogFetcher: LogFileFetcher {
         var info = stat()
         fstat(fd, &info)
         guard Int64(info.st_size) == file.bytes else {
-            throw CatalogError(.dataInvalid, "the log file is \(info.st_size) bytes, the manifest says \(file.bytes); nothing from it was merged, \(path)")
+            throw CatalogError(
+                .dataInvalid, "the log file is \(info.st_size) bytes, the manifest says \(file.bytes); nothing from it was merged, \(path)")
         }
         bytesFetched += file.bytes
         return CheckedFileFeed(path: path, identity: Self.identity(info), sha256: file.sha256)
@@ -236,8 +263,9 @@ package final class DirectoryLogFetcher: LogFileFetcher {
         let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { throw LogFileGone(name: name) }
-            throw CatalogError(errno == EMFILE || errno == ENFILE ? .tempFail : .noInput,
-                               "cannot open the log file (\(errorText(errno))), \(path)")
+            throw CatalogError(
+                errno == EMFILE || errno == ENFILE ? .tempFail : .noInput,
+                "cannot open the log file (\(errorText(errno))), \(path)")
         }
         return fd
     }
@@ -344,8 +372,9 @@ package final class LogSpool {
                 let w = buffer.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, n - written, off_t(size + written)) }
                 if w < 0 {
                     if errno == EINTR { continue }
-                    throw CatalogError(.ioError, "cannot write the download spool in \(NSTemporaryDirectory()): \(errorText(errno))",
-                                       hint: "free space there, or point TMPDIR elsewhere")
+                    throw CatalogError(
+                        .ioError, "cannot write the download spool in \(NSTemporaryDirectory()): \(errorText(errno))",
+                        hint: "free space there, or point TMPDIR elsewhere")
                 }
                 written += w
             }
@@ -370,9 +399,11 @@ package final class SpooledFeed: ChangeFeed {
 
     package func merge(into merger: inout RowMerger) throws {
         let decoder = SnapshotDecoder(source: name)
-        let fd = spool.fd, range = self.range
+        let fd = spool.fd
+        let range = self.range
         let reading = ReadingThread { queue in
-            decoder.run(reader: JSONPullReader(fileDescriptor: fd, range: range, options: .init(allowTrailingCommas: false, maxDepth: 64)), queue: queue)
+            decoder.run(
+                reader: JSONPullReader(fileDescriptor: fd, range: range, options: .init(allowTrailingCommas: false, maxDepth: 64)), queue: queue)
         }
         defer { reading.finish() }
         try reading.mergeAll(into: &merger)

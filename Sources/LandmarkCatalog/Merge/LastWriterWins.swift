@@ -40,8 +40,10 @@ public enum LastWriterWins {
     ///   - compareContent: orders the incoming content against the stored one (called only when the
     ///     stamps and flags are equal; for landmarks the canonical JSON bytes, for positions (page,
     ///     landmark)). Must be a total order, the same on every node.
-    public static func decide(incoming: HLCStamp, incomingDeleted: Bool, stored: (stamp: HLCStamp, deleted: Bool)?,
-                              compareContent: () -> ContentOrder) -> LWWDecision {
+    public static func decide(
+        incoming: HLCStamp, incomingDeleted: Bool, stored: (stamp: HLCStamp, deleted: Bool)?,
+        compareContent: () -> ContentOrder
+    ) -> LWWDecision {
         guard let stored else { return .insert }
         if incoming != stored.stamp { return stored.stamp < incoming ? .replace : .stale }
         if incomingDeleted != stored.deleted { return incomingDeleted == tombstoneWinsTie ? .tieWon : .tieLost }
@@ -60,13 +62,14 @@ public enum LastWriterWins {
 
     /// Orders two byte strings lexicographically (unsigned bytes, as `memcmp` and SQL's `COLLATE "C"`).
     public static func order<A: Sequence<UInt8>, B: Sequence<UInt8>>(bytes a: A, _ b: B) -> ContentOrder {
-        var i = a.makeIterator(), j = b.makeIterator()
+        var i = a.makeIterator()
+        var j = b.makeIterator()
         while true {
             switch (i.next(), j.next()) {
             case (nil, nil): return .same
             case (nil, _): return .less
             case (_, nil): return .greater
-            case let (x?, y?): if x != y { return x < y ? .less : .greater }
+            case (let x?, let y?): if x != y { return x < y ? .less : .greater }
             }
         }
     }
@@ -93,14 +96,16 @@ public enum LastWriterWins {
     /// The tombstone column is `deleted` (booleans order false < true in PostgreSQL, 0 < 1 in SQLite).
     public static func sqlIncomingWins(incoming: String, stored: String, content: (String) -> [String]) -> String {
         func key(_ alias: String) -> String { "(\(alias).updated_ms, \(alias).counter, \(alias).node)" }
-        return "(\(key(incoming)) > \(key(stored)) OR (\(key(incoming)) = \(key(stored)) AND \(sqlTieWins(incoming, over: stored, content: content))))"
+        return
+            "(\(key(incoming)) > \(key(stored)) OR (\(key(incoming)) = \(key(stored)) AND \(sqlTieWins(incoming, over: stored, content: content))))"
     }
 
     /// The tie rule as an SQL predicate: true when row `a` beats row `b` whose order keys are equal —
     /// `deleted` first (by ``tombstoneWinsTie``), then each content expression (by
     /// ``greaterContentWinsTie``), lexicographically.
     public static func sqlTieWins(_ a: String, over b: String, content: (String) -> [String]) -> String {
-        let terms = [("\(a).deleted", "\(b).deleted", tombstoneWinsTie)]
+        let terms =
+            [("\(a).deleted", "\(b).deleted", tombstoneWinsTie)]
             + zip(content(a), content(b)).map { ($0, $1, greaterContentWinsTie) }
         func beats(_ terms: ArraySlice<(String, String, Bool)>) -> String {
             guard let (x, y, greaterWins) = terms.first else { return "FALSE" }

@@ -125,9 +125,12 @@ package struct RowMerger {
     package mutating func apply(_ batch: RowBatch) throws {
         if !clashReported, let node = batch.sourceNode, node == localNode {
             clashReported = true
-            diagnostics(Diagnostic(severity: .warning,
-                                   message: "this source was published under node id \(node), this database's own: if it comes from another database (a copy of this one?), the two share a node id and their writes can tie; give one of them its own id with 'catalog init --node ID'",
-                                   file: source, kind: "node-clash", details: [.init("node", node)]))
+            diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "this source was published under node id \(node), this database's own: if it comes from another database (a copy of this one?), the two share a node id and their writes can tie; give one of them its own id with 'catalog init --node ID'",
+                    file: source, kind: "node-clash", details: [.init("node", node)]))
         }
         for (_, d) in batch.diagnostics where d.severity == .error {
             errors += 1
@@ -149,7 +152,10 @@ package struct RowMerger {
         guard errors > 0 else { return nil }
         let isHub = SourceLocator.scheme(of: source)?.hasPrefix("postgres") == true || HubConnInfo.isKeywordString(source)
         let what = isHub ? "holds rows that are not valid" : "is not a valid snapshot"
-        return CatalogError(.dataInvalid, "\(source) \(what) (\(errors == 1 ? "1 error" : errors > maxErrors ? "more than \(maxErrors) errors" : "\(errors) errors")); nothing was merged from it")
+        return CatalogError(
+            .dataInvalid,
+            "\(source) \(what) (\(errors == 1 ? "1 error" : errors > maxErrors ? "more than \(maxErrors) errors" : "\(errors) errors")); nothing was merged from it"
+        )
     }
 
     // MARK: Quarantine and conflicts
@@ -183,8 +189,10 @@ package struct RowMerger {
     ///   - deleted: whether the row is a tombstone.
     ///   - tieContent: the row's content in the tie rule's byte order (``Self/positionTieContent(page:landmark:)``
     ///     for a position, the canonical content JSON for a landmark).
-    private mutating func quarantine(_ stamp: HLCStamp, kind: String, key: String, deleted: Bool, tieContent: () -> [UInt8],
-                                     rowJSON: () -> String) throws -> Bool {
+    private mutating func quarantine(
+        _ stamp: HLCStamp, kind: String, key: String, deleted: Bool, tieContent: () -> [UInt8],
+        rowJSON: () -> String
+    ) throws -> Bool {
         guard stamp.wallMilliseconds > quarantineAfter else {
             note(stamp)
             return false
@@ -198,9 +206,11 @@ package struct RowMerger {
         let content = tieContent()
         // The same row delivered again (every cron run, say) is kept once and reported once; another row of
         // the same key and stamp replaces it only when the tie rule prefers it.
-        let kept = try store.connection.firstRow(sql: """
-            SELECT id, deleted, tie_content FROM sync_quarantine WHERE kind = ? AND row_key = ? AND updated_ms = ? AND counter = ? AND node = ?
-            """, identity) { s -> (id: Int64, deleted: Bool, content: [UInt8]) in
+        let kept = try store.connection.firstRow(
+            sql: """
+                SELECT id, deleted, tie_content FROM sync_quarantine WHERE kind = ? AND row_key = ? AND updated_ms = ? AND counter = ? AND node = ?
+                """, identity
+        ) { s -> (id: Int64, deleted: Bool, content: [UInt8]) in
             let bytes: [UInt8] = if case .blob(let b) = s.value(2) { b } else { [] }
             return (s.int(0), s.int(1) != 0, bytes)
         }
@@ -209,41 +219,54 @@ package struct RowMerger {
                 LastWriterWins.order(bytes: content, kept.content)
             }
             if decision == .tieWon {
-                try store.connection.execute(sql: """
-                    UPDATE sync_quarantine SET received_at = ?, source = ?, row_json = ?, reason = ?, deleted = ?, tie_content = ? WHERE id = ?
-                    """, [.text(now), .text(source), .text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content), .integer(kept.id)])
+                try store.connection.execute(
+                    sql: """
+                        UPDATE sync_quarantine SET received_at = ?, source = ?, row_json = ?, reason = ?, deleted = ?, tie_content = ? WHERE id = ?
+                        """,
+                    [.text(now), .text(source), .text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content), .integer(kept.id)])
             }
             return true
         }
-        try store.connection.execute(sql: """
-            INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason, deleted, tie_content)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(now), .text(source)] + identity + [.text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content)])
+        try store.connection.execute(
+            sql: """
+                INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason, deleted, tie_content)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(now), .text(source)] + identity + [.text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content)])
         let row = store.connection.lastInsertRowID
-        diagnostics(Diagnostic(severity: .warning,
-                               message: "quarantined \(kind) \(key) as row \(row): stamped \(at), beyond the allowed clock drift; not applied",
-                               file: source, id: kind == "landmark" ? Int64(key) : nil, kind: "quarantined",
-                               details: Self.keyDetails(kind: kind, key: key) + [.init("stamp", stamp.description), .init("row", String(row))]))
+        diagnostics(
+            Diagnostic(
+                severity: .warning,
+                message: "quarantined \(kind) \(key) as row \(row): stamped \(at), beyond the allowed clock drift; not applied",
+                file: source, id: kind == "landmark" ? Int64(key) : nil, kind: "quarantined",
+                details: Self.keyDetails(kind: kind, key: key) + [.init("stamp", stamp.description), .init("row", String(row))]))
         return true
     }
 
     /// Records a tie in the conflicts table; reports it only the first time it is settled this way.
-    private func recordTie(kind: String, key: String, stamp: HLCStamp, decision: LWWDecision, incoming: () -> String, stored: () -> String,
-                           position: SourcePosition?, index: Int?, id: Int64?) throws {
+    private func recordTie(
+        kind: String, key: String, stamp: HLCStamp, decision: LWWDecision, incoming: () -> String, stored: () -> String,
+        position: SourcePosition?, index: Int?, id: Int64?
+    ) throws {
         let winner = decision == .tieWon ? incoming() : stored()
         let loser = decision == .tieWon ? stored() : incoming()
-        try store.connection.execute(sql: """
-            INSERT INTO sync_conflicts (detected_at, source, kind, row_key, updated_ms, counter, node, winner_json, loser_json, rule)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (kind, row_key, updated_ms, counter, node, loser_json) DO NOTHING
-            """, [.text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
-                  .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(winner), .text(loser),
-                  .text(LastWriterWins.tieRule)])
+        try store.connection.execute(
+            sql: """
+                INSERT INTO sync_conflicts (detected_at, source, kind, row_key, updated_ms, counter, node, winner_json, loser_json, rule)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (kind, row_key, updated_ms, counter, node, loser_json) DO NOTHING
+                """,
+            [
+                .text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
+                .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(winner), .text(loser),
+                .text(LastWriterWins.tieRule),
+            ])
         guard store.connection.changes > 0 else { return }
-        diagnostics(Diagnostic(severity: .warning,
-                               message: "tie on \(kind) \(key) at \(stamp): \(LastWriterWins.tieRule); kept the \(decision == .tieWon ? "incoming" : "stored") row",
-                               file: source, position: position, index: index, id: id, kind: "tie",
-                               details: Self.keyDetails(kind: kind, key: key) + [.init("stamp", stamp.description)]))
+        diagnostics(
+            Diagnostic(
+                severity: .warning,
+                message: "tie on \(kind) \(key) at \(stamp): \(LastWriterWins.tieRule); kept the \(decision == .tieWon ? "incoming" : "stored") row",
+                file: source, position: position, index: index, id: id, kind: "tie",
+                details: Self.keyDetails(kind: kind, key: key) + [.init("stamp", stamp.description)]))
     }
 
     /// The structured field naming the row in machine-readable logs: `user` for a position (a landmark's
@@ -255,9 +278,11 @@ package struct RowMerger {
     /// Counts and reports a row outside the source's grant (bounded by the reporter, like quarantined rows).
     private mutating func notAllowed(kind: String, key: String, id: Int64?) {
         counts.notAllowed += 1
-        diagnostics(Diagnostic(severity: .warning,
-                               message: "not applied: \(kind) \(key) — this source may write \(allow.rawValue) only (remote add --allow)",
-                               file: source, id: id, kind: "not-allowed", details: Self.keyDetails(kind: kind, key: key)))
+        diagnostics(
+            Diagnostic(
+                severity: .warning,
+                message: "not applied: \(kind) \(key) — this source may write \(allow.rawValue) only (remote add --allow)",
+                file: source, id: id, kind: "not-allowed", details: Self.keyDetails(kind: kind, key: key)))
     }
 
     // MARK: Positions
@@ -265,25 +290,35 @@ package struct RowMerger {
     private mutating func applyPositions(_ rows: [PositionRecord]) throws {
         let db = store.connection
         try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { select in
-            try db.withStatement(sql: """
-                \(PositionColumn.insertAllSQL)
-                ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
-                """) { upsert in
+            try db.withStatement(
+                sql: """
+                    \(PositionColumn.insertAllSQL)
+                    ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+                    """
+            ) { upsert in
                 for row in rows {
                     counts.positionsSeen += 1
                     if !allow.allowsPositions {
                         notAllowed(kind: "position", key: row.user, id: nil)
                         continue
                     }
-                    if try quarantine(row.stamp, kind: "position", key: row.user, deleted: row.deleted,
-                                      tieContent: { Self.positionTieContent(page: row.page, landmark: row.landmark) }, rowJSON: { row.json }) { continue }
+                    if try quarantine(
+                        row.stamp, kind: "position", key: row.user, deleted: row.deleted,
+                        tieContent: { Self.positionTieContent(page: row.page, landmark: row.landmark) }, rowJSON: { row.json })
+                    {
+                        continue
+                    }
                     try select.bind(row.user, at: 1)
                     var stored: (stamp: HLCStamp, deleted: Bool)?
-                    var storedPage: Int64 = 0, storedLandmark: Int64?
+                    var storedPage: Int64 = 0
+                    var storedLandmark: Int64?
                     if try select.step() {
-                        stored = (HLCStamp(wallMilliseconds: select.int(PositionColumn.updatedMs), counter: select.int(PositionColumn.counter),
-                                           node: select.text(PositionColumn.node) ?? ""),
-                                  select.bool(PositionColumn.deleted))
+                        stored = (
+                            HLCStamp(
+                                wallMilliseconds: select.int(PositionColumn.updatedMs), counter: select.int(PositionColumn.counter),
+                                node: select.text(PositionColumn.node) ?? ""),
+                            select.bool(PositionColumn.deleted)
+                        )
                         storedPage = select.int(PositionColumn.page)
                         storedLandmark = select.optionalInt(PositionColumn.landmarkID)
                     }
@@ -293,10 +328,12 @@ package struct RowMerger {
                     }
                     if decision.isTie, let stored {
                         counts.ties += 1
-                        let storedRow = PositionRecord(user: row.user, page: storedPage, landmark: storedLandmark, stamp: stored.stamp,
-                                                       deleted: stored.deleted)
-                        try recordTie(kind: "position", key: row.user, stamp: row.stamp, decision: decision, incoming: { row.json },
-                                      stored: { storedRow.json }, position: row.position, index: row.index, id: nil)
+                        let storedRow = PositionRecord(
+                            user: row.user, page: storedPage, landmark: storedLandmark, stamp: stored.stamp,
+                            deleted: stored.deleted)
+                        try recordTie(
+                            kind: "position", key: row.user, stamp: row.stamp, decision: decision, incoming: { row.json },
+                            stored: { storedRow.json }, position: row.position, index: row.index, id: nil)
                     }
                     guard decision.applies else {
                         counts.stale += 1
@@ -304,7 +341,11 @@ package struct RowMerger {
                     }
                     try upsert.bind(row.user, to: PositionColumn.userID)
                     try upsert.bind(row.page, to: PositionColumn.page)
-                    if let landmark = row.landmark { try upsert.bind(landmark, to: PositionColumn.landmarkID) } else { try upsert.bindNull(to: PositionColumn.landmarkID) }
+                    if let landmark = row.landmark {
+                        try upsert.bind(landmark, to: PositionColumn.landmarkID)
+                    } else {
+                        try upsert.bindNull(to: PositionColumn.landmarkID)
+                    }
                     try upsert.bind(row.stamp.wallMilliseconds, to: PositionColumn.updatedMs)
                     try upsert.bind(row.stamp.counter, to: PositionColumn.counter)
                     try upsert.bind(row.stamp.node, to: PositionColumn.node)
@@ -348,10 +389,15 @@ package struct RowMerger {
             return
         }
         let stamp = view.stamp
-        if try quarantine(stamp, kind: "landmark", key: String(record.id), deleted: record.deleted,
-                          tieContent: { LandmarkJSON.bytes(view, shape: .content) }, rowJSON: {
-            String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self)
-        }) { return }
+        if try quarantine(
+            stamp, kind: "landmark", key: String(record.id), deleted: record.deleted,
+            tieContent: { LandmarkJSON.bytes(view, shape: .content) },
+            rowJSON: {
+                String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self)
+            })
+        {
+            return
+        }
         let unseen = record.id > seenMaxID && (storedMaxID.map { record.id > $0 } ?? true)
         seenMaxID = max(seenMaxID, record.id)
         if unseen {
@@ -366,9 +412,12 @@ package struct RowMerger {
         defer { select.rewind() }
         var stored: (stamp: HLCStamp, deleted: Bool)?
         if try select.step() {
-            stored = (HLCStamp(wallMilliseconds: select.int(LandmarkColumn.updatedMs), counter: select.int(LandmarkColumn.counter),
-                               node: select.text(LandmarkColumn.node) ?? ""),
-                      select.bool(LandmarkColumn.deleted))
+            stored = (
+                HLCStamp(
+                    wallMilliseconds: select.int(LandmarkColumn.updatedMs), counter: select.int(LandmarkColumn.counter),
+                    node: select.text(LandmarkColumn.node) ?? ""),
+                select.bool(LandmarkColumn.deleted)
+            )
         }
         let row = LandmarkRow(statement: select)
         let decision = LastWriterWins.decide(incoming: stamp, incomingDeleted: record.deleted, stored: stored) {
@@ -379,10 +428,14 @@ package struct RowMerger {
         }
         if decision.isTie, let stored {
             counts.ties += 1
-            try recordTie(kind: "landmark", key: String(record.id), stamp: stamp, decision: decision,
-                          incoming: { String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self) },
-                          stored: { _ = stored; return String(decoding: LandmarkJSON.bytes(row, shape: .snapshot), as: UTF8.self) },
-                          position: record.position, index: record.index, id: record.id)
+            try recordTie(
+                kind: "landmark", key: String(record.id), stamp: stamp, decision: decision,
+                incoming: { String(decoding: LandmarkJSON.bytes(view, shape: .snapshot), as: UTF8.self) },
+                stored: {
+                    _ = stored
+                    return String(decoding: LandmarkJSON.bytes(row, shape: .snapshot), as: UTF8.self)
+                },
+                position: record.position, index: record.index, id: record.id)
         }
         guard decision.applies else {
             counts.stale += 1

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A digest of a catalog's replicated state (docs/merge-rules.md §8): equal on every node, SQLite or the hub, that holds
@@ -44,7 +45,8 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
     /// Adds one row's canonical text.
     mutating func add(_ text: [UInt8]) {
         let hash = SHA256.hash(text)
-        var h: UInt64 = 0, l: UInt64 = 0
+        var h: UInt64 = 0
+        var l: UInt64 = 0
         for i in 0..<8 { h = h << 8 | UInt64(hash[i]) }
         for i in 8..<16 { l = l << 8 | UInt64(hash[i]) }
         high &+= h
@@ -55,12 +57,17 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
     /// The canonical text of a landmark row.
     static func landmarkText<F: LandmarkFields>(_ f: F, content: [UInt8]) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: content.count + 64)
-        w.raw("L\n"); w.raw(String(f.int(.id))); w.byte(0x0A)
-        w.raw(String(f.int(.updatedMs))); w.byte(0x0A)
-        w.raw(String(f.int(.counter))); w.byte(0x0A)
+        w.raw("L\n")
+        w.raw(String(f.int(.id)))
+        w.byte(0x0A)
+        w.raw(String(f.int(.updatedMs)))
+        w.byte(0x0A)
+        w.raw(String(f.int(.counter)))
+        w.byte(0x0A)
         f.withText(.node) { if let b = $0 { w.bytes.append(contentsOf: b) } }
         w.byte(0x0A)
-        w.raw(f.int(.deleted) != 0 ? "1" : "0"); w.byte(0x0A)
+        w.raw(f.int(.deleted) != 0 ? "1" : "0")
+        w.byte(0x0A)
         w.bytes.append(contentsOf: content)
         return w.bytes
     }
@@ -68,12 +75,19 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
     /// The canonical text of a position row.
     static func positionText(_ p: PositionRecord) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 96)
-        w.raw("P\n"); w.raw(p.user); w.byte(0x0A)
-        w.raw(String(p.stamp.wallMilliseconds)); w.byte(0x0A)
-        w.raw(String(p.stamp.counter)); w.byte(0x0A)
-        w.raw(p.stamp.node); w.byte(0x0A)
-        w.raw(p.deleted ? "1" : "0"); w.byte(0x0A)
-        w.raw(String(p.page)); w.byte(0x0A)
+        w.raw("P\n")
+        w.raw(p.user)
+        w.byte(0x0A)
+        w.raw(String(p.stamp.wallMilliseconds))
+        w.byte(0x0A)
+        w.raw(String(p.stamp.counter))
+        w.byte(0x0A)
+        w.raw(p.stamp.node)
+        w.byte(0x0A)
+        w.raw(p.deleted ? "1" : "0")
+        w.byte(0x0A)
+        w.raw(String(p.page))
+        w.byte(0x0A)
         if let l = p.landmark { w.raw(String(l)) }
         return w.bytes
     }
@@ -87,7 +101,8 @@ extension CatalogStore {
         let (digest, seq, cached) = try read { () throws -> (StateDigest, Int64, Bool) in
             let seq = try lastChangeSequence()
             if let text = try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'digest'"),
-               let cached = Self.parseCachedDigest(text), cached.seq == seq {
+                let cached = Self.parseCachedDigest(text), cached.seq == seq
+            {
                 return (cached.digest, seq, true)
             }
             var digest = StateDigest()
@@ -104,8 +119,9 @@ extension CatalogStore {
             // A cache only, written through a connection of its own that waits at most 100 ms: a busy or
             // read-only database just means computing it again next time.
             let cache = try? Connection(path: path, mode: access(path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
-            try? cache?.execute(sql: "INSERT INTO catalog_meta (key, value) VALUES ('digest', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                                [.text("\(seq) \(digest.rows) \(digest.hex)")])
+            try? cache?.execute(
+                sql: "INSERT INTO catalog_meta (key, value) VALUES ('digest', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [.text("\(seq) \(digest.rows) \(digest.hex)")])
         }
         return digest
     }
@@ -113,7 +129,8 @@ extension CatalogStore {
     static func parseCachedDigest(_ text: String) -> (seq: Int64, digest: StateDigest)? {
         let parts = text.split(separator: " ")
         guard parts.count == 3, let seq = Int64(parts[0]), let rows = Int64(parts[1]), parts[2].count == 32,
-              let high = UInt64(parts[2].prefix(16), radix: 16), let low = UInt64(parts[2].suffix(16), radix: 16) else { return nil }
+            let high = UInt64(parts[2].prefix(16), radix: 16), let low = UInt64(parts[2].suffix(16), radix: 16)
+        else { return nil }
         return (seq, StateDigest(rows: rows, high: high, low: low))
     }
 }

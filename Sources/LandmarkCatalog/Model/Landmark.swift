@@ -22,10 +22,12 @@ public struct Landmark: Sendable, Hashable, Identifiable {
     /// Unknown keys, as a compact JSON object text in file order (`{"url":"…"}`), or nil.
     public var extraJSON: String?
 
-    public init(id: Int64, name: String, category: String? = nil, city: String? = nil, state: String? = nil,
-                park: String? = nil, description: String? = nil, imageName: String? = nil,
-                isFeatured: Bool = false, isFavorite: Bool = false, latitude: Double, longitude: Double,
-                extraJSON: String? = nil) {
+    public init(
+        id: Int64, name: String, category: String? = nil, city: String? = nil, state: String? = nil,
+        park: String? = nil, description: String? = nil, imageName: String? = nil,
+        isFeatured: Bool = false, isFavorite: Bool = false, latitude: Double, longitude: Double,
+        extraJSON: String? = nil
+    ) {
         self.id = id
         self.name = name
         self.category = category
@@ -57,11 +59,12 @@ public struct Landmark: Sendable, Hashable, Identifiable {
 
     /// The landmark in the current row of `s`, which selects `LandmarkColumn.selectList`.
     init(row s: Statement) {
-        self.init(id: s.int(LandmarkColumn.id), name: s.text(LandmarkColumn.name) ?? "", category: s.text(LandmarkColumn.category),
-                  city: s.text(LandmarkColumn.city), state: s.text(LandmarkColumn.state), park: s.text(LandmarkColumn.park),
-                  description: s.text(LandmarkColumn.description), imageName: s.text(LandmarkColumn.imageName),
-                  isFeatured: s.bool(LandmarkColumn.isFeatured), isFavorite: s.bool(LandmarkColumn.isFavorite),
-                  latitude: s.double(LandmarkColumn.latitude), longitude: s.double(LandmarkColumn.longitude),
-                  extraJSON: s.text(LandmarkColumn.extra))
+        self.init(
+            id: s.int(LandmarkColumn.id), name: s.text(LandmarkColumn.name) ?? "", category: s.text(LandmarkColumn.category),
+            city: s.text(LandmarkColumn.city), state: s.text(LandmarkColumn.state), park: s.text(LandmarkColumn.park),
+            description: s.text(LandmarkColumn.description), imageName: s.text(LandmarkColumn.imageName),
+            isFeatured: s.bool(LandmarkColumn.isFeatured), isFavorite: s.bool(LandmarkColumn.isFavorite),
+            latitude: s.double(LandmarkColumn.latitude), longitude: s.double(LandmarkColumn.longitude),
+            extraJSON: s.text(LandmarkColumn.extra))
     }
 }

@@ -195,8 +195,10 @@ struct LandmarkValue: LandmarkFields {
 extension Landmark {
     /// Writes this landmark as a JSON object of `shape` (keys sorted, compact; kept unknown keys
     /// merged in key order). For `.snapshot`, `stamp` and `deleted` give the stamp keys.
-    public func writeJSON(to writer: inout JSONWriter, shape: LandmarkJSONShape = .apple,
-                          stamp: HLCStamp = HLCStamp(wallMilliseconds: 0, counter: 0, node: ""), deleted: Bool = false) {
+    public func writeJSON(
+        to writer: inout JSONWriter, shape: LandmarkJSONShape = .apple,
+        stamp: HLCStamp = HLCStamp(wallMilliseconds: 0, counter: 0, node: ""), deleted: Bool = false
+    ) {
         LandmarkJSON.write(LandmarkValue(landmark: self, stamp: stamp, deleted: deleted), shape: shape, to: &writer)
     }
 }

@@ -34,9 +34,20 @@ public enum Timestamp {
             }
         }
         w.byte(0x22)
-        digits(f.year, 4); w.byte(0x2D); digits(f.month, 2); w.byte(0x2D); digits(f.day, 2); w.byte(0x54)
-        digits(f.secondOfDay / 3600, 2); w.byte(0x3A); digits(f.secondOfDay / 60 % 60, 2); w.byte(0x3A)
-        digits(f.secondOfDay % 60, 2); w.byte(0x2E); digits(f.ms, 3); w.byte(0x5A)
+        digits(f.year, 4)
+        w.byte(0x2D)
+        digits(f.month, 2)
+        w.byte(0x2D)
+        digits(f.day, 2)
+        w.byte(0x54)
+        digits(f.secondOfDay / 3600, 2)
+        w.byte(0x3A)
+        digits(f.secondOfDay / 60 % 60, 2)
+        w.byte(0x3A)
+        digits(f.secondOfDay % 60, 2)
+        w.byte(0x2E)
+        digits(f.ms, 3)
+        w.byte(0x5A)
         w.byte(0x22)
     }
 
@@ -47,7 +58,8 @@ public enum Timestamp {
     private static func fields(_ milliseconds: Int64) -> (year: Int64, month: Int64, day: Int64, secondOfDay: Int64, ms: Int64) {
         // Floored without overflow for any Int64 (`milliseconds - 999`, or `seconds * 1000` after
         // flooring, would trap at Int64.min).
-        let msRest = milliseconds % 1000, secondRest = (milliseconds / 1000 - (msRest < 0 ? 1 : 0)) % 86400
+        let msRest = milliseconds % 1000
+        let secondRest = (milliseconds / 1000 - (msRest < 0 ? 1 : 0)) % 86400
         let seconds = milliseconds / 1000 - (msRest < 0 ? 1 : 0)
         let ms = msRest < 0 ? msRest + 1000 : msRest
         var days = seconds / 86400 - (secondRest < 0 ? 1 : 0)
@@ -85,11 +97,11 @@ public enum Timestamp {
             return v
         }
         guard b.count >= 20, let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45,
-              let day = digits(8, 2), b[10] == 84 || b[10] == 116, let hour = digits(11, 2), b[13] == 58,
-              let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2)
+            let day = digits(8, 2), b[10] == 84 || b[10] == 116, let hour = digits(11, 2), b[13] == 58,
+            let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2)
         else { return nil }
         guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour <= 23, minute <= 59,
-              second <= 60
+            second <= 60
         else { return nil }
         var i = 19
         var ms: Int64 = 0

@@ -37,13 +37,17 @@ extension CatalogStore {
     public func conflicts(limit: Int? = nil) throws -> [ConflictRecord] {
         try read {
             var rows: [ConflictRecord] = []
-            try connection.forEachRow(sql: """
-                SELECT id, detected_at, source, kind, row_key, updated_ms, counter, node, winner_json, loser_json, rule
-                FROM sync_conflicts ORDER BY id DESC LIMIT ?
-                """, [.integer(Int64(limit ?? -1))]) { s in
-                rows.append(ConflictRecord(id: s.int(0), detectedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
-                                           key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
-                                           winnerJSON: s.text(8) ?? "{}", loserJSON: s.text(9) ?? "{}", rule: s.text(10) ?? ""))
+            try connection.forEachRow(
+                sql: """
+                    SELECT id, detected_at, source, kind, row_key, updated_ms, counter, node, winner_json, loser_json, rule
+                    FROM sync_conflicts ORDER BY id DESC LIMIT ?
+                    """, [.integer(Int64(limit ?? -1))]
+            ) { s in
+                rows.append(
+                    ConflictRecord(
+                        id: s.int(0), detectedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
+                        key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
+                        winnerJSON: s.text(8) ?? "{}", loserJSON: s.text(9) ?? "{}", rule: s.text(10) ?? ""))
             }
             return rows
         }
@@ -59,16 +63,19 @@ extension CatalogStore {
     /// - Returns: how many were removed.
     /// - Throws: `CatalogError` when the database cannot be written.
     @discardableResult
-    public func pruneConflicts(maxAgeMilliseconds: Int64 = ConflictRetention.maxAgeMilliseconds,
-                               maxRows: Int = ConflictRetention.maxRows) throws -> Int {
+    public func pruneConflicts(
+        maxAgeMilliseconds: Int64 = ConflictRetention.maxAgeMilliseconds,
+        maxRows: Int = ConflictRetention.maxRows
+    ) throws -> Int {
         try write {
             // detected_at is always written by Timestamp.format (UTC, fixed width), so text order is time order.
             let cutoff = Timestamp.format(milliseconds: wallClock.nowMilliseconds() - maxAgeMilliseconds)
             try connection.execute(sql: "DELETE FROM sync_conflicts WHERE detected_at < ?", [.text(cutoff)])
             var removed = connection.changes
-            try connection.execute(sql: """
-                DELETE FROM sync_conflicts WHERE id <= (SELECT id FROM sync_conflicts ORDER BY id DESC LIMIT 1 OFFSET ?)
-                """, [.integer(Int64(maxRows))])
+            try connection.execute(
+                sql: """
+                    DELETE FROM sync_conflicts WHERE id <= (SELECT id FROM sync_conflicts ORDER BY id DESC LIMIT 1 OFFSET ?)
+                    """, [.integer(Int64(maxRows))])
             removed += connection.changes
             return removed
         }

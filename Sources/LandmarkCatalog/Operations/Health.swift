@@ -27,11 +27,14 @@ extension CatalogStore {
     public func checkHealth(maxAgeMilliseconds: Int64? = nil) throws -> HealthCheck {
         try read {
             let now = wallClock.nowMilliseconds()
-            let lastRun = try connection.firstRow(sql: "SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?",
-                                                  [.integer(try lastEndedRunID() ?? 0)]) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
+            let lastRun = try connection.firstRow(
+                sql: "SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?",
+                [.integer(try lastEndedRunID() ?? 0)]
+            ) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
             guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
             let failed = run.outcome == "failed" || run.outcome == "interrupted"
-            let failure = "the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")"
+            let failure =
+                "the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")"
             guard let maxAge = maxAgeMilliseconds else {
                 if failed { return HealthCheck(problems: [failure], summary: "") }
                 return HealthCheck(problems: [], summary: "healthy: the last sync (run \(run.id)) finished at \(run.finished) (\(run.outcome))")
@@ -40,10 +43,12 @@ extension CatalogStore {
             let names = try remoteNamesBySourceKey()
             var problems: [String] = []
             var checked = 0
-            try connection.forEachRow(sql: """
-                SELECT r.source, s.last_success_at FROM sync_run_sources r LEFT JOIN sync_sources s ON s.source = r.source
-                WHERE r.run_id = ? AND r.source <> '<stdin>' ORDER BY r.position
-                """, [.integer(run.id)]) { s in
+            try connection.forEachRow(
+                sql: """
+                    SELECT r.source, s.last_success_at FROM sync_run_sources r LEFT JOIN sync_sources s ON s.source = r.source
+                    WHERE r.run_id = ? AND r.source <> '<stdin>' ORDER BY r.position
+                    """, [.integer(run.id)]
+            ) { s in
                 let key = s.text(0) ?? ""
                 let source = names[key].map { "\($0) (\(key))" } ?? key
                 checked += 1
@@ -52,17 +57,22 @@ extension CatalogStore {
                     return
                 }
                 if now - last > maxAge {
-                    problems.append("source \(source) last had a good sync at \(text), \(Durations.describe(milliseconds: now - last)) ago (more than \(limit))")
+                    problems.append(
+                        "source \(source) last had a good sync at \(text), \(Durations.describe(milliseconds: now - last)) ago (more than \(limit))")
                 }
             }
             if checked == 0 {
                 // No source to judge by: the last run that succeeded is the last good sync.
-                let good = try connection.firstRow(sql: """
-                    SELECT id, finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
-                    """) { (id: $0.int(0), finished: $0.text(1) ?? "") }
+                let good = try connection.firstRow(
+                    sql: """
+                        SELECT id, finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
+                        """
+                ) { (id: $0.int(0), finished: $0.text(1) ?? "") }
                 if let good, let finished = Timestamp.parse(good.finished) {
                     if now - finished > maxAge {
-                        problems.append("the last good sync (run \(good.id)) finished at \(good.finished), \(Durations.describe(milliseconds: now - finished)) ago (more than \(limit))")
+                        problems.append(
+                            "the last good sync (run \(good.id)) finished at \(good.finished), \(Durations.describe(milliseconds: now - finished)) ago (more than \(limit))"
+                        )
                     }
                 } else {
                     problems.append("no sync run has succeeded yet")
@@ -70,9 +80,12 @@ extension CatalogStore {
             }
             if failed && !problems.isEmpty { problems.insert(failure, at: 0) }
             var summary = failed ? "healthy: \(failure)" : "healthy: the last sync (run \(run.id)) finished at \(run.finished) (\(run.outcome))"
-            summary += checked == 0 ? (failed ? "; the last good sync was within \(limit)" : ", within \(limit)")
-                : checked == 1 ? "; its source had a good sync within \(limit)"
-                : "; its \(checked) sources had a good sync within \(limit)"
+            summary +=
+                checked == 0
+                ? (failed ? "; the last good sync was within \(limit)" : ", within \(limit)")
+                : checked == 1
+                    ? "; its source had a good sync within \(limit)"
+                    : "; its \(checked) sources had a good sync within \(limit)"
             return HealthCheck(problems: problems, summary: problems.isEmpty ? summary : "")
         }
     }

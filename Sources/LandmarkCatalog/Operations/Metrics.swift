@@ -63,37 +63,51 @@ extension CatalogStore {
             m.changeSequence = try lastChangeSequence()
             m.databaseBytes = try int("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
             let lastRunID = try lastEndedRunID()
-            m.lastRun = try connection.firstRow(sql: "SELECT finished_at, outcome, exit_status, duration_ms FROM sync_runs WHERE id = ?",
-                                                [.integer(lastRunID ?? 0)]) { s in
+            m.lastRun = try connection.firstRow(
+                sql: "SELECT finished_at, outcome, exit_status, duration_ms FROM sync_runs WHERE id = ?",
+                [.integer(lastRunID ?? 0)]
+            ) { s in
                 (Timestamp.parse(s.text(0) ?? "") ?? 0, s.text(1) ?? "", Int(s.int(2)), s.int(3))
             }
             // A source synced once (a typo, a one-off file) or a removed remote is not a series that alerts forever.
             let current = try sourcesInUse(lastEndedRun: lastRunID)
             let remotes = try remoteNamesBySourceKey()
-            m.lastSuccessMilliseconds = try connection.firstRow(sql: """
-                SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
-                """) { Timestamp.parse($0.text(0) ?? "") } ?? nil
+            m.lastSuccessMilliseconds =
+                try connection.firstRow(
+                    sql: """
+                        SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
+                        """
+                ) { Timestamp.parse($0.text(0) ?? "") } ?? nil
             try connection.forEachRow(sql: "SELECT outcome, count(*) FROM sync_runs GROUP BY outcome ORDER BY outcome") { s in
                 m.runs.append((s.text(0) ?? "", Int(s.int(1))))
             }
-            try connection.forEachRow(sql: """
-                SELECT coalesce(sum(landmarks_applied), 0), coalesce(sum(positions_applied), 0), coalesce(sum(stale), 0),
-                       coalesce(sum(ties), 0), coalesce(sum(quarantined), 0) FROM sync_runs
-                """) { s in
-                m.landmarksApplied = Int(s.int(0)); m.positionsApplied = Int(s.int(1)); m.stale = Int(s.int(2))
-                m.ties = Int(s.int(3)); m.quarantinedTotal = Int(s.int(4))
+            try connection.forEachRow(
+                sql: """
+                    SELECT coalesce(sum(landmarks_applied), 0), coalesce(sum(positions_applied), 0), coalesce(sum(stale), 0),
+                           coalesce(sum(ties), 0), coalesce(sum(quarantined), 0) FROM sync_runs
+                    """
+            ) { s in
+                m.landmarksApplied = Int(s.int(0))
+                m.positionsApplied = Int(s.int(1))
+                m.stale = Int(s.int(2))
+                m.ties = Int(s.int(3))
+                m.quarantinedTotal = Int(s.int(4))
             }
-            try connection.forEachRow(sql: """
-                SELECT s.source, s.kind, s.last_success_at, s.last_attempt_at, s.last_status,
-                       (SELECT coalesce(sum(bytes), 0) FROM sync_run_sources r WHERE r.source = s.source)
-                FROM sync_sources s ORDER BY s.source
-                """) { s in
+            try connection.forEachRow(
+                sql: """
+                    SELECT s.source, s.kind, s.last_success_at, s.last_attempt_at, s.last_status,
+                           (SELECT coalesce(sum(bytes), 0) FROM sync_run_sources r WHERE r.source = s.source)
+                    FROM sync_sources s ORDER BY s.source
+                    """
+            ) { s in
                 guard current.contains(s.text(0) ?? "") else { return }
-                m.sources.append(CatalogMetrics.Source(source: s.text(0) ?? "", kind: s.text(1) ?? "",
-                                                       lastSuccessMilliseconds: s.text(2).flatMap(Timestamp.parse),
-                                                       lastAttemptMilliseconds: s.text(3).flatMap(Timestamp.parse),
-                                                       lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5),
-                                                       remote: remotes[s.text(0) ?? ""]))
+                m.sources.append(
+                    CatalogMetrics.Source(
+                        source: s.text(0) ?? "", kind: s.text(1) ?? "",
+                        lastSuccessMilliseconds: s.text(2).flatMap(Timestamp.parse),
+                        lastAttemptMilliseconds: s.text(3).flatMap(Timestamp.parse),
+                        lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5),
+                        remote: remotes[s.text(0) ?? ""]))
             }
             m.follower = follower()
             return m
@@ -112,9 +126,10 @@ extension CatalogStore {
     /// still going (`includingRunning`); the health check and the metrics look at the last that ended.
     /// Call inside a read.
     func lastRunID(includingRunning: Bool) throws -> Int64? {
-        try connection.scalarInt(sql: includingRunning
-            ? "SELECT max(id) FROM sync_runs WHERE outcome <> 'busy'"
-            : "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
+        try connection.scalarInt(
+            sql: includingRunning
+                ? "SELECT max(id) FROM sync_runs WHERE outcome <> 'busy'"
+                : "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
     }
 
     /// The sources in use: those of the last sync run that ended (`lastEndedRun`, from
@@ -156,58 +171,79 @@ public enum PrometheusText {
         }
         func one(_ value: String) -> [(labels: [(String, String)], value: String)] { [([], value)] }
 
-        add("catalog_info", "gauge", "This database: node id and schema version (the value is always 1).",
+        add(
+            "catalog_info", "gauge", "This database: node id and schema version (the value is always 1).",
             [([("node", m.node), ("schema_version", String(m.schemaVersion)), ("version", CatalogVersion.string)], "1")])
         if let run = m.lastRun {
-            add("catalog_last_run_timestamp_seconds", "gauge", "When the last sync run finished, in seconds since the epoch.",
+            add(
+                "catalog_last_run_timestamp_seconds", "gauge", "When the last sync run finished, in seconds since the epoch.",
                 one(seconds(run.finishedMilliseconds)))
-            add("catalog_last_run_success", "gauge", "1 when the last sync run succeeded (ok or not-modified), else 0.",
+            add(
+                "catalog_last_run_success", "gauge", "1 when the last sync run succeeded (ok or not-modified), else 0.",
                 one(run.outcome == "ok" || run.outcome == "not-modified" ? "1" : "0"))
-            add("catalog_last_run_exit_status", "gauge", "The exit status of the last sync run (0 success, 69 unavailable, 75 busy, ...).",
+            add(
+                "catalog_last_run_exit_status", "gauge", "The exit status of the last sync run (0 success, 69 unavailable, 75 busy, ...).",
                 one(String(run.exitStatus)))
             add("catalog_last_run_duration_seconds", "gauge", "How long the last sync run took, in seconds.", one(seconds(run.durationMilliseconds)))
         }
         if let last = m.lastSuccessMilliseconds {
-            add("catalog_last_success_timestamp_seconds", "gauge", "When the last successful sync run finished, in seconds since the epoch.",
+            add(
+                "catalog_last_success_timestamp_seconds", "gauge", "When the last successful sync run finished, in seconds since the epoch.",
                 one(seconds(last)))
         }
-        add("catalog_sync_runs_total", "counter", "Sync runs recorded in the run ledger, by outcome.",
+        add(
+            "catalog_sync_runs_total", "counter", "Sync runs recorded in the run ledger, by outcome.",
             m.runs.map { ([("outcome", $0.outcome)], String($0.count)) })
-        add("catalog_landmarks", "gauge", "Landmark rows, live and tombstones.",
+        add(
+            "catalog_landmarks", "gauge", "Landmark rows, live and tombstones.",
             [([("state", "live")], String(m.landmarks)), ([("state", "tombstone")], String(m.landmarkTombstones))])
-        add("catalog_positions", "gauge", "Carousel position rows, live and tombstones.",
+        add(
+            "catalog_positions", "gauge", "Carousel position rows, live and tombstones.",
             [([("state", "live")], String(m.positions)), ([("state", "tombstone")], String(m.positionTombstones))])
-        add("catalog_quarantined_rows", "gauge", "Rows held in quarantine (stamped beyond the allowed clock drift); see catalog quarantine list.",
+        add(
+            "catalog_quarantined_rows", "gauge", "Rows held in quarantine (stamped beyond the allowed clock drift); see catalog quarantine list.",
             one(String(m.quarantined)))
         add("catalog_conflicts_retained", "gauge", "Ties kept for catalog conflicts (30 days, at most 10000).", one(String(m.conflictsRetained)))
         add("catalog_change_sequence", "gauge", "The local change sequence's high-water mark.", one(String(m.changeSequence)))
         add("catalog_database_bytes", "gauge", "The database file's size in bytes (without the WAL).", one(String(m.databaseBytes)))
-        add("catalog_rows_applied_total", "counter", "Rows merged by sync runs that changed the database, by kind.",
+        add(
+            "catalog_rows_applied_total", "counter", "Rows merged by sync runs that changed the database, by kind.",
             [([("kind", "landmark")], String(m.landmarksApplied)), ([("kind", "position")], String(m.positionsApplied))])
         add("catalog_rows_stale_total", "counter", "Rows sync runs read that did not win (older or repeated).", one(String(m.stale)))
         add("catalog_ties_total", "counter", "Ties (equal stamps, different content) settled by the fixed rule in sync runs.", one(String(m.ties)))
-        add("catalog_rows_quarantined_total", "counter", "Rows found beyond the allowed clock drift by sync runs (a held row delivered again counts again).", one(String(m.quarantinedTotal)))
+        add(
+            "catalog_rows_quarantined_total", "counter",
+            "Rows found beyond the allowed clock drift by sync runs (a held row delivered again counts again).", one(String(m.quarantinedTotal)))
         // A saved remote's source also carries its name (`remote="peer"`); others have no such label.
         func labels(_ s: CatalogMetrics.Source) -> [(String, String)] {
             [("kind", s.kind)] + (s.remote.map { [("remote", $0)] } ?? []) + [("source", s.source)]
         }
-        add("catalog_source_last_success_timestamp_seconds", "gauge",
+        add(
+            "catalog_source_last_success_timestamp_seconds", "gauge",
             "When the source last had a good sync, in seconds since the epoch (0 when it never had one).",
             m.sources.map { (labels($0), $0.lastSuccessMilliseconds.map(seconds) ?? "0") })
-        add("catalog_source_last_attempt_timestamp_seconds", "gauge", "When the source was last tried, in seconds since the epoch.",
+        add(
+            "catalog_source_last_attempt_timestamp_seconds", "gauge", "When the source was last tried, in seconds since the epoch.",
             m.sources.compactMap { s in s.lastAttemptMilliseconds.map { (labels(s), seconds($0)) } })
-        add("catalog_source_last_status", "gauge", "The exit status of the source's last attempt (0 when good).",
+        add(
+            "catalog_source_last_status", "gauge", "The exit status of the source's last attempt (0 when good).",
             m.sources.compactMap { s in s.lastStatus.map { (labels(s), String($0)) } })
-        add("catalog_source_up", "gauge", "1 when the source's last attempt was good, else 0.",
+        add(
+            "catalog_source_up", "gauge", "1 when the source's last attempt was good, else 0.",
             m.sources.map { (labels($0), $0.lastStatus == 0 ? "1" : "0") })
-        add("catalog_source_fetched_bytes_total", "counter", "Bytes fetched from the source by the sync runs in the ledger.",
+        add(
+            "catalog_source_fetched_bytes_total", "counter", "Bytes fetched from the source by the sync runs in the ledger.",
             m.sources.map { (labels($0), String($0.bytesFetched)) })
         if let f = m.follower {
-            add("catalog_follower_up", "gauge", "1 while sync --follow runs on this database (its pid alive), 0 when its marker was left by one that stopped.",
+            add(
+                "catalog_follower_up", "gauge",
+                "1 while sync --follow runs on this database (its pid alive), 0 when its marker was left by one that stopped.",
                 one(f.alive ? "1" : "0"))
-            add("catalog_follow_polls_total", "counter", "Polls of each source by the running follower since it started (written every 10 s).",
+            add(
+                "catalog_follow_polls_total", "counter", "Polls of each source by the running follower since it started (written every 10 s).",
                 f.sources.map { ([("source", $0.source)], String($0.polls)) })
-            add("catalog_follow_failed_polls_total", "counter", "Polls of each source by the running follower that failed.",
+            add(
+                "catalog_follow_failed_polls_total", "counter", "Polls of each source by the running follower that failed.",
                 f.sources.map { ([("source", $0.source)], String($0.failures)) })
             // A histogram (Prometheus text format): cumulative buckets, then sum and count, per source.
             var lag: [(labels: [(String, String)], value: String)] = []
@@ -221,11 +257,13 @@ public enum PrometheusText {
             }
             let sums = f.sources.map { (labels: [("source", $0.source)], value: seconds($0.lagSumMilliseconds)) }
             let counts = f.sources.map { (labels: [("source", $0.source)], value: String($0.lagCount)) }
-            families.append(Family(name: "catalog_follow_lag_seconds", type: "histogram",
-                                   help: "Write-to-visible lag of rows the follower merged (a row's stamp to its local commit), per source, since it started.",
-                                   samples: lag + sums + counts,
-                                   suffixes: Array(repeating: "_bucket", count: lag.count) + Array(repeating: "_sum", count: sums.count)
-                                       + Array(repeating: "_count", count: counts.count)))
+            families.append(
+                Family(
+                    name: "catalog_follow_lag_seconds", type: "histogram",
+                    help: "Write-to-visible lag of rows the follower merged (a row's stamp to its local commit), per source, since it started.",
+                    samples: lag + sums + counts,
+                    suffixes: Array(repeating: "_bucket", count: lag.count) + Array(repeating: "_sum", count: sums.count)
+                        + Array(repeating: "_count", count: counts.count)))
         }
 
         var out = ""

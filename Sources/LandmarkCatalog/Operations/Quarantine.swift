@@ -43,13 +43,17 @@ extension CatalogStore {
     public func quarantinedRows(limit: Int? = nil) throws -> [QuarantinedRow] {
         try read {
             var rows: [QuarantinedRow] = []
-            try connection.forEachRow(sql: """
-                SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason
-                FROM sync_quarantine ORDER BY id LIMIT ?
-                """, [.integer(Int64(limit ?? -1))]) { s in
-                rows.append(QuarantinedRow(id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
-                                           key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
-                                           rowJSON: s.text(8) ?? "", reason: s.text(9) ?? ""))
+            try connection.forEachRow(
+                sql: """
+                    SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason
+                    FROM sync_quarantine ORDER BY id LIMIT ?
+                    """, [.integer(Int64(limit ?? -1))]
+            ) { s in
+                rows.append(
+                    QuarantinedRow(
+                        id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
+                        key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
+                        rowJSON: s.text(8) ?? "", reason: s.text(9) ?? ""))
             }
             return rows
         }
@@ -69,9 +73,13 @@ extension CatalogStore {
     /// - Throws: `CatalogError` 64 when a named row is not in the quarantine, or `force` names no rows;
     ///   65 when a named row is still beyond the allowance and `force` is not set (nothing is released);
     ///   73 / 74 / 75 when the database cannot be written.
-    public func releaseQuarantine(rows ids: [Int64]? = nil, force: Bool = false, maxDriftMilliseconds: Int64 = 300_000,
-                                  diagnostics: @escaping (Diagnostic) -> Void = { _ in }) throws -> QuarantineRelease {
-        if force && ids == nil { throw CatalogError(.usage, "--force applies only rows named by their id", hint: "catalog quarantine list shows them") }
+    public func releaseQuarantine(
+        rows ids: [Int64]? = nil, force: Bool = false, maxDriftMilliseconds: Int64 = 300_000,
+        diagnostics: @escaping (Diagnostic) -> Void = { _ in }
+    ) throws -> QuarantineRelease {
+        if force && ids == nil {
+            throw CatalogError(.usage, "--force applies only rows named by their id", hint: "catalog quarantine list shows them")
+        }
         return try write {
             let now = wallClock.nowMilliseconds()
             let allowance = now &+ maxDriftMilliseconds
@@ -83,20 +91,25 @@ extension CatalogStore {
                     }
                     if !force && row.stamp.wallMilliseconds > allowance {
                         let ahead = Double(row.stamp.wallMilliseconds - allowance) / 1000
-                        throw CatalogError(.dataInvalid,
+                        throw CatalogError(
+                            .dataInvalid,
                             "quarantined row \(id) (\(row.kind) \(row.key)) is stamped \(Timestamp.format(milliseconds: row.stamp.wallMilliseconds)), still \(ahead) s beyond the allowed clock drift; nothing was released",
                             hint: "wait until the clock has caught up, or --force to apply it now (this node's clock then jumps to its stamp)")
                     }
                     selected.append(row)
                 }
             } else {
-                try connection.forEachRow(sql: """
-                    SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason
-                    FROM sync_quarantine WHERE updated_ms <= ? ORDER BY id
-                    """, [.integer(allowance)]) { s in
-                    selected.append(QuarantinedRow(id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
-                                                   key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
-                                                   rowJSON: s.text(8) ?? "", reason: s.text(9) ?? ""))
+                try connection.forEachRow(
+                    sql: """
+                        SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason
+                        FROM sync_quarantine WHERE updated_ms <= ? ORDER BY id
+                        """, [.integer(allowance)]
+                ) { s in
+                    selected.append(
+                        QuarantinedRow(
+                            id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
+                            key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
+                            rowJSON: s.text(8) ?? "", reason: s.text(9) ?? ""))
                 }
             }
             var result = QuarantineRelease()
@@ -129,7 +142,8 @@ extension CatalogStore {
             for id in Self.unique(ids) {
                 try connection.execute(sql: "DELETE FROM sync_quarantine WHERE id = ?", [.integer(id)])
                 guard connection.changes == 1 else {
-                    throw CatalogError(.usage, "no quarantined row \(id); nothing was dropped", hint: "catalog quarantine list shows the rows and their ids")
+                    throw CatalogError(
+                        .usage, "no quarantined row \(id); nothing was dropped", hint: "catalog quarantine list shows the rows and their ids")
                 }
                 dropped += 1
             }
@@ -147,20 +161,25 @@ extension CatalogStore {
         do {
             released = try releaseQuarantine(maxDriftMilliseconds: maxDriftMilliseconds, diagnostics: diagnostics)
         } catch {
-            diagnostics(Diagnostic(severity: .warning, message: "quarantined rows within the allowance were not released: \(error); the next sync tries again",
-                                   file: "", kind: "quarantine-release"))
+            diagnostics(
+                Diagnostic(
+                    severity: .warning, message: "quarantined rows within the allowance were not released: \(error); the next sync tries again",
+                    file: "", kind: "quarantine-release"))
         }
         _ = try? pruneConflicts()
         return released
     }
 
     private func quarantinedRow(id: Int64) throws -> QuarantinedRow? {
-        try connection.firstRow(sql: """
-            SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason FROM sync_quarantine WHERE id = ?
-            """, [.integer(id)]) { s in
-            QuarantinedRow(id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "", key: s.text(4) ?? "",
-                           stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
-                           rowJSON: s.text(8) ?? "", reason: s.text(9) ?? "")
+        try connection.firstRow(
+            sql: """
+                SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason FROM sync_quarantine WHERE id = ?
+                """, [.integer(id)]
+        ) { s in
+            QuarantinedRow(
+                id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "", key: s.text(4) ?? "",
+                stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
+                rowJSON: s.text(8) ?? "", reason: s.text(9) ?? "")
         }
     }
 
@@ -189,8 +208,10 @@ extension CatalogStore {
     /// The rows as one snapshot document (docs/snapshot-format.md §3): the stored row texts are snapshot rows already.
     static func snapshotDocument(_ rows: [QuarantinedRow]) -> [UInt8] {
         var w = JSONWriter()
-        w.raw("{\"format\":"); w.string(SnapshotFormat.name)
-        w.raw(",\"version\":"); w.int(SnapshotFormat.version)
+        w.raw("{\"format\":")
+        w.string(SnapshotFormat.name)
+        w.raw(",\"version\":")
+        w.int(SnapshotFormat.version)
         for kind in ["landmark", "position"] {
             w.raw(kind == "landmark" ? ",\"landmarks\":[" : ",\"positions\":[")
             var first = true

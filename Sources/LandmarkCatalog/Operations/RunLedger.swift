@@ -44,28 +44,38 @@ extension CatalogStore {
         try read {
             var runs: [SyncRun] = []
             var sourceLists: [String] = []
-            try connection.forEachRow(sql: """
-                SELECT id, started_at, finished_at, duration_ms, outcome, exit_status, message, sources, \(MergeCounts.columnList)
-                FROM sync_runs ORDER BY id DESC LIMIT ?
-                """, [.integer(Int64(limit))]) { s in
-                runs.append(SyncRun(id: s.int(0), startedAt: s.text(1) ?? "", finishedAt: s.text(2) ?? "", durationMilliseconds: s.int(3),
-                                    outcome: s.text(4) ?? "", exitStatus: Int(s.int(5)), message: s.text(6),
-                                    counts: MergeCounts(statement: s, from: 8), sources: []))
+            try connection.forEachRow(
+                sql: """
+                    SELECT id, started_at, finished_at, duration_ms, outcome, exit_status, message, sources, \(MergeCounts.columnList)
+                    FROM sync_runs ORDER BY id DESC LIMIT ?
+                    """, [.integer(Int64(limit))]
+            ) { s in
+                runs.append(
+                    SyncRun(
+                        id: s.int(0), startedAt: s.text(1) ?? "", finishedAt: s.text(2) ?? "", durationMilliseconds: s.int(3),
+                        outcome: s.text(4) ?? "", exitStatus: Int(s.int(5)), message: s.text(6),
+                        counts: MergeCounts(statement: s, from: 8), sources: []))
                 sourceLists.append(s.text(7) ?? "[]")
             }
             for n in runs.indices {
-                try connection.forEachRow(sql: """
-                    SELECT source, outcome, exit_status, bytes, duration_ms, message, \(MergeCounts.columnList)
-                    FROM sync_run_sources WHERE run_id = ? ORDER BY position
-                    """, [.integer(runs[n].id)]) { s in
-                    runs[n].sources.append(SyncRunSource(source: s.text(0) ?? "", outcome: s.text(1), exitStatus: Int(s.int(2)), bytes: s.int(3),
-                                                         durationMilliseconds: s.int(4), counts: MergeCounts(statement: s, from: 6), message: s.text(5)))
+                try connection.forEachRow(
+                    sql: """
+                        SELECT source, outcome, exit_status, bytes, duration_ms, message, \(MergeCounts.columnList)
+                        FROM sync_run_sources WHERE run_id = ? ORDER BY position
+                        """, [.integer(runs[n].id)]
+                ) { s in
+                    runs[n].sources.append(
+                        SyncRunSource(
+                            source: s.text(0) ?? "", outcome: s.text(1), exitStatus: Int(s.int(2)), bytes: s.int(3),
+                            durationMilliseconds: s.int(4), counts: MergeCounts(statement: s, from: 6), message: s.text(5)))
                 }
                 if runs[n].sources.isEmpty {
                     // No detail rows (a busy run): the sources it was asked for, from its JSON list.
                     try connection.forEachRow(sql: "SELECT value FROM json_each(?) ORDER BY key", [.text(sourceLists[n])]) { s in
-                        runs[n].sources.append(SyncRunSource(source: s.text(0) ?? "", outcome: nil, exitStatus: runs[n].exitStatus, bytes: 0,
-                                                             durationMilliseconds: 0, counts: MergeCounts(), message: nil))
+                        runs[n].sources.append(
+                            SyncRunSource(
+                                source: s.text(0) ?? "", outcome: nil, exitStatus: runs[n].exitStatus, bytes: 0,
+                                durationMilliseconds: 0, counts: MergeCounts(), message: nil))
                     }
                 }
             }

@@ -70,8 +70,10 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public init(severity: Severity, message: String, file: String, position: SourcePosition? = nil, index: Int? = nil,
-                id: Int64? = nil, field: String? = nil, kind: String? = nil, details: [Detail] = []) {
+    public init(
+        severity: Severity, message: String, file: String, position: SourcePosition? = nil, index: Int? = nil,
+        id: Int64? = nil, field: String? = nil, kind: String? = nil, details: [Detail] = []
+    ) {
         self.severity = severity
         self.message = message
         self.file = file

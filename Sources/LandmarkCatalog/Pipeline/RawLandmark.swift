@@ -91,13 +91,20 @@ package struct PositionRecord: Sendable {
 
     /// The snapshot row (docs/snapshot-format.md §3), keys sorted: the one writer of this shape.
     func writeJSON(to w: inout JSONWriter) {
-        w.raw("{\"counter\":"); w.int(stamp.counter)
-        w.raw(",\"deleted\":"); w.bool(deleted)
-        w.raw(",\"landmarkId\":"); w.int(landmark)
-        w.raw(",\"node\":"); w.string(stamp.node)
-        w.raw(",\"page\":"); w.int(page)
-        w.raw(",\"updatedAt\":"); Timestamp.write(milliseconds: stamp.wallMilliseconds, to: &w)
-        w.raw(",\"user\":"); w.string(user)
+        w.raw("{\"counter\":")
+        w.int(stamp.counter)
+        w.raw(",\"deleted\":")
+        w.bool(deleted)
+        w.raw(",\"landmarkId\":")
+        w.int(landmark)
+        w.raw(",\"node\":")
+        w.string(stamp.node)
+        w.raw(",\"page\":")
+        w.int(page)
+        w.raw(",\"updatedAt\":")
+        Timestamp.write(milliseconds: stamp.wallMilliseconds, to: &w)
+        w.raw(",\"user\":")
+        w.string(user)
         w.byte(0x7D)
     }
 
@@ -205,8 +212,9 @@ struct RawLandmarkView: LandmarkFields {
 
     /// The stamp of a snapshot row.
     var stamp: HLCStamp {
-        HLCStamp(wallMilliseconds: record.updatedMs, counter: record.counter,
-                 node: slot(TextRanges.nodeSlot).map { String(decoding: $0, as: UTF8.self) } ?? "")
+        HLCStamp(
+            wallMilliseconds: record.updatedMs, counter: record.counter,
+            node: slot(TextRanges.nodeSlot).map { String(decoding: $0, as: UTF8.self) } ?? "")
     }
 }
 
@@ -240,11 +248,16 @@ struct SeenIDs {
     /// The first record index of `id`, or nil when unseen.
     func firstIndex(of id: Int64) -> Int? {
         if let i = others[id] { return i }
-        var low = 0, high = runs.count - 1
+        var low = 0
+        var high = runs.count - 1
         while low <= high {
             let mid = (low + high) / 2
             let run = runs[mid]
-            if id < run.lo { high = mid - 1 } else if id > run.hi { low = mid + 1 } else {
+            if id < run.lo {
+                high = mid - 1
+            } else if id > run.hi {
+                low = mid + 1
+            } else {
                 return run.firstIndex + Int(id - run.lo)
             }
         }

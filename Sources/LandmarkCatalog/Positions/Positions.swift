@@ -61,15 +61,19 @@ extension CatalogStore {
     /// Writes a local position row (a set or a tombstone) stamped `stamp`, taking the next change
     /// sequence number. A tombstone keeps the stored page and landmark.
     func writeLocalPosition(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool) throws {
-        try connection.execute(sql: """
-            INSERT INTO positions (\(PositionColumn.selectList)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-            ON CONFLICT (user_id) DO UPDATE SET
-                page = CASE WHEN excluded.deleted THEN positions.page ELSE excluded.page END,
-                landmark_id = CASE WHEN excluded.deleted THEN positions.landmark_id ELSE excluded.landmark_id END,
-                updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node,
-                deleted = excluded.deleted, seq = excluded.seq
-            """, [.text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
-                  .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(try lastChangeSequence() + 1)])
+        try connection.execute(
+            sql: """
+                INSERT INTO positions (\(PositionColumn.selectList)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                ON CONFLICT (user_id) DO UPDATE SET
+                    page = CASE WHEN excluded.deleted THEN positions.page ELSE excluded.page END,
+                    landmark_id = CASE WHEN excluded.deleted THEN positions.landmark_id ELSE excluded.landmark_id END,
+                    updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node,
+                    deleted = excluded.deleted, seq = excluded.seq
+                """,
+            [
+                .text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
+                .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(try lastChangeSequence() + 1),
+            ])
     }
 
     /// Stores where `user` is, stamped with a fresh HLC stamp, in one transaction.
@@ -89,16 +93,19 @@ extension CatalogStore {
             switch target {
             case .page(let p):
                 guard !featured.isEmpty else {
-                    throw CatalogError(.usage, "no landmarks are featured, so there is no page \(p)", hint: "import a file with featured landmarks first")
+                    throw CatalogError(
+                        .usage, "no landmarks are featured, so there is no page \(p)", hint: "import a file with featured landmarks first")
                 }
                 guard p >= 0, p < featured.count else {
-                    throw CatalogError(.usage, "page \(p) is out of range: the carousel has \(plural(featured.count, "page")) (0…\(featured.count - 1))")
+                    throw CatalogError(
+                        .usage, "page \(p) is out of range: the carousel has \(plural(featured.count, "page")) (0…\(featured.count - 1))")
                 }
                 page = p
             case .landmark(let id):
                 guard let index = featured.firstIndex(of: id) else {
-                    throw CatalogError(.usage, "landmark \(id) is not featured, so it is on no page",
-                                       hint: featured.isEmpty ? "no landmarks are featured" : "featured: \(featured.map(String.init).joined(separator: ", "))")
+                    throw CatalogError(
+                        .usage, "landmark \(id) is not featured, so it is on no page",
+                        hint: featured.isEmpty ? "no landmarks are featured" : "featured: \(featured.map(String.init).joined(separator: ", "))")
                 }
                 page = index
             }
@@ -122,8 +129,10 @@ extension CatalogStore {
         let user = try UserID.normalize(user)
         return try read {
             let featured = try featuredIDsInTransaction()
-            return try connection.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0",
-                                           [.text(user)]) { Self.resolvePosition($0, featured: featured) }
+            return try connection.firstRow(
+                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0",
+                [.text(user)]
+            ) { Self.resolvePosition($0, featured: featured) }
         }
     }
 
@@ -149,15 +158,19 @@ extension CatalogStore {
     }
 
     static func resolvePosition(_ s: Statement, featured: [Int64], pageOf: ((Int64) -> Int?)? = nil) -> CarouselPosition {
-        resolve(user: s.text(PositionColumn.userID) ?? "", page: Int(s.int(PositionColumn.page)), landmarkID: s.optionalInt(PositionColumn.landmarkID),
-                stamp: HLCStamp(wallMilliseconds: s.int(PositionColumn.updatedMs), counter: s.int(PositionColumn.counter),
-                                node: s.text(PositionColumn.node) ?? ""),
-                featured: featured, pageOf: pageOf)
+        resolve(
+            user: s.text(PositionColumn.userID) ?? "", page: Int(s.int(PositionColumn.page)), landmarkID: s.optionalInt(PositionColumn.landmarkID),
+            stamp: HLCStamp(
+                wallMilliseconds: s.int(PositionColumn.updatedMs), counter: s.int(PositionColumn.counter),
+                node: s.text(PositionColumn.node) ?? ""),
+            featured: featured, pageOf: pageOf)
     }
 
     /// docs/cli.md §4: follow the landmark; if it is no longer featured, clamp the page; nothing featured → nil.
-    static func resolve(user: String, page: Int, landmarkID: Int64?, stamp: HLCStamp, featured: [Int64],
-                        pageOf: ((Int64) -> Int?)? = nil) -> CarouselPosition {
+    static func resolve(
+        user: String, page: Int, landmarkID: Int64?, stamp: HLCStamp, featured: [Int64],
+        pageOf: ((Int64) -> Int?)? = nil
+    ) -> CarouselPosition {
         var current: Int?
         if featured.isEmpty {
             current = nil
@@ -166,8 +179,9 @@ extension CatalogStore {
         } else {
             current = min(max(page, 0), featured.count - 1)
         }
-        return CarouselPosition(user: user, currentPage: current, pageCount: featured.count,
-                                landmarkID: current.map { featured[$0] }, storedPage: page, storedLandmarkID: landmarkID,
-                                stamp: stamp)
+        return CarouselPosition(
+            user: user, currentPage: current, pageCount: featured.count,
+            landmarkID: current.map { featured[$0] }, storedPage: page, storedLandmarkID: landmarkID,
+            stamp: stamp)
     }
 }

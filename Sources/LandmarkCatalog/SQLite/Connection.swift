@@ -35,8 +35,10 @@ package final class Connection {
     ///     to refuse a file the caller must not touch; it throws to refuse.
     /// - Throws: `SQLiteError` when the file cannot be opened or is not a database
     ///   (`SQLITE_NOTADB`, found by reading `sqlite_master` right after open), or when WAL cannot be enabled.
-    init(path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 5000,
-         acceptDatabase: (Connection) throws -> Void = { _ in }) throws {
+    init(
+        path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 5000,
+        acceptDatabase: (Connection) throws -> Void = { _ in }
+    ) throws {
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         var name = path
@@ -52,8 +54,9 @@ package final class Connection {
             throw SQLiteError(code: .init(rawValue: rc), message: "cannot open database: out of memory")
         }
         guard rc == SQLITE_OK else {
-            let error = SQLiteError(code: .init(rawValue: sqlite3_extended_errcode(db)),
-                                    message: String(cString: sqlite3_errmsg(db)))
+            let error = SQLiteError(
+                code: .init(rawValue: sqlite3_extended_errcode(db)),
+                message: String(cString: sqlite3_errmsg(db)))
             sqlite3_close_v2(db)
             throw error
         }
@@ -74,8 +77,9 @@ package final class Connection {
             try execute(sql: "PRAGMA page_size = 16384")
             let mode = try scalarText(sql: "PRAGMA journal_mode = WAL")
             if mode?.lowercased() != "wal" && path != ":memory:" {
-                throw SQLiteError(code: .error, message: "journal_mode is \(mode ?? "unknown"), expected wal",
-                                  sql: "PRAGMA journal_mode = WAL")
+                throw SQLiteError(
+                    code: .error, message: "journal_mode is \(mode ?? "unknown"), expected wal",
+                    sql: "PRAGMA journal_mode = WAL")
             }
         }
         try execute(sql: "PRAGMA foreign_keys = ON")
@@ -162,7 +166,8 @@ package final class Connection {
                 var stmt: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
                 let rc = sqlite3_prepare_v2(handle, start, -1, &stmt, &tail)
-                let text = tail.map { String(decoding: UnsafeRawBufferPointer(start: start, count: $0 - start), as: UTF8.self) }
+                let text =
+                    tail.map { String(decoding: UnsafeRawBufferPointer(start: start, count: $0 - start), as: UTF8.self) }
                     ?? String(cString: start)
                 guard rc == SQLITE_OK else {
                     throw lastError(sql: text)
@@ -240,8 +245,9 @@ package final class Connection {
     var changes: Int { Int(sqlite3_changes(handle)) }
 
     func lastError(sql: String?) -> SQLiteError {
-        SQLiteError(code: .init(rawValue: sqlite3_extended_errcode(handle)),
-                    message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+        SQLiteError(
+            code: .init(rawValue: sqlite3_extended_errcode(handle)),
+            message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
 }
 

@@ -24,16 +24,19 @@ extension CatalogError {
         case .duplicateVersion(let version, let a, let b):
             self.init(.software, "two migrations have version \(version): \(a) and \(b)")
         case .changed(let name, let applied, let binary):
-            self.init(.cantCreate,
-                      "migration \(name) was changed after it was applied (checksum \(applied) in the database, \(binary) in this binary), \(path)",
-                      hint: "never edit a shipped migration; add a new one instead")
+            self.init(
+                .cantCreate,
+                "migration \(name) was changed after it was applied (checksum \(applied) in the database, \(binary) in this binary), \(path)",
+                hint: "never edit a shipped migration; add a new one instead")
         case .newerDatabase(let version, let known):
-            self.init(.cantCreate,
-                      "database has migration \(version) applied, which this catalog binary does not know (it knows up to \(known)), \(path)",
-                      hint: "the database was written by a newer catalog; upgrade this binary")
+            self.init(
+                .cantCreate,
+                "database has migration \(version) applied, which this catalog binary does not know (it knows up to \(known)), \(path)",
+                hint: "the database was written by a newer catalog; upgrade this binary")
         case .foreignDatabase:
-            self.init(.cantCreate, "not a catalog database (it holds another application's tables and no schema_migrations ledger), \(path)",
-                      hint: "point --db at a catalog database, or at a new file")
+            self.init(
+                .cantCreate, "not a catalog database (it holds another application's tables and no schema_migrations ledger), \(path)",
+                hint: "point --db at a catalog database, or at a new file")
         case .failed(let name, let sqliteError):
             self.init(.software, "migration \(name) failed: \(sqliteError), \(path)")
         }

@@ -43,12 +43,14 @@ package enum MigrationLedger {
             guard let row = ledger.removeValue(forKey: m.version) else {
                 return MigrationStatus(version: m.version, description: m.description, checksum: m.checksum, appliedAt: nil, state: .pending)
             }
-            return MigrationStatus(version: m.version, description: m.description, checksum: row.checksum, appliedAt: row.appliedAt,
-                                   state: row.checksum == m.checksum ? .applied : .changed)
+            return MigrationStatus(
+                version: m.version, description: m.description, checksum: row.checksum, appliedAt: row.appliedAt,
+                state: row.checksum == m.checksum ? .applied : .changed)
         }
         result += ledger.sorted { $0.key < $1.key }.map {
-            MigrationStatus(version: $0.key, description: $0.value.description ?? "", checksum: $0.value.checksum,
-                            appliedAt: $0.value.appliedAt, state: .unknown)
+            MigrationStatus(
+                version: $0.key, description: $0.value.description ?? "", checksum: $0.value.checksum,
+                appliedAt: $0.value.appliedAt, state: .unknown)
         }
         return result
     }

@@ -30,7 +30,7 @@ public struct Migration: Sendable, Equatable {
     public init(fileName: String, sql: String) throws {
         let parts = fileName.split(separator: "_", maxSplits: 1)
         guard parts.count == 2, parts[0].count == 4, parts[0].allSatisfy(\.isASCII), let version = Int(parts[0]),
-              version > 0, parts[1].hasSuffix(".sql")
+            version > 0, parts[1].hasSuffix(".sql")
         else {
             throw MigrationError.badFileName(fileName, reason: "expected NNNN_description.sql")
         }
@@ -138,10 +138,13 @@ public struct Migrator {
     /// new database while another migrates it could see no ledger, then the other's tables, and refuse a
     /// catalog as foreign (issue 8, the concurrent first run).
     static func refuseForeign(_ db: Connection) throws {
-        let (ledger, objects) = try db.firstRow(sql: """
-            SELECT coalesce(sum(type = 'table' AND name = 'schema_migrations'), 0), coalesce(sum(name NOT LIKE 'sqlite_%'), 0)
-            FROM sqlite_master
-            """) { ($0.int(0), $0.int(1)) } ?? (0, 0)
+        let (ledger, objects) =
+            try db.firstRow(
+                sql: """
+                    SELECT coalesce(sum(type = 'table' AND name = 'schema_migrations'), 0), coalesce(sum(name NOT LIKE 'sqlite_%'), 0)
+                    FROM sqlite_master
+                    """
+            ) { ($0.int(0), $0.int(1)) } ?? (0, 0)
         guard ledger == 0, objects > 0 else { return }
         throw MigrationError.foreignDatabase
     }
@@ -154,8 +157,10 @@ public struct Migrator {
         try db.forEachRow(sql: "SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version") { s in
             rows[Int(s.int(0))] = (s.text(1) ?? "", s.text(2) ?? "")
         }
-        switch MigrationLedger.refusal(rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
-                                       migrations: migrations) {
+        switch MigrationLedger.refusal(
+            rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
+            migrations: migrations)
+        {
         case .unknownVersion(let version, let known)?: throw MigrationError.newerDatabase(version: version, known: known)
         case .changed(let fileName, let applied, let binary)?: throw MigrationError.changed(fileName: fileName, applied: applied, binary: binary)
         case nil: return rows
@@ -192,8 +197,10 @@ public struct Migrator {
                 }
                 try db.execute(
                     sql: "INSERT INTO schema_migrations (version, description, checksum, applied_at) VALUES (?, ?, ?, ?)",
-                    [.integer(Int64(migration.version)), .text(migration.description), .text(migration.checksum),
-                     .text(Timestamp.format(milliseconds: Int64(now.timeIntervalSince1970 * 1000)))])
+                    [
+                        .integer(Int64(migration.version)), .text(migration.description), .text(migration.checksum),
+                        .text(Timestamp.format(milliseconds: Int64(now.timeIntervalSince1970 * 1000))),
+                    ])
                 return false
             }
             if !done { appliedNow.append(migration.version) }

@@ -43,14 +43,18 @@ struct SnapshotDecoder {
                 kind = try reader.peekKind()
             } catch is JSONSyntaxError where reader.peekNonWhitespace() == UInt8(ascii: "<") {
                 // A web page: a directory listing or an error page, often for a log's URL without its "/".
-                state.error(batch, "this is HTML, not a snapshot (a snapshot log over HTTP is its directory's URL with a trailing / "
-                            + "or its manifest.json)", at: reader.position)
+                state.error(
+                    batch,
+                    "this is HTML, not a snapshot (a snapshot log over HTTP is its directory's URL with a trailing / "
+                        + "or its manifest.json)", at: reader.position)
                 throw Stop()
             }
             guard kind == .object else {
                 // A landmarkData.json is an array of landmarks: it is imported, not synced.
-                state.error(batch, "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\", found \(kind.description)"
-                            + (kind == .array ? " (a landmarkData.json? load it with 'catalog import FILE')" : ""), at: reader.position)
+                state.error(
+                    batch,
+                    "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\", found \(kind.description)"
+                        + (kind == .array ? " (a landmarkData.json? load it with 'catalog import FILE')" : ""), at: reader.position)
                 throw Stop()
             }
             try reader.beginObject()
@@ -64,15 +68,20 @@ struct SnapshotDecoder {
                 switch key {
                 case "format":
                     guard case .string(let s) = try reader.readValue() else {
-                        state.error(batch, "format must be a string", at: at, field: "format"); continue
+                        state.error(batch, "format must be a string", at: at, field: "format")
+                        continue
                     }
                     state.format = s
                     try state.checkEnvelope()
                 case "version":
                     guard case .number(let n) = try reader.readValue(), let v = n.int64Value else {
-                        state.error(batch, "version must be an integer", at: at, field: "version"); continue
+                        state.error(batch, "version must be an integer", at: at, field: "version")
+                        continue
                     }
-                    guard v >= 1 else { state.error(batch, "version must be 1 or more, found \(v)", at: at, field: "version"); continue }
+                    guard v >= 1 else {
+                        state.error(batch, "version must be 1 or more, found \(v)", at: at, field: "version")
+                        continue
+                    }
                     state.version = v
                     try state.checkEnvelope()
                 case "landmarks":
@@ -121,8 +130,11 @@ struct SnapshotDecoder {
             }
             try reader.finish()
             if state.errors == 0 {
-                if state.format == nil { state.error(batch, "missing \"format\": \"\(SnapshotFormat.name)\"", at: nil, field: "format") }
-                else if state.version == nil { state.error(batch, "missing \"version\"", at: nil, field: "version") }
+                if state.format == nil {
+                    state.error(batch, "missing \"format\": \"\(SnapshotFormat.name)\"", at: nil, field: "format")
+                } else if state.version == nil {
+                    state.error(batch, "missing \"version\"", at: nil, field: "version")
+                }
             }
         } catch is Stop {
         } catch let error as JSONSyntaxError {
@@ -158,20 +170,29 @@ struct SnapshotDecoder {
             landmarks = LandmarkDecoder(file: source, mode: .snapshotRow)
         }
 
-        mutating func error(_ batch: RowBatch, _ message: String, at position: SourcePosition?, index: Int? = nil, field: String? = nil,
-                            kind: String? = nil) {
+        mutating func error(
+            _ batch: RowBatch, _ message: String, at position: SourcePosition?, index: Int? = nil, field: String? = nil,
+            kind: String? = nil
+        ) {
             positionErrors += 1
-            batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: .error, message: message, file: source, position: position,
-                                                                         index: index, field: field, kind: kind)))
+            batch.diagnostics.append(
+                (
+                    batch.landmarks.count,
+                    Diagnostic(
+                        severity: .error, message: message, file: source, position: position,
+                        index: index, field: field, kind: kind)
+                ))
         }
 
         func checkEnvelope() throws {
             if let format, format != SnapshotFormat.name {
-                throw CatalogError(.incompatible, "unknown snapshot format \(String(reflecting: format)) (expected \"\(SnapshotFormat.name)\"), \(source)")
+                throw CatalogError(
+                    .incompatible, "unknown snapshot format \(String(reflecting: format)) (expected \"\(SnapshotFormat.name)\"), \(source)")
             }
             if let version, version > SnapshotFormat.version {
-                throw CatalogError(.incompatible, "snapshot version \(version) is newer than this catalog reads (\(SnapshotFormat.version)), \(source)",
-                                   hint: "upgrade catalog on this machine")
+                throw CatalogError(
+                    .incompatible, "snapshot version \(version) is newer than this catalog reads (\(SnapshotFormat.version)), \(source)",
+                    hint: "upgrade catalog on this machine")
             }
         }
 
@@ -184,7 +205,13 @@ struct SnapshotDecoder {
                 return nil
             }
             let before = errors
-            var user: String?, page: Int64?, landmark: Int64?, wall: Int64?, counter: Int64 = 0, node: String?, deleted = false
+            var user: String?
+            var page: Int64?
+            var landmark: Int64?
+            var wall: Int64?
+            var counter: Int64 = 0
+            var node: String?
+            var deleted = false
             var seenKeys: Set<String> = []
             try reader.beginObject()
             while let (key, keyAt) = try reader.nextKey() {
@@ -209,22 +236,43 @@ struct SnapshotDecoder {
                 }
                 switch key {
                 case "user":
-                    guard kind == .string else { try wrong("a string"); continue }
+                    guard kind == .string else {
+                        try wrong("a string")
+                        continue
+                    }
                     do { user = try UserID.normalize(try reader.readString()) } catch let e as CatalogError {
                         error(batch, e.message, at: keyAt, index: index, field: "positions.user")
                     }
                 case "page":
-                    guard kind == .number else { try wrong("a non-negative integer"); continue }
+                    guard kind == .number else {
+                        try wrong("a non-negative integer")
+                        continue
+                    }
                     let n = try reader.readNumber()
-                    if let p = n.int64Value, p >= 0 { page = p } else {
-                        error(batch, "page must be a non-negative integer, found the number \(n.literal)", at: keyAt, index: index, field: "positions.page")
+                    if let p = n.int64Value, p >= 0 {
+                        page = p
+                    } else {
+                        error(
+                            batch, "page must be a non-negative integer, found the number \(n.literal)", at: keyAt, index: index,
+                            field: "positions.page")
                     }
                 case "landmarkId":
-                    if kind == .null { try reader.readNull(); landmark = nil; continue }
-                    guard kind == .number else { try wrong("an integer or null"); continue }
+                    if kind == .null {
+                        try reader.readNull()
+                        landmark = nil
+                        continue
+                    }
+                    guard kind == .number else {
+                        try wrong("an integer or null")
+                        continue
+                    }
                     let n = try reader.readNumber()
-                    if let v = n.int64Value { landmark = v } else {
-                        error(batch, "landmarkId must be an integer or null, found the number \(n.literal)", at: keyAt, index: index, field: "positions.landmarkId")
+                    if let v = n.int64Value {
+                        landmark = v
+                    } else {
+                        error(
+                            batch, "landmarkId must be an integer or null, found the number \(n.literal)", at: keyAt, index: index,
+                            field: "positions.landmarkId")
                     }
                 case "updatedAt": try stamp(.updatedMs)
                 case "counter": try stamp(.counter)
@@ -235,15 +283,21 @@ struct SnapshotDecoder {
                 }
             }
             if errors == before {
-                if user == nil { error(batch, "missing user", at: at, index: index, field: "positions.user") }
-                else if page == nil { error(batch, "missing page", at: at, index: index, field: "positions.page") }
-                else if wall == nil { error(batch, "missing updatedAt", at: at, index: index, field: "positions.updatedAt") }
-                else if node == nil { error(batch, "missing node", at: at, index: index, field: "positions.node") }
+                if user == nil {
+                    error(batch, "missing user", at: at, index: index, field: "positions.user")
+                } else if page == nil {
+                    error(batch, "missing page", at: at, index: index, field: "positions.page")
+                } else if wall == nil {
+                    error(batch, "missing updatedAt", at: at, index: index, field: "positions.updatedAt")
+                } else if node == nil {
+                    error(batch, "missing node", at: at, index: index, field: "positions.node")
+                }
             }
             guard errors == before, let user, let page, let wall, let node else { return nil }
-            return PositionRecord(user: user, page: page, landmark: landmark,
-                                  stamp: HLCStamp(wallMilliseconds: wall, counter: counter, node: node),
-                                  deleted: deleted, index: index, position: at)
+            return PositionRecord(
+                user: user, page: page, landmark: landmark,
+                stamp: HLCStamp(wallMilliseconds: wall, counter: counter, node: node),
+                deleted: deleted, index: index, position: at)
         }
     }
 }

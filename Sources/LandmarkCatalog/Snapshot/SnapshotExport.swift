@@ -35,8 +35,10 @@ extension CatalogStore {
 
     /// The export itself, inside the caller's read transaction; `progress` is called after each chunk of
     /// about 64 KiB with the rows and bytes written so far.
-    func exportSnapshotInTransaction(changes: ClosedRange<Int64>?, progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in },
-                                     _ output: ([UInt8]) throws -> Void) throws -> ExportSummary {
+    func exportSnapshotInTransaction(
+        changes: ClosedRange<Int64>?, progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in },
+        _ output: ([UInt8]) throws -> Void
+    ) throws -> ExportSummary {
         var summary = ExportSummary()
         var newest = Int64.min
         var w = JSONWriter(reservingCapacity: 1 << 17)
@@ -48,10 +50,18 @@ extension CatalogStore {
         }
         let filter = changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2"
         let arguments: [SQLValue] = changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? []
-        w.raw("{"); w.key("format"); w.string(SnapshotFormat.name)
-        w.raw(","); w.key("version"); w.int(SnapshotFormat.version)
-        w.raw(","); w.key("node"); w.string(try currentNode())
-        w.raw(",\n"); w.key("landmarks"); w.raw("[")
+        w.raw("{")
+        w.key("format")
+        w.string(SnapshotFormat.name)
+        w.raw(",")
+        w.key("version")
+        w.int(SnapshotFormat.version)
+        w.raw(",")
+        w.key("node")
+        w.string(try currentNode())
+        w.raw(",\n")
+        w.key("landmarks")
+        w.raw("[")
         var first = true
         try connection.forEachRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks\(filter) ORDER BY id", arguments) { s in
             w.raw(first ? "\n" : ",\n")
@@ -62,7 +72,9 @@ extension CatalogStore {
             summary.maxSeq = max(summary.maxSeq, s.int(LandmarkColumn.seq))
             if w.bytes.count >= 1 << 16 { try flush() }
         }
-        w.raw("],\n"); w.key("positions"); w.raw("[")
+        w.raw("],\n")
+        w.key("positions")
+        w.raw("[")
         first = true
         try connection.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions\(filter) ORDER BY user_id", arguments) { s in
             w.raw(first ? "\n" : ",\n")
@@ -73,7 +85,8 @@ extension CatalogStore {
             summary.maxSeq = max(summary.maxSeq, s.int(PositionColumn.seq))
             if w.bytes.count >= 1 << 16 { try flush() }
         }
-        w.raw("],\n"); w.key("generatedAt")
+        w.raw("],\n")
+        w.key("generatedAt")
         if newest == Int64.min { w.raw("null") } else { Timestamp.write(milliseconds: newest, to: &w) }
         w.raw("}\n")
         try flush()
@@ -90,9 +103,12 @@ extension CatalogStore {
     public func exportSnapshot(toFile path: String, progress: (Progress) -> Void = { _ in }) throws -> ExportSummary {
         let file = try AtomicFileWriter(path: path)
         let summary = try read {
-            try exportSnapshotInTransaction(changes: nil, progress: { rows, bytes in
-                progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
-            }) { try file.write($0) }
+            try exportSnapshotInTransaction(
+                changes: nil,
+                progress: { rows, bytes in
+                    progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
+                }
+            ) { try file.write($0) }
         }
         try file.commit()
         return summary
@@ -102,9 +118,11 @@ extension CatalogStore {
 extension PositionRecord {
     /// The position in the current row of `s`, which selects `PositionColumn.selectList`.
     init(row s: Statement) {
-        self.init(user: s.text(PositionColumn.userID) ?? "", page: s.int(PositionColumn.page), landmark: s.optionalInt(PositionColumn.landmarkID),
-                  stamp: HLCStamp(wallMilliseconds: s.int(PositionColumn.updatedMs), counter: s.int(PositionColumn.counter),
-                                  node: s.text(PositionColumn.node) ?? ""),
-                  deleted: s.bool(PositionColumn.deleted))
+        self.init(
+            user: s.text(PositionColumn.userID) ?? "", page: s.int(PositionColumn.page), landmark: s.optionalInt(PositionColumn.landmarkID),
+            stamp: HLCStamp(
+                wallMilliseconds: s.int(PositionColumn.updatedMs), counter: s.int(PositionColumn.counter),
+                node: s.text(PositionColumn.node) ?? ""),
+            deleted: s.bool(PositionColumn.deleted))
     }
 }

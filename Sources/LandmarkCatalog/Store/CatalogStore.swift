@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The catalog's repository: every read and write the CLI needs, named by intent, each write one
@@ -51,8 +52,10 @@ public final class CatalogStore {
     /// - Throws: `CatalogError` — 66 when `.read` finds no database; 73 when the directory or file cannot
     ///   be created or read, is not a catalog database, is newer than this binary or has a changed
     ///   migration (and, for `.read`, when it still needs a migration this user cannot apply); 75 when busy.
-    public static func open(path: String, access: Access = .write, wallClock: any WallClock = SystemClock(),
-                            migrations: [Migration]? = nil) throws -> CatalogStore {
+    public static func open(
+        path: String, access: Access = .write, wallClock: any WallClock = SystemClock(),
+        migrations: [Migration]? = nil
+    ) throws -> CatalogStore {
         guard !path.isEmpty else {
             throw CatalogError(.usage, "the database path is empty", hint: "pass a file path with --db or CATALOG_DB")
         }
@@ -126,8 +129,9 @@ public final class CatalogStore {
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CatalogError(.noInput, "no catalog database, \(path)",
-                               hint: "create it with 'catalog init' or 'catalog import FILE', or check --db / CATALOG_DB")
+            throw CatalogError(
+                .noInput, "no catalog database, \(path)",
+                hint: "create it with 'catalog init' or 'catalog import FILE', or check --db / CATALOG_DB")
         }
         if isDirectory.boolValue {
             throw CatalogError(.cantCreate, "the database path is a directory, \(path)", hint: "pass a file path with --db")
@@ -140,7 +144,8 @@ public final class CatalogStore {
             if access(path, W_OK) == 0 && access(directory(of: path).isEmpty ? "." : directory(of: path), W_OK) == 0 {
                 return try open(path: path, access: .write, wallClock: wallClock, migrations: migrator.migrations)
             }
-            throw CatalogError(.cantCreate,
+            throw CatalogError(
+                .cantCreate,
                 "the database needs migration \(pending.map { String(format: "%04d", $0.version) }.joined(separator: ", ")) and cannot be written here, \(path)",
                 hint: "run 'catalog migrate' once as a user who can write the database")
         }
@@ -159,7 +164,8 @@ public final class CatalogStore {
             return try Connection(path: path, mode: .readOnly, acceptDatabase: Migrator.refuseForeign)
         } catch let error as SQLiteError where [.cantOpen, .readOnly].contains(error.code.primary) {
             guard isOnReadOnlyFileSystem(path) else {
-                throw CatalogError(.cantCreate,
+                throw CatalogError(
+                    .cantCreate,
                     "cannot read the database: SQLite needs to create \(path)-shm beside a WAL database and the directory \(directory(of: path).isEmpty ? "." : directory(of: path)) is not writable by this user (\(error.message)), \(path)",
                     hint: "run as the database's owner, or give this user write access to the directory (the database itself can stay read-only)")
             }
@@ -175,16 +181,22 @@ public final class CatalogStore {
         let directory = directory(of: path).isEmpty ? "." : directory(of: path)
         let exists = FileManager.default.fileExists(atPath: path)
         if isOnReadOnlyFileSystem(exists ? path : directory) {
-            return ("the file system is mounted read-only",
-                    "the reading commands (featured, positions, status, export, remote list, migrate --status) still work there; write to a copy on a writable file system")
+            return (
+                "the file system is mounted read-only",
+                "the reading commands (featured, positions, status, export, remote list, migrate --status) still work there; write to a copy on a writable file system"
+            )
         }
         if exists && access(path, W_OK) != 0 {
-            return ("this user cannot write the database file",
-                    "run as the database's owner, or give this user write access to the file and its directory")
+            return (
+                "this user cannot write the database file",
+                "run as the database's owner, or give this user write access to the file and its directory"
+            )
         }
         if access(directory, W_OK) != 0 {
-            return ("this user cannot write the directory \(directory), where SQLite keeps the -wal and -shm files",
-                    "run as the database's owner, or give this user write access to the directory")
+            return (
+                "this user cannot write the directory \(directory), where SQLite keeps the -wal and -shm files",
+                "run as the database's owner, or give this user write access to the directory"
+            )
         }
         return nil
     }
@@ -278,10 +290,11 @@ public final class CatalogStore {
     public static func holdsNoData(path: String) throws -> Bool {
         let store = try open(path: path, access: .read)
         return try store.read {
-            try store.connection.scalarInt(sql: """
-                SELECT (SELECT count(*) FROM landmarks) + (SELECT count(*) FROM positions) + (SELECT count(*) FROM sync_remotes)
-                     + (SELECT count(*) FROM sync_quarantine) + (SELECT count(*) FROM log_publications)
-                """) == 0
+            try store.connection.scalarInt(
+                sql: """
+                    SELECT (SELECT count(*) FROM landmarks) + (SELECT count(*) FROM positions) + (SELECT count(*) FROM sync_remotes)
+                         + (SELECT count(*) FROM sync_quarantine) + (SELECT count(*) FROM log_publications)
+                    """) == 0
         }
     }
 
@@ -303,8 +316,9 @@ public final class CatalogStore {
 
     /// Persists the clock's state. Call inside the write transaction that used it.
     func storeClock(_ clock: HybridLogicalClock) throws {
-        try connection.execute(sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1",
-                               [.integer(clock.wall), .integer(clock.counter)])
+        try connection.execute(
+            sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1",
+            [.integer(clock.wall), .integer(clock.counter)])
     }
 
     /// The stamp a local write would get now, without persisting it (persist with ``storeClock(_:)``).

@@ -15,9 +15,11 @@ extension CatalogStore {
         try read {
             var result: [Remote] = []
             try connection.forEachRow(sql: "SELECT name, url, trusted_keys, allow FROM sync_remotes ORDER BY name") { s in
-                result.append(Remote(name: s.text(0) ?? "", url: s.text(1) ?? "",
-                                     trustedKeys: (s.text(2) ?? "").split(separator: "\n").map(String.init),
-                                     allow: WriteGrant(rawValue: s.text(3) ?? "") ?? .all))
+                result.append(
+                    Remote(
+                        name: s.text(0) ?? "", url: s.text(1) ?? "",
+                        trustedKeys: (s.text(2) ?? "").split(separator: "\n").map(String.init),
+                        allow: WriteGrant(rawValue: s.text(3) ?? "") ?? .all))
             }
             return result
         }
@@ -67,17 +69,22 @@ extension CatalogStore {
     ///   - allow: the kinds of rows it may write (docs/trust.md §4).
     /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
     ///   libpq parses it), or a name already taken.
-    public func addRemote(name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath,
-                          trustedKeys: [String] = [], allow: WriteGrant = .all) throws {
+    public func addRemote(
+        name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath,
+        trustedKeys: [String] = [], allow: WriteGrant = .all
+    ) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
         let keys = try trustedKeys.map { try MinisignPublicKey(text: $0, source: $0).line }
         try write {
             if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
             }
-            try connection.execute(sql: "INSERT INTO sync_remotes (name, url, added_at, trusted_keys, allow) VALUES (?, ?, ?, ?, ?)",
-                                   [.text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds())),
-                                    .text(keys.joined(separator: "\n")), .text(allow.rawValue)])
+            try connection.execute(
+                sql: "INSERT INTO sync_remotes (name, url, added_at, trusted_keys, allow) VALUES (?, ?, ?, ?, ?)",
+                [
+                    .text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds())),
+                    .text(keys.joined(separator: "\n")), .text(allow.rawValue),
+                ])
         }
     }
 
@@ -85,8 +92,10 @@ extension CatalogStore {
     /// database, so a command can refuse a bad one before it opens (or creates) anything.
     /// - Returns: the URL as it is saved (a relative path made absolute against `workingDirectory`).
     /// - Throws: `CatalogError.usage` for a bad name or URL.
-    public static func checkedRemote(name: String, url given: String,
-                                     workingDirectory: String = FileManager.default.currentDirectoryPath) throws -> String {
+    public static func checkedRemote(
+        name: String, url given: String,
+        workingDirectory: String = FileManager.default.currentDirectoryPath
+    ) throws -> String {
         guard isValidNodeID(name) else {
             throw CatalogError(.usage, "invalid remote name '\(name)': use 1–64 characters of A–Z a–z 0–9 . _ -")
         }
@@ -95,7 +104,8 @@ extension CatalogStore {
             url = URL(fileURLWithPath: url, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path
         }
         guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
-            throw CatalogError(.usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres://, a keyword string or a path")
+            throw CatalogError(
+                .usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres://, a keyword string or a path")
         }
         // Refuses other schemes, file://host/…, a URL without a host, …
         let locator = try SourceLocator.parse(url)

@@ -43,11 +43,15 @@ extension CatalogStore {
         try read {
             func count(_ sql: String) throws -> Int { Int(try connection.scalarInt(sql: sql) ?? 0) }
             var sources: [SourceStatus] = []
-            try connection.forEachRow(sql: """
-                SELECT source, kind, last_success_at, last_outcome, last_attempt_at, last_status, last_error FROM sync_sources ORDER BY source
-                """) { s in
-                sources.append(SourceStatus(source: s.text(0) ?? "", kind: s.text(1), lastSuccess: s.text(2), outcome: s.text(3),
-                                            lastAttempt: s.text(4), lastStatus: s.optionalInt(5).map(Int.init), lastError: s.text(6)))
+            try connection.forEachRow(
+                sql: """
+                    SELECT source, kind, last_success_at, last_outcome, last_attempt_at, last_status, last_error FROM sync_sources ORDER BY source
+                    """
+            ) { s in
+                sources.append(
+                    SourceStatus(
+                        source: s.text(0) ?? "", kind: s.text(1), lastSuccess: s.text(2), outcome: s.text(3),
+                        lastAttempt: s.text(4), lastStatus: s.optionalInt(5).map(Int.init), lastError: s.text(6)))
             }
             let inUse = try sourcesInUse(lastEndedRun: try lastEndedRunID())
             let remotes = try remoteNamesBySourceKey()
@@ -55,9 +59,11 @@ extension CatalogStore {
                 sources[n].inUse = inUse.contains(sources[n].source)
                 sources[n].remote = remotes[sources[n].source]
             }
-            let lastRun = try connection.firstRow(sql: """
-                SELECT started_at, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?
-                """, [.integer(try lastRunID(includingRunning: true) ?? 0)]) { r in
+            let lastRun = try connection.firstRow(
+                sql: """
+                    SELECT started_at, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?
+                    """, [.integer(try lastRunID(includingRunning: true) ?? 0)]
+            ) { r in
                 let running = r.text(2) == "running"
                 return (r.text(0) ?? "", running ? nil : r.text(1), r.text(2) ?? "", running ? nil : Int(r.int(3)), r.text(4))
             }

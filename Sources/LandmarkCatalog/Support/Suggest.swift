@@ -14,7 +14,8 @@ public enum Suggest {
 
     /// The optimal-string-alignment edit distance of `a` and `b`, case-insensitive, over Unicode scalars.
     public static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.lowercased().unicodeScalars), b = Array(b.lowercased().unicodeScalars)
+        let a = Array(a.lowercased().unicodeScalars)
+        let b = Array(b.lowercased().unicodeScalars)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var d = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)

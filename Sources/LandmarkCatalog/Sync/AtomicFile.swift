@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes a file atomically: a temporary file in the same directory, `fsync`, then `rename` over the
@@ -37,8 +38,9 @@ package final class AtomicFileWriter {
         var mode: mode_t = newMode
         if stat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFREG else {
-                throw CatalogError(.cantCreate, "not a regular file, refusing to replace it, \(requested)",
-                                   hint: "write to a file path, or use --output - for standard output")
+                throw CatalogError(
+                    .cantCreate, "not a regular file, refusing to replace it, \(requested)",
+                    hint: "write to a file path, or use --output - for standard output")
             }
             mode = info.st_mode & 0o7777
         }
@@ -46,7 +48,9 @@ package final class AtomicFileWriter {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         Self.removeStaleTemporaries(in: directory)
-        temporaryPath = directory + "/.\(url.lastPathComponent)\(Self.marker)\(Self.hostTag)-\(getpid())-\(String(format: "%08x", UInt32.random(in: 0...UInt32.max)))"
+        temporaryPath =
+            directory
+            + "/.\(url.lastPathComponent)\(Self.marker)\(Self.hostTag)-\(getpid())-\(String(format: "%08x", UInt32.random(in: 0...UInt32.max)))"
         fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw CatalogError(.cantCreate, "cannot create a file in \(directory) (\(String(cString: strerror(errno)))), \(requested)")

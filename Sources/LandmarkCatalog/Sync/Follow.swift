@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How `catalog sync --follow` runs (docs/live-sync.md).
@@ -143,18 +144,33 @@ enum FollowMarker {
 
     static func write(databasePath: String, status: FollowerStatus) {
         var w = JSONWriter()
-        w.raw("{\"host\":"); w.string(status.host)
-        w.raw(",\"interval\":"); w.raw(String(status.intervalSeconds))
-        w.raw(",\"pid\":"); w.int(Int64(status.pid))
-        w.raw(",\"since\":"); w.string(status.since)
+        w.raw("{\"host\":")
+        w.string(status.host)
+        w.raw(",\"interval\":")
+        w.raw(String(status.intervalSeconds))
+        w.raw(",\"pid\":")
+        w.int(Int64(status.pid))
+        w.raw(",\"since\":")
+        w.string(status.since)
         w.raw(",\"sources\":[")
         for (n, s) in status.sources.enumerated() {
             if n > 0 { w.byte(0x2C) }
-            w.raw("{\"failures\":"); w.int(s.failures)
-            w.raw(",\"lag\":["); for (i, n) in s.lagBuckets.enumerated() { if i > 0 { w.byte(0x2C) }; w.int(n) }
-            w.raw("],\"lagCount\":"); w.int(s.lagCount); w.raw(",\"lagSumMs\":"); w.int(s.lagSumMilliseconds)
-            w.raw(",\"polls\":"); w.int(s.polls)
-            w.raw(",\"source\":"); w.string(s.source); w.raw("}")
+            w.raw("{\"failures\":")
+            w.int(s.failures)
+            w.raw(",\"lag\":[")
+            for (i, n) in s.lagBuckets.enumerated() {
+                if i > 0 { w.byte(0x2C) }
+                w.int(n)
+            }
+            w.raw("],\"lagCount\":")
+            w.int(s.lagCount)
+            w.raw(",\"lagSumMs\":")
+            w.int(s.lagSumMilliseconds)
+            w.raw(",\"polls\":")
+            w.int(s.polls)
+            w.raw(",\"source\":")
+            w.string(s.source)
+            w.raw("}")
         }
         w.raw("]}\n")
         let target = path(for: databasePath)
@@ -170,11 +186,13 @@ enum FollowMarker {
 
     static func read(databasePath: String) -> FollowerStatus? {
         guard let data = FileManager.default.contents(atPath: path(for: databasePath)),
-              let members = JSONValue.parseObject(String(decoding: data, as: UTF8.self)) else { return nil }
+            let members = JSONValue.parseObject(String(decoding: data, as: UTF8.self))
+        else { return nil }
         var fields: [String: JSONValue] = [:]
         for m in members { fields[m.key] = m.value }
         guard case .number(let p)? = fields["pid"], let pid = p.int64Value, case .string(let host)? = fields["host"],
-              case .string(let since)? = fields["since"] else { return nil }
+            case .string(let since)? = fields["since"]
+        else { return nil }
         var interval = 1.0
         if case .number(let i)? = fields["interval"] { interval = i.doubleValue }
         var sources: [FollowerStatus.Source] = []
@@ -184,8 +202,14 @@ enum FollowMarker {
                 var f: [String: JSONValue] = [:]
                 for m in ms { f[m.key] = m.value }
                 guard case .string(let source)? = f["source"] else { continue }
-                let polls: Int64 = { if case .number(let n)? = f["polls"] { return n.int64Value ?? 0 }; return 0 }()
-                let failures: Int64 = { if case .number(let n)? = f["failures"] { return n.int64Value ?? 0 }; return 0 }()
+                let polls: Int64 = {
+                    if case .number(let n)? = f["polls"] { return n.int64Value ?? 0 }
+                    return 0
+                }()
+                let failures: Int64 = {
+                    if case .number(let n)? = f["failures"] { return n.int64Value ?? 0 }
+                    return 0
+                }()
                 var entry = FollowerStatus.Source(source: source, polls: polls, failures: failures)
                 if case .array(let buckets)? = f["lag"], buckets.count == entry.lagBuckets.count {
                     for (i, b) in buckets.enumerated() { if case .number(let n) = b { entry.lagBuckets[i] = n.int64Value ?? 0 } }
@@ -238,8 +262,10 @@ private final class DirectoryWatcher {
             var offset = 0
             while offset + 16 <= n {
                 let (wd, mask, length) = buffer.withUnsafeBytes { raw in
-                    (raw.loadUnaligned(fromByteOffset: offset, as: Int32.self), raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
-                     Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)))
+                    (
+                        raw.loadUnaligned(fromByteOffset: offset, as: Int32.self), raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
+                        Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    )
                 }
                 var name = ""
                 if length > 0 {
@@ -363,9 +389,11 @@ extension CatalogStore {
     /// - Throws: `CatalogError` only for what stops it before the first cycle: 75 when another sync holds
     ///   the lock, 64 for a bad SOURCE, `-`, `dryRun`, an in-memory database or nothing to follow, 73
     ///   when the lock cannot be made. Once following, failures are reported per cycle, never thrown.
-    public func follow(sources requested: [String], options: FollowOptions, control: FollowControl,
-                       diagnostics: @escaping (Diagnostic) -> Void = { _ in },
-                       onCycle: (FollowCycle) -> Void = { _ in }) throws {
+    public func follow(
+        sources requested: [String], options: FollowOptions, control: FollowControl,
+        diagnostics: @escaping (Diagnostic) -> Void = { _ in },
+        onCycle: (FollowCycle) -> Void = { _ in }
+    ) throws {
         guard path != ":memory:" else { throw CatalogError(.usage, "an in-memory database cannot be followed into") }
         guard !options.sync.dryRun else { throw CatalogError(.usage, "--follow cannot be combined with --dry-run") }
         let lock = try SyncLock.acquire(databasePath: path, now: wallClock.nowMilliseconds(), following: true)
@@ -384,19 +412,22 @@ extension CatalogStore {
         }
         var followed = try resolve().map(Followed.init)
         guard !followed.isEmpty || options.sync.publishPath != nil else {
-            throw CatalogError(.usage, "nothing to follow: no SOURCE given and no remotes saved",
-                               hint: "catalog remote add NAME URL, or catalog sync --follow FILE|URL, or --publish PATH to publish this database's commits")
+            throw CatalogError(
+                .usage, "nothing to follow: no SOURCE given and no remotes saved",
+                hint: "catalog remote add NAME URL, or catalog sync --follow FILE|URL, or --publish PATH to publish this database's commits")
         }
 
         let startedAt = wallClock.nowMilliseconds()
         let host = ProcessInfo.processInfo.hostName
         func marker() -> FollowerStatus {
-            FollowerStatus(pid: getpid(), host: host, since: Timestamp.format(milliseconds: startedAt), intervalSeconds: options.intervalSeconds,
-                           alive: true, sources: followed.map { f in
-                               var s = f.lag
-                               (s.source, s.polls, s.failures) = (f.locator.description, f.polls, f.failedPolls)
-                               return s
-                           })
+            FollowerStatus(
+                pid: getpid(), host: host, since: Timestamp.format(milliseconds: startedAt), intervalSeconds: options.intervalSeconds,
+                alive: true,
+                sources: followed.map { f in
+                    var s = f.lag
+                    (s.source, s.polls, s.failures) = (f.locator.description, f.polls, f.failedPolls)
+                    return s
+                })
         }
         FollowMarker.write(databasePath: path, status: marker())
         defer { FollowMarker.remove(databasePath: path) }
@@ -441,8 +472,12 @@ extension CatalogStore {
                         }
                     } catch let unsupported as ListenUnsupported {
                         cannotListen.insert(key)
-                        diagnostics(Diagnostic(severity: .warning, message: "cannot LISTEN to the hub: \(unsupported.reason); it is polled every \(Durations.describe(milliseconds: interval))",
-                                               file: key, kind: "listen"))
+                        diagnostics(
+                            Diagnostic(
+                                severity: .warning,
+                                message:
+                                    "cannot LISTEN to the hub: \(unsupported.reason); it is polled every \(Durations.describe(milliseconds: interval))",
+                                file: key, kind: "listen"))
                         break
                     } catch {
                         listenRetry[key] = now + maxBackoff
@@ -475,8 +510,12 @@ extension CatalogStore {
                     listen()
                     FollowMarker.write(databasePath: path, status: marker())
                 } catch {
-                    diagnostics(Diagnostic(severity: .warning, message: "the saved remotes were not read again: \(Self.sourceFailure(error, source: path, path: path).message); following the same sources",
-                                           file: path, kind: "reload"))
+                    diagnostics(
+                        Diagnostic(
+                            severity: .warning,
+                            message:
+                                "the saved remotes were not read again: \(Self.sourceFailure(error, source: path, path: path).message); following the same sources",
+                            file: path, kind: "reload"))
                 }
             }
 
@@ -547,7 +586,8 @@ extension CatalogStore {
                         // A hub that is listened to is polled only as a safety net (a notification lost
                         // while reconnecting), every 30 s or the interval when longer.
                         // At a fixed rate (from the poll's start), so the interval is the longest wait.
-                        followed[n].nextDue = max(pollStarted + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval), after + 10)
+                        followed[n].nextDue = max(
+                            pollStarted + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval), after + 10)
                     }
                     followed[n].tried = true
                     // A log directory that appeared: watch its manifest, and look once more (it may have
@@ -613,7 +653,8 @@ extension CatalogStore {
                 do { try recordSkippedRuns() } catch {}
 
                 let pushedWritten = report.sources.compactMap(\.pushed).map(\.written).reduce(0, +)
-                let changed = applied || report.counts.quarantined > 0 || pushedWritten > 0 || report.released.released > 0
+                let changed =
+                    applied || report.counts.quarantined > 0 || pushedWritten > 0 || report.released.released > 0
                     || report.logPublish?.changed == true || (report.published != nil && report.logPublish == nil)
                 let record = first || changed || stateChanged
                 if record {
@@ -621,7 +662,10 @@ extension CatalogStore {
                     // state, so `status` and `status --check` judge all of them.
                     var all: [SourceReport] = []
                     for n in followed.indices {
-                        if let r = polled[n] { all.append(r); continue }
+                        if let r = polled[n] {
+                            all.append(r)
+                            continue
+                        }
                         var r = SourceReport(source: followed[n].locator.description, outcome: followed[n].lastError == nil ? .notModified : .failed)
                         r.error = followed[n].lastError
                         all.append(r)
@@ -629,14 +673,21 @@ extension CatalogStore {
                     var row = report
                     row.sources = all
                     let failed = row.firstError
-                    let outcome = failed != nil ? "failed"
+                    let outcome =
+                        failed != nil
+                        ? "failed"
                         : all.allSatisfy({ $0.outcome == .notModified }) && !all.isEmpty && !changed ? "not-modified" : "ok"
                     do {
-                        try recordRun(started: cycleStarted, sources: all.map(\.source), reports: all, outcome: outcome,
-                                      status: row.exitStatus, message: failed?.message, counts: report.counts)
+                        try recordRun(
+                            started: cycleStarted, sources: all.map(\.source), reports: all, outcome: outcome,
+                            status: row.exitStatus, message: failed?.message, counts: report.counts)
                     } catch {
-                        diagnostics(Diagnostic(severity: .warning, message: "a follow cycle was not recorded in the ledger: \(Self.sourceFailure(error, source: path, path: path).message)",
-                                               file: path, kind: "ledger"))
+                        diagnostics(
+                            Diagnostic(
+                                severity: .warning,
+                                message:
+                                    "a follow cycle was not recorded in the ledger: \(Self.sourceFailure(error, source: path, path: path).message)",
+                                file: path, kind: "ledger"))
                     }
                 }
                 // Our own writes do not move `data_version` on this connection; read it again so that
@@ -660,7 +711,9 @@ extension CatalogStore {
             var fds = [pollfd(fd: control.readFD, events: Int16(POLLIN), revents: 0)]
             if let watcher { fds.append(pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)) }
             let watcherWoke = fds.count
-            for listener in listeners.values where listener.descriptor >= 0 { fds.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)) }
+            for listener in listeners.values where listener.descriptor >= 0 {
+                fds.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0))
+            }
             _ = poll(&fds, nfds_t(fds.count), timeout)
             control.drain()
             // A burst of writes (a publish is several files, a commit several WAL writes) is one wake-up.
@@ -682,8 +735,12 @@ extension CatalogStore {
             let error = Self.sourceFailure(error, source: locator.description, path: path)
             report.error = error
             do { try noteSourceFailure(locator, error: error) } catch {
-                context.diagnostics(Diagnostic(severity: .warning, message: "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
-                                               file: locator.description, kind: "ledger"))
+                context.diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message:
+                            "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
+                        file: locator.description, kind: "ledger"))
             }
         }
         report.bytes = made.reduce(0) { $0 + $1.bytesFetched }

@@ -35,7 +35,8 @@ package func urlPassword(_ s: String) -> String? {
 private func userInfoBounds(_ s: String, after start: String.Index) -> (colon: String.Index, at: String.Index)? {
     let rest = s[start...]
     guard let colon = rest.firstIndex(where: { ":/?#@[".contains($0) }), rest[colon] == ":",
-          let at = rest[colon...].lastIndex(of: "@") else { return nil }
+        let at = rest[colon...].lastIndex(of: "@")
+    else { return nil }
     return (colon, at)
 }
 
@@ -66,7 +67,12 @@ private func redactedKeywords(_ s: String) -> String {
     let chars = Array(s)
     var out = ""
     var i = 0
-    func skipSpace() { while i < chars.count, chars[i].isWhitespace { out.append(chars[i]); i += 1 } }
+    func skipSpace() {
+        while i < chars.count, chars[i].isWhitespace {
+            out.append(chars[i])
+            i += 1
+        }
+    }
     while i < chars.count {
         skipSpace()
         let keywordStart = i

@@ -22,7 +22,9 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     ///   - workingDirectory: where a relative path is resolved (so each file has one key in `status`).
     /// - Throws: `CatalogError.usage` (64) for an unsupported scheme (`ftp://…`), a malformed URL, a
     ///   `file://` URL naming another host, or an empty string.
-    public static func parse(_ text: String, remotes: [Remote] = [], workingDirectory: String = FileManager.default.currentDirectoryPath) throws -> SourceLocator {
+    public static func parse(_ text: String, remotes: [Remote] = [], workingDirectory: String = FileManager.default.currentDirectoryPath) throws
+        -> SourceLocator
+    {
         if let remote = remotes.first(where: { $0.name == text }) {
             return try parse(remote.url, remotes: [], workingDirectory: workingDirectory)
         }
@@ -47,8 +49,9 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
                 }
                 return .file(path: normalizedFilePath(url.path))
             default:
-                throw CatalogError(.usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))",
-                                   hint: "a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name")
+                throw CatalogError(
+                    .usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))",
+                    hint: "a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name")
             }
         }
         if HubConnInfo.isKeywordString(text), !FileManager.default.fileExists(atPath: text) { return .hub(conninfo: text) }
@@ -69,7 +72,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         guard let range = text.range(of: "://") else { return nil }
         let scheme = text[..<range.lowerBound]
         guard let first = scheme.first, first.isASCII, first.isLetter,
-              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") })
+            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") })
         else { return nil }
         return scheme.lowercased()
     }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension CatalogStore {
@@ -21,9 +22,11 @@ extension CatalogStore {
     ///   ``SyncReport/exitStatus`` is the first failure's.
     /// - Throws: `CatalogError` only for what stops the whole run before any source: 75 when another sync
     ///   holds the lock (at once), 64 for a bad SOURCE or nothing to do, 73 when the lock file cannot be made.
-    public func sync(sources requested: [String], options: SyncOptions = SyncOptions(), standardInput: Int32 = 0,
-                     diagnostics: @escaping (Diagnostic) -> Void = { _ in },
-                     progress: @escaping (Progress) -> Void = { _ in }) throws -> SyncReport {
+    public func sync(
+        sources requested: [String], options: SyncOptions = SyncOptions(), standardInput: Int32 = 0,
+        diagnostics: @escaping (Diagnostic) -> Void = { _ in },
+        progress: @escaping (Progress) -> Void = { _ in }
+    ) throws -> SyncReport {
         let started = wallClock.nowMilliseconds()
         let lock: SyncLock?
         do {
@@ -42,10 +45,18 @@ extension CatalogStore {
                     try recordRun(started: started, sources: sources, reports: [], outcome: "busy", status: error.exitStatus, message: error.message)
                 } catch _ {
                     var w = JSONWriter()
-                    w.raw("{\"message\":"); w.string(error.message)
-                    w.raw(",\"sources\":["); for (i, source) in sources.enumerated() { if i > 0 { w.byte(0x2C) }; w.string(source) }
-                    w.raw("],\"started\":"); w.int(started)
-                    w.raw(",\"finished\":"); w.int(wallClock.nowMilliseconds()); w.raw("}")
+                    w.raw("{\"message\":")
+                    w.string(error.message)
+                    w.raw(",\"sources\":[")
+                    for (i, source) in sources.enumerated() {
+                        if i > 0 { w.byte(0x2C) }
+                        w.string(source)
+                    }
+                    w.raw("],\"started\":")
+                    w.int(started)
+                    w.raw(",\"finished\":")
+                    w.int(wallClock.nowMilliseconds())
+                    w.raw("}")
                     SyncLock.noteSkipped(databasePath: path, line: String(decoding: w.bytes, as: UTF8.self))
                 }
             }
@@ -60,8 +71,9 @@ extension CatalogStore {
         if locators.isEmpty {
             locators = try saved.map { try SourceLocator.parse($0.url) }
             guard !locators.isEmpty || options.publishPath != nil else {
-                throw CatalogError(.usage, "nothing to sync: no SOURCE given and no remotes saved",
-                                   hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-, or --publish PATH to only publish")
+                throw CatalogError(
+                    .usage, "nothing to sync: no SOURCE given and no remotes saved",
+                    hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-, or --publish PATH to only publish")
             }
         }
         guard locators.filter({ $0 == .standardInput }).count <= 1 else {
@@ -106,8 +118,10 @@ extension CatalogStore {
                 var error = Self.sourceFailure(error, source: locator.description, path: path)
                 // A bare word that is no remote and no file was most likely meant as a remote's name.
                 if error.kind == .noInput, case .file = locator, let word = typed, !word.contains("/"), SourceLocator.scheme(of: word) == nil,
-                   !saved.contains(where: { $0.name == word }) {
-                    error.hint = Suggest.nearest(to: word, in: saved.map(\.name)).map { "no remote is named '\(word)' either; did you mean '\($0)'?" }
+                    !saved.contains(where: { $0.name == word })
+                {
+                    error.hint =
+                        Suggest.nearest(to: word, in: saved.map(\.name)).map { "no remote is named '\(word)' either; did you mean '\($0)'?" }
                         ?? "no remote is named '\(word)' either (catalog remote list shows them)"
                 }
                 if error.databaseBusy {
@@ -117,8 +131,12 @@ extension CatalogStore {
                 sourceReport.error = error
                 if !options.dryRun {
                     do { try noteSourceFailure(locator, error: error) } catch {
-                        diagnostics(Diagnostic(severity: .warning, message: "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
-                                               file: locator.description, kind: "ledger"))
+                        diagnostics(
+                            Diagnostic(
+                                severity: .warning,
+                                message:
+                                    "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
+                                file: locator.description, kind: "ledger"))
                     }
                 }
             }
@@ -153,24 +171,35 @@ extension CatalogStore {
         }
         if !options.dryRun && path != ":memory:" {
             do { try recordSkippedRuns() } catch {
-                diagnostics(Diagnostic(severity: .warning, message: "runs noted beside the lock were not moved into the ledger yet: \(error); the next run tries again",
-                                       file: path, kind: "ledger"))
+                diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message: "runs noted beside the lock were not moved into the ledger yet: \(error); the next run tries again",
+                        file: path, kind: "ledger"))
             }
         }
         if !options.dryRun {
             let failed = report.firstError
-            let outcome = failed != nil ? "failed"
+            let outcome =
+                failed != nil
+                ? "failed"
                 : report.sources.allSatisfy({ $0.outcome == .notModified }) && !report.sources.isEmpty ? "not-modified" : "ok"
             do {
-                try recordRun(started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
-                              status: report.exitStatus, message: failed?.message, counts: report.counts, runID: runID)
+                try recordRun(
+                    started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
+                    status: report.exitStatus, message: failed?.message, counts: report.counts, runID: runID)
             } catch {
                 // The ledger could not be written (the database busy, the disk full): the run is noted beside
                 // the lock, and the next run records it in place of its `running` row.
-                noteRunBeside(started: started, sources: report.sources.map(\.source), outcome: outcome,
-                              error: failed ?? Self.sourceFailure(error, source: path, path: path), status: report.exitStatus, runID: runID)
-                diagnostics(Diagnostic(severity: .warning, message: "the run was not recorded in the ledger (\(Self.sourceFailure(error, source: path, path: path).message)); it is noted beside the sync lock and recorded by the next run",
-                                       file: path, kind: "ledger"))
+                noteRunBeside(
+                    started: started, sources: report.sources.map(\.source), outcome: outcome,
+                    error: failed ?? Self.sourceFailure(error, source: path, path: path), status: report.exitStatus, runID: runID)
+                diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message:
+                            "the run was not recorded in the ledger (\(Self.sourceFailure(error, source: path, path: path).message)); it is noted beside the sync lock and recorded by the next run",
+                        file: path, kind: "ledger"))
             }
         }
         return report
@@ -189,14 +218,18 @@ extension CatalogStore {
         case let error as CatalogError: return error
         case let error as SQLiteError: return CatalogError(error, path: path)
         case let gone as LogFileGone:
-            return CatalogError(.unavailable, "the log file \(gone.name) named by \(source) was removed while it was read, also after a fresh look at the manifest",
-                                hint: "the publisher may be removing files too early (publish --grace), and the next run tries again; if the file is gone for good, run 'catalog publish' on the publisher: it starts a new generation when files its manifest names are missing")
+            return CatalogError(
+                .unavailable, "the log file \(gone.name) named by \(source) was removed while it was read, also after a fresh look at the manifest",
+                hint:
+                    "the publisher may be removing files too early (publish --grace), and the next run tries again; if the file is gone for good, run 'catalog publish' on the publisher: it starts a new generation when files its manifest names are missing"
+            )
         default:
             for kind in SourceKinds.all {
                 if let mapped = kind.failure(error, source: source) { return mapped }
             }
-            return CatalogError(.software, "internal error while syncing \(source): \(error)",
-                                hint: "this is a bug in catalog; the other sources were synced")
+            return CatalogError(
+                .software, "internal error while syncing \(source): \(error)",
+                hint: "this is a bug in catalog; the other sources were synced")
         }
     }
 
@@ -204,8 +237,10 @@ extension CatalogStore {
     /// cleanup job), its transaction rolls back and the source takes one fresh look at the manifest
     /// (docs/log-format.md); gone again, it fails with 69.
     /// - Parameter made: each source object made (two after a fresh look), for bytes and notes.
-    func syncWithFreshLook(_ locator: SourceLocator, context: SyncContext,
-                                   made: (any SyncSource) -> Void) throws -> (SourceReport.Outcome, MergeCounts) {
+    func syncWithFreshLook(
+        _ locator: SourceLocator, context: SyncContext,
+        made: (any SyncSource) -> Void
+    ) throws -> (SourceReport.Outcome, MergeCounts) {
         let source = try makeSource(locator)
         made(source)
         do {
@@ -233,8 +268,9 @@ extension CatalogStore {
             for kind in SourceKinds.all {
                 if let made = kind.makeSource(locator) { return made }
             }
-            throw CatalogError(.usage, "\(locator.kindName) sources need the LandmarkCatalogSync library, which this program does not link: \(locator.description)",
-                               hint: "link LandmarkCatalogSync and call NetworkSources.register()")
+            throw CatalogError(
+                .usage, "\(locator.kindName) sources need the LandmarkCatalogSync library, which this program does not link: \(locator.description)",
+                hint: "link LandmarkCatalogSync and call NetworkSources.register()")
         }
     }
 
@@ -259,7 +295,8 @@ extension CatalogStore {
         let options = context.options
         // A follower's idle poll writes nothing (docs/live-sync.md §4): same cursor, a recent good sync.
         if feeds == nil, let every = context.quietWhenUnchangedFor, !options.dryRun, source.nextCursor == stored,
-           try isFreshSuccess(key, withinMilliseconds: every) {
+            try isFreshSuccess(key, withinMilliseconds: every)
+        {
             return (.notModified, MergeCounts())
         }
         return try transaction {
@@ -268,8 +305,9 @@ extension CatalogStore {
                 try noteSourceSuccess(locator, cursor: source.nextCursor, outcome: "not-modified", at: now)
                 return options.dryRun ? .rollback((.notModified, MergeCounts())) : .commit((.notModified, MergeCounts()))
             }
-            var merger = try RowMerger(store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
-                                       diagnostics: context.diagnostics)
+            var merger = try RowMerger(
+                store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
+                diagnostics: context.diagnostics)
             merger.allow = trust.allow
             merger.appliedStamp = context.appliedStamp
             merger.progress = { rows, bytes, total in

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One sync at a time per database: an exclusive `flock(2)` on `<database>.sync-lock`, where
@@ -39,10 +40,12 @@ final class SyncLock {
             guard reason == EWOULDBLOCK else {
                 throw CatalogError(.cantCreate, "cannot lock (\(String(cString: strerror(reason)))), \(path)")
             }
-            throw CatalogError(.tempFail, "another sync is running on this database (\(holder)), \(path)",
-                               hint: "it exits 75 so cron retries at the next run; nothing was changed")
+            throw CatalogError(
+                .tempFail, "another sync is running on this database (\(holder)), \(path)",
+                hint: "it exits 75 so cron retries at the next run; nothing was changed")
         }
-        let holder = "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\(following ? ", following" : "")\n"
+        let holder =
+            "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\(following ? ", following" : "")\n"
         ftruncate(fd, 0)
         _ = holder.withCString { pwrite(fd, $0, strlen($0), 0) }
         return SyncLock(holding: fd)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How `catalog sync` behaves (docs/cli.md §7).
@@ -38,7 +39,11 @@ public struct SyncOptions: Sendable {
 public struct SourceReport: Sendable {
     /// `merged`: rows were read and merged; `not-modified`: nothing new (an HTTP 304, a log at its end);
     /// `failed`: the source changed nothing (see `error`).
-    public enum Outcome: String, Sendable { case merged, notModified = "not-modified", failed }
+    public enum Outcome: String, Sendable {
+        case merged
+        case notModified = "not-modified"
+        case failed
+    }
     /// The source: an absolute path, a URL without its password, or `<stdin>`.
     public var source: String
     /// What happened to it.

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a sync run hands each source.
@@ -20,8 +21,10 @@ package struct SyncContext {
     /// a signature is required of it.
     package func requireUnsigned(_ what: String, source: String) throws {
         guard !trustedKeys.isEmpty else { return }
-        throw CatalogError(.untrusted, "\(what) cannot be signed, and this source must be signed by \(trustedKeys.count == 1 ? "key" : "one of the keys") \(trustedKeys.map(\.id).joined(separator: ", ")); nothing merged, \(source)",
-                           hint: "trust applies to snapshot logs: publish one with 'catalog publish DIR --sign KEY'")
+        throw CatalogError(
+            .untrusted,
+            "\(what) cannot be signed, and this source must be signed by \(trustedKeys.count == 1 ? "key" : "one of the keys") \(trustedKeys.map(\.id).joined(separator: ", ")); nothing merged, \(source)",
+            hint: "trust applies to snapshot logs: publish one with 'catalog publish DIR --sign KEY'")
     }
     /// A follower's polls: an unchanged source (nil feeds, the same cursor) whose last good sync is
     /// within this many ms is not written again (nil: every run notes its success).
@@ -141,8 +144,9 @@ final class FileSource: SyncSource {
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
             close(fd)
-            return try readLog(DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path, maxBytes: maxBytes), cursor: cursor,
-                               trusted: context.trustedKeys)
+            return try readLog(
+                DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path, maxBytes: maxBytes), cursor: cursor,
+                trusted: context.trustedKeys)
         }
         if !context.trustedKeys.isEmpty {
             close(fd)

@@ -1,5 +1,5 @@
-import Foundation
 internal import CCurl
+import Foundation
 import LandmarkCatalog
 
 /// One libcurl easy handle (https://curl.se/libcurl/c/libcurl-easy.html) with the memory it points at:
@@ -81,7 +81,8 @@ final class CurlEasy {
     /// for the rest of the process.
     func perform() -> CURLcode {
         errorBuffer[0] = 0
-        var pipe = sigset_t(), previous = sigset_t()
+        var pipe = sigset_t()
+        var previous = sigset_t()
         sigemptyset(&pipe)
         sigaddset(&pipe, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipe, &previous)
@@ -123,8 +124,9 @@ final class CurlEasy {
     private func check(_ code: CURLcode, _ name: String) throws {
         guard code == CURLE_OK else {
             let version = String(cString: curl_version())
-            throw CatalogError(.software, "libcurl refused \(name): \(String(cString: curl_easy_strerror(code))) (\(version))",
-                               hint: "the HTTP client needs libcurl 7.85 or later")
+            throw CatalogError(
+                .software, "libcurl refused \(name): \(String(cString: curl_easy_strerror(code))) (\(version))",
+                hint: "the HTTP client needs libcurl 7.85 or later")
         }
     }
 }

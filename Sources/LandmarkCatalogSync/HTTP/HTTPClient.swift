@@ -1,5 +1,5 @@
-import Foundation
 internal import CCurl
+import Foundation
 import LandmarkCatalog
 
 /// Bounds on one `HTTPClient.get`: time, size and retries.
@@ -24,7 +24,6 @@ struct HTTPLimits: Sendable {
     /// Must be ≥ 0.
     var maxRetryAfter: Double = 60
 }
-
 
 /// What a GET produced.
 enum HTTPOutcome: Sendable {
@@ -93,8 +92,9 @@ struct HTTPClient: Sendable {
     ///   - limits: must satisfy the bounds documented on `HTTPLimits` (traps otherwise: a bug).
     ///   - spoolDirectory: an existing directory; by default `$TMPDIR` or `/tmp` (`NSTemporaryDirectory()`).
     init(limits: HTTPLimits, spoolDirectory: String = NSTemporaryDirectory()) {
-        precondition(limits.stallTimeout > 0 && limits.deadline > 0 && limits.stallTimeout.isFinite && limits.deadline.isFinite,
-                     "HTTPLimits: timeouts must be positive and finite")
+        precondition(
+            limits.stallTimeout > 0 && limits.deadline > 0 && limits.stallTimeout.isFinite && limits.deadline.isFinite,
+            "HTTPLimits: timeouts must be positive and finite")
         precondition(limits.maxBytes >= 0 && limits.retries >= 0, "HTTPLimits: maxBytes and retries must be ≥ 0")
         precondition(limits.backoff >= 0 && limits.maxRetryAfter >= 0, "HTTPLimits: delays must be ≥ 0")
         self.limits = limits
@@ -144,8 +144,9 @@ struct HTTPClient: Sendable {
         guard !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else {
             throw CatalogError(.usage, "malformed URL (spaces or control characters), \(shown)")
         }
-        let sent = HTTPValidators(etag: validators?.etag.flatMap(headerSafe),
-                                  lastModified: validators?.lastModified.flatMap(headerSafe))
+        let sent = HTTPValidators(
+            etag: validators?.etag.flatMap(headerSafe),
+            lastModified: validators?.lastModified.flatMap(headerSafe))
         let conditional = sent.etag != nil || sent.lastModified != nil
 
         let easy = try CurlEasy()
@@ -156,7 +157,8 @@ struct HTTPClient: Sendable {
         } catch var error as CatalogError {
             // Name what was being fetched, and where the spool goes.
             error.message += ", \(redactedURL(url))"
-            error.hint = error.hint ?? "downloads are kept in TMPDIR (\(spoolDirectory)) while they are merged: free space there, or point TMPDIR elsewhere"
+            error.hint =
+                error.hint ?? "downloads are kept in TMPDIR (\(spoolDirectory)) while they are merged: free space there, or point TMPDIR elsewhere"
             throw error
         }
         var keepFile = false
@@ -175,23 +177,28 @@ struct HTTPClient: Sendable {
             guard budget > 0 else { throw CatalogError(.unavailable, "source unavailable: \(deadlineText), \(shown)") }
             transfer.reset()
             try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int((budget * 1000).rounded(.up))), "CURLOPT_TIMEOUT_MS")
-            try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int((min(limits.stallTimeout, budget) * 1000).rounded(.up))),
-                         "CURLOPT_CONNECTTIMEOUT_MS")
+            try easy.set(
+                CURLOPT_CONNECTTIMEOUT_MS, max(1, Int((min(limits.stallTimeout, budget) * 1000).rounded(.up))),
+                "CURLOPT_CONNECTTIMEOUT_MS")
             let attemptStart = clock.now
             let code = withExtendedLifetime(transfer) { easy.perform() }
             let attemptTook = seconds(clock.now - attemptStart)
 
             let retry: Retry
-            switch try classify(code, easy: easy, transfer: transfer, conditional: conditional, shown: shown,
-                                timedOutAtDeadline: attemptTook + 0.05 >= budget, deadlineText: deadlineText) {
+            switch try classify(
+                code, easy: easy, transfer: transfer, conditional: conditional, shown: shown,
+                timedOutAtDeadline: attemptTook + 0.05 >= budget, deadlineText: deadlineText)
+            {
             case .notModified:
                 return .notModified
             case .fetched:
                 guard lseek(fd, 0, SEEK_SET) == 0 else { throw Spool.error(errno, "cannot rewind the spool file", at: shown) }
                 keepFile = true
-                return .fetched(HTTPBody(fd: fd, bytes: transfer.bodyBytes, sha256: transfer.hasher.finalize(),
-                                         validators: responseValidators(transfer.headers),
-                                         contentType: transfer.headers["content-type"]))
+                return .fetched(
+                    HTTPBody(
+                        fd: fd, bytes: transfer.bodyBytes, sha256: transfer.hasher.finalize(),
+                        validators: responseValidators(transfer.headers),
+                        contentType: transfer.headers["content-type"]))
             case .retry(let r):
                 retry = r
             }
@@ -204,20 +211,25 @@ struct HTTPClient: Sendable {
             if let asked = retry.retryAfter {
                 delay = min(asked, limits.maxRetryAfter)
                 guard delay < left else {
-                    throw CatalogError(.unavailable, "source unavailable: \(retry.what), and the server asked to wait "
-                                       + "\(format(asked)) s (Retry-After), more than the \(format(left)) s left of the "
-                                       + "\(format(limits.deadline)) s deadline, \(shown)")
+                    throw CatalogError(
+                        .unavailable,
+                        "source unavailable: \(retry.what), and the server asked to wait "
+                            + "\(format(asked)) s (Retry-After), more than the \(format(left)) s left of the "
+                            + "\(format(limits.deadline)) s deadline, \(shown)")
                 }
             } else {
                 delay = limits.backoff * pow(2, Double(attempt)) * Double.random(in: 0.9...1.1)
                 guard delay < left else {
-                    throw CatalogError(.unavailable, "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")); "
-                                       + "another retry would not finish within the \(format(limits.deadline)) s deadline, \(shown)")
+                    throw CatalogError(
+                        .unavailable,
+                        "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")); "
+                            + "another retry would not finish within the \(format(limits.deadline)) s deadline, \(shown)")
                 }
             }
             attempt += 1
-            log("\(retry.what) from \(shown); retry \(attempt) of \(limits.retries) in \(format(delay)) s"
-                + (retry.retryAfter != nil ? " (Retry-After)" : ""))
+            log(
+                "\(retry.what) from \(shown); retry \(attempt) of \(limits.retries) in \(format(delay)) s"
+                    + (retry.retryAfter != nil ? " (Retry-After)" : ""))
             Thread.sleep(forTimeInterval: delay)
         }
     }
@@ -263,16 +275,22 @@ struct HTTPClient: Sendable {
 
     /// Decides what one attempt's result means.
     /// - Throws: the `CatalogError` documented on `get` for a failure that is not retried.
-    private func classify(_ code: CURLcode, easy: CurlEasy, transfer: HTTPTransfer, conditional: Bool, shown: String,
-                          timedOutAtDeadline: Bool, deadlineText: String) throws -> Attempt {
+    private func classify(
+        _ code: CURLcode, easy: CurlEasy, transfer: HTTPTransfer, conditional: Bool, shown: String,
+        timedOutAtDeadline: Bool, deadlineText: String
+    ) throws -> Attempt {
         func unavailable(_ what: String) -> CatalogError { CatalogError(.unavailable, "source unavailable: \(what), \(shown)") }
         switch transfer.stop {
         case .overLimit(let received):
-            throw CatalogError(.dataInvalid, "the body is over the limit of \(limits.maxBytes) bytes "
-                               + "(stopped at \(received) bytes), \(shown)", hint: "raise it with --max-bytes")
+            throw CatalogError(
+                .dataInvalid,
+                "the body is over the limit of \(limits.maxBytes) bytes "
+                    + "(stopped at \(received) bytes), \(shown)", hint: "raise it with --max-bytes")
         case .contentLengthOverLimit(let length):
-            throw CatalogError(.dataInvalid, "the body is \(length) bytes (Content-Length), over the limit of "
-                               + "\(limits.maxBytes) bytes, \(shown)", hint: "raise it with --max-bytes")
+            throw CatalogError(
+                .dataInvalid,
+                "the body is \(length) bytes (Content-Length), over the limit of "
+                    + "\(limits.maxBytes) bytes, \(shown)", hint: "raise it with --max-bytes")
         case .spoolWrite(let errno):
             throw Spool.error(errno, "cannot write the body to a spool file in \(spoolDirectory)", at: shown)
         case .unwantedBody, nil:
@@ -289,16 +307,19 @@ struct HTTPClient: Sendable {
             if easy.info(offset: CURLINFO_CONNECT_TIME_T) == 0 {
                 throw unavailable("could not connect within \(format(limits.stallTimeout)) s")
             }
-            throw unavailable("stalled: fewer than \(Self.lowSpeedBytesPerSecond) bytes/s for "
-                              + "\(max(1, Int(limits.stallTimeout.rounded(.up)))) s")
+            throw unavailable(
+                "stalled: fewer than \(Self.lowSpeedBytesPerSecond) bytes/s for "
+                    + "\(max(1, Int(limits.stallTimeout.rounded(.up)))) s")
         case CURLE_TOO_MANY_REDIRECTS:
             throw unavailable("too many redirects (more than \(Self.maxRedirects))")
         case CURLE_UNSUPPORTED_PROTOCOL:
             if let location = transfer.redirectLocation, location.contains(":"),
-               case let scheme = location.prefix(while: { $0 != ":" && $0 != "/" }).lowercased(),
-               scheme != "http", scheme != "https" {
-                throw unavailable("redirect to a \(scheme):// URL refused (only http and https are followed): "
-                                  + redactedURL(location))
+                case let scheme = location.prefix(while: { $0 != ":" && $0 != "/" }).lowercased(),
+                scheme != "http", scheme != "https"
+            {
+                throw unavailable(
+                    "redirect to a \(scheme):// URL refused (only http and https are followed): "
+                        + redactedURL(location))
             }
             throw unavailable(easy.describe(code))
         case CURLE_URL_MALFORMAT:
@@ -311,9 +332,9 @@ struct HTTPClient: Sendable {
         case CURLE_BAD_CONTENT_ENCODING:
             throw CatalogError(.dataInvalid, "the body cannot be decoded: \(easy.describe(code)), \(shown)")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
-             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
-             CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED:
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+            CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED:
             throw unavailable("TLS failure: \(easy.describe(code))")
         default:
             throw unavailable(easy.describe(code))
@@ -321,8 +342,10 @@ struct HTTPClient: Sendable {
     }
 
     /// What the final response's status means, once its headers (and maybe its body) arrived.
-    private func statusOutcome(_ transfer: HTTPTransfer, conditional: Bool,
-                               unavailable: (String) -> CatalogError) throws -> Attempt {
+    private func statusOutcome(
+        _ transfer: HTTPTransfer, conditional: Bool,
+        unavailable: (String) -> CatalogError
+    ) throws -> Attempt {
         let status = transfer.status
         let phrase = httpReasonPhrase(status, sent: transfer.reason)
         let statusText = phrase.isEmpty ? "HTTP \(status)" : "HTTP \(status) \(phrase)"

@@ -1,4 +1,5 @@
 import LandmarkCatalog
+
 /// Parsing of HTTP-date values (RFC 9110 §5.6.7) and `Retry-After` (RFC 9110 §10.2.3).
 enum HTTPDate {
     /// Month names as HTTP-dates spell them, lowercased, January first.
@@ -11,7 +12,10 @@ enum HTTPDate {
     /// (two-digit years read as 1970–2069) and asctime `Sun Nov  6 08:49:37 1994`. The weekday is not checked.
     static func parse(_ text: String) -> Int64? {
         let words = text.split { $0 == " " || $0 == "," }.map { $0.lowercased() }
-        var day: Int?, month: Int?, year: Int?, time: (Int, Int, Int)?
+        var day: Int?
+        var month: Int?
+        var year: Int?
+        var time: (Int, Int, Int)?
         switch words.count {
         case 4 where words[3] == "gmt" && words[1].contains("-"):  // RFC 850: weekday, DD-Mon-YY HH:MM:SS GMT
             let parts = words[1].split(separator: "-")
@@ -34,7 +38,7 @@ enum HTTPDate {
             return nil
         }
         guard let day, let month, let year, let (hour, minute, second) = time, (1...31).contains(day),
-              (1...9999).contains(year), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+            (1...9999).contains(year), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
         return daysFromCivil(year: year, month: month, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
     }
@@ -60,7 +64,8 @@ enum HTTPDate {
     private static func clock(_ text: String) -> (Int, Int, Int)? {
         let parts = text.split(separator: ":")
         guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }),
-              let h = Int(parts[0]), let m = Int(parts[1]), let s = Int(parts[2]) else { return nil }
+            let h = Int(parts[0]), let m = Int(parts[1]), let s = Int(parts[2])
+        else { return nil }
         return (h, m, s)
     }
 

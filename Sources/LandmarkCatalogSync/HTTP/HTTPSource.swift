@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An HTTP(S) URL serving a snapshot or a snapshot log's manifest, fetched with conditional GET (the
 /// validators are part of the cursor), within `--deadline` for the whole source.
@@ -24,8 +25,9 @@ final class HTTPSource: SyncSource {
         let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
         let outcome: HTTPOutcome
         do {
-            outcome = try session.get(url, validators: stored.etag == nil && stored.lastModified == nil ? nil : stored,
-                                      maxBytes: context.options.maxBytes)
+            outcome = try session.get(
+                url, validators: stored.etag == nil && stored.lastModified == nil ? nil : stored,
+                maxBytes: context.options.maxBytes)
         } catch var error as CatalogError where (error.httpStatus == 403 || error.httpStatus == 404) && !url.hasSuffix(".json") {
             error.hint = error.hint ?? "for a snapshot log, give its manifest's URL (…/\(LogManifest.fileName)) or the directory's URL ending in /"
             throw error
@@ -38,11 +40,13 @@ final class HTTPSource: SyncSource {
         var head = [UInt8](repeating: 0, count: 512)
         let n = head.withUnsafeMutableBytes { pread(body.fd, $0.baseAddress, $0.count, 0) }
         if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
-            let bytes = try DirectoryLogFetcher.readAll(body.fd, name: locator.description,
-                                                        limit: Int(min(context.options.maxBytes, LogManifest.maxManifestBytes)))
+            let bytes = try DirectoryLogFetcher.readAll(
+                body.fd, name: locator.description,
+                limit: Int(min(context.options.maxBytes, LogManifest.maxManifestBytes)))
             let fetcher = try HTTPLogFetcher(manifestURL: url, session: session, name: locator.description, maxBytes: context.options.maxBytes)
             defer { bytesFetched += fetcher.bytesFetched }
-            let (feeds, next, note) = try LogReader(fetcher: fetcher, trusted: context.trustedKeys).fetch(since: cursor, manifestBytes: bytes, validators: body.validators)
+            let (feeds, next, note) = try LogReader(fetcher: fetcher, trusted: context.trustedKeys).fetch(
+                since: cursor, manifestBytes: bytes, validators: body.validators)
             nextCursor = next
             self.note = note
             return feeds
@@ -147,18 +151,21 @@ final class HTTPLogFetcher: LogFileFetcher {
             throw LogFileGone(name: file.name)
         } catch let error as CatalogError where error.kind == .dataInvalid {
             // The body ran past the size the manifest gives (or would not decode): it is not that file.
-            throw CatalogError(.dataInvalid, "the log file does not match the manifest (\(file.bytes) bytes): \(error.message); nothing from it was merged")
+            throw CatalogError(
+                .dataInvalid, "the log file does not match the manifest (\(file.bytes) bytes): \(error.message); nothing from it was merged")
         }
         guard case .fetched(let body) = outcome else {
             throw CatalogError(.unavailable, "answered 304 to an unconditional request, \(shown)")
         }
         bytesFetched += body.bytes
         guard body.bytes == file.bytes else {
-            throw CatalogError(.dataInvalid, "the log file is \(body.bytes) bytes, the manifest says \(file.bytes); nothing from it was merged, \(shown)")
+            throw CatalogError(
+                .dataInvalid, "the log file is \(body.bytes) bytes, the manifest says \(file.bytes); nothing from it was merged, \(shown)")
         }
         let sha = SHA256.hex(body.sha256)
         guard sha == file.sha256 else {
-            throw CatalogError(.dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(shown)")
+            throw CatalogError(
+                .dataInvalid, "the log file's SHA-256 is \(sha), the manifest says \(file.sha256); nothing from it was merged, \(shown)")
         }
         if file.bytes >= Self.ownSpoolFrom {
             return SnapshotFeed(fd: body.fd, name: shown, owned: false, keeping: body)

@@ -1,5 +1,5 @@
-import Foundation
 internal import CCurl
+import Foundation
 import LandmarkCatalog
 
 /// The state of one attempt of a GET, filled in by libcurl's header and write callbacks
@@ -72,16 +72,20 @@ final class HTTPTransfer {
         let me = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_HEADERDATA, pointer: me, "CURLOPT_HEADERDATA")
         try easy.set(CURLOPT_WRITEDATA, pointer: me, "CURLOPT_WRITEDATA")
-        try easy.set(CURLOPT_HEADERFUNCTION, callback: { data, size, count, userdata in
-            let transfer = Unmanaged<HTTPTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            let buffer = UnsafeRawBufferPointer(start: data, count: size * count)
-            return transfer.header(buffer) ? size * count : 0
-        }, "CURLOPT_HEADERFUNCTION")
-        try easy.set(CURLOPT_WRITEFUNCTION, callback: { data, size, count, userdata in
-            let transfer = Unmanaged<HTTPTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            let buffer = UnsafeRawBufferPointer(start: data, count: size * count)
-            return transfer.body(buffer) ? size * count : 0
-        }, "CURLOPT_WRITEFUNCTION")
+        try easy.set(
+            CURLOPT_HEADERFUNCTION,
+            callback: { data, size, count, userdata in
+                let transfer = Unmanaged<HTTPTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+                let buffer = UnsafeRawBufferPointer(start: data, count: size * count)
+                return transfer.header(buffer) ? size * count : 0
+            }, "CURLOPT_HEADERFUNCTION")
+        try easy.set(
+            CURLOPT_WRITEFUNCTION,
+            callback: { data, size, count, userdata in
+                let transfer = Unmanaged<HTTPTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+                let buffer = UnsafeRawBufferPointer(start: data, count: size * count)
+                return transfer.body(buffer) ? size * count : 0
+            }, "CURLOPT_WRITEFUNCTION")
     }
 
     /// One header line (with its CRLF), the status line, or the blank line ending a header block.

@@ -1,8 +1,9 @@
 internal import CLibPQ
 import Foundation
 import LandmarkCatalog
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A follower's `LISTEN` on a hub (docs/live-sync.md §3): a connection of its own, idle but for the

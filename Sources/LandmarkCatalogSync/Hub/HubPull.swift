@@ -63,14 +63,22 @@ final class HubPullFeed: ChangeFeed {
                 }
                 let range: [PGValue?] = [.integer(since), .integer(own.0), .integer(own.1)]
                 // A row that is not valid fails the source: stop reading at the batch that held it.
-                through = max(through, try pipelined(pg, sql: HubSQL.pullLandmarks, range, batch: Self.firstLandmarkBatch,
-                                                     nextBatch: Self.nextLandmarkBatch,
-                                                     decode: { try self.landmarkBatch($0, through: &$1) }, into: &merger))
-                through = max(through, try pipelined(pg, sql: HubSQL.pullPositions, range, batch: Self.positionBatch,
-                                                     decode: { try self.positionBatch($0, through: &$1) }, into: &merger))
+                through = max(
+                    through,
+                    try pipelined(
+                        pg, sql: HubSQL.pullLandmarks, range, batch: Self.firstLandmarkBatch,
+                        nextBatch: Self.nextLandmarkBatch,
+                        decode: { try self.landmarkBatch($0, through: &$1) }, into: &merger))
+                through = max(
+                    through,
+                    try pipelined(
+                        pg, sql: HubSQL.pullPositions, range, batch: Self.positionBatch,
+                        decode: { try self.positionBatch($0, through: &$1) }, into: &merger))
                 if !due.landmarks.isEmpty {
-                    try pg.forEachBatch(sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],
-                                        batch: Self.firstLandmarkBatch, nextBatch: Self.nextLandmarkBatch) { result in
+                    try pg.forEachBatch(
+                        sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],
+                        batch: Self.firstLandmarkBatch, nextBatch: Self.nextLandmarkBatch
+                    ) { result in
                         var ignored = since
                         let batch = try landmarkBatch(result, through: &ignored)
                         source.bytesFetched += Int64(batch.bytesRead)
@@ -83,8 +91,10 @@ final class HubPullFeed: ChangeFeed {
                     mark = "\(seq):\(token)"
                 }
                 if !due.positions.isEmpty {
-                    try pg.forEachBatch(sql: HubSQL.redeliverPositions, [.text(Self.arrayLiteral(due.positions)), .integer(since)],
-                                        batch: Self.positionBatch) { result in
+                    try pg.forEachBatch(
+                        sql: HubSQL.redeliverPositions, [.text(Self.arrayLiteral(due.positions)), .integer(since)],
+                        batch: Self.positionBatch
+                    ) { result in
                         var ignored = since
                         let batch = try positionBatch(result, through: &ignored)
                         source.bytesFetched += Int64(batch.bytesRead)
@@ -109,11 +119,14 @@ final class HubPullFeed: ChangeFeed {
     /// The keys this source's rows were quarantined under here whose stamps are now within the allowance:
     /// the hub delivers each row once (its cursor moves on), so they are read again by key.
     private func dueQuarantine(_ merger: RowMerger) throws -> (landmarks: [String], positions: [String]) {
-        var landmarks: [String] = [], positions: [String] = []
+        var landmarks: [String] = []
+        var positions: [String] = []
         do {
-            try merger.store.connection.forEachRow(sql: """
-                SELECT DISTINCT kind, row_key FROM sync_quarantine WHERE source = ? AND updated_ms <= ? LIMIT \(Self.redeliveryLimit)
-                """, [.text(merger.source), .integer(merger.quarantineAfter)]) { s in
+            try merger.store.connection.forEachRow(
+                sql: """
+                    SELECT DISTINCT kind, row_key FROM sync_quarantine WHERE source = ? AND updated_ms <= ? LIMIT \(Self.redeliveryLimit)
+                    """, [.text(merger.source), .integer(merger.quarantineAfter)]
+            ) { s in
                 if s.text(0) == "landmark" { landmarks.append(s.text(1) ?? "") } else { positions.append(s.text(1) ?? "") }
             }
         } catch let error as SQLiteError {
@@ -125,7 +138,8 @@ final class HubPullFeed: ChangeFeed {
     /// A PostgreSQL array literal of `values` (each double-quoted, `"` and `\` escaped), for `$1::text[]`.
     /// PostgreSQL "Arrays", Array Value Input.
     static func arrayLiteral(_ values: [String]) -> String {
-        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        "{"
+            + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
             .joined(separator: ",") + "}"
     }
 
@@ -139,10 +153,12 @@ final class HubPullFeed: ChangeFeed {
     /// - Throws: the first of: what reading or decoding threw (after the batches before it were merged),
     ///   what merging threw, or the merger's failure after a batch (a row that is not valid: reading stops
     ///   at the batch that held it).
-    private func pipelined(_ pg: PGConnection, sql: String, _ params: [PGValue?], batch: Int,
-                           nextBatch: ((PGResult) -> Int)? = nil,
-                           decode: @escaping (PGResult, inout Int64) throws -> RowBatch,
-                           into merger: inout RowMerger) throws -> Int64 {
+    private func pipelined(
+        _ pg: PGConnection, sql: String, _ params: [PGValue?], batch: Int,
+        nextBatch: ((PGResult) -> Int)? = nil,
+        decode: @escaping (PGResult, inout Int64) throws -> RowBatch,
+        into merger: inout RowMerger
+    ) throws -> Int64 {
         let handoff = ReaderHandoff(pg: pg, decode: decode, nextBatch: nextBatch, through: since)
         let reading = ReadingThread { queue in
             var failure: (any Error)?
@@ -199,7 +215,9 @@ final class HubPullFeed: ChangeFeed {
         let options = JSONPullReader.Options(allowTrailingCommas: false, maxDepth: 64)
         for row in 0..<result.rowCount {
             batch.bytesRead += result.rowLength(row)
-            let id: Int64, stamp: HLCStamp?, deleted: Bool
+            let id: Int64
+            let stamp: HLCStamp?
+            let deleted: Bool
             do {
                 id = try result.int64(row, 0) ?? 0
                 stamp = try Self.stamp(result, row: row, updatedMs: 2, counter: 3, node: 4)
@@ -225,12 +243,18 @@ final class HubPullFeed: ChangeFeed {
             }
             guard batch.landmarks.count > landmarks else { continue }
             guard var record = batch.landmarks.last, record.id == id, let stamp else {
-                let what = stamp == nil
+                let what =
+                    stamp == nil
                     ? "an invalid stamp (a time outside 0000–9999, a counter outside 0…\(HLCStamp.maxCounter) or a bad node id)"
                     : "a body with another id"
                 batch.landmarks.removeLast()
-                batch.diagnostics.append((batch.landmarks.count, Diagnostic(severity: .error, message: "the hub's landmark \(id) has \(what)",
-                                                                             file: hub.name, id: id)))
+                batch.diagnostics.append(
+                    (
+                        batch.landmarks.count,
+                        Diagnostic(
+                            severity: .error, message: "the hub's landmark \(id) has \(what)",
+                            file: hub.name, id: id)
+                    ))
                 continue
             }
             record.updatedMs = stamp.wallMilliseconds
@@ -259,19 +283,30 @@ final class HubPullFeed: ChangeFeed {
                 let problem: String?
                 do {
                     // Compared as bytes: Swift's == would take an NFD id for its NFC form, a different key in SQLite.
-                    problem = try UserID.normalize(raw).utf8.elementsEqual(raw.utf8) ? nil : "its user id is not in NFC (Unicode Normalization Form C)"
+                    problem =
+                        try UserID.normalize(raw).utf8.elementsEqual(raw.utf8) ? nil : "its user id is not in NFC (Unicode Normalization Form C)"
                 } catch let error as CatalogError {
                     problem = "its " + error.message
                 }
                 guard let stamp, problem == nil, page >= 0 else {
-                    let why = problem ?? (page < 0 ? "its page \(page) is negative"
-                        : "its stamp is not valid (a time outside 0000–9999, a counter outside 0…\(HLCStamp.maxCounter) or a bad node id)")
-                    batch.diagnostics.append((0, Diagnostic(severity: .error,
-                        message: "the hub's position of user \(Self.quoted(raw)) is not valid: \(why)", file: hub.name)))
+                    let why =
+                        problem
+                        ?? (page < 0
+                            ? "its page \(page) is negative"
+                            : "its stamp is not valid (a time outside 0000–9999, a counter outside 0…\(HLCStamp.maxCounter) or a bad node id)")
+                    batch.diagnostics.append(
+                        (
+                            0,
+                            Diagnostic(
+                                severity: .error,
+                                message: "the hub's position of user \(Self.quoted(raw)) is not valid: \(why)", file: hub.name)
+                        ))
                     continue
                 }
-                batch.positions.append(PositionRecord(user: raw, page: page, landmark: try result.int64(row, 2), stamp: stamp,
-                                                      deleted: try result.bool(row, 6) ?? false))
+                batch.positions.append(
+                    PositionRecord(
+                        user: raw, page: page, landmark: try result.int64(row, 2), stamp: stamp,
+                        deleted: try result.bool(row, 6) ?? false))
             }
         } catch let error as PGError {
             throw CatalogError(.dataInvalid, "the hub sent a position row this catalog cannot read: \(error.message), \(hub.name)")
@@ -299,8 +334,9 @@ final class HubPullFeed: ChangeFeed {
     /// - Throws: `PGError` when a column is not an integer.
     static func stamp(_ result: PGResult, row: Int, updatedMs: Int, counter: Int, node: Int) throws -> HLCStamp? {
         guard let wall = try result.int64(row, updatedMs), Timestamp.representable.contains(wall),
-              let count = try result.int64(row, counter), (0...HLCStamp.maxCounter).contains(count),
-              let node = result.text(row, node), CatalogStore.isValidNodeID(node) else { return nil }
+            let count = try result.int64(row, counter), (0...HLCStamp.maxCounter).contains(count),
+            let node = result.text(row, node), CatalogStore.isValidNodeID(node)
+        else { return nil }
         return HLCStamp(wallMilliseconds: wall, counter: count, node: node)
     }
 }

@@ -55,8 +55,10 @@ extension HubConnection {
     /// - Returns: what was sent and written, and the range to store as the push cursor.
     /// - Throws: `PGError`; `CatalogError` (69 when another edge's push holds the lock longer than the
     ///   statement timeout; SQLite failures reading the rows).
-    func push(from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks(),
-              progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in }) throws -> HubPushReport {
+    func push(
+        from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks(),
+        progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in }
+    ) throws -> HubPushReport {
         try store.read {
             let through = try store.lastChangeSequence()
             // A cursor past the database's changes means another database file: send everything.
@@ -68,8 +70,9 @@ extension HubConnection {
             let node = try store.currentNode()
             let pg = self.pg
             try pg.transaction {
-                try pg.execute(sql: "SELECT set_config('statement_timeout', $1, true)",
-                               [.text(String(PGConnection.milliseconds(limits.bulk)))])
+                try pg.execute(
+                    sql: "SELECT set_config('statement_timeout', $1, true)",
+                    [.text(String(PGConnection.milliseconds(limits.bulk)))])
                 try pg.executeScript(sql: HubSQL.createStaging)
                 var newest = Int64.min
                 if through > since {
@@ -117,8 +120,10 @@ extension HubConnection {
                     }
                 }
                 let before = try pg.execute(sql: HubSQL.lastSequence).int64(0, 0) ?? 0
-                for (sql, count) in [(HubSQL.upsertLandmarks(from: "catalog_push_landmarks"), report.sentLandmarks),
-                                     (HubSQL.upsertPositions(from: "catalog_push_positions"), report.sentPositions)] where count > 0 {
+                for (sql, count) in [
+                    (HubSQL.upsertLandmarks(from: "catalog_push_landmarks"), report.sentLandmarks),
+                    (HubSQL.upsertPositions(from: "catalog_push_positions"), report.sentPositions),
+                ] where count > 0 {
                     report.written += try pg.execute(sql: sql, [.integer(limit)], timeout: limits.bulk).affectedRows
                 }
                 if report.written > 0 {
@@ -133,8 +138,12 @@ extension HubConnection {
                 }
                 // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
                 if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
-                try pg.execute(sql: HubSQL.notePush, [.text(node), .integer(through), .integer(Int64(report.sent)),
-                                                     .integer(Int64(report.written)), .text(CatalogVersion.string)])
+                try pg.execute(
+                    sql: HubSQL.notePush,
+                    [
+                        .text(node), .integer(through), .integer(Int64(report.sent)),
+                        .integer(Int64(report.written)), .text(CatalogVersion.string),
+                    ])
                 hooks.beforePushCommit?()
             }
             report.pushed = true
@@ -148,9 +157,10 @@ extension HubConnection {
         do {
             try pg.advisoryTransactionLock(HubSQL.pushLockKey, timeout: limits.statement)
         } catch let error as PGError where error.kind == .timedOut || error.sqlState == .queryCanceled || error.sqlState == .lockNotAvailable {
-            throw CatalogError(.unavailable,
-                               "another edge's push held the hub's push lock for more than \(PGConnection.describe(limits.statement)), \(name)",
-                               hint: "the hub is busy; the next run retries (or raise --timeout)")
+            throw CatalogError(
+                .unavailable,
+                "another edge's push held the hub's push lock for more than \(PGConnection.describe(limits.statement)), \(name)",
+                hint: "the hub is busy; the next run retries (or raise --timeout)")
         }
     }
 
@@ -185,8 +195,10 @@ extension HubConnection {
     }
 
     /// Appends `\t updated_ms \t counter \t node \t deleted \n`.
-    private static func appendStamp<C: TableColumn>(_ s: Statement, updatedMs: C, counter: C, node: C, deleted: C,
-                                                    to buffer: inout [UInt8]) throws {
+    private static func appendStamp<C: TableColumn>(
+        _ s: Statement, updatedMs: C, counter: C, node: C, deleted: C,
+        to buffer: inout [UInt8]
+    ) throws {
         buffer.append(UInt8(ascii: "\t"))
         PGCopyText.appendInteger(s.int(updatedMs), to: &buffer)
         buffer.append(UInt8(ascii: "\t"))

@@ -1,4 +1,5 @@
 import LandmarkCatalog
+
 /// The hub's SQL, named once: staging tables, the last-writer-wins upserts (their `WHERE` is
 /// ``LastWriterWins/sqlIncomingWins(incoming:stored:content:)``, the same rule the edges apply in Swift),
 /// the hub-side quarantine, the pull queries and the state digest.
@@ -93,7 +94,8 @@ enum HubSQL {
     /// Holds back staged rows stamped beyond `$1` (the hub's clock plus the drift allowance), pushed by
     /// node `$2`. Returns (rows held back, rows newly kept).
     static func quarantine(kind: String) -> String {
-        let (table, key, columns) = kind == "landmark"
+        let (table, key, columns) =
+            kind == "landmark"
             ? ("catalog_push_landmarks", "id::text", "body, NULL::bigint, NULL::bigint")
             : ("catalog_push_positions", "user_id", "NULL::text, page, landmark_id")
         return """

@@ -26,19 +26,23 @@ extension CatalogError {
     init(_ error: HubSchemaError, hub: String) {
         switch error {
         case .newerHub(let version, let known):
-            self.init(.incompatible,
-                      "the hub's schema has migration \(version) applied, which this catalog does not know (it knows hub migrations up to \(known)), \(hub)",
-                      hint: "the hub was migrated by a newer catalog; upgrade catalog on this machine")
+            self.init(
+                .incompatible,
+                "the hub's schema has migration \(version) applied, which this catalog does not know (it knows hub migrations up to \(known)), \(hub)",
+                hint: "the hub was migrated by a newer catalog; upgrade catalog on this machine")
         case .changed(let name, let applied, let binary):
-            self.init(.incompatible,
-                      "hub migration \(name) was changed after it was applied (checksum \(applied) on the hub, \(binary) in this binary), \(hub)",
-                      hint: "this catalog and the one that migrated the hub disagree; use the same release on every edge")
+            self.init(
+                .incompatible,
+                "hub migration \(name) was changed after it was applied (checksum \(applied) on the hub, \(binary) in this binary), \(hub)",
+                hint: "this catalog and the one that migrated the hub disagree; use the same release on every edge")
         case .foreign(let table):
-            self.init(.incompatible, "not a catalog hub: the database has a table \(table) but no hub_schema_migrations ledger, \(hub)",
-                      hint: "give the hub a database of its own (createdb catalog_hub)")
+            self.init(
+                .incompatible, "not a catalog hub: the database has a table \(table) but no hub_schema_migrations ledger, \(hub)",
+                hint: "give the hub a database of its own (createdb catalog_hub)")
         case .notPermitted(let name, let message):
-            self.init(.cantCreate, "cannot create the hub's tables (migration \(name)): \(message), \(hub)",
-                      hint: "run 'catalog sync' once as a role that may create tables in the hub database (its owner)")
+            self.init(
+                .cantCreate, "cannot create the hub's tables (migration \(name)): \(message), \(hub)",
+                hint: "run 'catalog sync' once as a role that may create tables in the hub database (its owner)")
         case .failed(let name, let message):
             self.init(.software, "hub migration \(name) failed: \(message), \(hub)")
         }
@@ -102,8 +106,10 @@ struct HubMigrator {
     /// Refuses a ledger holding a version this binary does not know, or a changed checksum.
     /// - Throws: `HubSchemaError.newerHub`, `.changed`.
     func check(_ rows: [Int: (checksum: String, appliedAt: String)]) throws {
-        switch MigrationLedger.refusal(rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
-                                       migrations: migrations) {
+        switch MigrationLedger.refusal(
+            rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
+            migrations: migrations)
+        {
         case .unknownVersion(let version, _)?: throw HubSchemaError.newerHub(version: version, known: latestVersion)
         case .changed(let fileName, let applied, let binary)?: throw HubSchemaError.changed(fileName: fileName, applied: applied, binary: binary)
         case nil: break
@@ -137,8 +143,9 @@ struct HubMigrator {
                 do {
                     try connection.executeScript(sql: Self.ledgerSQL)
                     try connection.executeScript(sql: migration.sql)
-                    try connection.execute(sql: "INSERT INTO hub_schema_migrations (version, description, checksum) VALUES ($1, $2, $3)",
-                                           [.integer(Int64(migration.version)), .text(migration.description), .text(migration.checksum)])
+                    try connection.execute(
+                        sql: "INSERT INTO hub_schema_migrations (version, description, checksum) VALUES ($1, $2, $3)",
+                        [.integer(Int64(migration.version)), .text(migration.description), .text(migration.checksum)])
                 } catch let error as PGError where error.kind == .server && !error.isUnavailable {
                     if error.sqlState == SQLState("42501") {
                         throw HubSchemaError.notPermitted(fileName: migration.fileName, message: error.description)
@@ -165,10 +172,12 @@ struct HubMigrator {
     /// which is not refreshed by taking an advisory lock, so a migrator that waited for another one
     /// would still see "no such table" and run the migration a second time.
     static func tableExists(_ name: String, _ connection: PGConnection) throws -> Bool {
-        try connection.execute(sql: """
-            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                           WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false)))
-            """, [.text(name)]).bool(0, 0) == true
+        try connection.execute(
+            sql: """
+                SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                               WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false)))
+                """, [.text(name)]
+        ).bool(0, 0) == true
     }
 
     /// Every hub migration this binary knows and every one the ledger has, with its state, read
@@ -176,7 +185,8 @@ struct HubMigrator {
     /// - Throws: `PGError`.
     func status(_ connection: PGConnection) throws -> [MigrationStatus] {
         let rows = try ledger(connection) ?? [:]
-        return MigrationLedger.statuses(rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
-                                        migrations: migrations)
+        return MigrationLedger.statuses(
+            rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
+            migrations: migrations)
     }
 }

@@ -47,12 +47,16 @@ final class HubSource: SyncSource {
         connection = hub
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         var pullThrough = cursor?["pullThrough"].flatMap { Int64($0) } ?? 0
-        if let previous = cursor?["hub"], let reason = try Self.lostHistory(hub, identity: previous, pullThrough: pullThrough,
-                                                                           mark: cursor?["history"]) {
-            context.diagnostics(Diagnostic(
-                severity: .warning,
-                message: "\(reason): pushing everything this database has and pulling everything (docs/hub.md, \"Restoring a hub\")",
-                file: name, kind: "hub-reset"))
+        if let previous = cursor?["hub"],
+            let reason = try Self.lostHistory(
+                hub, identity: previous, pullThrough: pullThrough,
+                mark: cursor?["history"])
+        {
+            context.diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message: "\(reason): pushing everything this database has and pulling everything (docs/hub.md, \"Restoring a hub\")",
+                    file: name, kind: "hub-reset"))
             pushThrough = 0
             pullThrough = 0
         } else if cursor?["hub"] == nil {
@@ -69,22 +73,27 @@ final class HubSource: SyncSource {
         // run; this node's changes wait (the push cursor stays) until a role that may write syncs.
         let pullOnly = try HubConnection.mapping(name) { try hub.pg.execute(sql: HubSQL.canPush).bool(0, 0) != true }
         if pullOnly {
-            context.diagnostics(Diagnostic(
-                severity: .warning,
-                message: "this role may only read the hub: synced pull-only, nothing pushed (this node's changes stay here until a role that may write syncs)",
-                file: name, kind: "pull-only"))
+            context.diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "this role may only read the hub: synced pull-only, nothing pushed (this node's changes stay here until a role that may write syncs)",
+                    file: name, kind: "pull-only"))
         }
         if !options.dryRun && !pullOnly {
             let report = try HubConnection.mapping(name) {
-                try hub.push(from: context.store, since: pushThrough, maxDriftMilliseconds: options.maxDriftMilliseconds, hooks: hooks) { rows, bytes in
+                try hub.push(from: context.store, since: pushThrough, maxDriftMilliseconds: options.maxDriftMilliseconds, hooks: hooks) {
+                    rows, bytes in
                     context.progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .pushing, subject: name))
                 }
             }
             if report.quarantined > 0 {
-                context.diagnostics(Diagnostic(
-                    severity: .warning,
-                    message: "the hub quarantined \(report.quarantined) of \(plural(report.sent, "row")) pushed: stamped more than \(options.maxDriftMilliseconds / 1000) s ahead of the hub's clock; they apply once it catches up",
-                    file: name, kind: "quarantined"))
+                context.diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message:
+                            "the hub quarantined \(report.quarantined) of \(plural(report.sent, "row")) pushed: stamped more than \(options.maxDriftMilliseconds / 1000) s ahead of the hub's clock; they apply once it catches up",
+                        file: name, kind: "quarantined"))
             }
             pushThrough = report.through
             base["pushThrough"] = String(pushThrough)

@@ -29,7 +29,8 @@ extension HubConnection {
             try pg.execute(sql: HubSQL.pullIsolation)
             let result = try pg.execute(sql: HubSQL.digest, timeout: limits.bulk)
             guard let rows = try result.int64(0, 0), let high = result.text(0, 1).flatMap({ UInt64($0) }),
-                  let low = result.text(0, 2).flatMap({ UInt64($0) }) else {
+                let low = result.text(0, 2).flatMap({ UInt64($0) })
+            else {
                 throw CatalogError(.software, "the hub's digest query answered \(result.text(0, 1) ?? "NULL"), \(name)")
             }
             return StateDigest(rows: rows, high: high, low: low)
@@ -52,20 +53,24 @@ extension CatalogStore {
         try read {
             try connection.forEachRow(sql: "SELECT source, cursor FROM sync_sources WHERE kind = 'hub' ORDER BY source") { s in
                 let cursor = SourceCursor(text: s.text(1))
-                statuses.append(HubStatus(source: s.text(0) ?? "", hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],
-                                          lastPullAt: cursor?["pulledAt"], pushThrough: cursor?["pushThrough"].flatMap { Int64($0) },
-                                          pullThrough: cursor?["pullThrough"].flatMap { Int64($0) }))
+                statuses.append(
+                    HubStatus(
+                        source: s.text(0) ?? "", hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],
+                        lastPullAt: cursor?["pulledAt"], pushThrough: cursor?["pushThrough"].flatMap { Int64($0) },
+                        pullThrough: cursor?["pullThrough"].flatMap { Int64($0) }))
             }
         }
         let seconds = max(timeoutSeconds, 0.001)
-        let limits = HubLimits(connectSeconds: max(1, Int(seconds.rounded(.up))), statement: .milliseconds(Int64(seconds * 1000)),
-                               bulk: .seconds(600))
+        let limits = HubLimits(
+            connectSeconds: max(1, Int(seconds.rounded(.up))), statement: .milliseconds(Int64(seconds * 1000)),
+            bulk: .seconds(600))
         for index in statuses.indices {
             let name = statuses[index].source
             let conninfo = saved.first { redactedURL($0.url) == name }?.url ?? (name.contains("***") ? nil : name)
             guard let conninfo else {
-                statuses[index].error = CatalogError(.unavailable, "the hub's password is not stored here, \(name)",
-                                                     hint: "save it in ~/.pgpass (or the file PGPASSFILE names) and sync with a URL without it")
+                statuses[index].error = CatalogError(
+                    .unavailable, "the hub's password is not stored here, \(name)",
+                    hint: "save it in ~/.pgpass (or the file PGPASSFILE names) and sync with a URL without it")
                 continue
             }
             do {
@@ -104,8 +109,9 @@ extension CatalogStore {
         let name = SourceLocator.hub(conninfo: conninfo).description
         let seconds = max(timeoutSeconds, 0.001)
         let statement = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))
-        let hub = try HubConnection(conninfo: conninfo, name: name,
-                                    limits: HubLimits(connectSeconds: max(1, Int(seconds.rounded(.up))), statement: statement, bulk: statement))
+        let hub = try HubConnection(
+            conninfo: conninfo, name: name,
+            limits: HubLimits(connectSeconds: max(1, Int(seconds.rounded(.up))), statement: statement, bulk: statement))
         let version = try HubConnection.mapping(name) {
             try hub.pg.execute(sql: "SELECT max(version) FROM hub_schema_migrations").int64(0, 0) ?? 0
         }

@@ -34,8 +34,9 @@ struct PGConnInfo: Sendable {
             defer { if let failure { PQfreemem(failure) } }
             let text = (failure.map { String(cString: $0) } ?? "out of memory").trimmingWhitespace()
             let namesKeyword = ["invalid connection option \"", "invalid URI query parameter: \""].contains { text.hasPrefix($0) }
-            throw PGError(kind: .invalidConnectionString,
-                          message: "invalid connection string: " + (namesKeyword ? text : Self.maskQuoted(text)))
+            throw PGError(
+                kind: .invalidConnectionString,
+                message: "invalid connection string: " + (namesKeyword ? text : Self.maskQuoted(text)))
         }
         defer { PQconninfoFree(parsed) }
         var options: [(keyword: String, value: String)] = []
@@ -49,8 +50,9 @@ struct PGConnInfo: Sendable {
         self.options = options
         // libpq checks sslmode only when it connects, and then it is "cannot connect": say it here.
         if let mode = options.last(where: { $0.keyword == "sslmode" })?.value, !Self.sslModes.contains(mode) {
-            throw PGError(kind: .invalidConnectionString,
-                          message: "invalid connection string: sslmode \"\(mode)\" is not one of \(Self.sslModes.joined(separator: ", "))")
+            throw PGError(
+                kind: .invalidConnectionString,
+                message: "invalid connection string: sslmode \"\(mode)\" is not one of \(Self.sslModes.joined(separator: ", "))")
         }
         var secrets = options.filter { $0.keyword == "password" }.map(\.value) + Self.rawURIPasswords(conninfo)
         if let environment = ProcessInfo.processInfo.environment["PGPASSWORD"] { secrets.append(environment) }
@@ -70,7 +72,8 @@ struct PGConnInfo: Sendable {
 
     /// Replaces every `"…"` part of a libpq message with `"…"`.
     static func maskQuoted(_ text: String) -> String {
-        var result = "", inQuote = false
+        var result = ""
+        var inQuote = false
         for character in text {
             if character == "\"" {
                 result += inQuote ? "…\"" : "\""

@@ -1,9 +1,10 @@
 internal import CLibPQ
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The non-blocking machinery under `PGConnection`: sending, flushing, reading results, each wait a
 /// `poll(2)` against a deadline; and what happens when a deadline passes (cancel, drain or close).
@@ -47,8 +48,9 @@ extension PGConnection {
     /// - Throws: `PGError` (`.connectionLost`) once the connection has been closed.
     func liveHandle(statement: String?) throws -> OpaquePointer {
         guard let handle else {
-            throw PGError(kind: .connectionLost, message: "the connection is closed (an earlier failure or deadline closed it)",
-                          statement: statement, target: target)
+            throw PGError(
+                kind: .connectionLost, message: "the connection is closed (an earlier failure or deadline closed it)",
+                statement: statement, target: target)
         }
         return handle
     }
@@ -56,8 +58,9 @@ extension PGConnection {
     /// Refuses text holding a NUL byte: libpq passes C strings, which would silently end at the NUL.
     func checkNoNUL(_ text: String, statement: String, what: String = "the statement") throws {
         if text.utf8.contains(0) {
-            throw PGError(kind: .client, message: "\(what) holds a NUL byte, which PostgreSQL text cannot store",
-                          statement: statement, target: target)
+            throw PGError(
+                kind: .client, message: "\(what) holds a NUL byte, which PostgreSQL text cannot store",
+                statement: statement, target: target)
         }
     }
 
@@ -120,8 +123,10 @@ extension PGConnection {
     /// The next result of the command in flight (`PQgetResult` once `PQisBusy` says it would not block),
     /// or nil when the command is complete.
     /// - Throws: `PGError` — `.timedOut` (after cancelling) at `deadline`.
-    func nextResult(_ conn: OpaquePointer, statement: String?, deadline: ContinuousClock.Instant,
-                    timeout: Duration) throws -> OpaquePointer? {
+    func nextResult(
+        _ conn: OpaquePointer, statement: String?, deadline: ContinuousClock.Instant,
+        timeout: Duration
+    ) throws -> OpaquePointer? {
         while PQisBusy(conn) == 1 {
             switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN), until: deadline) {
             case .ready: break
@@ -142,8 +147,10 @@ extension PGConnection {
     ///   - allowEmpty: an empty query is fine (a script of only comments).
     /// - Throws: the first failing result's `PGError`, after reading the rest, so the connection is ready
     ///   for the next command; `.connectionLost` (and the connection closed) when it broke.
-    func finish(_ conn: OpaquePointer, statement: String, deadline: ContinuousClock.Instant, timeout: Duration,
-                pending: OpaquePointer? = nil, allowEmpty: Bool = false) throws -> PGResult {
+    func finish(
+        _ conn: OpaquePointer, statement: String, deadline: ContinuousClock.Instant, timeout: Duration,
+        pending: OpaquePointer? = nil, allowEmpty: Bool = false
+    ) throws -> PGResult {
         try flush(conn, statement: statement, deadline: deadline, timeout: timeout)
         var failure: PGError?
         var last: PGResult?
@@ -155,18 +162,24 @@ extension PGConnection {
             case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
                 last = result
             case PGRES_EMPTY_QUERY:
-                if allowEmpty { last = result } else {
+                if allowEmpty {
+                    last = result
+                } else {
                     failure = failure ?? PGError(kind: .client, message: "empty statement", statement: statement, target: target)
                 }
             case PGRES_COPY_IN:
-                failure = failure ?? PGError(kind: .client, message: "COPY … FROM STDIN goes through copyIn(sql:rows:)",
-                                             statement: statement, target: target)
+                failure =
+                    failure
+                    ?? PGError(
+                        kind: .client, message: "COPY … FROM STDIN goes through copyIn(sql:rows:)",
+                        statement: statement, target: target)
                 if PQputCopyEnd(conn, "COPY FROM STDIN sent outside copyIn") < 0 { throw lost(conn, statement: statement) }
                 try flush(conn, statement: statement, deadline: deadline, timeout: timeout)
             case PGRES_COPY_OUT, PGRES_COPY_BOTH:
                 close()  // never used by this layer; simplest to drop the connection than to drain the copy
-                throw PGError(kind: .client, message: "COPY TO STDOUT is not supported; the connection was closed",
-                              statement: statement, target: target)
+                throw PGError(
+                    kind: .client, message: "COPY TO STDOUT is not supported; the connection was closed",
+                    statement: statement, target: target)
             default:
                 let broken = PQstatus(conn) == CONNECTION_BAD
                 failure = failure ?? PGError(result: raw, statement: statement, target: target, connectionBroken: broken)
@@ -191,8 +204,9 @@ extension PGConnection {
     func lost(_ conn: OpaquePointer, statement: String?, reason: String? = nil) -> PGError {
         let message = reason ?? Self.oneLine(String(cString: PQerrorMessage(conn)))
         close()
-        return PGError(kind: .connectionLost, message: connInfo.redact(message.isEmpty ? "connection lost" : message),
-                       statement: statement, target: target)
+        return PGError(
+            kind: .connectionLost, message: connInfo.redact(message.isEmpty ? "connection lost" : message),
+            statement: statement, target: target)
     }
 
     /// What to do when a statement's deadline passes: ask the server to cancel it (best effort, at most
@@ -221,11 +235,13 @@ extension PGConnection {
         while true {
             while PQflush(conn) == 1 {
                 guard Self.waitSocket(PQsocket(conn), events: Int16(POLLIN | POLLOUT), until: deadline) == .ready,
-                      PQconsumeInput(conn) == 1 else { return false }
+                    PQconsumeInput(conn) == 1
+                else { return false }
             }
             while PQisBusy(conn) == 1 {
                 guard Self.waitSocket(PQsocket(conn), events: Int16(POLLIN), until: deadline) == .ready,
-                      PQconsumeInput(conn) == 1 else { return false }
+                    PQconsumeInput(conn) == 1
+                else { return false }
             }
             guard let raw = PQgetResult(conn) else { return PQstatus(conn) == CONNECTION_OK }
             let status = PQresultStatus(raw)

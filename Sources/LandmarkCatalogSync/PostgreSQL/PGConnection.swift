@@ -73,8 +73,9 @@ final class PGConnection {
         guard PQsetnonblocking(conn, 1) == 0 else {
             throw PGError(kind: .connectionFailed, message: "cannot make the connection non-blocking", target: target)
         }
-        try setStatementTimeout(milliseconds: Self.milliseconds(commandTimeout),
-                                timeout: max(ContinuousClock.now.duration(to: deadline), .seconds(1)))
+        try setStatementTimeout(
+            milliseconds: Self.milliseconds(commandTimeout),
+            timeout: max(ContinuousClock.now.duration(to: deadline), .seconds(1)))
     }
 
     deinit { close() }
@@ -150,8 +151,9 @@ final class PGConnection {
     /// - Throws: `PGError` as `execute` does.
     func setStatementTimeout(milliseconds: Int, timeout: Duration? = nil) throws {
         precondition(milliseconds >= 0, "statement_timeout cannot be negative")
-        try execute(sql: "SELECT set_config('statement_timeout', $1, false)", [.text(String(milliseconds))],
-                    timeout: timeout)
+        try execute(
+            sql: "SELECT set_config('statement_timeout', $1, false)", [.text(String(milliseconds))],
+            timeout: timeout)
     }
 
     // MARK: Transactions and locks
@@ -170,8 +172,9 @@ final class PGConnection {
             let value = try body()
             let commit = try execute(sql: "COMMIT")
             guard commit.commandStatus == "COMMIT" else {
-                throw PGError(kind: .client, message: "COMMIT rolled the transaction back: a statement in it had failed",
-                              statement: "COMMIT", target: target)
+                throw PGError(
+                    kind: .client, message: "COMMIT rolled the transaction back: a statement in it had failed",
+                    statement: "COMMIT", target: target)
             }
             return value
         } catch {
@@ -209,8 +212,10 @@ final class PGConnection {
     /// with `poll(2)` until `deadline`. libpq's own `connect_timeout` is not enforced by this API (only by
     /// the blocking `PQconnectdb`), so the deadline is. The `PGconn` is finished on every failure.
     /// Error messages are read in verbose form so the server's SQLSTATE can be picked out of them.
-    private static func open(keywords: [(keyword: String, value: String)], info: PGConnInfo,
-                             deadline: ContinuousClock.Instant, seconds: Int) throws -> OpaquePointer {
+    private static func open(
+        keywords: [(keyword: String, value: String)], info: PGConnInfo,
+        deadline: ContinuousClock.Instant, seconds: Int
+    ) throws -> OpaquePointer {
         let started = withCStringArrays(keywords.map(\.keyword), keywords.map(\.value)) { names, values in
             PQconnectStartParams(names, values, 0)
         }
@@ -228,8 +233,9 @@ final class PGConnection {
                     switch waitSocket(PQsocket(conn), events: events, until: deadline) {
                     case .ready: break
                     case .expired:
-                        throw PGError(kind: .timedOut, message: "no answer within \(seconds) s while connecting",
-                                      target: describeTarget(conn, info: info))
+                        throw PGError(
+                            kind: .timedOut, message: "no answer within \(seconds) s while connecting",
+                            target: describeTarget(conn, info: info))
                     case .failed(let reason):
                         throw PGError(kind: .connectionFailed, message: reason, target: describeTarget(conn, info: info))
                     }
@@ -250,9 +256,10 @@ final class PGConnection {
     /// and the `LOCATION:` lines dropped.
     static func connectionFailure(_ conn: OpaquePointer, info: PGConnInfo) -> PGError {
         let (sqlState, text) = parseVerboseMessage(String(cString: PQerrorMessage(conn)))
-        var error = PGError(kind: .connectionFailed, sqlState: sqlState,
-                            message: info.redact(text.isEmpty ? "connection failed" : text),
-                            target: describeTarget(conn, info: info))
+        var error = PGError(
+            kind: .connectionFailed, sqlState: sqlState,
+            message: info.redact(text.isEmpty ? "connection failed" : text),
+            target: describeTarget(conn, info: info))
         error.passwordMissing = PQconnectionNeedsPassword(conn) != 0
         return error
     }
@@ -281,17 +288,21 @@ final class PGConnection {
             let s = String(cString: value)
             return s.isEmpty ? nil : s
         }
-        let host = text(PQhost(conn)) ?? "localhost", port = text(PQport(conn)) ?? "5432"
+        let host = text(PQhost(conn)) ?? "localhost"
+        let port = text(PQport(conn)) ?? "5432"
         return info.redact("\(host):\(port)/\(text(PQdb(conn)) ?? "?") \(text(PQuser(conn)) ?? "?")")
     }
 
     /// Calls `body` with two NULL-terminated C string arrays built from `names` and `values`.
-    private static func withCStringArrays<R>(_ names: [String], _ values: [String],
-                                             _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    private static func withCStringArrays<R>(
+        _ names: [String], _ values: [String],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> R
+    ) -> R {
         let copies = (names + values).map { strdup($0) }
         defer { for copy in copies { free(copy) } }
         let pointers = copies.map { $0.map { UnsafePointer($0) } }
-        let keys = Array(pointers[..<names.count]) + [nil], vals = Array(pointers[names.count...]) + [nil]
+        let keys = Array(pointers[..<names.count]) + [nil]
+        let vals = Array(pointers[names.count...]) + [nil]
         return keys.withUnsafeBufferPointer { k in
             vals.withUnsafeBufferPointer { v in
                 // Both buffers hold at least the terminating nil, so their base addresses exist.

@@ -1,9 +1,10 @@
 internal import CLibPQ
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Bulk loading with `COPY … FROM STDIN` in text format: `PQputCopyData` in chunks of about 64 KiB,
 /// `PQputCopyEnd`, then `PQgetResult` for the outcome. libpq "Functions Associated with the COPY Command"
@@ -129,13 +130,16 @@ extension PGConnection {
         if PQstatus(conn) == CONNECTION_BAD { throw lost(conn, statement: statement) }
         let message = Self.oneLine(String(cString: PQerrorMessage(conn)))
         _ = try finish(conn, statement: statement, deadline: ContinuousClock.now + timeout, timeout: timeout)
-        throw PGError(kind: .client, message: message.isEmpty ? "the copy was refused" : message,
-                      statement: statement, target: target)
+        throw PGError(
+            kind: .client, message: message.isEmpty ? "the copy was refused" : message,
+            statement: statement, target: target)
     }
 
     /// Waits until the socket takes more data, reading input meanwhile.
-    private func waitWritable(_ conn: OpaquePointer, statement: String, deadline: ContinuousClock.Instant,
-                              timeout: Duration) throws {
+    private func waitWritable(
+        _ conn: OpaquePointer, statement: String, deadline: ContinuousClock.Instant,
+        timeout: Duration
+    ) throws {
         switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN | POLLOUT), until: deadline) {
         case .ready: break
         case .expired: throw expire(statement: statement, timeout: timeout)
@@ -214,10 +218,18 @@ enum PGCopyText {
     private static func appendEscaped<Bytes: Sequence<UInt8>>(_ bytes: Bytes, to buffer: inout [UInt8]) throws(PGError) {
         for byte in bytes {
             switch byte {
-            case UInt8(ascii: "\\"): buffer.append(byte); buffer.append(byte)
-            case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "t"))
-            case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "r"))
+            case UInt8(ascii: "\\"):
+                buffer.append(byte)
+                buffer.append(byte)
+            case UInt8(ascii: "\t"):
+                buffer.append(UInt8(ascii: "\\"))
+                buffer.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\n"):
+                buffer.append(UInt8(ascii: "\\"))
+                buffer.append(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"):
+                buffer.append(UInt8(ascii: "\\"))
+                buffer.append(UInt8(ascii: "r"))
             case 0: throw PGError(kind: .client, message: "a COPY value holds a NUL byte, which PostgreSQL text cannot store")
             default: buffer.append(byte)
             }

@@ -72,8 +72,10 @@ struct PGError: Error, Sendable, CustomStringConvertible {
     /// The server asked for a password and none was available (`PQconnectionNeedsPassword`).
     var passwordMissing = false
 
-    init(kind: Kind, sqlState: SQLState? = nil, message: String, detail: String? = nil, hint: String? = nil,
-         statement: String? = nil, position: Int? = nil, target: String? = nil) {
+    init(
+        kind: Kind, sqlState: SQLState? = nil, message: String, detail: String? = nil, hint: String? = nil,
+        statement: String? = nil, position: Int? = nil, target: String? = nil
+    ) {
         self.kind = kind
         self.sqlState = sqlState
         self.message = message
@@ -92,14 +94,16 @@ struct PGError: Error, Sendable, CustomStringConvertible {
             let text = String(cString: value).trimmingWhitespace()
             return text.isEmpty ? nil : text
         }
-        let primary = field(clibpq_diag_message_primary())
+        let primary =
+            field(clibpq_diag_message_primary())
             ?? PGConnection.oneLine(String(cString: PQresultErrorMessage(result)))
-        self.init(kind: connectionBroken ? .connectionLost : .server,
-                  sqlState: field(clibpq_diag_sqlstate()).map(SQLState.init(rawValue:)),
-                  message: primary.isEmpty ? "unknown error" : primary,
-                  detail: field(clibpq_diag_message_detail()), hint: field(clibpq_diag_message_hint()),
-                  statement: statement, position: field(clibpq_diag_statement_position()).flatMap { Int($0) },
-                  target: target)
+        self.init(
+            kind: connectionBroken ? .connectionLost : .server,
+            sqlState: field(clibpq_diag_sqlstate()).map(SQLState.init(rawValue:)),
+            message: primary.isEmpty ? "unknown error" : primary,
+            detail: field(clibpq_diag_message_detail()), hint: field(clibpq_diag_message_hint()),
+            statement: statement, position: field(clibpq_diag_statement_position()).flatMap { Int($0) },
+            target: target)
     }
 
     /// Whether the hub is unreachable rather than refusing a statement: a connection failure or loss,
@@ -163,11 +167,15 @@ extension CatalogError {
     init(_ error: PGError) {
         let place = error.target.map { ", \($0)" } ?? ""
         if error.isAuthenticationFailure {
-            self.init(.unavailable, "PostgreSQL hub refused the login: \(error.message)\(place)",
-                      hint: "check the user and the password in ~/.pgpass (or the file PGPASSFILE names), mode 0600")
+            self.init(
+                .unavailable, "PostgreSQL hub refused the login: \(error.message)\(place)",
+                hint: "check the user and the password in ~/.pgpass (or the file PGPASSFILE names), mode 0600")
         } else if error.kind == .invalidConnectionString {
-            self.init(.usage, "\(error)\(place)",
-                      hint: "fix the connection string (libpq \"Connection Strings\": https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING)")
+            self.init(
+                .usage, "\(error)\(place)",
+                hint:
+                    "fix the connection string (libpq \"Connection Strings\": https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING)"
+            )
         } else if error.isUnavailable {
             self.init(.unavailable, "\(error)\(place)", hint: "the hub is unreachable or not answering; the next run retries")
         } else {

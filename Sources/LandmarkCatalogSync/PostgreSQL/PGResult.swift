@@ -30,14 +30,18 @@ enum PGValue: Sendable, Hashable {
             let digits = Array("0123456789abcdef".utf8)
             var out: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
             out.reserveCapacity(2 + bytes.count * 2)
-            for byte in bytes { out.append(digits[Int(byte >> 4)]); out.append(digits[Int(byte & 0xF)]) }
+            for byte in bytes {
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0xF)])
+            }
             return String(decoding: out, as: UTF8.self)
         }
     }
 }
 
 extension PGValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
-    ExpressibleByBooleanLiteral {
+    ExpressibleByBooleanLiteral
+{
     init(stringLiteral value: String) { self = .text(value) }
     init(integerLiteral value: Int64) { self = .integer(value) }
     init(floatLiteral value: Double) { self = .real(value) }

@@ -32,8 +32,10 @@ extension PGConnection {
     ///     in size keeps batches near a size in bytes.
     ///   - body: called per batch; throwing stops the stream and is rethrown.
     /// - Throws: `PGError` as `execute` does, or what `body` throws.
-    func forEachBatch(sql: String, _ params: [PGValue?] = [], batch: Int = 1000, timeout: Duration? = nil,
-                      nextBatch: ((PGResult) -> Int)? = nil, _ body: (PGResult) throws -> Void) throws {
+    func forEachBatch(
+        sql: String, _ params: [PGValue?] = [], batch: Int = 1000, timeout: Duration? = nil,
+        nextBatch: ((PGResult) -> Int)? = nil, _ body: (PGResult) throws -> Void
+    ) throws {
         precondition(batch > 0, "batch must be positive")
         _ = try liveHandle(statement: sql)
         let ownsTransaction = !isInTransaction
@@ -68,8 +70,10 @@ extension PGConnection {
     /// Runs the query `sql` through a cursor and calls `body` with each row, in order: `forEachBatch`
     /// row by row. At most one batch of rows is held at a time.
     /// - Throws: `PGError` as `execute` does, or what `body` throws.
-    func forEachRow(sql: String, _ params: [PGValue?] = [], batch: Int = 1000, timeout: Duration? = nil,
-                    _ body: (PGRow) throws -> Void) throws {
+    func forEachRow(
+        sql: String, _ params: [PGValue?] = [], batch: Int = 1000, timeout: Duration? = nil,
+        _ body: (PGRow) throws -> Void
+    ) throws {
         try forEachBatch(sql: sql, params, batch: batch, timeout: timeout) { result in
             for index in 0..<result.rowCount { try body(PGRow(result: result, index: index)) }
         }

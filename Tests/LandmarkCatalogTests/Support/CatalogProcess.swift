@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-import Testing
 
 /// What one run of a built binary did.
 struct BinaryRun: CustomStringConvertible {
@@ -15,7 +16,9 @@ struct BinaryRun: CustomStringConvertible {
     var killed: Bool
 
     var stdout: String { String(decoding: stdoutBytes, as: UTF8.self) }
-    var description: String { "exit \(status) after \(String(format: "%.2f", seconds)) s\(killed ? " (killed by the watchdog)" : ""); stderr: \(stderr)" }
+    var description: String {
+        "exit \(status) after \(String(format: "%.2f", seconds)) s\(killed ? " (killed by the watchdog)" : ""); stderr: \(stderr)"
+    }
 }
 
 /// A process started by ``Sandbox/start(_:db:binary:environment:)`` and not yet waited for.
@@ -48,9 +51,10 @@ struct StartedProcess {
         process.waitUntilExit()
         let elapsed = ContinuousClock.now - started
         let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-        return BinaryRun(status: status, stdoutBytes: [UInt8]((try? Data(contentsOf: stdout)) ?? Data()),
-                         stderr: String(decoding: (try? Data(contentsOf: stderr)) ?? Data(), as: UTF8.self),
-                         seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18, killed: killed)
+        return BinaryRun(
+            status: status, stdoutBytes: [UInt8]((try? Data(contentsOf: stdout)) ?? Data()),
+            stderr: String(decoding: (try? Data(contentsOf: stderr)) ?? Data(), as: UTF8.self),
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18, killed: killed)
     }
 }
 
@@ -86,10 +90,13 @@ final class Sandbox {
     }
 
     /// Starts `binary [--db db] arguments` (as `user` through runuser(1) when given).
-    func start(_ arguments: [String], db: String? = nil, binary: URL = Support.catalogBinary, environment extra: [String: String] = [:],
-               user: String? = nil, stdin: String? = nil) throws -> StartedProcess {
+    func start(
+        _ arguments: [String], db: String? = nil, binary: URL = Support.catalogBinary, environment extra: [String: String] = [:],
+        user: String? = nil, stdin: String? = nil
+    ) throws -> StartedProcess {
         runs += 1
-        let out = io.appending(path: "\(runs).out"), err = io.appending(path: "\(runs).err")
+        let out = io.appending(path: "\(runs).out")
+        let err = io.appending(path: "\(runs).err")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
@@ -118,8 +125,10 @@ final class Sandbox {
     }
 
     /// Runs `binary [--db db] arguments` to its end, killing it after `limit` seconds.
-    func run(_ arguments: [String], db: String? = nil, binary: URL = Support.catalogBinary, environment extra: [String: String] = [:],
-             user: String? = nil, stdin: String? = nil, limit: Double = 60) throws -> BinaryRun {
+    func run(
+        _ arguments: [String], db: String? = nil, binary: URL = Support.catalogBinary, environment extra: [String: String] = [:],
+        user: String? = nil, stdin: String? = nil, limit: Double = 60
+    ) throws -> BinaryRun {
         try start(arguments, db: db, binary: binary, environment: extra, user: user, stdin: stdin).finish(limit: limit)
     }
 
@@ -187,8 +196,9 @@ func strictJSONProblem(_ bytes: [UInt8]) throws -> String? {
     let file = Support.temporaryDirectory().appending(path: "check.json")
     defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
     try Data(bytes).write(to: file)
-    let result = try runProcess(URL(fileURLWithPath: "/usr/bin/env"),
-                                ["python3", Support.root.appending(path: "Tests/Support/strict_json.py").path, file.path])
+    let result = try runProcess(
+        URL(fileURLWithPath: "/usr/bin/env"),
+        ["python3", Support.root.appending(path: "Tests/Support/strict_json.py").path, file.path])
     return result.status == 0 ? nil : result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 

@@ -1,8 +1,10 @@
 import Foundation
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Hub databases on the throwaway server (`PostgresServer`) and small helpers for the hub suites.
@@ -27,7 +29,8 @@ enum HubSupport {
 
     /// A superuser connection to `database` (named `catalog-tests`, so it is told apart from edges' `catalog`).
     static func connect(_ server: PostgresServer, _ database: String) throws -> PGConnection {
-        try PGConnection(conninfo: "host=\(server.socketDirectory) port=\(server.port) user=postgres dbname=\(database) application_name=catalog-tests")
+        try PGConnection(
+            conninfo: "host=\(server.socketDirectory) port=\(server.port) user=postgres dbname=\(database) application_name=catalog-tests")
     }
 
     /// The first column of the first row of `sql` on `database`, as text.
@@ -37,21 +40,25 @@ enum HubSupport {
 
     /// The hub's rows, replicated columns only, sorted: to compare with an edge.
     static func hubPositions(_ server: PostgresServer, _ database: String) throws -> [String] {
-        let result = try connect(server, database).execute(sql: """
-            SELECT user_id || '|' || page || '|' || coalesce(landmark_id::text, '') || '|' || updated_ms || '|' || counter || '|' || node || '|'
-                   || CASE WHEN deleted THEN 't' ELSE 'f' END
-            FROM positions ORDER BY user_id COLLATE "C"
-            """)
+        let result = try connect(server, database).execute(
+            sql: """
+                SELECT user_id || '|' || page || '|' || coalesce(landmark_id::text, '') || '|' || updated_ms || '|' || counter || '|' || node || '|'
+                       || CASE WHEN deleted THEN 't' ELSE 'f' END
+                FROM positions ORDER BY user_id COLLATE "C"
+                """)
         return (0..<result.rowCount).map { result.text($0, 0) ?? "" }
     }
 
     /// An edge's positions in the same form as ``hubPositions(_:_:)``.
     static func edgePositions(_ db: String) throws -> [String] {
-        try dumpRows(db, sql: """
-            SELECT user_id || '|' || page || '|' || coalesce(landmark_id, '') || '|' || updated_ms || '|' || counter || '|' || node || '|'
-                   || CASE deleted WHEN 1 THEN 't' ELSE 'f' END
-            FROM positions ORDER BY user_id
-            """).map { row in
+        try dumpRows(
+            db,
+            sql: """
+                SELECT user_id || '|' || page || '|' || coalesce(landmark_id, '') || '|' || updated_ms || '|' || counter || '|' || node || '|'
+                       || CASE deleted WHEN 1 THEN 't' ELSE 'f' END
+                FROM positions ORDER BY user_id
+                """
+        ).map { row in
             if case .text(let s) = row[0] { return s }
             return "?"
         }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A real nginx (Debian's `nginx-light`) on 127.0.0.1 and a free port, serving `contrib/nginx/catalog-log.conf`
 /// with its log directory pointed at a temporary one. One process (`master_process off`), stopped when
@@ -52,14 +53,17 @@ final class NginxServer {
         // Foundation's Process passes on the spawning thread's signal mask, and test threads block nearly
         // every signal: without clearing it, neither `terminate()` nor `timeout` could ever stop nginx.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
-                             "/usr/bin/timeout", "300", binary, "-p", prefix.path, "-c", prefix.appending(path: "nginx.conf").path]
+        process.arguments = [
+            "python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+            "/usr/bin/timeout", "300", binary, "-p", prefix.path, "-c", prefix.appending(path: "nginx.conf").path,
+        ]
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: {
-            let url = prefix.appending(path: "logs/stderr.log")
-            _ = FileManager.default.createFile(atPath: url.path, contents: nil)
-            return url
-        }())
+        process.standardError = try FileHandle(
+            forWritingTo: {
+                let url = prefix.appending(path: "logs/stderr.log")
+                _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+                return url
+            }())
         try process.run()
         // Ready when it answers.
         let deadline = Date().addingTimeInterval(10)
@@ -67,7 +71,8 @@ final class NginxServer {
             if Self.canConnect(port: port) { return }
             usleep(50_000)
         }
-        throw CatalogError(.software, "nginx did not start: \((try? String(contentsOf: prefix.appending(path: "logs/stderr.log"), encoding: .utf8)) ?? "")")
+        throw CatalogError(
+            .software, "nginx did not start: \((try? String(contentsOf: prefix.appending(path: "logs/stderr.log"), encoding: .utf8)) ?? "")")
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.

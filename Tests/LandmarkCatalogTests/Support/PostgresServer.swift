@@ -1,8 +1,10 @@
 import Foundation
+
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A throwaway PostgreSQL server for the tests, started once per test process on first use.
@@ -40,8 +42,9 @@ final class PostgresServer: @unchecked Sendable {
     /// Whether the server binaries exist; prints a notice once when they do not (the suites are skipped).
     static let isAvailable: Bool = {
         if binDirectory == nil {
-            FileHandle.standardError.write(Data(
-                "notice: PostgreSQL tests skipped: no /usr/lib/postgresql/*/bin/postgres (run scripts/setup)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "notice: PostgreSQL tests skipped: no /usr/lib/postgresql/*/bin/postgres (run scripts/setup)\n".utf8))
         }
         return binDirectory != nil
     }()
@@ -69,8 +72,10 @@ final class PostgresServer: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         try Self.giveToPostgres([directory.path, socketDirectory, log])
 
-        let initdb = try Self.runAsPostgres(["\(bin)/initdb", "-D", data, "-U", "postgres", "--auth=trust",
-                                             "-N", "-E", "UTF8", "--locale=C"])
+        let initdb = try Self.runAsPostgres([
+            "\(bin)/initdb", "-D", data, "-U", "postgres", "--auth=trust",
+            "-N", "-E", "UTF8", "--locale=C",
+        ])
         guard initdb.status == 0 else { throw CatalogError(.software, "initdb failed: \(initdb.stderr)\(initdb.stdout)") }
         let hba = """
             local all all trust
@@ -101,8 +106,10 @@ final class PostgresServer: @unchecked Sendable {
             """
         let process = Process()
         let stdin = Pipe()
-        let arguments = ["/bin/bash", "-c", wrapper, "pg-wrapper", bin, data, String(port), socketDirectory, log,
-                         directory.path, String(Self.watchdogSeconds)]
+        let arguments = [
+            "/bin/bash", "-c", wrapper, "pg-wrapper", bin, data, String(port), socketDirectory, log,
+            directory.path, String(Self.watchdogSeconds),
+        ]
         if geteuid() == 0 {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
             process.arguments = ["-u", "postgres", "--"] + arguments
@@ -166,8 +173,9 @@ final class PostgresServer: @unchecked Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
         for name in names where name.hasPrefix(directoryPrefix) {
             guard let pid = Int32(name.dropFirst(directoryPrefix.count).prefix { $0 != "-" }),
-                  kill(pid, 0) != 0 && errno == ESRCH,
-                  !FileManager.default.fileExists(atPath: "/tmp/\(name)/data/postmaster.pid") else { continue }
+                kill(pid, 0) != 0 && errno == ESRCH,
+                !FileManager.default.fileExists(atPath: "/tmp/\(name)/data/postmaster.pid")
+            else { continue }
             try? FileManager.default.removeItem(atPath: "/tmp/\(name)")
         }
     }
