@@ -560,7 +560,7 @@ extension CatalogStore {
                     var context = context
                     if live { context.appliedStamp = { stamps.add($0) } }
                     let pollStarted = monotonicMilliseconds()
-                    let r = followOne(followed[n].locator, context: context)
+                    let r = syncReporting(followed[n].locator, context: context)
                     if r.error == nil && !stamps.stamps.isEmpty {
                         // Committed: each row's stamp to now is its write-to-visible lag.
                         let committed = wallClock.nowMilliseconds()
@@ -719,34 +719,5 @@ extension CatalogStore {
             // A burst of writes (a publish is several files, a commit several WAL writes) is one wake-up.
             if watcherWoke == 2, fds[1].revents != 0 { usleep(2_000) }
         }
-    }
-
-    /// One source of a follow cycle: the per-source code of `sync` (one transaction, the fresh look at a
-    /// manifest whose file is gone, the failure noted on the source).
-    private func followOne(_ locator: SourceLocator, context: SyncContext) -> SourceReport {
-        let started = wallClock.nowMilliseconds()
-        var report = SourceReport(source: locator.description, outcome: .failed)
-        var made: [any SyncSource] = []
-        do {
-            let (outcome, counts) = try syncWithFreshLook(locator, context: context) { made.append($0) }
-            report.outcome = outcome
-            report.counts = counts
-        } catch {
-            let error = Self.sourceFailure(error, source: locator.description, path: path)
-            report.error = error
-            do { try noteSourceFailure(locator, error: error) } catch {
-                context.diagnostics(
-                    Diagnostic(
-                        severity: .warning,
-                        message:
-                            "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
-                        file: locator.description, kind: "ledger"))
-            }
-        }
-        report.bytes = made.reduce(0) { $0 + $1.bytesFetched }
-        report.pushed = made.lazy.compactMap(\.pushed).first
-        report.note = made.last?.note
-        report.durationMilliseconds = wallClock.nowMilliseconds() - started
-        return report
     }
 }

@@ -101,21 +101,13 @@ extension CatalogStore {
         for (n, locator) in locators.enumerated() {
             // What was typed for it (nil for the saved remotes synced when none was given).
             let typed = requested.indices.contains(n) ? requested[n] : nil
-            let sourceStarted = wallClock.nowMilliseconds()
-            var sourceReport = SourceReport(source: locator.description, outcome: .failed)
             if let busy {
-                sourceReport.error = CatalogError(.tempFail, "not synced: \(busy.message)", hint: busy.hint)
-                report.sources.append(sourceReport)
+                var skipped = SourceReport(source: locator.description, outcome: .failed)
+                skipped.error = CatalogError(.tempFail, "not synced: \(busy.message)", hint: busy.hint)
+                report.sources.append(skipped)
                 continue
             }
-            var sources: [any SyncSource] = []
-            do {
-                let (outcome, counts) = try syncWithFreshLook(locator, context: context) { sources.append($0) }
-                sourceReport.outcome = outcome
-                sourceReport.counts = counts
-                report.counts = report.counts + counts
-            } catch {
-                var error = Self.sourceFailure(error, source: locator.description, path: path)
+            let sourceReport = syncReporting(locator, context: context) { error in
                 // A bare word that is no remote and no file was most likely meant as a remote's name.
                 if error.kind == .noInput, case .file = locator, let word = typed, !word.contains("/"), SourceLocator.scheme(of: word) == nil,
                     !saved.contains(where: { $0.name == word })
@@ -128,25 +120,11 @@ extension CatalogStore {
                     busy = error
                     connection.setBusyTimeout(milliseconds: Self.busyBookkeepingMilliseconds)
                 }
-                sourceReport.error = error
-                if !options.dryRun {
-                    do { try noteSourceFailure(locator, error: error) } catch {
-                        diagnostics(
-                            Diagnostic(
-                                severity: .warning,
-                                message:
-                                    "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
-                                file: locator.description, kind: "ledger"))
-                    }
-                }
             }
-            sourceReport.bytes = sources.reduce(0) { $0 + $1.bytesFetched }
-            sourceReport.pushed = sources.lazy.compactMap(\.pushed).first
-            sourceReport.note = sources.last?.note
+            report.counts = report.counts + sourceReport.counts
             if let note = sourceReport.note {
                 diagnostics(Diagnostic(severity: .warning, message: note, file: locator.description, kind: "behind"))
             }
-            sourceReport.durationMilliseconds = wallClock.nowMilliseconds() - sourceStarted
             report.sources.append(sourceReport)
         }
         if !options.dryRun && busy == nil {
@@ -231,6 +209,38 @@ extension CatalogStore {
                 .software, "internal error while syncing \(source): \(error)",
                 hint: "this is a bug in catalog; the other sources were synced")
         }
+    }
+
+    /// Syncs one source and reports it — the per-source step of `sync` and of each `--follow` cycle: fetched
+    /// and merged in one transaction (with the fresh look of ``syncWithFreshLook(_:context:made:)``);
+    /// whatever it throws becomes its documented status (``sourceFailure(_:source:path:)``) and, unless a
+    /// dry run, is noted on the source. `failed` sees the error first (a caller's hint, its busy handling).
+    func syncReporting(_ locator: SourceLocator, context: SyncContext, failed: (inout CatalogError) -> Void = { _ in }) -> SourceReport {
+        let started = wallClock.nowMilliseconds()
+        var report = SourceReport(source: locator.description, outcome: .failed)
+        var made: [any SyncSource] = []
+        do {
+            (report.outcome, report.counts) = try syncWithFreshLook(locator, context: context) { made.append($0) }
+        } catch {
+            var error = Self.sourceFailure(error, source: locator.description, path: path)
+            failed(&error)
+            report.error = error
+            if !context.options.dryRun {
+                do { try noteSourceFailure(locator, error: error) } catch {
+                    context.diagnostics(
+                        Diagnostic(
+                            severity: .warning,
+                            message:
+                                "the failure was not recorded for the source: \(Self.sourceFailure(error, source: locator.description, path: path).message)",
+                            file: locator.description, kind: "ledger"))
+                }
+            }
+        }
+        report.bytes = made.reduce(0) { $0 + $1.bytesFetched }
+        report.pushed = made.lazy.compactMap(\.pushed).first
+        report.note = made.last?.note
+        report.durationMilliseconds = wallClock.nowMilliseconds() - started
+        return report
     }
 
     /// Syncs one source; when a log file is gone while it is merged (a publisher rolled a generation, a
