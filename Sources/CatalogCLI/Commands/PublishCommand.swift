@@ -71,51 +71,17 @@ extension CatalogCLI {
     }
 
     static func publishJSON(_ r: PublishReport) -> [UInt8] {
-        var w = JSONWriter()
-        w.raw("{")
-        w.key("bytesWritten")
-        w.int(r.bytesWritten)
-        w.raw(",")
-        w.key("changed")
-        w.bool(r.changed)
-        w.raw(",")
-        w.key("deltas")
-        w.int(Int64(r.manifest.deltas.count))
-        w.raw(",")
-        w.key("directory")
-        w.string(r.directory)
-        w.raw(",")
-        w.key("generation")
-        w.string(r.manifest.generation)
-        w.raw(",")
-        w.key("missing")
-        w.raw("[")
-        for (n, name) in r.missing.enumerated() {
-            if n > 0 { w.byte(0x2C) }
-            w.string(name)
-        }
-        w.raw("]")
-        w.raw(",")
-        w.key("newGeneration")
-        w.bool(r.newGeneration)
-        w.raw(",")
-        w.key("removed")
-        w.raw("[")
-        for (n, name) in r.removed.enumerated() {
-            if n > 0 { w.byte(0x2C) }
-            w.string(name)
-        }
-        w.raw("],")
-        w.key("through")
-        w.int(r.manifest.through)
-        w.raw(",")
-        w.key("written")
-        w.raw("[")
-        for (n, name) in r.written.enumerated() {
-            if n > 0 { w.byte(0x2C) }
-            w.string(name)
-        }
-        w.raw("]}")
-        return w.bytes
+        var o = JSONObject()
+        o.set("bytesWritten", r.bytesWritten)
+        o.set("changed", r.changed)
+        o.set("deltas", r.manifest.deltas.count)
+        o.set("directory", r.directory)
+        o.set("generation", r.manifest.generation)
+        o.set("missing", strings: r.missing)
+        o.set("newGeneration", r.newGeneration)
+        o.set("removed", strings: r.removed)
+        o.set("through", r.manifest.through)
+        o.set("written", strings: r.written)
+        return o.bytes
     }
 }

@@ -21,6 +21,18 @@ struct JSONObject {
 
     mutating func set(_ key: String, _ value: Int) { set(key, Int64(value)) }
 
+    /// An array of strings.
+    mutating func set(_ key: String, strings: [String]) {
+        var w = JSONWriter(reservingCapacity: 64)
+        w.byte(0x5B)
+        for (n, string) in strings.enumerated() {
+            if n > 0 { w.byte(0x2C) }
+            w.string(string)
+        }
+        w.byte(0x5D)
+        fields.append((key, w.bytes))
+    }
+
     /// `true` or `false`.
     mutating func set(_ key: String, _ value: Bool) { fields.append((key, Array((value ? "true" : "false").utf8))) }
 
