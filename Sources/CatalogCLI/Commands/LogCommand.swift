@@ -27,6 +27,7 @@ extension CatalogCLI {
             let items = runs.map { run -> JSONObject in
                 var o = JSONObject()
                 o.set(counts: run.counts)
+                for detail in run.details { o.set(detail.json, detail.value) }
                 o.set("durationMs", run.durationMilliseconds)
                 o.set("exitStatus", run.exitStatus)
                 o.set("finishedAt", run.finishedAt)
@@ -57,7 +58,10 @@ extension CatalogCLI {
         var out = runs.isEmpty ? "no sync runs\n" : ""
         for run in runs {
             out += "run \(run.id)  \(run.finishedAt)  \(run.outcome) (exit \(run.exitStatus))  \(seconds(run.durationMilliseconds))\n"
-            if run.outcome != "busy" { out += "  \(describe(run.counts))\n" }
+            if run.outcome != "busy" {
+                out += "  \(describe(run.counts))\n"
+                for detail in run.details { out += "  \(detail.label): \(detail.value)\n" }
+            }
             if let message = run.message { out += "  \(Table.escaped(message))\n" }
             for s in run.sources {
                 var line = "  - \(Table.escaped(sourceLabel(s.source, remotes))): \(s.outcome ?? "not started")"

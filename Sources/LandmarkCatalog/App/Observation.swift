@@ -131,7 +131,7 @@ final class ChangeMonitor: @unchecked Sendable {
     private var subscribers = 0
     private var threadRunning = false
     private var isClosed = false
-    private var connection: Connection?
+    private var probe: DataVersionProbe?
     private var dataVersion: Int64?
     private var identity: FileIdentity?
     private var started = false
@@ -215,7 +215,7 @@ final class ChangeMonitor: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         isClosed = true
-        connection = nil
+        probe = nil
         for continuation in waiters.values {
             continuation.resume(throwing: CatalogError(.usage, "the catalog was closed, \(path)"))
         }
@@ -245,19 +245,19 @@ final class ChangeMonitor: @unchecked Sendable {
     /// another connection's commit).
     private func check() -> Bool {
         let now = FileIdentity(path: path)
-        if connection == nil || now != identity {
+        if probe == nil || now != identity {
             let changed = now != identity
             identity = now
-            connection = nil
+            probe = nil
             dataVersion = nil
-            if now != nil, let fresh = try? CatalogStore.readOnlyConnection(path) {
-                connection = fresh
-                dataVersion = try? fresh.scalarInt(sql: "PRAGMA data_version")
+            if now != nil, let fresh = try? DataVersionProbe(path: path) {
+                probe = fresh
+                dataVersion = fresh.version()
             }
             return changed
         }
-        guard let version = try? connection?.scalarInt(sql: "PRAGMA data_version") else {
-            connection = nil  // reopened at the next check
+        guard let version = probe?.version() else {
+            probe = nil  // reopened at the next check
             return true
         }
         defer { dataVersion = version }

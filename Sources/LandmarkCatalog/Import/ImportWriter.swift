@@ -148,30 +148,6 @@ struct ImportWriter {
         self.diagnostics = diagnostics
     }
 
-    /// The parameter holding the record's bit mask of present optional columns.
-    static let presentParameter = Int32(LandmarkColumn.allCases.count + 1)
-
-    /// The upsert: absent keys (bit clear in the mask) keep the stored value (or the default, over a
-    /// tombstone); the `WHERE` skips rows whose content would not change, so they are never rewritten.
-    /// https://sqlite.org/lang_upsert.html
-    static let upsertSQL: String = {
-        let mask = "?\(presentParameter)"
-        func cleared(_ c: LandmarkColumn) -> String { c.kind == .bool ? "0" : "NULL" }
-        let keep = LandmarkColumn.optionalContent.map { c in
-            "\(c.sqlName) = CASE WHEN \(mask) & \(RawLandmark.bit(c)) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(cleared(c)) ELSE landmarks.\(c.sqlName) END"
-        }
-        let always: [LandmarkColumn] = LandmarkColumn.allCases.filter { $0 != .id && !LandmarkColumn.optionalContent.contains($0) }
-        let differs =
-            always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
-            + LandmarkColumn.optionalContent.map { "(\(mask) & \(RawLandmark.bit($0)) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
-        return """
-            \(LandmarkColumn.insertAllSQL)
-            ON CONFLICT (id) DO UPDATE SET
-                \((always.map { "\($0.sqlName) = excluded.\($0.sqlName)" } + keep).joined(separator: ",\n    "))
-            WHERE landmarks.deleted = 1 OR \(differs.joined(separator: "\n   OR "))
-            """
-    }()
-
     mutating func report(_ diagnostic: Diagnostic) {
         var d = diagnostic
         if d.severity == .warning {
@@ -193,12 +169,12 @@ struct ImportWriter {
 
     /// Writes every batch of `queue`; `shouldStop` is asked after each one (true throws `CancellationError`).
     mutating func run(queue: BatchQueue, shouldStop: () -> Bool = { false }, progress: (Int, Int64) -> Void) throws {
-        let db = store.connection
+        let table = store.landmarkTable
         let preImage = store.path == ":memory:" ? nil : try PreImage(path: store.path)
-        let tombstonesBefore = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
+        let tombstonesBefore = try table.counts().tombstones
         let stamp = try store.peekLocalStamp()
         nextSeq = try store.lastChangeSequence() + 1
-        try db.withStatement(sql: Self.upsertSQL) { upsert in
+        try table.withImportUpsert { upsert in
             try upsert.bind(stamp.wallMilliseconds, to: LandmarkColumn.updatedMs)
             try upsert.bind(stamp.counter, to: LandmarkColumn.counter)
             try upsert.bind(stamp.node, to: LandmarkColumn.node)
@@ -214,7 +190,7 @@ struct ImportWriter {
                         next += 1
                     }
                     if let first = record.duplicateOf {
-                        let firstName = try db.scalarText(sql: "SELECT name FROM landmarks WHERE id = ?", [.integer(record.id)])
+                        let firstName = try table.name(id: record.id)
                         let name = batch.text(record, .name) ?? ""
                         report(
                             Diagnostic(
@@ -251,7 +227,7 @@ struct ImportWriter {
                 if batch.isLast {
                     if errors > 0 { throw failure() }
                     // A tombstone brought back counts as inserted, not updated.
-                    let tombstonesAfter = try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
+                    let tombstonesAfter = try table.counts().tombstones
                     let resurrected = Int(tombstonesBefore - tombstonesAfter)
                     summary.inserted += resurrected
                     summary.updated -= resurrected
@@ -284,9 +260,7 @@ struct ImportWriter {
         var extra = record.extraJSON
         if let recordExtra = extra {
             // Unknown keys merge with the stored ones (rare: a slow path is fine).
-            let stored = try store.connection.scalarText(
-                sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0",
-                [.integer(record.id)])
+            let stored = try store.landmarkTable.liveExtra(id: record.id)
             if let stored, let old = JSONValue.parseObject(stored), let new = JSONValue.parseObject(recordExtra) {
                 var members = old
                 for m in new {
@@ -295,34 +269,28 @@ struct ImportWriter {
                 extra = JSONValue.object(members).serialized()
             }
         }
-        try batch.withView(record) { view in
+        let write = try batch.withView(record) { view in
             try view.bindContent(to: upsert)
             try upsert.bind(extra, to: LandmarkColumn.extra)
             try upsert.bind(nextSeq, to: LandmarkColumn.seq)
             // The stamp was bound once in `run`; `run()` keeps bindings.
-            try upsert.bind(Int64(record.present), at: Self.presentParameter)
-            store.connection.setLastInsertRowID(record.id &+ 1)
-            try upsert.run()
+            try upsert.bind(Int64(record.present), at: LandmarksTable.presentParameter)
+            return try store.landmarkTable.runImportUpsert(upsert, id: record.id)
         }
-        guard store.connection.changes > 0 else {
+        guard write != .unchanged else {
             summary.unchanged += 1
             return
         }
         nextSeq += 1
         try noteWrite(stamp)
-        if store.connection.lastInsertRowID == record.id { summary.inserted += 1 } else { summary.updated += 1 }
+        if write == .inserted { summary.inserted += 1 } else { summary.updated += 1 }
     }
 
     mutating func prune(seen: SeenIDs, stamp: HLCStamp) throws {
-        let db = store.connection
-        var doomed: [Int64] = []
-        try db.forEachRow(sql: "SELECT id FROM landmarks WHERE deleted = 0") { row in
-            let id = row.int(0)
-            if !seen.contains(id) { doomed.append(id) }
-        }
+        let doomed = try store.landmarkTable.liveIDs().filter { !seen.contains($0) }
         guard !doomed.isEmpty else { return }
         try noteWrite(stamp)
-        try db.withStatement(sql: "UPDATE landmarks SET deleted = 1, updated_ms = ?1, counter = ?2, node = ?3, seq = ?4 WHERE id = ?5") { tombstone in
+        try store.landmarkTable.withTombstone { tombstone in
             try tombstone.bind(stamp.wallMilliseconds, at: 1)
             try tombstone.bind(stamp.counter, at: 2)
             try tombstone.bind(stamp.node, at: 3)

@@ -113,6 +113,16 @@ public struct JSONWriter: Sendable {
         precondition(v.isFinite, "JSON has no representation for \(v)")
         raw(v.description)
     }
+    /// A JSON array of strings.
+    public mutating func stringArray(_ strings: [String]) {
+        byte(0x5B)
+        for (n, s) in strings.enumerated() {
+            if n > 0 { byte(0x2C) }
+            string(s)
+        }
+        byte(0x5D)
+    }
+
     /// `"key":` — the key escaped as a string.
     public mutating func key(_ k: String) {
         string(k)

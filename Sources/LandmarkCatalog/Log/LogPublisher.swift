@@ -100,11 +100,7 @@ extension CatalogStore {
         let existingBytes = FileManager.default.contents(atPath: manifestPath).map(Array.init)
         let existing = existingBytes.flatMap { try? LogManifest.parse($0, source: manifestPath) }
         let node = try nodeID()
-        let record = try read {
-            try connection.firstRow(sql: "SELECT generation, through FROM log_publications WHERE directory = ?", [.text(dir)]) {
-                (generation: $0.text(0) ?? "", through: $0.int(1))
-            }
-        }
+        let record = try read { try publicationTable.publication(directory: dir) }
         let current = try changeSequence()
         // Another node's log: replacing its manifest would silently cut its peers off.
         if let other = existing, other.node != node {
@@ -202,16 +198,8 @@ extension CatalogStore {
         report.written.append(LogManifest.fileName)
         report.bytesWritten += Int64(manifest.bytes.count)
         try write {
-            try connection.execute(
-                sql: """
-                    INSERT INTO log_publications (directory, generation, through, published_at) VALUES (?1, ?2, ?3, ?4)
-                    ON CONFLICT (directory) DO UPDATE SET generation = excluded.generation, through = excluded.through, published_at = excluded.published_at
-                    """, [.text(dir), .text(manifest.generation), .integer(manifest.through), .text(Timestamp.format(milliseconds: now))])
-            for name in retired {
-                try connection.execute(
-                    sql: "INSERT INTO log_retired_files (directory, name, retired_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    [.text(dir), .text(name), .integer(now)])
-            }
+            try publicationTable.record(
+                directory: dir, Publication(generation: manifest.generation, through: manifest.through), retired: retired, at: now)
         }
         report.changed = true
         report.manifest = manifest
@@ -270,12 +258,7 @@ extension CatalogStore {
     /// publisher that is gone) once they are older than the grace period.
     private func removeUnreferenced(in dir: String, manifest: LogManifest, now: Int64, grace: Double) throws -> [String] {
         let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
-        var retired: [String: Int64] = [:]
-        try read {
-            try connection.forEachRow(sql: "SELECT name, retired_at FROM log_retired_files WHERE directory = ?", [.text(dir)]) {
-                retired[$0.text(0) ?? ""] = $0.int(1)
-            }
-        }
+        let retired = try read { try publicationTable.retiredFiles(directory: dir) }
         var removed: [String] = []
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         for name in names where (name.hasPrefix("base-") || name.hasPrefix("delta-")) && name.hasSuffix(".json") && !named.contains(name) {
@@ -294,11 +277,7 @@ extension CatalogStore {
         }
         let gone = Set(removed).union(Set(retired.keys).subtracting(names))
         if !gone.isEmpty {
-            try write {
-                for name in gone {
-                    try connection.execute(sql: "DELETE FROM log_retired_files WHERE directory = ? AND name = ?", [.text(dir), .text(name)])
-                }
-            }
+            try write { try publicationTable.forgetRetired(directory: dir, names: gone) }
         }
         return removed.sorted()
     }

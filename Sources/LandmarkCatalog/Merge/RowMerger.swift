@@ -1,75 +1,5 @@
 import Foundation
 
-/// What merging did (or, in a dry run, would do). On every path
-/// `landmarksSeen + positionsSeen == applied + stale + quarantined + notAllowed`; ties are also counted as applied
-/// or stale, whichever way the rule settled them.
-public struct MergeCounts: Sendable, Equatable {
-    /// Landmark rows read.
-    public var landmarksSeen = 0
-    /// Landmark rows that replaced (or created) the stored row.
-    public var landmarksApplied = 0
-    /// Position rows read.
-    public var positionsSeen = 0
-    /// Position rows that replaced (or created) the stored row.
-    public var positionsApplied = 0
-    /// Rows that did not replace the stored row: older, repeated, or tie losers.
-    public var stale = 0
-    /// Rows whose stamp equalled the stored one with different content, settled by the fixed rule.
-    public var ties = 0
-    /// Rows stamped beyond the allowed drift: kept in quarantine, not applied.
-    public var quarantined = 0
-    /// Rows of a kind the source may not write (its remote's `--allow`, docs/trust.md §4): not applied.
-    public var notAllowed = 0
-
-    public init() {}
-
-    /// All rows seen.
-    public var seen: Int { landmarksSeen + positionsSeen }
-    /// All rows applied.
-    public var applied: Int { landmarksApplied + positionsApplied }
-
-    static func + (a: MergeCounts, b: MergeCounts) -> MergeCounts {
-        var c = a
-        for field in fields { c[keyPath: field.keyPath] += b[keyPath: field.keyPath] }
-        return c
-    }
-
-    /// One counter: its key in JSON (`sync --json`, `log --json`), its column in the run ledger
-    /// (`sync_runs` and `sync_run_sources` alike) and the property that holds it.
-    public struct Field: Sendable {
-        public let json: String
-        public let column: String
-        // A key path literal of a struct's stored property is immutable and thread-safe to share.
-        nonisolated(unsafe) public let keyPath: WritableKeyPath<MergeCounts, Int>
-    }
-
-    /// Every counter, once: the ledger's statements, its reader, the sum of two counts and the JSON
-    /// outputs are made from this table, so a new counter is a property, a row here and a migration
-    /// adding its column to the two ledger tables (docs/architecture.md §5.3).
-    public static let fields: [Field] = [
-        Field(json: "landmarksSeen", column: "landmarks_seen", keyPath: \.landmarksSeen),
-        Field(json: "landmarksApplied", column: "landmarks_applied", keyPath: \.landmarksApplied),
-        Field(json: "positionsSeen", column: "positions_seen", keyPath: \.positionsSeen),
-        Field(json: "positionsApplied", column: "positions_applied", keyPath: \.positionsApplied),
-        Field(json: "stale", column: "stale", keyPath: \.stale),
-        Field(json: "ties", column: "ties", keyPath: \.ties),
-        Field(json: "quarantined", column: "quarantined", keyPath: \.quarantined),
-        Field(json: "notAllowed", column: "not_allowed", keyPath: \.notAllowed),
-    ]
-
-    /// The counters' ledger columns, comma-separated, in ``fields`` order.
-    package static var columnList: String { fields.map(\.column).joined(separator: ", ") }
-
-    /// The counters as SQL values, in ``fields`` order.
-    package var sqlValues: [SQLValue] { Self.fields.map { .integer(Int64(self[keyPath: $0.keyPath])) } }
-
-    /// Reads the counters from `statement`'s columns `first`, `first + 1`, … (selected with ``columnList``).
-    package init(statement s: Statement, from first: Int) {
-        self.init()
-        for (i, field) in Self.fields.enumerated() { self[keyPath: field.keyPath] = Int(s.int(first + i)) }
-    }
-}
-
 /// Applies rows from any source — snapshot files, logs, the hub — to the store, inside the caller's
 /// write transaction, by ``LastWriterWins``. Rows stamped beyond the drift allowance go to the
 /// quarantine; ties are recorded in the conflicts table and reported once; every applied row takes the
@@ -117,7 +47,7 @@ package struct RowMerger {
         self.diagnostics = diagnostics
         nextSeq = try store.lastChangeSequence() + 1
         firstSeq = nextSeq
-        storedMaxID = try store.connection.scalarInt(sql: "SELECT max(id) FROM landmarks")
+        storedMaxID = try store.landmarkTable.maxID()
         localNode = try store.currentNode()
     }
 
@@ -200,39 +130,24 @@ package struct RowMerger {
         counts.quarantined += 1
         let ahead = Double(stamp.wallMilliseconds - quarantineAfter) / 1000
         let at = Timestamp.format(milliseconds: stamp.wallMilliseconds)
-        let now = Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())
+        let now = store.wallClock.nowMilliseconds()
         let reason = "stamped \(at), beyond the allowed clock drift by \(ahead) s"
-        let identity: [SQLValue] = [.text(kind), .text(key), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)]
+        let identity = QuarantineIdentity(kind: kind, key: key, stamp: stamp)
         let content = tieContent()
         // The same row delivered again (every cron run, say) is kept once and reported once; another row of
         // the same key and stamp replaces it only when the tie rule prefers it.
-        let kept = try store.connection.firstRow(
-            sql: """
-                SELECT id, deleted, tie_content FROM sync_quarantine WHERE kind = ? AND row_key = ? AND updated_ms = ? AND counter = ? AND node = ?
-                """, identity
-        ) { s -> (id: Int64, deleted: Bool, content: [UInt8]) in
-            let bytes: [UInt8] = if case .blob(let b) = s.value(2) { b } else { [] }
-            return (s.int(0), s.int(1) != 0, bytes)
-        }
-        if let kept {
+        if let kept = try store.quarantineTable.held(identity) {
             let decision = LastWriterWins.decide(incoming: stamp, incomingDeleted: deleted, stored: (stamp, kept.deleted)) {
-                LastWriterWins.order(bytes: content, kept.content)
+                LastWriterWins.order(bytes: content, kept.tieContent)
             }
             if decision == .tieWon {
-                try store.connection.execute(
-                    sql: """
-                        UPDATE sync_quarantine SET received_at = ?, source = ?, row_json = ?, reason = ?, deleted = ?, tie_content = ? WHERE id = ?
-                        """,
-                    [.text(now), .text(source), .text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content), .integer(kept.id)])
+                try store.quarantineTable.replace(
+                    id: kept.id, source: source, at: now, rowJSON: rowJSON(), reason: reason, deleted: deleted, tieContent: content)
             }
             return true
         }
-        try store.connection.execute(
-            sql: """
-                INSERT INTO sync_quarantine (received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason, deleted, tie_content)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, [.text(now), .text(source)] + identity + [.text(rowJSON()), .text(reason), .integer(deleted ? 1 : 0), .blob(content)])
-        let row = store.connection.lastInsertRowID
+        let row = try store.quarantineTable.insert(
+            identity, source: source, at: now, rowJSON: rowJSON(), reason: reason, deleted: deleted, tieContent: content)
         diagnostics(
             Diagnostic(
                 severity: .warning,
@@ -249,18 +164,10 @@ package struct RowMerger {
     ) throws {
         let winner = decision == .tieWon ? incoming() : stored()
         let loser = decision == .tieWon ? stored() : incoming()
-        try store.connection.execute(
-            sql: """
-                INSERT INTO sync_conflicts (detected_at, source, kind, row_key, updated_ms, counter, node, winner_json, loser_json, rule)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (kind, row_key, updated_ms, counter, node, loser_json) DO NOTHING
-                """,
-            [
-                .text(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())), .text(source), .text(kind), .text(key),
-                .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node), .text(winner), .text(loser),
-                .text(LastWriterWins.tieRule),
-            ])
-        guard store.connection.changes > 0 else { return }
+        let tie = ConflictRecord(
+            id: 0, detectedAt: "", source: source, kind: kind, key: key, stamp: stamp, winnerJSON: winner, loserJSON: loser,
+            rule: LastWriterWins.tieRule)
+        guard try store.conflictTable.insert(tie, at: store.wallClock.nowMilliseconds()) else { return }
         diagnostics(
             Diagnostic(
                 severity: .warning,
@@ -288,94 +195,78 @@ package struct RowMerger {
     // MARK: Positions
 
     private mutating func applyPositions(_ rows: [PositionRecord]) throws {
-        let db = store.connection
-        try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { select in
-            try db.withStatement(
-                sql: """
-                    \(PositionColumn.insertAllSQL)
-                    ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
-                    """
-            ) { upsert in
-                for row in rows {
-                    counts.positionsSeen += 1
-                    if !allow.allowsPositions {
-                        notAllowed(kind: "position", key: row.user, id: nil)
-                        continue
-                    }
-                    if try quarantine(
-                        row.stamp, kind: "position", key: row.user, deleted: row.deleted,
-                        tieContent: { Self.positionTieContent(page: row.page, landmark: row.landmark) }, rowJSON: { row.json })
-                    {
-                        continue
-                    }
-                    try select.bind(row.user, at: 1)
-                    var stored: (stamp: HLCStamp, deleted: Bool)?
-                    var storedPage: Int64 = 0
-                    var storedLandmark: Int64?
-                    if try select.step() {
-                        stored = (
-                            HLCStamp(
-                                wallMilliseconds: select.int(PositionColumn.updatedMs), counter: select.int(PositionColumn.counter),
-                                node: select.text(PositionColumn.node) ?? ""),
-                            select.bool(PositionColumn.deleted)
-                        )
-                        storedPage = select.int(PositionColumn.page)
-                        storedLandmark = select.optionalInt(PositionColumn.landmarkID)
-                    }
-                    select.rewind()
-                    let decision = LastWriterWins.decide(incoming: row.stamp, incomingDeleted: row.deleted, stored: stored) {
-                        row.compareContent(page: storedPage, landmark: storedLandmark)
-                    }
-                    if decision.isTie, let stored {
-                        counts.ties += 1
-                        let storedRow = PositionRecord(
-                            user: row.user, page: storedPage, landmark: storedLandmark, stamp: stored.stamp,
-                            deleted: stored.deleted)
-                        try recordTie(
-                            kind: "position", key: row.user, stamp: row.stamp, decision: decision, incoming: { row.json },
-                            stored: { storedRow.json }, position: row.position, index: row.index, id: nil)
-                    }
-                    guard decision.applies else {
-                        counts.stale += 1
-                        continue
-                    }
-                    try upsert.bind(row.user, to: PositionColumn.userID)
-                    try upsert.bind(row.page, to: PositionColumn.page)
-                    if let landmark = row.landmark {
-                        try upsert.bind(landmark, to: PositionColumn.landmarkID)
-                    } else {
-                        try upsert.bindNull(to: PositionColumn.landmarkID)
-                    }
-                    try upsert.bind(row.stamp.wallMilliseconds, to: PositionColumn.updatedMs)
-                    try upsert.bind(row.stamp.counter, to: PositionColumn.counter)
-                    try upsert.bind(row.stamp.node, to: PositionColumn.node)
-                    try upsert.bind(row.deleted, to: PositionColumn.deleted)
-                    try upsert.bind(nextSeq, to: PositionColumn.seq)
-                    try upsert.run()
-                    nextSeq += 1
-                    counts.positionsApplied += 1
-                    appliedStamp?(row.stamp.wallMilliseconds)
+        try store.positionTable.withMergeStatements { select, upsert in
+            for row in rows {
+                counts.positionsSeen += 1
+                if !allow.allowsPositions {
+                    notAllowed(kind: "position", key: row.user, id: nil)
+                    continue
                 }
+                if try quarantine(
+                    row.stamp, kind: "position", key: row.user, deleted: row.deleted,
+                    tieContent: { Self.positionTieContent(page: row.page, landmark: row.landmark) }, rowJSON: { row.json })
+                {
+                    continue
+                }
+                try select.bind(row.user, at: 1)
+                var stored: (stamp: HLCStamp, deleted: Bool)?
+                var storedPage: Int64 = 0
+                var storedLandmark: Int64?
+                if try select.step() {
+                    stored = (
+                        HLCStamp(
+                            wallMilliseconds: select.int(PositionColumn.updatedMs), counter: select.int(PositionColumn.counter),
+                            node: select.text(PositionColumn.node) ?? ""),
+                        select.bool(PositionColumn.deleted)
+                    )
+                    storedPage = select.int(PositionColumn.page)
+                    storedLandmark = select.optionalInt(PositionColumn.landmarkID)
+                }
+                select.rewind()
+                let decision = LastWriterWins.decide(incoming: row.stamp, incomingDeleted: row.deleted, stored: stored) {
+                    row.compareContent(page: storedPage, landmark: storedLandmark)
+                }
+                if decision.isTie, let stored {
+                    counts.ties += 1
+                    let storedRow = PositionRecord(
+                        user: row.user, page: storedPage, landmark: storedLandmark, stamp: stored.stamp,
+                        deleted: stored.deleted)
+                    try recordTie(
+                        kind: "position", key: row.user, stamp: row.stamp, decision: decision, incoming: { row.json },
+                        stored: { storedRow.json }, position: row.position, index: row.index, id: nil)
+                }
+                guard decision.applies else {
+                    counts.stale += 1
+                    continue
+                }
+                try upsert.bind(row.user, to: PositionColumn.userID)
+                try upsert.bind(row.page, to: PositionColumn.page)
+                if let landmark = row.landmark {
+                    try upsert.bind(landmark, to: PositionColumn.landmarkID)
+                } else {
+                    try upsert.bindNull(to: PositionColumn.landmarkID)
+                }
+                try upsert.bind(row.stamp.wallMilliseconds, to: PositionColumn.updatedMs)
+                try upsert.bind(row.stamp.counter, to: PositionColumn.counter)
+                try upsert.bind(row.stamp.node, to: PositionColumn.node)
+                try upsert.bind(row.deleted, to: PositionColumn.deleted)
+                try upsert.bind(nextSeq, to: PositionColumn.seq)
+                try upsert.run()
+                nextSeq += 1
+                counts.positionsApplied += 1
+                appliedStamp?(row.stamp.wallMilliseconds)
             }
         }
     }
 
     // MARK: Landmarks
 
-    static let landmarkUpsertSQL = """
-        \(LandmarkColumn.insertAllSQL)
-        ON CONFLICT (id) DO UPDATE SET \(LandmarkColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
-        """
-
     private mutating func applyLandmarks(_ batch: RowBatch) throws {
-        let db = store.connection
-        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?") { select in
-            try db.withStatement(sql: Self.landmarkUpsertSQL) { upsert in
-                try batch.bytes.withUnsafeBufferPointer { bytes in
-                    for record in batch.landmarks {
-                        let view = RawLandmarkView(record: record, bytes: bytes)
-                        try applyLandmark(view, select: select, upsert: upsert)
-                    }
+        try store.landmarkTable.withMergeStatements { select, upsert in
+            try batch.bytes.withUnsafeBufferPointer { bytes in
+                for record in batch.landmarks {
+                    let view = RawLandmarkView(record: record, bytes: bytes)
+                    try applyLandmark(view, select: select, upsert: upsert)
                 }
             }
         }

@@ -100,28 +100,24 @@ extension CatalogStore {
     public func stateDigest() throws -> StateDigest {
         let (digest, seq, cached) = try read { () throws -> (StateDigest, Int64, Bool) in
             let seq = try lastChangeSequence()
-            if let text = try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'digest'"),
+            if let text = try metaTable.value("digest"),
                 let cached = Self.parseCachedDigest(text), cached.seq == seq
             {
                 return (cached.digest, seq, true)
             }
             var digest = StateDigest()
-            try connection.forEachRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks") { s in
+            try landmarkTable.forEachRow { s in
                 let row = LandmarkRow(statement: s)
                 digest.add(StateDigest.landmarkText(row, content: LandmarkJSON.bytes(row, shape: .content)))
             }
-            try connection.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions") { s in
+            try positionTable.forEachRow { s in
                 digest.add(StateDigest.positionText(PositionRecord(row: s)))
             }
             return (digest, seq, false)
         }
         if !cached && path != ":memory:" {
-            // A cache only, written through a connection of its own that waits at most 100 ms: a busy or
-            // read-only database just means computing it again next time.
-            let cache = try? Connection(path: path, mode: access(path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
-            try? cache?.execute(
-                sql: "INSERT INTO catalog_meta (key, value) VALUES ('digest', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [.text("\(seq) \(digest.rows) \(digest.hex)")])
+            // A cache only: a busy or read-only database just means computing it again next time.
+            MetaTable.storeCache(path: path, key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)")
         }
         return digest
     }

@@ -27,10 +27,9 @@ extension CatalogStore {
     public func checkHealth(maxAgeMilliseconds: Int64? = nil) throws -> HealthCheck {
         try read {
             let now = wallClock.nowMilliseconds()
-            let lastRun = try connection.firstRow(
-                sql: "SELECT id, finished_at, outcome, exit_status, message FROM sync_runs WHERE id = ?",
-                [.integer(try lastEndedRunID() ?? 0)]
-            ) { s in (id: s.int(0), finished: s.text(1) ?? "", outcome: s.text(2) ?? "", status: s.int(3), message: s.text(4)) }
+            let lastRun = try runLedger.run(id: try lastEndedRunID() ?? 0).map {
+                (id: $0.id, finished: $0.finishedAt, outcome: $0.outcome, status: $0.exitStatus, message: $0.message)
+            }
             guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
             let failed = run.outcome == "failed" || run.outcome == "interrupted"
             let failure =
@@ -43,18 +42,12 @@ extension CatalogStore {
             let names = try remoteNamesBySourceKey()
             var problems: [String] = []
             var checked = 0
-            try connection.forEachRow(
-                sql: """
-                    SELECT r.source, s.last_success_at FROM sync_run_sources r LEFT JOIN sync_sources s ON s.source = r.source
-                    WHERE r.run_id = ? AND r.source <> '<stdin>' ORDER BY r.position
-                    """, [.integer(run.id)]
-            ) { s in
-                let key = s.text(0) ?? ""
+            for key in try runLedger.sourceNames(ofRun: run.id) where key != SourceLocator.standardInput.description {
                 let source = names[key].map { "\($0) (\(key))" } ?? key
                 checked += 1
-                guard let text = s.text(1), let last = Timestamp.parse(text) else {
+                guard let text = try sourceTable.source(key)?.lastSuccess, let last = Timestamp.parse(text) else {
                     problems.append("source \(source) has never had a good sync")
-                    return
+                    continue
                 }
                 if now - last > maxAge {
                     problems.append(
@@ -63,11 +56,7 @@ extension CatalogStore {
             }
             if checked == 0 {
                 // No source to judge by: the last run that succeeded is the last good sync.
-                let good = try connection.firstRow(
-                    sql: """
-                        SELECT id, finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
-                        """
-                ) { (id: $0.int(0), finished: $0.text(1) ?? "") }
+                let good = try runLedger.lastSucceeded().map { (id: $0.id, finished: $0.finishedAt) }
                 if let good, let finished = Timestamp.parse(good.finished) {
                     if now - finished > maxAge {
                         problems.append(

@@ -50,64 +50,35 @@ extension CatalogStore {
     /// Reads every figure of ``CatalogMetrics`` in one read transaction.
     public func metrics() throws -> CatalogMetrics {
         try read {
-            func int(_ sql: String) throws -> Int64 { try connection.scalarInt(sql: sql) ?? 0 }
-            var m = CatalogMetrics(node: try currentNode(), schemaVersion: Int(try int("SELECT max(version) FROM schema_migrations")))
-            try connection.forEachRow(sql: "SELECT deleted, count(*) FROM landmarks GROUP BY deleted") { s in
-                if s.int(0) == 0 { m.landmarks = Int(s.int(1)) } else { m.landmarkTombstones = Int(s.int(1)) }
-            }
-            try connection.forEachRow(sql: "SELECT deleted, count(*) FROM positions GROUP BY deleted") { s in
-                if s.int(0) == 0 { m.positions = Int(s.int(1)) } else { m.positionTombstones = Int(s.int(1)) }
-            }
-            m.quarantined = Int(try int("SELECT count(*) FROM sync_quarantine"))
-            m.conflictsRetained = Int(try int("SELECT count(*) FROM sync_conflicts"))
+            var m = CatalogMetrics(node: try currentNode(), schemaVersion: try schemaVersion())
+            (m.landmarks, m.landmarkTombstones) = try landmarkTable.counts()
+            (m.positions, m.positionTombstones) = try positionTable.counts()
+            m.quarantined = try quarantineTable.count()
+            m.conflictsRetained = try conflictTable.count()
             m.changeSequence = try lastChangeSequence()
-            m.databaseBytes = try int("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+            m.databaseBytes = try databaseBytes()
             let lastRunID = try lastEndedRunID()
-            m.lastRun = try connection.firstRow(
-                sql: "SELECT finished_at, outcome, exit_status, duration_ms FROM sync_runs WHERE id = ?",
-                [.integer(lastRunID ?? 0)]
-            ) { s in
-                (Timestamp.parse(s.text(0) ?? "") ?? 0, s.text(1) ?? "", Int(s.int(2)), s.int(3))
+            m.lastRun = try runLedger.run(id: lastRunID ?? 0).map { r in
+                (Timestamp.parse(r.finishedAt) ?? 0, r.outcome, r.exitStatus, r.durationMilliseconds)
             }
             // A source synced once (a typo, a one-off file) or a removed remote is not a series that alerts forever.
             let current = try sourcesInUse(lastEndedRun: lastRunID)
             let remotes = try remoteNamesBySourceKey()
-            m.lastSuccessMilliseconds =
-                try connection.firstRow(
-                    sql: """
-                        SELECT finished_at FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1
-                        """
-                ) { Timestamp.parse($0.text(0) ?? "") } ?? nil
-            try connection.forEachRow(sql: "SELECT outcome, count(*) FROM sync_runs GROUP BY outcome ORDER BY outcome") { s in
-                m.runs.append((s.text(0) ?? "", Int(s.int(1))))
-            }
-            try connection.forEachRow(
-                sql: """
-                    SELECT coalesce(sum(landmarks_applied), 0), coalesce(sum(positions_applied), 0), coalesce(sum(stale), 0),
-                           coalesce(sum(ties), 0), coalesce(sum(quarantined), 0) FROM sync_runs
-                    """
-            ) { s in
-                m.landmarksApplied = Int(s.int(0))
-                m.positionsApplied = Int(s.int(1))
-                m.stale = Int(s.int(2))
-                m.ties = Int(s.int(3))
-                m.quarantinedTotal = Int(s.int(4))
-            }
-            try connection.forEachRow(
-                sql: """
-                    SELECT s.source, s.kind, s.last_success_at, s.last_attempt_at, s.last_status,
-                           (SELECT coalesce(sum(bytes), 0) FROM sync_run_sources r WHERE r.source = s.source)
-                    FROM sync_sources s ORDER BY s.source
-                    """
-            ) { s in
-                guard current.contains(s.text(0) ?? "") else { return }
+            m.lastSuccessMilliseconds = try runLedger.lastSucceeded().flatMap { Timestamp.parse($0.finishedAt) }
+            m.runs = try runLedger.countsByOutcome()
+            let totals = try runLedger.totals()
+            m.landmarksApplied = totals.landmarksApplied
+            m.positionsApplied = totals.positionsApplied
+            m.stale = totals.stale
+            m.ties = totals.ties
+            m.quarantinedTotal = totals.quarantined
+            let bytes = try runLedger.bytesBySource()
+            for s in try sourceTable.all() where current.contains(s.source) {
                 m.sources.append(
                     CatalogMetrics.Source(
-                        source: s.text(0) ?? "", kind: s.text(1) ?? "",
-                        lastSuccessMilliseconds: s.text(2).flatMap(Timestamp.parse),
-                        lastAttemptMilliseconds: s.text(3).flatMap(Timestamp.parse),
-                        lastStatus: s.optionalInt(4).map(Int.init), bytesFetched: s.int(5),
-                        remote: remotes[s.text(0) ?? ""]))
+                        source: s.source, kind: s.kind ?? "", lastSuccessMilliseconds: s.lastSuccess.flatMap(Timestamp.parse),
+                        lastAttemptMilliseconds: s.lastAttempt.flatMap(Timestamp.parse), lastStatus: s.lastStatus,
+                        bytesFetched: bytes[s.source] ?? 0, remote: remotes[s.source]))
             }
             m.follower = follower()
             return m
@@ -126,22 +97,16 @@ extension CatalogStore {
     /// still going (`includingRunning`); the health check and the metrics look at the last that ended.
     /// Call inside a read.
     func lastRunID(includingRunning: Bool) throws -> Int64? {
-        try connection.scalarInt(
-            sql: includingRunning
-                ? "SELECT max(id) FROM sync_runs WHERE outcome <> 'busy'"
-                : "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
+        try runLedger.lastRunID(includingRunning: includingRunning)
     }
 
     /// The sources in use: those of the last sync run that ended (`lastEndedRun`, from
     /// ``lastEndedRunID()``), and the saved remotes' — by the key `status` and the ledger show (an
     /// absolute path, a URL without its password). Call inside a read.
     func sourcesInUse(lastEndedRun: Int64?) throws -> Set<String> {
-        var current = Set<String>()
-        try connection.forEachRow(sql: "SELECT source FROM sync_run_sources WHERE run_id = ?", [.integer(lastEndedRun ?? 0)]) {
-            current.insert($0.text(0) ?? "")
-        }
-        try connection.forEachRow(sql: "SELECT url FROM sync_remotes") { s in
-            if let key = Remote.sourceKey(url: s.text(0) ?? "") { current.insert(key) }
+        var current = Set(try runLedger.sourceNames(ofRun: lastEndedRun ?? 0))
+        for remote in try remoteTable.all() {
+            if let key = Remote.sourceKey(url: remote.url) { current.insert(key) }
         }
         return current
     }

@@ -1,28 +1,5 @@
 import Foundation
 
-/// A row held back because its stamp was further ahead of this machine's clock than the drift
-/// allowance (docs/merge-rules.md §6), as `catalog quarantine list` shows it. Rows are named by ``id``, the
-/// quarantine table's row id: stable while the row is held, never reused (SQLite `INTEGER PRIMARY KEY`
-/// with the largest id + 1; https://sqlite.org/autoinc.html), printed by `sync` when the row is held.
-public struct QuarantinedRow: Sendable, Equatable {
-    /// The quarantine row id, used by `quarantine release ROW` and `quarantine drop ROW`.
-    public var id: Int64
-    /// When it was first received (UTC, RFC 3339).
-    public var receivedAt: String
-    /// The source it came from (never a password).
-    public var source: String
-    /// `landmark` or `position`.
-    public var kind: String
-    /// The landmark id or the user id.
-    public var key: String
-    /// The row's stamp.
-    public var stamp: HLCStamp
-    /// The whole row as a snapshot row (docs/snapshot-format.md §3), JSON text.
-    public var rowJSON: String
-    /// Why it was held back.
-    public var reason: String
-}
-
 /// What releasing quarantined rows did.
 public struct QuarantineRelease: Sendable, Equatable {
     /// Rows taken out of the quarantine and merged.
@@ -41,22 +18,7 @@ extension CatalogStore {
     /// - Parameter limit: at most this many rows; nil for all.
     /// - Returns: the rows with their stamps, sources and reasons.
     public func quarantinedRows(limit: Int? = nil) throws -> [QuarantinedRow] {
-        try read {
-            var rows: [QuarantinedRow] = []
-            try connection.forEachRow(
-                sql: """
-                    SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason
-                    FROM sync_quarantine ORDER BY id LIMIT ?
-                    """, [.integer(Int64(limit ?? -1))]
-            ) { s in
-                rows.append(
-                    QuarantinedRow(
-                        id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
-                        key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
-                        rowJSON: s.text(8) ?? "", reason: s.text(9) ?? ""))
-            }
-            return rows
-        }
+        try read { try quarantineTable.rows(limit: limit) }
     }
 
     /// Releases quarantined rows: merges them by the normal rule (last-writer-wins, ties
@@ -86,7 +48,7 @@ extension CatalogStore {
             var selected: [QuarantinedRow] = []
             if let ids {
                 for id in Self.unique(ids) {
-                    guard let row = try quarantinedRow(id: id) else {
+                    guard let row = try quarantineTable.row(id: id) else {
                         throw CatalogError(.usage, "no quarantined row \(id)", hint: "catalog quarantine list shows the rows and their ids")
                     }
                     if !force && row.stamp.wallMilliseconds > allowance {
@@ -99,31 +61,15 @@ extension CatalogStore {
                     selected.append(row)
                 }
             } else {
-                try connection.forEachRow(
-                    sql: """
-                        SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason
-                        FROM sync_quarantine WHERE updated_ms <= ? ORDER BY id
-                        """, [.integer(allowance)]
-                ) { s in
-                    selected.append(
-                        QuarantinedRow(
-                            id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "",
-                            key: s.text(4) ?? "", stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
-                            rowJSON: s.text(8) ?? "", reason: s.text(9) ?? ""))
-                }
+                selected = try quarantineTable.rows(stampedAtOrBefore: allowance)
             }
             var result = QuarantineRelease()
             if !selected.isEmpty {
                 result.counts = try merge(selected, quarantineAfter: force ? Int64.max : allowance, diagnostics: diagnostics)
-                try connection.withStatement(sql: "DELETE FROM sync_quarantine WHERE id = ?") { delete in
-                    for row in selected {
-                        try delete.bind([.integer(row.id)])
-                        try delete.run()
-                    }
-                }
+                for row in selected { _ = try quarantineTable.delete(id: row.id) }
                 result.released = selected.count
             }
-            result.remaining = Int(try connection.scalarInt(sql: "SELECT count(*) FROM sync_quarantine") ?? 0)
+            result.remaining = try quarantineTable.count()
             return result
         }
     }
@@ -134,14 +80,10 @@ extension CatalogStore {
     /// - Throws: `CatalogError` 64 when a named row is not in the quarantine (nothing is removed).
     public func dropQuarantine(rows ids: [Int64]?) throws -> Int {
         try write {
-            guard let ids else {
-                try connection.execute(sql: "DELETE FROM sync_quarantine")
-                return connection.changes
-            }
+            guard let ids else { return try quarantineTable.deleteAll() }
             var dropped = 0
             for id in Self.unique(ids) {
-                try connection.execute(sql: "DELETE FROM sync_quarantine WHERE id = ?", [.integer(id)])
-                guard connection.changes == 1 else {
+                guard try quarantineTable.delete(id: id) else {
                     throw CatalogError(
                         .usage, "no quarantined row \(id); nothing was dropped", hint: "catalog quarantine list shows the rows and their ids")
                 }
@@ -168,19 +110,6 @@ extension CatalogStore {
         }
         _ = try? pruneConflicts()
         return released
-    }
-
-    private func quarantinedRow(id: Int64) throws -> QuarantinedRow? {
-        try connection.firstRow(
-            sql: """
-                SELECT id, received_at, source, kind, row_key, updated_ms, counter, node, row_json, reason FROM sync_quarantine WHERE id = ?
-                """, [.integer(id)]
-        ) { s in
-            QuarantinedRow(
-                id: s.int(0), receivedAt: s.text(1) ?? "", source: s.text(2) ?? "", kind: s.text(3) ?? "", key: s.text(4) ?? "",
-                stamp: HLCStamp(wallMilliseconds: s.int(5), counter: s.int(6), node: s.text(7) ?? ""),
-                rowJSON: s.text(8) ?? "", reason: s.text(9) ?? "")
-        }
     }
 
     /// Merges quarantined rows, one ``RowMerger`` per source (so ties are recorded with the source the

@@ -61,19 +61,8 @@ extension CatalogStore {
     /// Writes a local position row (a set or a tombstone) stamped `stamp`, taking the next change
     /// sequence number. A tombstone keeps the stored page and landmark.
     func writeLocalPosition(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool) throws {
-        try connection.execute(
-            sql: """
-                INSERT INTO positions (\(PositionColumn.selectList)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                ON CONFLICT (user_id) DO UPDATE SET
-                    page = CASE WHEN excluded.deleted THEN positions.page ELSE excluded.page END,
-                    landmark_id = CASE WHEN excluded.deleted THEN positions.landmark_id ELSE excluded.landmark_id END,
-                    updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node,
-                    deleted = excluded.deleted, seq = excluded.seq
-                """,
-            [
-                .text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
-                .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(try lastChangeSequence() + 1),
-            ])
+        try positionTable.writeLocal(
+            user: user, page: page, landmark: landmark, stamp: stamp, deleted: deleted, seq: try lastChangeSequence() + 1)
     }
 
     /// Stores where `user` is, stamped with a fresh HLC stamp, in one transaction.
@@ -129,10 +118,7 @@ extension CatalogStore {
         let user = try UserID.normalize(user)
         return try read {
             let featured = try featuredIDsInTransaction()
-            return try connection.firstRow(
-                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0",
-                [.text(user)]
-            ) { Self.resolvePosition($0, featured: featured) }
+            return try positionTable.live(user: user) { Self.resolvePosition($0, featured: featured) }
         }
     }
 
@@ -142,7 +128,7 @@ extension CatalogStore {
             let featured = try featuredIDsInTransaction()
             let pages = Dictionary(uniqueKeysWithValues: featured.enumerated().map { ($1, $0) })
             var result: [CarouselPosition] = []
-            try connection.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE deleted = 0 ORDER BY user_id") { s in
+            try positionTable.forEachLive { s in
                 result.append(Self.resolvePosition(s, featured: featured, pageOf: { pages[$0] }))
             }
             return result
@@ -153,7 +139,7 @@ extension CatalogStore {
     public func hasTombstone(user: String) throws -> Bool {
         let user = try UserID.normalize(user)
         return try read {
-            try connection.scalarInt(sql: "SELECT count(*) FROM positions WHERE user_id = ? AND deleted = 1", [.text(user)]) == 1
+            try positionTable.hasTombstone(user: user)
         }
     }
 

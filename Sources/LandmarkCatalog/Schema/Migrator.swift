@@ -138,14 +138,13 @@ public struct Migrator {
     /// new database while another migrates it could see no ledger, then the other's tables, and refuse a
     /// catalog as foreign (issue 8, the concurrent first run).
     static func refuseForeign(_ db: Connection) throws {
-        let (ledger, objects) =
-            try db.firstRow(
-                sql: """
-                    SELECT coalesce(sum(type = 'table' AND name = 'schema_migrations'), 0), coalesce(sum(name NOT LIKE 'sqlite_%'), 0)
-                    FROM sqlite_master
-                    """
-            ) { ($0.int(0), $0.int(1)) } ?? (0, 0)
-        guard ledger == 0, objects > 0 else { return }
+        // One statement, so the ledger and the other objects are seen in one snapshot.
+        let foreign = try db.scalarInt(
+            sql: """
+                SELECT coalesce(sum(type = 'table' AND name = 'schema_migrations'), 0) = 0 AND coalesce(sum(name NOT LIKE 'sqlite_%'), 0) > 0
+                FROM sqlite_master
+                """)
+        guard foreign == 1 else { return }
         throw MigrationError.foreignDatabase
     }
 
@@ -154,9 +153,7 @@ public struct Migrator {
     func applied(_ db: Connection) throws -> [Int: (checksum: String, appliedAt: String)] {
         var rows: [Int: (checksum: String, appliedAt: String)] = [:]
         guard try Self.hasLedger(db) else { return rows }
-        try db.forEachRow(sql: "SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version") { s in
-            rows[Int(s.int(0))] = (s.text(1) ?? "", s.text(2) ?? "")
-        }
+        for (version, row) in try Self.ledgerRows(db) { rows[version] = (row.checksum, row.appliedAt) }
         switch MigrationLedger.refusal(
             rows.mapValues { MigrationLedger.Row(checksum: $0.checksum, appliedAt: $0.appliedAt) },
             migrations: migrations)
@@ -196,7 +193,7 @@ public struct Migrator {
                     throw MigrationError.failed(fileName: migration.fileName, error: error)
                 }
                 try db.execute(
-                    sql: "INSERT INTO schema_migrations (version, description, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                    sql: MigrationColumn.insertAllSQL,
                     [
                         .integer(Int64(migration.version)), .text(migration.description), .text(migration.checksum),
                         .text(Timestamp.format(milliseconds: Int64(now.timeIntervalSince1970 * 1000))),
@@ -213,12 +210,38 @@ public struct Migrator {
     func status(_ db: Connection) throws -> [MigrationStatus] {
         var ledger: [Int: MigrationLedger.Row] = [:]
         if try Self.hasLedger(db) {
-            try db.forEachRow(sql: "SELECT version, description, checksum, applied_at FROM schema_migrations ORDER BY version") { s in
-                ledger[Int(s.int(0))] = MigrationLedger.Row(description: s.text(1), checksum: s.text(2) ?? "", appliedAt: s.text(3) ?? "")
-            }
+            ledger = try Self.ledgerRows(db)
         } else {
             try Self.refuseForeign(db)
         }
         return MigrationLedger.statuses(ledger, migrations: migrations)
+    }
+}
+
+/// The ledger `schema_migrations`' columns, in select-list order.
+package enum MigrationColumn: Int32, TableColumn {
+    case version, description, checksum, appliedAt
+
+    package static let tableName = "schema_migrations"
+    package var sqlName: String {
+        switch self {
+        case .version: "version"
+        case .description: "description"
+        case .checksum: "checksum"
+        case .appliedAt: "applied_at"
+        }
+    }
+}
+
+extension Migrator {
+    /// The ledger's rows by version (the caller checks that the ledger exists).
+    static func ledgerRows(_ db: Connection) throws -> [Int: MigrationLedger.Row] {
+        var rows: [Int: MigrationLedger.Row] = [:]
+        try db.forEachRow(sql: "SELECT \(MigrationColumn.selectList) FROM schema_migrations ORDER BY version") { s in
+            rows[Int(s.int(MigrationColumn.version))] = MigrationLedger.Row(
+                description: s.text(MigrationColumn.description), checksum: s.text(MigrationColumn.checksum) ?? "",
+                appliedAt: s.text(MigrationColumn.appliedAt) ?? "")
+        }
+        return rows
     }
 }

@@ -48,8 +48,6 @@ extension CatalogStore {
             w.bytes.removeAll(keepingCapacity: true)
             progress(summary.landmarks + summary.positions, summary.bytes)
         }
-        let filter = changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2"
-        let arguments: [SQLValue] = changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? []
         w.raw("{")
         w.key("format")
         w.string(SnapshotFormat.name)
@@ -63,7 +61,7 @@ extension CatalogStore {
         w.key("landmarks")
         w.raw("[")
         var first = true
-        try connection.forEachRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks\(filter) ORDER BY id", arguments) { s in
+        try landmarkTable.forEachRow(changes: changes) { s in
             w.raw(first ? "\n" : ",\n")
             first = false
             LandmarkJSON.write(LandmarkRow(statement: s), shape: .snapshot, to: &w)
@@ -76,7 +74,7 @@ extension CatalogStore {
         w.key("positions")
         w.raw("[")
         first = true
-        try connection.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions\(filter) ORDER BY user_id", arguments) { s in
+        try positionTable.forEachRow(changes: changes) { s in
             w.raw(first ? "\n" : ",\n")
             first = false
             PositionRecord(row: s).writeJSON(to: &w)

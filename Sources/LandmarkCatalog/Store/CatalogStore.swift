@@ -262,7 +262,7 @@ public final class CatalogStore {
 
     /// The node id, inside a transaction.
     package func currentNode() throws -> String {
-        try connection.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = 'node'") ?? ""
+        try metaTable.value("node") ?? ""
     }
 
     /// Sets this database's node id (`catalog init --node ID`).
@@ -271,7 +271,7 @@ public final class CatalogStore {
     public func setNodeID(_ node: String) throws {
         try Self.checkNodeID(node)
         try write {
-            try connection.execute(sql: "UPDATE catalog_meta SET value = ? WHERE key = 'node'", [.text(node)])
+            try metaTable.set("node", node)
         }
     }
 
@@ -309,16 +309,12 @@ public final class CatalogStore {
 
     /// The hybrid logical clock's persisted state.
     func loadClock() throws -> HybridLogicalClock {
-        try connection.firstRow(sql: "SELECT wall_ms, counter FROM hlc_clock WHERE id = 1") {
-            HybridLogicalClock(wall: $0.int(0), counter: $0.int(1))
-        } ?? HybridLogicalClock(wall: 0, counter: 0)
+        try metaTable.clock()
     }
 
     /// Persists the clock's state. Call inside the write transaction that used it.
     func storeClock(_ clock: HybridLogicalClock) throws {
-        try connection.execute(
-            sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1",
-            [.integer(clock.wall), .integer(clock.counter)])
+        try metaTable.setClock(clock)
     }
 
     /// The stamp a local write would get now, without persisting it (persist with ``storeClock(_:)``).
@@ -388,3 +384,35 @@ public final class CatalogStore {
 
 @available(*, unavailable)
 extension CatalogStore: Sendable {}
+
+extension CatalogStore {
+    /// Sets how long this store's statements wait for another connection's write lock (SQLite
+    /// `busy_timeout`, https://sqlite.org/c3ref/busy_timeout.html), in ms.
+    package func setBusyTimeout(milliseconds: Int32) { connection.setBusyTimeout(milliseconds: milliseconds) }
+
+    /// `PRAGMA data_version` on this store's connection: it changes when another connection or process
+    /// commits (https://sqlite.org/pragma.html#pragma_data_version). Call inside a read.
+    package func dataVersion() throws -> Int64 { try connection.scalarInt(sql: "PRAGMA data_version") ?? 0 }
+
+    /// The highest applied migration. Call inside a read.
+    package func schemaVersion() throws -> Int { Int(try connection.scalarInt(sql: "SELECT max(version) FROM schema_migrations") ?? 0) }
+
+    /// The database file's size in bytes (page count × page size; the WAL not included). Call inside a read.
+    package func databaseBytes() throws -> Int64 {
+        try connection.scalarInt(sql: "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()") ?? 0
+    }
+}
+
+/// A read-only connection of its own to a catalog database that reports `PRAGMA data_version`
+/// (https://sqlite.org/pragma.html#pragma_data_version): the observers' monitor asks it whether another
+/// connection or process committed.
+package final class DataVersionProbe {
+    private let connection: Connection
+
+    /// Opens `path` read-only (as ``CatalogStore/readOnlyConnection(_:)`` does).
+    /// - Throws: `CatalogError` or `SQLiteError` when it cannot be opened.
+    package init(path: String) throws { connection = try CatalogStore.readOnlyConnection(path) }
+
+    /// The data version now, or nil when it cannot be read (the probe should then be opened again).
+    package func version() -> Int64? { try? connection.scalarInt(sql: "PRAGMA data_version") }
+}

@@ -43,7 +43,9 @@ extension CatalogStore {
 
     func featuredIDsInTransaction() throws -> [Int64] {
         var ids: [Int64] = []
-        try connection.forEachRow(sql: "SELECT id FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id") { ids.append($0.int(0)) }
+        try connection.forEachRow(sql: "SELECT id FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id") {
+            ids.append($0.int(LandmarkColumn.id))
+        }
         return ids
     }
 

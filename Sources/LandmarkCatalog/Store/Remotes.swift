@@ -1,28 +1,9 @@
 import Foundation
 
-/// The kinds of rows a source may write (`remote add --allow`, docs/trust.md §4). Rows of another kind are
-/// counted (``MergeCounts/notAllowed``), reported and not applied; the rest of the source merges.
-public enum WriteGrant: String, Sendable, CaseIterable {
-    case all, landmarks, positions
-
-    public var allowsLandmarks: Bool { self != .positions }
-    public var allowsPositions: Bool { self != .landmarks }
-}
-
 extension CatalogStore {
     /// The saved remotes, by name.
     public func remotes() throws -> [Remote] {
-        try read {
-            var result: [Remote] = []
-            try connection.forEachRow(sql: "SELECT name, url, trusted_keys, allow FROM sync_remotes ORDER BY name") { s in
-                result.append(
-                    Remote(
-                        name: s.text(0) ?? "", url: s.text(1) ?? "",
-                        trustedKeys: (s.text(2) ?? "").split(separator: "\n").map(String.init),
-                        allow: WriteGrant(rawValue: s.text(3) ?? "") ?? .all))
-            }
-            return result
-        }
+        try read { try remoteTable.all() }
     }
 
     /// What the saved remotes of a source (by its key, ``SourceLocator/description``) require of it: the
@@ -50,8 +31,8 @@ extension CatalogStore {
     /// ``remoteNames()`` inside a transaction.
     func remoteNamesBySourceKey() throws -> [String: String] {
         var names: [String: String] = [:]
-        try connection.forEachRow(sql: "SELECT name, url FROM sync_remotes ORDER BY name") { s in
-            if let key = Remote.sourceKey(url: s.text(1) ?? ""), names[key] == nil { names[key] = s.text(0) ?? "" }
+        for remote in try remoteTable.all() {
+            if let key = Remote.sourceKey(url: remote.url), names[key] == nil { names[key] = remote.name }
         }
         return names
     }
@@ -76,15 +57,10 @@ extension CatalogStore {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
         let keys = try trustedKeys.map { try MinisignPublicKey(text: $0, source: $0).line }
         try write {
-            if try connection.scalarInt(sql: "SELECT count(*) FROM sync_remotes WHERE name = ?", [.text(name)]) != 0 {
+            if try remoteTable.remote(named: name) != nil {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
             }
-            try connection.execute(
-                sql: "INSERT INTO sync_remotes (name, url, added_at, trusted_keys, allow) VALUES (?, ?, ?, ?, ?)",
-                [
-                    .text(name), .text(url), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds())),
-                    .text(keys.joined(separator: "\n")), .text(allow.rawValue),
-                ])
+            try remoteTable.insert(Remote(name: name, url: url, trustedKeys: keys, allow: allow), at: wallClock.nowMilliseconds())
         }
     }
 
@@ -119,12 +95,9 @@ extension CatalogStore {
     /// - Throws: `CatalogError.usage` when there is no such remote.
     public func removeRemote(name: String) throws {
         try write {
-            let url = try connection.firstRow(sql: "SELECT url FROM sync_remotes WHERE name = ?", [.text(name)]) { $0.text(0) } ?? nil
-            guard let url else { throw CatalogError(.usage, "no remote named '\(name)'") }
-            try connection.execute(sql: "DELETE FROM sync_remotes WHERE name = ?", [.text(name)])
-            if let key = Remote.sourceKey(url: url) {
-                try connection.execute(sql: "DELETE FROM sync_sources WHERE source = ?", [.text(key)])
-            }
+            guard let url = try remoteTable.remote(named: name)?.url else { throw CatalogError(.usage, "no remote named '\(name)'") }
+            try remoteTable.delete(named: name)
+            if let key = Remote.sourceKey(url: url) { try sourceTable.delete(key) }
         }
     }
 }

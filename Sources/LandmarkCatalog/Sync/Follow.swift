@@ -349,12 +349,8 @@ private struct Followed {
 extension CatalogStore {
     /// Whether the source's last attempt succeeded and its last good sync is within `ms`.
     func isFreshSuccess(_ source: String, withinMilliseconds ms: Int64) throws -> Bool {
-        let row = try read {
-            try connection.firstRow(sql: "SELECT last_success_at, last_status FROM sync_sources WHERE source = ?", [.text(source)]) {
-                ($0.text(0), $0.int(1))
-            }
-        }
-        guard let row, row.1 == 0, let text = row.0, let last = Timestamp.parse(text) else { return false }
+        let row = try read { try sourceTable.source(source) }
+        guard let row, row.lastStatus == 0, let text = row.lastSuccess, let last = Timestamp.parse(text) else { return false }
         let age = wallClock.nowMilliseconds() - last
         return age >= 0 && age < ms
     }
@@ -489,7 +485,7 @@ extension CatalogStore {
             for key in listeners.keys where !keys.contains(key) { listeners[key] = nil }
         }
 
-        var dataVersion = try read { try connection.scalarInt(sql: "PRAGMA data_version") ?? 0 }
+        var dataVersion = try read { try self.dataVersion() }
         var first = true
         var publishPending = options.sync.publishPath != nil
         var lastPublishError: String?
@@ -539,7 +535,7 @@ extension CatalogStore {
                     listenRetry[key] = monotonicMilliseconds() + interval
                 }
             }
-            if let version = try? read({ try connection.scalarInt(sql: "PRAGMA data_version") }), version != dataVersion {
+            if let version = try? read({ try self.dataVersion() }), version != dataVersion {
                 dataVersion = version
                 localChanged = true
             }
@@ -692,7 +688,7 @@ extension CatalogStore {
                 }
                 // Our own writes do not move `data_version` on this connection; read it again so that
                 // only other processes' commits count as local changes.
-                if let version = try? read({ try connection.scalarInt(sql: "PRAGMA data_version") }) { dataVersion = version }
+                if let version = try? read({ try self.dataVersion() }) { dataVersion = version }
                 first = false
                 if record || monotonicMilliseconds() - markerWritten >= 10_000 {
                     FollowMarker.write(databasePath: path, status: marker())

@@ -36,8 +36,8 @@ extension CatalogStore {
                 // The overlapping run is recorded too, so `catalog log` shows it, and it still exits at once:
                 // it waits at most 200 ms for the holder's transaction, else it leaves a line that the
                 // holder moves into the ledger when its run ends.
-                connection.setBusyTimeout(milliseconds: 200)
-                defer { connection.setBusyTimeout(milliseconds: 5000) }
+                setBusyTimeout(milliseconds: 200)
+                defer { setBusyTimeout(milliseconds: 5000) }
                 // As a run that got the lock records them: absolute paths, remotes resolved, no password.
                 let saved = (try? remotes()) ?? []
                 let sources = requested.map { (try? SourceLocator.parse($0, remotes: saved).description) ?? redactedURL($0) }
@@ -97,7 +97,7 @@ extension CatalogStore {
         // sources left are not tried and the run's own bookkeeping waits briefly, so the run ends within
         // about one busy timeout instead of one per write (issue 17: six in a row took 30 s).
         var busy: CatalogError?
-        defer { connection.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds) }
+        defer { setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds) }
         for (n, locator) in locators.enumerated() {
             // What was typed for it (nil for the saved remotes synced when none was given).
             let typed = requested.indices.contains(n) ? requested[n] : nil
@@ -118,7 +118,7 @@ extension CatalogStore {
                 }
                 if error.databaseBusy {
                     busy = error
-                    connection.setBusyTimeout(milliseconds: Self.busyBookkeepingMilliseconds)
+                    setBusyTimeout(milliseconds: Self.busyBookkeepingMilliseconds)
                 }
             }
             report.counts = report.counts + sourceReport.counts
@@ -290,7 +290,7 @@ extension CatalogStore {
         let locator = source.locator
         let key = locator.description
         var cursor = try read {
-            try connection.firstRow(sql: "SELECT cursor FROM sync_sources WHERE source = ?", [.text(key)]) { SourceCursor(text: $0.text(0)) } ?? nil
+            try sourceTable.cursor(key)
         }
         let stored = cursor
         if freshLook {

@@ -24,42 +24,23 @@ extension CatalogStore {
         w.string(error.message)
         w.raw(",\"outcome\":")
         w.string(outcome)
-        w.raw(",\"sources\":[")
-        for (i, source) in sources.enumerated() {
-            if i > 0 { w.byte(0x2C) }
-            w.string(source)
-        }
-        w.raw("],\"started\":")
+        w.raw(",\"sources\":")
+        w.stringArray(sources)
+        w.raw(",\"started\":")
         w.int(started)
         w.raw("}")
         SyncLock.noteSkipped(databasePath: path, line: String(decoding: w.bytes, as: UTF8.self))
     }
 
     func noteSourceSuccess(_ locator: SourceLocator, cursor: SourceCursor?, outcome: String, at now: Int64) throws {
-        let time = Timestamp.format(milliseconds: now)
-        try connection.execute(
-            sql: """
-                INSERT INTO sync_sources (source, kind, cursor, last_success_at, last_outcome, last_attempt_at, last_status, last_error)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?4, 0, NULL)
-                ON CONFLICT (source) DO UPDATE SET kind = excluded.kind, cursor = excluded.cursor, last_success_at = excluded.last_success_at,
-                    last_outcome = excluded.last_outcome, last_attempt_at = excluded.last_attempt_at, last_status = 0, last_error = NULL
-                """, [.text(locator.description), .text(locator.kindName), cursor.map { .text($0.text) } ?? .null, .text(time), .text(outcome)])
+        try sourceTable.noteSuccess(locator.description, kind: locator.kindName, cursor: cursor, outcome: outcome, at: now)
     }
 
     func noteSourceFailure(_ locator: SourceLocator, error: CatalogError) throws {
         guard locator != .standardInput else { return }
         try write {
-            try connection.execute(
-                sql: """
-                    INSERT INTO sync_sources (source, kind, last_outcome, last_attempt_at, last_status, last_error)
-                    VALUES (?1, ?2, 'failed', ?3, ?4, ?5)
-                    ON CONFLICT (source) DO UPDATE SET kind = excluded.kind, last_outcome = 'failed', last_attempt_at = excluded.last_attempt_at,
-                        last_status = excluded.last_status, last_error = excluded.last_error
-                    """,
-                [
-                    .text(locator.description), .text(locator.kindName), .text(Timestamp.format(milliseconds: wallClock.nowMilliseconds())),
-                    .integer(Int64(error.exitStatus)), .text(error.message),
-                ])
+            try sourceTable.noteFailure(
+                locator.description, kind: locator.kindName, at: wallClock.nowMilliseconds(), status: error.exitStatus, message: error.message)
         }
     }
 
@@ -77,19 +58,11 @@ extension CatalogStore {
             let message: String? = { if case .string(let m)? = fields["message"] { return m } else { return nil } }()
             let outcome: String = { if case .string(let o)? = fields["outcome"] { return o } else { return "busy" } }()
             let status: Int64 = { if case .number(let n)? = fields["exitStatus"], let v = n.int64Value { return v } else { return 75 } }()
-            let id: SQLValue = { if case .number(let n)? = fields["id"], let v = n.int64Value { return .integer(v) } else { return .null } }()
+            let id: Int64? = { if case .number(let n)? = fields["id"], let v = n.int64Value { return v } else { return nil } }()
             try write {
                 // A run that got the lock but could not write its end replaces its own `running` row.
-                if case .integer = id { try connection.execute(sql: "DELETE FROM sync_runs WHERE id = ?", [id]) }
-                try connection.execute(
-                    sql: """
-                        INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status, message, duration_ms)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    [
-                        id, .text(Timestamp.format(milliseconds: started)), .text(Timestamp.format(milliseconds: finished)), .text(sources),
-                        .text(outcome), .integer(status), message.map(SQLValue.text) ?? .null, .integer(finished - started),
-                    ])
+                try runLedger.insertNoted(
+                    id: id, started: started, finished: finished, sourcesJSON: sources, outcome: outcome, status: status, message: message)
             }
         }
     }
@@ -99,23 +72,8 @@ extension CatalogStore {
     /// - Returns: the run's ledger id.
     func recordRunStart(started: Int64, sources: [String]) throws -> Int64 {
         try write {
-            try connection.execute(
-                sql: """
-                    UPDATE sync_runs SET outcome = 'interrupted', exit_status = -1,
-                        message = 'the run ended before it finished (the process was killed, or the machine stopped)'
-                    WHERE outcome = 'running'
-                    """)
-            var w = JSONWriter()
-            w.byte(0x5B)
-            for (i, s) in sources.enumerated() {
-                if i > 0 { w.byte(0x2C) }
-                w.string(s)
-            }
-            w.byte(0x5D)
-            try connection.execute(
-                sql: "INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status) VALUES (?1, ?1, ?2, 'running', 0)",
-                [.text(Timestamp.format(milliseconds: started)), .text(String(decoding: w.bytes, as: UTF8.self))])
-            return connection.lastInsertRowID
+            try runLedger.markInterrupted()
+            return try runLedger.insertRunning(started: started, sources: sources)
         }
     }
 
@@ -123,40 +81,9 @@ extension CatalogStore {
         started: Int64, sources: [String], reports: [SourceReport], outcome: String, status: Int32, message: String?,
         counts: MergeCounts = MergeCounts(), runID: Int64? = nil
     ) throws {
-        var w = JSONWriter()
-        w.byte(0x5B)
-        for (i, s) in sources.enumerated() {
-            if i > 0 { w.byte(0x2C) }
-            w.string(s)
-        }
-        w.byte(0x5D)
-        let finished = wallClock.nowMilliseconds()
+        let run = EndedRun(started: started, finished: wallClock.nowMilliseconds(), reports: reports, counts: counts)
         try write {
-            if let runID { try connection.execute(sql: "DELETE FROM sync_runs WHERE id = ?", [.integer(runID)]) }
-            let counters = MergeCounts.fields.map { _ in "?" }.joined(separator: ", ")
-            try connection.execute(
-                sql: """
-                    INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status, message, duration_ms, \(MergeCounts.columnList))
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, \(counters))
-                    """,
-                [
-                    runID.map(SQLValue.integer) ?? .null, .text(Timestamp.format(milliseconds: started)),
-                    .text(Timestamp.format(milliseconds: finished)),
-                    .text(String(decoding: w.bytes, as: UTF8.self)), .text(outcome), .integer(Int64(status)), message.map(SQLValue.text) ?? .null,
-                    .integer(finished - started),
-                ] + counts.sqlValues)
-            let run = connection.lastInsertRowID
-            for (i, r) in reports.enumerated() {
-                try connection.execute(
-                    sql: """
-                        INSERT INTO sync_run_sources (run_id, position, source, outcome, exit_status, bytes, duration_ms, message, \(MergeCounts.columnList))
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, \(counters))
-                        """,
-                    [
-                        .integer(run), .integer(Int64(i)), .text(r.source), .text(r.outcome.rawValue), .integer(Int64(r.error?.exitStatus ?? 0)),
-                        .integer(r.bytes), .integer(r.durationMilliseconds), r.error.map { .text($0.message) } ?? .null,
-                    ] + r.counts.sqlValues)
-            }
+            try runLedger.insertEnded(id: runID, run: run, sources: sources, outcome: outcome, status: status, message: message)
         }
     }
 }

@@ -111,19 +111,3 @@ public struct SyncReport: Sendable {
     /// The first failure, if any.
     public var firstError: CatalogError? { sources.lazy.compactMap(\.error).first ?? publishError }
 }
-
-/// A remote saved with `catalog remote add`.
-public struct Remote: Sendable, Equatable {
-    /// The remote's name (1–64 of A–Z a–z 0–9 . _ -).
-    public var name: String
-    /// A URL or an absolute path, as given (a password in it is never printed).
-    public var url: String
-    /// The minisign public keys (base64 lines) its snapshot log must be signed by; empty: none required.
-    public var trustedKeys: [String] = []
-    /// The kinds of rows it may write.
-    public var allow: WriteGrant = .all
-
-    /// The key its source has in `sync_sources`, `status` and the ledger (an absolute path, a URL without
-    /// its password), or nil for a URL this binary cannot parse.
-    static func sourceKey(url: String) -> String? { try? SourceLocator.parse(url).description }
-}

@@ -122,12 +122,10 @@ final class HubPullFeed: ChangeFeed {
         var landmarks: [String] = []
         var positions: [String] = []
         do {
-            try merger.store.connection.forEachRow(
-                sql: """
-                    SELECT DISTINCT kind, row_key FROM sync_quarantine WHERE source = ? AND updated_ms <= ? LIMIT \(Self.redeliveryLimit)
-                    """, [.text(merger.source), .integer(merger.quarantineAfter)]
-            ) { s in
-                if s.text(0) == "landmark" { landmarks.append(s.text(1) ?? "") } else { positions.append(s.text(1) ?? "") }
+            let keys = try merger.store.quarantineTable.keys(
+                source: merger.source, stampedAtOrBefore: merger.quarantineAfter, limit: Self.redeliveryLimit)
+            for (kind, key) in keys {
+                if kind == "landmark" { landmarks.append(key) } else { positions.append(key) }
             }
         } catch let error as SQLiteError {
             throw CatalogError(error, path: merger.store.path)

@@ -76,9 +76,7 @@ extension HubConnection {
                 try pg.executeScript(sql: HubSQL.createStaging)
                 var newest = Int64.min
                 if through > since {
-                    let range: [SQLValue] = [.integer(since), .integer(through)]
-                    let landmarks = try store.connection.makeStatement(sql: Self.rangeSQL(LandmarkColumn.selectList, "landmarks", since: since))
-                    try landmarks.bind(range)
+                    let landmarks = try store.landmarkTable.changes(since: since, through: through)
                     var (rows, bytes) = (0, Int64(0))
                     func sent(_ buffer: [UInt8], from start: Int) {
                         rows += 1
@@ -93,8 +91,7 @@ extension HubConnection {
                         sent(buffer, from: start)
                         return true
                     }
-                    let positions = try store.connection.makeStatement(sql: Self.rangeSQL(PositionColumn.selectList, "positions", since: since))
-                    try positions.bind(range)
+                    let positions = try store.positionTable.changes(since: since, through: through)
                     report.sentPositions = try pg.copyIn(sql: HubSQL.copyPositions, timeout: limits.statement) { buffer in
                         guard try positions.step() else { return false }
                         newest = max(newest, positions.int(PositionColumn.updatedMs))
@@ -162,14 +159,6 @@ extension HubConnection {
                 "another edge's push held the hub's push lock for more than \(PGConnection.describe(limits.statement)), \(name)",
                 hint: "the hub is busy; the next run retries (or raise --timeout)")
         }
-    }
-
-    /// The range read of one table: rows changed after `?1` up to `?2`. Pushing everything (`since` 0)
-    /// reads the table in key order instead of through the `seq` index.
-    static func rangeSQL(_ columns: String, _ table: String, since: Int64) -> String {
-        since == 0
-            ? "SELECT \(columns) FROM \(table) NOT INDEXED WHERE seq > ?1 AND seq <= ?2"
-            : "SELECT \(columns) FROM \(table) WHERE seq > ?1 AND seq <= ?2"
     }
 
     /// Appends one landmark as a staging row in COPY's text format: id, canonical content JSON

@@ -51,11 +51,10 @@ extension CatalogStore {
         let saved = try remotes()
         var statuses: [HubStatus] = []
         try read {
-            try connection.forEachRow(sql: "SELECT source, cursor FROM sync_sources WHERE kind = 'hub' ORDER BY source") { s in
-                let cursor = SourceCursor(text: s.text(1))
+            for (source, cursor) in try sourceTable.cursors(kind: "hub") {
                 statuses.append(
                     HubStatus(
-                        source: s.text(0) ?? "", hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],
+                        source: source, hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],
                         lastPullAt: cursor?["pulledAt"], pushThrough: cursor?["pushThrough"].flatMap { Int64($0) },
                         pullThrough: cursor?["pullThrough"].flatMap { Int64($0) }))
             }

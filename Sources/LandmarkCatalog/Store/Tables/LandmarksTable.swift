@@ -1,0 +1,129 @@
+/// The statements on `landmarks` that the merge, the import and the hub's push run (the column map is
+/// ``LandmarkColumn``; the reads `featured`, `landmark(id:)` and snapshots run are in `Store/Featured.swift`
+/// and `Snapshot/`). Feature code asks for what it needs here, by intent, and never holds the connection.
+package struct LandmarksTable {
+    let db: Connection
+
+    /// The largest landmark id stored, tombstones included; nil when there is none.
+    func maxID() throws -> Int64? { try db.scalarInt(sql: "SELECT max(id) FROM landmarks") }
+
+    /// Live landmarks and tombstones.
+    func counts() throws -> (live: Int, tombstones: Int) {
+        var counts = (live: 0, tombstones: 0)
+        try db.forEachRow(sql: "SELECT deleted, count(*) FROM landmarks GROUP BY deleted") { s in
+            if s.int(0) == 0 { counts.live = Int(s.int(1)) } else { counts.tombstones = Int(s.int(1)) }
+        }
+        return counts
+    }
+
+    /// The stored name of landmark `id` (live or not), for messages.
+    func name(id: Int64) throws -> String? { try db.scalarText(sql: "SELECT name FROM landmarks WHERE id = ?", [.integer(id)]) }
+
+    /// The kept unknown keys of live landmark `id` (a JSON object text), or nil.
+    func liveExtra(id: Int64) throws -> String? {
+        try db.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0", [.integer(id)])
+    }
+
+    /// The ids of the live landmarks.
+    func liveIDs() throws -> [Int64] {
+        var ids: [Int64] = []
+        try db.forEachRow(sql: "SELECT id FROM landmarks WHERE deleted = 0") { ids.append($0.int(0)) }
+        return ids
+    }
+
+    /// Every row, tombstones included, in id order — or only those whose change sequence number is in
+    /// `changes` — each passed to `body` (selecting ``LandmarkColumn/selectList``).
+    func forEachRow(changes: ClosedRange<Int64>? = nil, _ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks\(changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2") ORDER BY id",
+            changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
+    }
+
+    /// Runs `body` with the merge's two statements (docs/merge-rules.md §2): a point read of one id
+    /// (bind the id at 1; it selects ``LandmarkColumn/selectList``) and an unguarded upsert of every column
+    /// (bound by ``LandmarkColumn``). https://sqlite.org/lang_upsert.html
+    func withMergeStatements<R>(_ body: (_ select: Statement, _ upsert: Statement) throws -> R) throws -> R {
+        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?") { select in
+            try db.withStatement(sql: Self.mergeUpsertSQL) { upsert in try body(select, upsert) }
+        }
+    }
+
+    static let mergeUpsertSQL = """
+        \(LandmarkColumn.insertAllSQL)
+        ON CONFLICT (id) DO UPDATE SET \(LandmarkColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+        """
+
+    /// The parameter of the import upsert's presence mask (after every column's).
+    static let presentParameter = Int32(LandmarkColumn.allCases.count + 1)
+
+    /// The import's upsert: absent keys (bit clear in the mask at ``presentParameter``) keep the stored
+    /// value (or the default, over a tombstone); the `WHERE` skips rows whose content would not change, so
+    /// they are never rewritten. https://sqlite.org/lang_upsert.html
+    static let importUpsertSQL: String = {
+        let mask = "?\(presentParameter)"
+        func cleared(_ c: LandmarkColumn) -> String { c.kind == .bool ? "0" : "NULL" }
+        let keep = LandmarkColumn.optionalContent.map { c in
+            "\(c.sqlName) = CASE WHEN \(mask) & \(RawLandmark.bit(c)) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(cleared(c)) ELSE landmarks.\(c.sqlName) END"
+        }
+        let always: [LandmarkColumn] = LandmarkColumn.allCases.filter { $0 != .id && !LandmarkColumn.optionalContent.contains($0) }
+        let differs =
+            always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
+            + LandmarkColumn.optionalContent.map { "(\(mask) & \(RawLandmark.bit($0)) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
+        return """
+            \(LandmarkColumn.insertAllSQL)
+            ON CONFLICT (id) DO UPDATE SET
+                \((always.map { "\($0.sqlName) = excluded.\($0.sqlName)" } + keep).joined(separator: ",\n    "))
+            WHERE landmarks.deleted = 1 OR \(differs.joined(separator: "\n   OR "))
+            """
+    }()
+
+    /// Runs `body` with the import's upsert (``importUpsertSQL``).
+    func withImportUpsert<R>(_ body: (Statement) throws -> R) throws -> R {
+        try db.withStatement(sql: Self.importUpsertSQL) { try body($0) }
+    }
+
+    /// What one run of the import upsert did.
+    enum ImportWrite { case inserted, updated, unchanged }
+
+    /// Runs the bound import upsert for landmark `id`: inserted (a new row, or a tombstone brought back
+    /// counts as updated here; the import corrects that from the tombstone count), updated, or unchanged
+    /// (the `WHERE` found nothing to change).
+    func runImportUpsert(_ upsert: Statement, id: Int64) throws -> ImportWrite {
+        // An insert sets last_insert_rowid to `id`; an update leaves it: set it to anything else first.
+        db.setLastInsertRowID(id &+ 1)
+        try upsert.run()
+        guard db.changes > 0 else { return .unchanged }
+        return db.lastInsertRowID == id ? .inserted : .updated
+    }
+
+    /// Runs `body` with the tombstone statement: bind the stamp at 1–3 (wall ms, counter, node), the
+    /// change sequence number at 4, the id at 5.
+    func withTombstone<R>(_ body: (Statement) throws -> R) throws -> R {
+        try db.withStatement(sql: "UPDATE landmarks SET deleted = 1, updated_ms = ?1, counter = ?2, node = ?3, seq = ?4 WHERE id = ?5") {
+            try body($0)
+        }
+    }
+
+    /// The rows with change sequence numbers in `since + 1 ... through`, selecting
+    /// ``LandmarkColumn/selectList`` (the hub's push). From 0, the table is scanned without the index.
+    package func changes(since: Int64, through: Int64) throws -> Statement {
+        let statement = try db.makeStatement(sql: ChangeRange.sql(LandmarkColumn.selectList, "landmarks", since: since))
+        try statement.bind([.integer(since), .integer(through)])
+        return statement
+    }
+}
+
+/// The range read of both tables: rows changed after `?1` up to `?2`. Reading everything (`since` 0)
+/// reads the table in key order instead of through the `seq` index.
+enum ChangeRange {
+    static func sql(_ columns: String, _ table: String, since: Int64) -> String {
+        since == 0
+            ? "SELECT \(columns) FROM \(table) NOT INDEXED WHERE seq > ?1 AND seq <= ?2"
+            : "SELECT \(columns) FROM \(table) WHERE seq > ?1 AND seq <= ?2"
+    }
+}
+
+extension CatalogStore {
+    /// The statements on `landmarks` on this store's connection.
+    package var landmarkTable: LandmarksTable { LandmarksTable(db: connection) }
+}

@@ -1,0 +1,46 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `catalog_meta`, this database's key/value facts — `node` (its node id, docs/merge-rules.md §1) and
+/// `digest` (the state digest's cache, docs/merge-rules.md §8) — and `hlc_clock`, the hybrid logical
+/// clock's persisted state (one row). Every statement that touches them.
+package struct MetaTable {
+    let db: Connection
+
+    /// The value of `key`, or nil.
+    func value(_ key: String) throws -> String? {
+        try db.scalarText(sql: "SELECT value FROM catalog_meta WHERE key = ?", [.text(key)])
+    }
+
+    /// Sets `key` to `value`.
+    func set(_ key: String, _ value: String) throws {
+        try db.execute(
+            sql: "INSERT INTO catalog_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [.text(key), .text(value)])
+    }
+
+    /// The clock's persisted state (zero before the first write).
+    func clock() throws -> HybridLogicalClock {
+        try db.firstRow(sql: "SELECT wall_ms, counter FROM hlc_clock WHERE id = 1") { s in
+            HybridLogicalClock(wall: s.int(0), counter: s.int(1))
+        } ?? HybridLogicalClock(wall: 0, counter: 0)
+    }
+
+    /// Persists the clock's state.
+    func setClock(_ clock: HybridLogicalClock) throws {
+        try db.execute(sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1", [.integer(clock.wall), .integer(clock.counter)])
+    }
+
+    /// Writes a cached value through a connection of its own that waits at most 100 ms, outside any
+    /// transaction of the store's; a busy or read-only database leaves the cache as it was.
+    static func storeCache(path: String, key: String, value: String) {
+        let cache = try? Connection(path: path, mode: access(path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
+        try? cache.map { try MetaTable(db: $0).set(key, value) }
+    }
+}
+
+extension CatalogStore {
+    /// `catalog_meta`'s statements on this store's connection.
+    package var metaTable: MetaTable { MetaTable(db: connection) }
+}

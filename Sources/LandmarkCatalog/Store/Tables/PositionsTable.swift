@@ -1,0 +1,83 @@
+/// The statements on `positions` (per-user carousel positions; the column map is ``PositionColumn``):
+/// local writes, the merge's statements, the hub's change range, reads by user and counts. Feature code
+/// asks for what it needs here, by intent, and never holds the connection.
+package struct PositionsTable {
+    let db: Connection
+
+    /// Live positions and tombstones.
+    func counts() throws -> (live: Int, tombstones: Int) {
+        var counts = (live: 0, tombstones: 0)
+        try db.forEachRow(sql: "SELECT deleted, count(*) FROM positions GROUP BY deleted") { s in
+            if s.int(0) == 0 { counts.live = Int(s.int(1)) } else { counts.tombstones = Int(s.int(1)) }
+        }
+        return counts
+    }
+
+    /// Writes a local position row (a set or a tombstone) with change sequence number `seq`. A tombstone
+    /// keeps the stored page and landmark.
+    func writeLocal(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, seq: Int64) throws {
+        try db.execute(
+            sql: """
+                \(PositionColumn.insertAllSQL)
+                ON CONFLICT (user_id) DO UPDATE SET
+                    page = CASE WHEN excluded.deleted THEN positions.page ELSE excluded.page END,
+                    landmark_id = CASE WHEN excluded.deleted THEN positions.landmark_id ELSE excluded.landmark_id END,
+                    updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node,
+                    deleted = excluded.deleted, seq = excluded.seq
+                """,
+            [
+                .text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
+                .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(seq),
+            ])
+    }
+
+    /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
+    func live<R>(user: String, _ decode: (Statement) -> R) throws -> R? {
+        try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0", [.text(user)], decode)
+    }
+
+    /// Every live position in user-id order (byte order), each row passed to `body`.
+    func forEachLive(_ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE deleted = 0 ORDER BY user_id", [], body)
+    }
+
+    /// Every row, tombstones included, in user-id order — or only those whose change sequence number is
+    /// in `changes` — each passed to `body` (selecting ``PositionColumn/selectList``).
+    func forEachRow(changes: ClosedRange<Int64>? = nil, _ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(PositionColumn.selectList) FROM positions\(changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2") ORDER BY user_id",
+            changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
+    }
+
+    /// Whether a tombstone is stored for `user`.
+    func hasTombstone(user: String) throws -> Bool {
+        try db.scalarInt(sql: "SELECT count(*) FROM positions WHERE user_id = ? AND deleted = 1", [.text(user)]) == 1
+    }
+
+    /// Runs `body` with the merge's two statements (docs/merge-rules.md §2): a point read of one user
+    /// (bind the user id at 1; it selects ``PositionColumn/selectList``) and an unguarded upsert of every
+    /// column (bound by ``PositionColumn``). https://sqlite.org/lang_upsert.html
+    func withMergeStatements<R>(_ body: (_ select: Statement, _ upsert: Statement) throws -> R) throws -> R {
+        try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { select in
+            try db.withStatement(
+                sql: """
+                    \(PositionColumn.insertAllSQL)
+                    ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+                    """
+            ) { upsert in try body(select, upsert) }
+        }
+    }
+
+    /// The rows with change sequence numbers in `since + 1 ... through`, selecting
+    /// ``PositionColumn/selectList`` (the hub's push).
+    package func changes(since: Int64, through: Int64) throws -> Statement {
+        let statement = try db.makeStatement(sql: ChangeRange.sql(PositionColumn.selectList, "positions", since: since))
+        try statement.bind([.integer(since), .integer(through)])
+        return statement
+    }
+}
+
+extension CatalogStore {
+    /// The statements on `positions` on this store's connection.
+    package var positionTable: PositionsTable { PositionsTable(db: connection) }
+}
