@@ -31,6 +31,23 @@ struct MigrationTests {
         #expect(try store.connection.scalarInt(sql: "PRAGMA foreign_keys") == 1)
     }
 
+    @Test("migration 9 gives runs recorded before it their sources' bytes (the run ledger's bytes column)")
+    func runBytesBackfill() throws {
+        let db = Support.temporaryDatabase()
+        let all = try Migration.embedded()
+        let c = try Connection(path: db)
+        try Migrator(migrations: all.filter { $0.version < 9 }).migrate(c)
+        try c.executeScript(
+            sql: """
+                INSERT INTO sync_runs (id, started_at, finished_at, sources, outcome, exit_status) VALUES (1, 't', 't', '[]', 'ok', 0), (2, 't', 't', '[]', 'busy', 75);
+                INSERT INTO sync_run_sources (run_id, position, source, outcome, exit_status, bytes) VALUES (1, 0, '/a', 'merged', 0, 1200), (1, 1, '/b', 'not-modified', 0, 34);
+                """)
+        try Migrator(migrations: all).migrate(c)
+        #expect(try c.scalarInt(sql: "SELECT bytes FROM sync_runs WHERE id = 1") == 1234)
+        #expect(try c.scalarInt(sql: "SELECT bytes FROM sync_runs WHERE id = 2") == 0)
+        #expect(try CatalogStore.open(path: db).syncRuns(limit: 2).map { $0.details.map(\.value) } == [[0], [1234]])
+    }
+
     @Test("a changed applied migration is refused (73)")
     func changedChecksum() throws {
         let db = Support.temporaryDatabase()

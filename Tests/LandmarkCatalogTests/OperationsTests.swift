@@ -493,8 +493,13 @@ struct RunLedgerTests {
         #expect((sources[0]["message"] as? String)?.contains("No such file or directory") == true)
         #expect(sources[1]["bytes"] as? Int == (try Data(contentsOf: URL(fileURLWithPath: good))).count)
         #expect((runs[0]["sources"] as? [[String: Any]])?.first?["source"] as? String == good)
+        // The run's bytes (migration 9, one row in RunLedger.detailColumns): the sum over its sources.
+        let size = try Data(contentsOf: URL(fileURLWithPath: good)).count
+        #expect(runs.map { $0["bytes"] as? Int } == [0, size, size])
 
         let text = cli(["log", "--limit", "2"]).stdout
+        #expect(text.contains("  bytes fetched: \(size)\n"))
+        #expect(text.components(separatedBy: "bytes fetched:").count == 2, "a busy run shows no detail: \(text)")
         #expect(text.hasPrefix("run 3  \(at(2))  busy (exit 75)"))
         #expect(text.contains("run 2  \(at(1))  failed (exit 66)"))
         #expect(text.contains("  - \(missing): failed (exit 66), 0 bytes in 0.000 s; cannot open the file"))

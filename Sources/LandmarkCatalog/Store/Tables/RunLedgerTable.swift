@@ -84,7 +84,9 @@ public enum RunLedger {
 
     /// Every further column, once: adding a column to the ledger and showing it in `catalog log` is a
     /// migration (`ALTER TABLE sync_runs ADD COLUMN … INTEGER NOT NULL DEFAULT 0`) and a row here.
-    public static let detailColumns: [DetailColumn] = []
+    public static let detailColumns: [DetailColumn] = [
+        DetailColumn(column: "bytes", json: "bytes", label: "bytes fetched") { run in run.reports.reduce(0) { $0 + $1.bytes } }
+    ]
 }
 
 /// `sync_runs`' fixed columns, in the order the ledger's reader selects them; ``MergeCounts/fields`` and
