@@ -26,3 +26,57 @@ struct ArchitectureTests {
         #expect(listed.stdout.hasPrefix("0\t"), "\(listed.stdout)")
     }
 }
+
+/// One home per table (docs/architecture.md §2): only `Store/` and `SQLite/` hold the store's SQLite
+/// connection, and columns are read by number only in the table modules' row decoders.
+@Suite("Architecture: one home per table")
+struct TableHomeTests {
+    /// Every Swift file under `Sources/` with its path relative to the package root.
+    static func sources() throws -> [(path: String, text: String)] {
+        let root = Support.root
+        let walker = FileManager.default.enumerator(atPath: root.appending(path: "Sources").path)
+        var files: [(String, String)] = []
+        while let item = walker?.nextObject() as? String {
+            guard item.hasSuffix(".swift") else { continue }
+            files.append(("Sources/" + item, try String(contentsOf: root.appending(path: "Sources/" + item), encoding: .utf8)))
+        }
+        return files
+    }
+
+    /// The lines of `files` that match `pattern`, outside the paths starting with `allowed`.
+    static func offenders(_ pattern: String, in files: [(path: String, text: String)], allowed: [String]) throws -> [String] {
+        let regex = try Regex(pattern)
+        var found: [String] = []
+        for file in files where !allowed.contains(where: { file.path.hasPrefix($0) }) {
+            for (n, line) in file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") && line.contains(regex) {
+                found.append("\(file.path):\(n + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        return found
+    }
+
+    @Test("nothing outside Store/ and SQLite/ touches the store's connection; numbered column reads only in Store/Tables/")
+    func tableHomes() throws {
+        let files = try Self.sources()
+        #expect(files.count > 100)
+        let core = ["Sources/LandmarkCatalog/Store/", "Sources/LandmarkCatalog/SQLite/"]
+        // `x.connection` anywhere (the issue's grep); a bare `connection.` in the core library, where the only
+        // connection is SQLite's (LandmarkCatalogSync names its PostgreSQL connections so too).
+        let reached = try Self.offenders(#"\.connection(?![A-Za-z0-9_])"#, in: files, allowed: core)
+        #expect(reached.isEmpty, "\(reached.joined(separator: "\n"))")
+        let used = try Self.offenders(
+            #"(^|[^A-Za-z0-9_.])connection\."#, in: files.filter { $0.path.hasPrefix("Sources/LandmarkCatalog/") }, allowed: core)
+        #expect(used.isEmpty, "\(used.joined(separator: "\n"))")
+        let numbered = try Self.offenders(
+            #"\.(int|double|text|textBytes|isNull|blob|optionalInt)\([0-9]+\)"#, in: files,
+            allowed: ["Sources/LandmarkCatalog/Store/Tables/", "Sources/LandmarkCatalog/SQLite/"])
+        #expect(numbered.isEmpty, "\(numbered.joined(separator: "\n"))")
+        // The check can fail: a planted line is found.
+        let planted: [(path: String, text: String)] = [
+            ("Sources/LandmarkCatalog/Merge/X.swift", "let n = store.connection.changes\ntry connection.execute(sql: s)")
+        ]
+        #expect(try Self.offenders(#"\.connection(?![A-Za-z0-9_])"#, in: planted, allowed: core).count == 1)
+        #expect(try Self.offenders(#"(^|[^A-Za-z0-9_.])connection\."#, in: planted, allowed: core).count == 1)
+    }
+}

@@ -145,3 +145,31 @@ struct SeenIDsTests {
         #expect(seen.contains(7))
     }
 }
+
+@Suite("NodeID and validated stamps: the rule in one place")
+struct NodeIDTests {
+    @Test("node ids: 1–64 of A–Z a–z 0–9 . _ -, nothing else")
+    func nodeIDs() throws {
+        for good in ["a", "node-1", "A.b_c-9", String(repeating: "x", count: 64)] { #expect(NodeID(rawValue: good)?.rawValue == good) }
+        for bad in ["", String(repeating: "x", count: 65), "a b", "é", "a/b", "n\u{0}"] { #expect(NodeID(rawValue: bad) == nil, "\(bad)") }
+        #expect(throws: CatalogError.self) { try NodeID(validating: "a b") }
+        do {
+            _ = try NodeID(validating: "a b", what: "remote name")
+        } catch let error as CatalogError {
+            #expect(error.exitStatus == 64 && error.message == "invalid remote name 'a b': use 1–64 characters of A–Z a–z 0–9 . _ -")
+        }
+    }
+
+    @Test("a stamp from outside: its time representable in RFC 3339, its counter 0…2³²−1, its node a NodeID")
+    func validatedStamps() {
+        let max = Timestamp.representable.upperBound
+        #expect(
+            HLCStamp(validatingWall: max, counter: HLCStamp.maxCounter, node: "n")
+                == HLCStamp(wallMilliseconds: max, counter: 4_294_967_295, node: "n"))
+        #expect(HLCStamp(validatingWall: max + 1, counter: 0, node: "n") == nil)
+        #expect(HLCStamp(validatingWall: Timestamp.representable.lowerBound - 1, counter: 0, node: "n") == nil)
+        #expect(HLCStamp(validatingWall: 0, counter: -1, node: "n") == nil)
+        #expect(HLCStamp(validatingWall: 0, counter: HLCStamp.maxCounter + 1, node: "n") == nil)
+        #expect(HLCStamp(validatingWall: 0, counter: 0, node: "") == nil)
+    }
+}

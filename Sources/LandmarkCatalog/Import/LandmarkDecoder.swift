@@ -334,7 +334,7 @@ package struct LandmarkDecoder {
                 index: index, id: id, field: key)
         case (.counter, .number):
             let n = try reader.readNumber()
-            if let c = n.int64Value, c >= 0, c <= HLCStamp.maxCounter {
+            if let c = n.int64Value, HLCStamp.isValidCounter(c) {
                 record.counter = c
                 return
             }
@@ -345,14 +345,14 @@ package struct LandmarkDecoder {
             let start = batch.bytes.count
             do { try reader.appendString(to: &batch.bytes) } catch { return try recover(error, batch, key, index: index, id: id) }
             let bytes = batch.bytes[start...]
-            if !bytes.isEmpty, bytes.count <= 64, bytes.allSatisfy(CatalogStore.isNodeIDByte) {
+            if NodeID.isValid(utf8: bytes) {
                 record.texts[TextRanges.nodeSlot] = (Int32(start), Int32(bytes.count))
                 return
             }
             let text = String(decoding: bytes, as: UTF8.self)
             batch.bytes.removeSubrange(start...)
             return report(
-                batch, .error, "\(key) must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(JSONValue.string(text).described)",
+                batch, .error, "\(key) must be \(NodeID.rule), found \(JSONValue.string(text).described)",
                 at: at, index: index, id: id, field: key)
         case (.deleted, .bool):
             record.deleted = try reader.readBool()
@@ -467,11 +467,11 @@ enum StampField {
             if case .string(let s) = value, let ms = Timestamp.parse(s) { return .success(.wall(ms)) }
             return .failure(StampProblem("must be an RFC 3339 date-time, found \(value.described)"))
         case .counter:
-            if case .number(let n) = value, let c = n.int64Value, c >= 0, c <= HLCStamp.maxCounter { return .success(.counter(c)) }
+            if case .number(let n) = value, let c = n.int64Value, HLCStamp.isValidCounter(c) { return .success(.counter(c)) }
             return .failure(StampProblem("must be an integer in 0…\(HLCStamp.maxCounter), found \(value.described)"))
         case .node:
-            if case .string(let s) = value, CatalogStore.isValidNodeID(s) { return .success(.node(s)) }
-            return .failure(StampProblem("must be 1–64 characters of A–Z a–z 0–9 . _ -, found \(value.described)"))
+            if case .string(let s) = value, NodeID(rawValue: s) != nil { return .success(.node(s)) }
+            return .failure(StampProblem("must be \(NodeID.rule), found \(value.described)"))
         case .deleted:
             switch value {
             case .bool(let b): return .success(.deleted(b))

@@ -278,9 +278,7 @@ public final class CatalogStore {
     /// Checks a node id without a database (so `init --node` refuses a bad one before creating anything).
     /// - Throws: `CatalogError.usage` unless it is 1–64 characters of `A–Z a–z 0–9 . _ -`.
     public static func checkNodeID(_ node: String) throws {
-        guard isValidNodeID(node) else {
-            throw CatalogError(.usage, "invalid node id '\(node)': use 1–64 characters of A–Z a–z 0–9 . _ -")
-        }
+        _ = try NodeID(validating: node)
     }
 
     /// Whether the catalog database at `path` holds no data: no landmark, position, saved remote,
@@ -296,15 +294,6 @@ public final class CatalogStore {
                          + (SELECT count(*) FROM sync_quarantine) + (SELECT count(*) FROM log_publications)
                     """) == 0
         }
-    }
-
-    package static func isValidNodeID(_ node: String) -> Bool {
-        !node.isEmpty && node.utf8.count <= 64 && node.utf8.allSatisfy(isNodeIDByte)
-    }
-
-    /// `A–Z a–z 0–9 . _ -`
-    @inline(__always) static func isNodeIDByte(_ b: UInt8) -> Bool {
-        (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 45
     }
 
     /// The hybrid logical clock's persisted state.

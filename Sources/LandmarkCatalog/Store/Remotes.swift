@@ -72,9 +72,7 @@ extension CatalogStore {
         name: String, url given: String,
         workingDirectory: String = FileManager.default.currentDirectoryPath
     ) throws -> String {
-        guard isValidNodeID(name) else {
-            throw CatalogError(.usage, "invalid remote name '\(name)': use 1–64 characters of A–Z a–z 0–9 . _ -")
-        }
+        _ = try NodeID(validating: name, what: "remote name")
         var url = given
         if !url.isEmpty, !url.hasPrefix("/"), SourceLocator.scheme(of: url) == nil, !HubConnInfo.isKeywordString(url) {
             url = URL(fileURLWithPath: url, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path

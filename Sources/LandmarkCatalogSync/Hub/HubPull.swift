@@ -331,11 +331,10 @@ final class HubPullFeed: ChangeFeed {
     /// snapshot), a counter outside 0…``HLCStamp/maxCounter``, a bad node id.
     /// - Throws: `PGError` when a column is not an integer.
     static func stamp(_ result: PGResult, row: Int, updatedMs: Int, counter: Int, node: Int) throws -> HLCStamp? {
-        guard let wall = try result.int64(row, updatedMs), Timestamp.representable.contains(wall),
-            let count = try result.int64(row, counter), (0...HLCStamp.maxCounter).contains(count),
-            let node = result.text(row, node), CatalogStore.isValidNodeID(node)
-        else { return nil }
-        return HLCStamp(wallMilliseconds: wall, counter: count, node: node)
+        guard let wall = try result.int64(row, updatedMs), let count = try result.int64(row, counter), let node = result.text(row, node) else {
+            return nil
+        }
+        return HLCStamp(validatingWall: wall, counter: count, node: node)
     }
 }
 
