@@ -16,11 +16,25 @@ enum CompletionKind: Sendable {
     case words([String])
 }
 
+/// Turns an option's value into its typed value, or throws a ``ValueError`` saying what is expected. A
+/// reader is a pure function of the text: the parser runs it to check the text before any command runs,
+/// and reading the value runs it again on the same text, so that cannot fail.
+typealias ValueReader<Value> = @Sendable (String) throws -> Value
+
+/// The value of `text`, which the parser already checked with `read` (see ``ValueReader``): a refusal
+/// now would be a reader that is not a pure function of its text, a programming error.
+private func readChecked<Value>(_ read: ValueReader<Value>, _ text: String, _ what: String) -> Value {
+    do {
+        return try read(text)
+    } catch {
+        preconditionFailure(
+            "\(what): '\(text)' passed the parser's check and then was refused (\(error)); a reader must be a pure function of its text")
+    }
+}
+
 /// One option: a flag (`--json`) or an option with a value (`--page N`), with its help and how its value
-/// is read. The parser checks values (types and ranges) before any command runs.
-struct OptionSpec: @unchecked Sendable {
-    // Safe: immutable once declared (the command table is built once, in static lets); its `parse`
-    // closure captures nothing mutable. It is unchecked only because a stored closure is not Sendable.
+/// is checked. The parser checks values (types and ranges) before any command runs.
+struct OptionSpec: Sendable {
     /// The long name with dashes, `--json`.
     var name: String
     /// A one-letter short name (`q` for `-q`), or nil.
@@ -33,8 +47,9 @@ struct OptionSpec: @unchecked Sendable {
     var repeatable = false
     /// Must be given (shown without brackets in the usage line).
     var required = false
-    /// Turns the text into the typed value, or throws a ``ValueError`` saying what is expected.
-    var parse: ((String) throws -> Any)?
+    /// Checks a value's text, throwing a ``ValueError`` saying what is expected: the typed option's
+    /// reader with its result dropped (nil for a flag). The parser runs it on every value it takes.
+    var check: (@Sendable (String) throws -> Void)?
     /// What a shell completes for the value.
     var completion: CompletionKind = .none
 
@@ -53,9 +68,16 @@ struct OptionSpec: @unchecked Sendable {
     }
 }
 
-/// Why an option's value was refused: `needs 0…10, got 'x'`.
+/// Why an option's value was refused. The parser words it `--page needs EXPECTED, got 'x'`,
+/// unless the reader gave the whole message.
 struct ValueError: Error {
+    /// What is expected: `an integer in 0…10`.
     var expected: String
+    /// The whole message instead, for a value with its own wording: `unknown shell 'tcsh' (bash, zsh or fish)`.
+    var message: String? = nil
+
+    /// The usage error's message for `text` given to `name` (`--page`, `<row>`).
+    func describe(_ name: String, got text: String) -> String { message ?? "\(name) needs \(expected), got '\(text)'" }
 }
 
 /// A declared flag, queried as `parsed[Options.json]`.
@@ -68,21 +90,31 @@ struct Flag: Sendable {
     func with(help: String) -> Flag { Flag(spec: spec.with(help: help)) }
 }
 
-/// A declared option with a value of type `Value`, queried as `parsed[Options.page]`.
-struct Option<Value>: @unchecked Sendable {
-    // Safe: wraps an immutable `OptionSpec` (see there); `Value` is never stored, only produced by `parse`.
+/// A declared option with a value of type `Value`, queried as `parsed[Options.page]` (a `Value?`: nil when
+/// it is not given). Only the text is kept; reading runs ``read`` on it again.
+struct Option<Value>: Sendable {
     let spec: OptionSpec
+    /// Reads a value's text; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+
     init(
         _ name: String, short: Character? = nil, _ valueName: String, _ help: String, repeatable: Bool = false,
-        completion: CompletionKind = .none, parse: @escaping (String) throws -> Value
+        completion: CompletionKind = .none, parse: @escaping ValueReader<Value>
     ) {
         spec = OptionSpec(
             name: name, short: short, valueName: valueName, help: help, repeatable: repeatable,
-            parse: { try parse($0) }, completion: completion)
+            check: { _ = try parse($0) }, completion: completion)
+        read = parse
     }
-    private init(spec: OptionSpec) { self.spec = spec }
-    func with(help: String) -> Option { Option(spec: spec.with(help: help)) }
-    var mandatory: Option { Option(spec: spec.mandatory) }
+    private init(spec: OptionSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
+    func with(help: String) -> Option { Option(spec: spec.with(help: help), read: read) }
+    /// A copy that must be given.
+    var mandatory: Option { Option(spec: spec.mandatory, read: read) }
+    /// The typed value of a text the parser checked (see ``ValueReader``).
+    func value(ofChecked text: String) -> Value { readChecked(read, text, spec.name) }
 }
 
 /// Value readers for ``Option``.
@@ -94,7 +126,7 @@ enum Values {
         return text
     }
 
-    static func integer(_ range: ClosedRange<Int>) -> (String) throws -> Int {
+    static func integer(_ range: ClosedRange<Int>) -> ValueReader<Int> {
         { text in
             guard let n = Int(text), range.contains(n) else { throw ValueError(expected: "an integer in \(range.lowerBound)…\(range.upperBound)") }
             return n
@@ -106,7 +138,7 @@ enum Values {
         return n
     }
 
-    static func int64(_ range: ClosedRange<Int64>) -> (String) throws -> Int64 {
+    static func int64(_ range: ClosedRange<Int64>) -> ValueReader<Int64> {
         { text in
             guard let n = Int64(text), range.contains(n) else { throw ValueError(expected: "an integer in \(range.lowerBound)…\(range.upperBound)") }
             return n
@@ -118,7 +150,7 @@ enum Values {
     /// - Parameters:
     ///   - zeroAllowed: whether `0` is taken (else the duration must be more than 0, and the message says so).
     ///   - most: the longest taken, in seconds; `why` explains the bound in messages.
-    static func duration(zeroAllowed: Bool = false, atMost most: Double = .infinity, _ why: String? = nil) -> (String) throws -> Double {
+    static func duration(zeroAllowed: Bool = false, atMost most: Double = .infinity, _ why: String? = nil) -> ValueReader<Double> {
         { text in
             let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
             var digits = Substring(text)
@@ -150,7 +182,7 @@ enum Values {
         return "\(number(seconds))s"
     }
 
-    static func oneOf(_ words: [String]) -> (String) throws -> String {
+    static func oneOf(_ words: [String]) -> ValueReader<String> {
         { text in
             guard words.contains(text) else { throw ValueError(expected: "one of \(words.joined(separator: ", "))") }
             return text
@@ -205,20 +237,23 @@ enum GlobalOptions {
     static let all: [OptionSpec] = [db.spec, logFormat.spec, maxDiagnostics.spec, help.spec, version.spec]
 }
 
-/// What the parser found: flags given, typed option values, positional arguments.
+/// What the parser found: flags given, option values (checked) and positional arguments. Only texts are
+/// kept; a typed query (`parsed[Options.page]`) reads the text again with the declaration's reader.
 struct ParsedArguments {
     /// The command path, e.g. `["position", "set"]`.
     var path: [String] = []
     var flags: Set<String> = []
-    var values: [String: [Any]] = [:]
+    /// Each option's value texts in the order given, by the option's name; each passed the option's check.
     var texts: [String: [String]] = [:]
     var positionals: [String] = []
 
     subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
-    subscript<V>(option: Option<V>) -> V? { values[option.spec.name]?.last as? V }
-    func all<V>(_ option: Option<V>) -> [V] { values[option.spec.name]?.compactMap { $0 as? V } ?? [] }
+    /// The option's value (the last given), or nil when it is not given.
+    subscript<V>(option: Option<V>) -> V? { texts[option.spec.name]?.last.map(option.value(ofChecked:)) }
+    /// Every value of a repeatable option, in the order given.
+    func all<V>(_ option: Option<V>) -> [V] { texts[option.spec.name]?.map(option.value(ofChecked:)) ?? [] }
     /// Whether the option was given at all.
-    func given<V>(_ option: Option<V>) -> Bool { values[option.spec.name] != nil }
+    func given<V>(_ option: Option<V>) -> Bool { texts[option.spec.name] != nil }
 }
 
 /// A command line that does not fit the table: exit 64 with the usage and a hint.

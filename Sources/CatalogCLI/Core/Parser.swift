@@ -48,14 +48,12 @@ enum Parser {
                     if !spec.repeatable, parsed.texts[spec.name] != nil, spec.name != GlobalOptions.db.spec.name {
                         throw UsageError(message: "option '\(spec.name)' is given more than once", path: parsed.path)
                     }
-                    let typed: Any
                     do {
-                        typed = try spec.parse.map { try $0(value) } ?? value
+                        try spec.check?(value)
                     } catch let error as ValueError {
-                        throw UsageError(message: "\(spec.name) needs \(error.expected), got '\(value)'", path: parsed.path)
+                        throw UsageError(message: error.describe(spec.name, got: value), path: parsed.path)
                     }
                     parsed.texts[spec.name, default: []].append(value)
-                    parsed.values[spec.name, default: []].append(typed)
                 } else {
                     if inline != nil { throw UsageError(message: "option '\(spec.name)' takes no value", path: parsed.path) }
                     parsed.flags.insert(spec.name)
