@@ -4,7 +4,7 @@ extension CatalogCLI {
     enum PositionOptions {
         static let page = Option<Int64>("--page", "N", "The 0-based page.", parse: Values.anyInteger)
         static let landmark = Option<Int64>("--landmark", "ID", "A featured landmark's id (its page is stored).", parse: Values.anyInteger)
-        static let user = Options.user.mandatory.spec
+        static let user = Options.user.mandatory
     }
 
     static var positionCommand: CommandSpec {
@@ -17,7 +17,7 @@ extension CatalogCLI {
                     abstract: "Store the user's page (or the featured landmark they are on), stamped with the hybrid logical clock.",
                     discussion: "A page outside 0..<pageCount or a landmark that is not featured is a usage error (64); nothing is stored.",
                     options: [
-                        PositionOptions.user, PositionOptions.page.spec, PositionOptions.landmark.spec,
+                        PositionOptions.user.spec, PositionOptions.page.spec, PositionOptions.landmark.spec,
                         Options.json.with(help: "Print the stored position as JSON.").spec,
                     ],
                     oneOf: [PositionOptions.page.spec.name, PositionOptions.landmark.spec.name],
@@ -30,12 +30,12 @@ extension CatalogCLI {
                 CommandSpec(
                     name: "get",
                     abstract: "Show the user's current page, resolved against today's featured landmarks.",
-                    options: [PositionOptions.user, Options.json.spec],
+                    options: [PositionOptions.user.spec, Options.json.spec],
                     run: runPositionGet),
                 CommandSpec(
                     name: "clear",
                     abstract: "Forget the user's page (writes a tombstone, so the deletion syncs).",
-                    options: [PositionOptions.user],
+                    options: [PositionOptions.user.spec],
                     run: runPositionClear),
             ])
     }
@@ -52,12 +52,14 @@ extension CatalogCLI {
         let target: PositionTarget
         if let page = i[PositionOptions.page] {
             target = .page(Int(clamping: page))
+        } else if let landmark = i[PositionOptions.landmark] {
+            target = .landmark(landmark)
         } else {
-            target = .landmark(i[PositionOptions.landmark] ?? 0)
+            preconditionFailure("position set's validate lets no command line through without --page or --landmark")
         }
         // No catalog, no featured page to be on: a missing database is refused (66) like a reading command.
         let store = try i.openStore(i.databaseExists ? .write : .read)
-        let position = try store.setPosition(user: i[Options.user] ?? "", to: target)
+        let position = try store.setPosition(user: i[PositionOptions.user], to: target)
         if i[Options.json] {
             var w = JSONWriter()
             writePosition(position, to: &w)
@@ -69,7 +71,7 @@ extension CatalogCLI {
 
     static func runPositionGet(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
-        let user = i[Options.user] ?? ""
+        let user = i[PositionOptions.user]
         let position = try store.position(user: user)
         if i[Options.json] {
             var w = JSONWriter()
@@ -90,7 +92,7 @@ extension CatalogCLI {
 
     static func runPositionClear(_ i: Invocation) throws -> Int32 {
         // As `position set`: a missing database is refused (66), not created to hold one tombstone.
-        try i.openStore(i.databaseExists ? .write : .read).clearPosition(user: i[Options.user] ?? "")
+        try i.openStore(i.databaseExists ? .write : .read).clearPosition(user: i[PositionOptions.user])
         return 0
     }
 

@@ -148,6 +148,7 @@ struct Invocation {
 
     subscript(flag: Flag) -> Bool { parsed[flag] }
     subscript<V>(option: Option<V>) -> V? { parsed[option] }
+    subscript<V>(option: RequiredOption<V>) -> V { parsed[option] }
     var positionals: [String] { parsed.positionals }
     var stdout: any OutputSink { context.stdout }
 

@@ -111,8 +111,22 @@ struct Option<Value>: Sendable {
         self.read = read
     }
     func with(help: String) -> Option { Option(spec: spec.with(help: help), read: read) }
-    /// A copy that must be given.
-    var mandatory: Option { Option(spec: spec.mandatory, read: read) }
+    /// The option made required: the parser refuses a command line without it, so it reads as a `Value`.
+    var mandatory: RequiredOption<Value> { RequiredOption(spec: spec.mandatory, read: read) }
+    /// The typed value of a text the parser checked (see ``ValueReader``).
+    func value(ofChecked text: String) -> Value { readChecked(read, text, spec.name) }
+}
+
+/// A declared option that must be given (`Option.mandatory`), queried as `parsed[PositionOptions.user]`: a
+/// `Value`, not optional, since the parser refuses a command line without it before the command runs.
+struct RequiredOption<Value>: Sendable {
+    let spec: OptionSpec
+    /// Reads a value's text; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+    fileprivate init(spec: OptionSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
     /// The typed value of a text the parser checked (see ``ValueReader``).
     func value(ofChecked text: String) -> Value { readChecked(read, text, spec.name) }
 }
@@ -250,6 +264,13 @@ struct ParsedArguments {
     subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
     /// The option's value (the last given), or nil when it is not given.
     subscript<V>(option: Option<V>) -> V? { texts[option.spec.name]?.last.map(option.value(ofChecked:)) }
+    /// A required option's value (the last given): the parser refused the command line without it.
+    subscript<V>(option: RequiredOption<V>) -> V {
+        guard let text = texts[option.spec.name]?.last else {
+            preconditionFailure("\(option.spec.name) is read by a command that does not declare it required")
+        }
+        return option.value(ofChecked: text)
+    }
     /// Every value of a repeatable option, in the order given.
     func all<V>(_ option: Option<V>) -> [V] { texts[option.spec.name]?.map(option.value(ofChecked:)) ?? [] }
     /// Whether the option was given at all.
