@@ -7,6 +7,11 @@ extension CatalogCLI {
         static let prune = Flag("--prune", "Tombstone stored landmarks that are missing from the file.")
     }
 
+    /// `import`'s argument, declared once: the table lists it, the run reads it typed.
+    enum ImportArguments {
+        static let file = Argument<String>("file", "The landmarkData.json file, or - for standard input.", completion: .file)
+    }
+
     static var importCommand: CommandSpec {
         CommandSpec(
             name: "import",
@@ -16,7 +21,7 @@ extension CatalogCLI {
                 category "Featured" meant featured); --strict makes them errors. Keys absent from a record keep
                 the stored value; null clears it. Any error: exit 65 and nothing is written.
                 """,
-            arguments: [ArgumentSpec(name: "file", help: "The landmarkData.json file, or - for standard input.", completion: .file)],
+            arguments: [ImportArguments.file.spec],
             options: [
                 ImportOptions.strict.spec, ImportOptions.prune.spec,
                 Options.dryRun.with(help: "Validate and report the counts; write nothing.").spec,
@@ -27,7 +32,7 @@ extension CatalogCLI {
     }
 
     static func runImport(_ i: Invocation) throws -> Int32 {
-        let argument = i.positionals[0]
+        let argument = i[ImportArguments.file]
         // The file is opened before the database: a missing or unreadable FILE (66) creates nothing.
         let file = argument == "-" ? nil : try CatalogStore.openForReading(argument)
         defer { if let file { close(file) } }

@@ -1,7 +1,9 @@
+import LandmarkCatalog
+
 /// Declarations of commands, options and arguments: the one source for parsing, `--help`, the man
 /// page and the shell completions (the shape of swift-driver's option table and swift-argument-parser's
-/// declarations). Options are declared once as typed values and queried typed, so a misspelt option
-/// name cannot compile.
+/// declarations). Options and arguments are declared once as typed values and queried typed, so a
+/// misspelt name cannot compile.
 
 /// What a shell may complete for an option's value or an argument.
 enum CompletionKind: Sendable {
@@ -16,9 +18,9 @@ enum CompletionKind: Sendable {
     case words([String])
 }
 
-/// Turns an option's value into its typed value, or throws a ``ValueError`` saying what is expected. A
-/// reader is a pure function of the text: the parser runs it to check the text before any command runs,
-/// and reading the value runs it again on the same text, so that cannot fail.
+/// Turns an option's value or an argument's word into its typed value, or throws a ``ValueError`` saying
+/// what is expected. A reader is a pure function of the text: the parser runs it to check the text
+/// before any command runs, and reading the value runs it again on the same text, so that cannot fail.
 typealias ValueReader<Value> = @Sendable (String) throws -> Value
 
 /// The value of `text`, which the parser already checked with `read` (see ``ValueReader``): a refusal
@@ -68,7 +70,7 @@ struct OptionSpec: Sendable {
     }
 }
 
-/// Why an option's value was refused. The parser words it `--page needs EXPECTED, got 'x'`,
+/// Why an option's value or an argument was refused. The parser words it `--page needs EXPECTED, got 'x'`,
 /// unless the reader gave the whole message.
 struct ValueError: Error {
     /// What is expected: `an integer in 0…10`.
@@ -203,16 +205,97 @@ enum Values {
         }
     }
 
+    /// One of `words`, refused in the words of an argument: `unknown shell 'tcsh' (bash, zsh or fish)`, with
+    /// the nearest word suggested (`. Did you mean 'bash'?`) when one is near.
+    static func oneOf(_ words: [String], unknown noun: String) -> ValueReader<String> {
+        { text in
+            guard words.contains(text) else {
+                let list = words.count > 1 ? words.dropLast().joined(separator: ", ") + " or " + words[words.count - 1] : words.joined()
+                var message = "unknown \(noun) '\(text)' (\(list))"
+                if let guess = Suggest.nearest(to: text, in: words) { message += ". Did you mean '\(guess)'?" }
+                throw ValueError(expected: "one of \(words.joined(separator: ", "))", message: message)
+            }
+            return text
+        }
+    }
+
     private static func number(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
 }
 
-/// One positional argument.
+/// One positional argument as help, the man page and completions show it, and how the parser checks it.
 struct ArgumentSpec: Sendable {
     var name: String
     var help: String
     var optional = false
+    /// Takes every word left (the last argument only).
     var repeating = false
     var completion: CompletionKind = .none
+    /// Checks a word, throwing a ``ValueError``: the typed argument's reader with its result dropped.
+    var check: (@Sendable (String) throws -> Void)?
+}
+
+/// A declared positional argument that must be given, queried as `parsed[ImportArguments.file]`: a `Value`,
+/// since the parser refuses a command line without it. `.optional` and `.repeating` make the other kinds.
+struct Argument<Value>: Sendable {
+    let spec: ArgumentSpec
+    /// Reads a word; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+
+    init(_ name: String, _ help: String, completion: CompletionKind = .none, parse: @escaping ValueReader<Value>) {
+        spec = ArgumentSpec(name: name, help: help, completion: completion, check: { _ = try parse($0) })
+        read = parse
+    }
+
+    /// The argument made optional (`[<name>]`), read as `Value?`.
+    var optional: OptionalArgument<Value> {
+        var spec = spec
+        spec.optional = true
+        return OptionalArgument(spec: spec, read: read)
+    }
+
+    /// The argument made repeating: zero or more words (`[<name>...]`), read as `[Value]`.
+    var repeating: RepeatingArgument<Value> {
+        var spec = spec
+        spec.optional = true
+        spec.repeating = true
+        return RepeatingArgument(spec: spec, read: read)
+    }
+
+    /// The typed value of a word the parser checked (see ``ValueReader``).
+    func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
+}
+
+extension Argument where Value == String {
+    /// An argument that takes any word as it is.
+    init(_ name: String, _ help: String, completion: CompletionKind = .none) {
+        self.init(name, help, completion: completion, parse: Values.string)
+    }
+}
+
+/// A declared optional positional argument (`Argument.optional`), queried as a `Value?`.
+struct OptionalArgument<Value>: Sendable {
+    let spec: ArgumentSpec
+    /// Reads a word; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+    fileprivate init(spec: ArgumentSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
+    /// The typed value of a word the parser checked (see ``ValueReader``).
+    func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
+}
+
+/// A declared repeating positional argument (`Argument.repeating`): zero or more words, queried as `[Value]`.
+struct RepeatingArgument<Value>: Sendable {
+    let spec: ArgumentSpec
+    /// Reads a word; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+    fileprivate init(spec: ArgumentSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
+    /// The typed value of a word the parser checked (see ``ValueReader``).
+    func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
 }
 
 /// A command: its name, abstract, arguments, options, subcommands and what it runs.
@@ -251,7 +334,7 @@ enum GlobalOptions {
     static let all: [OptionSpec] = [db.spec, logFormat.spec, maxDiagnostics.spec, help.spec, version.spec]
 }
 
-/// What the parser found: flags given, option values (checked) and positional arguments. Only texts are
+/// What the parser found: flags given, option values and arguments' words, all checked. Only texts are
 /// kept; a typed query (`parsed[Options.page]`) reads the text again with the declaration's reader.
 struct ParsedArguments {
     /// The command path, e.g. `["position", "set"]`.
@@ -259,7 +342,12 @@ struct ParsedArguments {
     var flags: Set<String> = []
     /// Each option's value texts in the order given, by the option's name; each passed the option's check.
     var texts: [String: [String]] = [:]
+    /// The words that are neither options nor the command's name, in order: the parser's, which hands
+    /// them to the command's arguments (``arguments``); commands query arguments by their declarations.
     var positionals: [String] = []
+    /// Each argument's words, by the argument's name (a repeating argument's, in order); each passed the
+    /// argument's check. An argument not given has no entry.
+    var arguments: [String: [String]] = [:]
 
     subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
     /// The option's value (the last given), or nil when it is not given.
@@ -275,6 +363,18 @@ struct ParsedArguments {
     func all<V>(_ option: Option<V>) -> [V] { texts[option.spec.name]?.map(option.value(ofChecked:)) ?? [] }
     /// Whether the option was given at all.
     func given<V>(_ option: Option<V>) -> Bool { texts[option.spec.name] != nil }
+
+    /// A required argument's value: the parser refused the command line without it.
+    subscript<V>(argument: Argument<V>) -> V {
+        guard let word = arguments[argument.spec.name]?.first else {
+            preconditionFailure("<\(argument.spec.name)> is read by a command that does not declare it")
+        }
+        return argument.value(ofChecked: word)
+    }
+    /// An optional argument's value, or nil when it is not given.
+    subscript<V>(argument: OptionalArgument<V>) -> V? { arguments[argument.spec.name]?.first.map(argument.value(ofChecked:)) }
+    /// A repeating argument's values, in order (none when it is not given).
+    subscript<V>(argument: RepeatingArgument<V>) -> [V] { arguments[argument.spec.name]?.map(argument.value(ofChecked:)) ?? [] }
 }
 
 /// A command line that does not fit the table: exit 64 with the usage and a hint.

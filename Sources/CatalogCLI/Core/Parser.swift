@@ -3,7 +3,8 @@ import LandmarkCatalog
 enum Parser {
     /// Parses `arguments` against `root`. `-h` is `--help`; short options (`-q`, `-o FILE`) as declared;
     /// `--name=value` and `--name value` both work; `--` ends options. Global options may come before or
-    /// after the command. Option values are checked here, before any command runs.
+    /// after the command. Option values and arguments are checked here, before any command runs (and
+    /// before the command's `validate`).
     static func parse(_ arguments: [String], root: CommandSpec) throws -> (CommandSpec, ParsedArguments) {
         var parsed = ParsedArguments()
         var command = root
@@ -104,6 +105,21 @@ enum Parser {
         }
         if parsed.positionals.count > maximum {
             throw UsageError(message: "unexpected argument '\(parsed.positionals[maximum])'", path: parsed.path)
+        }
+        // The words to the arguments, in order (a repeating one, the last, takes the rest), each checked
+        // like an option's value.
+        var next = 0
+        for argument in command.arguments where next < parsed.positionals.count {
+            let words = argument.repeating ? Array(parsed.positionals[next...]) : [parsed.positionals[next]]
+            next += words.count
+            for word in words {
+                do {
+                    try argument.check?(word)
+                } catch let error as ValueError {
+                    throw UsageError(message: error.describe("<\(argument.name)>", got: word), path: parsed.path)
+                }
+            }
+            parsed.arguments[argument.name] = words
         }
         try command.validate?(parsed)
         return (command, parsed)
