@@ -60,12 +60,7 @@ extension CatalogCLI {
         // No catalog, no featured page to be on: a missing database is refused (66) like a reading command.
         let store = try i.openStore(i.databaseExists ? .write : .read)
         let position = try store.setPosition(user: i[PositionOptions.user], to: target)
-        if i[Options.json] {
-            var w = JSONWriter()
-            writePosition(position, to: &w)
-            w.byte(0x0A)
-            i.stdout.write(w.bytes)
-        }
+        if i[Options.json] { i.stdout.write(positionJSON(position).bytes + [0x0A]) }
         return 0
     }
 
@@ -74,14 +69,8 @@ extension CatalogCLI {
         let user = i[PositionOptions.user]
         let position = try store.position(user: user)
         if i[Options.json] {
-            var w = JSONWriter()
-            if let position {
-                writePosition(position, to: &w)
-            } else {
-                writeNoPosition(user: try UserID.normalize(user), pageCount: try store.featuredIDs().count, to: &w)
-            }
-            w.byte(0x0A)
-            i.stdout.write(w.bytes)
+            let o = try position.map(positionJSON) ?? noPositionJSON(user: UserID.normalize(user), pageCount: store.featuredIDs().count)
+            i.stdout.write(o.bytes + [0x0A])
         } else if let position {
             i.stdout.line(describe(position))
         } else {
@@ -99,14 +88,7 @@ extension CatalogCLI {
     static func runPositions(_ i: Invocation) throws -> Int32 {
         let all = try i.openStore(.read).positions()
         if i[Options.json] {
-            var w = JSONWriter()
-            w.byte(0x5B)
-            for (i, position) in all.enumerated() {
-                if i > 0 { w.byte(0x2C) }
-                writePosition(position, to: &w)
-            }
-            w.raw("]\n")
-            i.stdout.write(w.bytes)
+            i.stdout.write(JSONObject.array(all.map(positionJSON)) + [0x0A])
         } else if all.isEmpty {
             i.stdout.line("no positions")
         } else {
@@ -131,45 +113,25 @@ extension CatalogCLI {
     }
 
     /// `{"currentPage":null,"landmarkId":null,"pageCount":…,"user":…}`: a user with no position.
-    static func writeNoPosition(user: String, pageCount: Int, to w: inout JSONWriter) {
-        w.raw("{")
-        w.key("currentPage")
-        w.raw("null")
-        w.raw(",")
-        w.key("landmarkId")
-        w.raw("null")
-        w.raw(",")
-        w.key("pageCount")
-        w.int(Int64(pageCount))
-        w.raw(",")
-        w.key("user")
-        w.string(user)
-        w.raw("}")
+    static func noPositionJSON(user: String, pageCount: Int) -> JSONObject {
+        var o = JSONObject()
+        o.setNull("currentPage")
+        o.setNull("landmarkId")
+        o.set("pageCount", pageCount)
+        o.set("user", user)
+        return o
     }
 
     /// `{"counter":…,"currentPage":…,"landmarkId":…,"node":…,"pageCount":…,"updatedAt":…,"user":…}`
-    static func writePosition(_ position: CarouselPosition, to w: inout JSONWriter) {
-        w.raw("{")
-        w.key("counter")
-        w.int(position.stamp.counter)
-        w.raw(",")
-        w.key("currentPage")
-        w.int(position.currentPage.map(Int64.init))
-        w.raw(",")
-        w.key("landmarkId")
-        w.int(position.landmarkID)
-        w.raw(",")
-        w.key("node")
-        w.string(position.stamp.node)
-        w.raw(",")
-        w.key("pageCount")
-        w.int(Int64(position.pageCount))
-        w.raw(",")
-        w.key("updatedAt")
-        w.string(Timestamp.format(milliseconds: position.stamp.wallMilliseconds))
-        w.raw(",")
-        w.key("user")
-        w.string(position.user)
-        w.raw("}")
+    static func positionJSON(_ position: CarouselPosition) -> JSONObject {
+        var o = JSONObject()
+        o.set("counter", position.stamp.counter)
+        o.set("currentPage", position.currentPage)
+        o.set("landmarkId", position.landmarkID)
+        o.set("node", position.stamp.node)
+        o.set("pageCount", position.pageCount)
+        o.set("updatedAt", Timestamp.format(milliseconds: position.stamp.wallMilliseconds))
+        o.set("user", position.user)
+        return o
     }
 }
