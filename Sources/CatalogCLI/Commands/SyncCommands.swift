@@ -300,30 +300,15 @@ extension CatalogCLI {
     static func runRemoteList(_ i: Invocation) throws -> Int32 {
         let remotes = try i.openStore(.read).remotes()
         if i[Options.json] {
-            var w = JSONWriter()
-            w.raw("[")
-            for (n, r) in remotes.enumerated() {
-                if n > 0 { w.raw(",") }
-                w.raw("{")
-                w.key("allow")
-                w.string(r.allow.rawValue)
-                w.raw(",")
-                w.key("name")
-                w.string(r.name)
-                w.raw(",")
-                w.key("trustedKeys")
-                w.raw("[")
-                for (k, line) in r.trustedKeys.enumerated() {
-                    if k > 0 { w.raw(",") }
-                    w.string((try? MinisignPublicKey(text: line, source: "").id) ?? "?")
-                }
-                w.raw("],")
-                w.key("url")
-                w.string(redacted(r.url))
-                w.raw("}")
+            let items = remotes.map { r in
+                var o = JSONObject()
+                o.set("allow", r.allow.rawValue)
+                o.set("name", r.name)
+                o.set("trustedKeys", strings: r.trustedKeys.map { (try? MinisignPublicKey(text: $0, source: "").id) ?? "?" })
+                o.set("url", redacted(r.url))
+                return o
             }
-            w.raw("]\n")
-            i.stdout.write(w.bytes)
+            i.stdout.write(JSONObject.array(items) + [0x0A])
         } else if remotes.isEmpty {
             i.stdout.line("no remotes")
         } else {
