@@ -49,8 +49,7 @@ extension CatalogCLI {
         let report = try store.publishLog(to: i[PublishArguments.directory], options: options) { progress.update($0) }
         progress.clear()
         if i[Options.json] {
-            i.stdout.write(publishJSON(report))
-            i.stdout.line("")
+            i.stdout.write(publishJSON(report).bytes + [0x0A])
         } else if !i[Options.quiet] {
             i.stdout.line(describe(report))
         }
@@ -75,7 +74,8 @@ extension CatalogCLI {
             + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))") + signed
     }
 
-    static func publishJSON(_ r: PublishReport) -> [UInt8] {
+    /// `publish --json`'s object, also the `publish` member of `sync --json`.
+    static func publishJSON(_ r: PublishReport) -> JSONObject {
         var o = JSONObject()
         o.set("bytesWritten", r.bytesWritten)
         o.set("changed", r.changed)
@@ -87,6 +87,6 @@ extension CatalogCLI {
         o.set("removed", strings: r.removed)
         o.set("through", r.manifest.through)
         o.set("written", strings: r.written)
-        return o.bytes
+        return o
     }
 }

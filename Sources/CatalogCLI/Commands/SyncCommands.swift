@@ -216,35 +216,34 @@ extension CatalogCLI {
         if let error { o.set("error", error.message) }
         o.set("exitStatus", Int(error?.exitStatus ?? report.exitStatus))
         o.set(counts: report.counts)
-        if let log = report.logPublish { o.set("publish", json: publishJSON(log)) } else { o.set("publish", json: "null") }
+        o.set("publish", report.logPublish.map(publishJSON))
         o.set("publishError", report.publishError?.message)
         o.set("published", report.published)
         o.set("released", report.released.released)
         o.set("releasedApplied", report.released.counts.applied)
         o.set(
             "sources",
-            json: JSONObject.array(
-                report.sources.map { s in
-                    var source = JSONObject()
-                    source.set("bytes", s.bytes)
-                    source.set("error", s.error?.message)
-                    source.set("exitStatus", Int(s.error?.exitStatus ?? 0))
-                    source.set("notAllowed", s.counts.notAllowed)
-                    source.set("note", s.note)
-                    source.set("outcome", s.outcome.rawValue)
-                    if let p = s.pushed {
+            objects: report.sources.map { s in
+                var source = JSONObject()
+                source.set("bytes", s.bytes)
+                source.set("error", s.error?.message)
+                source.set("exitStatus", Int(s.error?.exitStatus ?? 0))
+                source.set("notAllowed", s.counts.notAllowed)
+                source.set("note", s.note)
+                source.set("outcome", s.outcome.rawValue)
+                source.set(
+                    "pushed",
+                    s.pushed.map { p in
                         var pushed = JSONObject()
                         pushed.set("quarantined", p.quarantined)
                         pushed.set("sent", p.sent)
                         pushed.set("written", p.written)
-                        source.set("pushed", json: pushed.bytes)
-                    } else {
-                        source.set("pushed", json: "null")
-                    }
-                    source.set("remote", remotes[s.source])
-                    source.set("source", s.source)
-                    return source
-                }))
+                        return pushed
+                    })
+                source.set("remote", remotes[s.source])
+                source.set("source", s.source)
+                return source
+            })
         return o.bytes + [0x0A]
     }
 
