@@ -133,7 +133,7 @@ struct RequiredOption<Value>: Sendable {
     func value(ofChecked text: String) -> Value { readChecked(read, text, spec.name) }
 }
 
-/// Value readers for ``Option``.
+/// Value readers (``ValueReader``) for options and arguments.
 enum Values {
     static func string(_ text: String) throws -> String { text }
 
