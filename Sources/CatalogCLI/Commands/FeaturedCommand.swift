@@ -19,13 +19,14 @@ extension CatalogCLI {
         let user = try i[Options.user].map(UserID.normalize)
         let current = try user.flatMap { try store.position(user: $0)?.currentPage }
         if i[Options.json] {
+            // The landmarks are streamed as the core library writes them (the app's file shape); with --user
+            // they are the `landmarks` member of an object whose other fields JSONObject writes around them.
+            var envelope = JSONObject()
             var w = JSONWriter(reservingCapacity: 1 << 16)
-            if user != nil {
-                w.raw("{")
-                w.key("currentPage")
-                w.int(current.map(Int64.init))
-                w.raw(",")
-                w.key("landmarks")
+            if let user {
+                envelope.set("currentPage", current)
+                envelope.set("user", user)
+                w.bytes += envelope.opening(before: "landmarks")
             }
             w.byte(0x5B)
             let count = try store.writeFeaturedJSON(to: &w) { w in
@@ -33,14 +34,9 @@ extension CatalogCLI {
                 w.bytes.removeAll(keepingCapacity: true)
             }
             w.byte(0x5D)
-            if let user {
-                w.raw(",")
-                w.key("pageCount")
-                w.int(Int64(count))
-                w.raw(",")
-                w.key("user")
-                w.string(user)
-                w.raw("}")
+            if user != nil {
+                envelope.set("pageCount", count)
+                w.bytes += envelope.closing(after: "landmarks")
             }
             w.byte(0x0A)
             i.stdout.write(w.bytes)

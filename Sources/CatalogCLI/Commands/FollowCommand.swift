@@ -37,7 +37,7 @@ extension CatalogCLI {
             for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_DFL) }
         }
         let remotes = (try? store.remoteNames()) ?? [:]
-        try store.follow(sources: i.positionals, options: options, control: control, diagnostics: i.report) { cycle in
+        try store.follow(sources: i[SyncArguments.sources], options: options, control: control, diagnostics: i.report) { cycle in
             for source in cycle.newFailures {
                 if let error = source.error { i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source) }
             }

@@ -4,56 +4,26 @@ import LandmarkCatalogSync
 /// `catalog status` for PostgreSQL hubs (docs/hub.md §11): per hub, the last push and pull, the cursors, and
 /// the hub's state digest beside this node's.
 extension CatalogCLI {
-    /// The `hubs` member of `status --json`: an array, by source, keys sorted; `remotes` (source key →
-    /// name) names a saved remote's hub.
-    static func hubStatusJSON(_ hubs: [HubStatus], local: StateDigest, remotes: [String: String] = [:]) -> [UInt8] {
-        var w = JSONWriter()
-        w.raw("[")
-        for (n, hub) in hubs.enumerated() {
-            if n > 0 { w.raw(",") }
-            w.raw("{")
-            w.key("digest")
-            w.string(local.hex)
-            w.raw(",")
-            w.key("digestRows")
-            w.int(local.rows)
-            w.raw(",")
-            w.key("error")
-            w.string(hub.error?.message)
-            w.raw(",")
-            w.key("hubDigest")
-            w.string(hub.hubDigest?.hex)
-            w.raw(",")
-            w.key("hubDigestRows")
-            w.int(hub.hubDigest?.rows)
-            w.raw(",")
-            w.key("hubId")
-            w.string(hub.hubID)
-            w.raw(",")
-            w.key("inAgreement")
-            if let digest = hub.hubDigest { w.bool(digest == local) } else { w.raw("null") }
-            w.raw(",")
-            w.key("lastPullAt")
-            w.string(hub.lastPullAt)
-            w.raw(",")
-            w.key("lastPushAt")
-            w.string(hub.lastPushAt)
-            w.raw(",")
-            w.key("pullThrough")
-            w.int(hub.pullThrough)
-            w.raw(",")
-            w.key("pushThrough")
-            w.int(hub.pushThrough)
-            w.raw(",")
-            w.key("remote")
-            w.string(remotes[hub.source])
-            w.raw(",")
-            w.key("source")
-            w.string(hub.source)
-            w.raw("}")
+    /// The `hubs` member of `status --json`: one object per hub, by source; `remotes` (source key → name)
+    /// names a saved remote's hub.
+    static func hubStatusJSON(_ hubs: [HubStatus], local: StateDigest, remotes: [String: String] = [:]) -> [JSONObject] {
+        hubs.map { hub in
+            var o = JSONObject()
+            o.set("digest", local.hex)
+            o.set("digestRows", local.rows)
+            o.set("error", hub.error?.message)
+            o.set("hubDigest", hub.hubDigest?.hex)
+            o.set("hubDigestRows", hub.hubDigest?.rows)
+            o.set("hubId", hub.hubID)
+            o.set("inAgreement", hub.hubDigest.map { $0 == local })
+            o.set("lastPullAt", hub.lastPullAt)
+            o.set("lastPushAt", hub.lastPushAt)
+            o.set("pullThrough", hub.pullThrough)
+            o.set("pushThrough", hub.pushThrough)
+            o.set("remote", remotes[hub.source])
+            o.set("source", hub.source)
+            return o
         }
-        w.raw("]")
-        return w.bytes
     }
 
     /// The hub lines of `status`: two per hub, a saved remote's named beside its URL.

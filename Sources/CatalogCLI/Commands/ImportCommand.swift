@@ -7,6 +7,11 @@ extension CatalogCLI {
         static let prune = Flag("--prune", "Tombstone stored landmarks that are missing from the file.")
     }
 
+    /// `import`'s argument, declared once: the table lists it, the run reads it typed.
+    enum ImportArguments {
+        static let file = Argument<String>("file", "The landmarkData.json file, or - for standard input.", completion: .file)
+    }
+
     static var importCommand: CommandSpec {
         CommandSpec(
             name: "import",
@@ -16,7 +21,7 @@ extension CatalogCLI {
                 category "Featured" meant featured); --strict makes them errors. Keys absent from a record keep
                 the stored value; null clears it. Any error: exit 65 and nothing is written.
                 """,
-            arguments: [ArgumentSpec(name: "file", help: "The landmarkData.json file, or - for standard input.", completion: .file)],
+            arguments: [ImportArguments.file.spec],
             options: [
                 ImportOptions.strict.spec, ImportOptions.prune.spec,
                 Options.dryRun.with(help: "Validate and report the counts; write nothing.").spec,
@@ -27,7 +32,7 @@ extension CatalogCLI {
     }
 
     static func runImport(_ i: Invocation) throws -> Int32 {
-        let argument = i.positionals[0]
+        let argument = i[ImportArguments.file]
         // The file is opened before the database: a missing or unreadable FILE (66) creates nothing.
         let file = argument == "-" ? nil : try CatalogStore.openForReading(argument)
         defer { if let file { close(file) } }
@@ -42,33 +47,16 @@ extension CatalogCLI {
         }
         progress.clear()
         if i[Options.json] {
-            var w = JSONWriter()
-            w.raw("{")
-            w.key("dryRun")
-            w.bool(summary.dryRun)
-            w.raw(",")
-            w.key("file")
-            w.string(source.displayName)
-            w.raw(",")
-            w.key("inserted")
-            w.int(Int64(summary.inserted))
-            w.raw(",")
-            w.key("pruned")
-            w.int(Int64(summary.pruned))
-            w.raw(",")
-            w.key("records")
-            w.int(Int64(summary.records))
-            w.raw(",")
-            w.key("unchanged")
-            w.int(Int64(summary.unchanged))
-            w.raw(",")
-            w.key("updated")
-            w.int(Int64(summary.updated))
-            w.raw(",")
-            w.key("warnings")
-            w.int(Int64(summary.warnings))
-            w.raw("}\n")
-            i.stdout.write(w.bytes)
+            var o = JSONObject()
+            o.set("dryRun", summary.dryRun)
+            o.set("file", source.displayName)
+            o.set("inserted", summary.inserted)
+            o.set("pruned", summary.pruned)
+            o.set("records", summary.records)
+            o.set("unchanged", summary.unchanged)
+            o.set("updated", summary.updated)
+            o.set("warnings", summary.warnings)
+            i.stdout.write(o.bytes + [0x0A])
         } else if !i[Options.quiet] {
             let prefix = summary.dryRun ? "dry run, nothing written: " : ""
             let nothing = summary.inserted + summary.updated + summary.pruned == 0 ? " (nothing to do)" : ""

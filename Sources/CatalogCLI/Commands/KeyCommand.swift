@@ -17,6 +17,10 @@ extension CatalogCLI {
             completion: .words(WriteGrant.allCases.map(\.rawValue)), parse: Values.oneOf(WriteGrant.allCases.map(\.rawValue)))
     }
 
+    enum KeyOptions {
+        static let output = Options.output.with(help: "The secret key file to write (FILE.pub gets the public key).").mandatory
+    }
+
     static var keyCommand: CommandSpec {
         CommandSpec(
             name: "key",
@@ -32,13 +36,14 @@ extension CatalogCLI {
                         (catalog refuses one that others may read). Peers trust the public key with
                         'remote add NAME URL --trust KEY'. An existing FILE is never replaced.
                         """,
-                    options: [Options.output.with(help: "The secret key file to write (FILE.pub gets the public key).").mandatory.spec],
+                    options: [KeyOptions.output.spec],
                     run: runKeyGenerate)
             ])
     }
 
     static func runKeyGenerate(_ i: Invocation) throws -> Int32 {
-        guard let output = i[Options.output], output != "-" else {
+        let output = i[KeyOptions.output]
+        guard output != "-" else {
             throw UsageError(message: "key generate writes the secret key to a file (--output FILE), never to standard output", path: i.parsed.path)
         }
         let publicPath = output + ".pub"

@@ -37,19 +37,18 @@ extension CatalogCLI {
                 o.set("startedAt", run.startedAt)
                 o.set(
                     "sources",
-                    json: JSONObject.array(
-                        run.sources.map { s in
-                            var o = JSONObject()
-                            o.set(counts: s.counts)
-                            o.set("bytes", s.bytes)
-                            o.set("durationMs", s.durationMilliseconds)
-                            o.set("exitStatus", s.exitStatus)
-                            o.set("message", s.message)
-                            o.set("outcome", s.outcome)
-                            o.set("remote", remotes[s.source])
-                            o.set("source", s.source)
-                            return o
-                        }))
+                    objects: run.sources.map { s in
+                        var o = JSONObject()
+                        o.set(counts: s.counts)
+                        o.set("bytes", s.bytes)
+                        o.set("durationMs", s.durationMilliseconds)
+                        o.set("exitStatus", s.exitStatus)
+                        o.set("message", s.message)
+                        o.set("outcome", s.outcome)
+                        o.set("remote", remotes[s.source])
+                        o.set("source", s.source)
+                        return o
+                    })
                 return o
             }
             i.stdout.write(JSONObject.array(items) + [0x0A])

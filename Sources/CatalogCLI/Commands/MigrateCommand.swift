@@ -66,29 +66,16 @@ extension CatalogCLI {
             }
         }
         if i[Options.json] {
-            var w = JSONWriter()
-            w.byte(0x5B)
-            for (n, m) in status.enumerated() {
-                if n > 0 { w.byte(0x2C) }
-                w.raw("{")
-                w.key("appliedAt")
-                w.string(m.appliedAt)
-                w.raw(",")
-                w.key("checksum")
-                w.string(m.checksum)
-                w.raw(",")
-                w.key("description")
-                w.string(m.description)
-                w.raw(",")
-                w.key("state")
-                w.string(m.state.rawValue)
-                w.raw(",")
-                w.key("version")
-                w.int(Int64(m.version))
-                w.raw("}")
+            let items = status.map { m in
+                var o = JSONObject()
+                o.set("appliedAt", m.appliedAt)
+                o.set("checksum", m.checksum)
+                o.set("description", m.description)
+                o.set("state", m.state.rawValue)
+                o.set("version", m.version)
+                return o
             }
-            w.raw("]\n")
-            i.stdout.write(w.bytes)
+            i.stdout.write(JSONObject.array(items) + [0x0A])
         } else {
             var rows = [["VERSION", "DESCRIPTION", "CHECKSUM", "APPLIED (UTC)", "STATE"]]
             for m in status {

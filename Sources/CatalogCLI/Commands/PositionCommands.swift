@@ -4,7 +4,7 @@ extension CatalogCLI {
     enum PositionOptions {
         static let page = Option<Int64>("--page", "N", "The 0-based page.", parse: Values.anyInteger)
         static let landmark = Option<Int64>("--landmark", "ID", "A featured landmark's id (its page is stored).", parse: Values.anyInteger)
-        static let user = Options.user.mandatory.spec
+        static let user = Options.user.mandatory
     }
 
     static var positionCommand: CommandSpec {
@@ -17,7 +17,7 @@ extension CatalogCLI {
                     abstract: "Store the user's page (or the featured landmark they are on), stamped with the hybrid logical clock.",
                     discussion: "A page outside 0..<pageCount or a landmark that is not featured is a usage error (64); nothing is stored.",
                     options: [
-                        PositionOptions.user, PositionOptions.page.spec, PositionOptions.landmark.spec,
+                        PositionOptions.user.spec, PositionOptions.page.spec, PositionOptions.landmark.spec,
                         Options.json.with(help: "Print the stored position as JSON.").spec,
                     ],
                     oneOf: [PositionOptions.page.spec.name, PositionOptions.landmark.spec.name],
@@ -30,12 +30,12 @@ extension CatalogCLI {
                 CommandSpec(
                     name: "get",
                     abstract: "Show the user's current page, resolved against today's featured landmarks.",
-                    options: [PositionOptions.user, Options.json.spec],
+                    options: [PositionOptions.user.spec, Options.json.spec],
                     run: runPositionGet),
                 CommandSpec(
                     name: "clear",
                     abstract: "Forget the user's page (writes a tombstone, so the deletion syncs).",
-                    options: [PositionOptions.user],
+                    options: [PositionOptions.user.spec],
                     run: runPositionClear),
             ])
     }
@@ -52,34 +52,25 @@ extension CatalogCLI {
         let target: PositionTarget
         if let page = i[PositionOptions.page] {
             target = .page(Int(clamping: page))
+        } else if let landmark = i[PositionOptions.landmark] {
+            target = .landmark(landmark)
         } else {
-            target = .landmark(i[PositionOptions.landmark] ?? 0)
+            preconditionFailure("position set's validate lets no command line through without --page or --landmark")
         }
         // No catalog, no featured page to be on: a missing database is refused (66) like a reading command.
         let store = try i.openStore(i.databaseExists ? .write : .read)
-        let position = try store.setPosition(user: i[Options.user] ?? "", to: target)
-        if i[Options.json] {
-            var w = JSONWriter()
-            writePosition(position, to: &w)
-            w.byte(0x0A)
-            i.stdout.write(w.bytes)
-        }
+        let position = try store.setPosition(user: i[PositionOptions.user], to: target)
+        if i[Options.json] { i.stdout.write(positionJSON(position).bytes + [0x0A]) }
         return 0
     }
 
     static func runPositionGet(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
-        let user = i[Options.user] ?? ""
+        let user = i[PositionOptions.user]
         let position = try store.position(user: user)
         if i[Options.json] {
-            var w = JSONWriter()
-            if let position {
-                writePosition(position, to: &w)
-            } else {
-                writeNoPosition(user: try UserID.normalize(user), pageCount: try store.featuredIDs().count, to: &w)
-            }
-            w.byte(0x0A)
-            i.stdout.write(w.bytes)
+            let o = try position.map(positionJSON) ?? noPositionJSON(user: UserID.normalize(user), pageCount: store.featuredIDs().count)
+            i.stdout.write(o.bytes + [0x0A])
         } else if let position {
             i.stdout.line(describe(position))
         } else {
@@ -90,21 +81,14 @@ extension CatalogCLI {
 
     static func runPositionClear(_ i: Invocation) throws -> Int32 {
         // As `position set`: a missing database is refused (66), not created to hold one tombstone.
-        try i.openStore(i.databaseExists ? .write : .read).clearPosition(user: i[Options.user] ?? "")
+        try i.openStore(i.databaseExists ? .write : .read).clearPosition(user: i[PositionOptions.user])
         return 0
     }
 
     static func runPositions(_ i: Invocation) throws -> Int32 {
         let all = try i.openStore(.read).positions()
         if i[Options.json] {
-            var w = JSONWriter()
-            w.byte(0x5B)
-            for (i, position) in all.enumerated() {
-                if i > 0 { w.byte(0x2C) }
-                writePosition(position, to: &w)
-            }
-            w.raw("]\n")
-            i.stdout.write(w.bytes)
+            i.stdout.write(JSONObject.array(all.map(positionJSON)) + [0x0A])
         } else if all.isEmpty {
             i.stdout.line("no positions")
         } else {
@@ -129,45 +113,25 @@ extension CatalogCLI {
     }
 
     /// `{"currentPage":null,"landmarkId":null,"pageCount":…,"user":…}`: a user with no position.
-    static func writeNoPosition(user: String, pageCount: Int, to w: inout JSONWriter) {
-        w.raw("{")
-        w.key("currentPage")
-        w.raw("null")
-        w.raw(",")
-        w.key("landmarkId")
-        w.raw("null")
-        w.raw(",")
-        w.key("pageCount")
-        w.int(Int64(pageCount))
-        w.raw(",")
-        w.key("user")
-        w.string(user)
-        w.raw("}")
+    static func noPositionJSON(user: String, pageCount: Int) -> JSONObject {
+        var o = JSONObject()
+        o.setNull("currentPage")
+        o.setNull("landmarkId")
+        o.set("pageCount", pageCount)
+        o.set("user", user)
+        return o
     }
 
     /// `{"counter":…,"currentPage":…,"landmarkId":…,"node":…,"pageCount":…,"updatedAt":…,"user":…}`
-    static func writePosition(_ position: CarouselPosition, to w: inout JSONWriter) {
-        w.raw("{")
-        w.key("counter")
-        w.int(position.stamp.counter)
-        w.raw(",")
-        w.key("currentPage")
-        w.int(position.currentPage.map(Int64.init))
-        w.raw(",")
-        w.key("landmarkId")
-        w.int(position.landmarkID)
-        w.raw(",")
-        w.key("node")
-        w.string(position.stamp.node)
-        w.raw(",")
-        w.key("pageCount")
-        w.int(Int64(position.pageCount))
-        w.raw(",")
-        w.key("updatedAt")
-        w.string(Timestamp.format(milliseconds: position.stamp.wallMilliseconds))
-        w.raw(",")
-        w.key("user")
-        w.string(position.user)
-        w.raw("}")
+    static func positionJSON(_ position: CarouselPosition) -> JSONObject {
+        var o = JSONObject()
+        o.set("counter", position.stamp.counter)
+        o.set("currentPage", position.currentPage)
+        o.set("landmarkId", position.landmarkID)
+        o.set("node", position.stamp.node)
+        o.set("pageCount", position.pageCount)
+        o.set("updatedAt", Timestamp.format(milliseconds: position.stamp.wallMilliseconds))
+        o.set("user", position.user)
+        return o
     }
 }

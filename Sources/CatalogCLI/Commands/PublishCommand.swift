@@ -11,6 +11,11 @@ extension CatalogCLI {
             parse: Values.integer(1...10_000))
     }
 
+    /// `publish`'s argument, declared once: the table lists it, the run reads it typed.
+    enum PublishArguments {
+        static let directory = Argument<String>("dir", "The log directory (created if needed).", completion: .directory)
+    }
+
     static var publishCommand: CommandSpec {
         CommandSpec(
             name: "publish",
@@ -21,7 +26,7 @@ extension CatalogCLI {
                 so conditional GETs get 304. A new generation with a fresh base starts when the deltas outgrow the
                 base. Peers sync from DIR, DIR/manifest.json or its URL.
                 """,
-            arguments: [ArgumentSpec(name: "dir", help: "The log directory (created if needed).", completion: .directory)],
+            arguments: [PublishArguments.directory.spec],
             options: [
                 PublishOptionsTable.grace.spec, PublishOptionsTable.maxDeltas.spec, TrustOptionsTable.sign.spec,
                 Options.json.with(help: "Print what was written as JSON.").spec, Options.quiet.spec,
@@ -41,11 +46,10 @@ extension CatalogCLI {
         options.signingKey = try signingKey(i)
         let store = try i.openStore(i.databaseExists ? .write : .read)
         let progress = i.makeProgressLine(label: "writing")
-        let report = try store.publishLog(to: i.positionals[0], options: options) { progress.update($0) }
+        let report = try store.publishLog(to: i[PublishArguments.directory], options: options) { progress.update($0) }
         progress.clear()
         if i[Options.json] {
-            i.stdout.write(publishJSON(report))
-            i.stdout.line("")
+            i.stdout.write(publishJSON(report).bytes + [0x0A])
         } else if !i[Options.quiet] {
             i.stdout.line(describe(report))
         }
@@ -70,7 +74,8 @@ extension CatalogCLI {
             + (r.removed.isEmpty ? "" : ", removed \(plural(r.removed.count, "old file"))") + signed
     }
 
-    static func publishJSON(_ r: PublishReport) -> [UInt8] {
+    /// `publish --json`'s object, also the `publish` member of `sync --json`.
+    static func publishJSON(_ r: PublishReport) -> JSONObject {
         var o = JSONObject()
         o.set("bytesWritten", r.bytesWritten)
         o.set("changed", r.changed)
@@ -82,6 +87,6 @@ extension CatalogCLI {
         o.set("removed", strings: r.removed)
         o.set("through", r.manifest.through)
         o.set("written", strings: r.written)
-        return o.bytes
+        return o
     }
 }

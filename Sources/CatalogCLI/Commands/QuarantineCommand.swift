@@ -10,7 +10,21 @@ extension CatalogCLI {
             help: "The allowance: rows stamped at most this far ahead of this machine's clock are released (default 5m, as for sync).")
     }
 
-    static let rowArgumentHelp = "Quarantine row ids, as 'catalog quarantine list' shows them (the ROW column)."
+    /// `quarantine release` and `drop`'s arguments: row ids, checked by the parser before the command's own checks.
+    enum QuarantineArguments {
+        static let rows = Argument<Int64>(
+            "row", "Quarantine row ids, as 'catalog quarantine list' shows them (the ROW column).", parse: rowID
+        ).repeating
+
+        /// A quarantine row id: a positive integer.
+        static func rowID(_ text: String) throws -> Int64 {
+            guard let id = Int64(text), id > 0 else {
+                throw ValueError(
+                    expected: "a positive integer", message: "a row is named by its quarantine row id (a positive integer), got '\(text)'")
+            }
+            return id
+        }
+    }
 
     static var quarantineCommand: CommandSpec {
         CommandSpec(
@@ -38,37 +52,25 @@ extension CatalogCLI {
                         beyond the allowance is refused (65, nothing released) unless --force. A released row
                         older than the stored one changes nothing (it is counted as stale), as in a sync.
                         """,
-                    arguments: [ArgumentSpec(name: "row", help: rowArgumentHelp, optional: true, repeating: true)],
+                    arguments: [QuarantineArguments.rows.spec],
                     options: [QuarantineOptions.force.spec, QuarantineOptions.maxDrift.spec],
                     validate: { p in
-                        _ = try rowIDs(p)
-                        if p[QuarantineOptions.force] && p.positionals.isEmpty {
+                        if p[QuarantineOptions.force] && p[QuarantineArguments.rows].isEmpty {
                             throw UsageError(message: "--force needs the rows to apply, by id (catalog quarantine list shows them)", path: p.path)
                         }
                     },
                     run: runQuarantineRelease),
                 CommandSpec(
                     name: "drop", abstract: "Remove held rows without applying them.",
-                    arguments: [ArgumentSpec(name: "row", help: rowArgumentHelp, optional: true, repeating: true)],
+                    arguments: [QuarantineArguments.rows.spec],
                     options: [QuarantineOptions.all.spec],
                     validate: { p in
-                        _ = try rowIDs(p)
-                        if p[QuarantineOptions.all] == !p.positionals.isEmpty {
+                        if p[QuarantineOptions.all] == !p[QuarantineArguments.rows].isEmpty {
                             throw UsageError(message: "give the rows to drop, by id, or --all", path: p.path)
                         }
                     },
                     run: runQuarantineDrop),
             ])
-    }
-
-    /// The ROW arguments as row ids.
-    static func rowIDs(_ p: ParsedArguments) throws -> [Int64] {
-        try p.positionals.map { text in
-            guard let id = Int64(text), id > 0 else {
-                throw UsageError(message: "a row is named by its quarantine row id (a positive integer), got '\(text)'", path: p.path)
-            }
-            return id
-        }
     }
 
     static func runQuarantineList(_ i: Invocation) throws -> Int32 {
@@ -119,7 +121,7 @@ extension CatalogCLI {
     }
 
     static func runQuarantineRelease(_ i: Invocation) throws -> Int32 {
-        let ids = try rowIDs(i.parsed)
+        let ids = i[QuarantineArguments.rows]
         let drift = i[QuarantineOptions.maxDrift].map { Int64($0 * 1000) } ?? SyncOptions().maxDriftMilliseconds
         let result = try existingStore(i).releaseQuarantine(
             rows: ids.isEmpty ? nil : ids, force: i[QuarantineOptions.force],
@@ -135,7 +137,7 @@ extension CatalogCLI {
     }
 
     static func runQuarantineDrop(_ i: Invocation) throws -> Int32 {
-        let ids = try rowIDs(i.parsed)
+        let ids = i[QuarantineArguments.rows]
         let dropped = try existingStore(i).dropQuarantine(rows: i[QuarantineOptions.all] ? nil : ids)
         i.stdout.line("dropped \(plural(dropped, "row"))")
         return 0

@@ -59,6 +59,11 @@ extension CatalogCLI {
             parse: Values.int64(1...Int64.max))
     }
 
+    /// `sync`'s arguments (also read by `sync --follow`), declared once.
+    enum SyncArguments {
+        static let sources = Argument<String>("source", "Sources or remote names (default: every saved remote).", completion: .remote).repeating
+    }
+
     static var syncCommand: CommandSpec {
         CommandSpec(
             name: "sync",
@@ -76,11 +81,7 @@ extension CatalogCLI {
                 or in which a source failed anew or recovered; a failing source is retried after the interval,
                 doubling up to 1m.
                 """,
-            arguments: [
-                ArgumentSpec(
-                    name: "source", help: "Sources or remote names (default: every saved remote).", optional: true,
-                    repeating: true, completion: .remote)
-            ],
+            arguments: [SyncArguments.sources.spec],
             options: [
                 SyncOptionsTable.publish.spec, Options.dryRun.spec, Options.json.with(help: "Print the run's report as JSON.").spec,
                 Options.quiet.spec, SyncOptionsTable.maxDrift.spec, SyncOptionsTable.timeout.spec, SyncOptionsTable.deadline.spec,
@@ -124,7 +125,7 @@ extension CatalogCLI {
             let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
             let progress = i.makeProgressLine(label: "syncing")
             defer { progress.clear() }
-            report = try store.sync(sources: i.positionals, options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
+            report = try store.sync(sources: i[SyncArguments.sources], options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
                 progress.update($0)
             }
             remotes = (try? store.remoteNames()) ?? [:]
@@ -176,14 +177,15 @@ extension CatalogCLI {
     /// source may bring rows, so the database is created and the run recorded as usual.
     static func checkSyncCreatesSomething(_ i: Invocation, options: SyncOptions) throws {
         guard options.publishPath == nil else { return }
-        guard !i.positionals.isEmpty else {
+        let sources = i[SyncArguments.sources]
+        guard !sources.isEmpty else {
             throw CatalogError(
                 .usage, "nothing to sync: no SOURCE given and no remotes saved",
                 hint: "catalog remote add NAME URL, or catalog sync FILE|URL|-, or --publish PATH to only publish")
         }
         var first: CatalogError?
         var firstWord: String?
-        for text in i.positionals {
+        for text in sources {
             guard case .file(let path) = try SourceLocator.parse(text) else { return }
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
@@ -214,36 +216,44 @@ extension CatalogCLI {
         if let error { o.set("error", error.message) }
         o.set("exitStatus", Int(error?.exitStatus ?? report.exitStatus))
         o.set(counts: report.counts)
-        if let log = report.logPublish { o.set("publish", json: publishJSON(log)) } else { o.set("publish", json: "null") }
+        o.set("publish", report.logPublish.map(publishJSON))
         o.set("publishError", report.publishError?.message)
         o.set("published", report.published)
         o.set("released", report.released.released)
         o.set("releasedApplied", report.released.counts.applied)
         o.set(
             "sources",
-            json: JSONObject.array(
-                report.sources.map { s in
-                    var source = JSONObject()
-                    source.set("bytes", s.bytes)
-                    source.set("error", s.error?.message)
-                    source.set("exitStatus", Int(s.error?.exitStatus ?? 0))
-                    source.set("notAllowed", s.counts.notAllowed)
-                    source.set("note", s.note)
-                    source.set("outcome", s.outcome.rawValue)
-                    if let p = s.pushed {
+            objects: report.sources.map { s in
+                var source = JSONObject()
+                source.set("bytes", s.bytes)
+                source.set("error", s.error?.message)
+                source.set("exitStatus", Int(s.error?.exitStatus ?? 0))
+                source.set("notAllowed", s.counts.notAllowed)
+                source.set("note", s.note)
+                source.set("outcome", s.outcome.rawValue)
+                source.set(
+                    "pushed",
+                    s.pushed.map { p in
                         var pushed = JSONObject()
                         pushed.set("quarantined", p.quarantined)
                         pushed.set("sent", p.sent)
                         pushed.set("written", p.written)
-                        source.set("pushed", json: pushed.bytes)
-                    } else {
-                        source.set("pushed", json: "null")
-                    }
-                    source.set("remote", remotes[s.source])
-                    source.set("source", s.source)
-                    return source
-                }))
+                        return pushed
+                    })
+                source.set("remote", remotes[s.source])
+                source.set("source", s.source)
+                return source
+            })
         return o.bytes + [0x0A]
+    }
+
+    /// `remote add` and `remote remove`'s arguments, declared once.
+    enum RemoteArguments {
+        static let name = Argument<String>("name", "1–64 of A–Z a–z 0–9 . _ -")
+        static let url = Argument<String>(
+            "url", "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).", completion: .file)
+        /// `remote remove`'s: an existing remote (completed from the saved ones).
+        static let saved = Argument<String>("name", "The remote's name.", completion: .remote)
     }
 
     static var remoteCommand: CommandSpec {
@@ -255,25 +265,21 @@ extension CatalogCLI {
                     name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres(ql):// URL, libpq keyword string or path.",
                     discussion:
                         "With --trust, the remote's snapshot log is merged only when its manifest is signed by one of the keys (else 77, nothing merged); with --allow, only rows of that kind are applied.",
-                    arguments: [
-                        ArgumentSpec(name: "name", help: "1–64 of A–Z a–z 0–9 . _ -"),
-                        ArgumentSpec(
-                            name: "url", help: "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).",
-                            completion: .file),
-                    ],
+                    arguments: [RemoteArguments.name.spec, RemoteArguments.url.spec],
                     options: [TrustOptionsTable.trust.spec, TrustOptionsTable.allow.spec],
                     run: { i in
                         // A bad name or URL is refused before the database is opened: it creates nothing.
-                        _ = try CatalogStore.checkedRemote(name: i.positionals[0], url: i.positionals[1])
+                        let (name, url) = (i[RemoteArguments.name], i[RemoteArguments.url])
+                        _ = try CatalogStore.checkedRemote(name: name, url: url)
                         let keys = try trustedKeys(i).map(\.line)
-                        if !keys.isEmpty, case .hub = try SourceLocator.parse(i.positionals[1]) {
+                        if !keys.isEmpty, case .hub = try SourceLocator.parse(url) {
                             throw UsageError(
                                 message:
                                     "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)",
                                 path: i.parsed.path)
                         }
                         let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
-                        try i.openStore().addRemote(name: i.positionals[0], url: i.positionals[1], trustedKeys: keys, allow: allow)
+                        try i.openStore().addRemote(name: name, url: url, trustedKeys: keys, allow: allow)
                         return 0
                     }),
                 CommandSpec(
@@ -282,9 +288,9 @@ extension CatalogCLI {
                     run: runRemoteList),
                 CommandSpec(
                     name: "remove", abstract: "Forget a saved remote.",
-                    arguments: [ArgumentSpec(name: "name", help: "The remote's name.", completion: .remote)],
+                    arguments: [RemoteArguments.saved.spec],
                     run: { i in
-                        try existingStore(i).removeRemote(name: i.positionals[0])
+                        try existingStore(i).removeRemote(name: i[RemoteArguments.saved])
                         return 0
                     }),
             ])
@@ -293,30 +299,15 @@ extension CatalogCLI {
     static func runRemoteList(_ i: Invocation) throws -> Int32 {
         let remotes = try i.openStore(.read).remotes()
         if i[Options.json] {
-            var w = JSONWriter()
-            w.raw("[")
-            for (n, r) in remotes.enumerated() {
-                if n > 0 { w.raw(",") }
-                w.raw("{")
-                w.key("allow")
-                w.string(r.allow.rawValue)
-                w.raw(",")
-                w.key("name")
-                w.string(r.name)
-                w.raw(",")
-                w.key("trustedKeys")
-                w.raw("[")
-                for (k, line) in r.trustedKeys.enumerated() {
-                    if k > 0 { w.raw(",") }
-                    w.string((try? MinisignPublicKey(text: line, source: "").id) ?? "?")
-                }
-                w.raw("],")
-                w.key("url")
-                w.string(redacted(r.url))
-                w.raw("}")
+            let items = remotes.map { r in
+                var o = JSONObject()
+                o.set("allow", r.allow.rawValue)
+                o.set("name", r.name)
+                o.set("trustedKeys", strings: r.trustedKeys.map { (try? MinisignPublicKey(text: $0, source: "").id) ?? "?" })
+                o.set("url", redacted(r.url))
+                return o
             }
-            w.raw("]\n")
-            i.stdout.write(w.bytes)
+            i.stdout.write(JSONObject.array(items) + [0x0A])
         } else if remotes.isEmpty {
             i.stdout.line("no remotes")
         } else {

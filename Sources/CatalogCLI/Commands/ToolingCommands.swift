@@ -2,6 +2,12 @@ import Foundation
 import LandmarkCatalog
 
 extension CatalogCLI {
+    /// `completions`' argument: the parser checks the shell (a usage error with a suggestion otherwise).
+    enum ToolingArguments {
+        static let shell = Argument<String>(
+            "shell", "bash, zsh or fish.", completion: .words(Completions.shells), parse: Values.oneOf(Completions.shells, unknown: "shell"))
+    }
+
     static var completionsCommand: CommandSpec {
         CommandSpec(
             name: "completions",
@@ -13,17 +19,9 @@ extension CatalogCLI {
                 PREFIX/share/zsh/site-functions/_catalog and PREFIX/share/fish/vendor_completions.d/catalog.fish.
                 For one session: source <(catalog completions bash), or catalog completions fish | source.
                 """,
-            arguments: [ArgumentSpec(name: "shell", help: "bash, zsh or fish.", completion: .words(Completions.shells))],
-            validate: { parsed in
-                let shell = parsed.positionals[0]
-                guard Completions.shells.contains(shell) else {
-                    var message = "unknown shell '\(shell)' (bash, zsh or fish)"
-                    if let guess = Suggest.nearest(to: shell, in: Completions.shells) { message += ". Did you mean '\(guess)'?" }
-                    throw UsageError(message: message, path: ["completions"])
-                }
-            },
+            arguments: [ToolingArguments.shell.spec],
             run: { i in
-                i.stdout.write(Completions.script(for: i.positionals[0], root: rootCommand, version: version))
+                i.stdout.write(Completions.script(for: i[ToolingArguments.shell], root: rootCommand, version: version))
                 return 0
             })
     }

@@ -101,21 +101,18 @@ extension CatalogCLI {
         guard json else {
             return Array(("featured: " + (featured.isEmpty ? "none" : featured.map { String($0.id) }.joined(separator: ", "))).utf8)
         }
-        var w = JSONWriter()
-        w.byte(0x5B)
-        for (n, landmark) in featured.enumerated() {
-            if n > 0 { w.byte(0x2C) }
-            landmark.writeJSON(to: &w)
-        }
-        w.byte(0x5D)
-        return w.bytes
+        // The landmarks in the core library's shape (as featured --json writes them), in an array.
+        return JSONObject.array(
+            json: featured.map { landmark in
+                var w = JSONWriter(reservingCapacity: 512)
+                landmark.writeJSON(to: &w)
+                return w.bytes
+            })
     }
 
     /// `u-1: page 2 of 4 (landmark 1007)` as `position get` prints it; with `json`, its JSON object.
     static func watchLine(_ page: WatchedPage, user: String, json: Bool) -> [UInt8] {
         guard json else { return Array((page.position.map(describe) ?? "\(user): no position").utf8) }
-        var w = JSONWriter()
-        if let position = page.position { writePosition(position, to: &w) } else { writeNoPosition(user: user, pageCount: page.pageCount, to: &w) }
-        return w.bytes
+        return (page.position.map(positionJSON) ?? noPositionJSON(user: user, pageCount: page.pageCount)).bytes
     }
 }

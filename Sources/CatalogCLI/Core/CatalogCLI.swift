@@ -148,7 +148,10 @@ struct Invocation {
 
     subscript(flag: Flag) -> Bool { parsed[flag] }
     subscript<V>(option: Option<V>) -> V? { parsed[option] }
-    var positionals: [String] { parsed.positionals }
+    subscript<V>(option: RequiredOption<V>) -> V { parsed[option] }
+    subscript<V>(argument: Argument<V>) -> V { parsed[argument] }
+    subscript<V>(argument: OptionalArgument<V>) -> V? { parsed[argument] }
+    subscript<V>(argument: RepeatingArgument<V>) -> [V] { parsed[argument] }
     var stdout: any OutputSink { context.stdout }
 
     /// The database path: `--db`, `$CATALOG_DB` or the XDG default.

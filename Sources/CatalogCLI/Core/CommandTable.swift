@@ -1,7 +1,9 @@
+import LandmarkCatalog
+
 /// Declarations of commands, options and arguments: the one source for parsing, `--help`, the man
 /// page and the shell completions (the shape of swift-driver's option table and swift-argument-parser's
-/// declarations). Options are declared once as typed values and queried typed, so a misspelt option
-/// name cannot compile.
+/// declarations). Options and arguments are declared once as typed values and queried typed, so a
+/// misspelt name cannot compile.
 
 /// What a shell may complete for an option's value or an argument.
 enum CompletionKind: Sendable {
@@ -16,11 +18,25 @@ enum CompletionKind: Sendable {
     case words([String])
 }
 
+/// Turns an option's value or an argument's word into its typed value, or throws a ``ValueError`` saying
+/// what is expected. A reader is a pure function of the text: the parser runs it to check the text
+/// before any command runs, and reading the value runs it again on the same text, so that cannot fail.
+typealias ValueReader<Value> = @Sendable (String) throws -> Value
+
+/// The value of `text`, which the parser already checked with `read` (see ``ValueReader``): a refusal
+/// now would be a reader that is not a pure function of its text, a programming error.
+private func readChecked<Value>(_ read: ValueReader<Value>, _ text: String, _ what: String) -> Value {
+    do {
+        return try read(text)
+    } catch {
+        preconditionFailure(
+            "\(what): '\(text)' passed the parser's check and then was refused (\(error)); a reader must be a pure function of its text")
+    }
+}
+
 /// One option: a flag (`--json`) or an option with a value (`--page N`), with its help and how its value
-/// is read. The parser checks values (types and ranges) before any command runs.
-struct OptionSpec: @unchecked Sendable {
-    // Safe: immutable once declared (the command table is built once, in static lets); its `parse`
-    // closure captures nothing mutable. It is unchecked only because a stored closure is not Sendable.
+/// is checked. The parser checks values (types and ranges) before any command runs.
+struct OptionSpec: Sendable {
     /// The long name with dashes, `--json`.
     var name: String
     /// A one-letter short name (`q` for `-q`), or nil.
@@ -33,8 +49,9 @@ struct OptionSpec: @unchecked Sendable {
     var repeatable = false
     /// Must be given (shown without brackets in the usage line).
     var required = false
-    /// Turns the text into the typed value, or throws a ``ValueError`` saying what is expected.
-    var parse: ((String) throws -> Any)?
+    /// Checks a value's text, throwing a ``ValueError`` saying what is expected: the typed option's
+    /// reader with its result dropped (nil for a flag). The parser runs it on every value it takes.
+    var check: (@Sendable (String) throws -> Void)?
     /// What a shell completes for the value.
     var completion: CompletionKind = .none
 
@@ -53,9 +70,16 @@ struct OptionSpec: @unchecked Sendable {
     }
 }
 
-/// Why an option's value was refused: `needs 0…10, got 'x'`.
+/// Why an option's value or an argument was refused. The parser words it `--page needs EXPECTED, got 'x'`,
+/// unless the reader gave the whole message.
 struct ValueError: Error {
+    /// What is expected: `an integer in 0…10`.
     var expected: String
+    /// The whole message instead, for a value with its own wording: `unknown shell 'tcsh' (bash, zsh or fish)`.
+    var message: String? = nil
+
+    /// The usage error's message for `text` given to `name` (`--page`, `<row>`).
+    func describe(_ name: String, got text: String) -> String { message ?? "\(name) needs \(expected), got '\(text)'" }
 }
 
 /// A declared flag, queried as `parsed[Options.json]`.
@@ -68,24 +92,48 @@ struct Flag: Sendable {
     func with(help: String) -> Flag { Flag(spec: spec.with(help: help)) }
 }
 
-/// A declared option with a value of type `Value`, queried as `parsed[Options.page]`.
-struct Option<Value>: @unchecked Sendable {
-    // Safe: wraps an immutable `OptionSpec` (see there); `Value` is never stored, only produced by `parse`.
+/// A declared option with a value of type `Value`, queried as `parsed[Options.page]` (a `Value?`: nil when
+/// it is not given). Only the text is kept; reading runs ``read`` on it again.
+struct Option<Value>: Sendable {
     let spec: OptionSpec
+    /// Reads a value's text; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+
     init(
         _ name: String, short: Character? = nil, _ valueName: String, _ help: String, repeatable: Bool = false,
-        completion: CompletionKind = .none, parse: @escaping (String) throws -> Value
+        completion: CompletionKind = .none, parse: @escaping ValueReader<Value>
     ) {
         spec = OptionSpec(
             name: name, short: short, valueName: valueName, help: help, repeatable: repeatable,
-            parse: { try parse($0) }, completion: completion)
+            check: { _ = try parse($0) }, completion: completion)
+        read = parse
     }
-    private init(spec: OptionSpec) { self.spec = spec }
-    func with(help: String) -> Option { Option(spec: spec.with(help: help)) }
-    var mandatory: Option { Option(spec: spec.mandatory) }
+    private init(spec: OptionSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
+    func with(help: String) -> Option { Option(spec: spec.with(help: help), read: read) }
+    /// The option made required: the parser refuses a command line without it, so it reads as a `Value`.
+    var mandatory: RequiredOption<Value> { RequiredOption(spec: spec.mandatory, read: read) }
+    /// The typed value of a text the parser checked (see ``ValueReader``).
+    func value(ofChecked text: String) -> Value { readChecked(read, text, spec.name) }
 }
 
-/// Value readers for ``Option``.
+/// A declared option that must be given (`Option.mandatory`), queried as `parsed[PositionOptions.user]`: a
+/// `Value`, not optional, since the parser refuses a command line without it before the command runs.
+struct RequiredOption<Value>: Sendable {
+    let spec: OptionSpec
+    /// Reads a value's text; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+    fileprivate init(spec: OptionSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
+    /// The typed value of a text the parser checked (see ``ValueReader``).
+    func value(ofChecked text: String) -> Value { readChecked(read, text, spec.name) }
+}
+
+/// Value readers (``ValueReader``) for options and arguments.
 enum Values {
     static func string(_ text: String) throws -> String { text }
 
@@ -94,7 +142,7 @@ enum Values {
         return text
     }
 
-    static func integer(_ range: ClosedRange<Int>) -> (String) throws -> Int {
+    static func integer(_ range: ClosedRange<Int>) -> ValueReader<Int> {
         { text in
             guard let n = Int(text), range.contains(n) else { throw ValueError(expected: "an integer in \(range.lowerBound)…\(range.upperBound)") }
             return n
@@ -106,7 +154,7 @@ enum Values {
         return n
     }
 
-    static func int64(_ range: ClosedRange<Int64>) -> (String) throws -> Int64 {
+    static func int64(_ range: ClosedRange<Int64>) -> ValueReader<Int64> {
         { text in
             guard let n = Int64(text), range.contains(n) else { throw ValueError(expected: "an integer in \(range.lowerBound)…\(range.upperBound)") }
             return n
@@ -118,7 +166,7 @@ enum Values {
     /// - Parameters:
     ///   - zeroAllowed: whether `0` is taken (else the duration must be more than 0, and the message says so).
     ///   - most: the longest taken, in seconds; `why` explains the bound in messages.
-    static func duration(zeroAllowed: Bool = false, atMost most: Double = .infinity, _ why: String? = nil) -> (String) throws -> Double {
+    static func duration(zeroAllowed: Bool = false, atMost most: Double = .infinity, _ why: String? = nil) -> ValueReader<Double> {
         { text in
             let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
             var digits = Substring(text)
@@ -150,9 +198,23 @@ enum Values {
         return "\(number(seconds))s"
     }
 
-    static func oneOf(_ words: [String]) -> (String) throws -> String {
+    static func oneOf(_ words: [String]) -> ValueReader<String> {
         { text in
             guard words.contains(text) else { throw ValueError(expected: "one of \(words.joined(separator: ", "))") }
+            return text
+        }
+    }
+
+    /// One of `words`, refused in the words of an argument: `unknown shell 'tcsh' (bash, zsh or fish)`, with
+    /// the nearest word suggested (`. Did you mean 'bash'?`) when one is near.
+    static func oneOf(_ words: [String], unknown noun: String) -> ValueReader<String> {
+        { text in
+            guard words.contains(text) else {
+                let list = words.count > 1 ? words.dropLast().joined(separator: ", ") + " or " + words[words.count - 1] : words.joined()
+                var message = "unknown \(noun) '\(text)' (\(list))"
+                if let guess = Suggest.nearest(to: text, in: words) { message += ". Did you mean '\(guess)'?" }
+                throw ValueError(expected: "one of \(words.joined(separator: ", "))", message: message)
+            }
             return text
         }
     }
@@ -160,13 +222,80 @@ enum Values {
     private static func number(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
 }
 
-/// One positional argument.
+/// One positional argument as help, the man page and completions show it, and how the parser checks it.
 struct ArgumentSpec: Sendable {
     var name: String
     var help: String
     var optional = false
+    /// Takes every word left (the last argument only).
     var repeating = false
     var completion: CompletionKind = .none
+    /// Checks a word, throwing a ``ValueError``: the typed argument's reader with its result dropped.
+    var check: (@Sendable (String) throws -> Void)?
+}
+
+/// A declared positional argument that must be given, queried as `parsed[ImportArguments.file]`: a `Value`,
+/// since the parser refuses a command line without it. `.optional` and `.repeating` make the other kinds.
+struct Argument<Value>: Sendable {
+    let spec: ArgumentSpec
+    /// Reads a word; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+
+    init(_ name: String, _ help: String, completion: CompletionKind = .none, parse: @escaping ValueReader<Value>) {
+        spec = ArgumentSpec(name: name, help: help, completion: completion, check: { _ = try parse($0) })
+        read = parse
+    }
+
+    /// The argument made optional (`[<name>]`), read as `Value?`.
+    var optional: OptionalArgument<Value> {
+        var spec = spec
+        spec.optional = true
+        return OptionalArgument(spec: spec, read: read)
+    }
+
+    /// The argument made repeating: zero or more words (`[<name>...]`), read as `[Value]`.
+    var repeating: RepeatingArgument<Value> {
+        var spec = spec
+        spec.optional = true
+        spec.repeating = true
+        return RepeatingArgument(spec: spec, read: read)
+    }
+
+    /// The typed value of a word the parser checked (see ``ValueReader``).
+    func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
+}
+
+extension Argument where Value == String {
+    /// An argument that takes any word as it is.
+    init(_ name: String, _ help: String, completion: CompletionKind = .none) {
+        self.init(name, help, completion: completion, parse: Values.string)
+    }
+}
+
+/// A declared optional positional argument (`Argument.optional`), queried as a `Value?`.
+struct OptionalArgument<Value>: Sendable {
+    let spec: ArgumentSpec
+    /// Reads a word; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+    fileprivate init(spec: ArgumentSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
+    /// The typed value of a word the parser checked (see ``ValueReader``).
+    func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
+}
+
+/// A declared repeating positional argument (`Argument.repeating`): zero or more words, queried as `[Value]`.
+struct RepeatingArgument<Value>: Sendable {
+    let spec: ArgumentSpec
+    /// Reads a word; the spec's `check` is this reader with its result dropped.
+    let read: ValueReader<Value>
+    fileprivate init(spec: ArgumentSpec, read: @escaping ValueReader<Value>) {
+        self.spec = spec
+        self.read = read
+    }
+    /// The typed value of a word the parser checked (see ``ValueReader``).
+    func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
 }
 
 /// A command: its name, abstract, arguments, options, subcommands and what it runs.
@@ -205,20 +334,47 @@ enum GlobalOptions {
     static let all: [OptionSpec] = [db.spec, logFormat.spec, maxDiagnostics.spec, help.spec, version.spec]
 }
 
-/// What the parser found: flags given, typed option values, positional arguments.
+/// What the parser found: flags given, option values and arguments' words, all checked. Only texts are
+/// kept; a typed query (`parsed[Options.page]`) reads the text again with the declaration's reader.
 struct ParsedArguments {
     /// The command path, e.g. `["position", "set"]`.
     var path: [String] = []
     var flags: Set<String> = []
-    var values: [String: [Any]] = [:]
+    /// Each option's value texts in the order given, by the option's name; each passed the option's check.
     var texts: [String: [String]] = [:]
+    /// The words that are neither options nor the command's name, in order: the parser's, which hands
+    /// them to the command's arguments (``arguments``); commands query arguments by their declarations.
     var positionals: [String] = []
+    /// Each argument's words, by the argument's name (a repeating argument's, in order); each passed the
+    /// argument's check. An argument not given has no entry.
+    var arguments: [String: [String]] = [:]
 
     subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
-    subscript<V>(option: Option<V>) -> V? { values[option.spec.name]?.last as? V }
-    func all<V>(_ option: Option<V>) -> [V] { values[option.spec.name]?.compactMap { $0 as? V } ?? [] }
+    /// The option's value (the last given), or nil when it is not given.
+    subscript<V>(option: Option<V>) -> V? { texts[option.spec.name]?.last.map(option.value(ofChecked:)) }
+    /// A required option's value (the last given): the parser refused the command line without it.
+    subscript<V>(option: RequiredOption<V>) -> V {
+        guard let text = texts[option.spec.name]?.last else {
+            preconditionFailure("\(option.spec.name) is read by a command that does not declare it required")
+        }
+        return option.value(ofChecked: text)
+    }
+    /// Every value of a repeatable option, in the order given.
+    func all<V>(_ option: Option<V>) -> [V] { texts[option.spec.name]?.map(option.value(ofChecked:)) ?? [] }
     /// Whether the option was given at all.
-    func given<V>(_ option: Option<V>) -> Bool { values[option.spec.name] != nil }
+    func given<V>(_ option: Option<V>) -> Bool { texts[option.spec.name] != nil }
+
+    /// A required argument's value: the parser refused the command line without it.
+    subscript<V>(argument: Argument<V>) -> V {
+        guard let word = arguments[argument.spec.name]?.first else {
+            preconditionFailure("<\(argument.spec.name)> is read by a command that does not declare it")
+        }
+        return argument.value(ofChecked: word)
+    }
+    /// An optional argument's value, or nil when it is not given.
+    subscript<V>(argument: OptionalArgument<V>) -> V? { arguments[argument.spec.name]?.first.map(argument.value(ofChecked:)) }
+    /// A repeating argument's values, in order (none when it is not given).
+    subscript<V>(argument: RepeatingArgument<V>) -> [V] { arguments[argument.spec.name]?.map(argument.value(ofChecked:)) ?? [] }
 }
 
 /// A command line that does not fit the table: exit 64 with the usage and a hint.

@@ -3,7 +3,8 @@ import LandmarkCatalog
 enum Parser {
     /// Parses `arguments` against `root`. `-h` is `--help`; short options (`-q`, `-o FILE`) as declared;
     /// `--name=value` and `--name value` both work; `--` ends options. Global options may come before or
-    /// after the command. Option values are checked here, before any command runs.
+    /// after the command. Option values and arguments are checked here, before any command runs (and
+    /// before the command's `validate`).
     static func parse(_ arguments: [String], root: CommandSpec) throws -> (CommandSpec, ParsedArguments) {
         var parsed = ParsedArguments()
         var command = root
@@ -48,14 +49,12 @@ enum Parser {
                     if !spec.repeatable, parsed.texts[spec.name] != nil, spec.name != GlobalOptions.db.spec.name {
                         throw UsageError(message: "option '\(spec.name)' is given more than once", path: parsed.path)
                     }
-                    let typed: Any
                     do {
-                        typed = try spec.parse.map { try $0(value) } ?? value
+                        try spec.check?(value)
                     } catch let error as ValueError {
-                        throw UsageError(message: "\(spec.name) needs \(error.expected), got '\(value)'", path: parsed.path)
+                        throw UsageError(message: error.describe(spec.name, got: value), path: parsed.path)
                     }
                     parsed.texts[spec.name, default: []].append(value)
-                    parsed.values[spec.name, default: []].append(typed)
                 } else {
                     if inline != nil { throw UsageError(message: "option '\(spec.name)' takes no value", path: parsed.path) }
                     parsed.flags.insert(spec.name)
@@ -106,6 +105,21 @@ enum Parser {
         }
         if parsed.positionals.count > maximum {
             throw UsageError(message: "unexpected argument '\(parsed.positionals[maximum])'", path: parsed.path)
+        }
+        // The words to the arguments, in order (a repeating one, the last, takes the rest), each checked
+        // like an option's value.
+        var next = 0
+        for argument in command.arguments where next < parsed.positionals.count {
+            let words = argument.repeating ? Array(parsed.positionals[next...]) : [parsed.positionals[next]]
+            next += words.count
+            for word in words {
+                do {
+                    try argument.check?(word)
+                } catch let error as ValueError {
+                    throw UsageError(message: error.describe("<\(argument.name)>", got: word), path: parsed.path)
+                }
+            }
+            parsed.arguments[argument.name] = words
         }
         try command.validate?(parsed)
         return (command, parsed)

@@ -61,26 +61,13 @@ final class Reporter {
             stderr.line("catalog: error: \(Table.escaped(message))")
             if let hint { stderr.line("hint: \(Table.escaped(hint))") }
         case .json:
-            var w = JSONWriter()
-            w.raw("{")
-            w.key("hint")
-            w.string(hint)
-            w.raw(",")
-            w.key("kind")
-            w.string(kind)
-            w.raw(",")
-            w.key("level")
-            w.string("error")
-            w.raw(",")
-            w.key("message")
-            w.string(message)
-            if let source {
-                w.raw(",")
-                w.key("source")
-                w.string(source)
-            }
-            w.raw("}\n")
-            stderr.write(w.bytes)
+            var o = JSONObject()
+            o.set("hint", hint)
+            o.set("kind", kind)
+            o.set("level", "error")
+            o.set("message", message)
+            if let source { o.set("source", source) }
+            stderr.write(o.bytes + [0x0A])
         }
     }
 
@@ -93,24 +80,13 @@ final class Reporter {
             stderr.line("Usage: \(usage)")
             stderr.line("  See '\(see)'.")
         case .json:
-            var w = JSONWriter()
-            w.raw("{")
-            w.key("kind")
-            w.string("usage")
-            w.raw(",")
-            w.key("level")
-            w.string("error")
-            w.raw(",")
-            w.key("message")
-            w.string(message)
-            w.raw(",")
-            w.key("see")
-            w.string(see)
-            w.raw(",")
-            w.key("usage")
-            w.string(usage)
-            w.raw("}\n")
-            stderr.write(w.bytes)
+            var o = JSONObject()
+            o.set("kind", "usage")
+            o.set("level", "error")
+            o.set("message", message)
+            o.set("see", see)
+            o.set("usage", usage)
+            stderr.write(o.bytes + [0x0A])
         }
     }
 
@@ -144,35 +120,26 @@ final class Reporter {
         case .text:
             stderr.line("catalog: \(level): \(Table.escaped(text))")
         case .json:
-            var w = JSONWriter()
-            var fields: [(String, (inout JSONWriter) -> Void)] = [
-                ("kind", { $0.string(kind) }), ("level", { $0.string(level) }), ("message", { $0.string(message) }),
-            ]
+            var o = JSONObject()
+            o.set("kind", kind)
+            o.set("level", level)
+            o.set("message", message)
             for (key, value) in extra {
                 switch value {
-                case .int(let n): fields.append((key, { $0.int(Int64(n)) }))
-                case .text(let t): fields.append((key, { $0.string(t) }))
+                case .int(let n): o.set(key, n)
+                case .text(let t): o.set(key, t)
                 }
             }
             if let d {
-                if !d.file.isEmpty { fields.append(("source", { $0.string(d.file) })) }
-                if d.position != nil { fields.append(("location", { $0.string(d.location) })) }
-                if let index = d.index { fields.append(("record", { $0.int(Int64(index)) })) }
-                if let id = d.id { fields.append(("id", { $0.int(id) })) }
-                if let field = d.field { fields.append(("field", { $0.string(field) })) }
-                for detail in d.details where !fields.contains(where: { $0.0 == detail.key }) {
-                    fields.append((detail.key, { $0.string(detail.value) }))
-                }
+                if !d.file.isEmpty { o.set("source", d.file) }
+                if d.position != nil { o.set("location", d.location) }
+                if let index = d.index { o.set("record", index) }
+                if let id = d.id { o.set("id", id) }
+                if let field = d.field { o.set("field", field) }
+                // A detail never replaces a field above, nor an earlier detail of the same key.
+                for detail in d.details where !o.contains(detail.key) { o.set(detail.key, detail.value) }
             }
-            fields.sort { $0.0 < $1.0 }
-            w.byte(0x7B)
-            for (i, f) in fields.enumerated() {
-                if i > 0 { w.byte(0x2C) }
-                w.key(f.0)
-                f.1(&w)
-            }
-            w.raw("}\n")
-            stderr.write(w.bytes)
+            stderr.write(o.bytes + [0x0A])
         }
     }
 }
