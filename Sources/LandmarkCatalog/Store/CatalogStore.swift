@@ -72,7 +72,7 @@ public final class CatalogStore {
                 }
                 return CatalogStore(connection: connection, path: path, wallClock: wallClock)
             case .read:
-                return try openForReading(path: path, migrator: migrator, wallClock: wallClock)
+                return try openReadOnly(path: path, migrator: migrator, wallClock: wallClock)
             }
         } catch let error as SQLiteError {
             throw CatalogError(error, path: path)
@@ -123,7 +123,7 @@ public final class CatalogStore {
         }
     }
 
-    private static func openForReading(path: String, migrator: Migrator, wallClock: any WallClock) throws -> CatalogStore {
+    private static func openReadOnly(path: String, migrator: Migrator, wallClock: any WallClock) throws -> CatalogStore {
         if path == ":memory:" {
             return try open(path: path, access: .write, wallClock: wallClock, migrations: migrator.migrations)
         }
