@@ -84,8 +84,8 @@ struct PostgresEncodingTests {
     static let mappings: [(PGError.Kind, String?, Int32)] = [
         (.server, "08006", 69), (.server, "57P01", 69), (.server, "57P02", 69), (.server, "57P03", 69),
         (.server, "57014", 69), (.server, "42P01", 70), (.server, "23505", 70), (.server, nil, 70),
-        (.connectionFailed, "28P01", 69), (.connectionFailed, "28000", 69), (.connectionFailed, "3D000", 69),
-        (.connectionFailed, nil, 69), (.connectionLost, "57P01", 69), (.connectionLost, nil, 69),
+        (.connectFailed, "28P01", 69), (.connectFailed, "28000", 69), (.connectFailed, "3D000", 69),
+        (.connectFailed, nil, 69), (.lostConnection, "57P01", 69), (.lostConnection, nil, 69),
         (.timedOut, nil, 69), (.client, nil, 70),
     ]
 
@@ -189,7 +189,7 @@ struct PostgresLayerTests {
         let wrong = "Wrong-Guess-41d8"
         let uri = server.uri(database: "postgres", user: PostgresServer.passwordRole, password: wrong)
         let error = try #require(throws: PGError.self) { try PGConnection(conninfo: uri) }
-        #expect(error.kind == .connectionFailed)
+        #expect(error.kind == .connectFailed)
         #expect(error.sqlState == .invalidPassword)
         let mapped = CatalogError(error)
         #expect(mapped.exitStatus == 69)
@@ -260,7 +260,7 @@ struct PostgresLayerTests {
             try PGConnection(conninfo: "host=127.0.0.1 port=\(port) user=x dbname=y password=Never-Shown-12")
         }
         #expect(ContinuousClock.now - started < .seconds(2))
-        #expect(error.kind == .connectionFailed)
+        #expect(error.kind == .connectFailed)
         #expect(!"\(error)".contains("Never-Shown-12"))
         #expect(CatalogError(error).exitStatus == 69)
     }
@@ -304,7 +304,7 @@ struct PostgresLayerTests {
         #expect(error.kind == .timedOut)
         #expect(!connection.isOpen)
         let after = try #require(throws: PGError.self) { try connection.execute(sql: "SELECT 6") }
-        #expect(after.kind == .connectionLost)
+        #expect(after.kind == .lostConnection)
         #expect(CatalogError(after).exitStatus == 69)
     }
 
@@ -316,7 +316,7 @@ struct PostgresLayerTests {
         #expect(try admin.execute(sql: "SELECT pg_terminate_backend($1)", [.integer(Int64(connection.backendPID))]).bool(0, 0) == true)
         usleep(200_000)
         let error = try #require(throws: PGError.self) { try connection.execute(sql: "SELECT 7") }
-        #expect(error.kind == .connectionLost, "\(error)")
+        #expect(error.kind == .lostConnection, "\(error)")
         #expect(CatalogError(error).exitStatus == 69)
         #expect(!connection.isOpen)
     }

@@ -35,7 +35,7 @@ final class HubListener: ChangeListener {
         let backend = try pg.execute(sql: "SELECT pg_backend_pid()").text(0, 0).flatMap { Int32($0) }
         guard backend == pg.backendPID else { throw Unsupported() }
         try pg.execute(sql: "LISTEN \(Self.channel)")
-        guard let handle = pg.handle else { throw PGError(kind: .connectionLost, message: "the connection closed", target: pg.target) }
+        guard let handle = pg.handle else { throw PGError(kind: .lostConnection, message: "the connection closed", target: pg.target) }
         descriptor = PQsocket(handle)
         let probe = Self.probePrefix + UUID().uuidString
         try pg.execute(sql: "SELECT pg_notify($1, $2)", [.text(Self.channel), .text(probe)])

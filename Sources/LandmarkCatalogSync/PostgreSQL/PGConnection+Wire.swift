@@ -45,11 +45,11 @@ extension PGConnection {
     }
 
     /// The open `PGconn`.
-    /// - Throws: `PGError` (`.connectionLost`) once the connection has been closed.
+    /// - Throws: `PGError` (`.lostConnection`) once the connection has been closed.
     func liveHandle(statement: String?) throws -> OpaquePointer {
         guard let handle else {
             throw PGError(
-                kind: .connectionLost, message: "the connection is closed (an earlier failure or deadline closed it)",
+                kind: .lostConnection, message: "the connection is closed (an earlier failure or deadline closed it)",
                 statement: statement, target: target)
         }
         return handle
@@ -96,14 +96,14 @@ extension PGConnection {
         let message = Self.oneLine(String(cString: PQerrorMessage(conn)))
         if PQstatus(conn) == CONNECTION_BAD {
             close()
-            return PGError(kind: .connectionLost, message: message, statement: statement, target: target)
+            return PGError(kind: .lostConnection, message: message, statement: statement, target: target)
         }
         return PGError(kind: .client, message: message, statement: statement, target: target)
     }
 
     /// Sends whatever libpq has queued (`PQflush` until it returns 0), reading input meanwhile so the
     /// server is never blocked writing to us while we write to it.
-    /// - Throws: `PGError` — `.timedOut` (after cancelling) at `deadline`; `.connectionLost`.
+    /// - Throws: `PGError` — `.timedOut` (after cancelling) at `deadline`; `.lostConnection`.
     func flush(_ conn: OpaquePointer, statement: String?, deadline: ContinuousClock.Instant, timeout: Duration) throws {
         while true {
             switch PQflush(conn) {
@@ -146,7 +146,7 @@ extension PGConnection {
     ///   - pending: a result already read (by `copyIn`) that counts as the first.
     ///   - allowEmpty: an empty query is fine (a script of only comments).
     /// - Throws: the first failing result's `PGError`, after reading the rest, so the connection is ready
-    ///   for the next command; `.connectionLost` (and the connection closed) when it broke.
+    ///   for the next command; `.lostConnection` (and the connection closed) when it broke.
     func finish(
         _ conn: OpaquePointer, statement: String, deadline: ContinuousClock.Instant, timeout: Duration,
         pending: OpaquePointer? = nil, allowEmpty: Bool = false
@@ -189,7 +189,7 @@ extension PGConnection {
         if PQstatus(conn) == CONNECTION_BAD {
             // The server said why before closing (57P01 for a shutdown), or libpq noticed the loss.
             var error = failure ?? lost(conn, statement: statement)
-            error.kind = .connectionLost
+            error.kind = .lostConnection
             close()
             throw error
         }
@@ -205,7 +205,7 @@ extension PGConnection {
         let message = reason ?? Self.oneLine(String(cString: PQerrorMessage(conn)))
         close()
         return PGError(
-            kind: .connectionLost, message: connInfo.redact(message.isEmpty ? "connection lost" : message),
+            kind: .lostConnection, message: connInfo.redact(message.isEmpty ? "connection lost" : message),
             statement: statement, target: target)
     }
 

@@ -47,7 +47,7 @@ final class PGConnection {
     ///   - connectTimeoutSeconds: the deadline for the whole open (every host, TLS, authentication, setup),
     ///     in seconds, unless the string sets a positive `connect_timeout`, which then wins.
     ///   - commandTimeout: the default deadline of each statement (and `statement_timeout`).
-    /// - Throws: `PGError` — `.connectionFailed` (with the server's SQLSTATE when it sent one: 28P01 for a
+    /// - Throws: `PGError` — `.connectFailed` (with the server's SQLSTATE when it sent one: 28P01 for a
     ///   wrong password, 3D000 for a missing database), `.timedOut` when the deadline passes.
     init(conninfo: String, connectTimeoutSeconds: Int = 10, commandTimeout: Duration = .seconds(30)) throws {
         precondition(connectTimeoutSeconds > 0, "connectTimeoutSeconds must be positive")
@@ -71,7 +71,7 @@ final class PGConnection {
         // From here on, a throw runs deinit, which closes the connection.
         PQsetErrorVerbosity(conn, PQERRORS_DEFAULT)
         guard PQsetnonblocking(conn, 1) == 0 else {
-            throw PGError(kind: .connectionFailed, message: "cannot make the connection non-blocking", target: target)
+            throw PGError(kind: .connectFailed, message: "cannot make the connection non-blocking", target: target)
         }
         try setStatementTimeout(
             milliseconds: Self.milliseconds(commandTimeout),
@@ -116,7 +116,7 @@ final class PGConnection {
     /// - Returns: the result: rows for a query, the command tag and affected rows for others.
     /// - Throws: `PGError` — `.server` with the SQLSTATE and this SQL; `.timedOut` when the deadline passes
     ///   (the statement is cancelled; the connection stays usable when the server acknowledges in time,
-    ///   else it is closed); `.connectionLost`; `.client` for a NUL byte in text, an empty statement or a
+    ///   else it is closed); `.lostConnection`; `.client` for a NUL byte in text, an empty statement or a
     ///   `COPY … FROM STDIN` (use `copyIn`).
     @discardableResult
     func execute(sql: String, _ params: [PGValue?] = [], timeout: Duration? = nil) throws -> PGResult {
@@ -219,7 +219,7 @@ final class PGConnection {
         let started = withCStringArrays(keywords.map(\.keyword), keywords.map(\.value)) { names, values in
             PQconnectStartParams(names, values, 0)
         }
-        guard let conn = started else { throw PGError(kind: .connectionFailed, message: "out of memory") }
+        guard let conn = started else { throw PGError(kind: .connectFailed, message: "out of memory") }
         // libpq prints NOTICEs on stderr by default; this tool keeps stderr for its own diagnostics.
         PQsetNoticeProcessor(conn, { _, _ in }, nil)
         PQsetErrorVerbosity(conn, PQERRORS_VERBOSE)
@@ -237,7 +237,7 @@ final class PGConnection {
                             kind: .timedOut, message: "no answer within \(seconds) s while connecting",
                             target: describeTarget(conn, info: info))
                     case .failed(let reason):
-                        throw PGError(kind: .connectionFailed, message: reason, target: describeTarget(conn, info: info))
+                        throw PGError(kind: .connectFailed, message: reason, target: describeTarget(conn, info: info))
                     }
                 case PGRES_POLLING_ACTIVE: break  // unused by libpq; just poll again
                 default: throw connectionFailure(conn, info: info)
@@ -257,7 +257,7 @@ final class PGConnection {
     static func connectionFailure(_ conn: OpaquePointer, info: PGConnInfo) -> PGError {
         let (sqlState, text) = parseVerboseMessage(String(cString: PQerrorMessage(conn)))
         var error = PGError(
-            kind: .connectionFailed, sqlState: sqlState,
+            kind: .connectFailed, sqlState: sqlState,
             message: info.redact(text.isEmpty ? "connection failed" : text),
             target: describeTarget(conn, info: info))
         error.passwordMissing = PQconnectionNeedsPassword(conn) != 0

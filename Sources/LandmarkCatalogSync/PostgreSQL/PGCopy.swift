@@ -27,7 +27,7 @@ extension PGConnection {
     /// - Throws: `PGError` — `.server` for the server's refusal (bad value, constraint, missing table);
     ///   `.client` when a value holds a NUL byte (the copy is aborted, nothing is loaded) or `sql` is not a
     ///   `COPY FROM STDIN`; `.timedOut` (the connection is closed when the copy cannot be ended cleanly);
-    ///   `.connectionLost`.
+    ///   `.lostConnection`.
     @discardableResult
     func copyIn<Rows: Sequence>(sql: String, rows: Rows, timeout: Duration? = nil) throws -> Int
     where Rows.Element == [PGValue?] {

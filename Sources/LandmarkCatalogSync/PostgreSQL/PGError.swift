@@ -40,9 +40,9 @@ struct PGError: Error, Sendable, CustomStringConvertible {
         /// The server refused a statement; `sqlState` says why.
         case server
         /// Opening the connection failed: refused, unknown host, TLS, authentication, no such database.
-        case connectionFailed
+        case connectFailed
         /// The connection broke while in use (the server shut down or crashed, the network went away).
-        case connectionLost
+        case lostConnection
         /// A client-side deadline passed (connecting, or waiting for a statement's answer).
         case timedOut
         /// Refused before reaching the server, or a misuse the server cannot report (a NUL byte in
@@ -87,7 +87,7 @@ struct PGError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Builds the error from a failed `PGresult` (`PGRES_FATAL_ERROR`, `PGRES_BAD_RESPONSE`).
-    /// `kind` is `.server`, or `.connectionLost` when the connection is gone (`connectionBroken`).
+    /// `kind` is `.server`, or `.lostConnection` when the connection is gone (`connectionBroken`).
     init(result: OpaquePointer, statement: String?, target: String?, connectionBroken: Bool) {
         func field(_ code: Int32) -> String? {
             guard let value = PQresultErrorField(result, code) else { return nil }
@@ -98,7 +98,7 @@ struct PGError: Error, Sendable, CustomStringConvertible {
             field(clibpq_diag_message_primary())
             ?? PGConnection.oneLine(String(cString: PQresultErrorMessage(result)))
         self.init(
-            kind: connectionBroken ? .connectionLost : .server,
+            kind: connectionBroken ? .lostConnection : .server,
             sqlState: field(clibpq_diag_sqlstate()).map(SQLState.init(rawValue:)),
             message: primary.isEmpty ? "unknown error" : primary,
             detail: field(clibpq_diag_message_detail()), hint: field(clibpq_diag_message_hint()),
@@ -111,7 +111,7 @@ struct PGError: Error, Sendable, CustomStringConvertible {
     /// crashed, starting up) or 57014 (cancelled, which `statement_timeout` also reports).
     var isUnavailable: Bool {
         switch kind {
-        case .connectionFailed, .connectionLost, .timedOut: return true
+        case .connectFailed, .lostConnection, .timedOut: return true
         case .client, .invalidConnectionString: return false
         case .server:
             guard let sqlState else { return false }
@@ -129,8 +129,8 @@ struct PGError: Error, Sendable, CustomStringConvertible {
         var text: String
         switch kind {
         case .server: text = "PostgreSQL error \(sqlState?.rawValue ?? "?????"): \(message)"
-        case .connectionFailed: text = "cannot connect to PostgreSQL\(sqlState.map { " (\($0))" } ?? ""): \(message)"
-        case .connectionLost: text = "PostgreSQL connection lost\(sqlState.map { " (\($0))" } ?? ""): \(message)"
+        case .connectFailed: text = "cannot connect to PostgreSQL\(sqlState.map { " (\($0))" } ?? ""): \(message)"
+        case .lostConnection: text = "PostgreSQL connection lost\(sqlState.map { " (\($0))" } ?? ""): \(message)"
         case .timedOut: text = "PostgreSQL timed out: \(message)"
         case .client: text = "PostgreSQL client error: \(message)"
         case .invalidConnectionString: text = message
