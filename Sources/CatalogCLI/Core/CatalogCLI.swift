@@ -150,7 +150,6 @@ struct Invocation {
     subscript<V>(option: Option<V>) -> V? { parsed[option] }
     subscript<V>(option: RequiredOption<V>) -> V { parsed[option] }
     subscript<V>(argument: Argument<V>) -> V { parsed[argument] }
-    subscript<V>(argument: OptionalArgument<V>) -> V? { parsed[argument] }
     subscript<V>(argument: RepeatingArgument<V>) -> [V] { parsed[argument] }
     var stdout: any OutputSink { context.stdout }
 

@@ -235,7 +235,7 @@ struct ArgumentSpec: Sendable {
 }
 
 /// A declared positional argument that must be given, queried as `parsed[ImportArguments.file]`: a `Value`,
-/// since the parser refuses a command line without it. `.optional` and `.repeating` make the other kinds.
+/// since the parser refuses a command line without it. `.repeating` makes a repeating one (an optional single argument would be one more such type; none is declared).
 struct Argument<Value>: Sendable {
     let spec: ArgumentSpec
     /// Reads a word; the spec's `check` is this reader with its result dropped.
@@ -244,13 +244,6 @@ struct Argument<Value>: Sendable {
     init(_ name: String, _ help: String, completion: CompletionKind = .none, parse: @escaping ValueReader<Value>) {
         spec = ArgumentSpec(name: name, help: help, completion: completion, check: { _ = try parse($0) })
         read = parse
-    }
-
-    /// The argument made optional (`[<name>]`), read as `Value?`.
-    var optional: OptionalArgument<Value> {
-        var spec = spec
-        spec.optional = true
-        return OptionalArgument(spec: spec, read: read)
     }
 
     /// The argument made repeating: zero or more words (`[<name>...]`), read as `[Value]`.
@@ -270,19 +263,6 @@ extension Argument where Value == String {
     init(_ name: String, _ help: String, completion: CompletionKind = .none) {
         self.init(name, help, completion: completion, parse: Values.string)
     }
-}
-
-/// A declared optional positional argument (`Argument.optional`), queried as a `Value?`.
-struct OptionalArgument<Value>: Sendable {
-    let spec: ArgumentSpec
-    /// Reads a word; the spec's `check` is this reader with its result dropped.
-    let read: ValueReader<Value>
-    fileprivate init(spec: ArgumentSpec, read: @escaping ValueReader<Value>) {
-        self.spec = spec
-        self.read = read
-    }
-    /// The typed value of a word the parser checked (see ``ValueReader``).
-    func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
 }
 
 /// A declared repeating positional argument (`Argument.repeating`): zero or more words, queried as `[Value]`.
@@ -372,7 +352,6 @@ struct ParsedArguments {
         return argument.value(ofChecked: word)
     }
     /// An optional argument's value, or nil when it is not given.
-    subscript<V>(argument: OptionalArgument<V>) -> V? { arguments[argument.spec.name]?.first.map(argument.value(ofChecked:)) }
     /// A repeating argument's values, in order (none when it is not given).
     subscript<V>(argument: RepeatingArgument<V>) -> [V] { arguments[argument.spec.name]?.map(argument.value(ofChecked:)) ?? [] }
 }

@@ -288,11 +288,10 @@ public final class CatalogStore {
     public static func holdsNoData(path: String) throws -> Bool {
         let store = try open(path: path, access: .read)
         return try store.read {
-            try store.connection.scalarInt(
-                sql: """
-                    SELECT (SELECT count(*) FROM landmarks) + (SELECT count(*) FROM positions) + (SELECT count(*) FROM sync_remotes)
-                         + (SELECT count(*) FROM sync_quarantine) + (SELECT count(*) FROM log_publications)
-                    """) == 0
+            let landmarks = try store.landmarkTable.counts()
+            let positions = try store.positionTable.counts()
+            return landmarks.live + landmarks.tombstones + positions.live + positions.tombstones + (try store.remoteTable.count())
+                + (try store.quarantineTable.count()) + (try store.publicationTable.count()) == 0
         }
     }
 

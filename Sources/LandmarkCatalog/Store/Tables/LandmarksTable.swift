@@ -8,13 +8,7 @@ package struct LandmarksTable {
     func maxID() throws -> Int64? { try db.scalarInt(sql: "SELECT max(id) FROM landmarks") }
 
     /// Live landmarks and tombstones.
-    func counts() throws -> (live: Int, tombstones: Int) {
-        var counts = (live: 0, tombstones: 0)
-        try db.forEachRow(sql: "SELECT deleted, count(*) FROM landmarks GROUP BY deleted") { s in
-            if s.int(0) == 0 { counts.live = Int(s.int(1)) } else { counts.tombstones = Int(s.int(1)) }
-        }
-        return counts
-    }
+    func counts() throws -> (live: Int, tombstones: Int) { try DeletedCounts.read(db, "landmarks") }
 
     /// The stored name of landmark `id` (live or not), for messages.
     func name(id: Int64) throws -> String? { try db.scalarText(sql: "SELECT name FROM landmarks WHERE id = ?", [.integer(id)]) }
@@ -110,6 +104,17 @@ package struct LandmarksTable {
         let statement = try db.makeStatement(sql: ChangeRange.sql(LandmarkColumn.selectList, "landmarks", since: since))
         try statement.bind([.integer(since), .integer(through)])
         return statement
+    }
+}
+
+/// Live rows and tombstones of a data table (both have a `deleted` flag).
+enum DeletedCounts {
+    static func read(_ db: Connection, _ table: String) throws -> (live: Int, tombstones: Int) {
+        var counts = (live: 0, tombstones: 0)
+        try db.forEachRow(sql: "SELECT deleted, count(*) FROM \(table) GROUP BY deleted") { s in
+            if s.int(0) == 0 { counts.live = Int(s.int(1)) } else { counts.tombstones = Int(s.int(1)) }
+        }
+        return counts
     }
 }
 

@@ -5,13 +5,7 @@ package struct PositionsTable {
     let db: Connection
 
     /// Live positions and tombstones.
-    func counts() throws -> (live: Int, tombstones: Int) {
-        var counts = (live: 0, tombstones: 0)
-        try db.forEachRow(sql: "SELECT deleted, count(*) FROM positions GROUP BY deleted") { s in
-            if s.int(0) == 0 { counts.live = Int(s.int(1)) } else { counts.tombstones = Int(s.int(1)) }
-        }
-        return counts
-    }
+    func counts() throws -> (live: Int, tombstones: Int) { try DeletedCounts.read(db, "positions") }
 
     /// Writes a local position row (a set or a tombstone) with change sequence number `seq`. A tombstone
     /// keeps the stored page and landmark.
