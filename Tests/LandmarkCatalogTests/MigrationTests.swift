@@ -152,3 +152,40 @@ struct MigrationTests {
         #expect(runCLI(["featured"], db: db).status == 73)
     }
 }
+
+@Suite("Column maps agree with the schema")
+struct ColumnMapTests {
+    /// The columns of `C`'s table in a database migrated to the latest version, in table order.
+    static func schemaColumns<C: TableColumn>(_: C.Type, in db: Connection) throws -> [String] {
+        var names: [String] = []
+        try db.forEachRow(sql: "SELECT name FROM pragma_table_info(?)", [.text(C.tableName)]) { names.append($0.text(0) ?? "") }
+        return names
+    }
+
+    @Test("every column map names only columns its table has (the names derived from the cases in snake case)")
+    func namesExist() throws {
+        #expect(RunSourceColumn.runID.sqlName == "run_id" && QuarantineColumn.rowJSON.sqlName == "row_json")
+        #expect(RunColumn.durationMs.sqlName == "duration_ms" && SourceColumn.lastSuccessAt.sqlName == "last_success_at")
+        #expect(RunColumn.snakeCased("JSONValue") == "json_value" && RunColumn.snakeCased("seq") == "seq")
+        let db = Support.temporaryDatabase()
+        let store = try CatalogStore.open(path: db)
+        func check<C: TableColumn>(_ type: C.Type, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let columns = try store.read { try Self.schemaColumns(type, in: store.connection) }
+            #expect(!columns.isEmpty, "no table \(C.tableName)", sourceLocation: sourceLocation)
+            for c in C.allCases { #expect(columns.contains(c.sqlName), "\(C.tableName) has no column \(c.sqlName)", sourceLocation: sourceLocation) }
+        }
+        try check(LandmarkColumn.self)
+        try check(PositionColumn.self)
+        try check(RunColumn.self)
+        try check(RunSourceColumn.self)
+        try check(SourceColumn.self)
+        try check(RemoteColumn.self)
+        try check(QuarantineColumn.self)
+        try check(ConflictColumn.self)
+        try check(PublicationColumn.self)
+        try check(MigrationColumn.self)
+        // The landmarks and positions maps name every column of their tables, in order.
+        #expect(try store.read { try Self.schemaColumns(LandmarkColumn.self, in: store.connection) } == LandmarkColumn.allCases.map(\.sqlName))
+        #expect(try store.read { try Self.schemaColumns(PositionColumn.self, in: store.connection) } == PositionColumn.allCases.map(\.sqlName))
+    }
+}

@@ -4,11 +4,31 @@
 package protocol TableColumn: RawRepresentable, CaseIterable, Hashable, Sendable where RawValue == Int32, AllCases == [Self] {
     /// The table's name.
     static var tableName: String { get }
-    /// The column's SQL name.
+    /// The column's SQL name; by default the case's name in snake case (``snakeCased(_:)``).
     var sqlName: String { get }
 }
 
 extension TableColumn {
+    /// The case's name in snake case: `lastSuccessAt` → `last_success_at`, `rowJSON` → `row_json`.
+    package var sqlName: String { Self.snakeCased(String(describing: self)) }
+
+    /// `camelCase` as `snake_case`: a word starts at an upper-case letter after a lower-case letter or a
+    /// digit, or at the last capital of a run followed by a lower-case letter (`JSONValue` → `json_value`);
+    /// a run of capitals is one word (`userID` → `user_id`).
+    package static func snakeCased(_ name: String) -> String {
+        let chars = Array(name)
+        var out = ""
+        for (i, c) in chars.enumerated() {
+            if c.isUppercase, i > 0 {
+                let previous = chars[i - 1]
+                let nextIsLower = i + 1 < chars.count && chars[i + 1].isLowercase
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { out += "_" }
+            }
+            out += c.lowercased()
+        }
+        return out
+    }
+
     /// Every column, comma-separated, in declaration order: `SELECT \(selectList) FROM …` reads
     /// column `c` at index `c.rawValue`.
     package static var selectList: String { allCases.map(\.sqlName).joined(separator: ", ") }

@@ -17,15 +17,8 @@ package enum LandmarkColumn: Int32, TableColumn {
 
     package var sqlName: String { Self.sqlNames[Int(rawValue)] }
 
-    private static let sqlNames: [String] = allCases.map { c in
-        switch c {
-        case .imageName: return "image_name"
-        case .isFeatured: return "is_featured"
-        case .isFavorite: return "is_favorite"
-        case .updatedMs: return "updated_ms"
-        default: return String(describing: c)
-        }
-    }
+    /// Built once: these are read whenever a landmark statement is made.
+    private static let sqlNames: [String] = allCases.map { snakeCased(String(describing: $0)) }
 
     /// What a column holds, which decides how it is read, written and compared.
     enum Kind: Equatable {
@@ -97,12 +90,6 @@ package enum PositionColumn: Int32, TableColumn {
 
     package var sqlName: String { Self.sqlNames[Int(rawValue)] }
 
-    private static let sqlNames: [String] = allCases.map { c in
-        switch c {
-        case .userID: return "user_id"
-        case .landmarkID: return "landmark_id"
-        case .updatedMs: return "updated_ms"
-        default: return String(describing: c)
-        }
-    }
+    /// Built once: these are read whenever a position statement is made.
+    private static let sqlNames: [String] = allCases.map { snakeCased(String(describing: $0)) }
 }

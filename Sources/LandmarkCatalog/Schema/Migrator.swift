@@ -223,14 +223,6 @@ package enum MigrationColumn: Int32, TableColumn {
     case version, description, checksum, appliedAt
 
     package static let tableName = "schema_migrations"
-    package var sqlName: String {
-        switch self {
-        case .version: "version"
-        case .description: "description"
-        case .checksum: "checksum"
-        case .appliedAt: "applied_at"
-        }
-    }
 }
 
 extension Migrator {

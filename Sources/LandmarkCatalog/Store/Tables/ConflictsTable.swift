@@ -30,21 +30,6 @@ package enum ConflictColumn: Int32, TableColumn {
     case id, detectedAt, source, kind, rowKey, updatedMs, counter, node, winnerJSON, loserJSON, rule
 
     package static let tableName = "sync_conflicts"
-    package var sqlName: String {
-        switch self {
-        case .id: "id"
-        case .detectedAt: "detected_at"
-        case .source: "source"
-        case .kind: "kind"
-        case .rowKey: "row_key"
-        case .updatedMs: "updated_ms"
-        case .counter: "counter"
-        case .node: "node"
-        case .winnerJSON: "winner_json"
-        case .loserJSON: "loser_json"
-        case .rule: "rule"
-        }
-    }
 }
 
 extension ConflictRecord {

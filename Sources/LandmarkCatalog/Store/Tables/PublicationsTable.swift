@@ -16,14 +16,6 @@ package enum PublicationColumn: Int32, TableColumn {
     case directory, generation, through, publishedAt
 
     package static let tableName = "log_publications"
-    package var sqlName: String {
-        switch self {
-        case .directory: "directory"
-        case .generation: "generation"
-        case .through: "through"
-        case .publishedAt: "published_at"
-        }
-    }
 }
 
 /// The publication tables' statements on one connection; call inside the store's `read` or `write`.

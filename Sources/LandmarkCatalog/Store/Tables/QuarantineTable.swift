@@ -30,22 +30,6 @@ package enum QuarantineColumn: Int32, TableColumn {
     case id, receivedAt, source, kind, rowKey, updatedMs, counter, node, rowJSON, reason, deleted, tieContent
 
     package static let tableName = "sync_quarantine"
-    package var sqlName: String {
-        switch self {
-        case .id: "id"
-        case .receivedAt: "received_at"
-        case .source: "source"
-        case .kind: "kind"
-        case .rowKey: "row_key"
-        case .updatedMs: "updated_ms"
-        case .counter: "counter"
-        case .node: "node"
-        case .rowJSON: "row_json"
-        case .reason: "reason"
-        case .deleted: "deleted"
-        case .tieContent: "tie_content"
-        }
-    }
 }
 
 extension QuarantinedRow {

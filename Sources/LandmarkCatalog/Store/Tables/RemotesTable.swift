@@ -31,15 +31,6 @@ package enum RemoteColumn: Int32, TableColumn {
     case name, url, addedAt, trustedKeys, allow
 
     package static let tableName = "sync_remotes"
-    package var sqlName: String {
-        switch self {
-        case .name: "name"
-        case .url: "url"
-        case .addedAt: "added_at"
-        case .trustedKeys: "trusted_keys"
-        case .allow: "allow"
-        }
-    }
 }
 
 extension Remote {

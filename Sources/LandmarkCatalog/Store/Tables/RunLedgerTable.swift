@@ -95,18 +95,6 @@ package enum RunColumn: Int32, TableColumn {
     case id, startedAt, finishedAt, durationMs, outcome, exitStatus, message, sources
 
     package static let tableName = "sync_runs"
-    package var sqlName: String {
-        switch self {
-        case .id: "id"
-        case .startedAt: "started_at"
-        case .finishedAt: "finished_at"
-        case .durationMs: "duration_ms"
-        case .outcome: "outcome"
-        case .exitStatus: "exit_status"
-        case .message: "message"
-        case .sources: "sources"
-        }
-    }
 
     /// Every column a run row is read and written with: the fixed ones, the counters, the details.
     static var fullList: String {
@@ -123,18 +111,6 @@ package enum RunSourceColumn: Int32, TableColumn {
     case runID, position, source, outcome, exitStatus, bytes, durationMs, message
 
     package static let tableName = "sync_run_sources"
-    package var sqlName: String {
-        switch self {
-        case .runID: "run_id"
-        case .position: "position"
-        case .source: "source"
-        case .outcome: "outcome"
-        case .exitStatus: "exit_status"
-        case .bytes: "bytes"
-        case .durationMs: "duration_ms"
-        case .message: "message"
-        }
-    }
 }
 
 extension SyncRun {

@@ -30,18 +30,6 @@ package enum SourceColumn: Int32, TableColumn {
     case source, kind, cursor, lastSuccessAt, lastOutcome, lastAttemptAt, lastStatus, lastError
 
     package static let tableName = "sync_sources"
-    package var sqlName: String {
-        switch self {
-        case .source: "source"
-        case .kind: "kind"
-        case .cursor: "cursor"
-        case .lastSuccessAt: "last_success_at"
-        case .lastOutcome: "last_outcome"
-        case .lastAttemptAt: "last_attempt_at"
-        case .lastStatus: "last_status"
-        case .lastError: "last_error"
-        }
-    }
 }
 
 extension CatalogStore.SourceStatus {
