@@ -171,7 +171,7 @@ struct ImportWriter {
     mutating func run(queue: BatchQueue, shouldStop: () -> Bool = { false }, progress: (Int, Int64) -> Void) throws {
         let table = store.landmarkTable
         let preImage = store.path == ":memory:" ? nil : try PreImage(path: store.path)
-        let tombstonesBefore = try table.counts().tombstones
+        let tombstonesBefore = try table.tombstoneCount()
         let stamp = try store.peekLocalStamp()
         nextSeq = try store.lastChangeSequence() + 1
         try table.withImportUpsert { upsert in
@@ -227,7 +227,7 @@ struct ImportWriter {
                 if batch.isLast {
                     if errors > 0 { throw failure() }
                     // A tombstone brought back counts as inserted, not updated.
-                    let tombstonesAfter = try table.counts().tombstones
+                    let tombstonesAfter = try table.tombstoneCount()
                     let resurrected = Int(tombstonesBefore - tombstonesAfter)
                     summary.inserted += resurrected
                     summary.updated -= resurrected
@@ -287,7 +287,10 @@ struct ImportWriter {
     }
 
     mutating func prune(seen: SeenIDs, stamp: HLCStamp) throws {
-        let doomed = try store.landmarkTable.liveIDs().filter { !seen.contains($0) }
+        var doomed: [Int64] = []
+        try store.landmarkTable.forEachLiveID { id in
+            if !seen.contains(id) { doomed.append(id) }
+        }
         guard !doomed.isEmpty else { return }
         try noteWrite(stamp)
         try store.landmarkTable.withTombstone { tombstone in

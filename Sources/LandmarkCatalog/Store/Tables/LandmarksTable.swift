@@ -18,11 +18,13 @@ package struct LandmarksTable {
         try db.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0", [.integer(id)])
     }
 
-    /// The ids of the live landmarks.
-    func liveIDs() throws -> [Int64] {
-        var ids: [Int64] = []
-        try db.forEachRow(sql: "SELECT id FROM landmarks WHERE deleted = 0") { ids.append($0.int(0)) }
-        return ids
+    /// How many tombstones are stored: read from the partial index `landmarks_tombstones`, so it costs the
+    /// tombstones, not the table (an import asks before and after).
+    func tombstoneCount() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0) }
+
+    /// Each live landmark's id, passed to `body`.
+    func forEachLiveID(_ body: (Int64) throws -> Void) throws {
+        try db.forEachRow(sql: "SELECT id FROM landmarks WHERE deleted = 0") { try body($0.int(0)) }
     }
 
     /// Every row, tombstones included, in id order — or only those whose change sequence number is in
