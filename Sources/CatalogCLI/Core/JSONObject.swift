@@ -56,12 +56,7 @@ struct JSONObject {
     /// An array of strings.
     mutating func set(_ key: String, strings: [String]) {
         var w = JSONWriter(reservingCapacity: 64)
-        w.byte(0x5B)
-        for (n, string) in strings.enumerated() {
-            if n > 0 { w.byte(0x2C) }
-            w.string(string)
-        }
-        w.byte(0x5D)
+        w.stringArray(strings)
         fields.append((key, w.bytes))
     }
 

@@ -47,12 +47,9 @@ extension CatalogStore {
                     var w = JSONWriter()
                     w.raw("{\"message\":")
                     w.string(error.message)
-                    w.raw(",\"sources\":[")
-                    for (i, source) in sources.enumerated() {
-                        if i > 0 { w.byte(0x2C) }
-                        w.string(source)
-                    }
-                    w.raw("],\"started\":")
+                    w.raw(",\"sources\":")
+                    w.stringArray(sources)
+                    w.raw(",\"started\":")
                     w.int(started)
                     w.raw(",\"finished\":")
                     w.int(wallClock.nowMilliseconds())
