@@ -324,6 +324,35 @@ struct FollowTests {
         #expect((1...2).contains(run.stderr.components(separatedBy: "catalog: error:").count - 1), "\(run.stderr)")
     }
 
+    /// Issue 25: the follower worked out the source's key once as `DIR` (not there yet) while the trust
+    /// lookup later used `DIR/manifest.json`: unsigned and disallowed rows were all merged.
+    @Test("a remote with --trust and --allow positions whose directory appears after the follower started: unsigned 77, signed merges only positions")
+    func trustOfDirectoryThatAppearsLater() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("later-log")
+        let b = sandbox.path("b.sqlite")
+        let generated = try sandbox.run(["key", "generate", "--output", sandbox.path("peer.key")])
+        try #require(generated.status == 0, "\(generated)")
+        let line = try #require(generated.stdout.split(separator: "\n").last.map(String.init))
+        let added = try sandbox.run(["remote", "add", "peer", log, "--trust", line, "--allow", "positions"], db: b)
+        try #require(added.status == 0, "\(added)")
+        let follower = try Self.follower(sandbox, db: b, ["--interval", "30s"])
+        defer { follower.stop() }
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let refused = Self.waitFor(10) { Self.count(b, "SELECT count(*) FROM sync_runs WHERE exit_status = 77") >= 1 }
+        #expect(refused != nil, "the unsigned log was not refused with 77")
+        #expect(Self.count(b, "SELECT count(*) FROM landmarks") == 0)
+        #expect(Self.count(b, "SELECT count(*) FROM positions") == 0)
+        #expect(try sandbox.run(["publish", log, "--sign", sandbox.path("peer.key")], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "ann") == 1 }
+        #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
+        #expect(Self.count(b, "SELECT count(*) FROM landmarks") == 0)
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(Self.count(b, "SELECT count(*) FROM landmarks") == 0)
+    }
+
     @Test("SIGHUP reads the saved remotes again: a remote added while following is followed")
     func reload() throws {
         let sandbox = try Sandbox()
