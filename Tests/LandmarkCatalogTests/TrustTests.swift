@@ -40,9 +40,14 @@ enum Trust {
         return try dumpLandmarks(db) + dumpPositions(db) + cursor(db, source: source)
     }
 
-    /// The source's stored cursor (no row: never synced).
+    /// The source's stored cursor (no row: never synced), without its count of tries found behind it
+    /// (`behind`, kept for `status --check`): where it stands.
     static func cursor(_ db: String, source: String) throws -> [[SQLValue]] {
-        try dumpRows(db, sql: "SELECT cursor FROM sync_sources WHERE source = '\(source.replacingOccurrences(of: "'", with: "''"))'")
+        try dumpRows(db, sql: "SELECT cursor FROM sync_sources WHERE source = '\(source.replacingOccurrences(of: "'", with: "''"))'").map { row in
+            guard case .text(let t)? = row.first, var cursor = SourceCursor(text: t) else { return row }
+            cursor["behind"] = nil
+            return [.text(cursor.text)]
+        }
     }
 
     static func sync(_ arguments: [String], db: String) -> CLIResult {

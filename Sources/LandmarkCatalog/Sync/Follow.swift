@@ -702,6 +702,8 @@ extension CatalogStore {
                 // which must be published and pushed (docs/live-sync.md §3; issue 25: reading it here took
                 // up such a commit unseen).
                 options.cycleEndHook?(control)
+                // `--reset-cursor` is for the first poll of each source only.
+                if first { context.options.resetCursor = false }
                 first = false
                 if record || monotonicMilliseconds() - markerWritten >= 10_000 {
                     FollowMarker.write(databasePath: path, status: marker())
