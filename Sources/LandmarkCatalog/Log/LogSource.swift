@@ -203,7 +203,7 @@ package struct LogReader {
             // old copy, a directory restored from a backup) is not a change: nothing is fetched, the cursor
             // stays, and files it names that are gone are no error.
             if let note = Self.behind(manifest, cursor: cursor) {
-                // Counted, so that `status --check` says so when it lasts (docs/operations.md §5).
+                // Counted, so that `status --check` says so when it lasts (docs/operations.md §3).
                 var kept = cursor
                 kept?["behind"] = String(Self.behindCount(cursor) + 1)
                 return (nil, kept, note)

@@ -9,6 +9,9 @@ public struct HealthCheck: Sendable, Equatable {
 }
 
 extension CatalogStore {
+    /// Tries in a row a source may find its manifest behind its cursor before `status --check` says so.
+    public static let staleRunsLimit = 3
+
     /// Checks the sync's health for alerting on staleness, not on every transient failure (docs/operations.md §3).
     ///
     /// Not healthy when no sync run is recorded; without `maxAgeMilliseconds`, when the last run failed;
@@ -29,9 +32,6 @@ extension CatalogStore {
     /// - Parameter maxAgeMilliseconds: the largest age of a last good sync, in ms; nil to check only the
     ///   last run's outcome.
     /// - Returns: the problems (empty when healthy) and a one-line summary.
-    /// Tries in a row a source may find its manifest behind its cursor before `status --check` says so.
-    public static let staleRunsLimit = 3
-
     public func checkHealth(maxAgeMilliseconds: Int64? = nil) throws -> HealthCheck {
         try read {
             let now = wallClock.nowMilliseconds()
