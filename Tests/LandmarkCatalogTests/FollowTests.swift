@@ -140,6 +140,58 @@ struct FollowTests {
         #expect(Self.page(b, "bob") == 2 && Self.page(b, "cy") == 3)
     }
 
+    /// The `through` of the log manifest in `log`, or nil.
+    static func through(_ log: String) -> Int64? {
+        guard let data = FileManager.default.contents(atPath: log + "/manifest.json"),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return (object["through"] as? NSNumber)?.int64Value
+    }
+
+    /// The harness's hook runs `position set --user bob --page 2` from another process at the end of the
+    /// follower's first cycle, after that cycle published (issue 25: the follower read `data_version`
+    /// again there and took the commit up unseen; it was published only after the next foreign commit).
+    @Test("a commit by another process inside a follower's cycle is published within the interval")
+    func commitInsideCycle() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("a-log")
+        let command = [Support.catalogBinary.path, "--db", a, "position", "set", "--user", "bob", "--page", "2"]
+        let hook = String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self)
+        let follower = try Self.follower(
+            sandbox, db: a, ["--publish", log], binary: Support.harnessBinary, environment: ["CATALOG_TEST_FOLLOW_CYCLE_END": hook])
+        defer { follower.stop() }
+        // The first cycle published ann; the hook's commit is change 2 (the seed is import + ann).
+        let published = try #require(Self.waitFor(5) { Self.through(log) != nil })
+        #expect(published < 5)
+        let took = Self.waitFor(5) { Self.page(a, "bob") == 2 && (Self.through(log) ?? 0) >= Self.count(a, "SELECT max(seq) FROM positions") }
+        #expect(took != nil && took! < 1.5, "bob's commit published after \(String(describing: took)) s")
+        #expect(Self.terminate(follower).status == 0)
+        let b = sandbox.path("b.sqlite")
+        #expect(try sandbox.run(["sync", "--quiet", log], db: b).status == 0)
+        #expect(Self.page(b, "bob") == 2)
+    }
+
+    /// The hook commits inside the first cycle and then stops the follower as SIGTERM does, so the
+    /// commit is pending when the loop sees the stop (issue 25: the follower exited without it).
+    @Test("stopped with a commit by another process pending: the follower publishes it before it exits")
+    func stopPublishesPending() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("a-log")
+        let command = [Support.catalogBinary.path, "--db", a, "position", "set", "--user", "bob", "--page", "3"]
+        let hook = String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self)
+        let follower = try sandbox.start(
+            ["sync", "--follow", "--publish", log], db: a, binary: Support.harnessBinary,
+            environment: ["CATALOG_TEST_FOLLOW_CYCLE_END": hook, "CATALOG_TEST_FOLLOW_CYCLE_END_STOP": "1"])
+        defer { follower.stop() }
+        let run = follower.finish(limit: 20)
+        #expect(run.status == 0, "\(run)")
+        let b = sandbox.path("b.sqlite")
+        #expect(try sandbox.run(["sync", "--quiet", log], db: b).status == 0)
+        #expect(Self.page(b, "bob") == 3)
+    }
+
     @Test("SIGTERM in the middle of a merge: the merge finishes (rows and cursor together), the run is recorded, exit 0")
     func sigtermMidMerge() throws {
         let sandbox = try Sandbox()
@@ -270,6 +322,35 @@ struct FollowTests {
         #expect(run.status == 0, "\(run)")
         // A failure is printed when it is new: the directory missing, perhaps its manifest not there yet.
         #expect((1...2).contains(run.stderr.components(separatedBy: "catalog: error:").count - 1), "\(run.stderr)")
+    }
+
+    /// Issue 25: the follower worked out the source's key once as `DIR` (not there yet) while the trust
+    /// lookup later used `DIR/manifest.json`: unsigned and disallowed rows were all merged.
+    @Test("a remote with --trust and --allow positions whose directory appears after the follower started: unsigned 77, signed merges only positions")
+    func trustOfDirectoryThatAppearsLater() throws {
+        let sandbox = try Sandbox()
+        let a = try sandbox.seededDatabase("a.sqlite")
+        let log = sandbox.path("later-log")
+        let b = sandbox.path("b.sqlite")
+        let generated = try sandbox.run(["key", "generate", "--output", sandbox.path("peer.key")])
+        try #require(generated.status == 0, "\(generated)")
+        let line = try #require(generated.stdout.split(separator: "\n").last.map(String.init))
+        let added = try sandbox.run(["remote", "add", "peer", log, "--trust", line, "--allow", "positions"], db: b)
+        try #require(added.status == 0, "\(added)")
+        let follower = try Self.follower(sandbox, db: b, ["--interval", "30s"])
+        defer { follower.stop() }
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        let refused = Self.waitFor(10) { Self.count(b, "SELECT count(*) FROM sync_runs WHERE exit_status = 77") >= 1 }
+        #expect(refused != nil, "the unsigned log was not refused with 77")
+        #expect(Self.count(b, "SELECT count(*) FROM landmarks") == 0)
+        #expect(Self.count(b, "SELECT count(*) FROM positions") == 0)
+        #expect(try sandbox.run(["publish", log, "--sign", sandbox.path("peer.key")], db: a).status == 0)
+        let took = Self.waitFor(10) { Self.page(b, "ann") == 1 }
+        #expect(took != nil && took! < 3, "merged after \(String(describing: took)) s")
+        #expect(Self.count(b, "SELECT count(*) FROM landmarks") == 0)
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(Self.count(b, "SELECT count(*) FROM landmarks") == 0)
     }
 
     @Test("SIGHUP reads the saved remotes again: a remote added while following is followed")

@@ -40,9 +40,14 @@ enum Trust {
         return try dumpLandmarks(db) + dumpPositions(db) + cursor(db, source: source)
     }
 
-    /// The source's stored cursor (no row: never synced).
+    /// The source's stored cursor (no row: never synced), without its count of tries found behind it
+    /// (`behind`, kept for `status --check`): where it stands.
     static func cursor(_ db: String, source: String) throws -> [[SQLValue]] {
-        try dumpRows(db, sql: "SELECT cursor FROM sync_sources WHERE source = '\(source.replacingOccurrences(of: "'", with: "''"))'")
+        try dumpRows(db, sql: "SELECT cursor FROM sync_sources WHERE source = '\(source.replacingOccurrences(of: "'", with: "''"))'").map { row in
+            guard case .text(let t)? = row.first, var cursor = SourceCursor(text: t) else { return row }
+            cursor["behind"] = nil
+            return [.text(cursor.text)]
+        }
     }
 
     static func sync(_ arguments: [String], db: String) -> CLIResult {
@@ -307,6 +312,29 @@ struct TrustTests {
         #expect(replay.stdout.contains("\"outcome\":\"not-modified\"") && replay.stderr.contains("behind"))
         #expect(try Trust.state(consumer, source: log.path + "/manifest.json") == before)
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(0)]])
+    }
+
+    /// Issue 25: a symbolic link to a trusted remote's directory escaped its trust and grant.
+    @Test("a trusted remote's log however it is named (DIR/, DIR/manifest.json, a symbolic link): unsigned is 77, nothing merged")
+    func trustBindsToIdentity() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (_, line) = try Trust.generate(dir, "peer")
+        let log = dir.appending(path: "log")
+        let publisher = try Trust.publisher(dir, "a")
+        _ = try Trust.publish(publisher, log)
+        let link = dir.appending(path: "link").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: log.path)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(runCLI(["remote", "add", "peer", log.path, "--trust", line], db: consumer).status == 0)
+        for name in [log.path, log.path + "/", log.path + "/manifest.json", link, link + "/", link + "/manifest.json"] {
+            let r = Trust.sync([name], db: consumer)
+            #expect(r.status == 77, "\(name): \(r.stderr)")
+        }
+        #expect(try dumpLandmarks(consumer).isEmpty && dumpPositions(consumer).isEmpty)
+        #expect(SourceLocator.identity(ofKey: link + "/manifest.json") == SourceLocator.identity(ofKey: log.path))
+        #expect(SourceLocator.identity(ofKey: dir.path + "/not-yet/manifest.json") == SourceLocator.identity(ofKey: log.path).dropLast(3) + "not-yet")
+        #expect(SourceLocator.identity(ofKey: "https://h.example/log/manifest.json") == "https://h.example/log/manifest.json")
     }
 
     @Test("key rotation: trust old and new, switch the publisher, drop the old")

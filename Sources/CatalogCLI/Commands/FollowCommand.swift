@@ -20,6 +20,7 @@ extension CatalogCLI {
         var options = FollowOptions()
         options.sync = sync
         if let s = i[SyncOptionsTable.interval] { options.intervalSeconds = s }
+        options.cycleEndHook = i.context.testHooks.followCycleEnd
         let store = try i.openStore()
         let control = try FollowControl()
         // Signals are taken by dispatch sources (the handlers only set a flag and write the follower's

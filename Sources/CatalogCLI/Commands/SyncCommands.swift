@@ -54,6 +54,10 @@ extension CatalogCLI {
             "--interval", "DURATION",
             "With --follow: how often URLs and hubs are polled and other processes' commits published (default 1s, at most 1h).",
             parse: Values.duration(atMost: 3600))
+        static let resetCursor = Flag(
+            "--reset-cursor",
+            "Forget each SOURCE's stored cursor and read it from its start (a log's base and every delta); the cursor its merge stores replaces the old one."
+        )
         static let maxBytes = Option<Int64>(
             "--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
             parse: Values.int64(1...Int64.max))
@@ -90,7 +94,7 @@ extension CatalogCLI {
                     help: "For this run, take only snapshot logs signed by this minisign public key (its base64 line or a .pub file); repeatable."
                 ).spec,
                 TrustOptionsTable.sign.with(help: "Sign what --publish writes with this secret key (manifest.json.minisig).").spec,
-                SyncOptionsTable.follow.spec, SyncOptionsTable.interval.spec,
+                SyncOptionsTable.resetCursor.spec, SyncOptionsTable.follow.spec, SyncOptionsTable.interval.spec,
             ],
             validate: validateFollow,
             run: runSync)
@@ -108,6 +112,7 @@ extension CatalogCLI {
         if let n = i[SyncOptionsTable.maxBytes] { options.maxBytes = n }
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
+        options.resetCursor = i[SyncOptionsTable.resetCursor]
         options.trustedKeys = try trustedKeys(i)
         options.publish.signingKey = try signingKey(i)
         if options.publish.signingKey != nil, options.publishPath.map(CatalogStore.publishesLog) != true {

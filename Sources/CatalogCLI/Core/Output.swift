@@ -82,9 +82,15 @@ public final class MemorySink: OutputSink {
     public var backoffSeconds: Double?
     /// Sync: sleep this long inside each source's merge transaction before committing (ms).
     public var pauseBeforeCommitMilliseconds = 0
-    public init(backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0) {
+    /// `sync --follow`: called at the end of each cycle, before the follower waits, with the follower's
+    /// control (a commit by another process made inside a cycle, a stop at that point).
+    public var followCycleEnd: (@Sendable (FollowControl) -> Void)?
+    public init(
+        backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0, followCycleEnd: (@Sendable (FollowControl) -> Void)? = nil
+    ) {
         self.backoffSeconds = backoffSeconds
         self.pauseBeforeCommitMilliseconds = pauseBeforeCommitMilliseconds
+        self.followCycleEnd = followCycleEnd
     }
 }
 

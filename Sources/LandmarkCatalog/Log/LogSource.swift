@@ -104,13 +104,54 @@ package struct LogReader {
         return [manifest.base] + manifest.deltas
     }
 
-    /// The cursor's `through` when `manifest` is of the cursor's generation and covers fewer changes.
-    static func behind(_ manifest: LogManifest, cursor: SourceCursor?) -> Int64? {
-        guard let cursor, cursor["generation"] == manifest.generation, let through = cursor["through"].flatMap(Int64.init),
-            through > manifest.through
-        else { return nil }
-        return through
+    /// Why the manifest's ranges are not what its files prove, or nil (docs/log-format.md §7): each file's
+    /// name states its generation, its range and its hash (`base-<generation>-<through>-<sha256 prefix>.json`,
+    /// `delta-<generation>-<from>-<through>-<sha256 prefix>.json`, as the publisher names them, §1), so a
+    /// manifest that claims more than its files cover (a forged `through`, issue 25: one at Int64.max froze
+    /// the cursor) is refused before its cursor can be stored.
+    static func unproven(_ manifest: LogManifest, source: String) -> CatalogError? {
+        let files = [(manifest.base, false)] + manifest.deltas.map { ($0, true) }
+        for (file, delta) in files {
+            let range = delta ? "\(file.from)-\(file.through)" : "\(file.through)"
+            let expected = "\(delta ? "delta" : "base")-\(manifest.generation)-\(range)-\(file.sha256.prefix(12)).json"
+            guard file.name != expected else { continue }
+            let claim = delta ? "changes \(file.from + 1)…\(file.through)" : "changes through \(file.through)"
+            return CatalogError(
+                .dataInvalid,
+                "the manifest says \(file.name) covers \(claim) of generation \(manifest.generation), which its name does not (a publisher names it \(expected)); the manifest's through \(manifest.through) is not proven by its files: nothing fetched, the cursor kept, \(source)",
+                hint:
+                    "a manifest not written by catalog publish (a forgery, a hand edit); sign the log and trust its key (docs/trust.md) so only the publisher's manifests are read"
+            )
+        }
+        return nil
     }
+
+    /// How many tries in a row found the manifest behind the cursor (kept in the cursor as `behind`).
+    package static func behindCount(_ cursor: SourceCursor?) -> Int { cursor?["behind"].flatMap(Int.init) ?? 0 }
+
+    /// Why `manifest` is older than what the cursor has read (docs/log-format.md §8), or nil: of the
+    /// cursor's generation with a lower `through`, or of a generation the cursor has left for a newer one
+    /// (kept in the cursor as `retired`: a signed replay of an older generation, a host flipping between
+    /// two, is not read again).
+    static func behind(_ manifest: LogManifest, cursor: SourceCursor?) -> String? {
+        guard let cursor, let generation = cursor["generation"] else { return nil }
+        if generation == manifest.generation {
+            guard let through = cursor["through"].flatMap(Int64.init), through > manifest.through else { return nil }
+            return
+                "the manifest is behind this database's cursor (it covers changes through \(manifest.through), this database has read through \(through)): an old copy (a CDN, a mirror, a restored directory); nothing fetched, the cursor kept"
+        }
+        guard retired(cursor).contains(manifest.generation) else { return nil }
+        return
+            "the manifest is of generation \(manifest.generation), which this database has read and left for generation \(generation): an old copy or a replay; nothing fetched, the cursor kept"
+    }
+
+    /// The generations the cursor moved away from, oldest first (at most ``maxRetired``).
+    static func retired(_ cursor: SourceCursor?) -> [String] {
+        (cursor?["retired"] ?? "").split(separator: " ").map(String.init)
+    }
+
+    /// How many superseded generations a cursor remembers.
+    static let maxRetired = 16
 
     /// Fetches what is new since `cursor`.
     /// - Parameter manifestBytes: the manifest, when the caller already fetched it (an HTTP source that
@@ -157,16 +198,22 @@ package struct LogReader {
                 continue
             }
             let manifest = try LogManifest.parse(bytes ?? [], source: fetcher.manifestName)
+            if let error = Self.unproven(manifest, source: fetcher.manifestName) { throw error }
             // A manifest behind the cursor (same generation, lower `through`: a CDN or a mirror serving an
             // old copy, a directory restored from a backup) is not a change: nothing is fetched, the cursor
             // stays, and files it names that are gone are no error.
-            if let behind = Self.behind(manifest, cursor: cursor) {
-                return (
-                    nil, cursor,
-                    "the manifest is behind this database's cursor (it covers changes through \(manifest.through), this database has read through \(behind)): an old copy (a CDN, a mirror, a restored directory); nothing fetched, the cursor kept"
-                )
+            if let note = Self.behind(manifest, cursor: cursor) {
+                // Counted, so that `status --check` says so when it lasts (docs/operations.md §3).
+                var kept = cursor
+                kept?["behind"] = String(Self.behindCount(cursor) + 1)
+                return (nil, kept, note)
             }
             var next = SourceCursor()
+            var retired = Self.retired(cursor)
+            if let left = cursor?["generation"], left != manifest.generation {
+                retired = Array((retired.filter { $0 != left } + [left]).suffix(Self.maxRetired))
+            }
+            if !retired.isEmpty { next["retired"] = retired.joined(separator: " ") }
             next["generation"] = manifest.generation
             next["through"] = String(manifest.through)
             next["etag"] = manifestValidators?.etag

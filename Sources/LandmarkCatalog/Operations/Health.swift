@@ -9,6 +9,9 @@ public struct HealthCheck: Sendable, Equatable {
 }
 
 extension CatalogStore {
+    /// Tries in a row a source may find its manifest behind its cursor before `status --check` says so.
+    public static let staleRunsLimit = 3
+
     /// Checks the sync's health for alerting on staleness, not on every transient failure (docs/operations.md §3).
     ///
     /// Not healthy when no sync run is recorded; without `maxAgeMilliseconds`, when the last run failed;
@@ -21,6 +24,11 @@ extension CatalogStore {
     /// lock (`busy`, exit 75) are not looked at, and a run still going has no outcome yet. Sources are
     /// those of the last run, so a source no longer synced does not alert forever; `<stdin>` has no last
     /// good sync and is not checked.
+    ///
+    /// Either way, not healthy when a source of the last run last failed with 77 (a manifest not signed by
+    /// a key it trusts: a forgery or a re-keyed publisher alerts at once), or has found its log's
+    /// manifest behind its cursor in more than ``staleRunsLimit`` tries in a row (a copy that never
+    /// catches up, or a cursor a forged manifest moved too far: `sync --reset-cursor`).
     /// - Parameter maxAgeMilliseconds: the largest age of a last good sync, in ms; nil to check only the
     ///   last run's outcome.
     /// - Returns: the problems (empty when healthy) and a one-line summary.
@@ -34,13 +42,28 @@ extension CatalogStore {
             let failed = run.outcome == "failed" || run.outcome == "interrupted"
             let failure =
                 "the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")"
+            let names = try remoteNamesBySourceKey()
+            var sourceProblems: [String] = []
+            for key in try runLedger.sourceNames(ofRun: run.id) where key != SourceLocator.standardInput.description {
+                let source = names[key].map { "\($0) (\(key))" } ?? key
+                if let row = try sourceTable.source(key), row.lastStatus == Int(CatalogError.Kind.untrusted.rawValue) {
+                    sourceProblems.append("source \(source) last failed with exit 77 (not trusted)\(row.lastError.map { ": \($0)" } ?? "")")
+                }
+                let behind = LogReader.behindCount(try sourceTable.cursor(key))
+                if behind > Self.staleRunsLimit {
+                    sourceProblems.append(
+                        "source \(source) has found its manifest behind this database's cursor in \(behind) tries in a row: a copy that does not catch up, or a cursor moved too far (catalog sync --reset-cursor \(names[key] ?? key))"
+                    )
+                }
+            }
             guard let maxAge = maxAgeMilliseconds else {
-                if failed { return HealthCheck(problems: [failure], summary: "") }
+                if failed || !sourceProblems.isEmpty {
+                    return HealthCheck(problems: (failed ? [failure] : []) + sourceProblems, summary: "")
+                }
                 return HealthCheck(problems: [], summary: "healthy: the last sync (run \(run.id)) finished at \(run.finished) (\(run.outcome))")
             }
             let limit = Durations.describe(milliseconds: maxAge)
-            let names = try remoteNamesBySourceKey()
-            var problems: [String] = []
+            var problems: [String] = sourceProblems
             var checked = 0
             for key in try runLedger.sourceNames(ofRun: run.id) where key != SourceLocator.standardInput.description {
                 let source = names[key].map { "\($0) (\(key))" } ?? key

@@ -7,11 +7,14 @@ extension CatalogStore {
     }
 
     /// What the saved remotes of a source (by its key, ``SourceLocator/description``) require of it: the
-    /// union of their trusted keys, and the first grant narrower than `all`.
+    /// union of their trusted keys, and the first grant narrower than `all`. A remote is the source's
+    /// when their ``SourceLocator/identity`` is one (a directory named with or without its manifest, one
+    /// that did not exist when either was first seen, a symbolic link to it).
     func trustForSource(key: String) throws -> (keys: [MinisignPublicKey], allow: WriteGrant) {
         var keys: [MinisignPublicKey] = []
         var allow = WriteGrant.all
-        for remote in try remotes() where Remote.sourceKey(url: remote.url) == key {
+        let identity = SourceLocator.identity(ofKey: key)
+        for remote in try remotes() where Remote.sourceKey(url: remote.url).map(SourceLocator.identity(ofKey:)) == identity {
             for line in remote.trustedKeys {
                 let key = try MinisignPublicKey(text: line, source: "the trusted key of remote '\(remote.name)'")
                 if !keys.contains(key) { keys.append(key) }

@@ -17,6 +17,8 @@ public struct FollowOptions: Sendable {
     /// An unchanged source's last good sync is written again at most this often (ms), so that
     /// `status --check --max-age` sees an idle follower's sources as fresh. Default 60 s.
     public var freshnessMilliseconds: Int64 = 60_000
+    /// Test hook: called at the end of every cycle, after its ledger row, before the follower waits.
+    @_spi(Testing) public var cycleEndHook: (@Sendable (FollowControl) -> Void)?
 
     public init() {}
 }
@@ -493,8 +495,15 @@ extension CatalogStore {
         var context = SyncContext(store: self, options: options.sync, standardInput: -1, diagnostics: diagnostics)
         context.quietWhenUnchangedFor = options.freshnessMilliseconds
 
-        while !control.isStopping {
-            if control.takeReload() {
+        // After SIGTERM / SIGINT one last pass publishes and pushes what other processes committed and
+        // was not sent yet (docs/live-sync.md §3), polling nothing else.
+        var finalPass = false
+        while true {
+            if control.isStopping {
+                if finalPass { break }
+                finalPass = true
+            }
+            if !finalPass, control.takeReload() {
                 do {
                     let fresh = try resolve()
                     var kept: [Followed] = []
@@ -540,9 +549,13 @@ extension CatalogStore {
                 localChanged = true
             }
             let now = monotonicMilliseconds()
-            var due = followed.indices.filter { followed[$0].dirty || followed[$0].nextDue <= now + 2 || (localChanged && followed[$0].isHub) }
+            var due = followed.indices.filter {
+                finalPass
+                    ? localChanged && followed[$0].isHub
+                    : followed[$0].dirty || followed[$0].nextDue <= now + 2 || (localChanged && followed[$0].isHub)
+            }
 
-            if !due.isEmpty || first || (localChanged && options.sync.publishPath != nil) {
+            if !due.isEmpty || first || (localChanged && options.sync.publishPath != nil) || (finalPass && publishPending && !first) {
                 let cycleStarted = wallClock.nowMilliseconds()
                 var report = SyncReport()
                 var polled: [Int: SourceReport] = [:]
@@ -606,13 +619,11 @@ extension CatalogStore {
                 }
                 for n in due {
                     // SIGTERM / SIGINT: the source in hand has finished (each is one transaction); stop here.
-                    if control.isStopping { break }
+                    if control.isStopping && !finalPass { break }
                     poll(n)
                 }
                 // Hubs polled before rows merged from another source (or not due) push those rows now.
-                if !control.isStopping {
-                    for h in pushNeeded.sorted() where !control.isStopping { poll(h) }
-                }
+                for h in pushNeeded.sorted() where !control.isStopping || finalPass { poll(h) }
                 due = []
                 let applied = report.counts.landmarksApplied + report.counts.positionsApplied > 0
                 let monotonicNow = monotonicMilliseconds()
@@ -686,9 +697,13 @@ extension CatalogStore {
                                 file: path, kind: "ledger"))
                     }
                 }
-                // Our own writes do not move `data_version` on this connection; read it again so that
-                // only other processes' commits count as local changes.
-                if let version = try? read({ try self.dataVersion() }) { dataVersion = version }
+                // `data_version` is not read again here: this connection's own commits never move it, so
+                // a change seen at the next check is another process's commit made during this cycle,
+                // which must be published and pushed (docs/live-sync.md §3; issue 25: reading it here took
+                // up such a commit unseen).
+                options.cycleEndHook?(control)
+                // `--reset-cursor` is for the first poll of each source only.
+                if first { context.options.resetCursor = false }
                 first = false
                 if record || monotonicMilliseconds() - markerWritten >= 10_000 {
                     FollowMarker.write(databasePath: path, status: marker())
@@ -697,7 +712,8 @@ extension CatalogStore {
                 onCycle(FollowCycle(report: report, recorded: record, newFailures: newFailures, newPublishError: newPublishError))
             }
 
-            if control.isStopping { break }
+            if finalPass { break }
+            if control.isStopping { continue }
             // Wait for inotify, the pipe, or the next due source (at most one interval, the data_version check).
             if watched.count < Set(followed.compactMap(\.watchDirectory) + [databaseDirectory]).count { watchAll() }
             listen()

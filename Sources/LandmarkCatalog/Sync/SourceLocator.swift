@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where a SOURCE points, parsed once (docs/cli.md §7): a path, `file://`, `http(s)://`, `-`, a PostgreSQL hub
 /// (`postgres://`, `postgresql://`), or the name of a saved remote (resolved to its URL first). What a
 /// file or URL holds — a snapshot (§6) or a snapshot log's manifest (§10) — is decided by its content.
@@ -85,6 +89,34 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         case .file(let path): return path
         case .http(let url): return redactedURL(url)
         case .hub(let conninfo): return redactedURL(conninfo)
+        }
+    }
+
+    /// What trust and write grants bind to (docs/trust.md §3, §4): one value for one source however and
+    /// whenever it is named — `DIR`, `DIR/` and `DIR/manifest.json` alike, whether or not `DIR` exists yet,
+    /// a symbolic link as the path it resolves to; a URL or hub as its ``description``.
+    public var identity: String { Self.identity(ofKey: description) }
+
+    /// The ``identity`` of the source stored under `key` (its ``description``: an absolute path, a URL
+    /// without its password, `<stdin>`) — how the quarantine and the saved remotes are matched to a source.
+    public static func identity(ofKey key: String) -> String {
+        guard key.hasPrefix("/") else { return key }
+        var path = key
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        if path.hasSuffix("/" + LogManifest.fileName) { path.removeLast(LogManifest.fileName.count + 1) }
+        // The longest prefix that exists, with its links resolved; the rest (not there yet) as written.
+        var missing: [String] = []
+        var head = path
+        while true {
+            if let resolved = realpath(head, nil) {
+                defer { free(resolved) }
+                let base = String(cString: resolved)
+                guard !missing.isEmpty else { return base }
+                return (base == "/" ? "" : base) + "/" + missing.reversed().joined(separator: "/")
+            }
+            guard head != "/", let slash = head.lastIndex(of: "/") else { return path }
+            missing.append(String(head[head.index(after: slash)...]))
+            head = slash == head.startIndex ? "/" : String(head[..<slash])
         }
     }
 

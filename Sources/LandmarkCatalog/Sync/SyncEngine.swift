@@ -286,10 +286,10 @@ extension CatalogStore {
     private func syncOne(_ source: any SyncSource, context: SyncContext, freshLook: Bool = false) throws -> (SourceReport.Outcome, MergeCounts) {
         let locator = source.locator
         let key = locator.description
-        var cursor = try read {
+        let stored = try read {
             try sourceTable.cursor(key)
         }
-        let stored = cursor
+        var cursor = context.options.resetCursor ? nil : stored
         if freshLook {
             cursor?["etag"] = nil
             cursor?["lastModified"] = nil

@@ -29,6 +29,10 @@ public struct SyncOptions: Sendable {
     /// `sync --trust KEY` (docs/trust.md §3): for this run, every source must be a snapshot log signed by
     /// one of these keys (besides the keys its saved remote trusts).
     package var trustedKeys: [MinisignPublicKey] = []
+    /// `sync --reset-cursor`: each source of the run is read as if never synced (from its start: a log's
+    /// base and every delta, an HTTP source unconditionally); the cursor stored with its merge replaces the
+    /// old one (docs/cli.md §7). Merging is idempotent, so nothing is lost.
+    public var resetCursor = false
     /// Test hook: sleep this many ms inside each source's merge transaction before committing.
     @_spi(Testing) public var pauseBeforeCommitMilliseconds = 0
 

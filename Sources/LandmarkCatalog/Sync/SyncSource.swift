@@ -7,7 +7,7 @@ import Foundation
 /// What a sync run hands each source.
 package struct SyncContext {
     package let store: CatalogStore
-    package let options: SyncOptions
+    package var options: SyncOptions
     /// The descriptor `-` reads.
     let standardInput: Int32
     /// Warnings and errors, with their source.

@@ -1,13 +1,61 @@
 // `catalog` with the test suite's hooks: the process tests (a sync killed inside its transaction, two
-// syncs at once, fast HTTP retries) run this binary. The product binary reads none of these variables.
+// syncs at once, fast HTTP retries, a commit inside a follower's cycle) run this binary. The product
+// binary reads none of these variables.
 @_spi(Testing) import CatalogCLI
 import Foundation
+import LandmarkCatalog
 
 signal(SIGPIPE, SIG_IGN)
 let environment = ProcessInfo.processInfo.environment
+
+/// `CATALOG_TEST_FOLLOW_CYCLE_END`: a JSON array (a program and its arguments) run to its end once, at the
+/// end of the follower's first cycle that starts after `CATALOG_TEST_FOLLOW_CYCLE_END_AFTER` exists (a
+/// file the test creates; at the first cycle when unset). `CATALOG_TEST_FOLLOW_CYCLE_END_STOP=1`: then stop
+/// the follower as its SIGTERM handler does, still inside the cycle.
+final class CycleEndHook: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    let command: [String]
+    let after: String?
+    let stop: Bool
+
+    init?(_ environment: [String: String]) {
+        guard let text = environment["CATALOG_TEST_FOLLOW_CYCLE_END"],
+            let command = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String], !command.isEmpty
+        else { return nil }
+        self.command = command
+        after = environment["CATALOG_TEST_FOLLOW_CYCLE_END_AFTER"]
+        stop = environment["CATALOG_TEST_FOLLOW_CYCLE_END_STOP"] == "1"
+    }
+
+    func run(_ control: FollowControl) {
+        if let after, !FileManager.default.fileExists(atPath: after) { return }
+        let first = lock.withLock {
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()
+        } catch {
+            FileHandle.standardError.write(Data("catalog-test-harness: cannot run \(command[0]): \(error)\n".utf8))
+        }
+        if stop { control.stop() }
+    }
+}
+
+let cycleEnd = CycleEndHook(environment)
+let followCycleEnd: (@Sendable (FollowControl) -> Void)? = cycleEnd.map { hook in { @Sendable control in hook.run(control) } }
 let hooks = TestHooks(
     backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
-    pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0)
+    pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0,
+    followCycleEnd: followCycleEnd)
 let status = CatalogCLI.run(
     Array(CommandLine.arguments.dropFirst()),
     context: CLIContext(

@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+
+@_spi(Testing) @testable import CatalogCLI
+@testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
+
+/// A log reader's cursor (docs/log-format.md §6–§8, issue 25): it moves only to what the manifest's files
+/// prove, a replay of an older generation leaves it alone, `status --check` says when a source is stuck
+/// behind it or untrusted, and `sync --reset-cursor` starts a source over.
+@Suite("Sync: a cursor no forged manifest can freeze", .serialized)
+struct CursorTests {
+    /// A publisher with the five fixture landmarks, its log published once, and a consumer that read it.
+    static func setUp(_ dir: URL) throws -> (publisher: CatalogStore, log: URL, consumer: String) {
+        let publisher = try Trust.publisher(dir, "a")
+        let log = dir.appending(path: "log")
+        _ = try Trust.publish(publisher, log)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        let first = runCLI(["sync", log.path], db: consumer)
+        try #require(first.status == 0, "\(first.stderr)")
+        return (publisher, log, consumer)
+    }
+
+    /// The manifest with every `through` (the manifest's and its base's) set to Int64.max: the
+    /// publisher's generation and real files, as in issue 25.
+    static func forge(_ log: URL) throws -> (real: Data, forged: Data) {
+        let path = log.appending(path: "manifest.json")
+        let real = try Data(contentsOf: path)
+        let manifest = try LogManifest.parse([UInt8](real), source: "manifest")
+        let text = String(decoding: real, as: UTF8.self)
+            .replacingOccurrences(of: "\"through\":\(manifest.through)", with: "\"through\":\(Int64.max)")
+        #expect(text.components(separatedBy: "\"through\":\(Int64.max)").count == 3)
+        return (real, Data(text.utf8))
+    }
+
+    static func cursor(_ db: String, _ key: String) throws -> [[SQLValue]] { try Trust.cursor(db, source: key) }
+
+    @Test("a manifest whose through its files do not prove (the publisher's files, through = Int64.max): 65, cursor kept; the real one merges next")
+    func forgedThroughInDirectory() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (publisher, log, consumer) = try Self.setUp(dir)
+        let key = log.path + "/manifest.json"
+        let before = try Self.cursor(consumer, key)
+        let (real, forged) = try Self.forge(log)
+        try forged.write(to: log.appending(path: "manifest.json"))
+        let r = runCLI(["sync", log.path], db: consumer)
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.contains("not proven by its files"), "\(r.stderr)")
+        #expect(try Self.cursor(consumer, key) == before)
+        try real.write(to: log.appending(path: "manifest.json"))
+        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        _ = try Trust.publish(publisher, log)
+        let next = runCLI(["sync", log.path], db: consumer)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'bob'") == [[.integer(1)]])
+    }
+
+    @Test("the forged through over HTTP: 65, cursor kept; the real manifest merges next")
+    func forgedThroughOverHTTP() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let publisher = try Trust.publisher(dir, "a")
+        let log = dir.appending(path: "log")
+        _ = try Trust.publish(publisher, log)
+        let server = try TestHTTPServer(directory: log)
+        let url = server.url("/files/manifest.json")
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(runCLI(["sync", url], db: consumer).status == 0)
+        let before = try Self.cursor(consumer, url)
+        let (real, forged) = try Self.forge(log)
+        try forged.write(to: log.appending(path: "manifest.json"))
+        let r = runCLI(["sync", url], db: consumer)
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(try Self.cursor(consumer, url) == before)
+        try real.write(to: log.appending(path: "manifest.json"))
+        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        _ = try Trust.publish(publisher, log)
+        #expect(runCLI(["sync", url], db: consumer).status == 0)
+        #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'bob'") == [[.integer(1)]])
+    }
+
+    @Test("a cursor already moved too far: behind at every run, status --check unhealthy after a few, sync --reset-cursor reads it again")
+    func stuckBehindAndReset() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (publisher, log, consumer) = try Self.setUp(dir)
+        let key = log.path + "/manifest.json"
+        // What the old reader stored from the forged manifest.
+        let manifest = try LogManifest.parse([UInt8](try Data(contentsOf: log.appending(path: "manifest.json"))), source: "m")
+        let c = try Connection(path: consumer)
+        try c.execute(
+            sql: "UPDATE sync_sources SET cursor = ? WHERE source = ?",
+            [.text("{\"generation\":\"\(manifest.generation)\",\"through\":\"\(Int64.max)\"}"), .text(key)])
+        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        _ = try Trust.publish(publisher, log)
+        for n in 1...(CatalogStore.staleRunsLimit + 1) {
+            let r = runCLI(["sync", log.path], db: consumer)
+            #expect(r.status == 0 && r.stderr.contains("behind"), "\(r.stderr)")
+            let check = runCLI(["status", "--check"], db: consumer)
+            #expect((check.status == 0) == (n <= CatalogStore.staleRunsLimit), "run \(n): \(check.stdout)\(check.stderr)")
+            if n > CatalogStore.staleRunsLimit {
+                #expect(check.stderr.contains("--reset-cursor") || check.stdout.contains("--reset-cursor"), "\(check.stderr)")
+            }
+        }
+        #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'bob'") == [])
+        let reset = runCLI(["sync", "--reset-cursor", log.path], db: consumer)
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'bob'") == [[.integer(1)]])
+        let raw = try dumpRows(consumer, sql: "SELECT cursor FROM sync_sources WHERE source = '\(key)'")
+        let cursor = try #require(raw.first.flatMap { if case .text(let t) = $0.first { SourceCursor(text: t) } else { nil } })
+        #expect(cursor["through"] == String(try publisher.changeSequence()) && cursor["behind"] == nil, "\(cursor)")
+        #expect(runCLI(["status", "--check"], db: consumer).status == 0)
+    }
+
+    @Test("status --check --max-age: a source whose last try failed with 77 is unhealthy at once, though it had a good sync within the age")
+    func untrustedIsUnhealthy() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (_, log, consumer) = try Self.setUp(dir)
+        let (_, line) = try Trust.generate(dir, "k")
+        #expect(runCLI(["status", "--check", "--max-age", "1h"], db: consumer).status == 0)
+        #expect(runCLI(["sync", log.path, "--trust", line], db: consumer).status == 77)
+        let check = runCLI(["status", "--check", "--max-age", "1h"], db: consumer)
+        #expect(check.status != 0, "\(check.stdout)")
+        #expect((check.stdout + check.stderr).contains("exit 77"), "\(check.stdout)\(check.stderr)")
+    }
+
+    @Test("a signed replay of an older generation: only the manifest (and its signature) read, nothing merged, cursor kept")
+    func olderGenerationReplay() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (secret, line) = try Trust.generate(dir, "k")
+        let publisher = try Trust.publisher(dir, "a")
+        let log = dir.appending(path: "log")
+        _ = try Trust.publish(publisher, log, key: secret)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(runCLI(["sync", log.path, "--trust", line], db: consumer).status == 0)
+        let old = (
+            try Data(contentsOf: log.appending(path: "manifest.json")), try Data(contentsOf: log.appending(path: "manifest.json.minisig"))
+        )
+        let oldGeneration = try LogManifest.parse([UInt8](old.0), source: "m").generation
+        // A new generation: the old base removed (the publisher starts over when its files are missing).
+        let first = try LogManifest.parse([UInt8](old.0), source: "m")
+        try FileManager.default.removeItem(at: log.appending(path: first.base.name))
+        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        let second = try Trust.publish(publisher, log, key: secret)
+        try #require(second.manifest.generation != oldGeneration)
+        #expect(runCLI(["sync", log.path, "--trust", line], db: consumer).status == 0)
+        let key = log.path + "/manifest.json"
+        let state = try dumpLandmarks(consumer) + dumpPositions(consumer)
+        let position = try #require(
+            SourceCursor(text: try Self.cursor(consumer, key).first.flatMap { if case .text(let t) = $0.first { t } else { nil } }))
+        // The old generation's manifest and signature served again, its base there again too.
+        let newFiles = (
+            try Data(contentsOf: log.appending(path: "manifest.json")), try Data(contentsOf: log.appending(path: "manifest.json.minisig"))
+        )
+        try old.0.write(to: log.appending(path: "manifest.json"))
+        try old.1.write(to: log.appending(path: "manifest.json.minisig"))
+        let replay = runCLI(["sync", log.path, "--trust", line, "--json"], db: consumer)
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(replay.stderr.contains("left for generation"), "\(replay.stderr)")
+        #expect(replay.stdout.contains("\"outcome\":\"not-modified\""), "\(replay.stdout)")
+        // Bytes fetched: the manifest and its signature only (the base is gone: nothing else was opened).
+        #expect(replay.stdout.contains("\"bytes\":\(old.0.count + old.1.count)"), "\(replay.stdout)")
+        #expect(try dumpLandmarks(consumer) + dumpPositions(consumer) == state)
+        let after = try #require(
+            SourceCursor(text: try Self.cursor(consumer, key).first.flatMap { if case .text(let t) = $0.first { t } else { nil } }))
+        #expect(after["generation"] == position["generation"] && after["through"] == position["through"])
+        // The publisher's manifest served again: nothing new, healthy.
+        try newFiles.0.write(to: log.appending(path: "manifest.json"))
+        try newFiles.1.write(to: log.appending(path: "manifest.json.minisig"))
+        #expect(runCLI(["sync", log.path, "--trust", line], db: consumer).status == 0)
+    }
+}
