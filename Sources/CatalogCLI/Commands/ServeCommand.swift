@@ -26,6 +26,16 @@ extension CatalogCLI {
             parse: Values.nonEmpty)
         static let maxConnections = Option<Int>(
             "--max-connections", "N", "Refuse connections beyond N open ones (default 12000).", parse: Values.integer(1...1_000_000))
+        static let headerTimeout = Option<Double>(
+            "--header-timeout", "DURATION", "Close a connection whose request headers are not complete within this (default 10s).",
+            parse: Values.duration(atMost: 3600))
+        static let bodyTimeout = Option<Double>(
+            "--body-timeout", "DURATION", "Close a connection whose request body is not complete within this (default 30s).",
+            parse: Values.duration(atMost: 3600))
+        static let maxBody = Option<Int>(
+            "--max-body", "BYTES", "Refuse a request body over BYTES with 413 (default 1048576).", parse: Values.integer(1024...(64 << 20)))
+        static let maxRows = Option<Int>(
+            "--max-rows", "N", "Refuse a POST of more than N rows with 413 (default 1000).", parse: Values.integer(1...100_000))
         static let threads = Option<Int>("--threads", "N", "HTTP worker threads (default 2).", parse: Values.integer(1...64))
     }
 
@@ -56,7 +66,8 @@ extension CatalogCLI {
             options: [
                 ServeOptionsTable.listen.spec, ServeOptionsTable.authKey.spec, ServeOptionsTable.publicLandmarks.spec,
                 ServeOptionsTable.maxDrift.spec, ServeOptionsTable.metricsListen.spec, ServeOptionsTable.maxConnections.spec,
-                ServeOptionsTable.threads.spec,
+                ServeOptionsTable.headerTimeout.spec, ServeOptionsTable.bodyTimeout.spec, ServeOptionsTable.maxBody.spec,
+                ServeOptionsTable.maxRows.spec, ServeOptionsTable.threads.spec,
             ],
             run: runServe)
     }
@@ -111,6 +122,10 @@ extension CatalogCLI {
         if let d = i[ServeOptionsTable.maxDrift] { options.maxDriftMilliseconds = Int64(d * 1000) }
         if let n = i[ServeOptionsTable.maxConnections] { options.limits.connections = n }
         if let n = i[ServeOptionsTable.threads] { options.limits.threads = n }
+        if let d = i[ServeOptionsTable.headerTimeout] { options.limits.headerSeconds = d }
+        if let d = i[ServeOptionsTable.bodyTimeout] { options.limits.bodySeconds = d }
+        if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
+        if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
         let server = try ServeServer(options: options)
         let stop = DispatchSemaphore(value: 0)
         var handlers: [any DispatchSourceSignal] = []
