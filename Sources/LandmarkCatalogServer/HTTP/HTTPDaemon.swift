@@ -177,7 +177,7 @@ package final class HTTPDaemon: @unchecked Sendable {
         guard let response else { return .NO }
         defer { MHD_destroy_response(response) }
         for (name, value) in reply.headers { _ = MHD_add_response_header(response, name, value) }
-        return MHD_queue_response(request.connection, UInt32(reply.status), response)
+        return MHD_queue_response(request.mhdConnection, UInt32(reply.status), response)
     }
 
     fileprivate func completed(

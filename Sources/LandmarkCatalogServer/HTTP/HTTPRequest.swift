@@ -19,7 +19,7 @@ package struct HTTPReply: Sendable {
 /// the connection is suspended (docs/serve.md §4).
 package final class HTTPRequest: @unchecked Sendable {
     /// MHD's connection: valid until the request completes.
-    let connection: OpaquePointer
+    let mhdConnection: OpaquePointer
     package let method: String
     /// The path without the query.
     package let path: String
@@ -46,7 +46,7 @@ package final class HTTPRequest: @unchecked Sendable {
     package var waiting: AnyObject?
 
     init(connection: OpaquePointer, method: String, path: String) {
-        self.connection = connection
+        self.mhdConnection = connection
         self.method = method
         self.path = path
         started = DispatchTime.now().uptimeNanoseconds
@@ -54,19 +54,19 @@ package final class HTTPRequest: @unchecked Sendable {
 
     /// A request header (case-insensitive name), only while the handler runs.
     package func header(_ name: String) -> String? {
-        MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+        MHD_lookup_connection_value(mhdConnection, .HEADER_KIND, name).map { String(cString: $0) }
     }
 
     /// A query parameter, percent-decoded by MHD; only while the handler runs.
     package func query(_ name: String) -> String? {
-        MHD_lookup_connection_value(connection, .GET_ARGUMENT_KIND, name).map { String(cString: $0) }
+        MHD_lookup_connection_value(mhdConnection, .GET_ARGUMENT_KIND, name).map { String(cString: $0) }
     }
 
     /// Suspends the connection (a long-poll): called by the handler before it returns without an answer.
-    package func suspend() { MHD_suspend_connection(connection) }
+    package func suspend() { MHD_suspend_connection(mhdConnection) }
 
     /// Resumes a suspended connection: MHD calls the handler again on its thread (any thread may call it).
-    package func resume() { MHD_resume_connection(connection) }
+    package func resume() { MHD_resume_connection(mhdConnection) }
 
     /// Milliseconds since the headers were complete.
     package var elapsedMilliseconds: Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6 }
