@@ -36,6 +36,18 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // GNU libmicrohttpd (Debian: libmicrohttpd-dev), the HTTP server under `catalog serve` (docs/serve.md).
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
+        ),
+        // libcrypto's PEM keys and signatures for serve's bearer tokens (JWT: EdDSA, ES256, RS256).
+        .systemLibrary(
+            name: "COpenSSLKeys",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
         // Turns Migrations/*.sql into Swift source at build time, so the binary is self-contained
         // and the .sql files stay the single source.
         .executableTarget(name: "EmbedMigrationsTool"),
@@ -56,9 +68,15 @@ let package = Package(
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
             plugins: ["EmbedMigrations"]
         ),
+        // `catalog serve` and its tokens: linked by the command line only, never by an app's products.
+        .target(
+            name: "LandmarkCatalogServer",
+            dependencies: ["LandmarkCatalog", "CMicroHTTPD", "COpenSSLKeys"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
         .target(
             name: "CatalogCLI",
-            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync"],
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .executableTarget(name: "catalog", dependencies: ["CatalogCLI"]),
@@ -70,7 +88,7 @@ let package = Package(
         .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/Support/CatalogTestHarness"),
         .testTarget(
             name: "LandmarkCatalogTests",
-            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "CatalogCLI"]
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer", "CatalogCLI"]
         ),
         // A small program on the core library alone: what an app links (the tests check with ldd that
         // it needs neither libpq nor libcurl).

@@ -144,6 +144,12 @@ extension CatalogCLI {
                 ? "following:   since \(follower.since) (pid \(follower.pid) on \(follower.host))\n"
                 : "following:   no: the follower started at \(follower.since) (pid \(follower.pid)) is not running\n"
         }
+        if let serving = ServeMarker(databasePath: store.path).read() {
+            out +=
+                serving.alive
+                ? "serving:     \(serving.listen) since \(serving.since) (pid \(serving.pid) on \(serving.host))\n"
+                : "serving:     no: the serve started at \(serving.since) (pid \(serving.pid)) is not running\n"
+        }
         for src in s.sources where src.inUse {
             // Messages quote keys and paths from other machines' files: control characters are shown escaped.
             out +=

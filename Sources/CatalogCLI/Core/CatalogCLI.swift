@@ -112,7 +112,8 @@ public enum CatalogCLI {
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand,
                 remoteCommand,
-                keyCommand, statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand, completionsCommand,
+                keyCommand, tokenCommand, serveCommand, statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand,
+                completionsCommand,
                 manCommand,
             ])
     }

@@ -1,0 +1,184 @@
+import Dispatch
+import Foundation
+import LandmarkCatalog
+import LandmarkCatalogServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension CatalogCLI {
+    enum ServeOptionsTable {
+        static let listen = Option<String>(
+            "--listen", "ADDR:PORT", "Listen on this IPv4 address and port (127.0.0.1:8080; behind nginx for TLS, docs/serve.md).",
+            parse: Values.nonEmpty
+        ).mandatory
+        static let authKey = Option<String>(
+            "--auth-key", "FILE",
+            "Verify bearer tokens with this PEM public key (Ed25519, P-256 or RSA; its type fixes the algorithm); repeatable (key rotation).",
+            repeatable: true, completion: .file, parse: Values.nonEmpty)
+        static let publicLandmarks = Flag("--public-landmarks", "Answer GET /v1/landmarks without a token.")
+        static let maxDrift = Option<Double>(
+            "--max-drift", "DURATION", "Quarantine rows stamped further ahead than this (default 5m, at most 365d).",
+            parse: Values.duration(zeroAllowed: true, atMost: 31_536_000))
+        static let metricsListen = Option<String>(
+            "--metrics-listen", "ADDR:PORT", "Serve Prometheus metrics at GET /metrics on this address (keep it private).",
+            parse: Values.nonEmpty)
+        static let maxConnections = Option<Int>(
+            "--max-connections", "N", "Refuse connections beyond N open ones (default 12000).", parse: Values.integer(1...1_000_000))
+        static let headerTimeout = Option<Double>(
+            "--header-timeout", "DURATION", "Close a connection whose request headers are not complete within this (default 10s).",
+            parse: Values.duration(atMost: 3600))
+        static let bodyTimeout = Option<Double>(
+            "--body-timeout", "DURATION", "Close a connection whose request body is not complete within this (default 30s).",
+            parse: Values.duration(atMost: 3600))
+        static let maxBody = Option<Int>(
+            "--max-body", "BYTES", "Refuse a request body over BYTES with 413 (default 1048576).", parse: Values.integer(1024...(64 << 20)))
+        static let maxRows = Option<Int>(
+            "--max-rows", "N", "Refuse a POST of more than N rows with 413 (default 1000).", parse: Values.integer(1...100_000))
+        static let threads = Option<Int>("--threads", "N", "HTTP worker threads (default 2).", parse: Values.integer(1...64))
+    }
+
+    enum TokenOptionsTable {
+        static let key = Option<String>(
+            "--key", "PEM", "Sign with this PEM private key (Ed25519, P-256 or RSA: EdDSA, ES256 or RS256).", completion: .file,
+            parse: Values.nonEmpty
+        ).mandatory
+        static let user = Options.user.with(help: "The token's user (sub).").mandatory
+        static let ttl = Option<Double>(
+            "--ttl", "DURATION", "Valid for this long (default 1h; 90s, 10m, 1h, 30d).", parse: Values.duration(atMost: 31_536_000))
+        static let scope = Option<String>(
+            "--scope", "WORDS", "The scope claim: 'edge' lets the token read and write every row (a server node).",
+            parse: Values.nonEmpty)
+    }
+
+    static var serveCommand: CommandSpec {
+        CommandSpec(
+            name: "serve",
+            abstract: "Serve this database to devices over HTTP: each token reads and writes only its user's row (docs/protocol.md).",
+            discussion: """
+                Routes: GET /v1/landmarks, GET and POST /v1/positions (partial replication: a user token sees its own row,
+                an edge token every row), &wait=SECONDS long-polls, GET /v1/healthz. Every route but healthz needs
+                Authorization: Bearer JWT verified with --auth-key. One JSON access-log line per request goes to stderr.
+                SIGTERM or SIGINT drains (long-polls answered, writes finished) and exits 0. TLS comes from nginx in front:
+                contrib/nginx/serve.conf.
+                """,
+            options: [
+                ServeOptionsTable.listen.spec, ServeOptionsTable.authKey.spec, ServeOptionsTable.publicLandmarks.spec,
+                ServeOptionsTable.maxDrift.spec, ServeOptionsTable.metricsListen.spec, ServeOptionsTable.maxConnections.spec,
+                ServeOptionsTable.headerTimeout.spec, ServeOptionsTable.bodyTimeout.spec, ServeOptionsTable.maxBody.spec,
+                ServeOptionsTable.maxRows.spec, ServeOptionsTable.threads.spec,
+            ],
+            run: runServe)
+    }
+
+    static var tokenCommand: CommandSpec {
+        CommandSpec(
+            name: "token",
+            abstract: "Issue bearer tokens for catalog serve (for tests and small deployments).",
+            subcommands: [
+                CommandSpec(
+                    name: "issue",
+                    abstract: "Print a JWT for --user signed with --key (its algorithm is the key's).",
+                    discussion: """
+                        The claims are sub, iat, nbf, exp (now plus --ttl) and, with --scope, scope. An app's own login
+                        service normally issues tokens with its JWT library; docs/serve.md shows how.
+                        """,
+                    options: [TokenOptionsTable.key.spec, TokenOptionsTable.user.spec, TokenOptionsTable.ttl.spec, TokenOptionsTable.scope.spec],
+                    run: runTokenIssue)
+            ])
+    }
+
+    static func runTokenIssue(_ i: Invocation) throws -> Int32 {
+        let key = try TokenKey.loadPrivate(path: i[TokenOptionsTable.key])
+        let user = try UserID.normalize(i[TokenOptionsTable.user])
+        let ttl = Int64((i[TokenOptionsTable.ttl] ?? 3600).rounded(.up))
+        let now = i.context.wallClock.nowMilliseconds() / 1000
+        i.stdout.line(try TokenIssuer.issue(key: key, user: user, ttl: ttl, scope: i[TokenOptionsTable.scope], now: now))
+        return 0
+    }
+
+    /// `HOST:PORT` split, or a usage error naming `option`.
+    static func hostPort(_ text: String, option: String, path: [String]) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw UsageError(message: "\(option) needs ADDR:PORT (127.0.0.1:8080), got '\(text)'", path: path)
+        }
+        return (String(text[..<colon]), port)
+    }
+
+    static func runServe(_ i: Invocation) throws -> Int32 {
+        let keys = try i.parsed.all(ServeOptionsTable.authKey).map { try TokenKey.loadPublic(path: $0) }
+        guard !keys.isEmpty else {
+            throw UsageError(message: "serve needs --auth-key FILE (a PEM public key that verifies the tokens)", path: i.parsed.path)
+        }
+        var options = ServeOptions(databasePath: i.databasePath, keys: keys)
+        (options.host, options.port) = try hostPort(i[ServeOptionsTable.listen], option: "--listen", path: i.parsed.path)
+        if let m = i[ServeOptionsTable.metricsListen] {
+            let (host, port) = try hostPort(m, option: "--metrics-listen", path: i.parsed.path)
+            options.metricsHost = host
+            options.metricsPort = port
+        }
+        options.publicLandmarks = i[ServeOptionsTable.publicLandmarks]
+        if let d = i[ServeOptionsTable.maxDrift] { options.maxDriftMilliseconds = Int64(d * 1000) }
+        if let n = i[ServeOptionsTable.maxConnections] { options.limits.connections = n }
+        if let n = i[ServeOptionsTable.threads] { options.limits.threads = n }
+        if let d = i[ServeOptionsTable.headerTimeout] { options.limits.headerSeconds = d }
+        if let d = i[ServeOptionsTable.bodyTimeout] { options.limits.bodySeconds = d }
+        if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
+        if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
+        let server = try ServeServer(options: options)
+        let stop = DispatchSemaphore(value: 0)
+        var handlers: [any DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            handlers.append(source)
+        }
+        defer {
+            for source in handlers { source.cancel() }
+            for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) }
+        }
+        try server.start()
+        let marker = ServeMarker(databasePath: i.databasePath)
+        marker.write(listen: "\(options.host):\(server.port)", now: i.context.wallClock.nowMilliseconds())
+        defer { marker.remove() }
+        options.log(
+            #"{"event":"listening","listen":"\#(options.host):\#(server.port)"\#(options.metricsHost.map { #","metrics":"\#($0):\#(server.metricsPort)""# } ?? "")}"#
+        )
+        stop.wait()
+        options.log(#"{"event":"draining"}"#)
+        server.drain()
+        options.log(#"{"event":"stopped"}"#)
+        return 0
+    }
+}
+
+/// `<real path of the database>.serve`: who serves this database (pid, host, since, address), for `status`;
+/// removed when serve exits (a killed serve leaves it, and `status` says its pid is gone).
+struct ServeMarker {
+    let path: String
+
+    init(databasePath: String) {
+        let resolved = realpath(databasePath, nil)
+        defer { free(resolved) }
+        path = (resolved.map { String(cString: $0) } ?? databasePath) + ".serve"
+    }
+
+    func write(listen: String, now: Int64) {
+        let text = "\(getpid())\n\(ProcessInfo.processInfo.hostName)\n\(Timestamp.format(milliseconds: now))\n\(listen)\n"
+        try? text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    func remove() { unlink(path) }
+
+    /// (pid, host, since, listen, alive) when a marker is there.
+    func read() -> (pid: Int32, host: String, since: String, listen: String, alive: Bool)? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n").map(String.init)
+        guard lines.count >= 4, let pid = Int32(lines[0]) else { return nil }
+        let alive = lines[1] != ProcessInfo.processInfo.hostName || kill(pid, 0) == 0 || errno == EPERM
+        return (pid, lines[1], lines[2], lines[3], alive)
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+
+/// What a device's POST did to one row (docs/protocol.md §6).
+package enum DeviceRowOutcome: String, Sendable {
+    /// The stored row is this row: written now, or by an earlier try of the same request.
+    case applied
+    /// A row with a greater stamp is stored; this one was not written.
+    case stale
+    /// A row with an equal stamp and other content is stored and won the tie rule.
+    case tie
+    /// Stamped beyond the drift allowance: held in the quarantine, not applied.
+    case quarantined
+}
+
+/// One page of changed rows for a device (docs/protocol.md §4), written as snapshot rows.
+package struct DeviceRowsPage: Sendable {
+    /// The rows, each a snapshot row object, separated by commas (no brackets).
+    package var rowsJSON: [UInt8] = []
+    package var count = 0
+    /// The largest change sequence number among the rows (the cursor's position when there are rows).
+    package var through: Int64 = 0
+    /// The newest stamp's wall time (ms) among the rows, for the write-to-visible figure.
+    package var newestWall: Int64 = 0
+    /// More rows follow: ask again at once.
+    package var more = false
+}
+
+/// The store's reads and write for `catalog serve` (docs/protocol.md §3–§6): rows changed after a change
+/// sequence number, per user or all, and a device's stamped positions merged by the one last-writer-wins
+/// rule with each row's outcome. Every statement that touches the tables is here, in the store.
+extension CatalogStore {
+    /// This database's identity for cursors (docs/protocol.md §3): a random id kept in `catalog_meta`
+    /// under `serve-id`, made the first time (a database restored from another's copy keeps it; the
+    /// cursor's sequence number beyond the database's end is taken as no cursor).
+    package func serveDatabaseID() throws -> String {
+        if let id = try read({ try metaTable.value("serve-id") }) { return id }
+        return try write {
+            if let id = try metaTable.value("serve-id") { return id }
+            var bytes = [UInt8](repeating: 0, count: 8)
+            for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+            let id = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+            try metaTable.set("serve-id", id)
+            return id
+        }
+    }
+
+    /// The position rows changed after `after` (docs/protocol.md §4): `user`'s row alone, or with nil every
+    /// row in change-sequence order, at most `limit`. Returns also the database's change sequence
+    /// high-water mark read in the same transaction.
+    package func devicePositions(user: String?, after: Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
+        try read {
+            var page = DeviceRowsPage()
+            var w = JSONWriter(reservingCapacity: 256)
+            func add(_ s: Statement) {
+                if page.count > 0 { w.raw(",\n") }
+                PositionRecord(row: s).writeJSON(to: &w)
+                page.count += 1
+                page.through = max(page.through, s.int(PositionColumn.seq))
+                page.newestWall = max(page.newestWall, s.int(PositionColumn.updatedMs))
+            }
+            if let user {
+                try connection.forEachRow(
+                    sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND seq > ?", [.text(user), .integer(after)]
+                ) { add($0) }
+            } else {
+                try connection.forEachRow(
+                    sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? ORDER BY seq LIMIT ?",
+                    [.integer(after), .integer(Int64(limit) + 1)]
+                ) { s in
+                    if page.count == limit {
+                        page.more = true
+                    } else {
+                        add(s)
+                    }
+                }
+            }
+            page.rowsJSON = w.bytes
+            return (page, try lastChangeSequence())
+        }
+    }
+
+    /// The landmark rows (tombstones included) changed after `after`, in change-sequence order, at most `limit`.
+    package func deviceLandmarks(after: Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
+        try read {
+            var page = DeviceRowsPage()
+            var w = JSONWriter(reservingCapacity: 1 << 14)
+            try connection.forEachRow(
+                sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE seq > ? ORDER BY seq LIMIT ?",
+                [.integer(after), .integer(Int64(limit) + 1)]
+            ) { s in
+                if page.count == limit {
+                    page.more = true
+                    return
+                }
+                if page.count > 0 { w.raw(",\n") }
+                LandmarkJSON.write(LandmarkRow(statement: s), shape: .snapshot, to: &w)
+                page.count += 1
+                page.through = max(page.through, s.int(LandmarkColumn.seq))
+                page.newestWall = max(page.newestWall, s.int(LandmarkColumn.updatedMs))
+            }
+            page.rowsJSON = w.bytes
+            return (page, try lastChangeSequence())
+        }
+    }
+
+    /// What changed after `after`: each changed position's user (passed to `user`), whether a landmark
+    /// changed, and the high-water mark they were read through — for waking long-polls (docs/serve.md §4).
+    package func deviceChanges(after: Int64, _ user: (String) -> Void) throws -> (landmarks: Bool, highWater: Int64) {
+        try read {
+            let high = try lastChangeSequence()
+            guard high > after else { return (false, high) }
+            try connection.forEachRow(sql: "SELECT user_id FROM positions WHERE seq > ? AND seq <= ?", [.integer(after), .integer(high)]) {
+                user($0.text(PositionColumn.userID) ?? "")
+            }
+            let landmarks =
+                try connection.scalarInt(
+                    sql: "SELECT count(*) FROM (SELECT 1 FROM landmarks WHERE seq > ? AND seq <= ? LIMIT 1)", [.integer(after), .integer(high)]) ?? 0
+            return (landmarks > 0, high)
+        }
+    }
+
+    /// Merges a device's position rows in one transaction by the last-writer-wins rule (docs/merge-rules.md),
+    /// rows stamped more than `maxDriftMilliseconds` ahead of this clock quarantined, and says what became of
+    /// each, in order (docs/protocol.md §6). A row delivered again finds itself stored and is `applied`.
+    /// - Parameter source: the name recorded with quarantined rows and ties.
+    /// - Returns: the outcomes and the high-water mark after the commit.
+    /// - Throws: `CatalogError` (75 when the database is busy, 74 when full); nothing is written then.
+    package func mergeDevicePositions(_ rows: [PositionRecord], source: String, maxDriftMilliseconds: Int64) throws -> (
+        outcomes: [DeviceRowOutcome], highWater: Int64
+    ) {
+        try write {
+            let quarantineAfter = wallClock.nowMilliseconds() + maxDriftMilliseconds
+            var merger = try RowMerger(store: self, source: source, quarantineAfter: quarantineAfter, diagnostics: { _ in })
+            let batch = RowBatch(reserving: false)
+            batch.positions = rows
+            batch.isLast = true
+            try merger.apply(batch)
+            if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
+                try observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
+            }
+            var outcomes: [DeviceRowOutcome] = []
+            outcomes.reserveCapacity(rows.count)
+            for row in rows {
+                if row.stamp.wallMilliseconds > quarantineAfter {
+                    outcomes.append(.quarantined)
+                    continue
+                }
+                let stored = try connection.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(row.user)]) {
+                    PositionRecord(row: $0)
+                }
+                guard let stored, stored.stamp == row.stamp else {
+                    outcomes.append(.stale)
+                    continue
+                }
+                let same = stored.deleted == row.deleted && (row.deleted || (stored.page == row.page && stored.landmark == row.landmark))
+                outcomes.append(same ? .applied : .tie)
+            }
+            return (outcomes, try lastChangeSequence())
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import CMicroHTTPD
+import Foundation
+import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The limits of one daemon (docs/protocol.md §8, docs/serve.md §3).
+package struct HTTPLimits: Sendable {
+    /// Open connections at most; more are refused at accept (MHD_OPTION_CONNECTION_LIMIT).
+    package var connections = 12_000
+    /// A request's headers must be complete this long after the connection opened (or the previous request ended).
+    package var headerSeconds = 10.0
+    /// A request's body must be complete this long after its headers.
+    package var bodySeconds = 30.0
+    /// A connection with no traffic this long is closed (MHD_OPTION_CONNECTION_TIMEOUT; suspended long-polls excepted).
+    package var idleSeconds = 60
+    /// A body larger than this is refused with 413.
+    package var bodyBytes = 1 << 20
+    /// MHD's memory per connection (headers and read buffer; MHD_OPTION_CONNECTION_MEMORY_LIMIT).
+    package var connectionMemory = 32 * 1024
+    /// MHD's worker threads (each with its own epoll set).
+    package var threads = 2
+
+    package init() {}
+}
+
+/// An HTTP/1.1 server on GNU libmicrohttpd (docs/serve.md §1): epoll worker threads, suspended connections for
+/// long-polls (MHD_ALLOW_SUSPEND_RESUME), a connection cap, an idle timeout and a memory limit per connection,
+/// and the header and body deadlines MHD does not have, kept here: a sweeper shuts down (`shutdown(2)`, so MHD
+/// closes it) a connection whose headers or body are late. MHD parses HTTP; this class only routes its calls.
+package final class HTTPDaemon: @unchecked Sendable {
+    // Safe: `daemon` is set once in `start` and cleared in `stop`, on the owner's thread; the connection table
+    // is guarded by `lock`.
+    private var daemon: OpaquePointer?
+    let service: any HTTPService
+    package let limits: HTTPLimits
+    private let lock = NSLock()
+    /// Open connections: their socket and, while no request is in progress, when its headers are due.
+    private var connections: [UnsafeMutableRawPointer: (fd: Int32, due: UInt64?)] = [:]
+    private var sweeper: Thread?
+    private var stopping = false
+    /// The port it listens on.
+    package private(set) var port = 0
+
+    package init(service: any HTTPService, limits: HTTPLimits) {
+        self.service = service
+        self.limits = limits
+    }
+
+    /// Listens on `host:port` (an IPv4 address; port 0 picks a free one).
+    /// - Throws: `CatalogError` 64 for an address that is not IPv4, 69 when the port cannot be bound.
+    package func start(host: String, port: Int) throws {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
+            throw CatalogError(.usage, "--listen needs an IPv4 address and a port (127.0.0.1:8080), got '\(host)'")
+        }
+        let flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_ERROR_LOG.rawValue
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        daemon = withUnsafePointer(to: &addr) { a in
+            catalog_mhd_start(
+                UInt32(flags), a, UInt32(limits.threads), UInt32(limits.connections), UInt32(limits.idleSeconds),
+                limits.connectionMemory, accessHandler, me, completedHandler, me, connectionHandler, me)
+        }
+        guard let daemon else {
+            throw CatalogError(.unavailable, "cannot listen on \(host):\(port) (\(String(cString: strerror(errno))))")
+        }
+        self.port = Int(catalog_mhd_port(daemon))
+        let thread = Thread { [weak self] in self?.sweep() }
+        thread.name = "serve-deadlines"
+        sweeper = thread
+        thread.start()
+    }
+
+    /// Stops accepting connections (MHD_quiesce_daemon); the open ones go on.
+    package func quiesce() {
+        guard let daemon else { return }
+        let fd = MHD_quiesce_daemon(daemon)
+        if fd >= 0 { close(fd) }
+    }
+
+    /// Open connections now.
+    package var openConnections: Int { lock.withLock { connections.count } }
+
+    /// Stops the daemon: every connection is closed and every request finished.
+    package func stop() {
+        lock.withLock { stopping = true }
+        if let daemon { MHD_stop_daemon(daemon) }
+        daemon = nil
+    }
+
+    /// Shuts down the connections whose headers or body are late, four times a second.
+    private func sweep() {
+        while !lock.withLock({ stopping }) {
+            usleep(250_000)
+            let now = DispatchTime.now().uptimeNanoseconds
+            lock.withLock {
+                for (_, c) in connections where c.due.map({ $0 < now }) == true {
+                    shutdown(c.fd, Int32(SHUT_RDWR))
+                }
+            }
+        }
+    }
+
+    fileprivate func connectionEvent(_ connection: OpaquePointer, opened: Bool) {
+        let key = UnsafeMutableRawPointer(connection)
+        let fd = opened ? catalog_mhd_connection_fd(connection) : -1
+        lock.withLock {
+            if opened {
+                connections[key] = (fd, DispatchTime.now().uptimeNanoseconds + UInt64(limits.headerSeconds * 1e9))
+            } else {
+                connections[key] = nil
+            }
+        }
+    }
+
+    /// The body of the request on `connection` is due by `due` (nil: nothing is due, the service has it).
+    private func setDue(_ connection: OpaquePointer, _ due: UInt64?) {
+        let key = UnsafeMutableRawPointer(connection)
+        lock.withLock {
+            if connections[key] != nil { connections[key]?.due = due }
+        }
+    }
+
+    fileprivate func handle(
+        _ connection: OpaquePointer, url: String, method: String, upload: UnsafePointer<CChar>?,
+        uploadSize: UnsafeMutablePointer<Int>, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        guard let raw = context.pointee else {
+            let request = HTTPRequest(connection: connection, method: method, path: url)
+            context.pointee = Unmanaged.passRetained(request).toOpaque()
+            setDue(connection, nil)
+            switch service.begin(request) {
+            case .reply(let reply): return queue(reply, for: request)
+            case .suspended: return .YES
+            case .readBody:
+                request.readingBody = true
+                setDue(connection, DispatchTime.now().uptimeNanoseconds + UInt64(limits.bodySeconds * 1e9))
+                return .YES
+            }
+        }
+        let request = Unmanaged<HTTPRequest>.fromOpaque(raw).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            let n = uploadSize.pointee
+            if !request.bodyTooLarge, request.body.count + n <= limits.bodyBytes, let upload {
+                upload.withMemoryRebound(to: UInt8.self, capacity: n) { request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
+            } else {
+                request.bodyTooLarge = true
+                request.body = []
+            }
+            uploadSize.pointee = 0
+            return .YES
+        }
+        guard !request.answered else { return .YES }
+        if request.readingBody {
+            request.readingBody = false
+            setDue(connection, nil)
+        }
+        switch service.complete(request) {
+        case .reply(let reply): return queue(reply, for: request)
+        case .suspended, .readBody: return .YES
+        }
+    }
+
+    private func queue(_ reply: HTTPReply, for request: HTTPRequest) -> MHD_Result {
+        request.answered = true
+        request.status = reply.status
+        request.bytesSent = reply.body.count
+        let response = reply.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let response else { return .NO }
+        defer { MHD_destroy_response(response) }
+        for (name, value) in reply.headers { _ = MHD_add_response_header(response, name, value) }
+        return MHD_queue_response(request.mhdConnection, UInt32(reply.status), response)
+    }
+
+    fileprivate func completed(
+        _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_RequestTerminationCode, connection: OpaquePointer?
+    ) {
+        guard let context, let raw = context.pointee else { return }
+        context.pointee = nil
+        let request = Unmanaged<HTTPRequest>.fromOpaque(raw).takeRetainedValue()
+        if let connection {
+            // The next request's headers are due from now (keep-alive).
+            setDue(connection, DispatchTime.now().uptimeNanoseconds + UInt64(max(limits.headerSeconds, Double(limits.idleSeconds)) * 1e9))
+        }
+        service.finished(request, completedNormally: code == .REQUEST_TERMINATED_COMPLETED_OK)
+    }
+}
+
+private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, upload, uploadSize, context in
+    guard let cls, let connection, let url, let method, let uploadSize, let context else { return .NO }
+    let daemon = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+    return daemon.handle(
+        connection, url: String(cString: url), method: String(cString: method), upload: upload, uploadSize: uploadSize, context: context)
+}
+
+private let completedHandler: MHD_RequestCompletedCallback = { cls, connection, context, code in
+    guard let cls else { return }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().completed(context, code: code, connection: connection)
+}
+
+private let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().connectionEvent(connection, opened: code.rawValue == 0)
+}

@@ -1,0 +1,93 @@
+import CMicroHTTPD
+import Foundation
+
+/// An answer: status, headers and body (docs/protocol.md §1).
+package struct HTTPReply: Sendable {
+    package var status: Int
+    package var headers: [(String, String)] = []
+    package var body: [UInt8] = []
+
+    package init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// One request on one connection, from its headers to its end (MHD's `req_cls`). Its fields are touched by the
+/// connection's MHD thread while the handler runs, and by the long-poll dispatcher only under its lock while
+/// the connection is suspended (docs/serve.md §4).
+package final class HTTPRequest: @unchecked Sendable {
+    /// MHD's connection: valid until the request completes.
+    let mhdConnection: OpaquePointer
+    package let method: String
+    /// The path without the query.
+    package let path: String
+    /// When the headers were complete (monotonic ns).
+    package let started: UInt64
+    /// The body received so far (POST), at most the daemon's body limit.
+    package var body: [UInt8] = []
+    /// The body went over the limit: the rest is dropped and the answer is 413.
+    package var bodyTooLarge = false
+    /// The handler is waiting for the body, or has answered.
+    var readingBody = false
+    var answered = false
+
+    // What the service keeps for the access log and the long-poll.
+    package var route = "other"
+    package var user: String?
+    /// The token's scope holds `edge`.
+    package var edge = false
+    /// A long-poll's end (monotonic ns), once it began waiting.
+    package var waitUntil: UInt64?
+    package var status = 0
+    package var bytesSent = 0
+    /// Set by the service while the request is suspended in a long-poll.
+    package var waiting: AnyObject?
+
+    init(connection: OpaquePointer, method: String, path: String) {
+        self.mhdConnection = connection
+        self.method = method
+        self.path = path
+        started = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// A request header (case-insensitive name), only while the handler runs.
+    package func header(_ name: String) -> String? {
+        MHD_lookup_connection_value(mhdConnection, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    /// A query parameter, percent-decoded by MHD; only while the handler runs.
+    package func query(_ name: String) -> String? {
+        MHD_lookup_connection_value(mhdConnection, .GET_ARGUMENT_KIND, name).map { String(cString: $0) }
+    }
+
+    /// Suspends the connection (a long-poll): called by the handler before it returns without an answer.
+    package func suspend() { MHD_suspend_connection(mhdConnection) }
+
+    /// Resumes a suspended connection: MHD calls the handler again on its thread (any thread may call it).
+    package func resume() { MHD_resume_connection(mhdConnection) }
+
+    /// Milliseconds since the headers were complete.
+    package var elapsedMilliseconds: Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6 }
+}
+
+/// What a service does with a request at each step.
+package enum HTTPAction {
+    /// Answer now.
+    case reply(HTTPReply)
+    /// Read the body, then call ``HTTPService/complete(_:)``.
+    case readBody
+    /// The service suspended the connection (``HTTPRequest/suspend()``) and will resume it.
+    case suspended
+}
+
+/// The application behind an ``HTTPDaemon``: called on MHD's threads, concurrently for different connections.
+package protocol HTTPService: AnyObject, Sendable {
+    /// The headers are in: answer, or ask for the body.
+    func begin(_ request: HTTPRequest) -> HTTPAction
+    /// The body is in (or a suspended request was resumed): answer or suspend.
+    func complete(_ request: HTTPRequest) -> HTTPAction
+    /// The request is over (answered and sent, or the connection broke).
+    func finished(_ request: HTTPRequest, completedNormally: Bool)
+}

@@ -1,0 +1,39 @@
+import Foundation
+import LandmarkCatalog
+
+/// What `catalog serve` was asked to do (docs/serve.md).
+package struct ServeOptions: Sendable {
+    /// The database served.
+    package var databasePath: String
+    /// IPv4 address and port to listen on (port 0: any free one).
+    package var host = "127.0.0.1"
+    package var port = 8080
+    /// The keys tokens are verified with (two during a rotation, docs/serve.md §5).
+    package var keys: [TokenKey]
+    /// `GET /v1/landmarks` without a token.
+    package var publicLandmarks = false
+    /// Rows stamped further ahead of this server's clock than this are quarantined (ms).
+    package var maxDriftMilliseconds: Int64 = 300_000
+    /// More rows than this in one POST: 413 too_many_rows.
+    package var maxRows = 1000
+    /// The most rows one answer holds (docs/protocol.md §4).
+    package var pageLimit = 5000
+    /// The longest `wait` honoured, in seconds.
+    package var maxWaitSeconds = 60
+    /// How often another process's commits are looked for (`PRAGMA data_version`), in ms.
+    package var probeMilliseconds = 50
+    /// Where Prometheus metrics are served (`GET /metrics`), or nil.
+    package var metricsHost: String?
+    package var metricsPort = 0
+    /// HTTP limits.
+    package var limits = HTTPLimits()
+    /// The node name put in answers (`node` of the snapshot envelope).
+    package var node = ""
+    /// Access log and diagnostics go here (stderr).
+    package var log: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+
+    package init(databasePath: String, keys: [TokenKey]) {
+        self.databasePath = databasePath
+        self.keys = keys
+    }
+}

@@ -1,0 +1,390 @@
+import Foundation
+import LandmarkCatalog
+
+/// `catalog serve` (SPEC §16, docs/protocol.md, docs/serve.md): the device protocol over one database, on an
+/// ``HTTPDaemon``. Reads run on a small pool of read-only connections (WAL: never blocked by a write); POSTs
+/// are serialised on one writer connection, each one transaction.
+package final class ServeServer: HTTPService, @unchecked Sendable {
+    // Safe: the stores are used under their locks; `draining` and `active` under `stateLock`; the daemons are
+    // set in `start` before any request and cleared in `drain`.
+    package let options: ServeOptions
+    let verifier: TokenVerifier
+    package let metrics = ServeMetrics()
+    let polls: LongPolls
+    private let writer: CatalogStore
+    private let writeLock = NSLock()
+    private let readers: ReaderPool
+    let databaseID: String
+    let node: String
+    private let stateLock = NSLock()
+    private var draining = false
+    private var active = 0
+    private var daemon: HTTPDaemon?
+    private var metricsDaemon: HTTPDaemon?
+    private var metricsService: MetricsService?
+
+    /// Opens the database (creating and migrating it as `.write` does) and prepares the server.
+    /// - Throws: `CatalogError` from opening the database.
+    package init(options: ServeOptions) throws {
+        self.options = options
+        verifier = TokenVerifier(keys: options.keys)
+        writer = try CatalogStore.open(path: options.databasePath)
+        databaseID = try writer.serveDatabaseID()
+        node = options.node.isEmpty ? try writer.nodeID() : options.node
+        readers = ReaderPool(path: options.databasePath)
+        polls = try LongPolls(path: options.databasePath, probeMilliseconds: options.probeMilliseconds, metrics: metrics)
+    }
+
+    /// Starts listening (and the metrics listener, when asked).
+    /// - Throws: `CatalogError` 69 when a port cannot be bound.
+    package func start() throws {
+        let d = HTTPDaemon(service: self, limits: options.limits)
+        try d.start(host: options.host, port: options.port)
+        daemon = d
+        polls.start()
+        if let host = options.metricsHost {
+            let service = MetricsService(metrics: metrics)
+            var limits = HTTPLimits()
+            limits.connections = 64
+            limits.threads = 1
+            let m = HTTPDaemon(service: service, limits: limits)
+            try m.start(host: host, port: options.metricsPort)
+            metricsService = service
+            metricsDaemon = m
+        }
+    }
+
+    /// The port the device protocol listens on.
+    package var port: Int { daemon?.port ?? 0 }
+    /// The port of the metrics listener (0 without one).
+    package var metricsPort: Int { metricsDaemon?.port ?? 0 }
+
+    /// SIGTERM's drain (SPEC §16): stop accepting, answer every long-poll, let the requests in hand finish
+    /// (writes commit or roll back whole), then stop. New requests on open connections meanwhile get 503.
+    package func drain(timeoutSeconds: Double = 10) {
+        stateLock.withLock { draining = true }
+        daemon?.quiesce()
+        polls.stop()
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        while stateLock.withLock({ active }) > 0, Date() < deadline { usleep(10_000) }
+        daemon?.stop()
+        metricsDaemon?.stop()
+    }
+
+    private var isDraining: Bool { stateLock.withLock { draining } }
+
+    // MARK: HTTPService
+
+    package func begin(_ request: HTTPRequest) -> HTTPAction {
+        stateLock.withLock { active += 1 }
+        let method = request.method
+        switch request.path {
+        case "/v1/healthz":
+            request.route = "/v1/healthz"
+            guard method == "GET" || method == "HEAD" else { return .reply(methodNotAllowed("GET")) }
+            return .readBody
+        case "/v1/positions":
+            request.route = "/v1/positions"
+            guard method == "GET" || method == "POST" else { return .reply(methodNotAllowed("GET, POST")) }
+        case "/v1/landmarks":
+            request.route = "/v1/landmarks"
+            guard method == "GET" else { return .reply(methodNotAllowed("GET")) }
+        default:
+            return .reply(error(404, "not_found", "no such route; see docs/protocol.md"))
+        }
+        if isDraining {
+            return .reply(error(503, "draining", "the server is stopping; try again", headers: ["Retry-After": "1"]))
+        }
+        if !(request.route == "/v1/landmarks" && options.publicLandmarks) {
+            if let refusal = authenticate(request) { return .reply(refusal) }
+        }
+        if method == "POST" {
+            let type = request.header("Content-Type")?.lowercased() ?? ""
+            guard type.hasPrefix("application/json") else {
+                return .reply(error(415, "unsupported_media_type", "a POST body must be application/json"))
+            }
+            if let length = request.header("Content-Length").flatMap({ Int($0) }), length > options.limits.bodyBytes {
+                return .reply(error(413, "body_too_large", "the body is over \(options.limits.bodyBytes) bytes"))
+            }
+        }
+        // A GET is answered on MHD's next call: answered on this first one, MHD would close the connection
+        // (it cannot know yet that no body follows), losing keep-alive.
+        return .readBody
+    }
+
+    package func complete(_ request: HTTPRequest) -> HTTPAction {
+        if request.route == "/v1/healthz" {
+            return .reply(isDraining ? json(503, #"{"status":"draining"}"#, ["Retry-After": "1"]) : json(200, #"{"status":"ok"}"#))
+        }
+        return request.method == "POST" ? post(request) : get(request)
+    }
+
+    package func finished(_ request: HTTPRequest, completedNormally: Bool) {
+        stateLock.withLock { active -= 1 }
+        metrics.request(route: request.route, status: request.status)
+        var w = JSONWriter(reservingCapacity: 192)
+        w.raw("{\"time\":")
+        w.string(Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
+        w.raw(",\"method\":")
+        w.string(request.method)
+        w.raw(",\"route\":")
+        w.string(request.route)
+        w.raw(",\"status\":")
+        w.int(Int64(request.status))
+        w.raw(",\"ms\":")
+        w.raw(String(format: "%.2f", request.elapsedMilliseconds))
+        w.raw(",\"bytes\":")
+        w.int(Int64(request.bytesSent))
+        w.raw(",\"user\":")
+        if let user = request.user { w.string(user) } else { w.raw("null") }
+        if !completedNormally { w.raw(",\"aborted\":true") }
+        w.raw("}")
+        options.log(String(decoding: w.bytes, as: UTF8.self))
+    }
+
+    // MARK: Auth (docs/protocol.md §2)
+
+    /// nil when the request carries a valid token (its user then set on the request), else the 401.
+    private func authenticate(_ request: HTTPRequest) -> HTTPReply? {
+        guard let header = request.header("Authorization") else {
+            return error(
+                401, "invalid_token", "this route needs Authorization: Bearer TOKEN",
+                headers: ["WWW-Authenticate": #"Bearer realm="catalog""#])
+        }
+        let invalid = ["WWW-Authenticate": #"Bearer realm="catalog", error="invalid_token""#]
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            return error(401, "invalid_token", "the Authorization header is not a Bearer token", headers: invalid)
+        }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        switch verifier.verify(token, now: Int64(Date().timeIntervalSince1970)) {
+        case .failure(let refusal):
+            return error(401, "invalid_token", refusal.reason, headers: invalid)
+        case .success(let identity):
+            request.user = identity.user
+            request.edge = identity.isEdge
+            return nil
+        }
+    }
+
+    // MARK: Reading (docs/protocol.md §3–§5)
+
+    private func get(_ request: HTTPRequest) -> HTTPAction {
+        let landmarks = request.route == "/v1/landmarks"
+        var after: Int64 = 0
+        if let cursor = request.query("after") {
+            guard let parsed = parseCursor(cursor) else {
+                return .reply(error(400, "invalid_parameter", "after is not a cursor this server hands out", field: "after"))
+            }
+            after = parsed
+        }
+        var waitSeconds = 0
+        if let text = request.query("wait") {
+            guard let n = Int(text), n >= 0 else {
+                return .reply(error(400, "invalid_parameter", "wait must be a whole number of seconds, 0 to 60", field: "wait"))
+            }
+            waitSeconds = min(n, options.maxWaitSeconds)
+        }
+        var limit = options.pageLimit
+        if let text = request.query("limit") {
+            guard let n = Int(text), n >= 1 else {
+                return .reply(error(400, "invalid_parameter", "limit must be a whole number from 1", field: "limit"))
+            }
+            limit = min(n, options.pageLimit)
+        }
+        let user: String? = request.edge ? nil : request.user
+        for _ in 0..<8 {
+            let answer: (page: DeviceRowsPage, highWater: Int64)
+            do {
+                answer = try readers.with { store in
+                    var a =
+                        landmarks
+                        ? try store.deviceLandmarks(after: after, limit: limit)
+                        : try store.devicePositions(user: user, after: after, limit: limit)
+                    if after > a.highWater {
+                        // A cursor past this database's end: restored or replaced; start again (docs/protocol.md §3).
+                        after = 0
+                        a =
+                            landmarks
+                            ? try store.deviceLandmarks(after: 0, limit: limit) : try store.devicePositions(user: user, after: 0, limit: limit)
+                    }
+                    return a
+                }
+            } catch {
+                return .reply(unavailable(error))
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            if answer.page.count == 0, waitSeconds > 0, !isDraining {
+                let until = request.waitUntil ?? now + UInt64(waitSeconds) * 1_000_000_000
+                request.waitUntil = until
+                if now < until {
+                    let key: WaitKey = landmarks ? .landmarks : user.map(WaitKey.user) ?? .allPositions
+                    if polls.wait(request, key: key, seen: answer.highWater, deadline: until) { return .suspended }
+                    continue  // something was dispatched past our read: read again
+                }
+            }
+            if request.waitUntil != nil, answer.page.count > 0 {
+                metrics.writeToVisible(Date().timeIntervalSince1970 - Double(answer.page.newestWall) / 1000)
+            }
+            return .reply(page(answer.page, after: after, landmarks: landmarks, request: request))
+        }
+        return .reply(error(503, "unavailable", "the database is changing too fast to wait on; try again", headers: ["Retry-After": "1"]))
+    }
+
+    private func page(_ page: DeviceRowsPage, after: Int64, landmarks: Bool, request: HTTPRequest) -> HTTPReply {
+        let cursor = "\(databaseID):\(page.count > 0 ? page.through : after)"
+        var headers = [("Content-Type", "application/json; charset=utf-8")]
+        if landmarks {
+            let etag = "\"\(cursor)\""
+            headers += [("ETag", etag), ("Cache-Control", "no-cache")]
+            if let match = request.header("If-None-Match"),
+                match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag })
+            {
+                return HTTPReply(status: 304, headers: headers.filter { $0.0 != "Content-Type" })
+            }
+        }
+        var w = JSONWriter(reservingCapacity: page.rowsJSON.count + 256)
+        w.raw("{\"format\":")
+        w.string(SnapshotFormat.name)
+        w.raw(",\"version\":")
+        w.int(SnapshotFormat.version)
+        w.raw(",\"node\":")
+        w.string(node)
+        w.raw(landmarks ? ",\n\"landmarks\":[" : ",\n\"positions\":[")
+        if page.count > 0 { w.raw("\n") }
+        w.bytes.append(contentsOf: page.rowsJSON)
+        w.raw("],\n\"generatedAt\":")
+        if page.count > 0 { w.string(Timestamp.format(milliseconds: page.newestWall)) } else { w.raw("null") }
+        w.raw(",\"cursor\":")
+        w.string(cursor)
+        w.raw(",\"more\":")
+        w.raw(page.more ? "true" : "false")
+        w.raw("}\n")
+        return HTTPReply(status: 200, headers: headers, body: w.bytes)
+    }
+
+    /// The sequence number in a cursor of this database; 0 for another database's; nil when it is no cursor.
+    private func parseCursor(_ text: String) -> Int64? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        let id = text[..<colon]
+        let seqText = text[text.index(after: colon)...]
+        guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),
+            !seqText.isEmpty, seqText.utf8.count <= 18, seqText.allSatisfy({ $0.isASCII && $0.isNumber }), let seq = Int64(seqText)
+        else { return nil }
+        return id == databaseID ? seq : 0
+    }
+
+    // MARK: Writing (docs/protocol.md §6)
+
+    private func post(_ request: HTTPRequest) -> HTTPAction {
+        if request.bodyTooLarge {
+            return .reply(error(413, "body_too_large", "the body is over \(options.limits.bodyBytes) bytes"))
+        }
+        let body: DevicePositionsBody
+        do {
+            body = try DevicePositionsBody.decode(request.body, maxRows: options.maxRows)
+        } catch let e {
+            return .reply(error(e.code == "too_many_rows" ? 413 : 400, e.code, e.message, field: e.field))
+        }
+        if body.hasLandmarks {
+            return .reply(
+                request.edge
+                    ? error(400, "invalid_field", "landmark rows are not taken by POST /v1/positions", field: "landmarks")
+                    : error(403, "insufficient_scope", "a user token may not write landmarks", field: "landmarks"))
+        }
+        let users = body.users
+        if !request.edge, let i = users.firstIndex(where: { $0 != request.user }) {
+            return .reply(error(403, "insufficient_scope", "row \(i) is another user's; nothing was written", field: "positions[\(i)].user"))
+        }
+        let result: (outcomes: [DeviceRowOutcome], highWater: Int64)
+        do {
+            let source = request.edge ? "serve (edge \(request.user ?? ""))" : "serve (user \(request.user ?? ""))"
+            result = try writeLock.withLock {
+                try writer.mergeDevicePositions(body.positions, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
+            }
+        } catch {
+            return .reply(unavailable(error))
+        }
+        polls.poke()
+        metrics.applied(result.outcomes.filter { $0 == .applied }.count)
+        var w = JSONWriter(reservingCapacity: 64 + users.count * 48)
+        w.raw("{\"results\":[")
+        for (i, outcome) in result.outcomes.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.raw("{\"user\":")
+            w.string(users[i])
+            w.raw(",\"outcome\":")
+            w.string(outcome.rawValue)
+            w.raw("}")
+        }
+        w.raw("],\"cursor\":")
+        w.string("\(databaseID):\(result.highWater)")
+        w.raw("}\n")
+        return .reply(HTTPReply(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: w.bytes))
+    }
+
+    // MARK: Answers (docs/protocol.md §1)
+
+    private func json(_ status: Int, _ text: String, _ headers: [String: String] = [:]) -> HTTPReply {
+        HTTPReply(
+            status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers.map { ($0.key, $0.value) },
+            body: Array((text + "\n").utf8))
+    }
+
+    func error(_ status: Int, _ code: String, _ message: String, field: String? = nil, headers: [String: String] = [:]) -> HTTPReply {
+        var w = JSONWriter(reservingCapacity: 160)
+        w.raw("{\"error\":{\"status\":")
+        w.int(Int64(status))
+        w.raw(",\"code\":")
+        w.string(code)
+        w.raw(",\"message\":")
+        w.string(message)
+        if let field {
+            w.raw(",\"field\":")
+            w.string(field)
+        }
+        w.raw("}}\n")
+        return HTTPReply(
+            status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers.map { ($0.key, $0.value) }, body: w.bytes)
+    }
+
+    private func methodNotAllowed(_ allow: String) -> HTTPReply {
+        error(405, "method_not_allowed", "this route takes \(allow)", headers: ["Allow": allow])
+    }
+
+    private func unavailable(_ e: any Error) -> HTTPReply {
+        let message = (e as? CatalogError).map { $0.kind == .tempFail ? "the database is busy" : "the database failed: \($0.message)" } ?? "\(e)"
+        options.log(#"{"event":"error","message":\#(String(reflecting: message))}"#)
+        return error(503, "unavailable", message, headers: ["Retry-After": "1"])
+    }
+}
+
+/// Read-only stores, one per concurrent reader, reused.
+final class ReaderPool: @unchecked Sendable {
+    // Safe: `idle` is touched under `lock`; a store is used by one thread at a time (taken out of `idle`).
+    private let lock = NSLock()
+    private var idle: [CatalogStore] = []
+    let path: String
+
+    init(path: String) { self.path = path }
+
+    func with<T>(_ body: (CatalogStore) throws -> T) throws -> T {
+        let store = try lock.withLock { idle.popLast() } ?? CatalogStore.open(path: path, access: .read)
+        defer { lock.withLock { idle.append(store) } }
+        return try body(store)
+    }
+}
+
+/// `GET /metrics` on the metrics listener (docs/serve.md §6).
+final class MetricsService: HTTPService, @unchecked Sendable {
+    let metrics: ServeMetrics
+    init(metrics: ServeMetrics) { self.metrics = metrics }
+
+    func begin(_ request: HTTPRequest) -> HTTPAction {
+        guard request.path == "/metrics" else { return .reply(HTTPReply(status: 404)) }
+        return .reply(
+            HTTPReply(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(metrics.text().utf8)))
+    }
+    func complete(_ request: HTTPRequest) -> HTTPAction { begin(request) }
+    func finished(_ request: HTTPRequest, completedNormally: Bool) {}
+}

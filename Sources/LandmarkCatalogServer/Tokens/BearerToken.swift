@@ -1,0 +1,131 @@
+import Foundation
+import LandmarkCatalog
+
+/// Who a verified token says the caller is (docs/protocol.md §2).
+package struct TokenIdentity: Sendable, Equatable {
+    /// `sub`: the user whose position row the token may read and write (NFC-normalised as position users are).
+    package var user: String
+    /// `scope` holds `edge`: the token may read and write every row.
+    package var isEdge: Bool
+    /// `exp`, in seconds since the epoch.
+    package var expires: Int64
+}
+
+/// Why a token was refused: said in the 401's error body, never with the token in it.
+package struct TokenRefusal: Error, Sendable, Equatable {
+    package var reason: String
+}
+
+/// Verifies compact JWS JWTs (RFC 7519, RFC 7515) against one or more PEM public keys (two during a key
+/// rotation, docs/serve.md §5). The algorithm is the key's: a token whose header names another (`none`,
+/// `HS256`, …) is refused whatever it is signed with (RFC 8725 §2.1, §3.1). `exp` is required, `nbf` is
+/// checked when present, both with a leeway of 60 s; `sub` must be a non-empty user id.
+package struct TokenVerifier: Sendable {
+    package let keys: [TokenKey]
+    /// Seconds of clock skew allowed on `exp` and `nbf` (docs/protocol.md §2).
+    package static let leeway: Int64 = 60
+    /// A longer token is refused before any work (a JWT with these claims is a few hundred bytes).
+    package static let maxLength = 8192
+
+    package init(keys: [TokenKey]) { self.keys = keys }
+
+    /// The identity in `token`, or the refusal.
+    /// - Parameter now: the time in seconds since the epoch.
+    package func verify(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
+        func refuse(_ reason: String) -> Result<TokenIdentity, TokenRefusal> { .failure(TokenRefusal(reason: reason)) }
+        guard token.utf8.count <= Self.maxLength else { return refuse("the token is too long") }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return refuse("the token is not a compact JWS (three base64url parts)") }
+        guard let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2])
+        else { return refuse("the token is not base64url") }
+        guard let header = Self.object(headerBytes) else { return refuse("the token's header is not a JSON object") }
+        guard case .string(let alg)? = header["alg"] else { return refuse("the token's header names no alg") }
+        if header["crit"] != nil { return refuse("the token's header has crit extensions this server does not know") }
+        let candidates = keys.filter { $0.algorithm.rawValue == alg }
+        guard !candidates.isEmpty else {
+            return refuse(
+                "the token's alg \(Self.quoted(alg)) is not this server's (\(Set(keys.map(\.algorithm.rawValue)).sorted().joined(separator: ", ")))")
+        }
+        let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard candidates.contains(where: { $0.verify(signature, of: signingInput) }) else {
+            return refuse("the token's signature does not verify")
+        }
+        guard let claims = Self.object(payloadBytes) else { return refuse("the token's payload is not a JSON object") }
+        guard let exp = Self.numericDate(claims["exp"]) else { return refuse("the token has no exp (a NumericDate)") }
+        guard now <= exp + Self.leeway else { return refuse("the token has expired") }
+        if claims["nbf"] != nil {
+            guard let nbf = Self.numericDate(claims["nbf"]) else { return refuse("the token's nbf is not a NumericDate") }
+            guard now + Self.leeway >= nbf else { return refuse("the token is not valid yet (nbf)") }
+        }
+        guard case .string(let sub)? = claims["sub"], !sub.isEmpty else { return refuse("the token names no user (sub)") }
+        guard let user = try? UserID.normalize(sub) else { return refuse("the token's sub is not a valid user id") }
+        var edge = false
+        if let scope = claims["scope"] {
+            guard case .string(let text) = scope else { return refuse("the token's scope is not a string") }
+            edge = text.split(separator: " ").contains("edge")
+        }
+        return .success(TokenIdentity(user: user, isEdge: edge, expires: exp))
+    }
+
+    /// A short, safe rendering of a header value for a message (never the token).
+    private static func quoted(_ text: String) -> String {
+        String(reflecting: String(text.prefix(16)))
+    }
+
+    /// The members of a JSON object (strict RFC 8259, our reader), or nil; a duplicate key makes it nil (RFC 7515 §5.2).
+    private static func object(_ bytes: [UInt8]) -> [String: JSONValue]? {
+        let reader = JSONPullReader(bytes: bytes, options: .init(allowTrailingCommas: false, maxDepth: 16))
+        guard case .object(let members)? = try? reader.readValue(), (try? reader.finish()) != nil else { return nil }
+        var out: [String: JSONValue] = [:]
+        for m in members {
+            guard out.updateValue(m.value, forKey: m.key) == nil else { return nil }
+        }
+        return out
+    }
+
+    /// A NumericDate (RFC 7519 §2): a JSON number of seconds; fractions are cut.
+    private static func numericDate(_ value: JSONValue?) -> Int64? {
+        guard case .number(let n)? = value else { return nil }
+        if let i = n.int64Value { return i }
+        let d = n.doubleValue
+        guard d.isFinite, abs(d) < 1e15 else { return nil }
+        return Int64(d.rounded(.down))
+    }
+}
+
+/// Signs tokens for `catalog token issue` (docs/serve.md §5): the header `{"alg":…,"typ":"JWT"}` and the
+/// claims `sub`, `iat`, `nbf`, `exp` and, when given, `scope`.
+package enum TokenIssuer {
+    /// A compact JWS JWT.
+    /// - Parameters:
+    ///   - key: a private key (its type gives the algorithm).
+    ///   - user: `sub`.
+    ///   - ttl: seconds until `exp`.
+    ///   - scope: `scope`, or nil.
+    ///   - now: seconds since the epoch.
+    /// - Throws: `CatalogError` when the key cannot sign.
+    package static func issue(key: TokenKey, user: String, ttl: Int64, scope: String?, now: Int64) throws -> String {
+        var w = JSONWriter()
+        w.raw("{\"alg\":")
+        w.string(key.algorithm.rawValue)
+        w.raw(",\"typ\":\"JWT\"}")
+        let header = w.bytes
+        w = JSONWriter()
+        w.raw("{\"sub\":")
+        w.string(user)
+        w.raw(",\"iat\":")
+        w.int(now)
+        w.raw(",\"nbf\":")
+        w.int(now)
+        w.raw(",\"exp\":")
+        w.int(now + ttl)
+        if let scope {
+            w.raw(",\"scope\":")
+            w.string(scope)
+        }
+        w.raw("}")
+        let input = Base64URL.encode(header) + "." + Base64URL.encode(w.bytes)
+        return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
+    }
+}
