@@ -79,4 +79,30 @@ struct TableHomeTests {
         #expect(try Self.offenders(#"\.connection(?![A-Za-z0-9_])"#, in: planted, allowed: core).count == 1)
         #expect(try Self.offenders(#"(^|[^A-Za-z0-9_.])connection\."#, in: planted, allowed: core).count == 1)
     }
+
+    /// `landmarks` SQL: a statement naming the table (`FROM landmarks`, `UPDATE landmarks`, …) or the
+    /// table's name passed to a statement builder.
+    static let landmarksSQL = #"\b(FROM|INTO|UPDATE|JOIN|TABLE)\s+landmarks\b|, "landmarks"[,)]|LandmarkColumn\.tableName"#
+
+    @Test("every statement on landmarks is in Store/Tables/LandmarksTable.swift")
+    func landmarksSQLHome() throws {
+        // The core's SQLite database and the CLI; LandmarkCatalogSync's `landmarks` is the hub's PostgreSQL
+        // table, whose statements live in Hub/HubSQL.swift.
+        let files = try Self.sources().filter { $0.path.hasPrefix("Sources/LandmarkCatalog/") || $0.path.hasPrefix("Sources/CatalogCLI/") }
+        let found = try Self.offenders(Self.landmarksSQL, in: files, allowed: ["Sources/LandmarkCatalog/Store/Tables/LandmarksTable.swift"])
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+        #expect(try Self.offenders(Self.landmarksSQL, in: files, allowed: []).count >= 10, "the table module's own statements are found")
+        // The check can fail: planted lines are found, the snapshot format's `landmarks` key is not.
+        let planted: [(path: String, text: String)] = [
+            (
+                "Sources/LandmarkCatalog/Store/Featured.swift",
+                """
+                let n = try connection.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 0")
+                try DeletedCounts.read(db, "landmarks")
+                w.key("landmarks")
+                """
+            )
+        ]
+        #expect(try Self.offenders(Self.landmarksSQL, in: planted, allowed: ["Sources/LandmarkCatalog/Store/Tables/LandmarksTable.swift"]).count == 2)
+    }
 }

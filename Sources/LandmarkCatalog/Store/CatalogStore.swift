@@ -328,7 +328,7 @@ public final class CatalogStore {
     /// The largest change sequence number in use (0 for an empty database): every row change takes
     /// the next one (docs/merge-rules.md §7). Read from the two `seq` indexes, so it costs two B-tree descents.
     package func lastChangeSequence() throws -> Int64 {
-        try connection.scalarInt(sql: "SELECT max(coalesce((SELECT max(seq) FROM landmarks), 0), coalesce((SELECT max(seq) FROM positions), 0))") ?? 0
+        max(try landmarkTable.maxSeq(), try positionTable.maxSeq())
     }
 
     /// The change sequence's high-water mark, for `status` and publishing.

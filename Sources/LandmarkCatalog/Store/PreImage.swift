@@ -17,7 +17,7 @@ final class PreImage {
     init(path: String) throws {
         connection = try Connection(path: path, mode: .readOnly)
         try connection.execute(sql: "PRAGMA cache_size = -8192")
-        scan = try connection.makeStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id >= ? ORDER BY id")
+        scan = try LandmarksTable.scanFromID(on: connection)
     }
 
     deinit { scan.reset() }
