@@ -105,4 +105,47 @@ struct TableHomeTests {
         ]
         #expect(try Self.offenders(Self.landmarksSQL, in: planted, allowed: ["Sources/LandmarkCatalog/Store/Tables/LandmarksTable.swift"]).count == 2)
     }
+
+    /// The names of the types declared in the files under `folder` (`struct`, `enum`, `class`, `protocol`,
+    /// `typealias`, nested ones included).
+    static func declaredTypes(under folder: String, in files: [(path: String, text: String)]) throws -> Set<String> {
+        let declaration = try Regex(#"\b(struct|enum|class|protocol|typealias|actor)\s+([A-Z][A-Za-z0-9_]*)"#)
+        var names: Set<String> = []
+        for file in files where file.path.hasPrefix(folder) {
+            for line in file.text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                for match in line.matches(of: declaration) {
+                    if let name = match.output[2].substring { names.insert(String(name)) }
+                }
+            }
+        }
+        return names
+    }
+
+    @Test("Store/Tables names no type of Sync/ or Merge/ (the tables sit below them), and only the store opens connections")
+    func tablesBelowSyncAndMerge() throws {
+        let files = try Self.sources()
+        let core = "Sources/LandmarkCatalog/"
+        let upper = try Self.declaredTypes(under: core + "Sync/", in: files).union(Self.declaredTypes(under: core + "Merge/", in: files))
+        #expect(upper.contains("RowMerger") && upper.contains("SyncSource") && upper.contains("LastWriterWins"), "\(upper.sorted())")
+        let pattern = "\\b(" + upper.sorted().joined(separator: "|") + ")\\b"
+        let tables = files.filter { $0.path.hasPrefix(core + "Store/Tables/") }
+        #expect(tables.count >= 9)
+        let named = try Self.offenders(pattern, in: tables, allowed: [])
+        #expect(named.isEmpty, "\(named.joined(separator: "\n"))")
+        // A connection is opened by the store (its own, its side connections, the data-version probe) and
+        // the SQLite layer only.
+        let opened = try Self.offenders(
+            #"\bConnection\((path|[a-z]+:)"#, in: files.filter { $0.path.hasPrefix(core) },
+            allowed: [core + "Store/CatalogStore.swift", core + "SQLite/"])
+        #expect(opened.isEmpty, "\(opened.joined(separator: "\n"))")
+        // The checks can fail: planted lines are found.
+        let planted: [(path: String, text: String)] = [
+            (
+                core + "Store/Tables/X.swift",
+                "var report: SyncReport\nlet merger = RowMerger(store)\nlet c = try Connection(path: path, mode: .readOnly)"
+            )
+        ]
+        #expect(try Self.offenders(pattern, in: planted, allowed: []).count == 2)
+        #expect(try Self.offenders(#"\bConnection\((path|[a-z]+:)"#, in: planted, allowed: [core + "SQLite/"]).count == 1)
+    }
 }

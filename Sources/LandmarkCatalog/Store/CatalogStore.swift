@@ -13,8 +13,9 @@ import Foundation
 /// let pages = try store.featuredLandmarks()
 /// ```
 public final class CatalogStore {
-    /// The connection; only the repository's own methods issue SQL.
-    package let connection: Connection
+    /// The connection; only the repository's own methods and the table modules (`Store/`) issue SQL
+    /// (`TableHomeTests` fails on a use elsewhere). Side connections: ``sideConnection(mode:busyTimeoutMilliseconds:)``.
+    let connection: Connection
     /// The database file path.
     public let path: String
     /// The wall clock stamps are drawn from (injected in tests).
@@ -171,6 +172,14 @@ public final class CatalogStore {
             }
             return try Connection(path: path, mode: .immutable, acceptDatabase: Migrator.refuseForeign)
         }
+    }
+
+    /// A connection of its own to this store's database, outside this store's transactions: the import's
+    /// pre-image reads the last committed state through one, the state digest's cache is written through
+    /// one. The only connections opened besides the store's own (and ``DataVersionProbe``'s).
+    /// - Throws: `SQLiteError` when it cannot be opened.
+    func sideConnection(mode: Connection.Mode, busyTimeoutMilliseconds: Int32 = 5000) throws -> Connection {
+        try Connection(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     }
 
     /// Why this user cannot open the database at `path` for writing, when the file system says so: a

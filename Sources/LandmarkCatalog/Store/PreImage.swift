@@ -14,8 +14,8 @@ final class PreImage {
     /// The scan ran off the end after a seek to this id: larger ids are absent.
     private var exhaustedAfter: Int64?
 
-    init(path: String) throws {
-        connection = try Connection(path: path, mode: .readOnly)
+    init(store: CatalogStore) throws {
+        connection = try store.sideConnection(mode: .readOnly)
         try connection.execute(sql: "PRAGMA cache_size = -8192")
         scan = try LandmarksTable.scanFromID(on: connection)
     }
