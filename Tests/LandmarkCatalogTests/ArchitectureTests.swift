@@ -79,4 +79,73 @@ struct TableHomeTests {
         #expect(try Self.offenders(#"\.connection(?![A-Za-z0-9_])"#, in: planted, allowed: core).count == 1)
         #expect(try Self.offenders(#"(^|[^A-Za-z0-9_.])connection\."#, in: planted, allowed: core).count == 1)
     }
+
+    /// `landmarks` SQL: a statement naming the table (`FROM landmarks`, `UPDATE landmarks`, …) or the
+    /// table's name passed to a statement builder.
+    static let landmarksSQL = #"\b(FROM|INTO|UPDATE|JOIN|TABLE)\s+landmarks\b|, "landmarks"[,)]|LandmarkColumn\.tableName"#
+
+    @Test("every statement on landmarks is in Store/Tables/LandmarksTable.swift")
+    func landmarksSQLHome() throws {
+        // The core's SQLite database and the CLI; LandmarkCatalogSync's `landmarks` is the hub's PostgreSQL
+        // table, whose statements live in Hub/HubSQL.swift.
+        let files = try Self.sources().filter { $0.path.hasPrefix("Sources/LandmarkCatalog/") || $0.path.hasPrefix("Sources/CatalogCLI/") }
+        let found = try Self.offenders(Self.landmarksSQL, in: files, allowed: ["Sources/LandmarkCatalog/Store/Tables/LandmarksTable.swift"])
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+        #expect(try Self.offenders(Self.landmarksSQL, in: files, allowed: []).count >= 10, "the table module's own statements are found")
+        // The check can fail: planted lines are found, the snapshot format's `landmarks` key is not.
+        let planted: [(path: String, text: String)] = [
+            (
+                "Sources/LandmarkCatalog/Store/Featured.swift",
+                """
+                let n = try connection.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 0")
+                try DeletedCounts.read(db, "landmarks")
+                w.key("landmarks")
+                """
+            )
+        ]
+        #expect(try Self.offenders(Self.landmarksSQL, in: planted, allowed: ["Sources/LandmarkCatalog/Store/Tables/LandmarksTable.swift"]).count == 2)
+    }
+
+    /// The names of the types declared in the files under `folder` (`struct`, `enum`, `class`, `protocol`,
+    /// `typealias`, nested ones included).
+    static func declaredTypes(under folder: String, in files: [(path: String, text: String)]) throws -> Set<String> {
+        let declaration = try Regex(#"\b(struct|enum|class|protocol|typealias|actor)\s+([A-Z][A-Za-z0-9_]*)"#)
+        var names: Set<String> = []
+        for file in files where file.path.hasPrefix(folder) {
+            for line in file.text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                for match in line.matches(of: declaration) {
+                    if let name = match.output[2].substring { names.insert(String(name)) }
+                }
+            }
+        }
+        return names
+    }
+
+    @Test("Store/Tables names no type of Sync/ or Merge/ (the tables sit below them), and only the store opens connections")
+    func tablesBelowSyncAndMerge() throws {
+        let files = try Self.sources()
+        let core = "Sources/LandmarkCatalog/"
+        let upper = try Self.declaredTypes(under: core + "Sync/", in: files).union(Self.declaredTypes(under: core + "Merge/", in: files))
+        #expect(upper.contains("RowMerger") && upper.contains("SyncSource") && upper.contains("LastWriterWins"), "\(upper.sorted())")
+        let pattern = "\\b(" + upper.sorted().joined(separator: "|") + ")\\b"
+        let tables = files.filter { $0.path.hasPrefix(core + "Store/Tables/") }
+        #expect(tables.count >= 9)
+        let named = try Self.offenders(pattern, in: tables, allowed: [])
+        #expect(named.isEmpty, "\(named.joined(separator: "\n"))")
+        // A connection is opened by the store (its own, its side connections, the data-version probe) and
+        // the SQLite layer only.
+        let opened = try Self.offenders(
+            #"\bConnection\((path|[a-z]+:)"#, in: files.filter { $0.path.hasPrefix(core) },
+            allowed: [core + "Store/CatalogStore.swift", core + "SQLite/"])
+        #expect(opened.isEmpty, "\(opened.joined(separator: "\n"))")
+        // The checks can fail: planted lines are found.
+        let planted: [(path: String, text: String)] = [
+            (
+                core + "Store/Tables/X.swift",
+                "var report: SyncReport\nlet merger = RowMerger(store)\nlet c = try Connection(path: path, mode: .readOnly)"
+            )
+        ]
+        #expect(try Self.offenders(pattern, in: planted, allowed: []).count == 2)
+        #expect(try Self.offenders(#"\bConnection\((path|[a-z]+:)"#, in: planted, allowed: [core + "SQLite/"]).count == 1)
+    }
 }

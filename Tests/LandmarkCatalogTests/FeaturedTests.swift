@@ -104,7 +104,7 @@ struct FeaturedTests {
     @Test("the featured query is served by the partial index (EXPLAIN QUERY PLAN)")
     func usesIndex() throws {
         let store = try CatalogStore.open(path: ":memory:")
-        let s = try store.connection.makeStatement(sql: "EXPLAIN QUERY PLAN " + CatalogStore.featuredSQL)
+        let s = try store.connection.makeStatement(sql: "EXPLAIN QUERY PLAN " + LandmarksTable.featuredSQL)
         var details: [String] = []
         while try s.step() { details.append(s.text(3) ?? "") }
         #expect(details == ["SCAN landmarks USING INDEX landmarks_featured"])

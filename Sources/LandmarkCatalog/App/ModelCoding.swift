@@ -9,30 +9,39 @@
 
 extension Landmark {
     /// Two landmarks are equal when every field is, kept unknown keys compared as JSON members whatever
-    /// their order (a `Decoder` gives them in its own order; the database keeps the file's).
+    /// their order (a `Decoder` gives them in its own order; the database keeps the file's). The fields
+    /// are those of `LandmarkColumn`'s table of fields.
     public static func == (a: Landmark, b: Landmark) -> Bool {
-        a.id == b.id && a.name == b.name && a.category == b.category && a.city == b.city && a.state == b.state
-            && a.park == b.park && a.description == b.description && a.imageName == b.imageName
-            && a.isFeatured == b.isFeatured && a.isFavorite == b.isFavorite && a.latitude == b.latitude
-            && a.longitude == b.longitude && (a.extraJSON == b.extraJSON || a.keptKeys.elementsEqual(b.keptKeys, by: ==))
+        for column in LandmarkColumn.contentColumns {
+            switch column.field {
+            case .id(let p): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .requiredText(let p): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .text(let p): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .bool(let p): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .coordinate(let p, _): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .extra(let p):
+                if a[keyPath: p] != b[keyPath: p] && !a.keptKeys.elementsEqual(b.keptKeys, by: ==) { return false }
+            case .stamp: continue
+            }
+        }
+        return true
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(id)
-        hasher.combine(name)
-        hasher.combine(category)
-        hasher.combine(city)
-        hasher.combine(state)
-        hasher.combine(park)
-        hasher.combine(description)
-        hasher.combine(imageName)
-        hasher.combine(isFeatured)
-        hasher.combine(isFavorite)
-        hasher.combine(latitude)
-        hasher.combine(longitude)
-        for kept in keptKeys {
-            hasher.combine(kept.key)
-            hasher.combine(kept.json)
+        for column in LandmarkColumn.contentColumns {
+            switch column.field {
+            case .id(let p): hasher.combine(self[keyPath: p])
+            case .requiredText(let p): hasher.combine(self[keyPath: p])
+            case .text(let p): hasher.combine(self[keyPath: p])
+            case .bool(let p): hasher.combine(self[keyPath: p])
+            case .coordinate(let p, _): hasher.combine(self[keyPath: p])
+            case .extra:
+                for kept in keptKeys {
+                    hasher.combine(kept.key)
+                    hasher.combine(kept.json)
+                }
+            case .stamp: continue
+            }
         }
     }
 
@@ -71,11 +80,7 @@ extension Landmark: Codable {
         guard let raw = batch.landmarks.first else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a valid landmark"))
         }
-        self.init(
-            id: raw.id, name: batch.text(raw, .name) ?? "", category: batch.text(raw, .category), city: batch.text(raw, .city),
-            state: batch.text(raw, .state), park: batch.text(raw, .park), description: batch.text(raw, .description),
-            imageName: batch.text(raw, .imageName), isFeatured: raw.isFeatured, isFavorite: raw.isFavorite,
-            latitude: raw.latitude, longitude: raw.longitude, extraJSON: raw.extraJSON)
+        self = batch.withView(raw) { Landmark(fields: $0) }
     }
 
     /// Encodes the object `catalog featured --json` prints for this landmark: every key of

@@ -170,7 +170,7 @@ struct ImportWriter {
     /// Writes every batch of `queue`; `shouldStop` is asked after each one (true throws `CancellationError`).
     mutating func run(queue: BatchQueue, shouldStop: () -> Bool = { false }, progress: (Int, Int64) -> Void) throws {
         let table = store.landmarkTable
-        let preImage = store.path == ":memory:" ? nil : try PreImage(path: store.path)
+        let preImage = store.path == ":memory:" ? nil : try PreImage(store: store)
         let tombstonesBefore = try table.tombstoneCount()
         let stamp = try store.peekLocalStamp()
         nextSeq = try store.lastChangeSequence() + 1

@@ -237,7 +237,7 @@ package struct LandmarkDecoder {
                     value = nil
                 }
                 record.mark(column)
-                if column == .isFeatured { record.isFeatured = value ?? false } else { record.isFavorite = value ?? false }
+                record.setFlag(column, value ?? false)
             case .stamp where mode == .snapshotRow:
                 try readStamp(column, reader, kind: kind, at: at, into: &record, index: index, id: id, batch: batch)
                 if column == .updatedMs { sawUpdatedAt = true }

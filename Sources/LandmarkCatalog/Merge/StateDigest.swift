@@ -117,7 +117,7 @@ extension CatalogStore {
         }
         if !cached && path != ":memory:" {
             // A cache only: a busy or read-only database just means computing it again next time.
-            MetaTable.storeCache(path: path, key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)")
+            storeCache(key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)")
         }
         return digest
     }

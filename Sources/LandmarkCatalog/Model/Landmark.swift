@@ -1,6 +1,8 @@
 /// One landmark as stored: the fields of Apple's `landmarkData.json` plus the keys this catalog did not
 /// recognise (kept, and written back on output). `Codable` in the `landmarkData.json` shape: see
-/// `App/ModelCoding.swift`.
+/// `App/ModelCoding.swift`. Every field is listed once, in `LandmarkColumn`'s table of fields, which
+/// the row decoder, `==`, `hash` and `Codable` walk: a new field is a migration, a case there and a
+/// property here (docs/architecture.md §5.5).
 public struct Landmark: Sendable, Hashable, Identifiable {
     /// The record's `id`: the key of upserts and merges (names may repeat).
     public var id: Int64
@@ -43,28 +45,22 @@ public struct Landmark: Sendable, Hashable, Identifiable {
         self.extraJSON = extraJSON
     }
 
-    /// The string property stored in text column `column`.
-    func text(_ column: LandmarkColumn) -> String? {
-        switch column {
-        case .name: return name
-        case .category: return category
-        case .city: return city
-        case .state: return state
-        case .park: return park
-        case .description: return description
-        case .imageName: return imageName
-        default: preconditionFailure("\(column) is not a text column")
+    /// The landmark `fields` hold (a row, a decoded record, another value), read column by column
+    /// through the table of fields (``LandmarkColumn/field``): the one decoder of every landmark shape.
+    init<F: LandmarkFields>(fields f: F) {
+        self.init(id: 0, name: "", latitude: 0, longitude: 0)
+        for column in LandmarkColumn.contentColumns {
+            switch column.field {
+            case .id(let p): self[keyPath: p] = f.int(column)
+            case .requiredText(let p): self[keyPath: p] = f.string(column) ?? ""
+            case .text(let p), .extra(let p): self[keyPath: p] = f.string(column)
+            case .bool(let p): self[keyPath: p] = f.int(column) != 0
+            case .coordinate(let p, _): self[keyPath: p] = f.double(column)
+            case .stamp: continue
+            }
         }
     }
 
     /// The landmark in the current row of `s`, which selects `LandmarkColumn.selectList`.
-    init(row s: Statement) {
-        self.init(
-            id: s.int(LandmarkColumn.id), name: s.text(LandmarkColumn.name) ?? "", category: s.text(LandmarkColumn.category),
-            city: s.text(LandmarkColumn.city), state: s.text(LandmarkColumn.state), park: s.text(LandmarkColumn.park),
-            description: s.text(LandmarkColumn.description), imageName: s.text(LandmarkColumn.imageName),
-            isFeatured: s.bool(LandmarkColumn.isFeatured), isFavorite: s.bool(LandmarkColumn.isFavorite),
-            latitude: s.double(LandmarkColumn.latitude), longitude: s.double(LandmarkColumn.longitude),
-            extraJSON: s.text(LandmarkColumn.extra))
-    }
+    init(row s: Statement) { self.init(fields: LandmarkRow(statement: s)) }
 }

@@ -9,6 +9,13 @@ package protocol LandmarkFields {
     func double(_ column: LandmarkColumn) -> Double
 }
 
+extension LandmarkFields {
+    /// Text column `column` (or `extra`) as a `String`, nil for NULL.
+    func string(_ column: LandmarkColumn) -> String? {
+        withText(column) { $0.map { String(decoding: $0, as: UTF8.self) } }
+    }
+}
+
 /// The landmark JSON shapes (one writer for all): keys sorted by their UTF-8 bytes, compact, kept
 /// unknown keys merged in key order.
 public enum LandmarkJSONShape: Sendable {
@@ -80,10 +87,10 @@ package enum LandmarkJSON {
             w.double(fields.double(.longitude))
             w.byte(0x7D)
         case .column(let c):
-            switch c {
-            case .id, .counter: w.int(fields.int(c))
-            case .isFeatured, .isFavorite, .deleted: w.bool(fields.int(c) != 0)
-            case .updatedMs: Timestamp.write(milliseconds: fields.int(c), to: &w)
+            switch (c.kind, c) {
+            case (.id, _), (.stamp, .counter): w.int(fields.int(c))
+            case (.bool, _), (.stamp, .deleted): w.bool(fields.int(c) != 0)
+            case (.stamp, .updatedMs): Timestamp.write(milliseconds: fields.int(c), to: &w)
             default:
                 fields.withText(c) { bytes in
                     if let bytes { w.string(utf8: bytes) } else if shape == .apple { w.raw("\"\"") } else { w.raw("null") }
@@ -162,7 +169,8 @@ package struct LandmarkRow: LandmarkFields {
     @inline(__always) package func double(_ column: LandmarkColumn) -> Double { statement.double(column) }
 }
 
-/// A ``Landmark`` value with an optional stamp (a tombstone flag included).
+/// A ``Landmark`` value with an optional stamp (a tombstone flag included), read through the table of
+/// fields (``LandmarkColumn/field``).
 struct LandmarkValue: LandmarkFields {
     var landmark: Landmark
     var stamp = HLCStamp(wallMilliseconds: 0, counter: 0, node: "")
@@ -170,26 +178,29 @@ struct LandmarkValue: LandmarkFields {
 
     func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T {
         var text: String?
-        switch column {
-        case .extra: text = landmark.extraJSON
-        case .node: text = stamp.node
-        default: text = landmark.text(column)
+        switch column.field {
+        case .requiredText(let p): text = landmark[keyPath: p]
+        case .text(let p), .extra(let p): text = landmark[keyPath: p]
+        case .stamp where column == .node: text = stamp.node
+        default: preconditionFailure("\(column) is not a text column")
         }
         guard var text else { return body(nil) }
         return text.withUTF8 { body($0) }
     }
     func int(_ column: LandmarkColumn) -> Int64 {
-        switch column {
-        case .id: return landmark.id
-        case .isFeatured: return landmark.isFeatured ? 1 : 0
-        case .isFavorite: return landmark.isFavorite ? 1 : 0
-        case .updatedMs: return stamp.wallMilliseconds
-        case .counter: return stamp.counter
-        case .deleted: return deleted ? 1 : 0
+        switch column.field {
+        case .id(let p): return landmark[keyPath: p]
+        case .bool(let p): return landmark[keyPath: p] ? 1 : 0
+        case .stamp where column == .updatedMs: return stamp.wallMilliseconds
+        case .stamp where column == .counter: return stamp.counter
+        case .stamp where column == .deleted: return deleted ? 1 : 0
         default: preconditionFailure("\(column) is not an integer column")
         }
     }
-    func double(_ column: LandmarkColumn) -> Double { column == .latitude ? landmark.latitude : landmark.longitude }
+    func double(_ column: LandmarkColumn) -> Double {
+        guard case .coordinate(let p, _) = column.field else { preconditionFailure("\(column) is not a coordinate column") }
+        return landmark[keyPath: p]
+    }
 }
 
 extension Landmark {

@@ -10,8 +10,8 @@ package struct RawLandmark {
     package var id: Int64 = 0
     /// Byte ranges in `RowBatch.bytes`: the text columns by `textSlot`, then the stamp's node.
     package var texts = TextRanges()
-    var isFeatured = false
-    var isFavorite = false
+    /// The boolean columns' values (bit ``LandmarkColumn/bit``, set for true).
+    var flags: UInt32 = 0
     var latitude = 0.0
     var longitude = 0.0
     /// Unknown keys as a compact JSON object text, or nil.
@@ -23,9 +23,23 @@ package struct RawLandmark {
     /// Set when this id already appeared in the file: the index of its first record.
     var duplicateOf: Int?
 
-    static func bit(_ column: LandmarkColumn) -> UInt32 { 1 << UInt32(column.rawValue) }
-    func has(_ column: LandmarkColumn) -> Bool { present & Self.bit(column) != 0 }
-    mutating func mark(_ column: LandmarkColumn) { present |= Self.bit(column) }
+    static func bit(_ column: LandmarkColumn) -> UInt32 { column.bit }
+    func has(_ column: LandmarkColumn) -> Bool { present & column.bit != 0 }
+    mutating func mark(_ column: LandmarkColumn) { present |= column.bit }
+
+    /// Boolean column `column`.
+    func flag(_ column: LandmarkColumn) -> Bool { flags & column.bit != 0 }
+    mutating func setFlag(_ column: LandmarkColumn, _ value: Bool) {
+        if value { flags |= column.bit } else { flags &= ~column.bit }
+    }
+    var isFeatured: Bool {
+        get { flag(.isFeatured) }
+        set { setFlag(.isFeatured, newValue) }
+    }
+    var isFavorite: Bool {
+        get { flag(.isFavorite) }
+        set { setFlag(.isFavorite, newValue) }
+    }
 }
 
 /// Byte ranges stored inline (no array allocation per record): one per text column, one for a node id.
@@ -172,12 +186,15 @@ struct RawLandmarkView: LandmarkFields {
     /// to a statement made from ``LandmarkColumn`` (an upsert); `extra`, the stamp and `seq` are the
     /// caller's (an import and a merge take them from different places).
     @inline(__always) func bindContent(to upsert: Statement) throws {
-        try upsert.bind(record.id, to: LandmarkColumn.id)
-        for column in LandmarkColumn.textColumns { try upsert.bindStatic(slot(column.textSlot), to: column) }
-        try upsert.bind(record.isFeatured, to: LandmarkColumn.isFeatured)
-        try upsert.bind(record.isFavorite, to: LandmarkColumn.isFavorite)
-        try upsert.bind(record.latitude, to: LandmarkColumn.latitude)
-        try upsert.bind(record.longitude, to: LandmarkColumn.longitude)
+        for column in LandmarkColumn.contentColumns {
+            switch column.kind {
+            case .id: try upsert.bind(record.id, to: column)
+            case .text: try upsert.bindStatic(slot(column.textSlot), to: column)
+            case .bool: try upsert.bind(record.flag(column), to: column)
+            case .coordinate: try upsert.bind(double(column), to: column)
+            case .extra, .stamp: continue
+            }
+        }
     }
 
     @inline(__always) func slot(_ i: Int) -> UnsafeBufferPointer<UInt8>? {
@@ -197,10 +214,9 @@ struct RawLandmarkView: LandmarkFields {
     }
 
     func int(_ column: LandmarkColumn) -> Int64 {
+        if column.kind == .bool { return record.flag(column) ? 1 : 0 }
         switch column {
         case .id: return record.id
-        case .isFeatured: return record.isFeatured ? 1 : 0
-        case .isFavorite: return record.isFavorite ? 1 : 0
         case .updatedMs: return record.updatedMs
         case .counter: return record.counter
         case .deleted: return record.deleted ? 1 : 0

@@ -77,7 +77,7 @@ extension CatalogStore {
     public func setPosition(user: String, to target: PositionTarget) throws -> CarouselPosition {
         let user = try UserID.normalize(user)
         return try write {
-            let featured = try featuredIDsInTransaction()
+            let featured = try landmarkTable.featuredIDs()
             let page: Int
             switch target {
             case .page(let p):
@@ -117,7 +117,7 @@ extension CatalogStore {
     public func position(user: String) throws -> CarouselPosition? {
         let user = try UserID.normalize(user)
         return try read {
-            let featured = try featuredIDsInTransaction()
+            let featured = try landmarkTable.featuredIDs()
             return try positionTable.live(user: user) { Self.resolvePosition($0, featured: featured) }
         }
     }
@@ -125,7 +125,7 @@ extension CatalogStore {
     /// Every live position, resolved, ordered by user id (byte order).
     public func positions() throws -> [CarouselPosition] {
         try read {
-            let featured = try featuredIDsInTransaction()
+            let featured = try landmarkTable.featuredIDs()
             let pages = Dictionary(uniqueKeysWithValues: featured.enumerated().map { ($1, $0) })
             var result: [CarouselPosition] = []
             try positionTable.forEachLive { s in

@@ -1,7 +1,20 @@
 /// The `landmarks` table, named once: the select list, the upserts, the JSON keys of every landmark
-/// shape (Apple's `landmarkData.json`, snapshot rows, canonical content) and the import decoder's key
-/// table are all generated from this enum. Adding a field means a migration, a case here and a property
-/// of ``Landmark``.
+/// shape (Apple's `landmarkData.json`, snapshot rows, canonical content), the import decoder's key
+/// table and every field of ``Landmark`` (its row decoder, `==`, `hash`, `Codable`) are all generated
+/// from this enum and its table of fields, ``field``.
+///
+/// **A new landmark field** (docs/architecture.md §5.5) is three edits, and nothing else:
+/// 1. a migration, `Migrations/NNNN_name.sql`: `ALTER TABLE landmarks ADD COLUMN name TEXT` (the column's
+///    SQL name is the case's name in snake case);
+/// 2. one case here, with its row in ``field`` (the switch is exhaustive: the compiler asks for it);
+/// 3. one property of ``Landmark`` (optional, or with a default, so `Landmark.init` keeps its shape).
+///
+/// Text and boolean fields need nothing more: the import, the store, `featured --json`, snapshots, the
+/// merge's content comparison and `JSONDecoder` / `JSONEncoder` all walk this table
+/// (`LandmarkFieldTests` round-trips every case; `scripts/new-field-trial` does the three edits for real).
+/// A new case may go anywhere in the list: every statement names its columns, the raw value is only
+/// the column's index in the generated select list, and the JSON keys are written sorted. Keep `id` and
+/// `name` first by convention.
 package enum LandmarkColumn: Int32, TableColumn {
     case id, name, category, city, state, park, description, imageName, isFeatured, isFavorite, latitude, longitude
     /// Unknown keys kept from the input, as a compact JSON object text (NULL when none).
@@ -20,7 +33,54 @@ package enum LandmarkColumn: Int32, TableColumn {
     /// Built once: these are read whenever a landmark statement is made.
     private static let sqlNames: [String] = allCases.map { snakeCased(String(describing: $0)) }
 
-    /// What a column holds, which decides how it is read, written and compared.
+    /// Where a column lives in a ``Landmark``, which also says what it holds and so how it is read,
+    /// written and compared.
+    enum Field {
+        /// The record's key, `Int64`.
+        case id(WritableKeyPath<Landmark, Int64>)
+        /// A required string, never empty (`name`).
+        case requiredText(WritableKeyPath<Landmark, String>)
+        /// A string that may be null.
+        case text(WritableKeyPath<Landmark, String?>)
+        case bool(WritableKeyPath<Landmark, Bool>)
+        /// Degrees, a finite double within ±limit, inside the `coordinates` object.
+        case coordinate(WritableKeyPath<Landmark, Double>, limit: Double)
+        /// The kept unknown keys (``Landmark/extraJSON``).
+        case extra(WritableKeyPath<Landmark, String?>)
+        /// A stamp or bookkeeping column, not part of a landmark's content (no property of ``Landmark``).
+        case stamp
+    }
+
+    /// The table of fields: each column's property in ``Landmark`` (or `.stamp`). A new field's row goes here.
+    private static func makeField(_ column: LandmarkColumn) -> Field {
+        switch column {
+        case .id: return .id(\.id)
+        case .name: return .requiredText(\.name)
+        case .category: return .text(\.category)
+        case .city: return .text(\.city)
+        case .state: return .text(\.state)
+        case .park: return .text(\.park)
+        case .description: return .text(\.description)
+        case .imageName: return .text(\.imageName)
+        case .isFeatured: return .bool(\.isFeatured)
+        case .isFavorite: return .bool(\.isFavorite)
+        case .latitude: return .coordinate(\.latitude, limit: 90)
+        case .longitude: return .coordinate(\.longitude, limit: 180)
+        case .extra: return .extra(\.extraJSON)
+        case .updatedMs, .counter, .node, .deleted, .seq: return .stamp
+        }
+    }
+
+    /// This column's row in the table of fields.
+    var field: Field { Self.fields[Int(rawValue)] }
+
+    // Key path literals of a struct's stored properties are immutable and thread-safe to share.
+    nonisolated(unsafe) private static let fields: [Field] = allCases.map(makeField)
+
+    /// The content columns (every column with a property in ``Landmark``), in declaration order.
+    static let contentColumns: [LandmarkColumn] = allCases.filter { $0.kind != .stamp }
+
+    /// What a column holds, which decides how it is read, written and compared (from ``field``).
     enum Kind: Equatable {
         case id
         /// A string; `name` is required and never empty, the others may be null.
@@ -33,18 +93,22 @@ package enum LandmarkColumn: Int32, TableColumn {
         case stamp
     }
 
-    var kind: Kind {
-        switch self {
+    var kind: Kind { Self.kinds[Int(rawValue)] }
+
+    private static let kinds: [Kind] = allCases.map { c in
+        switch c.field {
         case .id: return .id
-        case .name: return .text(required: true)
-        case .category, .city, .state, .park, .description, .imageName: return .text(required: false)
-        case .isFeatured, .isFavorite: return .bool
-        case .latitude: return .coordinate(limit: 90)
-        case .longitude: return .coordinate(limit: 180)
+        case .requiredText: return .text(required: true)
+        case .text: return .text(required: false)
+        case .bool: return .bool
+        case .coordinate(_, let limit): return .coordinate(limit: limit)
         case .extra: return .extra
-        case .updatedMs, .counter, .node, .deleted, .seq: return .stamp
+        case .stamp: return .stamp
         }
     }
+
+    /// The bit of this column in a presence mask (`RawLandmark.present`, the import upsert's mask).
+    var bit: UInt32 { 1 << UInt32(rawValue) }
 
     /// The JSON key (in `landmarkData.json`, or for stamps in snapshot rows); nil for `extra` and `seq`.
     var jsonKey: String? { Self.jsonKeys[Int(rawValue)] }
@@ -59,6 +123,9 @@ package enum LandmarkColumn: Int32, TableColumn {
 
     /// The text columns, in the order of ``RawLandmark``'s byte ranges (`textSlot`).
     static let textColumns: [LandmarkColumn] = allCases.filter { if case .text = $0.kind { return true } else { return false } }
+
+    /// The boolean columns.
+    static let boolColumns: [LandmarkColumn] = allCases.filter { $0.kind == .bool }
 
     /// The index of a text column in ``textColumns``.
     @inline(__always) var textSlot: Int {

@@ -13,8 +13,9 @@ import Foundation
 /// let pages = try store.featuredLandmarks()
 /// ```
 public final class CatalogStore {
-    /// The connection; only the repository's own methods issue SQL.
-    package let connection: Connection
+    /// The connection; only the repository's own methods and the table modules (`Store/`) issue SQL
+    /// (`TableHomeTests` fails on a use elsewhere). Side connections: ``sideConnection(mode:busyTimeoutMilliseconds:)``.
+    let connection: Connection
     /// The database file path.
     public let path: String
     /// The wall clock stamps are drawn from (injected in tests).
@@ -173,6 +174,14 @@ public final class CatalogStore {
         }
     }
 
+    /// A connection of its own to this store's database, outside this store's transactions: the import's
+    /// pre-image reads the last committed state through one, the state digest's cache is written through
+    /// one. The only connections opened besides the store's own (and ``DataVersionProbe``'s).
+    /// - Throws: `SQLiteError` when it cannot be opened.
+    func sideConnection(mode: Connection.Mode, busyTimeoutMilliseconds: Int32 = 5000) throws -> Connection {
+        try Connection(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
     /// Why this user cannot open the database at `path` for writing, when the file system says so: a
     /// read-only mount, or a file or directory this user may not write (SQLite creates `<path>-wal` and
     /// `<path>-shm` beside the database). Nil when neither applies.
@@ -328,7 +337,7 @@ public final class CatalogStore {
     /// The largest change sequence number in use (0 for an empty database): every row change takes
     /// the next one (docs/merge-rules.md §7). Read from the two `seq` indexes, so it costs two B-tree descents.
     package func lastChangeSequence() throws -> Int64 {
-        try connection.scalarInt(sql: "SELECT max(coalesce((SELECT max(seq) FROM landmarks), 0), coalesce((SELECT max(seq) FROM positions), 0))") ?? 0
+        max(try landmarkTable.maxSeq(), try positionTable.maxSeq())
     }
 
     /// The change sequence's high-water mark, for `status` and publishing.

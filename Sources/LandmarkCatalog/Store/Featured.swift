@@ -1,6 +1,4 @@
 extension CatalogStore {
-    static let featuredSQL = "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id"
-
     /// The featured landmarks in `id` order: the carousel's pages, page 0 first. Served from the partial
     /// index `landmarks_featured` (no table scan, no sort).
     public func featuredLandmarks() throws -> [Landmark] {
@@ -12,7 +10,7 @@ extension CatalogStore {
     /// Calls `body` with each featured landmark in `id` order, without holding them all in memory.
     public func forEachFeaturedLandmark(_ body: (Landmark) throws -> Void) throws {
         try read {
-            try connection.forEachRow(sql: Self.featuredSQL) { try body(Landmark(row: $0)) }
+            try landmarkTable.forEachFeatured { try body(Landmark(row: $0)) }
         }
     }
 
@@ -26,7 +24,7 @@ extension CatalogStore {
     public func writeFeaturedJSON(to writer: inout JSONWriter, flush: (inout JSONWriter) throws -> Void) throws -> Int {
         var count = 0
         try read {
-            try connection.forEachRow(sql: Self.featuredSQL) { s in
+            try landmarkTable.forEachFeatured { s in
                 if count > 0 { writer.byte(0x2C) }
                 count += 1
                 LandmarkJSON.write(LandmarkRow(statement: s), shape: .apple, to: &writer)
@@ -38,32 +36,16 @@ extension CatalogStore {
 
     /// The ids of the featured landmarks, in page order.
     public func featuredIDs() throws -> [Int64] {
-        try read { try featuredIDsInTransaction() }
-    }
-
-    func featuredIDsInTransaction() throws -> [Int64] {
-        var ids: [Int64] = []
-        try connection.forEachRow(sql: "SELECT id FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id") {
-            ids.append($0.int(LandmarkColumn.id))
-        }
-        return ids
+        try read { try landmarkTable.featuredIDs() }
     }
 
     /// One live landmark by id, or nil (absent or a tombstone).
     public func landmark(id: Int64) throws -> Landmark? {
-        try read {
-            try connection.firstRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ? AND deleted = 0", [.integer(id)]) {
-                Landmark(row: $0)
-            }
-        }
+        try read { try landmarkTable.live(id: id) }
     }
 
     /// Counts of live and tombstoned landmarks.
     public func landmarkCounts() throws -> (live: Int, tombstones: Int) {
-        try read {
-            let live = try connection.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 0") ?? 0
-            let dead = try connection.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0
-            return (Int(live), Int(dead))
-        }
+        try read { (try landmarkTable.liveCount(), try landmarkTable.tombstoneCount()) }
     }
 }

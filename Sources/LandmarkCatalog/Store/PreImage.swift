@@ -14,10 +14,10 @@ final class PreImage {
     /// The scan ran off the end after a seek to this id: larger ids are absent.
     private var exhaustedAfter: Int64?
 
-    init(path: String) throws {
-        connection = try Connection(path: path, mode: .readOnly)
+    init(store: CatalogStore) throws {
+        connection = try store.sideConnection(mode: .readOnly)
         try connection.execute(sql: "PRAGMA cache_size = -8192")
-        scan = try connection.makeStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id >= ? ORDER BY id")
+        scan = try LandmarksTable.scanFromID(on: connection)
     }
 
     deinit { scan.reset() }
@@ -60,8 +60,7 @@ final class PreImage {
     func matches(_ record: RawLandmark, in batch: RowBatch) -> Bool {
         if scan.bool(LandmarkColumn.deleted) || record.has(.extra) { return false }
         guard scan.double(LandmarkColumn.latitude) == record.latitude, scan.double(LandmarkColumn.longitude) == record.longitude else { return false }
-        if record.has(.isFeatured), scan.bool(LandmarkColumn.isFeatured) != record.isFeatured { return false }
-        if record.has(.isFavorite), scan.bool(LandmarkColumn.isFavorite) != record.isFavorite { return false }
+        for column in LandmarkColumn.boolColumns where record.has(column) && scan.bool(column) != record.flag(column) { return false }
         return batch.withView(record) { view in
             for column in LandmarkColumn.textColumns where column == .name || record.has(column) {
                 guard Self.equal(view.slot(column.textSlot), scan.textBytes(column)) else { return false }

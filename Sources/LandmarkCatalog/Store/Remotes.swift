@@ -102,3 +102,9 @@ extension CatalogStore {
         }
     }
 }
+
+extension Remote {
+    /// The key its source has in `sync_sources`, `status` and the ledger (an absolute path, a URL without
+    /// its password), or nil for a URL this binary cannot parse.
+    static func sourceKey(url: String) -> String? { try? SourceLocator.parse(url).description }
+}

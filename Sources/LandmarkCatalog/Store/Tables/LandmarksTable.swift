@@ -1,8 +1,44 @@
-/// The statements on `landmarks` that the merge, the import and the hub's push run (the column map is
-/// ``LandmarkColumn``; the reads `featured`, `landmark(id:)` and snapshots run are in `Store/Featured.swift`
-/// and `Snapshot/`). Feature code asks for what it needs here, by intent, and never holds the connection.
+/// Every statement on `landmarks` (the column map is ``LandmarkColumn``): the reads of `featured`,
+/// `landmark(id:)`, snapshots and the import's pre-image, and the statements the merge, the import and
+/// the hub's push run. Feature code asks for what it needs here, by intent, and never holds the
+/// connection; `TableHomeTests` fails on `landmarks` SQL anywhere else.
 package struct LandmarksTable {
     let db: Connection
+
+    /// The featured landmarks in id order (the carousel's pages), each row passed to `body` (selecting
+    /// ``LandmarkColumn/selectList``). Served from the partial index `landmarks_featured` (no table scan,
+    /// no sort).
+    func forEachFeatured(_ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(sql: Self.featuredSQL, [], body)
+    }
+
+    static let featuredSQL = "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id"
+
+    /// The ids of the featured landmarks, in page order.
+    func featuredIDs() throws -> [Int64] {
+        var ids: [Int64] = []
+        try db.forEachRow(sql: "SELECT id FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id") { ids.append($0.int(0)) }
+        return ids
+    }
+
+    /// Live landmark `id`, or nil (absent or a tombstone).
+    func live(id: Int64) throws -> Landmark? {
+        try db.firstRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ? AND deleted = 0", [.integer(id)]) {
+            Landmark(row: $0)
+        }
+    }
+
+    /// How many live landmarks are stored.
+    func liveCount() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 0") ?? 0) }
+
+    /// The largest change sequence number of a landmark row (0 when none), from the `seq` index.
+    func maxSeq() throws -> Int64 { try db.scalarInt(sql: "SELECT max(seq) FROM landmarks") ?? 0 }
+
+    /// A statement on `db` (another connection's, the import's pre-image) that reads every row from the
+    /// id bound at 1 upward, in id order, selecting ``LandmarkColumn/selectList``.
+    static func scanFromID(on db: Connection) throws -> Statement {
+        try db.makeStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id >= ? ORDER BY id")
+    }
 
     /// The largest landmark id stored, tombstones included; nil when there is none.
     func maxID() throws -> Int64? { try db.scalarInt(sql: "SELECT max(id) FROM landmarks") }
@@ -59,12 +95,12 @@ package struct LandmarksTable {
         let mask = "?\(presentParameter)"
         func cleared(_ c: LandmarkColumn) -> String { c.kind == .bool ? "0" : "NULL" }
         let keep = LandmarkColumn.optionalContent.map { c in
-            "\(c.sqlName) = CASE WHEN \(mask) & \(RawLandmark.bit(c)) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(cleared(c)) ELSE landmarks.\(c.sqlName) END"
+            "\(c.sqlName) = CASE WHEN \(mask) & \(c.bit) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(cleared(c)) ELSE landmarks.\(c.sqlName) END"
         }
         let always: [LandmarkColumn] = LandmarkColumn.allCases.filter { $0 != .id && !LandmarkColumn.optionalContent.contains($0) }
         let differs =
             always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
-            + LandmarkColumn.optionalContent.map { "(\(mask) & \(RawLandmark.bit($0)) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
+            + LandmarkColumn.optionalContent.map { "(\(mask) & \($0.bit) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
         return """
             \(LandmarkColumn.insertAllSQL)
             ON CONFLICT (id) DO UPDATE SET

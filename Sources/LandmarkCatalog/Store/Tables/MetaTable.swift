@@ -32,15 +32,16 @@ package struct MetaTable {
         try db.execute(sql: "UPDATE hlc_clock SET wall_ms = ?, counter = ? WHERE id = 1", [.integer(clock.wall), .integer(clock.counter)])
     }
 
-    /// Writes a cached value through a connection of its own that waits at most 100 ms, outside any
-    /// transaction of the store's; a busy or read-only database leaves the cache as it was.
-    static func storeCache(path: String, key: String, value: String) {
-        let cache = try? Connection(path: path, mode: access(path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
-        try? cache.map { try MetaTable(db: $0).set(key, value) }
-    }
 }
 
 extension CatalogStore {
     /// `catalog_meta`'s statements on this store's connection.
     package var metaTable: MetaTable { MetaTable(db: connection) }
+
+    /// Writes a cached value to `catalog_meta` through a side connection that waits at most 100 ms,
+    /// outside any transaction of this store's; a busy or read-only database leaves the cache as it was.
+    func storeCache(key: String, value: String) {
+        let cache = try? sideConnection(mode: access(path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
+        try? cache.map { try MetaTable(db: $0).set(key, value) }
+    }
 }

@@ -4,6 +4,9 @@
 package struct PositionsTable {
     let db: Connection
 
+    /// The largest change sequence number of a position row (0 when none), from the `seq` index.
+    func maxSeq() throws -> Int64 { try db.scalarInt(sql: "SELECT max(seq) FROM positions") ?? 0 }
+
     /// Live positions and tombstones.
     func counts() throws -> (live: Int, tombstones: Int) { try DeletedCounts.read(db, "positions") }
 

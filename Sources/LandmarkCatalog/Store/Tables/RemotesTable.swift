@@ -11,10 +11,6 @@ public struct Remote: Sendable, Equatable {
     public var trustedKeys: [String] = []
     /// The kinds of rows it may write.
     public var allow: WriteGrant = .all
-
-    /// The key its source has in `sync_sources`, `status` and the ledger (an absolute path, a URL without
-    /// its password), or nil for a URL this binary cannot parse.
-    static func sourceKey(url: String) -> String? { try? SourceLocator.parse(url).description }
 }
 
 /// The kinds of rows a source may write (`remote add --allow`, docs/trust.md §4). Rows of another kind are
