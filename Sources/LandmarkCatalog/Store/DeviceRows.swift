@@ -84,10 +84,7 @@ extension CatalogStore {
         try read {
             var page = DeviceRowsPage()
             var w = JSONWriter(reservingCapacity: 1 << 14)
-            try connection.forEachRow(
-                sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE seq > ? ORDER BY seq LIMIT ?",
-                [.integer(after), .integer(Int64(limit) + 1)]
-            ) { s in
+            try landmarkTable.forEachChanged(after: after, limit: limit + 1) { s in
                 if page.count == limit {
                     page.more = true
                     return
@@ -112,10 +109,7 @@ extension CatalogStore {
             try connection.forEachRow(sql: "SELECT user_id FROM positions WHERE seq > ? AND seq <= ?", [.integer(after), .integer(high)]) {
                 user($0.text(PositionColumn.userID) ?? "")
             }
-            let landmarks =
-                try connection.scalarInt(
-                    sql: "SELECT count(*) FROM (SELECT 1 FROM landmarks WHERE seq > ? AND seq <= ? LIMIT 1)", [.integer(after), .integer(high)]) ?? 0
-            return (landmarks > 0, high)
+            return (try landmarkTable.anyChanged(after: after, through: high), high)
         }
     }
 

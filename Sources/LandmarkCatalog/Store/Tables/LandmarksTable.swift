@@ -32,6 +32,23 @@ package struct LandmarksTable {
     func liveCount() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 0") ?? 0) }
 
     /// The largest change sequence number of a landmark row (0 when none), from the `seq` index.
+    /// The rows (tombstones included) whose change sequence is after `after`, in that order, at most
+    /// `limit`, each passed to `body` (selecting ``LandmarkColumn/selectList``): the device protocol's reads
+    /// (docs/protocol.md §4), served from the `landmarks_seq` index.
+    func forEachChanged(after: Int64, limit: Int, _ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE seq > ? ORDER BY seq LIMIT ?",
+            [.integer(after), .integer(Int64(limit))], body)
+    }
+
+    /// Whether any row changed in `after + 1 ... through` (one index probe): wakes landmark long-polls.
+    func anyChanged(after: Int64, through: Int64) throws -> Bool {
+        let n = try db.scalarInt(
+            sql: "SELECT count(*) FROM (SELECT 1 FROM landmarks WHERE seq > ? AND seq <= ? LIMIT 1)",
+            [.integer(after), .integer(through)])
+        return (n ?? 0) > 0
+    }
+
     func maxSeq() throws -> Int64 { try db.scalarInt(sql: "SELECT max(seq) FROM landmarks") ?? 0 }
 
     /// A statement on `db` (another connection's, the import's pre-image) that reads every row from the
