@@ -42,7 +42,7 @@ final class SyncLock {
             }
             throw CatalogError(
                 .tempFail, "another sync is running on this database (\(holder)), \(path)",
-                hint: "it exits 75 so cron retries at the next run; nothing was changed")
+                hint: "it exits 75 so cron retries at the next run; nothing was changed", reason: .syncInProgress)
         }
         let holder =
             "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\(following ? ", following" : "")\n"
