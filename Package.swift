@@ -3,11 +3,14 @@ import PackageDescription
 
 let package = Package(
     name: "LandmarkCatalog",
+    // CarouselModel is @Observable (Observation: iOS 17, macOS 14). Linux needs no entry.
+    platforms: [.iOS(.v17), .macOS(.v14)],
     products: [
         // The core an app links: model, store, positions, merge, snapshots and logs on local files,
-        // observation. SQLite and libcrypto only.
+        // observation. SQLite only (SHA-256 from CryptoKit; from libcrypto on Linux).
         .library(name: "LandmarkCatalog", targets: ["LandmarkCatalog"]),
-        // Adds the HTTP (libcurl) and PostgreSQL hub (libpq) sources; call `NetworkSources.register()`.
+        // Adds the HTTP (libcurl) and PostgreSQL hub (libpq) sources, live sync (`sync --follow`) and
+        // signed logs (Ed25519 over libcrypto); call `NetworkSources.register()`.
         .library(name: "LandmarkCatalogSync", targets: ["LandmarkCatalogSync"]),
         .executable(name: "catalog", targets: ["catalog"]),
     ],
@@ -30,7 +33,8 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
         ),
-        // OpenSSL's libcrypto (Debian: libssl-dev), for SHA-256.
+        // OpenSSL's libcrypto (Debian: libssl-dev): the core's SHA-256 on Linux (CryptoKit elsewhere) and
+        // the sync library's Ed25519 and BLAKE2b.
         .systemLibrary(
             name: "CCrypto",
             pkgConfig: "libcrypto",
@@ -58,13 +62,13 @@ let package = Package(
         ),
         .target(
             name: "LandmarkCatalog",
-            dependencies: ["CSQLite", "CCrypto"],
+            dependencies: ["CSQLite", .target(name: "CCrypto", condition: .when(platforms: [.linux]))],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
             plugins: ["EmbedMigrations"]
         ),
         .target(
             name: "LandmarkCatalogSync",
-            dependencies: ["LandmarkCatalog", "CLibPQ", "CCurl"],
+            dependencies: ["LandmarkCatalog", "CLibPQ", "CCurl", "CCrypto"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")],
             plugins: ["EmbedMigrations"]
         ),

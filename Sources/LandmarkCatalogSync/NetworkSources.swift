@@ -12,10 +12,12 @@ import LandmarkCatalog
 /// NetworkSources.register()
 /// ```
 public enum NetworkSources {
-    /// Registers the HTTP(S) and PostgreSQL hub source kinds (idempotent, thread-safe).
+    /// Registers the HTTP(S) and PostgreSQL hub source kinds, and the signature algorithms (Ed25519,
+    /// BLAKE2b-512) that check a signed snapshot log (docs/trust.md §3); idempotent, thread-safe.
     public static func register() {
         SourceKinds.register(HTTPSourceKind())
         SourceKinds.register(HubSourceKind())
+        SignatureAlgorithms.register(LibcryptoMinisignAlgorithms())
     }
 }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @_spi(Testing) import LandmarkCatalog
+@_spi(Testing) import LandmarkCatalogSync
 
 extension CatalogCLI {
     /// `--interval` goes with `--follow`; `--follow` does not go with `--dry-run`.

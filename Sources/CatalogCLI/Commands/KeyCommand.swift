@@ -1,5 +1,6 @@
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 extension CatalogCLI {
     enum TrustOptionsTable {

@@ -1,5 +1,6 @@
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 /// Where the CLI writes: standard output for data, standard error for diagnostics. Taken as parameters so
 /// tests run commands in-process and read what they printed.

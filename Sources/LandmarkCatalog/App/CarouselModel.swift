@@ -82,8 +82,8 @@ public final class CarouselModel {
                 } catch {
                     guard let self else { return }
                     self.lastError = error
-                    if let error = error as? CatalogError, error.message.hasPrefix("the catalog was closed") { return }
-                    if let error = error as? CatalogError, error.kind == .usage, (try? UserID.normalize(user)) == nil { return }
+                    // Retrying cannot help a closed catalog or an invalid user id.
+                    if let error = error as? CatalogError, error.reason == .closed || error.reason == .invalidUser { return }
                 }
                 try? await Task.sleep(for: .seconds(backoff))
                 backoff = min(backoff * 2, 5)
@@ -151,7 +151,7 @@ public final class CarouselModel {
             var result: Result<CarouselPosition, any Error>
             do {
                 result = .success(try await catalog.setPosition(user: user, to: anchor.landmark.map(PositionTarget.landmark) ?? .page(anchor.page)))
-            } catch let error as CatalogError where error.kind == .usage && anchor.landmark != nil {
+            } catch let error as CatalogError where error.reason == .notFeatured && anchor.landmark != nil {
                 // The landmark stopped being featured meanwhile: store the page, as a tap on it would.
                 do { result = .success(try await catalog.setPosition(user: user, to: .page(anchor.page))) } catch { result = .failure(error) }
             } catch {

@@ -93,7 +93,7 @@ public final class Catalog: Sendable {
 
     private func checkOpen() throws {
         if closed.withLock({ $0 }) {
-            throw CatalogError(.usage, "the catalog was closed, \(path)", hint: "open a new Catalog")
+            throw CatalogError(.usage, "the catalog was closed, \(path)", hint: "open a new Catalog", reason: .closed)
         }
     }
 
@@ -412,7 +412,7 @@ final class ReaderPool: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            if isClosed { throw CatalogError(.usage, "the catalog was closed", hint: "open a new Catalog") }
+            if isClosed { throw CatalogError(.usage, "the catalog was closed", hint: "open a new Catalog", reason: .closed) }
             if let last = idle.popLast() { return (last.store, last.identity) }
             if open < limit {
                 open += 1

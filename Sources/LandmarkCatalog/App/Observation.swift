@@ -181,7 +181,7 @@ final class ChangeMonitor: @unchecked Sendable {
                 condition.lock()
                 defer { condition.unlock() }
                 if isClosed {
-                    continuation.resume(throwing: CatalogError(.usage, "the catalog was closed, \(path)"))
+                    continuation.resume(throwing: CatalogError(.usage, "the catalog was closed, \(path)", reason: .closed))
                 } else if generation > seen {
                     continuation.resume(returning: generation)
                 } else if Task.isCancelled {
@@ -217,7 +217,7 @@ final class ChangeMonitor: @unchecked Sendable {
         isClosed = true
         probe = nil
         for continuation in waiters.values {
-            continuation.resume(throwing: CatalogError(.usage, "the catalog was closed, \(path)"))
+            continuation.resume(throwing: CatalogError(.usage, "the catalog was closed, \(path)", reason: .closed))
         }
         waiters.removeAll()
         condition.broadcast()

@@ -1,11 +1,17 @@
-internal import CCrypto
+#if canImport(CryptoKit)
+    import CryptoKit
+#elseif os(Linux)
+    internal import CCrypto
+#endif
 
-/// A streaming SHA-256 hasher (FIPS 180-4) over OpenSSL's EVP digest API (`EVP_DigestInit_ex`,
-/// `EVP_DigestUpdate`, `EVP_DigestFinal_ex`; https://www.openssl.org/docs/man3.0/man3/EVP_DigestInit.html).
+/// A streaming SHA-256 hasher (FIPS 180-4): the one hash the core computes (a snapshot log's files, the
+/// state digest). On Apple platforms it is CryptoKit's `SHA256`; on Linux, OpenSSL's EVP digest API
+/// (`EVP_DigestInit_ex`, `EVP_DigestUpdate`, `EVP_DigestFinal_ex`;
+/// https://www.openssl.org/docs/man3.0/man3/EVP_DigestInit.html). No hash is written here.
 ///
-/// Bytes go to libcrypto a buffer at a time (no per-byte Swift work), so hashing runs at OpenSSL's speed,
-/// with the CPU's SHA extensions where it has them. The value owns its OpenSSL context, so it cannot be
-/// copied; it is not `Sendable` (use one hasher per thread).
+/// Bytes go to the library a buffer at a time (no per-byte Swift work), with the CPU's SHA extensions
+/// where it has them. The value owns its context, so it cannot be copied; it is not `Sendable` (use one
+/// hasher per thread).
 ///
 /// ```swift
 /// var hasher = SHA256()
@@ -16,45 +22,66 @@ package struct SHA256: ~Copyable {
     /// Length of a digest in bytes.
     static let byteCount = 32
 
-    /// The `EVP_MD_CTX *`, freed by `deinit`.
-    private let context: OpaquePointer
+    #if canImport(CryptoKit)
+        private var hasher = CryptoKit.SHA256()
 
-    /// A hasher with nothing hashed yet. Traps if OpenSSL cannot allocate or initialise a context
-    /// (out of memory, or a crypto policy without SHA-256): nothing sensible can continue then.
-    package init() {
-        guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
-        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
-            EVP_MD_CTX_free(context)
-            preconditionFailure("EVP_DigestInit_ex(SHA-256) failed")
+        /// A hasher with nothing hashed yet.
+        package init() {}
+
+        /// Adds the bytes of `buffer` to the hashed input.
+        package mutating func update(_ buffer: UnsafeRawBufferPointer) {
+            guard buffer.count > 0 else { return }
+            hasher.update(bufferPointer: buffer)
         }
-        self.context = context
-    }
 
-    deinit { EVP_MD_CTX_free(context) }
+        /// The digest (32 bytes) of everything added so far. The hasher is left as it was: more bytes can
+        /// be added and `finalize()` called again for the digest of the longer input.
+        package func finalize() -> [UInt8] {
+            Array(hasher.finalize())
+        }
+    #elseif os(Linux)
+        /// The `EVP_MD_CTX *`, freed by `deinit`.
+        private let context: OpaquePointer
 
-    /// Adds the bytes of `buffer` to the hashed input.
-    package mutating func update(_ buffer: UnsafeRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        let ok = EVP_DigestUpdate(context, base, buffer.count)
-        precondition(ok == 1, "EVP_DigestUpdate failed")
-    }
+        /// A hasher with nothing hashed yet. Traps if OpenSSL cannot allocate or initialise a context
+        /// (out of memory, or a crypto policy without SHA-256): nothing sensible can continue then.
+        package init() {
+            guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
+            guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+                EVP_MD_CTX_free(context)
+                preconditionFailure("EVP_DigestInit_ex(SHA-256) failed")
+            }
+            self.context = context
+        }
+
+        deinit { EVP_MD_CTX_free(context) }
+
+        /// Adds the bytes of `buffer` to the hashed input.
+        package mutating func update(_ buffer: UnsafeRawBufferPointer) {
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+            let ok = EVP_DigestUpdate(context, base, buffer.count)
+            precondition(ok == 1, "EVP_DigestUpdate failed")
+        }
+
+        /// The digest (32 bytes) of everything added so far. The hasher is left as it was: more bytes can
+        /// be added and `finalize()` called again for the digest of the longer input.
+        package func finalize() -> [UInt8] {
+            guard let copy = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
+            defer { EVP_MD_CTX_free(copy) }
+            precondition(EVP_MD_CTX_copy_ex(copy, context) == 1, "EVP_MD_CTX_copy_ex failed")
+            var digest = [UInt8](repeating: 0, count: Self.byteCount)
+            var length: UInt32 = 0
+            let ok = digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(copy, $0.baseAddress, &length) }
+            precondition(ok == 1 && length == UInt32(Self.byteCount), "EVP_DigestFinal_ex failed")
+            return digest
+        }
+    #else
+        #error("SHA-256 needs CryptoKit (Apple platforms) or libcrypto (Linux)")
+    #endif
 
     /// Adds `bytes` to the hashed input.
     mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { update($0) }
-    }
-
-    /// The digest (32 bytes) of everything added so far. The hasher is left as it was: more bytes can be
-    /// added and `finalize()` called again for the digest of the longer input.
-    package func finalize() -> [UInt8] {
-        guard let copy = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
-        defer { EVP_MD_CTX_free(copy) }
-        precondition(EVP_MD_CTX_copy_ex(copy, context) == 1, "EVP_MD_CTX_copy_ex failed")
-        var digest = [UInt8](repeating: 0, count: Self.byteCount)
-        var length: UInt32 = 0
-        let ok = digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(copy, $0.baseAddress, &length) }
-        precondition(ok == 1 && length == UInt32(Self.byteCount), "EVP_DigestFinal_ex failed")
-        return digest
     }
 
     /// The SHA-256 digest (32 bytes) of `bytes`.

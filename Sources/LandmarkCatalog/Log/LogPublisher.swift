@@ -13,7 +13,7 @@ public struct PublishOptions: Sendable {
     /// the manifest a peer fetches on every run stays small.
     public var maxDeltas = 32
     /// `--sign FILE`: sign each manifest with this key (`manifest.json.minisig`, docs/trust.md §2).
-    package var signingKey: MinisignSecretKey?
+    package var signingKey: (any LogSigningKey)?
 
     public init() {}
 }

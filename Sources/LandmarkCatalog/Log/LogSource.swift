@@ -59,6 +59,14 @@ package struct LogReader {
     ///   signature's authentic trusted comment names another version than this manifest (then it surely is).
     func untrusted(_ manifest: [UInt8]) throws -> (error: CatalogError, race: Bool, otherVersion: Bool)? {
         guard !trusted.isEmpty else { return nil }
+        guard SignatureAlgorithms.registered != nil else {
+            // The core links no signature algorithm (MinisignFormat.swift): refusing is the safe answer.
+            return (
+                CatalogError(
+                    .untrusted, "this source must be signed, and this program cannot check signatures; nothing merged, \(fetcher.manifestName)",
+                    hint: "link LandmarkCatalogSync and call NetworkSources.register() before syncing"), false, false
+            )
+        }
         let trustedIDs = trusted.map(\.id).joined(separator: ", ")
         let trustedText = trusted.count == 1 ? "the trusted key \(trustedIDs)" : "one of the trusted keys \(trustedIDs)"
         let source = fetcher.manifestName

@@ -26,7 +26,7 @@ public struct MergeCounts: Sendable, Equatable {
     /// All rows applied.
     public var applied: Int { landmarksApplied + positionsApplied }
 
-    static func + (a: MergeCounts, b: MergeCounts) -> MergeCounts {
+    package static func + (a: MergeCounts, b: MergeCounts) -> MergeCounts {
         var c = a
         for field in fields { c[keyPath: field.keyPath] += b[keyPath: field.keyPath] }
         return c

@@ -26,6 +26,11 @@ public struct SourceReport: Sendable {
     /// pushed: no local changes, `--dry-run`, or the hub failed first). A push commits before the pull,
     /// so a source whose pull failed may still have pushed.
     public var pushed: PushCounts?
+
+    package init(source: String, outcome: Outcome) {
+        self.source = source
+        self.outcome = outcome
+    }
 }
 
 /// What a push to a hub did.

@@ -98,7 +98,7 @@ extension CatalogStore {
     /// that cannot be done is reported as a warning (kind `quarantine-release`) and tried again by the
     /// next run.
     /// - Returns: what releasing did, or nil when it could not be done.
-    func maintainAfterSync(maxDriftMilliseconds: Int64, diagnostics: @escaping (Diagnostic) -> Void) -> QuarantineRelease? {
+    package func maintainAfterSync(maxDriftMilliseconds: Int64, diagnostics: @escaping (Diagnostic) -> Void) -> QuarantineRelease? {
         var released: QuarantineRelease?
         do {
             released = try releaseQuarantine(maxDriftMilliseconds: maxDriftMilliseconds, diagnostics: diagnostics)

@@ -39,19 +39,20 @@ public enum UserID {
             return raw
         }
         let nfc = raw.precomposedStringWithCanonicalMapping
-        guard !nfc.isEmpty else { throw CatalogError(.usage, "user id must not be empty") }
+        guard !nfc.isEmpty else { throw CatalogError(.usage, "user id must not be empty", reason: .invalidUser) }
         guard nfc.utf8.count <= 256 else {
-            throw CatalogError(.usage, "user id is \(nfc.utf8.count) bytes of UTF-8; at most 256 are allowed")
+            throw CatalogError(.usage, "user id is \(nfc.utf8.count) bytes of UTF-8; at most 256 are allowed", reason: .invalidUser)
         }
         if let bad = nfc.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
-            throw CatalogError(.usage, "user id contains the control character U+\(String(bad.value, radix: 16, uppercase: true))")
+            throw CatalogError(
+                .usage, "user id contains the control character U+\(String(bad.value, radix: 16, uppercase: true))", reason: .invalidUser)
         }
         if nfc.unicodeScalars.contains("\u{FFFD}") {
             // What invalid UTF-8 decodes to: two different byte strings would become one user.
-            throw CatalogError(.usage, "user id contains U+FFFD (invalid UTF-8 in the input?)")
+            throw CatalogError(.usage, "user id contains U+FFFD (invalid UTF-8 in the input?)", reason: .invalidUser)
         }
         if nfc.allSatisfy(\.isWhitespace) {
-            throw CatalogError(.usage, "user id must not be only whitespace")
+            throw CatalogError(.usage, "user id must not be only whitespace", reason: .invalidUser)
         }
         return nfc
     }
@@ -83,18 +84,21 @@ extension CatalogStore {
             case .page(let p):
                 guard !featured.isEmpty else {
                     throw CatalogError(
-                        .usage, "no landmarks are featured, so there is no page \(p)", hint: "import a file with featured landmarks first")
+                        .usage, "no landmarks are featured, so there is no page \(p)", hint: "import a file with featured landmarks first",
+                        reason: .pageOutOfRange)
                 }
                 guard p >= 0, p < featured.count else {
                     throw CatalogError(
-                        .usage, "page \(p) is out of range: the carousel has \(plural(featured.count, "page")) (0…\(featured.count - 1))")
+                        .usage, "page \(p) is out of range: the carousel has \(plural(featured.count, "page")) (0…\(featured.count - 1))",
+                        reason: .pageOutOfRange)
                 }
                 page = p
             case .landmark(let id):
                 guard let index = featured.firstIndex(of: id) else {
                     throw CatalogError(
                         .usage, "landmark \(id) is not featured, so it is on no page",
-                        hint: featured.isEmpty ? "no landmarks are featured" : "featured: \(featured.map(String.init).joined(separator: ", "))")
+                        hint: featured.isEmpty ? "no landmarks are featured" : "featured: \(featured.map(String.init).joined(separator: ", "))",
+                        reason: .notFeatured)
                 }
                 page = index
             }

@@ -132,7 +132,7 @@ public final class CatalogStore {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw CatalogError(
                 .noInput, "no catalog database, \(path)",
-                hint: "create it with 'catalog init' or 'catalog import FILE', or check --db / CATALOG_DB")
+                hint: "create it with 'catalog init' or 'catalog import FILE', or check --db / CATALOG_DB", reason: .databaseMissing)
         }
         if isDirectory.boolValue {
             throw CatalogError(.cantCreate, "the database path is a directory, \(path)", hint: "pass a file path with --db")
@@ -357,7 +357,7 @@ public final class CatalogStore {
     /// - Throws: `CatalogError` 66 when there is no database there, 73 when it is not a catalog database.
     public static func migrationStatus(path: String) throws -> [MigrationStatus] {
         guard path == ":memory:" || FileManager.default.fileExists(atPath: path) else {
-            throw CatalogError(.noInput, "no catalog database, \(path)", hint: "create it with 'catalog init'")
+            throw CatalogError(.noInput, "no catalog database, \(path)", hint: "create it with 'catalog init'", reason: .databaseMissing)
         }
         do {
             return try migrationStatus(connection: readOnlyConnection(path), path: path)

@@ -1,25 +1,25 @@
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
 
 /// `open(2)`, reachable from types that have an `open` method of their own.
-func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+package func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
     open(path, flags, mode)
 }
 
 /// `write(2)`, likewise.
-func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+package func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
     write(fd, buffer, count)
 }
 
 /// The text of `errno` value `code`.
-func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+package func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 
 /// `mkdir -p`: creates `path` and its missing parents (mode 0755 before the umask).
 /// - Returns: nil on success, else the path that could not be made and why (`strerror`).
-func makeDirectories(_ path: String) -> (path: String, reason: String, code: Int32)? {
+package func makeDirectories(_ path: String) -> (path: String, reason: String, code: Int32)? {
     var current = path.hasPrefix("/") ? "" : "."
     for part in path.split(separator: "/", omittingEmptySubsequences: true) {
         current += "/" + part

@@ -188,7 +188,7 @@ extension CatalogStore {
     /// What a source's failure is, whatever was thrown (docs/exit-statuses.md: 70 is a bug, never an answer
     /// to bad input, a bad server or a race): a `CatalogError` as it is; SQLite and PostgreSQL errors
     /// mapped to their statuses; a log file gone after the fresh look 69; anything else 70, named.
-    static func sourceFailure(_ error: any Error, source: String, path: String) -> CatalogError {
+    package static func sourceFailure(_ error: any Error, source: String, path: String) -> CatalogError {
         switch error {
         case let error as CatalogError: return error
         case let error as SQLiteError: return CatalogError(error, path: path)
@@ -212,7 +212,7 @@ extension CatalogStore {
     /// and merged in one transaction (with the fresh look of ``syncWithFreshLook(_:context:made:)``);
     /// whatever it throws becomes its documented status (``sourceFailure(_:source:path:)``) and, unless a
     /// dry run, is noted on the source. `failed` sees the error first (a caller's hint, its busy handling).
-    func syncReporting(_ locator: SourceLocator, context: SyncContext, failed: (inout CatalogError) -> Void = { _ in }) -> SourceReport {
+    package func syncReporting(_ locator: SourceLocator, context: SyncContext, failed: (inout CatalogError) -> Void = { _ in }) -> SourceReport {
         let started = wallClock.nowMilliseconds()
         var report = SourceReport(source: locator.description, outcome: .failed)
         var made: [any SyncSource] = []

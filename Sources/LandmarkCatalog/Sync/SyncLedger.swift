@@ -45,7 +45,7 @@ extension CatalogStore {
     }
 
     /// Moves the runs that found the lock held, and noted themselves beside it, into the ledger.
-    func recordSkippedRuns() throws {
+    package func recordSkippedRuns() throws {
         for line in SyncLock.takeSkipped(databasePath: path) {
             guard let members = JSONValue.parseObject(line) else { continue }
             var fields: [String: JSONValue] = [:]
@@ -77,7 +77,7 @@ extension CatalogStore {
         }
     }
 
-    func recordRun(
+    package func recordRun(
         started: Int64, sources: [String], reports: [SourceReport], outcome: String, status: Int32, message: String?,
         counts: MergeCounts = MergeCounts(), runID: Int64? = nil
     ) throws {

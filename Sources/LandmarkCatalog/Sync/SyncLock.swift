@@ -11,7 +11,7 @@ import Foundation
 /// The kernel drops the lock when the process exits or dies (even by SIGKILL), so a stale lock never
 /// blocks the next run. The file holds the holder's pid, host and start time, for the message a second
 /// run prints.
-final class SyncLock {
+package final class SyncLock {
     private let fd: Int32
 
     /// Wraps a descriptor that already holds the lock. Only `acquire` makes one: an initializer that
@@ -25,7 +25,7 @@ final class SyncLock {
     /// - Throws: `CatalogError.tempFail` (75) at once when another process holds the lock, naming it;
     ///   `CatalogError.cantCreate` (73) when the lock file cannot be opened.
     /// - Parameter following: the holder is `sync --follow` (said in the holder line a second run prints).
-    static func acquire(databasePath: String, now: Int64, following: Bool = false) throws -> SyncLock {
+    package static func acquire(databasePath: String, now: Int64, following: Bool = false) throws -> SyncLock {
         let path = lockPath(for: databasePath)
         let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -42,7 +42,7 @@ final class SyncLock {
             }
             throw CatalogError(
                 .tempFail, "another sync is running on this database (\(holder)), \(path)",
-                hint: "it exits 75 so cron retries at the next run; nothing was changed")
+                hint: "it exits 75 so cron retries at the next run; nothing was changed", reason: .syncInProgress)
         }
         let holder =
             "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\(following ? ", following" : "")\n"
@@ -53,12 +53,12 @@ final class SyncLock {
 
     /// `<real path of the database>.sync-skipped`: runs that found the lock held and could not write
     /// their ledger row at once append one line here; the holder moves them into the ledger.
-    static func skippedPath(for databasePath: String) -> String {
+    package static func skippedPath(for databasePath: String) -> String {
         String(lockPath(for: databasePath).dropLast(".sync-lock".count)) + ".sync-skipped"
     }
 
     /// Appends one line (`O_APPEND`: lines from several processes never interleave).
-    static func noteSkipped(databasePath: String, line: String) {
+    package static func noteSkipped(databasePath: String, line: String) {
         let fd = systemOpen(skippedPath(for: databasePath), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return }
         defer { close(fd) }
@@ -67,7 +67,7 @@ final class SyncLock {
     }
 
     /// Takes the lines noted by skipped runs (the caller holds the lock), leaving the file empty.
-    static func takeSkipped(databasePath: String) -> [String] {
+    package static func takeSkipped(databasePath: String) -> [String] {
         let path = skippedPath(for: databasePath)
         let taken = path + ".taking"
         guard rename(path, taken) == 0 else { return [] }
@@ -77,7 +77,7 @@ final class SyncLock {
     }
 
     /// `<real path of the database>.sync-lock` (the path as given when it does not exist yet).
-    static func lockPath(for databasePath: String) -> String {
+    package static func lockPath(for databasePath: String) -> String {
         guard let resolved = realpath(databasePath, nil) else { return databasePath + ".sync-lock" }
         defer { free(resolved) }
         return String(cString: resolved) + ".sync-lock"

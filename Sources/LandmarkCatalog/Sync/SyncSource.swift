@@ -28,9 +28,20 @@ package struct SyncContext {
     }
     /// A follower's polls: an unchanged source (nil feeds, the same cursor) whose last good sync is
     /// within this many ms is not written again (nil: every run notes its success).
-    var quietWhenUnchangedFor: Int64? = nil
+    package var quietWhenUnchangedFor: Int64? = nil
     /// A follower's lag: each applied row's stamp (wall ms), inside the source's transaction.
-    var appliedStamp: ((Int64) -> Void)? = nil
+    package var appliedStamp: ((Int64) -> Void)? = nil
+
+    package init(
+        store: CatalogStore, options: SyncOptions, standardInput: Int32, diagnostics: @escaping (Diagnostic) -> Void,
+        progress: @escaping (Progress) -> Void = { _ in }
+    ) {
+        self.store = store
+        self.options = options
+        self.standardInput = standardInput
+        self.diagnostics = diagnostics
+        self.progress = progress
+    }
 }
 
 /// One kind of sync source behind one small protocol: it fetches what is new since its cursor and

@@ -4,6 +4,7 @@
 @_spi(Testing) import CatalogCLI
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 signal(SIGPIPE, SIG_IGN)
 let environment = ProcessInfo.processInfo.environment

@@ -1,5 +1,6 @@
 internal import CCrypto
 import Foundation
+import LandmarkCatalog
 
 #if canImport(Glibc)
     import Glibc
@@ -72,91 +73,13 @@ package enum BLAKE2b512 {
     }
 }
 
-/// minisign's formats (https://jedisct1.github.io/minisign/, docs/trust.md §1): a public key, an unencrypted
-/// secret key and a prehashed signature, byte for byte as `minisign` 0.11 writes and reads them.
-package enum Minisign {
-    /// `Ed`: the key algorithm (and a legacy, not prehashed, signature).
-    static let keyAlgorithm: [UInt8] = [0x45, 0x64]
-    /// `ED`: a signature of the file's BLAKE2b-512.
-    static let prehashedAlgorithm: [UInt8] = [0x45, 0x44]
-    /// `B2`: the secret key's checksum algorithm.
-    static let checksumAlgorithm: [UInt8] = [0x42, 0x32]
-    static let untrustedPrefix = "untrusted comment: "
-    static let trustedPrefix = "trusted comment: "
-
-    /// The key id as minisign prints it: the 8 bytes read as a little-endian integer, in upper-case hex.
-    package static func keyIDText(_ id: [UInt8]) -> String {
-        id.reversed().map { String(format: "%02X", $0) }.joined()
-    }
-
-    /// The lines of `text` that are not blank, trimmed.
-    static func dataLines(_ text: String) -> [Substring] {
-        text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
-            .map { $0.trimmingCharacters(in: .whitespaces)[...] }
-            .filter { !$0.isEmpty }
-    }
-}
-
-/// A minisign public key: `base64("Ed" || key id (8 bytes) || Ed25519 public key (32 bytes))`, in a file
-/// after an `untrusted comment:` line.
-package struct MinisignPublicKey: Sendable, Hashable {
-    /// The 8-byte key id.
-    package var keyID: [UInt8]
-    /// The 32-byte Ed25519 public key.
-    package var key: [UInt8]
-
-    package init(keyID: [UInt8], key: [UInt8]) {
-        self.keyID = keyID
-        self.key = key
-    }
-
-    /// Parses the base64 line (`RW…`, as `minisign -P` takes it) or a whole `.pub` file's text.
-    /// - Throws: `CatalogError` 64 naming `source` when it is not a minisign Ed25519 public key.
-    package init(text: String, source: String) throws {
-        let lines = Minisign.dataLines(text).filter { !$0.hasPrefix(Minisign.untrustedPrefix) && !$0.hasPrefix("untrusted comment:") }
-        guard lines.count == 1, let bytes = Data(base64Encoded: String(lines[0])).map(Array.init), bytes.count == 42,
-            Array(bytes[0..<2]) == Minisign.keyAlgorithm
-        else {
-            throw CatalogError(
-                .usage, "not a minisign public key: \(source)",
-                hint: "give the key's base64 line (RW…, as 'catalog key generate' prints it) or the path of its .pub file")
-        }
-        keyID = Array(bytes[2..<10])
-        key = Array(bytes[10..<42])
-    }
-
-    /// Reads a key given on the command line: the base64 line itself, or the path of a `.pub` file.
-    /// - Throws: `CatalogError` 64 for text that is neither, 66 for a file that cannot be read.
-    package static func resolve(_ given: String) throws -> MinisignPublicKey {
-        if (try? MinisignPublicKey(text: given, source: given)) != nil, !FileManager.default.fileExists(atPath: given) {
-            return try MinisignPublicKey(text: given, source: given)
-        }
-        guard FileManager.default.fileExists(atPath: given) else {
-            throw CatalogError(
-                .usage, "--trust \(given) is neither a minisign public key (RW…) nor a file",
-                hint: "give the key's base64 line or the path of its .pub file")
-        }
-        let fd = try CatalogStore.openForReading(given)
-        defer { close(fd) }
-        let bytes = try DirectoryLogFetcher.readAll(fd, name: given, limit: 4096)
-        return try MinisignPublicKey(text: String(decoding: bytes, as: UTF8.self), source: given)
-    }
-
-    /// The base64 line.
-    package var line: String { Data(Minisign.keyAlgorithm + keyID + key).base64EncodedString() }
-    /// The key id as minisign prints it (`D92CAA2EA891E95D`).
-    package var id: String { Minisign.keyIDText(keyID) }
-    /// The `.pub` file: minisign's comment line, then the base64 line.
-    package var fileText: String { "\(Minisign.untrustedPrefix)minisign public key \(id)\n\(line)\n" }
-}
-
 /// A minisign secret key, unencrypted (key derivation `\0\0`, as `minisign -G -W` writes it):
 /// `base64("Ed" || "\0\0" || "B2" || salt (32) || opslimit (8) || memlimit (8) || key id (8) ||
 /// seed (32) || public key (32) || checksum (32))`. minisign leaves the salt, the limits and the checksum of
 /// an unencrypted key zero (it computes the checksum, BLAKE2b-256 of `Ed || key id || secret key`, only
 /// to check a password); so does this. Its integrity is checked instead by deriving the public key from
 /// the seed. Never printed, logged or put in an error message.
-package struct MinisignSecretKey: Sendable {
+package struct MinisignSecretKey: LogSigningKey {
     package let keyID: [UInt8]
     let seed: [UInt8]
     package let publicKey: MinisignPublicKey
@@ -237,78 +160,12 @@ package struct MinisignSecretKey: Sendable {
     }
 }
 
-/// A minisign signature file: `untrusted comment:` line, `base64("ED" || key id || Ed25519 signature of
-/// BLAKE2b-512(file))`, `trusted comment:` line, `base64(Ed25519 signature of signature || trusted comment)`.
-package struct MinisignSignature: Sendable, Equatable {
-    package var keyID: [UInt8]
-    package var signature: [UInt8]
-    package var trustedComment: String
-    package var globalSignature: [UInt8]
-    /// `ED` (the file's BLAKE2b-512 signed) rather than the legacy `Ed` (the file itself).
-    package var prehashed: Bool
-
-    /// Parses a `.minisig` file's text.
-    /// - Throws: `CatalogError` 77 naming `source`: a signature that cannot be read is no signature.
-    package init(text: String, source: String) throws {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
-        func bad(_ what: String) -> CatalogError {
-            CatalogError(.untrusted, "the signature is not a minisign signature (\(what)), \(source)")
-        }
-        guard lines.count >= 4, lines[0].hasPrefix(Minisign.untrustedPrefix) else { throw bad("no untrusted comment line") }
-        guard let sig = Data(base64Encoded: String(lines[1]).trimmingCharacters(in: .whitespaces)).map(Array.init), sig.count == 74 else {
-            throw bad("the signature line")
-        }
-        let algorithm = Array(sig[0..<2])
-        // minisign itself verifies a legacy (not prehashed) signature only when told to (-l): so does this.
-        guard algorithm == Minisign.prehashedAlgorithm else {
-            throw bad(
-                algorithm == Minisign.keyAlgorithm ? "a legacy signature, not prehashed; sign again with minisign 0.10 or later" : "unknown algorithm"
-            )
-        }
-        guard lines[2].hasPrefix(Minisign.trustedPrefix) else { throw bad("no trusted comment line") }
-        guard let global = Data(base64Encoded: String(lines[3]).trimmingCharacters(in: .whitespaces)).map(Array.init), global.count == 64 else {
-            throw bad("the comment signature line")
-        }
-        keyID = Array(sig[2..<10])
-        signature = Array(sig[10..<74])
-        // minisign trims trailing blanks of the trusted comment before it checks its signature.
-        var comment = Substring(lines[2].dropFirst(Minisign.trustedPrefix.count))
-        while let last = comment.last, last == " " || last == "\t" { comment = comment.dropLast() }
-        trustedComment = String(comment)
-        globalSignature = global
-        prehashed = algorithm == Minisign.prehashedAlgorithm
+/// Ed25519 and BLAKE2b-512 over libcrypto, for the core's minisign formats (registered by
+/// `NetworkSources.register()`).
+package struct LibcryptoMinisignAlgorithms: MinisignAlgorithms {
+    package init() {}
+    package func ed25519Verify(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
+        Ed25519.verify(signature, of: message, publicKey: publicKey)
     }
-
-    init(keyID: [UInt8], signature: [UInt8], trustedComment: String, globalSignature: [UInt8], prehashed: Bool) {
-        self.keyID = keyID
-        self.signature = signature
-        self.trustedComment = trustedComment
-        self.globalSignature = globalSignature
-        self.prehashed = prehashed
-    }
-
-    /// The file's text, as `minisign -S` writes it.
-    package var fileText: String {
-        let algorithm = prehashed ? Minisign.prehashedAlgorithm : Minisign.keyAlgorithm
-        return "\(Minisign.untrustedPrefix)signature from catalog secret key \(keyIDText)\n"
-            + "\(Data(algorithm + keyID + signature).base64EncodedString())\n"
-            + "\(Minisign.trustedPrefix)\(trustedComment)\n"
-            + "\(Data(globalSignature).base64EncodedString())\n"
-    }
-
-    /// The signing key's id as minisign prints it.
-    package var keyIDText: String { Minisign.keyIDText(keyID) }
-
-    /// Whether the trusted comment is `key`'s (the comment signature verifies), whatever file was signed.
-    package func commentVerifies(with key: MinisignPublicKey) -> Bool {
-        key.keyID == keyID && Ed25519.verify(globalSignature, of: signature + Array(trustedComment.utf8), publicKey: key.key)
-    }
-
-    /// Whether this is `key`'s signature of `message`, trusted comment included (the key ids must match).
-    package func verifies(_ message: [UInt8], with key: MinisignPublicKey) -> Bool {
-        guard key.keyID == keyID else { return false }
-        let signed = prehashed ? BLAKE2b512.hash(message) : message
-        return Ed25519.verify(signature, of: signed, publicKey: key.key)
-            && Ed25519.verify(globalSignature, of: signature + Array(trustedComment.utf8), publicKey: key.key)
-    }
+    package func blake2b512(_ bytes: [UInt8]) -> [UInt8] { BLAKE2b512.hash(bytes) }
 }
