@@ -10,6 +10,9 @@ let package = Package(
         // Adds the HTTP (libcurl) and PostgreSQL hub (libpq) sources; call `NetworkSources.register()`.
         .library(name: "LandmarkCatalogSync", targets: ["LandmarkCatalogSync"]),
         .executable(name: "catalog", targets: ["catalog"]),
+        // The app's own sync with a `catalog serve` endpoint over URLSession (docs/protocol.md): the core
+        // and Foundation only, no libpq or libcurl of its own.
+        .library(name: "LandmarkCatalogClient", targets: ["LandmarkCatalogClient"]),
     ],
     targets: [
         // SQLite from the system (Debian: libsqlite3-dev), through pkg-config.
@@ -57,6 +60,11 @@ let package = Package(
             plugins: ["EmbedMigrations"]
         ),
         .target(
+            name: "LandmarkCatalogClient",
+            dependencies: ["LandmarkCatalog"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+        .target(
             name: "CatalogCLI",
             dependencies: ["LandmarkCatalog", "LandmarkCatalogSync"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
@@ -70,7 +78,7 @@ let package = Package(
         .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/Support/CatalogTestHarness"),
         .testTarget(
             name: "LandmarkCatalogTests",
-            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "CatalogCLI"]
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "CatalogCLI", "LandmarkCatalogClient"]
         ),
         // A small program on the core library alone: what an app links (the tests check with ldd that
         // it needs neither libpq nor libcurl).
