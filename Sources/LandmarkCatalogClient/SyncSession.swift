@@ -111,7 +111,7 @@ public final class SyncSession: Sendable {
     let key: String
     let broadcaster = StatusBroadcaster()
     let waker = Waker()
-    private let tasks = Locked<[Task<Void, Never>]>([])
+    private let tasks = SessionLock<[Task<Void, Never>]>([])
 
     init(catalog: Catalog, server: URL, user: String, configuration: Configuration, tokens: TokenSource) {
         self.catalog = catalog
@@ -366,7 +366,7 @@ public final class SyncSession: Sendable {
 }
 
 /// A value behind a lock.
-final class Locked<Value: Sendable>: @unchecked Sendable {
+final class SessionLock<Value: Sendable>: @unchecked Sendable {
     // Safe: `value` is only touched inside `withLock`, under `lock`.
     private let lock = NSLock()
     private var value: Value
