@@ -13,6 +13,9 @@ let package = Package(
         // signed logs (Ed25519 over libcrypto); call `NetworkSources.register()`.
         .library(name: "LandmarkCatalogSync", targets: ["LandmarkCatalogSync"]),
         .executable(name: "catalog", targets: ["catalog"]),
+        // The app's own sync with a `catalog serve` endpoint over URLSession (docs/protocol.md): the core
+        // and Foundation only, no libpq or libcurl of its own.
+        .library(name: "LandmarkCatalogClient", targets: ["LandmarkCatalogClient"]),
     ],
     targets: [
         // SQLite from the system (Debian: libsqlite3-dev), through pkg-config.
@@ -79,6 +82,11 @@ let package = Package(
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .target(
+            name: "LandmarkCatalogClient",
+            dependencies: ["LandmarkCatalog"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+        .target(
             name: "CatalogCLI",
             dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
@@ -92,7 +100,7 @@ let package = Package(
         .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/Support/CatalogTestHarness"),
         .testTarget(
             name: "LandmarkCatalogTests",
-            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer", "CatalogCLI"]
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer", "CatalogCLI", "LandmarkCatalogClient"]
         ),
         // A small program on the core library alone: what an app links (the tests check with ldd that
         // it needs neither libpq nor libcurl).

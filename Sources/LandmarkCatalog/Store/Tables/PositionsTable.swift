@@ -46,6 +46,14 @@ package struct PositionsTable {
             changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
     }
 
+    /// `user`'s row, tombstone included, with its change sequence number; nil when none is stored (the
+    /// device outbox's read, docs/protocol.md §6).
+    func row(user: String) throws -> (record: PositionRecord, seq: Int64)? {
+        try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)]) { s in
+            (PositionRecord(row: s), s.int(PositionColumn.seq))
+        }
+    }
+
     /// Whether a tombstone is stored for `user`.
     func hasTombstone(user: String) throws -> Bool {
         try db.scalarInt(sql: "SELECT count(*) FROM positions WHERE user_id = ? AND deleted = 1", [.text(user)]) == 1

@@ -1,0 +1,230 @@
+import Foundation
+import LandmarkCatalog
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The device side of the `/v1` requests (docs/protocol.md) over the platform's `URLSession`: it builds
+/// each request, sends the bearer token (refreshed once on a 401, §2), and turns every failure into a
+/// `CatalogError` whose `httpStatus` is the server's status (nil when it was never reached). A token
+/// never reaches a message.
+final class ServerConnection: Sendable {
+    /// The server's `/v1` base (ends in `/v1`).
+    let base: URL
+    let session: URLSession
+    let tokens: TokenSource
+    /// Per request, at most this long between bytes (s), beyond a long-poll's wait.
+    let requestTimeout: Double
+
+    init(base: URL, tokens: TokenSource, requestTimeout: Double) {
+        self.base = base
+        self.tokens = tokens
+        self.requestTimeout = requestTimeout
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 4
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        session = URLSession(configuration: configuration)
+    }
+
+    /// The `/v1` base for a server URL: `https://host` and `https://host/v1` both give `https://host/v1`.
+    static func base(for server: URL) -> URL {
+        var text = server.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        if !text.hasSuffix("/v1") { text += "/v1" }
+        return URL(string: text) ?? server
+    }
+
+    /// The server's name in messages: the base URL without any user or password.
+    var name: String { SourceLocator.redacted(base.absoluteString) }
+
+    struct Answer: Sendable {
+        var status: Int
+        var body: Data
+        var etag: String?
+        /// `Retry-After` in seconds (RFC 9110 §10.2.3), when given as a number.
+        var retryAfter: Double?
+    }
+
+    /// An error answer: the error to publish and how long the server asked to wait.
+    struct Failure: Error {
+        var error: CatalogError
+        var retryAfter: Double?
+    }
+
+    /// Sends one request with the token; on a 401 asks the token source once more and sends it again.
+    /// - Parameters:
+    ///   - wait: the long-poll's wait (s), added to the timeout.
+    ///   - accept: statuses answered without an error (200 always; 304 for a conditional GET).
+    /// - Throws: `CatalogError` 69 (`httpStatus` nil) when the server cannot be reached; ``Failure`` for an
+    ///   error status (the status and the server's `code` and message, §1: 401 after the refresh, 403, 4xx,
+    ///   5xx); `CancellationError` when the task is cancelled.
+    func send(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
+        wait: Double = 0, accept: Set<Int> = [200]
+    ) async throws -> Answer {
+        var answer = try await sendOnce(method, path, query: query, body: body, headers: headers, wait: wait, token: try await tokens.current())
+        if answer.answer.status == 401 {
+            let fresh = try await tokens.refresh(after: answer.token)
+            answer = try await sendOnce(method, path, query: query, body: body, headers: headers, wait: wait, token: fresh)
+        }
+        let result = answer.answer
+        guard result.status == 200 || accept.contains(result.status) else {
+            if result.status == 401 { await tokens.forget(answer.token) }
+            throw Failure(error: Self.failure(result, method: method, path: path, server: name), retryAfter: result.retryAfter)
+        }
+        return result
+    }
+
+    private func sendOnce(
+        _ method: String, _ path: String, query: [URLQueryItem], body: Data?, headers: [String: String], wait: Double, token: String
+    ) async throws -> (answer: Answer, token: String) {
+        var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: false)
+        if !query.isEmpty { components?.queryItems = query }
+        guard let url = components?.url else {
+            throw CatalogError(.usage, "cannot make a request URL from \(name) and \(path)")
+        }
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: requestTimeout + wait)
+        request.httpMethod = method
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        for (field, value) in headers { request.setValue(value, forHTTPHeaderField: field) }
+        if let body {
+            request.httpBody = body
+            request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
+        }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw CatalogError(
+                .unavailable, "cannot reach the server \(name): \(Self.describe(error))",
+                hint: "the changes stay on this device and are sent when the server answers again")
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw CatalogError(.unavailable, "the server \(name) did not answer with HTTP")
+        }
+        let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        return (Answer(status: http.statusCode, body: data, etag: http.value(forHTTPHeaderField: "ETag"), retryAfter: retryAfter), token)
+    }
+
+    /// A transport error's words without the URL's query (never a token: tokens go in a header).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? URLError {
+            switch error.code {
+            case .cannotConnectToHost: return "connection refused"
+            case .timedOut: return "timed out"
+            case .notConnectedToInternet: return "not connected to the internet"
+            case .networkConnectionLost: return "the connection was lost"
+            case .cannotFindHost: return "no such host"
+            default: return "URL error \(error.code.rawValue)"
+            }
+        }
+        return "\(type(of: error))"
+    }
+
+    /// The error for an error answer: the status, the server's code and message (docs/protocol.md §1).
+    static func failure(_ answer: Answer, method: String, path: String, server: String) -> CatalogError {
+        var code = ""
+        var message = ""
+        var field = ""
+        if let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
+            let error = object["error"] as? [String: Any]
+        {
+            code = error["code"] as? String ?? ""
+            message = error["message"] as? String ?? ""
+            field = error["field"] as? String ?? ""
+        }
+        let detail = [code, message, field.isEmpty ? "" : "field \(field)"].filter { !$0.isEmpty }.joined(separator: ": ")
+        let what = "the server \(server) answered \(method) /v1/\(path) with \(answer.status)\(detail.isEmpty ? "" : " (\(detail))")"
+        var error: CatalogError
+        switch answer.status {
+        case 401:
+            error = CatalogError(.unavailable, what, hint: "the token was refused, also after asking for a fresh one: sign in again")
+        case 403:
+            error = CatalogError(.usage, what, hint: "the token's user (sub) must be the session's user")
+        case 400, 413, 415:
+            error = CatalogError(.dataInvalid, what)
+        default:
+            error = CatalogError(.unavailable, what)
+        }
+        error.httpStatus = answer.status
+        return error
+    }
+
+    /// Ends every request in flight.
+    func close() { session.invalidateAndCancel() }
+}
+
+/// The app's token closure, asked once and again only after a 401 (a refresh, docs/protocol.md §2).
+actor TokenSource {
+    private let fetch: @Sendable () async throws -> String
+    private var cached: String?
+
+    init(_ fetch: @escaping @Sendable () async throws -> String) { self.fetch = fetch }
+
+    /// The token to send: the one held, or a new one from the closure.
+    /// - Throws: `CatalogError` 69 (`httpStatus` 401) when the closure throws or gives an empty token.
+    func current() async throws -> String {
+        if let cached { return cached }
+        return try await ask()
+    }
+
+    /// After `refused` was answered with a 401: a new token from the closure (unless another request
+    /// already got one since).
+    func refresh(after refused: String) async throws -> String {
+        if let cached, cached != refused { return cached }
+        cached = nil
+        return try await ask()
+    }
+
+    /// Drops `refused`, so the next request asks the closure again.
+    func forget(_ refused: String) {
+        if cached == refused { cached = nil }
+    }
+
+    private func ask() async throws -> String {
+        let token: String
+        do {
+            token = try await fetch()
+        } catch {
+            if error is CancellationError { throw error }
+            var failure = CatalogError(.unavailable, "the token closure failed: \(error)", hint: "sign in again")
+            failure.httpStatus = 401
+            throw failure
+        }
+        let trimmed = token.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else {
+            var failure = CatalogError(.unavailable, "the token closure returned an empty token", hint: "sign in again")
+            failure.httpStatus = 401
+            throw failure
+        }
+        cached = trimmed
+        return trimmed
+    }
+
+    /// The `sub` claim of a compact JWS JWT (RFC 7519 §4.1.2), read without verifying the signature:
+    /// the server verifies it (docs/protocol.md §2); the device only needs to know whose rows it holds.
+    /// - Throws: `CatalogError` 64 when the token is not a JWT or has no non-empty string `sub`.
+    static func subject(of token: String) throws -> String {
+        let parts = token.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw CatalogError(
+                .usage, "the token is not a compact JWT (three dot-separated parts)", hint: "pass the user with startSync(server:user:token:)")
+        }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64),
+            let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let sub = claims["sub"] as? String, !sub.isEmpty
+        else {
+            throw CatalogError(
+                .usage, "the token's claims hold no user (a non-empty string sub)", hint: "pass the user with startSync(server:user:token:)")
+        }
+        return sub
+    }
+}

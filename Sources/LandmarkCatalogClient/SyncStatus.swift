@@ -1,0 +1,82 @@
+import Foundation
+import LandmarkCatalog
+
+/// What a ``SyncSession`` is doing, for the line an app shows ("Syncing…", "Offline — 1 change waiting").
+public struct SyncStatus: Sendable, Equatable {
+    /// Whether the last exchange with the server succeeded (false before the first one and while the server
+    /// cannot be reached, refuses the token or answers with an error).
+    public var isConnected = false
+    /// Position rows written on this device and not yet acknowledged by the server: the outbox
+    /// (docs/protocol.md §6). A row written many times while offline counts once, since only its last
+    /// state is sent (last-writer-wins keeps nothing else); so for one user it is 0 or 1.
+    public var pendingChanges = 0
+    /// When the server last answered a request of this session with success (or, before the first answer
+    /// of this run, the last good exchange recorded in the database); nil when never.
+    public var lastSyncedAt: Date?
+    /// The last failure (the server unreachable, the token refused after a refresh, a row refused), nil
+    /// after the next success. Its ``CatalogError/kind`` and ``CatalogError/httpStatus`` say which.
+    public var lastError: CatalogError?
+    /// False once ``SyncSession/stop()`` was called.
+    public var isRunning = true
+
+    public init() {}
+}
+
+/// The current status and every change of it, to any number of subscribers.
+final class StatusBroadcaster: @unchecked Sendable {
+    // Safe: every stored property is touched only while `lock` is held.
+    private let lock = NSLock()
+    private var current = SyncStatus()
+    private var subscribers: [UInt64: AsyncStream<SyncStatus>.Continuation] = [:]
+    private var nextID: UInt64 = 0
+
+    var status: SyncStatus {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    /// Changes the status; subscribers get it when it differs.
+    func update(_ change: (inout SyncStatus) -> Void) {
+        lock.lock()
+        var next = current
+        change(&next)
+        let changed = next != current
+        current = next
+        let targets = changed ? Array(subscribers.values) : []
+        lock.unlock()
+        for continuation in targets { continuation.yield(next) }
+    }
+
+    /// A stream that yields the current status at once, then each change; it ends after ``finish()``.
+    func stream() -> AsyncStream<SyncStatus> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(16)) { continuation in
+            lock.lock()
+            let id = nextID
+            nextID += 1
+            let running = current.isRunning
+            if running { subscribers[id] = continuation }
+            let now = current
+            lock.unlock()
+            continuation.yield(now)
+            if !running { continuation.finish() }
+            continuation.onTermination = { [weak self] _ in self?.remove(id) }
+        }
+    }
+
+    private func remove(_ id: UInt64) {
+        lock.lock()
+        subscribers[id] = nil
+        lock.unlock()
+    }
+
+    /// Marks the session stopped and ends every stream.
+    func finish() {
+        update { $0.isRunning = false }
+        lock.lock()
+        let targets = Array(subscribers.values)
+        subscribers.removeAll()
+        lock.unlock()
+        for continuation in targets { continuation.finish() }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Testing
+
+@testable import LandmarkCatalog
+@testable import LandmarkCatalogClient
+
+/// LandmarkCatalogClient: the outbox over a real database, and sessions through a device endpoint on
+/// 127.0.0.1 (docs/protocol.md, docs/swift-library.md "Syncing from the app").
+@Suite("Client: the app's sync session", .serialized)
+struct ClientSyncTests {
+    static let seeds = Support.root.appending(path: "Seeds/landmarkData.json").path
+
+    /// A snapshot of the seeds, as the server's landmarks.
+    static func serverLandmarks() async throws -> String {
+        let db = Support.temporaryDatabase()
+        let catalog = try Catalog(path: db)
+        try await catalog.importLandmarks(from: .file(seeds))
+        let path = Support.temporaryDirectory().appending(path: "landmarks.json").path
+        try await catalog.export(to: path)
+        catalog.close()
+        return path
+    }
+
+    /// Small bounds, so a test waits milliseconds where an app waits seconds.
+    static func quick() -> SyncSession.Configuration {
+        var c = SyncSession.Configuration()
+        c.longPollSeconds = 5
+        c.minimumBackoff = 0.05
+        c.maximumBackoff = 0.3
+        c.requestTimeout = 5
+        return c
+    }
+
+    /// A device: an empty database and a session for `user` through `server`, once its landmarks arrived.
+    static func device(_ server: URL, user: String, path: String? = nil, configuration: SyncSession.Configuration = quick())
+        async throws -> (Catalog, SyncSession)
+    {
+        let catalog = try Catalog(path: path ?? Support.temporaryDatabase())
+        let session = try await catalog.startSync(server: server, user: nil, configuration: configuration) {
+            DeviceServer.token(user: user)
+        }
+        #expect(try await eventually { try await !catalog.featured().isEmpty })
+        return (catalog, session)
+    }
+
+    // MARK: - The pieces
+
+    @Test("the outbox: a local write is pending until acknowledged; a row merged from the server is not")
+    func outboxOverADatabase() async throws {
+        let db = Support.temporaryDatabase()
+        let catalog = try Catalog(path: db)
+        try await catalog.importLandmarks(from: .file(Self.seeds))
+        let key = "http://example/v1 as ann"
+        let pending: @Sendable () async throws -> [PendingPosition] = { try await catalog.read { try $0.pendingPositions(user: "ann", key: key) } }
+        #expect(try await pending().isEmpty)
+        try await catalog.setPosition(user: "ann", to: .page(2))
+        let first = try await pending()
+        #expect(first.count == 1)
+        #expect(first[0].json.contains(#""page":2"#))
+        #expect(first[0].json.contains(#""user":"ann""#))
+        // Acknowledged: gone, and it stays gone across a reopen (the push cursor is in the database).
+        try await catalog.write { try $0.acknowledgePositions(key: key, through: first[0].seq) }
+        #expect(try await pending().isEmpty)
+        catalog.close()
+        let reopened = try Catalog(path: db)
+        #expect(try await reopened.read { try $0.pendingPositions(user: "ann", key: key) }.isEmpty)
+        // A newer local write is pending again; another user's row is not this outbox's.
+        try await reopened.setPosition(user: "ann", to: .page(1))
+        try await reopened.setPosition(user: "bob", to: .page(1))
+        let second = try await reopened.read { try $0.pendingPositions(user: "ann", key: key) }
+        #expect(second.count == 1 && second[0].seq > first[0].seq)
+        // A newer row from the server (another node's stamp) replaces it: nothing left to send.
+        let far = Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000)
+        let answer =
+            #"{"format":"landmark-catalog-snapshot","version":1,"node":"serve-1","positions":[{"counter":0,"deleted":false,"landmarkId":null,"node":"phone-b","page":0,"updatedAt":"\#(far)","user":"ann"}],"cursor":"x:9","more":false}"#
+        try await reopened.write { store in
+            _ = try store.mergeDeviceAnswer(Array(answer.utf8), key: key) { $0.positionsCursor = "x:9" }
+        }
+        #expect(try await reopened.read { try $0.pendingPositions(user: "ann", key: key) }.isEmpty)
+        #expect(try await reopened.position(user: "ann")?.currentPage == 0)
+        let state = try await reopened.read { try $0.deviceState(key: key) }
+        #expect(state.positionsCursor == "x:9")
+        #expect(state.pushed == first[0].seq)
+        // A malformed answer changes nothing, its cursor included.
+        await #expect(throws: CatalogError.self) {
+            try await reopened.write { store in
+                _ = try store.mergeDeviceAnswer(Array(#"{"format":"landmark-catalog-snapshot","version":1,"positions":[{"user":1}]}"#.utf8), key: key)
+                {
+                    $0.positionsCursor = "x:10"
+                }
+            }
+        }
+        #expect(try await reopened.read { try $0.deviceState(key: key) }.positionsCursor == "x:9")
+        reopened.close()
+    }
+
+    @Test("the user is the token's sub, read without verifying; a token without one is refused with 64")
+    func tokenSubject() throws {
+        #expect(try TokenSource.subject(of: DeviceServer.token(user: "ann")) == "ann")
+        #expect(throws: CatalogError.self) { try TokenSource.subject(of: "not-a-jwt") }
+        #expect(throws: CatalogError.self) { try TokenSource.subject(of: "e30.e30.x") }  // {} claims
+    }
+
+    @Test("the backoff doubles with jitter within its bounds and resets")
+    func backoffBounds() {
+        var backoff = Backoff(minimum: 0.1, maximum: 2)
+        var waits: [Double] = []
+        for _ in 0..<12 { waits.append(backoff.next()) }
+        #expect(waits.allSatisfy { $0 >= 0.05 && $0 <= 2 })
+        #expect(waits[0] <= 0.1 && waits[11] >= 1)
+        #expect(backoff.next(atLeast: 5) == 2)  // a Retry-After is bounded too
+        backoff.reset()
+        #expect(backoff.next() <= 0.1)
+    }
+
+    // MARK: - Through a server
+
+    @Test("two devices through one server: A's page reaches B, and B's model moves")
+    func twoDevices() async throws {
+        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let (a, sessionA) = try await Self.device(server.url, user: "ann")
+        let (b, sessionB) = try await Self.device(server.url, user: "ann")
+        let model = await CarouselModel(catalog: b, user: "ann")
+        try await a.setPosition(user: "ann", to: .page(3))
+        try await sessionA.flush()
+        #expect(sessionA.status.pendingChanges == 0)
+        #expect(try await eventually { try await b.position(user: "ann")?.currentPage == 3 })
+        #expect(await eventually { await model.currentPage == 3 })
+        // And back: B's page reaches A.
+        try await b.setPosition(user: "ann", to: .page(1))
+        try await sessionB.flush()
+        #expect(try await eventually { try await a.position(user: "ann")?.currentPage == 1 })
+        #expect(sessionA.status.isConnected && sessionA.status.lastSyncedAt != nil && sessionA.status.lastError == nil)
+        // The device holds the landmarks and its user's row only.
+        #expect(try await b.positions().map(\.user) == ["ann"])
+        #expect(try await b.featured() == a.featured())
+        #expect(try server.position(user: "ann")?[0] == .integer(1))
+        await sessionA.stop()
+        await sessionB.stop()
+        #expect(!sessionA.status.isRunning)
+    }
+
+    @Test("offline: writes land locally and are counted, then flushed when the server is back; B converges")
+    func offline() async throws {
+        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let (a, sessionA) = try await Self.device(server.url, user: "ann")
+        let (b, sessionB) = try await Self.device(server.url, user: "ann")
+        server.stop()
+        for page in [1, 2, 3, 0, 2] { try await a.setPosition(user: "ann", to: .page(page)) }
+        #expect(try await a.position(user: "ann")?.currentPage == 2)
+        #expect(await eventually { sessionA.status.pendingChanges == 1 && !sessionA.status.isConnected })
+        #expect(sessionA.status.lastError?.kind == .unavailable)
+        // A flush waits while the server is away.
+        let flushing = Task { try await sessionA.flush() }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(sessionA.status.pendingChanges == 1)
+        try server.start()
+        try await flushing.value
+        #expect(sessionA.status.pendingChanges == 0)
+        #expect(try await eventually { try await b.position(user: "ann")?.currentPage == 2 })
+        #expect(try server.log().stamps.count == 1)  // five writes offline, one row sent: the last
+        await sessionA.stop()
+        await sessionB.stop()
+    }
+
+    @Test("killed between the server's answer and its record: the next session sends the row again, stored once")
+    func killedBeforeAcknowledgement() async throws {
+        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let path = Support.temporaryDatabase()
+        // The first session never records an answer: it hangs where a kill would stop it.
+        var hanging = Self.quick()
+        let answered = Locked(false)
+        hanging.hooks.afterPushAnswered = {
+            answered.set(true)
+            try? await Task.sleep(nanoseconds: 3_600_000_000_000)
+        }
+        let (a, first) = try await Self.device(server.url, user: "ann", path: path, configuration: hanging)
+        try await a.setPosition(user: "ann", to: .page(2))
+        #expect(await eventually { answered.current })
+        #expect(try server.log().stamps.count == 1)  // the server has it
+        #expect(try await a.read { try $0.pendingPositions(user: "ann", key: first.key) }.count == 1)  // the device does not know
+        await first.stop()
+        a.close()
+        // Restarted: pending again, pushed, and the server stores it once.
+        let (again, second) = try await Self.device(server.url, user: "ann", path: path)
+        try await second.flush()
+        #expect(second.status.pendingChanges == 0)
+        #expect(try server.log().stamps.count == 1)
+        #expect(try server.position(user: "ann")?[0] == .integer(2))
+        await second.stop()
+        again.close()
+    }
+
+    @Test("a 401 asks the token closure once more, then the error is published and retried")
+    func tokenRefresh() async throws {
+        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let asked = Locked(0)
+        let catalog = try Catalog(path: Support.temporaryDatabase())
+        // Expired tokens until the third ask: the first request's 401 is refreshed (ask 2, expired again),
+        // published, and the retry asks again (3: good).
+        let session = try await catalog.startSync(server: server.url, user: "ann", configuration: Self.quick()) {
+            var n = 0
+            asked.update {
+                $0 += 1
+                n = $0
+            }
+            return DeviceServer.token(user: "ann", ttl: n < 3 ? -120 : 3600)
+        }
+        #expect(try await eventually { try await !catalog.featured().isEmpty })
+        #expect(asked.current == 3)
+        try await catalog.setPosition(user: "ann", to: .page(1))
+        try await session.flush()
+        #expect(try server.position(user: "ann")?[0] == .integer(1))
+        await session.stop()
+    }
+}
