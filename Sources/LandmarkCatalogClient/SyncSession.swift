@@ -106,7 +106,7 @@ public final class SyncSession: Sendable {
     /// The user whose position this device keeps and pushes.
     public let user: String
     let configuration: Configuration
-    let connection: ServerConnection
+    let endpoint: ServerConnection
     /// This session's row in the database's source list (`catalog status` lists it, kind `device`).
     let key: String
     let broadcaster = StatusBroadcaster()
@@ -118,8 +118,8 @@ public final class SyncSession: Sendable {
         self.server = ServerConnection.base(for: server)
         self.user = user
         self.configuration = configuration
-        connection = ServerConnection(base: self.server, tokens: tokens, requestTimeout: configuration.requestTimeout)
-        key = "\(connection.name) as \(user)"
+        endpoint = ServerConnection(base: self.server, tokens: tokens, requestTimeout: configuration.requestTimeout)
+        key = "\(endpoint.name) as \(user)"
     }
 
     /// The status now (no wait): connected, pending changes, last sync, last error.
@@ -152,7 +152,7 @@ public final class SyncSession: Sendable {
             return tasks
         }
         for task in running { task.cancel() }
-        connection.close()
+        endpoint.close()
         for task in running { await task.value }
         broadcaster.finish()
     }
@@ -246,19 +246,19 @@ public final class SyncSession: Sendable {
     /// One `POST /v1/positions` of the outbox, then (only then) the push cursor moves (docs/protocol.md §6).
     private func push(_ pending: [PendingPosition]) async throws {
         let body = Data(("{\"positions\":[" + pending.map(\.json).joined(separator: ",") + "]}").utf8)
-        let answer = try await connection.send("POST", "positions", body: body)
+        let answer = try await endpoint.send("POST", "positions", body: body)
         await configuration.hooks.afterPushAnswered?()
         try Task.checkCancellation()
         guard let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
             let results = object["results"] as? [[String: Any]], results.count == pending.count
         else {
             throw CatalogError(
-                .dataInvalid, "the server \(connection.name) answered POST /v1/positions without one result per row (docs/protocol.md §6)")
+                .dataInvalid, "the server \(endpoint.name) answered POST /v1/positions without one result per row (docs/protocol.md §6)")
         }
         let outcomes = results.map { $0["outcome"] as? String ?? "" }
         if let unknown = outcomes.first(where: { !["applied", "stale", "tie", "quarantined"].contains($0) }) {
             throw CatalogError(
-                .dataInvalid, "the server \(connection.name) answered an unknown outcome \(String(reflecting: unknown)) (docs/protocol.md §6)")
+                .dataInvalid, "the server \(endpoint.name) answered an unknown outcome \(String(reflecting: unknown)) (docs/protocol.md §6)")
         }
         // Every outcome is the server's decision on that row: sending it again would change nothing.
         let through = pending.map(\.seq).max() ?? 0
@@ -268,7 +268,7 @@ public final class SyncSession: Sendable {
             broadcaster.update {
                 $0.lastError = CatalogError(
                     .dataInvalid,
-                    "the server \(self.connection.name) quarantined this device's position: its stamp is too far ahead of the server's clock",
+                    "the server \(self.endpoint.name) quarantined this device's position: its stamp is too far ahead of the server's clock",
                     hint: "check this device's clock; the next position set here is sent again")
             }
         }
@@ -301,7 +301,7 @@ public final class SyncSession: Sendable {
     private func page(_ answer: ServerConnection.Answer, route: String) throws -> (cursor: String, more: Bool, rows: Int) {
         guard let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any], let cursor = object["cursor"] as? String
         else {
-            throw CatalogError(.dataInvalid, "the server \(connection.name) answered GET /v1/\(route) without a cursor (docs/protocol.md §4)")
+            throw CatalogError(.dataInvalid, "the server \(endpoint.name) answered GET /v1/\(route) without a cursor (docs/protocol.md §4)")
         }
         let rows = ((object["positions"] as? [Any])?.count ?? 0) + ((object["landmarks"] as? [Any])?.count ?? 0)
         return (cursor, object["more"] as? Bool ?? false, rows)
@@ -316,7 +316,7 @@ public final class SyncSession: Sendable {
             var query: [URLQueryItem] = []
             if let cursor { query.append(URLQueryItem(name: "after", value: cursor)) }
             query.append(URLQueryItem(name: "wait", value: String(wait)))
-            let answer = try await connection.send("GET", "positions", query: query, wait: Double(wait))
+            let answer = try await endpoint.send("GET", "positions", query: query, wait: Double(wait))
             let page = try page(answer, route: "positions")
             if page.rows > 0 || page.cursor != cursor {
                 let next = page.cursor
@@ -341,7 +341,7 @@ public final class SyncSession: Sendable {
         while true {
             var query: [URLQueryItem] = []
             if let cursor { query.append(URLQueryItem(name: "after", value: cursor)) }
-            let answer = try await connection.send(
+            let answer = try await endpoint.send(
                 "GET", "landmarks", query: query, headers: etag.map { ["If-None-Match": $0] } ?? [:], accept: [304])
             if answer.status == 304 {
                 succeeded()
