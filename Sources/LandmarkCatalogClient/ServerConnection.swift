@@ -103,10 +103,10 @@ final class ServerConnection: Sendable {
             if Task.isCancelled { throw CancellationError() }
             throw CatalogError(
                 .unavailable, "cannot reach the server \(name): \(Self.describe(error))",
-                hint: "the changes stay on this device and are sent when the server answers again")
+                hint: "the changes stay on this device and are sent when the server answers again", reason: .offline)
         }
         guard let http = response as? HTTPURLResponse else {
-            throw CatalogError(.unavailable, "the server \(name) did not answer with HTTP")
+            throw CatalogError(.unavailable, "the server \(name) did not answer with HTTP", reason: .offline)
         }
         let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
         return (Answer(status: http.statusCode, body: data, etag: http.value(forHTTPHeaderField: "ETag"), retryAfter: retryAfter), token)
@@ -144,9 +144,10 @@ final class ServerConnection: Sendable {
         var error: CatalogError
         switch answer.status {
         case 401:
-            error = CatalogError(.unavailable, what, hint: "the token was refused, also after asking for a fresh one: sign in again")
+            error = CatalogError(
+                .unavailable, what, hint: "the token was refused, also after asking for a fresh one: sign in again", reason: .unauthorized)
         case 403:
-            error = CatalogError(.usage, what, hint: "the token's user (sub) must be the session's user")
+            error = CatalogError(.usage, what, hint: "the token's user (sub) must be the session's user", reason: .forbidden)
         case 400, 413, 415:
             error = CatalogError(.dataInvalid, what)
         default:
@@ -193,13 +194,13 @@ actor TokenSource {
             token = try await fetch()
         } catch {
             if error is CancellationError { throw error }
-            var failure = CatalogError(.unavailable, "the token closure failed: \(error)", hint: "sign in again")
+            var failure = CatalogError(.unavailable, "the token closure failed: \(error)", hint: "sign in again", reason: .unauthorized)
             failure.httpStatus = 401
             throw failure
         }
         let trimmed = token.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {
-            var failure = CatalogError(.unavailable, "the token closure returned an empty token", hint: "sign in again")
+            var failure = CatalogError(.unavailable, "the token closure returned an empty token", hint: "sign in again", reason: .unauthorized)
             failure.httpStatus = 401
             throw failure
         }

@@ -150,6 +150,7 @@ struct ClientSyncTests {
         #expect(try await a.position(user: "ann")?.currentPage == 2)
         #expect(await eventually { sessionA.status.pendingChanges == 1 && !sessionA.status.isConnected })
         #expect(sessionA.status.lastError?.kind == .unavailable)
+        #expect(sessionA.status.lastError?.reason == .offline)
         // A flush waits while the server is away.
         let flushing = Task { try await sessionA.flush() }
         try await Task.sleep(nanoseconds: 300_000_000)

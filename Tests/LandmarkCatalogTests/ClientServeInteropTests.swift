@@ -1,0 +1,51 @@
+import Foundation
+import LandmarkCatalogClient
+import Testing
+
+@testable import LandmarkCatalog
+
+/// The app's sync session against the real `catalog serve` (the built binary, JWTs from `catalog token
+/// issue`), not the test stand-in: two devices of one user, and a user who cannot see another's row.
+@Suite("Client through the real catalog serve", .serialized)
+struct ClientServeInteropTests {
+    @Test("two devices through catalog serve: A's page reaches B's CarouselModel; bob's device never holds ann's row")
+    func twoDevicesThroughServe() async throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let annToken = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let bobToken = try ServeKeys.issue(box, key: key.privateKey, user: "bob")
+        let url = try #require(URL(string: serve.base))
+
+        func device(_ token: String) async throws -> (Catalog, SyncSession) {
+            let catalog = try Catalog(path: Support.temporaryDatabase())
+            let session = try await catalog.startSync(server: url, user: nil, configuration: ClientSyncTests.quick()) { token }
+            #expect(try await eventually { try await catalog.featured().count == 4 })
+            return (catalog, session)
+        }
+        let (a, sessionA) = try await device(annToken)
+        let (b, sessionB) = try await device(annToken)
+        let (c, sessionC) = try await device(bobToken)
+        let model = await CarouselModel(catalog: b, user: "ann")
+
+        for page in [1, 3, 2] { try await a.setPosition(user: "ann", to: .page(page)) }
+        try await sessionA.flush()
+        #expect(sessionA.status.pendingChanges == 0)
+        #expect(try await eventually { await model.currentPage == 2 })
+        #expect(try await b.position(user: "ann")?.landmarkID == 1006)
+
+        // The server stored ann's last page once; bob's device holds only the landmarks.
+        let stored = try dumpRows(db, sql: "SELECT page FROM positions WHERE user_id = 'ann'")
+        #expect(stored == [[.integer(2)]])
+        try await c.setPosition(user: "bob", to: .page(1))
+        try await sessionC.flush()
+        #expect(try await c.positions().map(\.user) == ["bob"])
+        #expect(try await a.position(user: "bob") == nil)
+
+        for session in [sessionA, sessionB, sessionC] { await session.stop() }
+        for catalog in [a, b, c] { catalog.close() }
+        #expect(serve.stop().status == 0)
+        #expect(!serve.log.contains(annToken) && !serve.log.contains(bobToken))
+    }
+}
