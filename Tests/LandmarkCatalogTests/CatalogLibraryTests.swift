@@ -235,12 +235,12 @@ struct CatalogLibraryTests {
         }
         var count: Int { values.withLock { $0.count } }
         var last: Value? { values.withLock { $0.last } }
-        /// Waits (up to `seconds`: generous, for a loaded machine whose other tests may hold Swift's few
-        /// cooperative threads for a while) until at least `n` values arrived.
+        /// Waits until at least `n` values arrived: for `seconds` of wall time *and* at least 2,000 turns of
+        /// its own on Swift's cooperative threads. The turns matter on a loaded machine: with 2 cores, the
+        /// other tests can hold both threads for a minute, and a wall-clock bound alone then ran out before
+        /// the observing task had its first turn (CI failed so twice, at a first `wait(for: 1)`).
         func wait(for n: Int, seconds: Double = 60) async -> Bool {
-            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-            while count < n && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-            return count >= n
+            await waitTurns(seconds: seconds) { self.count >= n }
         }
     }
 
@@ -314,11 +314,16 @@ struct CatalogLibraryTests {
 
     // MARK: - CarouselModel
 
-    /// Waits (up to 15 s) until `condition` holds on the main actor.
+    /// Waits until `condition` holds on the main actor: 60 s of wall time and 2,000 turns at least (see
+    /// ``Collector/wait(for:seconds:)``).
     @MainActor
     static func eventually(_ condition: @MainActor () -> Bool) async -> Bool {
+        var turns = 0
         let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        while !condition() && (ContinuousClock.now < deadline || turns < 2000) {
+            turns += 1
+            try? await Task.sleep(for: .milliseconds(5))
+        }
         return condition()
     }
 

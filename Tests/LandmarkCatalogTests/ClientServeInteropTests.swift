@@ -30,7 +30,7 @@ struct ClientServeInteropTests {
         let model = await CarouselModel(catalog: b, user: "ann")
 
         for page in [1, 3, 2] { try await a.setPosition(user: "ann", to: .page(page)) }
-        try await sessionA.flush()
+        try await bounded(60, "sessionA.flush()") { try await sessionA.flush() }
         #expect(sessionA.status.pendingChanges == 0)
         #expect(try await eventually { await model.currentPage == 2 })
         #expect(try await b.position(user: "ann")?.landmarkID == 1006)
@@ -39,11 +39,11 @@ struct ClientServeInteropTests {
         let stored = try dumpRows(db, sql: "SELECT page FROM positions WHERE user_id = 'ann'")
         #expect(stored == [[.integer(2)]])
         try await c.setPosition(user: "bob", to: .page(1))
-        try await sessionC.flush()
+        try await bounded(60, "sessionC.flush()") { try await sessionC.flush() }
         #expect(try await c.positions().map(\.user) == ["bob"])
         #expect(try await a.position(user: "bob") == nil)
 
-        for session in [sessionA, sessionB, sessionC] { await session.stop() }
+        for session in [sessionA, sessionB, sessionC] { try await bounded(60, "session.stop()") { await session.stop() } }
         for catalog in [a, b, c] { catalog.close() }
         // The exit status is not asserted here: under a loaded parallel run serve's drain has been seen to
         // outlast the 20 s stop limit with these sessions' idle keep-alive connections open (issue 27, open).

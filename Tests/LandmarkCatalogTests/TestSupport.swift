@@ -128,10 +128,13 @@ func runProcessAsync(
     }
 }
 
-/// Runs an executable and captures its output.
+/// Runs an executable and captures its output. Standard error is read on a thread of its own (a child
+/// that filled the stderr pipe while this read stdout to its end used to wait on us forever), and a child
+/// still running after `limit` seconds is killed (SIGKILL, exit status 9 as a signal), so no test waits on
+/// a process for ever: CI was once held for its whole 90 minutes by one hung test.
 func runProcess(
     _ executable: URL, _ arguments: [String], in directory: URL? = nil,
-    environment: [String: String]? = nil, stdin: Data? = nil
+    environment: [String: String]? = nil, stdin: Data? = nil, limit: Double = 300
 ) throws -> CLIResult {
     let process = Process()
     process.executableURL = executable
@@ -145,10 +148,21 @@ func runProcess(
     process.standardError = err
     process.standardInput = input
     try process.run()
+    let pid = process.processIdentifier
+    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
+    defer { watchdog.cancel() }
+    let errRead = DispatchGroup()
+    nonisolated(unsafe) var errData = Data()
+    errRead.enter()
+    DispatchQueue.global().async {
+        errData = err.fileHandleForReading.readDataToEndOfFile()
+        errRead.leave()
+    }
     if let stdin { input.fileHandleForWriting.write(stdin) }
     try input.fileHandleForWriting.close()
     let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    errRead.wait()
     process.waitUntilExit()
     return CLIResult(
         status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
@@ -209,4 +223,83 @@ struct SplitMix64: RandomNumberGenerator {
 /// Ids of the featured landmarks as the CLI reports them.
 func featuredIDs(_ db: String) throws -> [Int64] {
     try CatalogStore.open(path: db).featuredIDs()
+}
+
+/// The error of ``bounded(_:_:_:)``: the operation did not end within its bound.
+struct TimedOut: Error, CustomStringConvertible {
+    let what: String
+    let seconds: Double
+    var description: String { "\(what) did not end within \(seconds) s" }
+}
+
+/// Runs `operation`, throwing ``TimedOut`` after `seconds` (the operation is then cancelled and left to
+/// end on its own), so a test never awaits for ever something that has no bound of its own — a
+/// `SyncSession.flush()`, a `stop()`. The timer is a Dispatch timer, not a task: it fires even while
+/// Swift's few cooperative threads are all busy.
+func bounded<T: Sendable>(
+    _ seconds: Double = 60, _ what: String = "the operation", _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let once = ResumeOnce<T>()
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        once.set(continuation)
+        let task = Task {
+            do { once.resume(.success(try await operation())) } catch { once.resume(.failure(error)) }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            if once.resume(.failure(TimedOut(what: what, seconds: seconds))) { task.cancel() }
+        }
+    }
+}
+
+/// A continuation resumed by the first of several callers.
+private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+    // Safe: `continuation` and `result` are touched only under `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, any Error>?
+    private var result: Result<T, any Error>?
+    private var done = false
+
+    func set(_ continuation: CheckedContinuation<T, any Error>) {
+        lock.lock()
+        if let result {
+            lock.unlock()
+            continuation.resume(with: result)
+            return
+        }
+        self.continuation = continuation
+        lock.unlock()
+    }
+
+    /// Resumes with `result` if nothing did yet; returns whether this call did.
+    @discardableResult
+    func resume(_ result: Result<T, any Error>) -> Bool {
+        lock.lock()
+        guard !done else {
+            lock.unlock()
+            return false
+        }
+        done = true
+        guard let continuation else {
+            self.result = result
+            lock.unlock()
+            return true
+        }
+        self.continuation = nil
+        lock.unlock()
+        continuation.resume(with: result)
+        return true
+    }
+}
+
+/// Polls `condition` every 5 ms until it holds, for `seconds` of wall time and at least `turns` turns of
+/// this task: a bound in turns as well as in time, so that a test starved of Swift's cooperative threads
+/// by its neighbours still gives the task it waits on the turns it needs before giving up.
+func waitTurns(seconds: Double = 60, turns minimum: Int = 2000, _ condition: () -> Bool) async -> Bool {
+    var turns = 0
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while !condition() && (ContinuousClock.now < deadline || turns < minimum) {
+        turns += 1
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
 }

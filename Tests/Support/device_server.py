@@ -157,11 +157,18 @@ class Handler(BaseHTTPRequestHandler):
             headers = {"WWW-Authenticate": 'Bearer realm="catalog", error="invalid_token"'} if r.status == 401 else {}
             self.answer(r.status, {"error": error}, headers)
 
+    # A client that went away mid-answer (a long-poll cancelled by stop()) is expected, not an error.
     def do_GET(self):
-        self.handle_any("GET")
+        try:
+            self.handle_any("GET")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def do_POST(self):
-        self.handle_any("POST")
+        try:
+            self.handle_any("POST")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def read(self, route, user, query):
         after = 0

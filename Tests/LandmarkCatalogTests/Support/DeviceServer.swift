@@ -35,11 +35,15 @@ final class DeviceServer: @unchecked Sendable {
         (self.process, self.input) = (process, input)
     }
 
-    /// Stops it (SIGTERM: open connections are dropped, as a server that went away drops them).
+    /// Stops it (SIGTERM: open connections are dropped, as a server that went away drops them; SIGKILL if
+    /// it has not exited 5 s later, so a server stuck in a handler never holds the test run).
     func stop() {
         guard let process else { return }
         try? input?.fileHandleForWriting.close()
         process.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         self.process = nil
     }
@@ -71,10 +75,13 @@ final class DeviceServer: @unchecked Sendable {
     }
 }
 
-/// Waits until `condition` holds, checking every 20 ms, for at most `seconds`; returns whether it held.
+/// Waits until `condition` holds, checking every 20 ms, for `seconds` of wall time and as many turns as
+/// that is unloaded (a starved test gets its turns: see `waitTurns`); returns whether it held.
 func eventually(within seconds: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+    var turns = 0
+    while Date() < deadline || turns < Int(seconds * 50) {
+        turns += 1
         if try await condition() { return true }
         try? await Task.sleep(nanoseconds: 20_000_000)
     }
