@@ -16,6 +16,11 @@ final class ServerConnection: Sendable {
     let tokens: TokenSource
     /// Per request, at most this long between bytes (s), beyond a long-poll's wait.
     let requestTimeout: Double
+    /// Set by ``close()``: no request starts after it. FoundationNetworking traps ("Session invalidated",
+    /// URLSession.swift:575) when a task is made on an invalidated session.
+    private let closed = SessionLock(false)
+    /// Tests only: runs just before each request is handed to URLSession (a race's hook).
+    let beforeRequest = SessionLock<(@Sendable () async -> Void)?>(nil)
 
     init(base: URL, tokens: TokenSource, requestTimeout: Double) {
         self.base = base
@@ -97,6 +102,9 @@ final class ServerConnection: Sendable {
         }
         let data: Data
         let response: URLResponse
+        if let hook = beforeRequest.withLock({ $0 }) { await hook() }
+        try Task.checkCancellation()
+        guard !isClosed else { throw CancellationError() }
         do {
             (data, response) = try await session.data(for: request)
         } catch {
@@ -157,8 +165,15 @@ final class ServerConnection: Sendable {
         return error
     }
 
-    /// Ends every request in flight.
-    func close() { session.invalidateAndCancel() }
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { closed.withLock { $0 } }
+
+    /// Ends every request in flight; none starts after it. Call it once the tasks that send have ended
+    /// (``SyncSession/stop()`` does): a request started between a check and the invalidation would trap.
+    func close() {
+        closed.withLock { $0 = true }
+        session.invalidateAndCancel()
+    }
 }
 
 /// The app's token closure, asked once and again only after a 401 (a refresh, docs/protocol.md §2).

@@ -151,9 +151,12 @@ public final class SyncSession: Sendable {
             defer { tasks.removeAll() }
             return tasks
         }
+        // Cancel, wait, then close: cancelling ends the requests in flight (URLSession's tasks are cancelled
+        // with the Swift task), and a session invalidated while a task could still start a request made
+        // FoundationNetworking trap ("Session invalidated"), which a test run once hit.
         for task in running { task.cancel() }
-        endpoint.close()
         for task in running { await task.value }
+        endpoint.close()
         broadcaster.finish()
     }
 

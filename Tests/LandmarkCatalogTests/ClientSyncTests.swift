@@ -122,21 +122,21 @@ struct ClientSyncTests {
         let (b, sessionB) = try await Self.device(server.url, user: "ann")
         let model = await CarouselModel(catalog: b, user: "ann")
         try await a.setPosition(user: "ann", to: .page(3))
-        try await sessionA.flush()
+        try await bounded(60, "sessionA.flush()") { try await sessionA.flush() }
         #expect(sessionA.status.pendingChanges == 0)
         #expect(try await eventually { try await b.position(user: "ann")?.currentPage == 3 })
         #expect(await eventually { await model.currentPage == 3 })
         // And back: B's page reaches A.
         try await b.setPosition(user: "ann", to: .page(1))
-        try await sessionB.flush()
+        try await bounded(60, "sessionB.flush()") { try await sessionB.flush() }
         #expect(try await eventually { try await a.position(user: "ann")?.currentPage == 1 })
         #expect(sessionA.status.isConnected && sessionA.status.lastSyncedAt != nil && sessionA.status.lastError == nil)
         // The device holds the landmarks and its user's row only.
         #expect(try await b.positions().map(\.user) == ["ann"])
         #expect(try await b.featured() == a.featured())
         #expect(try server.position(user: "ann")?[0] == .integer(1))
-        await sessionA.stop()
-        await sessionB.stop()
+        try await bounded(60, "sessionA.stop()") { await sessionA.stop() }
+        try await bounded(60, "sessionB.stop()") { await sessionB.stop() }
         #expect(!sessionA.status.isRunning)
     }
 
@@ -152,16 +152,16 @@ struct ClientSyncTests {
         #expect(sessionA.status.lastError?.kind == .unavailable)
         #expect(sessionA.status.lastError?.reason == .offline)
         // A flush waits while the server is away.
-        let flushing = Task { try await sessionA.flush() }
+        let flushing = Task { try await bounded(60, "sessionA.flush()") { try await sessionA.flush() } }
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(sessionA.status.pendingChanges == 1)
         try server.start()
-        try await flushing.value
+        try await bounded(60, "flushing") { try await flushing.value }
         #expect(sessionA.status.pendingChanges == 0)
         #expect(try await eventually { try await b.position(user: "ann")?.currentPage == 2 })
         #expect(try server.log().stamps.count == 1)  // five writes offline, one row sent: the last
-        await sessionA.stop()
-        await sessionB.stop()
+        try await bounded(60, "sessionA.stop()") { await sessionA.stop() }
+        try await bounded(60, "sessionB.stop()") { await sessionB.stop() }
     }
 
     @Test("killed between the server's answer and its record: the next session sends the row again, stored once")
@@ -180,16 +180,49 @@ struct ClientSyncTests {
         #expect(await eventually { answered.current })
         #expect(try server.log().stamps.count == 1)  // the server has it
         #expect(try await a.read { try $0.pendingPositions(user: "ann", key: first.key) }.count == 1)  // the device does not know
-        await first.stop()
+        try await bounded(60, "first.stop()") { await first.stop() }
         a.close()
         // Restarted: pending again, pushed, and the server stores it once.
         let (again, second) = try await Self.device(server.url, user: "ann", path: path)
-        try await second.flush()
+        try await bounded(60, "second.flush()") { try await second.flush() }
         #expect(second.status.pendingChanges == 0)
         #expect(try server.log().stamps.count == 1)
         #expect(try server.position(user: "ann")?[0] == .integer(2))
-        await second.stop()
+        try await bounded(60, "second.stop()") { await second.stop() }
         again.close()
+    }
+
+    /// Regression (CI, 1 run in 5 under load): stop() invalidated the URLSession and then awaited its
+    /// tasks, so a task that was about to send made a request on the invalidated session, and
+    /// FoundationNetworking trapped ("Session invalidated"), taking the whole process down. The hook holds
+    /// a request just before URLSession until its task is cancelled, and for a moment longer, for the
+    /// invalidation that used to follow the cancel at once.
+    @Test("stop() while a request is about to start: it ends, no request is made on the closed session")
+    func stopRacingARequest() async throws {
+        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let catalog = try Catalog(path: Support.temporaryDatabase())
+        let session = try await catalog.startSync(server: server.url, user: "ann", configuration: Self.quick()) {
+            DeviceServer.token(user: "ann")
+        }
+        #expect(try await eventually { try await !catalog.featured().isEmpty })
+        let entered = Locked(0)
+        let endpoint = session.endpoint
+        endpoint.beforeRequest.withLock {
+            $0 = {
+                entered.update { $0 += 1 }
+                while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(2)) }
+                let until = ContinuousClock.now + .seconds(1)
+                while !endpoint.isClosed && ContinuousClock.now < until { await Task.yield() }
+            }
+        }
+        let before = try server.log().requests["POST /v1/positions"] ?? 0
+        try await catalog.setPosition(user: "ann", to: .page(1))
+        #expect(await waitTurns { entered.current >= 1 })
+        try await bounded(60, "session.stop()") { await session.stop() }
+        #expect(endpoint.isClosed)
+        #expect((try server.log().requests["POST /v1/positions"] ?? 0) == before)
+        #expect(try await catalog.read { try $0.pendingPositions(user: "ann", key: session.key) }.count == 1)
+        server.stop()
     }
 
     @Test("a 401 asks the token closure once more, then the error is published and retried")
@@ -210,8 +243,8 @@ struct ClientSyncTests {
         #expect(try await eventually { try await !catalog.featured().isEmpty })
         #expect(asked.current == 3)
         try await catalog.setPosition(user: "ann", to: .page(1))
-        try await session.flush()
+        try await bounded(60, "session.flush()") { try await session.flush() }
         #expect(try server.position(user: "ann")?[0] == .integer(1))
-        await session.stop()
+        try await bounded(60, "session.stop()") { await session.stop() }
     }
 }
