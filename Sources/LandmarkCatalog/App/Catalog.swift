@@ -279,7 +279,7 @@ public final class Catalog: Sendable {
     @discardableResult
     public func importLandmarks(
         from source: ImportSource, options: ImportOptions = ImportOptions(),
-        progress: @escaping @Sendable (Progress) -> Void = { _ in },
+        progress: @escaping @Sendable (CatalogProgress) -> Void = { _ in },
         diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }
     ) async throws -> ImportSummary {
         try await cancellableWrite { store, stop in
@@ -297,13 +297,13 @@ public final class Catalog: Sendable {
     /// - Throws: `CancellationError`; `CatalogError` 64 for an empty path, 73 when the file cannot be
     ///   created, 74 on a write error.
     @discardableResult
-    public func export(to path: String, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ExportSummary {
+    public func export(to path: String, progress: @escaping @Sendable (CatalogProgress) -> Void = { _ in }) async throws -> ExportSummary {
         try await cancellableRead { store, stop in
             let file = try AtomicFileWriter(path: path)
             let summary = try store.exportSnapshotInTransaction(
                 changes: nil,
                 progress: { rows, bytes in
-                    progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
+                    progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
                 }
             ) { bytes in
                 if stop.isSet { throw CancellationError() }

@@ -13,7 +13,7 @@ package struct SyncContext {
     /// Warnings and errors, with their source.
     package let diagnostics: (Diagnostic) -> Void
     /// How far merging has come (phase `.merging`), for a progress line.
-    package var progress: (Progress) -> Void = { _ in }
+    package var progress: (CatalogProgress) -> Void = { _ in }
     /// The keys this source's snapshot log must be signed by (docs/trust.md §3); empty: no signature needed.
     package var trustedKeys: [MinisignPublicKey] = []
 
@@ -34,7 +34,7 @@ package struct SyncContext {
 
     package init(
         store: CatalogStore, options: SyncOptions, standardInput: Int32, diagnostics: @escaping (Diagnostic) -> Void,
-        progress: @escaping (Progress) -> Void = { _ in }
+        progress: @escaping (CatalogProgress) -> Void = { _ in }
     ) {
         self.store = store
         self.options = options
