@@ -213,6 +213,17 @@ public final class Catalog: Sendable {
         try await read { try $0.featuredLandmarks() }
     }
 
+    /// The whole catalog: every live landmark, featured or not, smallest `id` first — what the tutorial's
+    /// list view (`LandmarkList`) shows. Deleted landmarks (tombstones, e.g. after `import --prune`) are
+    /// left out.
+    ///
+    /// One read transaction on a reader connection: it never waits for a write.
+    /// - Returns: the live landmarks in `id` order; empty for an empty catalog.
+    /// - Throws: `CatalogError` `.closed` after ``close()``, `.databaseMissing` (66) when the file is gone.
+    public func landmarks() async throws -> [Landmark] {
+        try await read { try $0.landmarks() }
+    }
+
     /// One live landmark by id, or nil (absent or deleted).
     public func landmark(id: Int64) async throws -> Landmark? {
         try await read { try $0.landmark(id: id) }
