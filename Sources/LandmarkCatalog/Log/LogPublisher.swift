@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -269,7 +269,7 @@ extension CatalogStore {
             } else {
                 var info = stat()
                 guard lstat(path, &info) == 0 else { continue }
-                since = Int64(info.st_mtim.tv_sec) * 1000
+                since = Int64(info.modificationTime.tv_sec) * 1000
             }
             if Double(now - since) / 1000 >= grace, unlink(path) == 0 || errno == ENOENT {
                 removed.append(name)

@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -167,7 +167,7 @@ final class FileSource: SyncSource {
         fstat(fd, &info)
         // The file's identity, size and modification time (ns) are its cursor: an unchanged file is not read again.
         var next = SourceCursor()
-        next["file"] = "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        next["file"] = "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.modificationTime.tv_sec).\(info.modificationTime.tv_nsec)"
         nextCursor = next
         if let cursor, cursor["file"] == next["file"] {
             close(fd)
