@@ -92,8 +92,9 @@ let package = Package(
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .executableTarget(name: "catalog", dependencies: ["CatalogCLI"]),
-        // The tutorial's PageView on a terminal, on the library alone: `swift run Carousel --db PATH --user ID`.
-        .executableTarget(name: "Carousel", dependencies: ["LandmarkCatalog"], path: "Examples/Carousel"),
+        // The tutorial's PageView on a terminal: `swift run Carousel --db PATH --user ID`, or with
+        // `--server URL --token-file FILE` syncing through `catalog serve` (LandmarkCatalogClient).
+        .executableTarget(name: "Carousel", dependencies: ["LandmarkCatalog", "LandmarkCatalogClient"], path: "Examples/Carousel"),
         // What observe and Catalog cost an app (Benchmarks/run.sh --observe).
         .executableTarget(name: "catalog-app-bench", dependencies: ["LandmarkCatalog"], path: "Benchmarks/AppBench"),
         // `catalog` with the test suite's hooks (never shipped): see Tests/Support/CatalogTestHarness/main.swift.

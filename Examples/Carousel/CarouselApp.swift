@@ -1,10 +1,15 @@
-// The tutorial's `PageView` on a terminal, on the LandmarkCatalog library alone: the featured landmark on
+// The tutorial's `PageView` on a terminal, on the LandmarkCatalog library: the featured landmark on
 // the current page, a page control (●○○○), ← / → (or h / l) to move, q to quit. Two of them on one
-// database follow each other; one beside a `catalog sync` follows what the sync merged.
+// database follow each other; one beside a `catalog sync` follows what the sync merged. With `--server`, it
+// syncs its own database with a `catalog serve` endpoint (LandmarkCatalogClient's `startSync`): two of them on
+// two databases through one `serve` move each other. The token file holds a bearer token (`catalog token
+// issue`); it is read again when the server refuses it (a refresh), and its `sub` is the user.
 //
 //     swift run Carousel --db /path/to/catalog.sqlite --user ann
+//     swift run Carousel --db phone.sqlite --server http://127.0.0.1:8080 --token-file ann.jwt
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogClient
 import Observation
 
 @main
@@ -13,20 +18,43 @@ struct CarouselApp {
     static func main() async {
         var arguments = CommandLine.arguments.dropFirst()
         var path = CatalogStore.defaultPath(environment: ProcessInfo.processInfo.environment)
-        var user = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "me"
+        var named: String?
+        var server: URL?
+        var tokenFile: String?
+        let usage = "usage: Carousel [--db PATH] [--user ID] [--server URL --token-file FILE]\n"
         while let argument = arguments.popFirst() {
             switch argument {
             case "--db": path = arguments.popFirst() ?? path
-            case "--user": user = arguments.popFirst() ?? user
+            case "--user": named = arguments.popFirst()
+            case "--server": server = arguments.popFirst().flatMap { URL(string: $0) }
+            case "--token-file": tokenFile = arguments.popFirst()
             default:
-                FileHandle.standardError.write(Data("usage: Carousel [--db PATH] [--user ID]\n".utf8))
+                FileHandle.standardError.write(Data(usage.utf8))
                 exit(64)
             }
         }
+        if (server == nil) != (tokenFile == nil) {
+            FileHandle.standardError.write(Data(("Carousel: --server and --token-file go together\n" + usage).utf8))
+            exit(64)
+        }
         let catalog: Catalog
+        var session: SyncSession?
+        let user: String
         do {
-            // A missing database is an error (66), not a new empty one: import landmarks with `catalog` first.
-            catalog = try Catalog(path: path, access: FileManager.default.fileExists(atPath: path) ? .write : .read)
+            if let server, let tokenFile {
+                // The device's own database: created if missing, the landmarks come from the server.
+                catalog = try Catalog(path: path)
+                let token: @Sendable () async throws -> String = {
+                    try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+                }
+                let started = try await catalog.startSync(server: server, user: named, token: token)
+                session = started
+                user = started.user
+            } else {
+                // A missing database is an error (66), not a new empty one: import landmarks with `catalog` first.
+                catalog = try Catalog(path: path, access: FileManager.default.fileExists(atPath: path) ? .write : .read)
+                user = named ?? ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "me"
+            }
         } catch {
             FileHandle.standardError.write(Data("Carousel: \(error)\n".utf8))
             exit((error as? CatalogError)?.exitStatus ?? 1)
@@ -42,12 +70,15 @@ struct CarouselApp {
             case .right: if model.currentPage + 1 < model.pageCount { model.currentPage += 1 }
             case .quit:
                 await model.flush()
+                // What the server has not acknowledged stays in the outbox for the next start.
+                await session?.stop()
                 terminal.restore()
                 exit(model.lastError == nil ? 0 : 1)
             case .other: break
             }
         }
         await model.flush()
+        await session?.stop()
         terminal.restore()
     }
 }

@@ -149,3 +149,26 @@ struct TableHomeTests {
         #expect(try Self.offenders(#"\bConnection\((path|[a-z]+:)"#, in: planted, allowed: [core + "SQLite/"]).count == 1)
     }
 }
+
+/// `Examples/Carousel` (docs/swift-library.md): it is interactive (raw terminal keys), so this checks what
+/// runs without a terminal — that it is built with `--server` and `--token-file`, and refuses one without
+/// the other before opening anything.
+@Suite("Examples/Carousel's options")
+struct CarouselExampleTests {
+    static var carousel: URL { Support.catalogBinary.deletingLastPathComponent().appending(path: "Carousel") }
+
+    @Test("--server without --token-file (and an unknown option) exits 64 with the usage naming both")
+    func serverOptionsGoTogether() throws {
+        let db = Support.temporaryDatabase()
+        // Bounded: timeout(1) ends a run that would wait (e.g. for a terminal) after 30 s, with 124.
+        let timeout = URL(fileURLWithPath: "/usr/bin/timeout")
+        let half = try runProcess(timeout, ["30", Self.carousel.path, "--db", db, "--server", "http://127.0.0.1:9"])
+        #expect(half.status == 64)
+        let usage = "usage: Carousel [--db PATH] [--user ID] [--server URL --token-file FILE]\n"
+        #expect(half.stderr == "Carousel: --server and --token-file go together\n" + usage)
+        #expect(!FileManager.default.fileExists(atPath: db))
+        let unknown = try runProcess(timeout, ["30", Self.carousel.path, "--bogus"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr == usage)
+    }
+}

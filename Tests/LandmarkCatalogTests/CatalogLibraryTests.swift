@@ -53,6 +53,24 @@ struct CatalogLibraryTests {
         #expect(decoded.map(\.id) == featured.map(\.id))  // Identifiable by id
     }
 
+    @Test("landmarks() reads the whole catalog in id order, equal to the seeds; pruned landmarks are left out")
+    func landmarksReadsTheWholeCatalog() async throws {
+        let (catalog, _) = try await Self.seededCatalog()
+        let all = try await catalog.landmarks()
+        let seeds = try JSONDecoder().decode([Landmark].self, from: Data(contentsOf: Self.seeds))
+        #expect(all.map(\.id) == Array(1001...1016))
+        #expect(all == seeds.sorted { $0.id < $1.id })
+        #expect(all.filter(\.isFeatured).map(\.id) == [1001, 1003, 1006, 1010])
+        let kilauea = try #require(all.first { $0.id == 1013 })
+        #expect(kilauea.name == "Kīlauea")
+        #expect(kilauea.park == "Hawaiʻi Volcanoes National Park")
+        #expect(kilauea.isFavorite && !kilauea.isFeatured)
+        #expect(kilauea.latitude == 19.4069 && kilauea.longitude == -155.2834)
+        let pruneFile = Support.root.appending(path: "Tests/Fixtures/valid-one-change.json").path
+        try await catalog.importLandmarks(from: .file(pruneFile), options: ImportOptions(prune: true))
+        #expect(try await catalog.landmarks().map(\.id) == [1001, 1002, 1003, 1004, 1005])
+    }
+
     @Test("kept unknown keys survive decode → encode → decode, and featured --json with them decodes equal to featured()")
     func unknownKeysRoundTrip() async throws {
         let json =

@@ -60,7 +60,7 @@ struct ProgressTests {
         let line = ProgressLine(sink: sink, enabled: true, label: "syncing", columns: 60, now: { now })
         now = 2
         line.update(
-            Progress(
+            CatalogProgress(
                 records: 110_000, bytes: 6_600_000, totalBytes: nil, phase: .merging,
                 subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
         let drawn = sink.text.replacingOccurrences(of: "\r\u{1B}[K", with: "")
@@ -70,7 +70,7 @@ struct ProgressTests {
         let small = ProgressLine(sink: narrow, enabled: true, label: "syncing", columns: 45, now: { now })
         now = 4
         small.update(
-            Progress(
+            CatalogProgress(
                 records: 143_360, bytes: 7_000_000, totalBytes: nil, phase: .pushing,
                 subject: "postgresql://postgres@127.0.0.1:55432/hub2"))
         #expect(narrow.text.replacingOccurrences(of: "\r\u{1B}[K", with: "") == "pushing: 143,360 records, 7.0 MB, 71,680 row")
@@ -87,10 +87,10 @@ struct ProgressTests {
         var now = 50.0
         let line = ProgressLine(sink: sink, enabled: true, label: "syncing", now: { now })
         now = 52  // connecting and pushing took 2 s; the first batch of the pull is merged
-        line.update(Progress(records: 25_000, bytes: 1_500_000, totalBytes: nil, phase: .merging, subject: "hub"))
+        line.update(CatalogProgress(records: 25_000, bytes: 1_500_000, totalBytes: nil, phase: .merging, subject: "hub"))
         #expect(sink.text.hasSuffix("merging hub: 25,000 records, 1.5 MB, 12,500 rows/s"))
         now = 52.000_2  // the next job reports at once: under 10 ms, no rate worth showing
-        line.update(Progress(records: 10, bytes: 100, totalBytes: nil, phase: .writing, subject: "log"))
+        line.update(CatalogProgress(records: 10, bytes: 100, totalBytes: nil, phase: .writing, subject: "log"))
         #expect(sink.text.hasSuffix("writing log: 10 records, 0.0 MB, 0 rows/s"))
         #expect(ProgressLine.render(label: "x", records: 25_000, bytes: 0, total: nil, elapsed: 0.000_2) == "x: 25,000 records, 0 rows/s")
     }
@@ -118,19 +118,19 @@ struct ProgressTests {
         var now = 0.0
         let line = ProgressLine(sink: sink, enabled: true, label: "syncing", now: { now })
         now = 10
-        line.update(Progress(records: 1_000, bytes: 500, totalBytes: 1_000, phase: .merging, subject: "peer.json"))
+        line.update(CatalogProgress(records: 1_000, bytes: 500, totalBytes: 1_000, phase: .merging, subject: "peer.json"))
         // The first job's clock started with the line (the command), not at its first report.
         #expect(sink.text.hasSuffix("merging peer.json:  50% 0.0 of 0.0 MB, 1,000 records, 100 rows/s, ETA 0:10"))
         now = 12
         // A later job's clock starts at the report before it (at 10, when merging ended).
-        line.update(Progress(records: 2_000, bytes: 4_000_000, totalBytes: nil, phase: .writing, subject: "/srv/exchange/me.json"))
+        line.update(CatalogProgress(records: 2_000, bytes: 4_000_000, totalBytes: nil, phase: .writing, subject: "/srv/exchange/me.json"))
         #expect(sink.text.hasSuffix("writing /srv/exchange/me.json: 2,000 records, 4.0 MB, 1,000 rows/s"))
         now = 13
-        line.update(Progress(records: 3_000, bytes: 5_000_000, totalBytes: nil, phase: .writing, subject: "/srv/exchange/me.json"))
+        line.update(CatalogProgress(records: 3_000, bytes: 5_000_000, totalBytes: nil, phase: .writing, subject: "/srv/exchange/me.json"))
         #expect(sink.text.hasSuffix("writing /srv/exchange/me.json: 3,000 records, 5.0 MB, 1,000 rows/s"))
         let long = String(repeating: "d", count: 60) + "/peer.json"
         #expect(
-            ProgressLine.label(Progress(records: 0, bytes: 0, totalBytes: nil, phase: .merging, subject: long))
+            ProgressLine.label(CatalogProgress(records: 0, bytes: 0, totalBytes: nil, phase: .merging, subject: long))
                 == "merging …" + long.suffix(39))
     }
 

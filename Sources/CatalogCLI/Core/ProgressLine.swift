@@ -17,7 +17,7 @@ final class ProgressLine {
     /// The terminal's width: longer lines are cut so that `\r` returns to their start.
     private let columns: Int?
     /// The phase and subject last drawn: a new one restarts the clock (its rate and ETA are its own).
-    private var job: (LandmarkCatalog.Progress.Phase, String?)?
+    private var job: (LandmarkCatalog.CatalogProgress.Phase, String?)?
 
     init(
         sink: any OutputSink, enabled: Bool, label: String, columns: Int? = nil,
@@ -55,7 +55,7 @@ final class ProgressLine {
     /// the first job's when the line was made (the command's start), a later one's at the report before
     /// it (when the job before it ended), never at its own first report: a job reports after its first
     /// batch, and a rate measured from there is one batch over microseconds.
-    func update(_ p: LandmarkCatalog.Progress) {
+    func update(_ p: LandmarkCatalog.CatalogProgress) {
         guard enabled else { return }
         if job == nil || job! != (p.phase, p.subject) {
             if job != nil { started = lastReport ?? now() }
@@ -67,7 +67,7 @@ final class ProgressLine {
     }
 
     /// `merging peer.json`, `writing /srv/exchange/me.json`: long subjects keep their end.
-    static func label(_ p: LandmarkCatalog.Progress) -> String {
+    static func label(_ p: LandmarkCatalog.CatalogProgress) -> String {
         let verb: String
         switch p.phase {
         case .importing: verb = "importing"

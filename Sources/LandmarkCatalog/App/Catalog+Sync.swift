@@ -21,7 +21,7 @@ extension Catalog {
     @discardableResult
     public func sync(
         _ sources: [String] = [], options: SyncOptions = SyncOptions(),
-        progress: @escaping @Sendable (Progress) -> Void = { _ in },
+        progress: @escaping @Sendable (CatalogProgress) -> Void = { _ in },
         diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }
     ) async throws -> SyncReport {
         try await cancellableWrite { store, stop in

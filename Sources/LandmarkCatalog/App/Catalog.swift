@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -213,6 +213,17 @@ public final class Catalog: Sendable {
         try await read { try $0.featuredLandmarks() }
     }
 
+    /// The whole catalog: every live landmark, featured or not, smallest `id` first — what the tutorial's
+    /// list view (`LandmarkList`) shows. Deleted landmarks (tombstones, e.g. after `import --prune`) are
+    /// left out.
+    ///
+    /// One read transaction on a reader connection: it never waits for a write.
+    /// - Returns: the live landmarks in `id` order; empty for an empty catalog.
+    /// - Throws: `CatalogError` `.closed` after ``close()``, `.databaseMissing` (66) when the file is gone.
+    public func landmarks() async throws -> [Landmark] {
+        try await read { try $0.landmarks() }
+    }
+
     /// One live landmark by id, or nil (absent or deleted).
     public func landmark(id: Int64) async throws -> Landmark? {
         try await read { try $0.landmark(id: id) }
@@ -279,7 +290,7 @@ public final class Catalog: Sendable {
     @discardableResult
     public func importLandmarks(
         from source: ImportSource, options: ImportOptions = ImportOptions(),
-        progress: @escaping @Sendable (Progress) -> Void = { _ in },
+        progress: @escaping @Sendable (CatalogProgress) -> Void = { _ in },
         diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }
     ) async throws -> ImportSummary {
         try await cancellableWrite { store, stop in
@@ -297,13 +308,13 @@ public final class Catalog: Sendable {
     /// - Throws: `CancellationError`; `CatalogError` 64 for an empty path, 73 when the file cannot be
     ///   created, 74 on a write error.
     @discardableResult
-    public func export(to path: String, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ExportSummary {
+    public func export(to path: String, progress: @escaping @Sendable (CatalogProgress) -> Void = { _ in }) async throws -> ExportSummary {
         try await cancellableRead { store, stop in
             let file = try AtomicFileWriter(path: path)
             let summary = try store.exportSnapshotInTransaction(
                 changes: nil,
                 progress: { rows, bytes in
-                    progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
+                    progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
                 }
             ) { bytes in
                 if stop.isSet { throw CancellationError() }

@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -28,7 +28,7 @@ extension CatalogStore {
     public func importLandmarks(
         from source: ImportSource, options: ImportOptions = ImportOptions(),
         diagnostics: @escaping (Diagnostic) -> Void = { _ in },
-        progress: (Progress) -> Void = { _ in },
+        progress: (CatalogProgress) -> Void = { _ in },
         shouldStop: () -> Bool = { false }
     ) throws -> ImportSummary {
         let fd: Int32
@@ -46,7 +46,7 @@ extension CatalogStore {
             let reading = ReadingThread { queue in Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue) }
             defer { reading.finish() }
             try writer.run(queue: reading.queue, shouldStop: shouldStop) { records, bytes in
-                progress(Progress(records: records, bytes: bytes, totalBytes: total))
+                progress(CatalogProgress(records: records, bytes: bytes, totalBytes: total))
             }
             var summary = writer.summary
             summary.dryRun = options.dryRun

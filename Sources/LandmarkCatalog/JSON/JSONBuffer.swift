@@ -1,4 +1,4 @@
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #elseif canImport(Musl)
     import Musl

@@ -46,27 +46,29 @@
 /// Calling the pull methods out of order (e.g. ``nextElement()`` when no array is open) is a
 /// programming error and traps.
 ///
-/// The implementation is one class split by concern: this file holds its state, the public pull API and
+/// It is `package`, not `public`: the sync and server targets read JSON with it; an app does not see it.
+///
+/// The implementation is one class split by concern: this file holds its state, the pull API and
 /// the container navigation; `JSONBuffer.swift` the buffer and positions, `JSONStrings.swift` strings,
 /// `JSONNumbers.swift` numbers, `JSONWholeValues.swift` ``readValue()`` and ``skipValue()``, and
 /// `JSONReaderErrors.swift` the error messages. The state is `internal` (not `private`) so those
 /// extensions can reach it; nothing outside `JSON/` touches it. Release builds optimize the whole module
 /// at once, so the hot helpers still inline across the files.
-public final class JSONPullReader {
+package final class JSONPullReader {
     /// How strict the reader is.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Accept a single trailing comma before `]` or `}` with a warning (Apple's 2019
         /// `landmarkData.json` has one). Default `false`: RFC 8259 forbids it.
-        public var allowTrailingCommas: Bool
+        package var allowTrailingCommas: Bool
         /// The deepest nesting of arrays and objects accepted; default 512 (Foundation's
         /// `JSONSerialization` limit). The outermost array or object is depth 1.
-        public var maxDepth: Int
+        package var maxDepth: Int
 
         /// Creates options.
         /// - Parameters:
         ///   - allowTrailingCommas: Accept one trailing comma before `]` or `}` with a warning.
         ///   - maxDepth: The deepest nesting of arrays and objects accepted (at least 1).
-        public init(allowTrailingCommas: Bool = false, maxDepth: Int = 512) {
+        package init(allowTrailingCommas: Bool = false, maxDepth: Int = 512) {
             precondition(maxDepth >= 1, "maxDepth must be at least 1")
             self.allowTrailingCommas = allowTrailingCommas
             self.maxDepth = maxDepth
@@ -74,7 +76,7 @@ public final class JSONPullReader {
     }
 
     /// The size of the read buffer for a file descriptor, in bytes (64 KiB).
-    public static let defaultBufferSize = 64 * 1024
+    package static let defaultBufferSize = 64 * 1024
 
     enum Container: UInt8 {
         case arrayEmpty, arrayFilled, objectEmpty, objectFilled
@@ -88,7 +90,7 @@ public final class JSONPullReader {
     var rangeOffset = -1
     var rangeEnd = -1
     /// Called with every chunk read from the descriptor, in order (a hash computed in the same pass).
-    public var onRead: ((UnsafeRawBufferPointer) -> Void)?
+    package var onRead: ((UnsafeRawBufferPointer) -> Void)?
 
     // The buffer: bytes [0, end) are valid, [pos, end) not yet consumed; storage[0] is input byte `base`.
     var storage: UnsafeMutablePointer<UInt8>
@@ -131,7 +133,7 @@ public final class JSONPullReader {
     let work: UnsafeMutablePointer<Work>
 
     /// What was accepted although RFC 8259 forbids it, in input order (lenient mode only).
-    public private(set) var warnings: [JSONWarning] = []
+    package private(set) var warnings: [JSONWarning] = []
 
     /// Creates a reader over an open file descriptor, read with `read(2)` in 64 KiB chunks.
     ///
@@ -139,7 +141,7 @@ public final class JSONPullReader {
     /// - Parameters:
     ///   - fileDescriptor: A descriptor open for reading (a file, a pipe, standard input).
     ///   - options: Strictness and limits.
-    public convenience init(fileDescriptor: Int32, options: Options) {
+    package convenience init(fileDescriptor: Int32, options: Options) {
         self.init(fileDescriptor: fileDescriptor, options: options, bufferSize: JSONPullReader.defaultBufferSize)
     }
 
@@ -163,7 +165,7 @@ public final class JSONPullReader {
     ///   - fileDescriptor: A regular file open for reading (not closed by the reader).
     ///   - range: Byte offsets in the file; the JSON text is exactly these bytes.
     ///   - options: Strictness and limits.
-    public convenience init(fileDescriptor: Int32, range: Range<Int>, options: Options) {
+    package convenience init(fileDescriptor: Int32, range: Range<Int>, options: Options) {
         self.init(fileDescriptor: fileDescriptor, options: options, bufferSize: JSONPullReader.defaultBufferSize)
         rangeOffset = range.lowerBound
         rangeEnd = range.upperBound
@@ -173,7 +175,7 @@ public final class JSONPullReader {
     /// - Parameters:
     ///   - bytes: The whole JSON text.
     ///   - options: Strictness and limits.
-    public init(bytes: [UInt8], options: Options) {
+    package init(bytes: [UInt8], options: Options) {
         fileDescriptor = -1
         self.options = options
         capacity = max(bytes.count, 1)
@@ -199,7 +201,7 @@ public final class JSONPullReader {
 
     /// The position of the next byte that is not whitespace (the start of the next token), or of the
     /// end of the input. Skips whitespace, reading more input if needed.
-    public var position: SourcePosition {
+    package var position: SourcePosition {
         if !started { begin() }
         _ = peekNonWhitespace()
         return position(at: pos)
@@ -209,7 +211,7 @@ public final class JSONPullReader {
     /// - Returns: The kind, judged from the value's first byte.
     /// - Throws: ``JSONSyntaxError`` at the end of input or at a byte that cannot start a value;
     ///   ``JSONReadError`` when reading fails.
-    public func peekKind() throws -> JSONKind {
+    package func peekKind() throws -> JSONKind {
         try prepare()
         guard let byte = peekNonWhitespace() else { throw expectedValueError() }
         if work.pointee.containers.isEmpty && topLevelValueStarted { throw trailingDataError() }
@@ -227,7 +229,7 @@ public final class JSONPullReader {
     /// Consumes the `[` that opens an array; then call ``nextElement()`` before each element.
     /// - Throws: ``JSONSyntaxError`` when the next value is not an array or nesting exceeds
     ///   ``Options/maxDepth``; ``JSONReadError`` when reading fails.
-    public func beginArray() throws {
+    package func beginArray() throws {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "[") else { throw mismatch("an array") }
         consumingValue()
@@ -240,7 +242,7 @@ public final class JSONPullReader {
     /// mode, one trailing comma before it, with a warning at the comma).
     /// - Returns: `true` when an element follows (read or skip it next); `false` when the array is closed.
     /// - Throws: ``JSONSyntaxError`` when neither an element nor `]` follows; ``JSONReadError``.
-    public func nextElement() throws -> Bool {
+    package func nextElement() throws -> Bool {
         try prepare()
         return try advanceInArray()
     }
@@ -248,7 +250,7 @@ public final class JSONPullReader {
     /// Consumes the `{` that opens an object; then call ``nextKey()`` before each member.
     /// - Throws: ``JSONSyntaxError`` when the next value is not an object or nesting exceeds
     ///   ``Options/maxDepth``; ``JSONReadError`` when reading fails.
-    public func beginObject() throws {
+    package func beginObject() throws {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "{") else { throw mismatch("an object") }
         consumingValue()
@@ -262,7 +264,7 @@ public final class JSONPullReader {
     /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONStringContentError`` for
     ///   a key with bad content (the reader is then at its value, `repaired` has the key);
     ///   ``JSONReadError``.
-    public func nextKey() throws -> (key: String, position: SourcePosition)? {
+    package func nextKey() throws -> (key: String, position: SourcePosition)? {
         try prepare()
         return try advanceInObject(buildKey: true)
     }
@@ -273,7 +275,7 @@ public final class JSONPullReader {
     ///   the position of its opening quote; `nil` when the object is closed.
     /// - Throws: ``JSONSyntaxError`` when neither a member nor `}` follows; ``JSONStringContentError`` for
     ///   a key with bad content (the reader is then at its value); ``JSONReadError``.
-    public func nextKey(in table: JSONKeyTable) throws -> (index: Int, key: String?, position: SourcePosition)? {
+    package func nextKey(in table: JSONKeyTable) throws -> (index: Int, key: String?, position: SourcePosition)? {
         try prepare()
         var index = -1
         var key: String?
@@ -294,7 +296,7 @@ public final class JSONPullReader {
     ///   object or in the top-level value; ``JSONStringContentError`` for a string with bad content that
     ///   is an element or member value of an open array or object (the reader is then past it);
     ///   ``JSONReadError`` when reading fails.
-    public func readValue() throws -> JSONValue {
+    package func readValue() throws -> JSONValue {
         let first = try valueStart()
         consumingValue()
         if first == UInt8(ascii: "\""), !work.pointee.containers.isEmpty { return .string(try scanString(build: true)) }
@@ -309,7 +311,7 @@ public final class JSONPullReader {
     /// - Returns: The string with its escapes decoded.
     /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) string;
     ///   ``JSONStringContentError`` when its content is bad (the reader is then past it); ``JSONReadError``.
-    public func readString() throws -> String {
+    package func readString() throws -> String {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "\"") else { throw mismatch("a string") }
         consumingValue()
@@ -323,7 +325,7 @@ public final class JSONPullReader {
     ///   ``JSONStringContentError`` when its content is bad (nothing is appended, the reader is then past
     ///   it); ``JSONReadError``.
     @discardableResult
-    public func appendString(to buffer: inout [UInt8]) throws -> Int {
+    package func appendString(to buffer: inout [UInt8]) throws -> Int {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "\"") else { throw mismatch("a string") }
         consumingValue()
@@ -339,7 +341,7 @@ public final class JSONPullReader {
     /// Reads the next value, which must be a number.
     /// - Returns: The number, with its literal, `Int64` value (when exact) and `Double` value.
     /// - Throws: ``JSONSyntaxError`` when the next value is not a (well-formed) number; ``JSONReadError``.
-    public func readNumber() throws -> JSONNumber {
+    package func readNumber() throws -> JSONNumber {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) else {
             throw mismatch("a number")
@@ -351,7 +353,7 @@ public final class JSONPullReader {
     /// Reads the next value, which must be `true` or `false`.
     /// - Returns: The boolean.
     /// - Throws: ``JSONSyntaxError`` when the next value is not a boolean; ``JSONReadError``.
-    public func readBool() throws -> Bool {
+    package func readBool() throws -> Bool {
         let byte = try valueStart()
         switch byte {
         case UInt8(ascii: "t"):
@@ -368,7 +370,7 @@ public final class JSONPullReader {
 
     /// Reads the next value, which must be `null`.
     /// - Throws: ``JSONSyntaxError`` when the next value is not `null`; ``JSONReadError``.
-    public func readNull() throws {
+    package func readNull() throws {
         let byte = try valueStart()
         guard byte == UInt8(ascii: "n") else { throw mismatch("null") }
         consumingValue()
@@ -381,7 +383,7 @@ public final class JSONPullReader {
     ///   (bad string content inside an array or object or in the top-level value included);
     ///   ``JSONStringContentError`` for a string element or member value with bad content (the reader is
     ///   then past it); ``JSONReadError`` when reading fails.
-    public func skipValue() throws {
+    package func skipValue() throws {
         let first = try valueStart()
         consumingValue()
         let depth = work.pointee.containers.count
@@ -412,7 +414,7 @@ public final class JSONPullReader {
     /// - Throws: ``JSONSyntaxError`` `unexpected data after the end of the JSON text` when anything
     ///   else follows, or `expected a value, found end of input` when the input held no value at all;
     ///   ``JSONReadError`` when reading fails.
-    public func finish() throws {
+    package func finish() throws {
         try prepare()
         precondition(
             work.pointee.containers.isEmpty,

@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -65,7 +65,7 @@ extension CatalogStore {
     ///   never named by a manifest and are removed later like any unreferenced file.
     public func publishLog(
         to directory: String, options: PublishOptions = PublishOptions(),
-        progress: (Progress) -> Void = { _ in }
+        progress: (CatalogProgress) -> Void = { _ in }
     ) throws -> PublishReport {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
         if let scheme = SourceLocator.scheme(of: directory) {
@@ -209,7 +209,7 @@ extension CatalogStore {
 
     private func newGeneration(
         in dir: String, node: String, now: Int64, report: inout PublishReport,
-        progress: (Progress) -> Void
+        progress: (CatalogProgress) -> Void
     ) throws -> LogManifest {
         let generation = Self.makeGeneration(now: now)
         let base = try writeLogFile(in: dir, generation: generation, after: nil, report: &report, progress: progress)
@@ -227,7 +227,7 @@ extension CatalogStore {
     /// after `after`, read in one transaction with the change sequence number it covers up to.
     private func writeLogFile(
         in dir: String, generation: String, after: Int64?, report: inout PublishReport,
-        progress: (Progress) -> Void
+        progress: (CatalogProgress) -> Void
     ) throws -> LogManifest.File {
         let file = try AtomicFileWriter(path: dir + "/.pending-\(generation).json")
         var hasher = SHA256()
@@ -236,7 +236,7 @@ extension CatalogStore {
             _ = try exportSnapshotInTransaction(
                 changes: after.map { ($0 + 1)...max($0 + 1, through) },
                 progress: { rows, bytes in
-                    progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: dir))
+                    progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: dir))
                 }
             ) { bytes in
                 hasher.update(bytes)
@@ -269,7 +269,7 @@ extension CatalogStore {
             } else {
                 var info = stat()
                 guard lstat(path, &info) == 0 else { continue }
-                since = Int64(info.st_mtim.tv_sec) * 1000
+                since = Int64(info.modificationTime.tv_sec) * 1000
             }
             if Double(now - since) / 1000 >= grace, unlink(path) == 0 || errno == ENOENT {
                 removed.append(name)

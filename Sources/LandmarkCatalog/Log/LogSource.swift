@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -311,7 +311,10 @@ package final class DirectoryLogFetcher: LogFileFetcher {
         return CheckedFileFeed(path: path, identity: Self.identity(info), sha256: file.sha256)
     }
 
-    static func identity(_ info: stat) -> String { "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)" }
+    static func identity(_ info: stat) -> String {
+        let mtime = info.modificationTime
+        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(mtime.tv_sec).\(mtime.tv_nsec)"
+    }
 
     /// Opens a log file; a missing one is ``LogFileGone``.
     static func open(_ path: String, name: String) throws -> Int32 {

@@ -117,7 +117,7 @@ extension CatalogStore {
 /// family `# HELP`, `# TYPE`, then its samples; label values escape `\`, `"` and newline, help text `\`
 /// and newline. Names are prefixed `catalog_`; times are seconds since the epoch (UTC), durations
 /// seconds, sizes bytes. Metrics with nothing to report yet (no run) are left out rather than made up.
-public enum PrometheusText {
+package enum PrometheusText {
     /// One family: name, type (`gauge` or `counter`), help, samples (labels, value).
     struct Family {
         var name: String
@@ -129,7 +129,7 @@ public enum PrometheusText {
     }
 
     /// The exposition of `m`, ending in a newline.
-    public static func render(_ m: CatalogMetrics) -> String {
+    package static func render(_ m: CatalogMetrics) -> String {
         var families: [Family] = []
         func add(_ name: String, _ type: String, _ help: String, _ samples: [(labels: [(String, String)], value: String)]) {
             families.append(Family(name: name, type: type, help: help, samples: samples))
@@ -246,7 +246,7 @@ public enum PrometheusText {
     }
 
     /// A label value escaped: `\` → `\\`, `"` → `\"`, newline → `\n`.
-    public static func escapeLabel(_ value: String) -> String {
+    package static func escapeLabel(_ value: String) -> String {
         var out = ""
         for c in value.unicodeScalars {
             switch c {
@@ -260,7 +260,7 @@ public enum PrometheusText {
     }
 
     /// Help text escaped: `\` → `\\`, newline → `\n`.
-    public static func escapeHelp(_ text: String) -> String {
+    package static func escapeHelp(_ text: String) -> String {
         text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
     }
 

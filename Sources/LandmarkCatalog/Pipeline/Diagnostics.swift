@@ -1,7 +1,10 @@
 import Foundation
 
-/// How far a long job has come, for a progress line on a terminal.
-public struct Progress: Sendable, Equatable {
+/// How far a long job (an import, a sync, an export, a publish) has come, for a progress line on a terminal.
+///
+/// Not named `Progress`: that is Foundation's `Progress`, which every app file importing both would have
+/// to spell `Foundation.Progress`.
+public struct CatalogProgress: Sendable, Equatable {
     /// Records (or rows) done so far.
     public var records: Int
     /// Input bytes consumed so far.

@@ -100,10 +100,10 @@ public struct MigrationStatus: Sendable, Equatable {
 ///
 /// Modelled on sqlx's migrator and GRDB's `DatabaseMigrator`: a changed applied migration, an applied
 /// version this binary does not know (a newer database) or a badly named file is an error, never skipped.
-public struct Migrator {
-    public var migrations: [Migration]
+package struct Migrator {
+    package var migrations: [Migration]
 
-    public init(migrations: [Migration]) throws {
+    package init(migrations: [Migration]) throws {
         self.migrations = try Migration.ordered(migrations)
     }
 

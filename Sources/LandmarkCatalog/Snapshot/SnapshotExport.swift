@@ -98,13 +98,13 @@ extension CatalogStore {
     ///     (phase `.writing`, subject `path`).
     /// - Throws: `CatalogError` 64 for an empty path, 73 when the file cannot be created, 74 on a write error.
     @discardableResult
-    public func exportSnapshot(toFile path: String, progress: (Progress) -> Void = { _ in }) throws -> ExportSummary {
+    public func exportSnapshot(toFile path: String, progress: (CatalogProgress) -> Void = { _ in }) throws -> ExportSummary {
         let file = try AtomicFileWriter(path: path)
         let summary = try read {
             try exportSnapshotInTransaction(
                 changes: nil,
                 progress: { rows, bytes in
-                    progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
+                    progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
                 }
             ) { try file.write($0) }
         }

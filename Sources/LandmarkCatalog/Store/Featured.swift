@@ -39,6 +39,11 @@ extension CatalogStore {
         try read { try landmarkTable.featuredIDs() }
     }
 
+    /// Every live landmark, featured or not, in `id` order (tombstones left out), in one read transaction.
+    public func landmarks() throws -> [Landmark] {
+        try read { try landmarkTable.allLive() }
+    }
+
     /// One live landmark by id, or nil (absent or a tombstone).
     public func landmark(id: Int64) throws -> Landmark? {
         try read { try landmarkTable.live(id: id) }

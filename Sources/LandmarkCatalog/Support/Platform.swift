@@ -33,3 +33,15 @@ package func makeDirectories(_ path: String) -> (path: String, reason: String, c
     }
     return nil
 }
+
+extension stat {
+    /// The last modification time, seconds and nanoseconds since the epoch (UTC): `st_mtim` on Linux,
+    /// `st_mtimespec` on Darwin (the one field of `stat(2)` the two spell differently).
+    package var modificationTime: timespec {
+        #if os(Linux)
+            st_mtim
+        #else
+            st_mtimespec
+        #endif
+    }
+}

@@ -5,11 +5,11 @@
 ///   - noun: the singular (`row`, `tie`).
 ///   - plural: the plural when it is not the singular plus `s` (`entries`).
 /// - Returns: the count and the noun that agrees with it.
-public func plural(_ count: Int, _ noun: String, _ plural: String? = nil) -> String {
+package func plural(_ count: Int, _ noun: String, _ plural: String? = nil) -> String {
     count == 1 ? "1 \(noun)" : "\(count) \(plural ?? noun + "s")"
 }
 
 /// The noun alone, agreeing with `count`: `source` or `sources`.
-public func noun(_ count: Int, _ noun: String, _ plural: String? = nil) -> String {
+package func noun(_ count: Int, _ noun: String, _ plural: String? = nil) -> String {
     count == 1 ? noun : plural ?? noun + "s"
 }

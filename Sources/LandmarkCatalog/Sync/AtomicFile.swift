@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -81,7 +81,7 @@ package final class AtomicFileWriter {
             let full = directory + "/" + name
             var info = stat()
             guard lstat(full, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            let age = now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec)
+            let age = now.timeIntervalSince1970 - Double(info.modificationTime.tv_sec)
             let gone = host == hostTag && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
             if gone || age > 7 * 86_400 {
                 if unlink(full) == 0 { removed.append(name) }

@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -25,7 +25,7 @@ extension CatalogStore {
     public func sync(
         sources requested: [String], options: SyncOptions = SyncOptions(), standardInput: Int32 = 0,
         diagnostics: @escaping (Diagnostic) -> Void = { _ in },
-        progress: @escaping (Progress) -> Void = { _ in }
+        progress: @escaping (CatalogProgress) -> Void = { _ in }
     ) throws -> SyncReport {
         let started = wallClock.nowMilliseconds()
         let lock: SyncLock?
@@ -318,7 +318,7 @@ extension CatalogStore {
             merger.allow = trust.allow
             merger.appliedStamp = context.appliedStamp
             merger.progress = { rows, bytes, total in
-                context.progress(Progress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))
+                context.progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))
             }
             for feed in feeds { try feed.merge(into: &merger) }
             // Later local writes must order after everything merged (docs/merge-rules.md §5).

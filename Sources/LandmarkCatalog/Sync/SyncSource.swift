@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 
@@ -13,7 +13,7 @@ package struct SyncContext {
     /// Warnings and errors, with their source.
     package let diagnostics: (Diagnostic) -> Void
     /// How far merging has come (phase `.merging`), for a progress line.
-    package var progress: (Progress) -> Void = { _ in }
+    package var progress: (CatalogProgress) -> Void = { _ in }
     /// The keys this source's snapshot log must be signed by (docs/trust.md §3); empty: no signature needed.
     package var trustedKeys: [MinisignPublicKey] = []
 
@@ -34,7 +34,7 @@ package struct SyncContext {
 
     package init(
         store: CatalogStore, options: SyncOptions, standardInput: Int32, diagnostics: @escaping (Diagnostic) -> Void,
-        progress: @escaping (Progress) -> Void = { _ in }
+        progress: @escaping (CatalogProgress) -> Void = { _ in }
     ) {
         self.store = store
         self.options = options
@@ -167,7 +167,7 @@ final class FileSource: SyncSource {
         fstat(fd, &info)
         // The file's identity, size and modification time (ns) are its cursor: an unchanged file is not read again.
         var next = SourceCursor()
-        next["file"] = "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        next["file"] = "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.modificationTime.tv_sec).\(info.modificationTime.tv_nsec)"
         nextCursor = next
         if let cursor, cursor["file"] == next["file"] {
             close(fd)

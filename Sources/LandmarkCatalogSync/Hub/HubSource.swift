@@ -84,7 +84,7 @@ final class HubSource: SyncSource {
             let report = try HubConnection.mapping(name) {
                 try hub.push(from: context.store, since: pushThrough, maxDriftMilliseconds: options.maxDriftMilliseconds, hooks: hooks) {
                     rows, bytes in
-                    context.progress(Progress(records: rows, bytes: bytes, totalBytes: nil, phase: .pushing, subject: name))
+                    context.progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: nil, phase: .pushing, subject: name))
                 }
             }
             if report.quarantined > 0 {

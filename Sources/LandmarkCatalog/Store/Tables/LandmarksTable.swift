@@ -14,6 +14,15 @@ package struct LandmarksTable {
 
     static let featuredSQL = "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE is_featured = 1 AND deleted = 0 ORDER BY id"
 
+    /// Every live landmark in id order (tombstones left out), from the primary key: no sort.
+    func allLive() throws -> [Landmark] {
+        var result: [Landmark] = []
+        try db.forEachRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE deleted = 0 ORDER BY id") {
+            result.append(Landmark(row: $0))
+        }
+        return result
+    }
+
     /// The ids of the featured landmarks, in page order.
     func featuredIDs() throws -> [Int64] {
         var ids: [Int64] = []
