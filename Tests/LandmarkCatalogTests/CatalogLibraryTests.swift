@@ -1,5 +1,6 @@
 @_spi(Testing) import CatalogCLI
 import Foundation
+import LandmarkCatalogSync
 import Testing
 
 @testable import LandmarkCatalog
@@ -596,6 +597,37 @@ struct CatalogExportSyncTests {
         #expect(seen.last == 2)
         seen.task.cancel()
         _ = db
+    }
+}
+
+/// Issue 28: a one-shot `Catalog.sync` ran on the writer for its whole fetch, so a swipe's `setPosition`
+/// waited behind the network, up to the sync's deadline.
+@Suite("Catalog.sync beside the writer")
+struct CatalogSyncBesideWriterTests {
+    @Test("a setPosition during a sync's stalled fetch returns while the fetch is held; the sync then merges")
+    func setPositionDuringStalledFetch() async throws {
+        NetworkSources.register()
+        let (catalog, _) = try await CatalogLibraryTests.seededCatalog()
+        let peer = Support.temporaryDatabase()
+        #expect(runCLI(["import", CatalogLibraryTests.seeds.path], db: peer).status == 0)
+        #expect(runCLI(["position", "set", "--user", "bo", "--page", "2"], db: peer).status == 0)
+        let dir = Support.temporaryDirectory()
+        #expect(runCLI(["export", "--output", dir.appending(path: "peer.json").path], db: peer).status == 0)
+        let server = try TestHTTPServer(directory: dir)
+        // The server holds its answer until `release` exists: the sync is inside its fetch.
+        let source = server.url("/hold/peer.json")
+        let syncing = Task { try await catalog.sync([source]) }
+        #expect(await waitTurns { ((try? server.log()) ?? []).contains { $0["path"] == "/hold/peer.json" } })
+        let set = try await bounded(20, "setPosition while the sync's fetch is held") {
+            try await catalog.setPosition(user: "ann", to: .page(1))
+        }
+        #expect(set.currentPage == 1)
+        #expect(try await catalog.position(user: "bo") == nil)
+        try Data().write(to: dir.appending(path: "release"))
+        let report = try await bounded(60, "the sync") { try await syncing.value }
+        #expect(report.exitStatus == 0)
+        #expect(try await catalog.position(user: "bo")?.currentPage == 2)
+        #expect(try await catalog.position(user: "ann")?.currentPage == 1)
     }
 }
 

@@ -10,6 +10,7 @@ Paths:
   /flaky/N/NAME         the first N requests get 500, later ones are served like /files/NAME.
   /busy/NAME            the first request gets 429 with Retry-After: 0, later ones like /files/NAME.
   /hang                 never answers (sleeps up to 60 s), for timeouts.
+  /hold/NAME            answers like /files/NAME once the file DIRECTORY/release exists (at most 60 s).
   /missing              404.
   /log                  JSON: every request so far as {"path", "ifNoneMatch", "ifModifiedSince"}.
 """
@@ -72,6 +73,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
+            return self.serve_file(parts[1])
+        if parts[0] == "hold" and len(parts) == 2:
+            until = time.time() + 60
+            while not os.path.exists(os.path.join(ROOT, "release")) and time.time() < until:
+                time.sleep(0.01)
             return self.serve_file(parts[1])
         if parts[0] == "hang":
             time.sleep(60)

@@ -43,6 +43,8 @@ public final class Catalog: Sendable {
     /// Opened with `.read`: every write throws 73.
     let isReadOnly: Bool
     private let writerQueue = DispatchQueue(label: "LandmarkCatalog.Catalog.writer", qos: .userInitiated)
+    /// Where ``sideWrite(_:)`` runs (a sync): one at a time, beside the writer.
+    private let sideQueue = DispatchQueue(label: "LandmarkCatalog.Catalog.side-writer", qos: .userInitiated)
     private let writer: WriterSlot
     private let readers: ReaderPool
     /// Finds commits (this process's and others') for ``observe(_:)``.
@@ -121,7 +123,7 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// Runs long work on the writer (an import, a sync) with a stop flag that is set when the calling task
+    /// Runs long work on the writer (an import) with a stop flag that is set when the calling task
     /// is cancelled; `body` checks it at its safe points (each batch) and rolls back.
     func cancellableWrite<T: Sendable>(_ body: @escaping @Sendable (CatalogStore, StopFlag) throws -> T) async throws -> T {
         let stop = StopFlag()
@@ -129,6 +131,28 @@ public final class Catalog: Sendable {
             try await write { store in
                 if stop.isSet { throw CancellationError() }
                 return try body(store, stop)
+            }
+        } onCancel: {
+            stop.set()
+        }
+    }
+
+    /// Runs long work that waits on the network (a sync) on a write connection of its own, opened for it
+    /// and closed after, on a queue of its own, so that the writer's short writes do not wait behind it;
+    /// SQLite serialises the two connections' transactions. Throws `CancellationError` when the calling
+    /// task was cancelled before it started. Observers are woken when it returns.
+    func sideWrite<T: Sendable>(_ body: @escaping @Sendable (CatalogStore) throws -> T) async throws -> T {
+        let stop = StopFlag()
+        defer { monitor.noteLocalWrite() }
+        return try await withTaskCancellationHandler {
+            try await Self.run(on: sideQueue) {
+                if stop.isSet { throw CancellationError() }
+                try self.checkOpen()
+                guard !self.isReadOnly else {
+                    throw CatalogError(.cantCreate, "the catalog was opened for reading only, \(self.path)", hint: "open it with access: .write")
+                }
+                let store = try CatalogStore.open(path: self.path, access: .write, wallClock: self.wallClock)
+                return try body(store)
             }
         } onCancel: {
             stop.set()
