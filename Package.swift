@@ -97,6 +97,9 @@ let package = Package(
         .executableTarget(name: "Carousel", dependencies: ["LandmarkCatalog", "LandmarkCatalogClient"], path: "Examples/Carousel"),
         // What observe and Catalog cost an app (Benchmarks/run.sh --observe).
         .executableTarget(name: "catalog-app-bench", dependencies: ["LandmarkCatalog"], path: "Benchmarks/AppBench"),
+        // Two devices' sessions through one serve, and an idle session's cost (Benchmarks/run.sh --serve).
+        .executableTarget(
+            name: "catalog-device-bench", dependencies: ["LandmarkCatalog", "LandmarkCatalogClient"], path: "Benchmarks/DeviceBench"),
         // `catalog` with the test suite's hooks (never shipped): see Tests/Support/CatalogTestHarness/main.swift.
         .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/Support/CatalogTestHarness"),
         .testTarget(

@@ -16,6 +16,14 @@
 #                                hub A also follows; write-to-visible p50/p95/max on B and C, an idle HTTP
 #                                follower's CPU and RSS over 5 minutes (--quick: 30 s) and its requests per
 #                                minute; see Benchmarks/follow.py. Results: Benchmarks/results/follow.md
+#   Benchmarks/run.sh --serve    only `catalog serve` (wrk, Python http.client, real nginx): a fresh device's
+#                                bootstrap of one user among 1M (--quick: 10k) against syncing the published log,
+#                                an authenticated "nothing new" poll against nginx's static 304 (requests/s),
+#                                a POST's p50/p95, POST → another client's long-poll p50/p95, 10,000 idle
+#                                long-polls' RSS and CPU (--quick: 2,000); see Benchmarks/serve.py. Then two
+#                                devices' CarouselModels through one serve (swipe → other device, p50/p95 over 50)
+#                                and an idle session's requests a minute and CPU; see Benchmarks/DeviceBench.
+#                                Results: Benchmarks/results/serve.md
 #   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
 #   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
 #                                    Debian when missing; skipped with a note when it cannot be)
@@ -36,6 +44,7 @@ hub_only=false
 log_only=false
 observe_only=false
 follow_only=false
+serve_only=false
 log_size=""
 plot=false
 for argument in "$@"; do
@@ -45,9 +54,10 @@ for argument in "$@"; do
         --log) log_only=true ;;
         --observe) observe_only=true ;;
         --follow) follow_only=true ;;
+        --serve) serve_only=true ;;
         --log-size=[0-9]*) log_only=true; log_size=${argument#--log-size=} ;;
         --plot) plot=true ;;
-        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow] [--plot]" >&2; exit 64 ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow | --serve] [--plot]" >&2; exit 64 ;;
     esac
 done
 if [ -n "$log_size" ] && [ "$log_size" -lt 10000 ]; then
@@ -59,6 +69,11 @@ need=()
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 [ -x /usr/bin/time ] || need+=(time)
 command -v psql >/dev/null || need+=(postgresql-client)
+if $serve_only; then
+    command -v wrk >/dev/null || need+=(wrk)
+    command -v nginx >/dev/null || need+=(nginx-light)
+    command -v openssl >/dev/null || need+=(openssl)
+fi
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     export DEBIAN_FRONTEND=noninteractive
@@ -92,6 +107,18 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$data" Benchmarks/results
+
+if $serve_only; then
+    users_n=1000000; polls=10000; hold=30; device_idle=120
+    if $quick; then users_n=10000; polls=2000; hold=5; device_idle=20; fi
+    [ -s "$data/positions-$users_n.json" ] || python3 Benchmarks/generate.py positions "$users_n" "$data/positions-$users_n.json" >&2
+    python3 Benchmarks/serve.py "$bin" Seeds/landmarkData.json "$data/positions-$users_n.json" --polls "$polls" --seconds "$hold" \
+        | tee Benchmarks/results/serve.md
+    # The app's own sync: two devices' CarouselModels through one serve, and an idle session (Benchmarks/DeviceBench).
+    "$(dirname "$bin")/catalog-device-bench" "$bin" Seeds/landmarkData.json --swipes 50 --idle "$device_idle" \
+        | tail -n +3 | tee -a Benchmarks/results/serve.md
+    exit 0
+fi
 
 if $follow_only; then
     idle=300; $quick && idle=30

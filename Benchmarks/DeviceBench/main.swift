@@ -1,0 +1,163 @@
+// What the app's own sync costs (LandmarkCatalogClient), measured against a real `catalog serve` on 127.0.0.1:
+//
+//     catalog-device-bench CATALOG_BINARY SEEDS [--swipes N] [--idle S]
+//
+// 1. Two devices: two `Catalog`s on two databases, each with a `SyncSession` for one user through one serve.
+//    A's `CarouselModel` page is set (a swipe, written after the model's 250 ms coalescing); the time until
+//    B's `CarouselModel` shows it: p50, p95, max over N swipes, and whether B ends on A's last page.
+// 2. Both sessions idle for S seconds: requests per minute per session (serve's access log) and this
+//    process's CPU per session (% of one core).
+// Prints a Markdown table. Run by Benchmarks/run.sh --serve.
+import Foundation
+import LandmarkCatalog
+import LandmarkCatalogClient
+
+@main
+struct DeviceBench {
+    static func main() async throws {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        guard arguments.count >= 2 else {
+            FileHandle.standardError.write(Data("usage: catalog-device-bench CATALOG_BINARY SEEDS [--swipes N] [--idle S]\n".utf8))
+            exit(64)
+        }
+        let binary = arguments.removeFirst()
+        let seeds = arguments.removeFirst()
+        func option(_ name: String, _ fallback: Int) -> Int {
+            arguments.firstIndex(of: name).flatMap { Int(arguments[$0 + 1]) } ?? fallback
+        }
+        let swipes = option("--swipes", 50)
+        let idle = option("--idle", 60)
+        let work = FileManager.default.temporaryDirectory.appending(path: "device-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        func path(_ name: String) -> String { work.appending(path: name).path }
+
+        // The server: the seed database, an Ed25519 key from openssl, a token from `catalog token issue`.
+        try run(binary, ["--db", path("server.sqlite"), "import", "--quiet", seeds])
+        try run("/usr/bin/openssl", ["genpkey", "-algorithm", "ed25519", "-out", path("key.pem")])
+        try run("/usr/bin/openssl", ["pkey", "-in", path("key.pem"), "-pubout", "-out", path("key.pub")])
+        let token = try run(binary, ["token", "issue", "--key", path("key.pem"), "--user", "ann"])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let serve = Process()
+        serve.executableURL = URL(fileURLWithPath: binary)
+        serve.arguments = ["--db", path("server.sqlite"), "serve", "--listen", "127.0.0.1:0", "--auth-key", path("key.pub")]
+        FileManager.default.createFile(atPath: path("serve.log"), contents: nil)
+        serve.standardError = try FileHandle(forWritingTo: work.appending(path: "serve.log"))
+        serve.standardOutput = FileHandle.nullDevice
+        try serve.run()
+        defer {
+            serve.terminate()
+            serve.waitUntilExit()
+        }
+        func serveLog() -> [[String: Any]] {
+            let text = (try? String(contentsOfFile: path("serve.log"), encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        var port = 0
+        let started = Date()
+        while port == 0 {
+            if let listen = serveLog().first(where: { $0["event"] as? String == "listening" })?["listen"] as? String {
+                port = Int(listen.split(separator: ":").last ?? "") ?? 0
+            } else if Date().timeIntervalSince(started) > 30 || !serve.isRunning {
+                throw BenchError("serve did not start")
+            } else {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let server = URL(string: "http://127.0.0.1:\(port)")!
+
+        // Two devices, each its own database, landmarks from the server.
+        let a = try Catalog(path: path("a.sqlite"))
+        let b = try Catalog(path: path("b.sqlite"))
+        let sessionA = try await a.startSync(server: server) { token }
+        let sessionB = try await b.startSync(server: server) { token }
+        var waited = 0
+        func bothHaveLandmarks() async throws -> Bool {
+            let (fa, fb) = (try await a.featured(), try await b.featured())
+            return !fa.isEmpty && !fb.isEmpty
+        }
+        while try await !bothHaveLandmarks() {
+            waited += 1
+            if waited > 3000 { throw BenchError("the devices never got the landmarks") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let modelA = await CarouselModel(catalog: a, user: "ann")
+        let modelB = await CarouselModel(catalog: b, user: "ann")
+        while await !(modelA.isLoaded && modelB.isLoaded) { try await Task.sleep(for: .milliseconds(10)) }
+        let pages = await modelA.pageCount
+        guard pages >= 2 else { throw BenchError("fewer than 2 featured landmarks") }
+
+        // 1. A's swipe → B's model.
+        var latencies: [Double] = []
+        var last = await modelA.currentPage
+        for _ in 0..<swipes {
+            var page = Int.random(in: 0..<pages)
+            if page == last { page = (page + 1) % pages }
+            last = page
+            let start = ContinuousClock.now
+            await MainActor.run { modelA.currentPage = page }
+            while await modelB.currentPage != page {
+                if ContinuousClock.now - start > .seconds(30) { throw BenchError("B never showed page \(page)") }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            latencies.append(seconds(ContinuousClock.now - start) * 1000)
+            try await Task.sleep(for: .milliseconds(Int.random(in: 300...700)))
+        }
+        await modelA.flush()
+        let endsOnLast = await modelB.currentPage == last
+        latencies.sort()
+
+        // 2. Idle: requests per minute per session, CPU per session.
+        let before = serveLog().filter { $0["route"] != nil }.count
+        let cpu0 = cpuSeconds()
+        let wall0 = ContinuousClock.now
+        try await Task.sleep(for: .seconds(idle))
+        let cpu = (cpuSeconds() - cpu0) / seconds(ContinuousClock.now - wall0) * 100 / 2
+        let requests = serveLog().filter { $0["route"] != nil }.count - before
+        let perMinute = Double(requests) / 2 / (Double(idle) / 60)
+
+        await modelA.stop()
+        await modelB.stop()
+        await sessionA.stop()
+        await sessionB.stop()
+        a.close()
+        b.close()
+
+        func p(_ q: Double) -> Double { latencies[min(latencies.count - 1, Int((q * Double(latencies.count - 1)).rounded()))] }
+        print("| case | figure | note |")
+        print("| --- | --- | --- |")
+        print(String(format: "| A's CarouselModel swipe → B's CarouselModel, ms p50 / p95 / max (%d swipes) | %.0f / %.0f / %.0f | includes the 250 ms coalescing window; B ends on A's last page: %@ |",
+                     swipes, p(0.5), p(0.95), latencies.last ?? 0, endsOnLast ? "yes" : "NO"))
+        print(String(format: "| an idle session over %d s: requests per minute / CPU %% of a core | %.1f / %.2f | long-poll wait %d s |",
+                     idle, perMinute, cpu, SyncSession.Configuration().longPollSeconds))
+        if !endsOnLast { exit(1) }
+    }
+
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw BenchError("\(executable) \(arguments.joined(separator: " ")) exited \(p.terminationStatus)") }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
