@@ -84,6 +84,15 @@ package final class HTTPDaemon: @unchecked Sendable {
         if fd >= 0 { close(fd) }
     }
 
+    /// Makes every pending deadline due now, so the sweeper shuts those connections down within 250 ms: the
+    /// idle keep-alive ones (waiting for headers) and the ones still sending a body (SIGTERM's drain: such a
+    /// request is not in hand yet; nothing of it was written). Requests the service holds are left alone.
+    package func expireDeadlines() {
+        lock.withLock {
+            for (key, c) in connections where c.due != nil { connections[key]?.due = 0 }
+        }
+    }
+
     /// Open connections now.
     package var openConnections: Int { lock.withLock { connections.count } }
 
