@@ -8,7 +8,8 @@ import LandmarkCatalog
 
 /// The limits of one daemon (docs/protocol.md §8, docs/serve.md §3).
 package struct HTTPLimits: Sendable {
-    /// Open connections at most; more are refused at accept (MHD_OPTION_CONNECTION_LIMIT).
+    /// Open connections at most (MHD_OPTION_CONNECTION_LIMIT): at the limit MHD stops accepting, and more wait
+    /// unanswered in the listen backlog until one closes.
     package var connections = 12_000
     /// A request's headers must be complete this long after the connection opened (or the previous request ended).
     package var headerSeconds = 10.0
