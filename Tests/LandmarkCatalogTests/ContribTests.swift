@@ -12,6 +12,7 @@ import Testing
 struct ContribTests {
     static let service = Support.root.appending(path: "contrib/systemd/catalog-sync.service")
     static let timer = Support.root.appending(path: "contrib/systemd/catalog-sync.timer")
+    static let serve = Support.root.appending(path: "contrib/systemd/catalog-serve.service")
     static let cron = Support.root.appending(path: "contrib/cron/catalog-sync")
     static let binary = "/usr/local/bin/catalog"
 
@@ -160,5 +161,62 @@ struct ContribTests {
         let metrics = try String(contentsOfFile: sandbox.appending(path: "prometheus/node-exporter/catalog.prom").path, encoding: .utf8)
         #expect(metrics.contains("\ncatalog_last_run_success 1\n"))
         #expect(FileManager.default.fileExists(atPath: sandbox.appending(path: "catalog/publish/manifest.json").path))
+    }
+
+    @Test("catalog-serve.service: verified, long-running with a drain on SIGTERM, hardened; its ExecStart parses and starts")
+    func serveUnit() throws {
+        let unit = try Self.unit(Self.serve)
+        #expect(Self.value(unit, "Service", "Type") == ["simple"])
+        #expect(Self.value(unit, "Service", "User") == ["catalog"])
+        #expect(Self.value(unit, "Service", "StateDirectory") == ["catalog"])
+        #expect(Self.value(unit, "Service", "KillMode") == ["mixed"])
+        #expect(Self.value(unit, "Service", "TimeoutStopSec") == ["30s"])  // above the drain's 10 s
+        #expect(Self.value(unit, "Service", "Restart") == ["on-failure"])
+        #expect(Self.value(unit, "Service", "NoNewPrivileges") == ["yes"])
+        #expect(Self.value(unit, "Service", "ProtectSystem") == ["strict"])
+        #expect(Self.value(unit, "Install", "WantedBy") == ["multi-user.target"])
+        let exec = Self.execLines(unit, "ExecStart")
+        #expect(exec.count == 1)
+        let argv = try #require(exec.first).split(separator: " ").map(String.init)
+        #expect(argv.first == Self.binary)
+        let parsed = try Parser.parse(Array(argv.dropFirst()), root: CatalogCLI.rootCommand)
+        #expect(parsed.0.name == "serve")
+        for (flag, value) in [
+            ("--listen", "127.0.0.1:8080"), ("--auth-key", "/etc/catalog/serve-public.pem"), ("--log-format", "json"),
+            ("--db", "/var/lib/catalog/catalog.sqlite"),
+        ] {
+            let i = try #require(argv.firstIndex(of: flag), "\(flag)")
+            #expect(argv[i + 1] == value)
+        }
+        // The nginx example proxies to the same address.
+        let nginx = try String(contentsOf: Support.root.appending(path: "contrib/nginx/serve.conf"), encoding: .utf8)
+        #expect(nginx.contains("proxy_pass http://127.0.0.1:8080;"))
+        // Run it with the paths moved into a scratch directory and port 0: it listens, then SIGTERM exits 0.
+        let box = try Sandbox()
+        let key = try ServeKeys.make(box, "k")
+        let db = try box.seededDatabase()
+        let extra = Array(argv.drop { $0 != "serve" }.dropFirst())
+            .map { $0 == "/etc/catalog/serve-public.pem" ? key.publicKey : $0 }
+            .map { $0.hasPrefix("127.0.0.1:") ? "127.0.0.1:0" : $0 }
+            .drop { $0 != "--auth-key" }.dropFirst(2)
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey], extra: Array(extra))
+        #expect(try ServeCurl.get(serve.base + "/v1/healthz").status == 200)
+        let run = serve.stop()
+        #expect(run.status == 0, "\(run)")
+        if let analyze = Self.systemdAnalyze {
+            let root = Support.temporaryDirectory()
+            let units = root.appending(path: "etc/systemd/system")
+            try FileManager.default.createDirectory(at: units, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: root.appending(path: "usr/local/bin"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: Self.serve, to: units.appending(path: "catalog-serve.service"))
+            try FileManager.default.copyItem(at: Support.catalogBinary, to: root.appending(path: "usr/local/bin/catalog"))
+            let system = ["/usr/lib/systemd/system", "/lib/systemd/system"].first { FileManager.default.fileExists(atPath: $0) }
+            try FileManager.default.createDirectory(at: root.appending(path: "usr/lib/systemd"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(system)), to: root.appending(path: "usr/lib/systemd/system"))
+            let result = try runProcess(
+                URL(fileURLWithPath: analyze), ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-serve.service"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stderr == "")
+        }
     }
 }

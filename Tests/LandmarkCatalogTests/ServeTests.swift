@@ -301,6 +301,41 @@ struct ServeTests {
         #expect(!after.stdout.contains("serving:"), "\(after.stdout)")
     }
 
+    @Test("SIGTERM with idle keep-alive connections, a long-poll and a stalled POST body: exit 0 at once, nothing written")
+    func drainDoesNotWaitForStalledBodies() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey], metrics: true)
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let auth = "Authorization: Bearer \(ann)\r\n"
+        var idle: [RawSocket] = []
+        for _ in 0..<4 {
+            let s = try #require(RawSocket(port: serve.port))
+            s.send("GET /v1/positions HTTP/1.1\r\nHost: t\r\n\(auth)\r\n")
+            #expect(s.readResponse(within: 5).hasPrefix("HTTP/1.1 200"))
+            idle.append(s)
+        }
+        let cursor = try #require(try ServeCurl.get(serve.base + "/v1/positions", token: ann).json?["cursor"] as? String)
+        let poll = try #require(RawSocket(port: serve.port))
+        poll.send("GET /v1/positions?after=\(cursor)&wait=60 HTTP/1.1\r\nHost: t\r\n\(auth)\r\n")
+        try waitForLongPolls(serve, count: 1)
+        let before = try dumpPositions(db)
+        let upload = try #require(RawSocket(port: serve.port))
+        upload.send(
+            "POST /v1/positions HTTP/1.1\r\nHost: t\r\n\(auth)Content-Type: application/json\r\nContent-Length: 400\r\n\r\n"
+                + String(ServeRows.body(user: "ann", page: 4).prefix(60)))
+        usleep(300_000)  // the headers are in; the body never completes
+        let run = serve.stop()
+        #expect(run.status == 0, "\(run)")
+        #expect(run.seconds < 3, "the drain took \(run.seconds) s")
+        #expect(poll.readToClose(within: 5).text.hasPrefix("HTTP/1.1 200"))
+        #expect(upload.readToClose(within: 5).closed)
+        for s in idle { #expect(s.readToClose(within: 5).closed) }
+        #expect(try dumpPositions(db) == before)
+        #expect(run.stderr.contains(#""route":"/v1/positions","status":0"#), "the cut upload is logged")
+    }
+
     /// Waits until the server's metrics (or, without a metrics listener, a short pause) show `count` long-polls.
     func waitForLongPolls(_ serve: ServeProcess, count: Int) throws {
         guard let port = serve.metricsPort else {

@@ -8,7 +8,8 @@ import LandmarkCatalog
 
 /// The limits of one daemon (docs/protocol.md §8, docs/serve.md §3).
 package struct HTTPLimits: Sendable {
-    /// Open connections at most; more are refused at accept (MHD_OPTION_CONNECTION_LIMIT).
+    /// Open connections at most (MHD_OPTION_CONNECTION_LIMIT): at the limit MHD stops accepting, and more wait
+    /// unanswered in the listen backlog until one closes.
     package var connections = 12_000
     /// A request's headers must be complete this long after the connection opened (or the previous request ended).
     package var headerSeconds = 10.0
@@ -82,6 +83,15 @@ package final class HTTPDaemon: @unchecked Sendable {
         guard let daemon else { return }
         let fd = MHD_quiesce_daemon(daemon)
         if fd >= 0 { close(fd) }
+    }
+
+    /// Makes every pending deadline due now, so the sweeper shuts those connections down within 250 ms: the
+    /// idle keep-alive ones (waiting for headers) and the ones still sending a body (SIGTERM's drain: such a
+    /// request is not in hand yet; nothing of it was written). Requests the service holds are left alone.
+    package func expireDeadlines() {
+        lock.withLock {
+            for (key, c) in connections where c.due != nil { connections[key]?.due = 0 }
+        }
     }
 
     /// Open connections now.

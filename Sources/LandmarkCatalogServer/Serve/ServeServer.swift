@@ -59,12 +59,15 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// The port of the metrics listener (0 without one).
     package var metricsPort: Int { metricsDaemon?.port ?? 0 }
 
-    /// SIGTERM's drain (SPEC §16): stop accepting, answer every long-poll, let the requests in hand finish
-    /// (writes commit or roll back whole), then stop. New requests on open connections meanwhile get 503.
+    /// SIGTERM's drain (SPEC §16): stop accepting, answer every long-poll, close the idle keep-alive
+    /// connections and the ones whose body has not all arrived (nothing of those was written), let the
+    /// requests in hand finish (writes commit or roll back whole), then stop. New requests on open connections
+    /// meanwhile get 503. Without the cut, one stalled upload held the drain for its whole timeout.
     package func drain(timeoutSeconds: Double = 10) {
         stateLock.withLock { draining = true }
         daemon?.quiesce()
         polls.stop()
+        daemon?.expireDeadlines()
         let deadline = Date().addingTimeInterval(timeoutSeconds)
         while stateLock.withLock({ active }) > 0, Date() < deadline { usleep(10_000) }
         daemon?.stop()
