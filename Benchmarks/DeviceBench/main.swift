@@ -126,10 +126,15 @@ struct DeviceBench {
         func p(_ q: Double) -> Double { latencies[min(latencies.count - 1, Int((q * Double(latencies.count - 1)).rounded()))] }
         print("| case | figure | note |")
         print("| --- | --- | --- |")
-        print(String(format: "| A's CarouselModel swipe → B's CarouselModel, ms p50 / p95 / max (%d swipes) | %.0f / %.0f / %.0f | includes the 250 ms coalescing window; B ends on A's last page: %@ |",
-                     swipes, p(0.5), p(0.95), latencies.last ?? 0, endsOnLast ? "yes" : "NO"))
-        print(String(format: "| an idle session over %d s: requests per minute / CPU %% of a core | %.1f / %.2f | long-poll wait %d s |",
-                     idle, perMinute, cpu, SyncSession.Configuration().longPollSeconds))
+        print(
+            String(
+                format:
+                    "| A's CarouselModel swipe → B's CarouselModel, ms p50 / p95 / max (%d swipes) | %.0f / %.0f / %.0f | includes the 250 ms coalescing window; B ends on A's last page: %@ |",
+                swipes, p(0.5), p(0.95), latencies.last ?? 0, endsOnLast ? "yes" : "NO"))
+        print(
+            String(
+                format: "| an idle session over %d s: requests per minute / CPU %% of a core | %.1f / %.2f | long-poll wait %d s |",
+                idle, perMinute, cpu, SyncSession.Configuration().longPollSeconds))
         if !endsOnLast { exit(1) }
     }
 

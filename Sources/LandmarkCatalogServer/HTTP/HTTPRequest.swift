@@ -91,3 +91,22 @@ package protocol HTTPService: AnyObject, Sendable {
     /// The request is over (answered and sent, or the connection broke).
     func finished(_ request: HTTPRequest, completedNormally: Bool)
 }
+
+/// Small text helpers on the request path, on UTF-8 bytes (Foundation's `trimmingCharacters` and
+/// `String(format:)` cost more than the rest of a "nothing new" answer; Benchmarks/run.sh --serve).
+enum HTTPText {
+    /// `text` without leading and trailing spaces and tabs (RFC 9110 §5.6.3's OWS).
+    static func trimmingBlanks(_ text: Substring) -> String {
+        let bytes = text.utf8
+        guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
+        let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) ?? first
+        return String(text[first...last])
+    }
+
+    /// A non-negative number with two decimals ("12.05"); negative values print as 0.00.
+    static func twoDecimals(_ value: Double) -> String {
+        let hundredths = value.isFinite ? Int64((max(0, value) * 100).rounded()) : 0
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+}

@@ -135,7 +135,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         w.raw(",\"status\":")
         w.int(Int64(request.status))
         w.raw(",\"ms\":")
-        w.raw(String(format: "%.2f", request.elapsedMilliseconds))
+        w.raw(HTTPText.twoDecimals(request.elapsedMilliseconds))
         w.raw(",\"bytes\":")
         w.int(Int64(request.bytesSent))
         w.raw(",\"user\":")
@@ -159,7 +159,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             return error(401, "invalid_token", "the Authorization header is not a Bearer token", headers: invalid)
         }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        let token = HTTPText.trimmingBlanks(parts[1])
         switch verifier.verify(token, now: Int64(Date().timeIntervalSince1970)) {
         case .failure(let refusal):
             return error(401, "invalid_token", refusal.reason, headers: invalid)
@@ -241,7 +241,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             let etag = "\"\(cursor)\""
             headers += [("ETag", etag), ("Cache-Control", "no-cache")]
             if let match = request.header("If-None-Match"),
-                match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag })
+                match.split(separator: ",").contains(where: { HTTPText.trimmingBlanks($0) == etag })
             {
                 return HTTPReply(status: 304, headers: headers.filter { $0.0 != "Content-Type" })
             }
@@ -271,8 +271,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         guard let colon = text.lastIndex(of: ":") else { return nil }
         let id = text[..<colon]
         let seqText = text[text.index(after: colon)...]
-        guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),
-            !seqText.isEmpty, seqText.utf8.count <= 18, seqText.allSatisfy({ $0.isASCII && $0.isNumber }), let seq = Int64(seqText)
+        func alphanumeric(_ b: UInt8) -> Bool { (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) }
+        guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy(alphanumeric),
+            !seqText.isEmpty, seqText.utf8.count <= 18, seqText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let seq = Int64(seqText)
         else { return nil }
         return id == databaseID ? seq : 0
     }

@@ -11,6 +11,36 @@ package struct TokenIdentity: Sendable, Equatable {
     package var expires: Int64
 }
 
+/// The tokens a ``TokenVerifier`` has verified (exact bytes → identity and `nbf`), at most `capacity`; when
+/// full, the entries that have expired are dropped, and if none has, all of them (the next request of each
+/// device verifies its token once more). Tokens are kept only in memory, never logged.
+package final class VerifiedTokens: @unchecked Sendable {
+    // Safe: `entries` is touched only while `lock` is held.
+    package static let defaultCapacity = 20_000
+    private let lock = NSLock()
+    private var entries: [String: (identity: TokenIdentity, nbf: Int64?)] = [:]
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(0, capacity) }
+
+    /// Verified tokens held now.
+    package var count: Int { lock.withLock { entries.count } }
+
+    func lookup(_ token: String) -> (identity: TokenIdentity, nbf: Int64?)? { lock.withLock { entries[token] } }
+
+    func store(_ token: String, identity: TokenIdentity, nbf: Int64?) {
+        guard capacity > 0 else { return }
+        lock.withLock {
+            if entries.count >= capacity {
+                let now = Int64(Date().timeIntervalSince1970)
+                entries = entries.filter { $0.value.identity.expires + TokenVerifier.leeway >= now }
+                if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            }
+            entries[token] = (identity, nbf)
+        }
+    }
+}
+
 /// Why a token was refused: said in the 401's error body, never with the token in it.
 package struct TokenRefusal: Error, Sendable, Equatable {
     package var reason: String
@@ -27,11 +57,32 @@ package struct TokenVerifier: Sendable {
     /// A longer token is refused before any work (a JWT with these claims is a few hundred bytes).
     package static let maxLength = 8192
 
-    package init(keys: [TokenKey]) { self.keys = keys }
+    /// Tokens whose signature verified, so a device's next request with the same token costs a dictionary
+    /// lookup, not a signature check (docs/serve.md §3). Shared by copies of this verifier.
+    let verified: VerifiedTokens
 
-    /// The identity in `token`, or the refusal.
+    package init(keys: [TokenKey], cacheCapacity: Int = VerifiedTokens.defaultCapacity) {
+        self.keys = keys
+        verified = VerifiedTokens(capacity: cacheCapacity)
+    }
+
+    /// The identity in `token`, or the refusal. A token seen before with a valid signature is not verified
+    /// again, only its `exp` and `nbf` checked against `now`: the cache holds the exact token bytes, so a
+    /// token differing in any byte is verified from scratch.
     /// - Parameter now: the time in seconds since the epoch.
     package func verify(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
+        if let hit = verified.lookup(token) { return Self.checkTimes(hit.identity, nbf: hit.nbf, now: now) }
+        return verifyFully(token, now: now)
+    }
+
+    /// `exp` and `nbf` against `now`, with the leeway.
+    private static func checkTimes(_ identity: TokenIdentity, nbf: Int64?, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
+        guard now <= identity.expires + leeway else { return .failure(TokenRefusal(reason: "the token has expired")) }
+        if let nbf, now + leeway < nbf { return .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")) }
+        return .success(identity)
+    }
+
+    private func verifyFully(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
         func refuse(_ reason: String) -> Result<TokenIdentity, TokenRefusal> { .failure(TokenRefusal(reason: reason)) }
         guard token.utf8.count <= Self.maxLength else { return refuse("the token is too long") }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
@@ -53,10 +104,10 @@ package struct TokenVerifier: Sendable {
         }
         guard let claims = Self.object(payloadBytes) else { return refuse("the token's payload is not a JSON object") }
         guard let exp = Self.numericDate(claims["exp"]) else { return refuse("the token has no exp (a NumericDate)") }
-        guard now <= exp + Self.leeway else { return refuse("the token has expired") }
+        var nbf: Int64?
         if claims["nbf"] != nil {
-            guard let nbf = Self.numericDate(claims["nbf"]) else { return refuse("the token's nbf is not a NumericDate") }
-            guard now + Self.leeway >= nbf else { return refuse("the token is not valid yet (nbf)") }
+            guard let value = Self.numericDate(claims["nbf"]) else { return refuse("the token's nbf is not a NumericDate") }
+            nbf = value
         }
         guard case .string(let sub)? = claims["sub"], !sub.isEmpty else { return refuse("the token names no user (sub)") }
         guard let user = try? UserID.normalize(sub) else { return refuse("the token's sub is not a valid user id") }
@@ -65,7 +116,11 @@ package struct TokenVerifier: Sendable {
             guard case .string(let text) = scope else { return refuse("the token's scope is not a string") }
             edge = text.split(separator: " ").contains("edge")
         }
-        return .success(TokenIdentity(user: user, isEdge: edge, expires: exp))
+        let identity = TokenIdentity(user: user, isEdge: edge, expires: exp)
+        // Cached once its signature and claims are sound, whatever the time says now: a token not valid yet
+        // becomes valid by the clock alone, and an expired one stays refused by `checkTimes`.
+        verified.store(token, identity: identity, nbf: nbf)
+        return Self.checkTimes(identity, nbf: nbf, now: now)
     }
 
     /// A short, safe rendering of a header value for a message (never the token).
