@@ -21,6 +21,7 @@ struct NginxInteropTests {
         #expect(r1.exitStatus == 0, "\(r1.sources.compactMap(\.error))")
         #expect(r1.counts.landmarksApplied == 5)
         var log = try nginx.requests(atLeast: 2)
+        try #require(log.count >= 2, "nginx logged \(log.count) requests")
         #expect(log.map(\.uri) == ["/catalog/manifest.json", "/catalog/\(first.base.name)"])
         #expect(log.allSatisfy { $0.status == 200 })
         // The base is JSON over 256 bytes: sent gzipped, and smaller on the wire than on disk.

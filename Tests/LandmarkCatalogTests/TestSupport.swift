@@ -8,6 +8,11 @@ import Testing
 
 /// Paths, temporary databases and an in-process CLI runner shared by the suites.
 enum Support {
+    /// HTTP and hub sources and libcrypto's minisign, registered as the CLI does at start: an in-process
+    /// test of an http:// or hub source must not depend on another suite having registered them first (a
+    /// `--filter` run of NginxInteropTests alone failed with 64, "need the LandmarkCatalogSync library").
+    /// Touched by ``temporaryDirectory()``, which every such test calls.
+    static let networkSources: Void = NetworkSources.register()
     /// The package root (three levels above this file).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -43,6 +48,7 @@ enum Support {
     /// A fresh temporary directory, inside this process's ``temporaryRoot`` (removed when the process
     /// exits), so a run leaves nothing behind.
     static func temporaryDirectory() -> URL {
+        _ = networkSources
         let url = temporaryRoot.appending(path: UUID().uuidString)
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
