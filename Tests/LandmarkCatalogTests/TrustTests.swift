@@ -524,6 +524,15 @@ struct MinisignInteropTests {
         #expect(signature.trustedComment == "from minisign")
         #expect(signature.verifies(Array("hello\n".utf8), with: try MinisignPublicKey(text: line, source: "")))
         #expect(!signature.verifies(Array("hellO\n".utf8), with: try MinisignPublicKey(text: line, source: "")))
+
+        // A trusted comment ending in blanks (issue 25: refused with 77 though `minisign -V` verifies it):
+        // minisign signs the comment as given and strips only the line ending when it verifies.
+        let s2 = try runProcess(minisign, ["-S", "-s", secret, "-m", file.path, "-t", "ends in blanks \t  "])
+        #expect(s2.status == 0, "\(s2.stderr)")
+        #expect(try runProcess(minisign, ["-Vm", file.path, "-P", line]).status == 0)
+        let blanks = try MinisignSignature(text: try String(contentsOfFile: file.path + ".minisig", encoding: .utf8), source: "")
+        #expect(blanks.trustedComment == "ends in blanks \t  ")
+        #expect(blanks.verifies(Array("hello\n".utf8), with: try MinisignPublicKey(text: line, source: "")))
     }
 
     @Test("a manifest signed by 'minisign -S' with a 'minisign -G -W' key is accepted by sync --trust and signs for publish --sign")

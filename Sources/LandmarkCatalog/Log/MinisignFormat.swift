@@ -154,10 +154,9 @@ package struct MinisignSignature: Sendable, Equatable {
         }
         keyID = Array(sig[2..<10])
         signature = Array(sig[10..<74])
-        // minisign trims trailing blanks of the trusted comment before it checks its signature.
-        var comment = Substring(lines[2].dropFirst(Minisign.trustedPrefix.count))
-        while let last = comment.last, last == " " || last == "\t" { comment = comment.dropLast() }
-        trustedComment = String(comment)
+        // The trusted comment is signed as written: minisign's verifier strips only the line ending ("\n",
+        // "\r", done above), so blanks at its end are part of it (docs/trust.md §2).
+        trustedComment = String(lines[2].dropFirst(Minisign.trustedPrefix.count))
         globalSignature = global
         prehashed = algorithm == Minisign.prehashedAlgorithm
     }
