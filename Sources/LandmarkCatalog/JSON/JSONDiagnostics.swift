@@ -55,9 +55,9 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
 /// A string whose content is bad although its end is well delimited: a lone surrogate escape, invalid
 /// UTF-8, or an unescaped control character inside the quotes.
 ///
-/// Thrown by the ``JSONPullReader`` methods that read one string — ``JSONPullReader/readString()``,
-/// ``JSONPullReader/appendString(to:)``, ``JSONPullReader/nextKey()``, ``JSONPullReader/nextKey(in:)``,
-/// and ``JSONPullReader/readValue()`` / ``JSONPullReader/skipValue()`` of a string that is an element or
+/// Thrown by the `JSONPullReader` methods that read one string — `JSONPullReader/readString()`,
+/// `JSONPullReader/appendString(to:)`, `JSONPullReader/nextKey()`, `JSONPullReader/nextKey(in:)`,
+/// and `JSONPullReader/readValue()` / `JSONPullReader/skipValue()` of a string that is an element or
 /// member value of an open array or object — after consuming the whole string (for a key, the `:` too).
 /// The reader is left in a valid state right after it (at a key's value), so the caller may report it
 /// and go on pulling. A raw LF inside such a string counts as a line end for the positions that follow.
@@ -65,7 +65,7 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
 /// Everything else about strings stays a ``JSONSyntaxError``: no closing quote (the message is then the
 /// first problem in the string, as if reading had stopped there), an escape RFC 8259 does not have, a
 /// `\u` without four hex digits. Where the reader reads a whole array, object or document itself
-/// (``JSONPullReader/readValue()`` and ``JSONPullReader/skipValue()`` of an array or object, or of the
+/// (`JSONPullReader/readValue()` and `JSONPullReader/skipValue()` of an array or object, or of the
 /// top-level value), bad string content is a ``JSONSyntaxError`` too, with the same message and
 /// position: the value is refused as a whole.
 public struct JSONStringContentError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -151,7 +151,7 @@ public struct JSONWarning: Sendable, Equatable, CustomStringConvertible {
 
 /// Reading the input failed (an I/O error, not malformed JSON).
 ///
-/// Thrown by a ``JSONPullReader`` made with `init(fileDescriptor:options:)` when `read(2)` fails with
+/// Thrown by a `JSONPullReader` made with `init(fileDescriptor:options:)` when `read(2)` fails with
 /// anything but `EINTR` (which is retried).
 public struct JSONReadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `errno` value that `read(2)` set, e.g. `EIO` (5) or `EISDIR` (21).

@@ -6,7 +6,7 @@
     import Darwin
 #endif
 
-/// A fixed set of object keys matched by their UTF-8 bytes (see ``JSONPullReader/nextKey(in:)``).
+/// A fixed set of object keys matched by their UTF-8 bytes (see `JSONPullReader/nextKey(in:)`).
 public struct JSONKeyTable: Sendable {
     private let keys: [[UInt8]]
 

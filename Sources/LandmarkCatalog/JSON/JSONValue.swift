@@ -73,7 +73,7 @@ public struct JSONMember: Sendable, Equatable {
 /// ``JSONNumber`` (literal included), strings by `String` equality.
 ///
 /// Not declared `indirect`: arrays and objects already keep their elements in heap storage, and boxing
-/// every string and number as well cost about 13% of the time of ``JSONPullReader/readValue()``.
+/// every string and number as well cost about 13% of the time of `JSONPullReader/readValue()`.
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
