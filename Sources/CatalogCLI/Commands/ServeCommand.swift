@@ -127,19 +127,19 @@ extension CatalogCLI {
         if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
         if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
         let server = try ServeServer(options: options)
-        let stop = DispatchSemaphore(value: 0)
-        var handlers: [any DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            handlers.append(source)
-        }
-        defer {
-            for source in handlers { source.cancel() }
-            for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) }
-        }
+        // A real handler, not a Dispatch signal source: libdispatch's signalfd sees a signal only while every
+        // thread blocks it, and with SIG_IGN set a thread that does not (libmicrohttpd's, the runtime's)
+        // drops it; a SIGTERM under load was lost that way and serve was SIGKILLed (issue 27). sem_post is
+        // async-signal-safe (POSIX signal-safety(7)).
+        sem_init(serveStopSemaphore, 0, 0)
+        for number in [SIGTERM, SIGINT] { signal(number) { _ in sem_post(serveStopSemaphore) } }
+        // A process started by one that blocks them (a Dispatch signal source does) inherits the mask: unblock
+        // them here, before the server's threads start and inherit it.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for number in [SIGTERM, SIGINT] { sigaddset(&signals, number) }
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+        defer { for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) } }
         try server.start()
         let marker = ServeMarker(databasePath: i.databasePath)
         marker.write(listen: "\(options.host):\(server.port)", now: i.context.wallClock.nowMilliseconds())
@@ -147,13 +147,16 @@ extension CatalogCLI {
         options.log(
             #"{"event":"listening","listen":"\#(options.host):\#(server.port)"\#(options.metricsHost.map { #","metrics":"\#($0):\#(server.metricsPort)""# } ?? "")}"#
         )
-        stop.wait()
+        while sem_wait(serveStopSemaphore) != 0 && errno == EINTR {}
         options.log(#"{"event":"draining"}"#)
         server.drain()
         options.log(#"{"event":"stopped"}"#)
         return 0
     }
 }
+
+/// Posted by serve's SIGTERM and SIGINT handler; waited on by `ServeCommand.run`.
+nonisolated(unsafe) private let serveStopSemaphore: UnsafeMutablePointer<sem_t> = .allocate(capacity: 1)
 
 /// `<real path of the database>.serve`: who serves this database (pid, host, since, address), for `status`;
 /// removed when serve exits (a killed serve leaves it, and `status` says its pid is gone).
