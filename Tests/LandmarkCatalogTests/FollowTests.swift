@@ -38,8 +38,7 @@ struct FollowTests {
 
     /// Sends SIGTERM and collects the run (status 0 expected).
     static func terminate(_ process: StartedProcess) -> BinaryRun {
-        kill(process.pid, SIGTERM)
-        return process.finish(limit: 20)
+        process.terminate(limit: 20)
     }
 
     /// A: the seeded database publishing its log to `a-log`; B: an empty database that will follow it.

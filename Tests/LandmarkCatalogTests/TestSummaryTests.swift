@@ -60,3 +60,21 @@ struct TestSummaryTests {
         #expect(missing.stdout.contains("no Swift Testing results"))
     }
 }
+
+@Suite("The harness's process helpers")
+struct ProcessHelperTests {
+    /// The input that broke it: a server that had run longer than the stop limit (97 s under a loaded CI,
+    /// limit 20 s) was SIGKILLed the moment `ServeProcess.stop()` asked it to stop, and the test saw 137.
+    @Test("terminate(limit:) counts the limit from the SIGTERM, not from the process's start")
+    func terminateCountsFromTheSignal() throws {
+        let box = try Sandbox()
+        let shell = try box.start(
+            ["-c", "trap 'exit 0' TERM; echo up; while :; do sleep 0.05; done"], binary: URL(fileURLWithPath: "/bin/sh"))
+        defer { shell.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        while (try? String(contentsOf: shell.stdout, encoding: .utf8)) != "up\n", Date() < deadline { usleep(10_000) }
+        usleep(1_500_000)  // Longer than the limit below.
+        let run = shell.terminate(limit: 1)
+        #expect(run.status == 0 && !run.killed, "\(run)")
+    }
+}

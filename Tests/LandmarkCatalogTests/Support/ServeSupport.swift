@@ -57,8 +57,7 @@ final class ServeProcess {
     /// SIGTERM, then waits for the exit.
     func stop(limit: Double = 20) -> BinaryRun {
         stopped = true
-        kill(started.pid, SIGTERM)
-        return started.finish(limit: limit)
+        return started.terminate(limit: limit)
     }
 
     /// SIGKILL, then reaps it.
