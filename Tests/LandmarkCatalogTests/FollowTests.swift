@@ -93,6 +93,31 @@ struct FollowTests {
         #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == 2)
     }
 
+    /// Issue 25: with stdout a file or a pipe (journald, a `--json` pipeline) the follower held its lines
+    /// in its buffer until it exited.
+    @Test("stdout not a terminal: each cycle's line (text and --json) is written while the follower runs", arguments: [false, true])
+    func cycleLinesAreNotHeld(json: Bool) throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log, "--interval", "30s"] + (json ? ["--json"] : []))
+        defer { follower.stop() }
+        let printed = { String(decoding: (try? Data(contentsOf: follower.stdout)) ?? Data(), as: UTF8.self) }
+        // The first cycle merged the log; its line is there while the follower still runs.
+        #expect(Self.waitFor(10) { !printed().isEmpty } != nil, "nothing printed yet")
+        #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "3"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        #expect(Self.waitFor(10) { printed().split(separator: "\n").count == 2 } != nil, "\(printed())")
+        #expect(follower.process.isRunning)
+        let lines = printed().split(separator: "\n")
+        if json {
+            #expect(lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) is [String: Any] }, "\(lines)")
+        } else {
+            #expect(lines.last?.contains("1 position") == true, "\(lines)")
+        }
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+    }
+
     @Test("over HTTP, a published change arrives within the interval (conditional GET every second)")
     func http() throws {
         let sandbox = try Sandbox()

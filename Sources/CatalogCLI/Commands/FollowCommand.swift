@@ -40,6 +40,9 @@ extension CatalogCLI {
         }
         let remotes = (try? store.remoteNames()) ?? [:]
         try store.follow(sources: i[SyncArguments.sources], options: options, control: control, diagnostics: i.report) { cycle in
+            // Each cycle's line goes out as it is made, to a pipe or journald too, not when the follower
+            // exits (issue 25: 0 bytes for 90 s on a pipe, then everything at SIGTERM).
+            defer { i.stdout.flush() }
             for source in cycle.newFailures {
                 if let error = source.error { i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source) }
             }
