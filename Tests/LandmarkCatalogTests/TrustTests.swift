@@ -632,6 +632,26 @@ struct PullOnlyHubTests {
         #expect(p.status == 0 && !p.stderr.contains("pull-only"), "\(p.stderr)")
         #expect(try HubSupport.hubPositions(server, hub).count == before.count + 1)
     }
+
+    /// Issue 25: a hub role missing its GRANTs exited 70 ("internal error", a raw "permission denied", no hint).
+    @Test("a hub role with no GRANT at all: 73 with a hint naming docs/hub.md §4, not 70; nothing written; no password shown")
+    func roleWithoutGrants() throws {
+        let server = try PostgresServer.running()
+        let hub = try server.createDatabaseName()
+        let writer = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.root.appending(path: "Seeds/landmarkData.json").path, "--quiet"], db: writer).status == 0)
+        #expect(runCLI(["sync", server.uri(database: hub)], db: writer).status == 0)
+        let role = "nogrant_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try HubSupport.admin(server).executeScript(sql: "CREATE ROLE \(role) LOGIN PASSWORD 'No-Grant-5e2a'")
+        let edge = Support.temporaryDatabase()
+        #expect(runCLI(["position", "set", "--user", "bob", "--page", "0"], db: writer).status == 0)
+        let r = runCLI(["sync", server.uri(database: hub, user: role, password: "No-Grant-5e2a")], db: edge)
+        #expect(r.status == 73, "\(r.stderr)")
+        #expect(r.stderr.contains("permission denied") && r.stderr.contains("docs/hub.md §4"), "\(r.stderr)")
+        #expect(!r.stderr.contains("internal error") && !r.stderr.contains("No-Grant-5e2a"), "\(r.stderr)")
+        let rows = FileManager.default.fileExists(atPath: edge) ? try dumpRows(edge, sql: "SELECT count(*) FROM landmarks") : [[.integer(0)]]
+        #expect(rows == [[.integer(0)]], "\(rows)")
+    }
 }
 
 @Suite("Trust: a signed log over real nginx", .serialized, .enabled(if: NginxServer.available, "nginx is not installed"))
