@@ -12,7 +12,10 @@ import LandmarkCatalog
 final class ServerConnection: Sendable {
     /// The server's `/v1` base (ends in `/v1`).
     let base: URL
+    /// For requests answered at once (pushes, landmarks): at most ``requestTimeout`` without a byte.
     let session: URLSession
+    /// For long-polls: their wait (at most 60 s, docs/protocol.md §5) longer.
+    let pollSession: URLSession
     let tokens: TokenSource
     /// Per request, at most this long between bytes (s), beyond a long-poll's wait.
     let requestTimeout: Double
@@ -26,12 +29,22 @@ final class ServerConnection: Sendable {
         self.base = base
         self.tokens = tokens
         self.requestTimeout = requestTimeout
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 4
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        configuration.httpCookieStorage = nil
-        session = URLSession(configuration: configuration)
+        // The session's own timeout, not only the request's: FoundationNetworking times a request out by
+        // the configuration's `timeoutIntervalForRequest` (60 s by default). A POST sent on a kept-alive
+        // connection the server had just closed was re-sent by it without its body and hung those 60 s
+        // (ClientFuzzTests, through a proxy that drops connections); now it fails after `requestTimeout`
+        // and is retried. Long-polls get a session of their own, whose bound is their wait longer.
+        func make(_ timeout: Double) -> URLSession {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpMaximumConnectionsPerHost = 4
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            configuration.urlCache = nil
+            configuration.httpCookieStorage = nil
+            configuration.timeoutIntervalForRequest = timeout
+            return URLSession(configuration: configuration)
+        }
+        session = make(requestTimeout)
+        pollSession = make(requestTimeout + 60)
     }
 
     /// The `/v1` base for a server URL: `https://host` and `https://host/v1` both give `https://host/v1`.
@@ -106,7 +119,7 @@ final class ServerConnection: Sendable {
         try Task.checkCancellation()
         guard !isClosed else { throw CancellationError() }
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await (wait > 0 ? pollSession : session).data(for: request)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw CatalogError(
@@ -173,6 +186,7 @@ final class ServerConnection: Sendable {
     func close() {
         closed.withLock { $0 = true }
         session.invalidateAndCancel()
+        pollSession.invalidateAndCancel()
     }
 }
 
