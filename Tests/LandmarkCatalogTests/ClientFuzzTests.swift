@@ -1,8 +1,12 @@
 import Foundation
-import LandmarkCatalogClient
 import Testing
 
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -222,5 +226,34 @@ struct ClientFuzzTests {
         if ServeKeys.pyjwtAvailable { #expect(serveLogs.contains(#""status":401"#), "\(note)") }
         for token in Array(good.values) + Array(expired.values) { #expect(!serveLogs.contains(token)) }
     }
-}
 
+    /// The stall the fuzzed run found: FoundationNetworking timed requests by the session's 60 s default,
+    /// not by the request's own limit, so a push to a server that took it and never answered (a POST
+    /// re-sent without its body on a dead kept-alive connection) hung a minute.
+    @Test("a push to a server that accepts and never answers fails after requestTimeout, not URLSession's 60 s")
+    func pushTimesOut() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, size) } } == 0)
+        try #require(listen(listener, 8) == 0)
+        var bound = sockaddr_in()
+        var length = size
+        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let port = Int(UInt16(bigEndian: bound.sin_port))
+        // Connections wait in the backlog, never answered: the kernel completes the handshake.
+        let connection = ServerConnection(
+            base: URL(string: "http://127.0.0.1:\(port)/v1")!, tokens: TokenSource { DeviceServer.token(user: "ann") }, requestTimeout: 1)
+        defer { connection.close() }
+        let started = ContinuousClock.now
+        await #expect(throws: CatalogError.self) {
+            try await bounded(30, "the push") { _ = try await connection.send("POST", "positions", body: Data(#"{"positions":[]}"#.utf8)) }
+        }
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(10), "the push failed after \(took)")
+    }
+}
