@@ -65,7 +65,7 @@ extension Catalog {
 /// server's answer, in its own transaction; a row sent twice (an answer lost, the app killed before it
 /// recorded the answer) is stored once, because the server merges by the row's stamp (docs/protocol.md §6).
 ///
-/// Three tasks run the session: the outbox (woken by every commit, as ``Catalog/observe(_:)`` is), the
+/// Three tasks run the session: the outbox (woken by every commit, as `Catalog.observe(_:)` is), the
 /// long-poll of `GET /v1/positions` (each answer merged in one transaction with its cursor), and the
 /// landmarks (`GET /v1/landmarks` with `If-None-Match`, at start and every
 /// ``Configuration/landmarkRefreshInterval``). A failure is published in ``status`` and retried with a

@@ -14,7 +14,7 @@ public struct SyncStatus: Sendable, Equatable {
     /// of this run, the last good exchange recorded in the database); nil when never.
     public var lastSyncedAt: Date?
     /// The last failure (the server unreachable, the token refused after a refresh, a row refused), nil
-    /// after the next success. Its ``CatalogError/kind`` and ``CatalogError/httpStatus`` say which.
+    /// after the next success. Its `CatalogError.kind` and `CatalogError.httpStatus` say which.
     public var lastError: CatalogError?
     /// False once ``SyncSession/stop()`` was called.
     public var isRunning = true
