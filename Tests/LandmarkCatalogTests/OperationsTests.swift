@@ -542,6 +542,27 @@ struct QuarantineTests {
         #expect(runCLI(["quarantine", "list", "--json", "--limit", "1"], db: db).stdout.hasPrefix(#"[{"aheadMs":"#))
     }
 
+    /// Issue 25: rows quarantined from a remote were applied when they came due even after its grant
+    /// had been narrowed (`remote` added again with `--allow landmarks`).
+    @Test("a held position from a remote whose grant was narrowed to landmarks since: released as not allowed, not written")
+    func releaseChecksTheGrantNow() throws {
+        let clock = ManualClock(testNow)
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: db, clock: clock).status == 0)
+        let peer = try writeTemporary(snapshot(positions: [positionRow("u1", page: 2, at: at(3600))]))
+        #expect(runCLI(["remote", "add", "peer", peer], db: db, clock: clock).status == 0)
+        let sync = runCLI(["sync", "peer"], db: db, clock: clock)
+        #expect(sync.stdout.contains("1 quarantined"), "\(sync.stdout)\(sync.stderr)")
+        #expect(runCLI(["remote", "remove", "peer"], db: db, clock: clock).status == 0)
+        #expect(runCLI(["remote", "add", "peer", peer, "--allow", "landmarks"], db: db, clock: clock).status == 0)
+        clock.advance(3_600_000)
+        let released = runCLI(["quarantine", "release"], db: db, clock: clock)
+        #expect(released.status == 0, "\(released.stderr)")
+        #expect(released.stderr.contains("this source may write landmarks only"), "\(released.stderr)")
+        #expect(try storedPage(db, "u1") == nil)
+        #expect(try CatalogStore.open(path: db).quarantinedRows().isEmpty)
+    }
+
     @Test("release applies the rows now within the allowance by the merge rule, in one transaction, and moves the clock")
     func releaseDue() throws {
         let (db, clock) = try held()

@@ -22,7 +22,8 @@ extension CatalogStore {
     }
 
     /// Releases quarantined rows: merges them by the normal rule (last-writer-wins, ties
-    /// recorded) in one transaction, then removes them from the quarantine. The clock moves past what
+    /// recorded) and the source's write grant as it is now, in one transaction, then removes them from the
+    /// quarantine (a row outside the grant is counted as not allowed and not applied). The clock moves past what
     /// was merged, so a later local write still wins (docs/merge-rules.md §5).
     ///
     /// - Parameters:
@@ -126,6 +127,9 @@ extension CatalogStore {
         for source in sources {
             let group = bySource[source] ?? []
             var merger = try RowMerger(store: self, source: source, quarantineAfter: quarantineAfter, diagnostics: diagnostics)
+            // The grant is the source's now, not when the row arrived: a remote narrowed since (`remote
+            // add --allow`) may no longer write what it sent (issue 25; docs/trust.md §4).
+            merger.allow = try trustForSource(key: source).allow
             try InMemorySnapshotFeed(name: "quarantine (\(source))", bytes: Self.snapshotDocument(group)).merge(into: &merger)
             counts = counts + merger.counts
             if (merger.maxSeen.wall, merger.maxSeen.counter) > (maxSeen.wall, maxSeen.counter) { maxSeen = merger.maxSeen }
