@@ -184,7 +184,8 @@ struct ClientFuzzTests {
         }
         #expect(writes == 200)
         let proxyLog = (try? String(contentsOfFile: proxy.log, encoding: .utf8)) ?? ""
-        #expect(lost.isEmpty, "lost: \(lost); \(note); the proxy's last requests:\n\(proxyLog.split(separator: "\n").suffix(20).joined(separator: "\n"))")
+        #expect(
+            lost.isEmpty, "lost: \(lost); \(note); the proxy's last requests:\n\(proxyLog.split(separator: "\n").suffix(20).joined(separator: "\n"))")
 
         // Quiet: every device converges on the server's row of its user, and holds no other user's.
         try await proxy.configure(upstream: serve?.port, chaos: false)
