@@ -40,9 +40,12 @@ package final class SyncLock {
             guard reason == EWOULDBLOCK else {
                 throw CatalogError(.cantCreate, "cannot lock (\(String(cString: strerror(reason)))), \(path)")
             }
-            throw CatalogError(
-                .tempFail, "another sync is running on this database (\(holder)), \(path)",
-                hint: "it exits 75 so cron retries at the next run; nothing was changed", reason: .syncInProgress)
+            // A follower holds the lock for its whole life: cron's next run would meet it too (issue 25).
+            let hint =
+                holder.hasSuffix(", following")
+                ? "a follower (sync --follow) syncs this database; add the source to its saved remotes and send it SIGHUP, or stop it first; nothing was changed"
+                : "it exits 75 so cron retries at the next run; nothing was changed"
+            throw CatalogError(.tempFail, "another sync is running on this database (\(holder)), \(path)", hint: hint, reason: .syncInProgress)
         }
         let holder =
             "pid \(getpid()) on \(ProcessInfo.processInfo.hostName) since \(Timestamp.format(milliseconds: now))\(following ? ", following" : "")\n"
