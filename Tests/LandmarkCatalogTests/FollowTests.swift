@@ -118,6 +118,29 @@ struct FollowTests {
         #expect(run.status == 0, "\(run)")
     }
 
+    /// Issue 25: a follower showed at most `--max-diagnostics` warnings of each kind for its whole life;
+    /// after that a source's new refusals were never shown. The limit is per window now (an hour; the
+    /// harness shortens it to each cycle here).
+    @Test("--max-diagnostics bounds a follower's warnings per window, not for its life: a later cycle's refusal is shown")
+    func warningsPerWindow() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        #expect(try sandbox.run(["remote", "add", "pub", log, "--allow", "landmarks"], db: b).status == 0)
+        let follower = try Self.follower(
+            sandbox, db: b, ["pub", "--interval", "30s", "--max-diagnostics", "1"], binary: Support.harnessBinary,
+            environment: ["CATALOG_TEST_FOLLOW_DIAGNOSTICS_WINDOW_S": "0"])
+        defer { follower.stop() }
+        let stderr = { String(decoding: (try? Data(contentsOf: follower.stderr)) ?? Data(), as: UTF8.self) }
+        let refusals = { stderr().components(separatedBy: "not applied: position").count - 1 }
+        #expect(Self.waitFor(10) { refusals() == 1 } != nil, "\(stderr())")  // ann's, from the first cycle
+        #expect(try sandbox.run(["position", "set", "--user", "zed", "--page", "3"], db: a).status == 0)
+        #expect(try sandbox.run(["publish", log], db: a).status == 0)
+        #expect(Self.waitFor(10) { refusals() == 2 } != nil, "\(stderr())")
+        #expect(stderr().contains("not applied: position zed"), "\(stderr())")
+        #expect(Self.page(b, "zed") == nil)
+        #expect(Self.terminate(follower).status == 0)
+    }
+
     @Test("over HTTP, a published change arrives within the interval (conditional GET every second)")
     func http() throws {
         let sandbox = try Sandbox()

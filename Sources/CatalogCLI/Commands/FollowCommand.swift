@@ -39,10 +39,19 @@ extension CatalogCLI {
             for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_DFL) }
         }
         let remotes = (try? store.remoteNames()) ?? [:]
+        // Each kind of warning shows at most --max-diagnostics lines an hour (a window), then a count.
+        let window = ContinuousClock.Duration.milliseconds(Int64((i.context.testHooks.followDiagnosticsWindowSeconds ?? 3600) * 1000))
+        let windowStarted = Mutable(ContinuousClock.now)
         try store.follow(sources: i[SyncArguments.sources], options: options, control: control, diagnostics: i.report) { cycle in
             // Each cycle's line goes out as it is made, to a pipe or journald too, not when the follower
             // exits (issue 25: 0 bytes for 90 s on a pipe, then everything at SIGTERM).
-            defer { i.stdout.flush() }
+            defer {
+                i.stdout.flush()
+                if ContinuousClock.now - windowStarted.value >= window {
+                    i.reporter.closeWindow()
+                    windowStarted.value = .now
+                }
+            }
             for source in cycle.newFailures {
                 if let error = source.error { i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source) }
             }
@@ -77,4 +86,10 @@ extension CatalogCLI {
         }
         return 0
     }
+}
+
+/// A value the follower's cycle callback changes (the callback runs on the follower's thread only).
+private final class Mutable<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
 }

@@ -86,12 +86,17 @@ public final class MemorySink: OutputSink {
     /// `sync --follow`: called at the end of each cycle, before the follower waits, with the follower's
     /// control (a commit by another process made inside a cycle, a stop at that point).
     public var followCycleEnd: (@Sendable (FollowControl) -> Void)?
+    /// `sync --follow`: the window over which each kind of warning shows at most `--max-diagnostics`
+    /// lines (s; an hour when nil).
+    public var followDiagnosticsWindowSeconds: Double?
     public init(
-        backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0, followCycleEnd: (@Sendable (FollowControl) -> Void)? = nil
+        backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0, followCycleEnd: (@Sendable (FollowControl) -> Void)? = nil,
+        followDiagnosticsWindowSeconds: Double? = nil
     ) {
         self.backoffSeconds = backoffSeconds
         self.pauseBeforeCommitMilliseconds = pauseBeforeCommitMilliseconds
         self.followCycleEnd = followCycleEnd
+        self.followDiagnosticsWindowSeconds = followDiagnosticsWindowSeconds
     }
 }
 

@@ -108,6 +108,14 @@ final class Reporter {
         order.removeAll()
     }
 
+    /// Ends a window of a long-running command (`sync --follow`): the summary lines of ``finish()``, then
+    /// every kind may show `limit` lines again, so a follower's warnings are bounded per window, not
+    /// silenced for the rest of its life after the first `limit` (issue 25).
+    func closeWindow() {
+        finish()
+        counts.removeAll()
+    }
+
     /// A structured field's value in a JSON line.
     private enum Field {
         case int(Int)

@@ -56,7 +56,8 @@ let followCycleEnd: (@Sendable (FollowControl) -> Void)? = cycleEnd.map { hook i
 let hooks = TestHooks(
     backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
     pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0,
-    followCycleEnd: followCycleEnd)
+    followCycleEnd: followCycleEnd,
+    followDiagnosticsWindowSeconds: environment["CATALOG_TEST_FOLLOW_DIAGNOSTICS_WINDOW_S"].flatMap(Double.init))
 let status = CatalogCLI.run(
     Array(CommandLine.arguments.dropFirst()),
     context: CLIContext(
