@@ -112,6 +112,10 @@ public final class SyncSession: Sendable {
     let broadcaster = StatusBroadcaster()
     let waker = Waker()
     private let tasks = SessionLock<[Task<Void, Never>]>([])
+    /// The server's last answer to a push quarantined this device's row: kept in ``status`` as its
+    /// `lastError` until a push is applied, not cleared by the next long-poll's answer (a device whose
+    /// clock is ahead would otherwise fall out of sync with nothing shown).
+    private let quarantined = SessionLock<CatalogError?>(nil)
 
     init(catalog: Catalog, server: URL, user: String, configuration: Configuration, tokens: TokenSource) {
         self.catalog = catalog
@@ -182,10 +186,11 @@ public final class SyncSession: Sendable {
     /// The server answered: connected, no error; the other task stops waiting out its backoff.
     func succeeded() {
         let wasConnected = broadcaster.status.isConnected
+        let kept = quarantined.withLock { $0 }
         broadcaster.update {
             $0.isConnected = true
             $0.lastSyncedAt = Date()
-            $0.lastError = nil
+            $0.lastError = kept
         }
         if !wasConnected { waker.wake() }
     }
@@ -266,15 +271,18 @@ public final class SyncSession: Sendable {
         // Every outcome is the server's decision on that row: sending it again would change nothing.
         let through = pending.map(\.seq).max() ?? 0
         try await catalog.write { [key] in try $0.acknowledgePositions(key: key, through: through) }
-        succeeded()
         if outcomes.contains("quarantined") {
-            broadcaster.update {
-                $0.lastError = CatalogError(
-                    .dataInvalid,
-                    "the server \(self.endpoint.name) quarantined this device's position: its stamp is too far ahead of the server's clock",
-                    hint: "check this device's clock; the next position set here is sent again")
-            }
+            let error = CatalogError(
+                .dataInvalid,
+                "the server \(endpoint.name) quarantined this device's position: its stamp is too far ahead of the server's clock",
+                hint:
+                    "check this device's clock; a later position set here is sent again, and is quarantined too while the device's stamps stay ahead",
+                reason: .clockAhead)
+            quarantined.withLock { $0 = error }
+        } else if outcomes.contains("applied") {
+            quarantined.withLock { $0 = nil }
         }
+        succeeded()
     }
 
     // MARK: - Pulling

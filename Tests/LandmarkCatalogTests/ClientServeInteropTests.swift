@@ -49,4 +49,36 @@ struct ClientServeInteropTests {
         #expect(stopped.status == 0, "\(stopped)")
         #expect(!serve.log.contains(annToken) && !serve.log.contains(bobToken))
     }
+
+    /// Found by a breaker: a position stamped two days ahead (another process with its clock ahead) was
+    /// quarantined by the server, the session counted it as sent, and the next long-poll's answer wiped
+    /// the warning, so the device fell out of sync with nothing shown. The error now stays until a push
+    /// is applied again.
+    @Test("a position stamped far ahead: the server quarantines it, and status keeps saying so (.clockAhead) after later answers")
+    func clockAheadStaysVisible() async throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let token = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let url = try #require(URL(string: serve.base))
+        let path = Support.temporaryDatabase()
+        let catalog = try Catalog(path: path)
+        var configuration = ClientSyncTests.quick()
+        configuration.longPollSeconds = 1
+        let session = try await catalog.startSync(server: url, user: nil, configuration: configuration) { token }
+        #expect(try await eventually { try await catalog.featured().count == 4 })
+        let ahead = ManualClock(Int64(Date().timeIntervalSince1970 * 1000) + 2 * 86_400_000)
+        #expect(runCLI(["position", "set", "--user", "ann", "--page", "3"], db: path, clock: ahead).status == 0)
+        #expect(await eventually { session.status.lastError?.reason == .clockAhead }, "\(session.status)")
+        // Two long-poll answers later the warning is still there.
+        let seen = try #require(session.status.lastSyncedAt)
+        #expect(await eventually { (session.status.lastSyncedAt ?? seen) > seen.addingTimeInterval(1.5) }, "\(session.status)")
+        #expect(session.status.lastError?.reason == .clockAhead, "\(session.status)")
+        #expect(session.status.isConnected)
+        #expect(try dumpRows(db, sql: "SELECT count(*) FROM sync_quarantine") == [[.integer(1)]])
+        try await bounded(60, "session.stop()") { await session.stop() }
+        catalog.close()
+        #expect(serve.stop().status == 0)
+    }
 }

@@ -76,6 +76,10 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable,
         public static let unauthorized = Reason(rawValue: "unauthorized")
         /// The server refused the request for this user (HTTP 403, docs/protocol.md §1). Kind 69.
         public static let forbidden = Reason(rawValue: "forbidden")
+        /// The server quarantined this device's position: its stamp is further ahead of the server's clock
+        /// than the server allows (docs/merge-rules.md §5), so the device's clock (or a stamp it took on)
+        /// is ahead. Stays in the sync status until a push is applied again. Kind 65.
+        public static let clockAhead = Reason(rawValue: "clockAhead")
         /// The database file is not there (a read-only ``Catalog``, or it was removed). Kind 66.
         public static let databaseMissing = Reason(rawValue: "databaseMissing")
 
