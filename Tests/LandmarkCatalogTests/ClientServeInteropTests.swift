@@ -8,15 +8,29 @@ import Testing
 /// issue`), not the test stand-in: two devices of one user, and a user who cannot see another's row.
 @Suite("Client through the real catalog serve", .serialized)
 struct ClientServeInteropTests {
-    @Test("two devices through catalog serve: A's page reaches B's CarouselModel; bob's device never holds ann's row")
-    func twoDevicesThroughServe() async throws {
+    /// A real serve over a seeded database, with one token per user (`catalog token issue`).
+    struct Server {
+        let db: String
+        let serve: ServeProcess
+        let url: URL
+        let tokens: [String: String]
+    }
+
+    static func server(users: [String]) throws -> Server {
         let box = try Sandbox()
         let db = try box.seededDatabase()
         let key = try ServeKeys.make(box, "k")
         let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
-        let annToken = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
-        let bobToken = try ServeKeys.issue(box, key: key.privateKey, user: "bob")
-        let url = try #require(URL(string: serve.base))
+        var tokens: [String: String] = [:]
+        for user in users { tokens[user] = try ServeKeys.issue(box, key: key.privateKey, user: user) }
+        return Server(db: db, serve: serve, url: try #require(URL(string: serve.base)), tokens: tokens)
+    }
+
+    @Test("two devices through catalog serve: A's page reaches B's CarouselModel; bob's device never holds ann's row")
+    func twoDevicesThroughServe() async throws {
+        let server = try Self.server(users: ["ann", "bob"])
+        let (db, serve, url) = (server.db, server.serve, server.url)
+        let (annToken, bobToken) = (server.tokens["ann"]!, server.tokens["bob"]!)
 
         func device(_ token: String) async throws -> (Catalog, SyncSession) {
             let catalog = try Catalog(path: Support.temporaryDatabase())
@@ -56,12 +70,8 @@ struct ClientServeInteropTests {
     /// is applied again.
     @Test("a position stamped far ahead: the server quarantines it, and status keeps saying so (.clockAhead) after later answers")
     func clockAheadStaysVisible() async throws {
-        let box = try Sandbox()
-        let db = try box.seededDatabase()
-        let key = try ServeKeys.make(box, "k")
-        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
-        let token = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
-        let url = try #require(URL(string: serve.base))
+        let server = try Self.server(users: ["ann"])
+        let (db, serve, url, token) = (server.db, server.serve, server.url, server.tokens["ann"]!)
         let path = Support.temporaryDatabase()
         let catalog = try Catalog(path: path)
         var configuration = ClientSyncTests.quick()
