@@ -78,7 +78,7 @@ let package = Package(
         // `catalog serve` and its tokens: linked by the command line only, never by an app's products.
         .target(
             name: "LandmarkCatalogServer",
-            dependencies: ["LandmarkCatalog", "CMicroHTTPD", "COpenSSLKeys"],
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "CMicroHTTPD", "COpenSSLKeys"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .target(

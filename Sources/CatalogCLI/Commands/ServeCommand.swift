@@ -36,6 +36,10 @@ extension CatalogCLI {
             "--max-body", "BYTES", "Refuse a request body over BYTES with 413 (default 1048576).", parse: Values.integer(1024...(64 << 20)))
         static let maxRows = Option<Int>(
             "--max-rows", "N", "Refuse a POST of more than N rows with 413 (default 1000).", parse: Values.integer(1...100_000))
+        static let hub = Option<String>(
+            "--hub", "URL",
+            "Keep this database in step with a PostgreSQL hub (a postgresql:// URL or a saved remote), so several serve processes serve one fleet (docs/serve.md §7).",
+            parse: Values.nonEmpty)
         static let threads = Option<Int>("--threads", "N", "HTTP worker threads (default 2).", parse: Values.integer(1...64))
     }
 
@@ -60,14 +64,16 @@ extension CatalogCLI {
                 Routes: GET /v1/landmarks, GET and POST /v1/positions (partial replication: a user token sees its own row,
                 an edge token every row), &wait=SECONDS long-polls, GET /v1/healthz. Every route but healthz needs
                 Authorization: Bearer JWT verified with --auth-key. One JSON access-log line per request goes to stderr.
-                SIGTERM or SIGINT drains (long-polls answered, writes finished) and exits 0. TLS comes from nginx in front:
-                contrib/nginx/serve.conf.
+                SIGTERM or SIGINT drains (long-polls answered, writes finished, and with --hub pushed) and exits 0. TLS
+                comes from nginx in front: contrib/nginx/serve.conf. With --hub, each serve keeps its own database, follows
+                the hub as sync --follow does (pushing each POST at once, pulling on the hub's NOTIFY), and holds this
+                database's sync lock while it runs.
                 """,
             options: [
                 ServeOptionsTable.listen.spec, ServeOptionsTable.authKey.spec, ServeOptionsTable.publicLandmarks.spec,
                 ServeOptionsTable.maxDrift.spec, ServeOptionsTable.metricsListen.spec, ServeOptionsTable.maxConnections.spec,
                 ServeOptionsTable.headerTimeout.spec, ServeOptionsTable.bodyTimeout.spec, ServeOptionsTable.maxBody.spec,
-                ServeOptionsTable.maxRows.spec, ServeOptionsTable.threads.spec,
+                ServeOptionsTable.maxRows.spec, ServeOptionsTable.threads.spec, ServeOptionsTable.hub.spec,
             ],
             run: runServe)
     }
@@ -126,6 +132,7 @@ extension CatalogCLI {
         if let d = i[ServeOptionsTable.bodyTimeout] { options.limits.bodySeconds = d }
         if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
         if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
+        options.hub = i[ServeOptionsTable.hub]
         let server = try ServeServer(options: options)
         // A real handler, not a Dispatch signal source: libdispatch's signalfd sees a signal only while every
         // thread blocks it, and with SIG_IGN set a thread that does not (libmicrohttpd's, the runtime's)

@@ -13,6 +13,12 @@ package final class ServeMetrics: @unchecked Sendable {
     private var visibleCount = 0
     private var visibleSum = 0.0
     private var rowsApplied = 0
+    /// With `--hub`: the hub's state (`starting`, `ok`, `failing`), read at each scrape.
+    var hubState: (@Sendable () -> String)? {
+        get { lock.withLock { hubStateSource } }
+        set { lock.withLock { hubStateSource = newValue } }
+    }
+    private var hubStateSource: (@Sendable () -> String)?
 
     func request(route: String, status: Int) {
         lock.withLock { requests["\(route)\t\(status)", default: 0] += 1 }
@@ -37,7 +43,8 @@ package final class ServeMetrics: @unchecked Sendable {
 
     /// The text exposition (https://prometheus.io/docs/instrumenting/exposition_formats/).
     package func text() -> String {
-        lock.withLock {
+        let hub = hubState?()
+        return lock.withLock {
             var out = "# HELP catalog_serve_requests_total Requests answered, by route and status.\n"
             out += "# TYPE catalog_serve_requests_total counter\n"
             for key in requests.keys.sorted() {
@@ -56,6 +63,10 @@ package final class ServeMetrics: @unchecked Sendable {
             out += "catalog_serve_write_to_visible_seconds_bucket{le=\"+Inf\"} \(visibleCount)\n"
             out += "catalog_serve_write_to_visible_seconds_sum \(visibleSum)\n"
             out += "catalog_serve_write_to_visible_seconds_count \(visibleCount)\n"
+            if let hub {
+                out += "# HELP catalog_serve_hub_up 1 when the hub's last poll succeeded (serve --hub), else 0.\n"
+                out += "# TYPE catalog_serve_hub_up gauge\ncatalog_serve_hub_up \(hub == "ok" ? 1 : 0)\n"
+            }
             return out
         }
     }

@@ -22,6 +22,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private var daemon: HTTPDaemon?
     private var metricsDaemon: HTTPDaemon?
     private var metricsService: MetricsService?
+    private var replica: HubReplica?
 
     /// Opens the database (creating and migrating it as `.write` does) and prepares the server.
     /// - Throws: `CatalogError` from opening the database.
@@ -36,8 +37,21 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     }
 
     /// Starts listening (and the metrics listener, when asked).
-    /// - Throws: `CatalogError` 69 when a port cannot be bound.
+    ///
+    /// With `--hub`, the hub is followed first and its first pull done before the port is bound, so a
+    /// fresh server never answers with an empty catalog (docs/serve.md §7).
+    /// - Throws: `CatalogError` 69 when a port cannot be bound; with `--hub`, what ``HubReplica/start()``
+    ///   throws (64, 73, 75, 76, 77).
     package func start() throws {
+        if let hub = options.hub {
+            let polls = polls
+            let replica = try HubReplica(
+                hub: hub, databasePath: options.databasePath, maxDriftMilliseconds: options.maxDriftMilliseconds, log: options.log,
+                onApplied: { polls.poke() })
+            try replica.start()
+            self.replica = replica
+            metrics.hubState = { replica.currentState }
+        }
         let d = HTTPDaemon(service: self, limits: options.limits)
         try d.start(host: options.host, port: options.port)
         daemon = d
@@ -71,6 +85,8 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeoutSeconds)
         while stateLock.withLock({ active }) > 0, Date() < deadline { usleep(10_000) }
         daemon?.stop()
+        // After the last writes: the follower's last pass pushes them to the hub.
+        replica?.stop()
         metricsDaemon?.stop()
     }
 
@@ -117,7 +133,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
 
     package func complete(_ request: HTTPRequest) -> HTTPAction {
         if request.route == "/v1/healthz" {
-            return .reply(isDraining ? json(503, #"{"status":"draining"}"#, ["Retry-After": "1"]) : json(200, #"{"status":"ok"}"#))
+            let hub = replica.map { #","hub":"\#($0.currentState)""# } ?? ""
+            return .reply(
+                isDraining ? json(503, #"{"status":"draining"\#(hub)}"#, ["Retry-After": "1"]) : json(200, #"{"status":"ok"\#(hub)}"#))
         }
         return request.method == "POST" ? post(request) : get(request)
     }
