@@ -23,6 +23,8 @@
 #                                long-polls' RSS and CPU (--quick: 2,000); see Benchmarks/serve.py. Then two
 #                                devices' CarouselModels through one serve (swipe → other device, p50/p95 over 50)
 #                                and an idle session's requests a minute and CPU; see Benchmarks/DeviceBench.
+#                                Then two `serve --hub` on a throwaway PostgreSQL: POST → long-poll across them
+#                                (p50/p95 over 100) beside one server; see Benchmarks/serve_hub.py.
 #                                Results: Benchmarks/results/serve.md
 #   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
 #   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
@@ -108,6 +110,27 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$data" Benchmarks/results
 
+# start_hub NAME: a throwaway PostgreSQL server (stopped by cleanup through $pgdir) and a database NAME on it;
+# sets HUB_URI, or leaves it empty (with a notice) when there is no server binary.
+HUB_URI=""
+start_hub() {
+    pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/postgres" ]; then
+        echo "the hub path is skipped: no /usr/lib/postgresql/*/bin/postgres (apt-get install postgresql)" >&2
+        return 0
+    fi
+    as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+    pgdir=$(mktemp -d /tmp/catalog-bench-pg-XXXXXX)
+    [ "$(id -u)" -eq 0 ] && chown postgres "$pgdir"
+    as_postgres "$pg_bin/initdb" -D "$pgdir/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
+    pgport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_postgres "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w \
+        -o "-p $pgport -k $pgdir -c listen_addresses=127.0.0.1" start >/dev/null
+    psql -X -q -h 127.0.0.1 -p "$pgport" -U postgres -c "CREATE DATABASE $1" postgres
+    HUB_URI="postgresql://postgres@127.0.0.1:$pgport/$1"
+}
+
+
 if $serve_only; then
     users_n=1000000; polls=10000; hold=30; device_idle=120
     if $quick; then users_n=10000; polls=2000; hold=5; device_idle=20; fi
@@ -117,27 +140,19 @@ if $serve_only; then
     # The app's own sync: two devices' CarouselModels through one serve, and an idle session (Benchmarks/DeviceBench).
     "$(dirname "$bin")/catalog-device-bench" "$bin" Seeds/landmarkData.json --swipes 50 --idle "$device_idle" \
         | tail -n +3 | tee -a Benchmarks/results/serve.md
+    # Two serve processes on one PostgreSQL hub: write-to-visible across them (Benchmarks/serve_hub.py).
+    start_hub servehub
+    if [ -n "$HUB_URI" ]; then
+        python3 Benchmarks/serve_hub.py "$bin" Seeds/landmarkData.json "$HUB_URI" --round-trips 100 | tee -a Benchmarks/results/serve.md
+    fi
     exit 0
 fi
 
 if $follow_only; then
     idle=300; $quick && idle=30
     hub_args=()
-    pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-    if [ -n "$pg_bin" ] && [ -x "$pg_bin/postgres" ]; then
-        # A throwaway server, as for the hub cases (stopped by cleanup through $pgdir).
-        as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-        pgdir=$(mktemp -d /tmp/catalog-bench-pg-XXXXXX)
-        [ "$(id -u)" -eq 0 ] && chown postgres "$pgdir"
-        as_postgres "$pg_bin/initdb" -D "$pgdir/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
-        pgport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-        as_postgres "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w \
-            -o "-p $pgport -k $pgdir -c listen_addresses=127.0.0.1" start >/dev/null
-        psql -X -q -h 127.0.0.1 -p "$pgport" -U postgres -c "CREATE DATABASE followhub" postgres
-        hub_args=(--hub "postgresql://postgres@127.0.0.1:$pgport/followhub")
-    else
-        echo "the hub path is skipped: no /usr/lib/postgresql/*/bin/postgres (apt-get install postgresql)" >&2
-    fi
+    start_hub followhub
+    [ -n "$HUB_URI" ] && hub_args=(--hub "$HUB_URI")
     python3 Benchmarks/follow.py "$bin" Seeds/landmarkData.json "${hub_args[@]}" --writes 200 --rate 5 --idle "$idle" \
         | tee Benchmarks/results/follow.md
     exit 0
