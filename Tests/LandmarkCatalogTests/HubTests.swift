@@ -544,6 +544,36 @@ struct HubTests {
         try converged([a], name)
     }
 
+    /// Regression (issue 25): with `hub_history` emptied by hand, A's next pull kept no mark; the hub was
+    /// then restored from a backup older than A's row, B pushed past A's cursor, and A's sync noticed
+    /// nothing: A's row stayed lost on the hub.
+    @Test("an emptied hub_history starts again at the next pull, so a later restore is still found")
+    func emptiedHistory() throws {
+        let (uri, name) = try HubSupport.makeHub(server)
+        let a = try seededEdge()
+        let b = Support.temporaryDatabase()
+        #expect(sync(a, uri).status == 0)
+        #expect(sync(b, uri).status == 0)
+        let restore = try backup(name)
+        #expect(runCLI(["position", "set", "--user", "ann", "--page", "3"], db: a).status == 0)
+        #expect(sync(a, uri).status == 0)
+        try HubSupport.connect(server, name).executeScript(sql: "DELETE FROM hub_history")
+        // The history A's mark names is gone: A starts over once (a warning), and its pull marks the hub again.
+        let reset = sync(a, uri)
+        #expect(reset.status == 0 && reset.stderr.contains("no longer holds the history"), "\(reset.stderr)")
+        #expect(try HubSupport.scalar(server, name, "SELECT count(*) FROM hub_history WHERE node = ''") == "1")
+        try restore()
+        for user in ["bob", "cy", "dee", "eve", "fay", "gus"] {
+            #expect(runCLI(["position", "set", "--user", user, "--page", "2"], db: b).status == 0)
+        }
+        #expect(sync(b, uri).status == 0)
+        let found = sync(a, uri)
+        #expect(found.status == 0 && found.stderr.contains("no longer holds the history"), "\(found.stderr)")
+        #expect(sync(b, uri).status == 0)
+        #expect(try HubSupport.hubPositions(server, name).first?.hasPrefix("ann|3|") == true)
+        try converged([a, b], name)
+    }
+
     @Test("the hub quarantines rows stamped beyond the drift allowance of its clock, and applies them once they are due")
     func hubQuarantine() throws {
         let (uri, name) = try HubSupport.makeHub(server)

@@ -182,6 +182,12 @@ enum HubSQL {
         INSERT INTO hub_history (seq, token, node) VALUES ($1, gen_random_uuid()::text, $2) RETURNING token
         """
 
+    /// A baseline history row at `$1` (an emptied history starting again, docs/hub.md §9); its token, or no
+    /// row when another edge wrote one at that number first.
+    static let noteBaseline = """
+        INSERT INTO hub_history (seq, token, node) VALUES ($1, gen_random_uuid()::text, '') ON CONFLICT (seq) DO NOTHING RETURNING token
+        """
+
     /// The newest history row at or below `$1` (a pull cursor): the mark an edge keeps with its cursor.
     static let historyMark = "SELECT seq, token FROM hub_history WHERE seq <= $1 ORDER BY seq DESC LIMIT 1"
 
