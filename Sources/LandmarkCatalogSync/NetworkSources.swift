@@ -17,6 +17,7 @@ public enum NetworkSources {
     public static func register() {
         SourceKinds.register(HTTPSourceKind())
         SourceKinds.register(HubSourceKind())
+        SourceKinds.register(ServeSourceKind())
         SignatureAlgorithms.register(LibcryptoMinisignAlgorithms())
     }
 }

@@ -611,7 +611,9 @@ struct HostileSyncTests {
             let run = try sandbox.run(command, db: db)
             #expect(run.status == 64, "\(command): \(run)")
             #expect(run.stderr.contains("catalog: error: unsupported scheme 'ftp://' in SOURCE ftp://x/y"), "\(run.stderr)")
-            #expect(run.stderr.contains("hint: a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name"))
+            #expect(
+                run.stderr.contains("hint: a SOURCE is a path, file://, http://, https://, postgres://, catalog+https://, - or a saved remote's name")
+            )
         }
         #expect(
             try dumpRows(db, sql: "SELECT (SELECT count(*) FROM sync_sources), (SELECT count(*) FROM sync_remotes)") == [[.integer(0), .integer(0)]])

@@ -58,6 +58,10 @@ extension CatalogCLI {
             "--reset-cursor",
             "Forget each SOURCE's stored cursor and read it from its start (a log's base and every delta); the cursor its merge stores replaces the old one."
         )
+        static let tokenFile = Option<String>(
+            "--token-file", "FILE",
+            "catalog+https:// sources: the file holding the bearer token (a JWT; an edge token syncs every row, docs/protocol.md §9).",
+            completion: .file, parse: Values.nonEmpty)
         static let maxBytes = Option<Int64>(
             "--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
             parse: Values.int64(1...Int64.max))
@@ -74,8 +78,9 @@ extension CatalogCLI {
             abstract: "Pull peers' snapshots and logs and merge them with last-writer-wins, each source on its own.",
             discussion: """
                 SOURCE is a path, file://, http://, https://, - (standard input), a PostgreSQL hub (postgres://,
-                postgresql:// or a libpq keyword string: this node's changes are pushed, then the hub's pulled) or
-                a saved remote's name; with none, every saved remote. HTTP sources use conditional GET (ETag /
+                postgresql:// or a libpq keyword string: this node's changes are pushed, then the hub's pulled), a
+                catalog serve (catalog+https://HOST/v1 with --token-file: positions pushed, then pulled) or a saved
+                remote's name; with none, every saved remote. HTTP sources use conditional GET (ETag /
                 Last-Modified): a 304 is success with nothing to do. Each source is merged in its own transaction:
                 a source that is unavailable or bad changes nothing and is reported, the others still merge and
                 --publish still runs; the exit status is the first failure's. One sync at a time per database: an
@@ -95,6 +100,7 @@ extension CatalogCLI {
                 ).spec,
                 TrustOptionsTable.sign.with(help: "Sign what --publish writes with this secret key (manifest.json.minisig).").spec,
                 SyncOptionsTable.resetCursor.spec, SyncOptionsTable.follow.spec, SyncOptionsTable.interval.spec,
+                SyncOptionsTable.tokenFile.spec,
             ],
             validate: validateFollow,
             run: runSync)
@@ -113,6 +119,10 @@ extension CatalogCLI {
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
         options.resetCursor = i[SyncOptionsTable.resetCursor]
+        options.tokenFile = i[SyncOptionsTable.tokenFile].map {
+            URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true))
+                .standardizedFileURL.path
+        }
         options.trustedKeys = try trustedKeys(i)
         options.publish.signingKey = try signingKey(i)
         if options.publish.signingKey != nil, options.publishPath.map(CatalogStore.publishesLog) != true {
@@ -157,11 +167,17 @@ extension CatalogCLI {
             line +=
                 "\(plural(report.sources.count, "source")) (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
             line += describe(c)
-            let pushes = report.sources.compactMap(\.pushed)
-            if !pushes.isEmpty {
+            let pushing = report.sources.filter { $0.pushed != nil }
+            if !pushing.isEmpty {
+                let pushes = pushing.compactMap(\.pushed)
                 let sent = pushes.map(\.sent).reduce(0, +)
                 let written = pushes.map(\.written).reduce(0, +)
-                line += "; pushed \(plural(sent, "row")) to \(pushes.count == 1 ? "the hub" : "\(pushes.count) hubs") (\(written) written)"
+                let serves = pushing.filter { $0.source.hasPrefix("catalog+") }.count
+                let target =
+                    pushing.count == 1
+                    ? (serves == 1 ? "the server" : "the hub")
+                    : serves == 0 ? "\(pushing.count) hubs" : "\(pushing.count) hubs and servers"
+                line += "; pushed \(plural(sent, "row")) to \(target) (\(written) written)"
             }
             if report.released.released > 0 {
                 line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
@@ -256,7 +272,8 @@ extension CatalogCLI {
     enum RemoteArguments {
         static let name = Argument<String>("name", "1–64 of A–Z a–z 0–9 . _ -")
         static let url = Argument<String>(
-            "url", "http://, https://, file://, postgres://, postgresql://, 'host=H dbname=D' or a path (made absolute).", completion: .file)
+            "url", "http://, https://, file://, postgres://, postgresql://, catalog+https://, 'host=H dbname=D' or a path (made absolute).",
+            completion: .file)
         /// `remote remove`'s: an existing remote (completed from the saved ones).
         static let saved = Argument<String>("name", "The remote's name.", completion: .remote)
     }
@@ -271,7 +288,11 @@ extension CatalogCLI {
                     discussion:
                         "With --trust, the remote's snapshot log is merged only when its manifest is signed by one of the keys (else 77, nothing merged); with --allow, only rows of that kind are applied.",
                     arguments: [RemoteArguments.name.spec, RemoteArguments.url.spec],
-                    options: [TrustOptionsTable.trust.spec, TrustOptionsTable.allow.spec],
+                    options: [
+                        TrustOptionsTable.trust.spec, TrustOptionsTable.allow.spec,
+                        SyncOptionsTable.tokenFile.with(help: "A catalog+https:// remote: the file holding its bearer token (its path is saved).")
+                            .spec,
+                    ],
                     run: { i in
                         // A bad name or URL is refused before the database is opened: it creates nothing.
                         let (name, url) = (i[RemoteArguments.name], i[RemoteArguments.url])
@@ -284,7 +305,7 @@ extension CatalogCLI {
                                 path: i.parsed.path)
                         }
                         let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
-                        try i.openStore().addRemote(name: name, url: url, trustedKeys: keys, allow: allow)
+                        try i.openStore().addRemote(name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])
                         return 0
                     }),
                 CommandSpec(

@@ -51,19 +51,31 @@ extension CatalogStore {
     ///   - trustedKeys: minisign public keys (base64 lines, docs/trust.md §3): the remote's snapshot log must be
     ///     signed by one of them; empty: no signature required.
     ///   - allow: the kinds of rows it may write (docs/trust.md §4).
+    ///   - tokenFile: for a `catalog+https://HOST/v1` remote, the file holding its bearer token (docs/protocol.md
+    ///     §9); the path is saved (made absolute), the token is read at each sync and never stored.
     /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
-    ///   libpq parses it), or a name already taken.
+    ///   libpq parses it), a name already taken, or a `tokenFile` for a remote that is not a serve.
     public func addRemote(
         name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath,
-        trustedKeys: [String] = [], allow: WriteGrant = .all
+        trustedKeys: [String] = [], allow: WriteGrant = .all, tokenFile: String? = nil
     ) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
+        let tokenFile = tokenFile.map {
+            URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path
+        }
+        if tokenFile != nil {
+            guard case .serve = try SourceLocator.parse(url) else {
+                throw CatalogError(
+                    .usage, "--token-file goes with a catalog serve remote (catalog+https://HOST/v1), not \(SourceLocator.redacted(url))")
+            }
+        }
         let keys = try trustedKeys.map { try MinisignPublicKey(text: $0, source: $0).line }
         try write {
             if try remoteTable.remote(named: name) != nil {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
             }
-            try remoteTable.insert(Remote(name: name, url: url, trustedKeys: keys, allow: allow), at: wallClock.nowMilliseconds())
+            try remoteTable.insert(
+                Remote(name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: tokenFile), at: wallClock.nowMilliseconds())
         }
     }
 

@@ -16,6 +16,9 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     case http(url: String)
     /// A PostgreSQL hub: a libpq URI or keyword/value string (`host=… dbname=…`).
     case hub(conninfo: String)
+    /// A `catalog serve` (docs/protocol.md), written `catalog+https://HOST/v1` (or `catalog+http://`);
+    /// `base` is the `https://HOST/v1` it stands for, without a trailing slash.
+    case serve(base: String)
 
     /// Parses a SOURCE.
     ///
@@ -44,6 +47,15 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
                 return .http(url: text.hasSuffix("/") ? text + LogManifest.fileName : text)
             case "postgres", "postgresql":
                 return .hub(conninfo: text)
+            case "catalog+http", "catalog+https":
+                var base = String(text.dropFirst("catalog+".count))
+                while base.hasSuffix("/") { base.removeLast() }
+                guard let url = URL(string: base), let host = url.host, !host.isEmpty, url.query == nil, url.user == nil else {
+                    throw CatalogError(
+                        .usage, "not a valid catalog serve URL: \(redactedURL(text))",
+                        hint: "write catalog+https://HOST/v1 (no query, no user; the token comes from --token-file)")
+                }
+                return .serve(base: base)
             case "file":
                 guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else {
                     throw CatalogError(.usage, "not a valid file URL: \(text)")
@@ -55,7 +67,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
             default:
                 throw CatalogError(
                     .usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))",
-                    hint: "a SOURCE is a path, file://, http://, https://, postgres://, - or a saved remote's name")
+                    hint: "a SOURCE is a path, file://, http://, https://, postgres://, catalog+https://, - or a saved remote's name")
             }
         }
         if HubConnInfo.isKeywordString(text), !FileManager.default.fileExists(atPath: text) { return .hub(conninfo: text) }
@@ -89,6 +101,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         case .file(let path): return path
         case .http(let url): return redactedURL(url)
         case .hub(let conninfo): return redactedURL(conninfo)
+        case .serve(let base): return "catalog+" + base
         }
     }
 
@@ -120,13 +133,14 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The kind recorded with the source: `stdin`, `file`, `http`, `hub`.
+    /// The kind recorded with the source: `stdin`, `file`, `http`, `hub`, `serve`.
     var kindName: String {
         switch self {
         case .standardInput: return "stdin"
         case .file: return "file"
         case .http: return "http"
         case .hub: return "hub"
+        case .serve: return "serve"
         }
     }
 }

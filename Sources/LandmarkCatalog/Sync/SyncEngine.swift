@@ -271,7 +271,7 @@ extension CatalogStore {
         switch locator {
         case .standardInput: return StandardInputSource()
         case .file(let path): return FileSource(path: path)
-        case .http, .hub:
+        case .http, .hub, .serve:
             for kind in SourceKinds.all {
                 if let made = kind.makeSource(locator) { return made }
             }

@@ -32,6 +32,9 @@ public struct SyncOptions: Sendable {
     /// `sync --reset-cursor`: each source of the run is read as if never synced (from its start: a log's
     /// base and every delta, an HTTP source unconditionally); the cursor stored with its merge replaces the
     /// old one (docs/cli.md §7). Merging is idempotent, so nothing is lost.
+    /// `--token-file`: the file holding the bearer token for `catalog+https://` sources given on the command
+    /// line (a saved remote keeps its own, ``Remote/tokenFile``). Read at each sync; never logged.
+    public var tokenFile: String?
     public var resetCursor = false
     /// Test hook: sleep this many ms inside each source's merge transaction before committing.
     @_spi(Testing) public var pauseBeforeCommitMilliseconds = 0

@@ -11,6 +11,8 @@ public struct Remote: Sendable, Equatable {
     public var trustedKeys: [String] = []
     /// The kinds of rows it may write.
     public var allow: WriteGrant = .all
+    /// For a `catalog serve` remote: the absolute path of the file holding its bearer token (never the token).
+    public var tokenFile: String?
 }
 
 /// The kinds of rows a source may write (`remote add --allow`, docs/trust.md §4). Rows of another kind are
@@ -24,7 +26,7 @@ public enum WriteGrant: String, Sendable, CaseIterable {
 
 /// `sync_remotes`' columns, in select-list order.
 package enum RemoteColumn: Int32, TableColumn {
-    case name, url, addedAt, trustedKeys, allow
+    case name, url, addedAt, trustedKeys, allow, tokenFile
 
     package static let tableName = "sync_remotes"
 }
@@ -35,7 +37,8 @@ extension Remote {
         self.init(
             name: s.text(RemoteColumn.name) ?? "", url: s.text(RemoteColumn.url) ?? "",
             trustedKeys: (s.text(RemoteColumn.trustedKeys) ?? "").split(separator: "\n").map(String.init),
-            allow: WriteGrant(rawValue: s.text(RemoteColumn.allow) ?? "") ?? .all)
+            allow: WriteGrant(rawValue: s.text(RemoteColumn.allow) ?? "") ?? .all,
+            tokenFile: s.text(RemoteColumn.tokenFile).flatMap { $0.isEmpty ? nil : $0 })
     }
 }
 
@@ -58,10 +61,11 @@ package struct RemotesTable {
     /// Saves a remote (its keys as base64 lines), added at `now` (ms since the epoch).
     func insert(_ remote: Remote, at now: Int64) throws {
         try db.execute(
-            sql: "INSERT INTO sync_remotes (\(RemoteColumn.selectList)) VALUES (?, ?, ?, ?, ?)",
+            sql: "INSERT INTO sync_remotes (\(RemoteColumn.selectList)) VALUES (?, ?, ?, ?, ?, ?)",
             [
                 .text(remote.name), .text(remote.url), .text(Timestamp.format(milliseconds: now)),
                 .text(remote.trustedKeys.joined(separator: "\n")), .text(remote.allow.rawValue),
+                .text(remote.tokenFile ?? ""),
             ])
     }
 

@@ -1,0 +1,270 @@
+internal import CCurl
+import Foundation
+import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `catalog+https://HOST/v1` (and `catalog+http://`): a `catalog serve` as a sync source (docs/protocol.md
+/// §9), for a server node holding an edge token (`--scope edge`: every row) or a user token (that user's row).
+struct ServeSourceKind: SourceKind {
+    func makeSource(_ locator: SourceLocator) -> (any SyncSource)? {
+        if case .serve(let base) = locator { return ServeSource(base: base) }
+        return nil
+    }
+
+    func checkRemote(_ locator: SourceLocator) throws {}
+
+    func failure(_ error: any Error, source: String) -> CatalogError? { nil }
+}
+
+/// One sync with a serve: `fetch` PUSHES this database's position rows changed since the last push (POST
+/// `/v1/positions`, at most ``pushBatch`` rows a request, each request one transaction there), then GETs
+/// the landmarks and positions after the stored cursors, page by page, into spool files; the feed merges
+/// them in the engine's one SQLite transaction and moves the cursors.
+///
+/// The cursor: `landmarks` and `positions` (the server's opaque cursors, docs/protocol.md §3) and
+/// `pushThrough` (this database's change sequence number pushed through). As for a hub, when nothing
+/// changed here between the push and the merge, `pushThrough` moves past the rows the merge wrote, so they
+/// are not pushed back (echo suppression).
+final class ServeSource: SyncSource {
+    let locator: SourceLocator
+    let base: String
+    var nextCursor: SourceCursor?
+    var bytesFetched: Int64 = 0
+    private var pushCounts: PushCounts?
+    var pushed: PushCounts? { pushCounts.flatMap { $0.sent > 0 ? $0 : nil } }
+
+    /// Rows per POST: serve's default `--max-rows`.
+    static let pushBatch = 1000
+
+    init(base: String) {
+        self.base = base
+        locator = .serve(base: base)
+    }
+
+    func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
+        let name = locator.description
+        try context.requireUnsigned("a catalog serve's rows", source: name)
+        let client = ServeHTTP(token: try Self.token(for: locator, context: context), name: name, options: context.options)
+        var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
+        if !context.options.dryRun {
+            pushThrough = try push(client, since: pushThrough, context: context)
+        }
+        var next = SourceCursor()
+        next["pushThrough"] = String(pushThrough)
+        var pages: [SnapshotFeed] = []
+        for route in ["landmarks", "positions"] {
+            var after = cursor?[route]
+            while true {
+                let query = after.map { "?after=" + Self.percentEncoded($0) } ?? ""
+                let page = try client.request("GET", "\(base)/\(route)\(query)")
+                bytesFetched += page.bytes
+                let (pageCursor, more) = try Self.cursorAndMore(page, name: "\(name)/\(route)")
+                pages.append(SnapshotFeed(fd: page.fd, name: "\(name)/\(route)", owned: false, keeping: page))
+                after = pageCursor
+                if !more { break }
+            }
+            next[route] = after
+        }
+        nextCursor = next
+        // Nothing pushed and both cursors where they were: not modified (the pages held no rows).
+        if pushCounts?.sent ?? 0 == 0, cursor != nil, next["landmarks"] == cursor?["landmarks"], next["positions"] == cursor?["positions"] {
+            return nil
+        }
+        return [ServePullFeed(source: self, pages: pages, pushThrough: pushThrough)]
+    }
+
+    /// POSTs every position row changed here after `since`, in pages.
+    /// - Returns: the change sequence number pushed through.
+    private func push(_ client: ServeHTTP, since: Int64, context: SyncContext) throws -> Int64 {
+        var after = since
+        var counts = PushCounts(sent: 0, written: 0, quarantined: 0)
+        defer { pushCounts = counts }
+        while true {
+            let (page, highWater) = try context.store.devicePositions(user: nil, after: after, limit: Self.pushBatch)
+            if page.count > 0 {
+                var body = Array(#"{"positions":["#.utf8)
+                body += page.rowsJSON
+                body += Array("]}".utf8)
+                let answer = try client.request("POST", "\(base)/positions", body: body)
+                let outcomes = try Self.outcomes(answer, name: locator.description)
+                counts.sent += page.count
+                counts.written += outcomes["applied", default: 0]
+                counts.quarantined += outcomes["quarantined", default: 0]
+                after = page.through
+            }
+            guard page.more else {
+                if counts.quarantined > 0 {
+                    context.diagnostics(
+                        Diagnostic(
+                            severity: .warning,
+                            message:
+                                "the server quarantined \(counts.quarantined) of \(counts.sent) rows pushed: stamped more than its drift allowance ahead of its clock; they apply once it catches up",
+                            file: locator.description, kind: "quarantined"))
+                }
+                return max(after, highWater)
+            }
+        }
+    }
+
+    /// The bearer token: `--token-file`, else the saved remote's token file (docs/protocol.md §9).
+    /// - Throws: 64 when there is none, 66 when the file cannot be read or is empty.
+    static func token(for locator: SourceLocator, context: SyncContext) throws -> String {
+        let remote = try context.store.remotes().first { (try? SourceLocator.parse($0.url)) == locator && $0.tokenFile != nil }
+        guard let path = context.options.tokenFile ?? remote?.tokenFile else {
+            throw CatalogError(
+                .usage, "\(locator.description) needs a bearer token",
+                hint: "catalog sync \(locator.description) --token-file FILE, or catalog remote add NAME \(locator.description) --token-file FILE")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CatalogError(
+                .noInput, "cannot read the token file \(path)", hint: "a file holding one JWT (catalog token issue, or the app's login service)")
+        }
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+            throw CatalogError(.noInput, "the token file \(path) holds no token (one JWT, on one line)")
+        }
+        return token
+    }
+
+    /// The answer's `cursor` and `more` (docs/protocol.md §4).
+    /// - Throws: 65 when the answer has no cursor.
+    static func cursorAndMore(_ body: ServeBody, name: String) throws -> (String, Bool) {
+        let data = try body.data()
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let cursor = object["cursor"] as? String
+        else {
+            throw CatalogError(.dataInvalid, "the server's answer has no cursor (not a catalog serve?), \(name)")
+        }
+        return (cursor, object["more"] as? Bool ?? false)
+    }
+
+    /// Outcome → count, from a POST's answer (docs/protocol.md §6).
+    static func outcomes(_ body: ServeBody, name: String) throws -> [String: Int] {
+        guard let object = try? JSONSerialization.jsonObject(with: try body.data()) as? [String: Any],
+            let results = object["results"] as? [[String: Any]]
+        else {
+            throw CatalogError(.dataInvalid, "the server's answer to a push has no results, \(name)")
+        }
+        var counts: [String: Int] = [:]
+        for result in results { counts[result["outcome"] as? String ?? "", default: 0] += 1 }
+        return counts
+    }
+
+    static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~:"))) ?? text
+    }
+}
+
+/// The pages a ``ServeSource`` fetched, merged in order in the engine's transaction; then the cursor's
+/// `pushThrough` moves past what the merge wrote when nothing else changed here since the push.
+final class ServePullFeed: ChangeFeed {
+    let source: ServeSource
+    let pages: [SnapshotFeed]
+    let pushThrough: Int64
+
+    init(source: ServeSource, pages: [SnapshotFeed], pushThrough: Int64) {
+        self.source = source
+        self.pages = pages
+        self.pushThrough = pushThrough
+    }
+
+    func merge(into merger: inout RowMerger) throws {
+        let localBefore = merger.firstSeq - 1
+        for page in pages { try page.merge(into: &merger) }
+        var next = source.nextCursor ?? SourceCursor()
+        next["pushThrough"] = String(pushThrough == localBefore ? merger.nextSeq - 1 : pushThrough)
+        source.nextCursor = next
+    }
+}
+
+/// A 2xx answer's body, spooled to an anonymous file (closed when released).
+final class ServeBody {
+    let fd: Int32
+    let bytes: Int64
+
+    init(fd: Int32, bytes: Int64) {
+        self.fd = fd
+        self.bytes = bytes
+    }
+
+    deinit { close(fd) }
+
+    /// The whole body (answers are pages: at most a few MB).
+    /// - Throws: 74 when the spool file cannot be read.
+    func data() throws -> Data {
+        var out = Data(count: Int(bytes))
+        let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress, Int(bytes), 0) }
+        guard n == Int(bytes) else { throw CatalogError(.ioError, "cannot read a spooled answer (\(String(cString: strerror(errno))))") }
+        return out
+    }
+}
+
+/// One request to a serve on libcurl, with the bearer token (RFC 6750) and the run's limits; statuses
+/// mapped to exit statuses (docs/protocol.md §9). The token is never put in a message.
+struct ServeHTTP {
+    let token: String
+    let name: String
+    let options: SyncOptions
+
+    /// - Throws: `CatalogError` — 77 for 401 (the token refused) and 403 (rows the token may not write);
+    ///   65 for another 4xx (the answer names the field); 69 for no connection, a timeout, 429 or 5xx.
+    func request(_ method: String, _ url: String, body: [UInt8]? = nil) throws -> ServeBody {
+        let easy = try CurlEasy()
+        try easy.set(CURLOPT_URL, url, "CURLOPT_URL")
+        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")
+        try easy.set(CURLOPT_NOSIGNAL, 1, "CURLOPT_NOSIGNAL")
+        try easy.set(CURLOPT_SSL_VERIFYPEER, 1, "CURLOPT_SSL_VERIFYPEER")
+        try easy.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
+        try easy.set(CURLOPT_ACCEPT_ENCODING, "gzip", "CURLOPT_ACCEPT_ENCODING")
+        try easy.set(CURLOPT_USERAGENT, "catalog/\(CatalogVersion.string)", "CURLOPT_USERAGENT")
+        try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(options.timeoutSeconds * 1000)), "CURLOPT_TIMEOUT_MS")
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(options.timeoutSeconds, 10) * 1000)), "CURLOPT_CONNECTTIMEOUT_MS")
+        var headers = ["Accept: application/json", "Authorization: Bearer \(token)"]
+        if body != nil { headers.append("Content-Type: application/json") }
+        try easy.setHeaders(headers)
+        let payload = body ?? []
+        let fd = try Spool.makeAnonymousFile(in: NSTemporaryDirectory())
+        var keep = false
+        defer { if !keep { close(fd) } }
+        let transfer = HTTPTransfer(fd: fd, maxBytes: options.maxBytes)
+        try transfer.install(on: easy)
+        let code = try payload.withUnsafeBufferPointer { buffer -> CURLcode in
+            if body != nil {
+                try easy.set(CURLOPT_POST, 1, "CURLOPT_POST")
+                try easy.set(CURLOPT_POSTFIELDSIZE, buffer.count, "CURLOPT_POSTFIELDSIZE")
+                try easy.set(CURLOPT_POSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: buffer.baseAddress), "CURLOPT_POSTFIELDS")
+            } else {
+                try easy.set(CURLOPT_HTTPGET, 1, "CURLOPT_HTTPGET")
+            }
+            return withExtendedLifetime(transfer) { easy.perform() }
+        }
+        let requestName = "\(method) \(redactedURL(url))"
+        let status = transfer.status
+        if (200..<300).contains(status), code == CURLE_OK {
+            keep = true
+            return ServeBody(fd: fd, bytes: transfer.bodyBytes)
+        }
+        guard status != 0 else {
+            throw CatalogError(
+                .unavailable, "source unavailable: \(easy.describe(code)), \(requestName)",
+                hint: "the server is down or unreachable; the next run retries")
+        }
+        let detail = transfer.headers["www-authenticate"].map { " (\($0))" } ?? ""
+        switch status {
+        case 401:
+            throw CatalogError(
+                .untrusted, "the server refused the bearer token: HTTP 401\(detail), \(requestName)",
+                hint: "the token may have expired (exp) or be signed by a key the server does not trust; put a fresh one in the token file")
+        case 403:
+            throw CatalogError(
+                .untrusted, "the token may not write these rows: HTTP 403, nothing of that request was written, \(requestName)",
+                hint: "a user token writes only its user's row; a server node needs an edge token (catalog token issue --scope edge)")
+        case 429, 500...599:
+            throw CatalogError(.unavailable, "source unavailable: HTTP \(status), \(requestName)", hint: "the next run retries")
+        default:
+            throw CatalogError(.dataInvalid, "the server refused the request: HTTP \(status), \(requestName)")
+        }
+    }
+}

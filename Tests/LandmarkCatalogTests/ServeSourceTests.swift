@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+@testable import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A server node syncing through `catalog serve` (SPEC §16, docs/protocol.md §9): `catalog sync
+/// catalog+http://127.0.0.1:PORT/v1 --token-file FILE` with the built binary against a real serve.
+@Suite("sync through serve", .serialized)
+struct ServeSourceTests {
+    static func digest(_ db: String) throws -> String {
+        try #require(HubSupport.status(db)["digest"] as? String)
+    }
+
+    @Test("an edge token syncs every row both ways: the digests agree, an idle sync is not modified and pushes nothing back")
+    func edgeSync() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: server, keys: [key.publicKey])
+        let tokenFile = box.path("edge.jwt")
+        let edge = try ServeKeys.issue(box, key: key.privateKey, user: "node-2", extra: ["--scope", "edge"])
+        try (edge + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let source = "catalog+http://127.0.0.1:\(serve.port)/v1"
+        let node = box.path("node.sqlite")
+        let first = try box.run(["sync", "--json", source, "--token-file", tokenFile], db: node)
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stdout.contains(#""landmarksApplied":16"#) && first.stdout.contains(#""positionsApplied":1"#), "\(first.stdout)")
+        #expect(try Self.digest(node) == Self.digest(server))
+
+        // This node's write is pushed; the server's is pulled; then both hold the same rows.
+        #expect(try box.run(["position", "set", "--user", "bob", "--page", "2"], db: node).status == 0)
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "3"], db: server).status == 0)
+        let second = try box.run(["sync", "--json", source, "--token-file", tokenFile], db: node)
+        #expect(second.status == 0, "\(second)")
+        #expect(second.stdout.contains(#""pushed":{"quarantined":0,"sent":1,"written":1}"#), "\(second.stdout)")
+        let serverRows = try HubSupport.edgePositions(server)
+        #expect(serverRows.contains { $0.hasPrefix("bob|2|") }, "\(serverRows)")
+        #expect(try Self.digest(node) == Self.digest(server))
+        // Nothing new on either side: not modified, and the rows this node pulled are not pushed back.
+        let idle = try box.run(["sync", "--json", source, "--token-file", tokenFile], db: node)
+        #expect(idle.status == 0)
+        #expect(idle.stdout.contains(#""outcome":"not-modified""#) && idle.stdout.contains(#""pushed":null"#), "\(idle.stdout)")
+        for run in [first, second, idle] { #expect(!run.stdout.contains(edge) && !run.stderr.contains(edge)) }
+        #expect(!serve.log.contains(edge))
+
+        // Saved as a remote with its token file, `sync` alone syncs it.
+        #expect(try box.run(["remote", "add", "srv", source, "--token-file", tokenFile], db: node).status == 0)
+        #expect(try box.run(["position", "set", "--user", "cy", "--page", "1"], db: node).status == 0)
+        let saved = try box.run(["sync", "--quiet"], db: node)
+        #expect(saved.status == 0, "\(saved)")
+        #expect(try HubSupport.edgePositions(server).contains { $0.hasPrefix("cy|1|") })
+        #expect(serve.stop().status == 0)
+    }
+
+    @Test("a refused token is 77, none is 64, an unreadable file 66, another user's row 403 → 77: nothing written either side")
+    func refusals() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let other = try ServeKeys.make(box, "other")
+        let serve = try ServeProcess(box, db: server, keys: [key.publicKey])
+        let source = "catalog+http://127.0.0.1:\(serve.port)/v1"
+        // A node of its own (seeded like the server, by another node id) with a row the server lacks.
+        let node = try box.seededDatabase("node.sqlite")
+        #expect(try box.run(["position", "set", "--user", "cy", "--page", "1"], db: node).status == 0)
+        let before = try dumpPositions(server)
+        let nodeBefore = try dumpPositions(node)
+        let forged = box.path("forged.jwt")
+        let forgedToken = try ServeKeys.issue(box, key: other.privateKey, user: "node-2", extra: ["--scope", "edge"])
+        try forgedToken.write(toFile: forged, atomically: true, encoding: .utf8)
+        let refused = try box.run(["sync", source, "--token-file", forged], db: node)
+        #expect(refused.status == 77 && refused.stderr.contains("HTTP 401"), "\(refused)")
+        #expect(!refused.stderr.contains(forgedToken))
+        let none = try box.run(["sync", source], db: node)
+        #expect(none.status == 64 && none.stderr.contains("--token-file"), "\(none)")
+        let missing = try box.run(["sync", source, "--token-file", box.path("nothing.jwt")], db: node)
+        #expect(missing.status == 66, "\(missing)")
+        // A user token (bob) may not push cy's row: 403, so 77, and the server has none of it.
+        let bob = box.path("bob.jwt")
+        try ServeKeys.issue(box, key: key.privateKey, user: "bob").write(toFile: bob, atomically: true, encoding: .utf8)
+        let foreign = try box.run(["sync", source, "--token-file", bob], db: node)
+        #expect(foreign.status == 77 && foreign.stderr.contains("HTTP 403"), "\(foreign)")
+        #expect(try dumpPositions(server) == before)
+        #expect(try dumpPositions(node) == nodeBefore, "nothing was pulled by the refused syncs")
+        let notServe = try box.run(["remote", "add", "x", "https://example.org/log/", "--token-file", bob], db: node)
+        #expect(notServe.status == 64 && notServe.stderr.contains("--token-file goes with"), "\(notServe)")
+        #expect(serve.stop().status == 0)
+    }
+}
