@@ -106,7 +106,9 @@ struct FollowTests {
         #expect(Self.waitFor(10) { !printed().isEmpty } != nil, "nothing printed yet")
         #expect(try sandbox.run(["position", "set", "--user", "bob", "--page", "3"], db: a).status == 0)
         #expect(try sandbox.run(["publish", log], db: a).status == 0)
-        #expect(Self.waitFor(10) { printed().split(separator: "\n").count == 2 } != nil, "\(printed())")
+        // Text mode begins with the "following …" line (issue 25); then one line per cycle that merged.
+        let expected = json ? 2 : 3
+        #expect(Self.waitFor(10) { printed().split(separator: "\n").count == expected } != nil, "\(printed())")
         #expect(follower.process.isRunning)
         let lines = printed().split(separator: "\n")
         if json {
@@ -286,6 +288,33 @@ struct FollowTests {
         #expect(run.stderr.components(separatedBy: "/missing").count - 1 == 1, "\(run.stderr)")
         // Recorded: the first cycle (failed) and the cycle that merged bob's page; not every failed retry.
         #expect(Self.count(b, "SELECT count(*) FROM sync_runs") == 2)
+    }
+
+    /// Regression (issue 25): the follower printed no line when it started, and a source's failure was
+    /// printed but never its end.
+    @Test("the follower says when it starts, and when a failing source recovers (once; none of it with --quiet)")
+    func startAndRecovered() throws {
+        for quiet in [false, true] {
+            let sandbox = try Sandbox()
+            let a = try sandbox.seededDatabase("a.sqlite")
+            let log = sandbox.path("later-log")
+            let b = sandbox.path("b.sqlite")
+            let follower = try Self.follower(sandbox, db: b, [log, "--interval", "0.2s"] + (quiet ? ["--quiet"] : []))
+            defer { follower.stop() }
+            #expect(try sandbox.run(["publish", log], db: a).status == 0)
+            #expect(Self.waitFor(10) { Self.page(b, "ann") == 1 } != nil)
+            usleep(600_000)
+            let run = Self.terminate(follower)
+            #expect(run.status == 0, "\(run)")
+            #expect(run.stderr.components(separatedBy: "later-log").count - 1 >= 1, "the failure is said: \(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            if quiet {
+                #expect(run.stdout.isEmpty, "\(run.stdout)")
+            } else {
+                #expect(lines.first?.contains("following \(log) (every 0.2 s; SIGTERM stops)") == true, "\(run.stdout)")
+                #expect(lines.filter { $0.hasSuffix("\(log): recovered") }.count == 1, "\(run.stdout)")
+            }
+        }
     }
 
     @Test("an idle follower's ledger gains no rows over 100 polls, and its polls write nothing")

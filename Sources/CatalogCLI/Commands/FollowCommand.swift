@@ -42,6 +42,10 @@ extension CatalogCLI {
         // Each kind of warning shows at most --max-diagnostics lines an hour (a window), then a count.
         let window = ContinuousClock.Duration.milliseconds(Int64((i.context.testHooks.followDiagnosticsWindowSeconds ?? 3600) * 1000))
         let windowStarted = Mutable(ContinuousClock.now)
+        // Sources whose failure was printed: a later good poll prints that they recovered (issue 25: an
+        // operator saw the failure and never its end).
+        let failing = Mutable(Set<String>())
+        let started = Mutable(false)
         try store.follow(sources: i[SyncArguments.sources], options: options, control: control, diagnostics: i.report) { cycle in
             // Each cycle's line goes out as it is made, to a pipe or journald too, not when the follower
             // exits (issue 25: 0 bytes for 90 s on a pipe, then everything at SIGTERM).
@@ -52,8 +56,25 @@ extension CatalogCLI {
                     windowStarted.value = .now
                 }
             }
+            let now = Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())
+            if !started.value {
+                started.value = true
+                // One line when following begins (text only: --json prints one object per recorded cycle).
+                if !i[Options.quiet] && !i[Options.json] {
+                    let labels = cycle.report.sources.map { sourceLabel($0.source, remotes) }
+                    var line = "\(now) following \(labels.isEmpty ? "no source" : labels.joined(separator: ", "))"
+                    if let publish = options.sync.publishPath { line += ", publishing to \(publish)" }
+                    line += " (every \(String(format: "%g", options.intervalSeconds)) s; SIGTERM stops)"
+                    i.stdout.line(line)
+                }
+            }
             for source in cycle.newFailures {
                 if let error = source.error { i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source) }
+                failing.value.insert(source.source)
+            }
+            for source in cycle.report.sources where source.error == nil && failing.value.contains(source.source) {
+                failing.value.remove(source.source)
+                if !i[Options.quiet] && !i[Options.json] { i.stdout.line("\(now) \(sourceLabel(source.source, remotes)): recovered") }
             }
             if let error = cycle.newPublishError { i.reporter.error(error.message, hint: error.hint) }
             guard cycle.recorded, !i[Options.quiet] else { return }
