@@ -513,7 +513,13 @@ struct WatchCommandTests {
         let watch = try Watch(db: db)
         #expect(watch.line() == "featured: 1001, 1004")
         #expect(runCLI(["position", "set", "--user", "u-1", "--page", "1"], db: db).status == 0)  // featured unchanged
-        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007])], db: db).status == 0)
+        // Issue 25: a featured landmark renamed changed the value watched but not the text line, which was
+        // printed again. A --json watcher (whose line does change) says when the rename has been observed.
+        let json = try Watch(db: db, ["--json"])
+        #expect(json.line()?.contains("Landmark 1004") == true)
+        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004], renamed: [1004: "Renamed"])], db: db).status == 0)
+        #expect(json.line()?.contains("Renamed") == true)
+        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007], renamed: [1004: "Renamed"])], db: db).status == 0)
         #expect(watch.line() == "featured: 1001, 1004, 1007")
         kill(watch.process.processIdentifier, SIGINT)
         #expect(watch.exitStatus() == 0)

@@ -52,13 +52,21 @@ extension CatalogCLI {
         let task = Task {
             defer { state.finished.signal() }
             do {
+                // A value can change where its line does not (a featured landmark renamed: the text line
+                // lists ids only); such a line is not printed again (issue 25).
+                var last: [UInt8]?
+                func show(_ line: [UInt8]) -> Bool {
+                    guard line != last else { return true }
+                    last = line
+                    return state.emit(line)
+                }
                 if let user {
                     let pages = catalog.observe { catalog in
                         try await catalog.read { WatchedPage(position: try $0.position(user: user), pageCount: try $0.featuredIDs().count) }
                     }
-                    for try await page in pages where !state.emit(watchLine(page, user: user, json: json)) { return }
+                    for try await page in pages where !show(watchLine(page, user: user, json: json)) { return }
                 } else {
-                    for try await featured in catalog.observe({ try await $0.featured() }) where !state.emit(watchLine(featured, json: json)) {
+                    for try await featured in catalog.observe({ try await $0.featured() }) where !show(watchLine(featured, json: json)) {
                         return
                     }
                 }
