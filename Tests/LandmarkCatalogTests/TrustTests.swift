@@ -357,9 +357,16 @@ struct TrustTests {
         _ = try Trust.publish(a, log, key: new)
         #expect(Trust.sync([], db: consumer).status == 0)
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(0)]])
-        // Drop the old key: the remote trusts the new one only; a manifest signed by the old one is refused.
-        #expect(runCLI(["remote", "remove", "peer"], db: consumer).status == 0)
-        #expect(runCLI(["remote", "add", "peer", log.path, "--trust", newLine], db: consumer).status == 0)
+        // Drop the old key in place (issue 25: remove + add lost the cursor and made the URL be typed again):
+        // the remote trusts the new one only, its cursor is kept; a manifest signed by the old one is refused.
+        let cursorBefore = try dumpRows(consumer, sql: "SELECT * FROM sync_sources")
+        let set = runCLI(["remote", "set", "peer", "--trust", newLine], db: consumer)
+        #expect(set.status == 0 && set.stdout.isEmpty && set.stderr.isEmpty, "\(set)")
+        #expect(try dumpRows(consumer, sql: "SELECT * FROM sync_sources") == cursorBefore)
+        #expect(runCLI(["remote", "list"], db: consumer).stdout.contains(try MinisignPublicKey(text: newLine, source: "").id + "\n"))
+        #expect(runCLI(["remote", "set", "peer"], db: consumer).status == 64)
+        #expect(runCLI(["remote", "set", "nobody", "--allow", "positions"], db: consumer).status == 64)
+        #expect(runCLI(["remote", "set", "peer", "--no-trust", "--trust", newLine], db: consumer).status == 64)
         _ = try a.setPosition(user: "ann-a", to: .page(1))
         _ = try Trust.publish(a, log, key: new)
         #expect(Trust.sync([], db: consumer).status == 0)
@@ -371,6 +378,8 @@ struct TrustTests {
         // Bad keys are refused when the remote is saved.
         #expect(runCLI(["remote", "add", "x", log.path, "--trust", "RWQnotakey"], db: consumer).status == 64)
         #expect(runCLI(["remote", "add", "x", "postgres://hub.example/catalog", "--trust", newLine], db: consumer).status == 64)
+        #expect(runCLI(["remote", "add", "h", "postgres://hub.example/catalog"], db: consumer).status == 0)
+        #expect(runCLI(["remote", "set", "h", "--trust", newLine], db: consumer).status == 64)
     }
 
     @Test("--allow positions against a source carrying landmark changes: landmarks untouched, positions merged, counts right (json and ledger)")

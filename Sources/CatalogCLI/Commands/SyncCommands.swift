@@ -268,6 +268,36 @@ extension CatalogCLI {
         return o.bytes + [0x0A]
     }
 
+    enum RemoteOptionsTable {
+        static let noTrust = Flag("--no-trust", "Stop requiring a signature of this remote's snapshot log.")
+    }
+
+    /// `remote set`: keys, grant or token file changed in place, the cursor kept.
+    static func runRemoteSet(_ i: Invocation) throws -> Int32 {
+        let keys = try trustedKeys(i).map(\.line)
+        if !keys.isEmpty && i[RemoteOptionsTable.noTrust] {
+            throw UsageError(message: "--trust and --no-trust cannot be combined", path: i.parsed.path)
+        }
+        let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:))
+        let tokenFile = i[SyncOptionsTable.tokenFile]
+        guard !keys.isEmpty || i[RemoteOptionsTable.noTrust] || allow != nil || tokenFile != nil else {
+            throw UsageError(message: "remote set needs --trust, --no-trust, --allow or --token-file", path: i.parsed.path)
+        }
+        let store = try existingStore(i)
+        if !keys.isEmpty, let remote = try store.remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
+            case .hub = try SourceLocator.parse(remote.url)
+        {
+            throw UsageError(
+                message:
+                    "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)",
+                path: i.parsed.path)
+        }
+        try store.updateRemote(
+            name: i[RemoteArguments.saved], trustedKeys: i[RemoteOptionsTable.noTrust] ? [] : (keys.isEmpty ? nil : keys), allow: allow,
+            tokenFile: tokenFile)
+        return 0
+    }
+
     /// `remote add` and `remote remove`'s arguments, declared once.
     enum RemoteArguments {
         static let name = Argument<String>("name", "1–64 of A–Z a–z 0–9 . _ -")
@@ -308,6 +338,17 @@ extension CatalogCLI {
                         try i.openStore().addRemote(name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])
                         return 0
                     }),
+                CommandSpec(
+                    name: "set", abstract: "Change a saved remote's trusted keys, write grant or token file, keeping its cursor.",
+                    discussion:
+                        "Rotating a publisher's key (docs/trust.md §5): 'remote set NAME --trust OLD --trust NEW', then '--trust NEW' alone once the publisher signs with it; the log is not read again. --trust replaces the keys; --no-trust stops requiring a signature; what is not given stays.",
+                    arguments: [RemoteArguments.saved.spec],
+                    options: [
+                        TrustOptionsTable.trust.with(help: "Trust this minisign public key instead of the saved ones (repeatable).").spec,
+                        RemoteOptionsTable.noTrust.spec, TrustOptionsTable.allow.spec,
+                        SyncOptionsTable.tokenFile.with(help: "A catalog+https:// remote: its new token file.").spec,
+                    ],
+                    run: runRemoteSet),
                 CommandSpec(
                     name: "list", abstract: "List the saved remotes (passwords are never shown).",
                     options: [Options.json.spec],

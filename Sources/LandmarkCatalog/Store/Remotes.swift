@@ -102,6 +102,40 @@ extension CatalogStore {
         return url
     }
 
+    /// Changes a saved remote in place: its trusted keys, write grant or token file, keeping its URL and its
+    /// cursor (docs/trust.md §5: rotating a key without reading the log again). A nil argument keeps the
+    /// current value; `trustedKeys: []` stops requiring a signature.
+    /// - Parameters:
+    ///   - name: the remote's name.
+    ///   - trustedKeys: minisign public keys (base64 lines), or nil to keep them.
+    ///   - allow: the kinds of rows it may write, or nil to keep it.
+    ///   - tokenFile: a serve remote's token file (made absolute against `workingDirectory`), or nil to keep it.
+    ///   - workingDirectory: what a relative `tokenFile` is relative to.
+    /// - Throws: `CatalogError.usage` for no such remote, a bad key, or a token file for a remote that is
+    ///   not a serve.
+    public func updateRemote(
+        name: String, trustedKeys: [String]? = nil, allow: WriteGrant? = nil, tokenFile: String? = nil,
+        workingDirectory: String = FileManager.default.currentDirectoryPath
+    ) throws {
+        let keys = try trustedKeys?.map { try MinisignPublicKey(text: $0, source: $0).line }
+        try write {
+            guard var remote = try remoteTable.remote(named: name) else {
+                throw CatalogError(.usage, "no remote named '\(name)'", hint: "catalog remote list shows the saved ones")
+            }
+            if let keys { remote.trustedKeys = keys }
+            if let allow { remote.allow = allow }
+            if let tokenFile {
+                guard case .serve = try SourceLocator.parse(remote.url) else {
+                    throw CatalogError(
+                        .usage, "--token-file goes with a catalog serve remote (catalog+https://HOST/v1), not \(SourceLocator.redacted(remote.url))")
+                }
+                remote.tokenFile =
+                    URL(fileURLWithPath: tokenFile, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path
+            }
+            try remoteTable.update(remote)
+        }
+    }
+
     /// Removes a saved remote and what this database kept of its source (cursor, last sync and error), so
     /// `status` and the metrics no longer show it; syncing that source again later reads it whole
     /// (merging is idempotent). Rows merged from it stay.

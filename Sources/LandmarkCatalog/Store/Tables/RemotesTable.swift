@@ -69,6 +69,13 @@ package struct RemotesTable {
             ])
     }
 
+    /// Replaces the keys, grant and token file of the remote named `remote.name` (its URL and cursor stay).
+    func update(_ remote: Remote) throws {
+        try db.execute(
+            sql: "UPDATE sync_remotes SET trusted_keys = ?, allow = ?, token_file = ? WHERE name = ?",
+            [.text(remote.trustedKeys.joined(separator: "\n")), .text(remote.allow.rawValue), .text(remote.tokenFile ?? ""), .text(remote.name)])
+    }
+
     /// Removes the remote named `name`.
     func delete(named name: String) throws {
         try db.execute(sql: "DELETE FROM sync_remotes WHERE name = ?", [.text(name)])
