@@ -49,6 +49,8 @@ struct ServeSourceTests {
 
         // Saved as a remote with its token file, `sync` alone syncs it.
         #expect(try box.run(["remote", "add", "srv", source, "--token-file", tokenFile], db: node).status == 0)
+        let listed = try box.run(["remote", "list", "--json"], db: node)
+        #expect(listed.stdout.contains(#""tokenFile":"\#(tokenFile)""#) && !listed.stdout.contains(edge), "\(listed.stdout)")
         #expect(try box.run(["position", "set", "--user", "cy", "--page", "1"], db: node).status == 0)
         let saved = try box.run(["sync", "--quiet"], db: node)
         #expect(saved.status == 0, "\(saved)")

@@ -370,6 +370,8 @@ extension CatalogCLI {
                 var o = JSONObject()
                 o.set("allow", r.allow.rawValue)
                 o.set("name", r.name)
+                // The token file's path (never the token), for a catalog+https:// remote.
+                if let tokenFile = r.tokenFile { o.set("tokenFile", tokenFile) }
                 o.set("trustedKeys", strings: r.trustedKeys.map { (try? MinisignPublicKey(text: $0, source: "").id) ?? "?" })
                 o.set("url", redacted(r.url))
                 return o
