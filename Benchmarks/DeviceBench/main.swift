@@ -64,7 +64,7 @@ struct DeviceBench {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
-        let server = URL(string: "http://127.0.0.1:\(port)")!
+        guard let server = URL(string: "http://127.0.0.1:\(port)") else { throw BenchError("no URL for port \(port)") }
 
         // Two devices, each its own database, landmarks from the server.
         let a = try Catalog(path: path("a.sqlite"))

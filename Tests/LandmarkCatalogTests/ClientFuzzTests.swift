@@ -56,6 +56,8 @@ struct ClientFuzzTests {
             port = try Support.startPythonServer(
                 process, script: "fault_proxy.py", ["--seed", String(seed % (1 << 53)), "--log", log], input: input)
         }
+        // A literal URL with a numeric port always parses.
+        // swift-format-ignore: NeverForceUnwrap
         var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
         func configure(upstream: Int?, chaos: Bool) async throws {

@@ -52,6 +52,8 @@ func contents(_ body: HTTPBody) -> [UInt8] {
     var bytes = [UInt8](repeating: 0, count: Int(body.bytes) + 1)
     var total = 0
     while total < bytes.count {
+        // `bytes` has at least one byte, so it has a base address.
+        // swift-format-ignore: NeverForceUnwrap
         let n = bytes.withUnsafeMutableBytes { pread(body.fd, $0.baseAddress! + total, $0.count - total, off_t(total)) }
         if n <= 0 { break }
         total += n

@@ -24,7 +24,7 @@ final class TestHTTPServer {
 
     /// Requests the server has seen: path and conditional headers.
     func log() throws -> [[String: String?]] {
-        let data = try Data(contentsOf: URL(string: url("/log"))!)
+        let data = try Data(contentsOf: #require(URL(string: url("/log"))))
         return (try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []).map { entry in
             entry.mapValues { $0 as? String }
         }

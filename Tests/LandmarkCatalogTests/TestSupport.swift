@@ -50,6 +50,8 @@ enum Support {
     static func temporaryDirectory() -> URL {
         _ = networkSources
         let url = temporaryRoot.appending(path: UUID().uuidString)
+        // No test can run without its temporary directory: failing to make one stops the run.
+        // swift-format-ignore: NeverUseForceTry
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
@@ -67,6 +69,8 @@ enum Support {
     /// holds, when the process exits (`atexit`): a test that forgets its directory still leaves nothing.
     static let temporaryRoot: URL = {
         let url = URL(fileURLWithPath: temporaryRootPrefix + UUID().uuidString.prefix(8).lowercased(), isDirectory: true)
+        // No test can run without the temporary root: failing to make it stops the run.
+        // swift-format-ignore: NeverUseForceTry
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         temporaryRootPath.withLock { $0 = url.path }
         atexit { removeTemporaryRoot() }

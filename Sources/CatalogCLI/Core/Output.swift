@@ -47,6 +47,8 @@ public final class FileDescriptorSink: OutputSink {
         buffer.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
+                // `buffer` is not empty (checked above), so it has a base address.
+                // swift-format-ignore: NeverForceUnwrap
                 let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }

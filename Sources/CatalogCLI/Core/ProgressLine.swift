@@ -57,7 +57,7 @@ final class ProgressLine {
     /// batch, and a rate measured from there is one batch over microseconds.
     func update(_ p: LandmarkCatalog.CatalogProgress) {
         guard enabled else { return }
-        if job == nil || job! != (p.phase, p.subject) {
+        if !(job.map { $0 == (p.phase, p.subject) } ?? false) {
             if job != nil { started = lastReport ?? now() }
             job = (p.phase, p.subject)
             last = 0

@@ -21,7 +21,9 @@ public struct JSONKeyTable: Sendable {
         for i in keys.indices {
             let k = keys[i]
             guard k.count == bytes.count, k.first == bytes.first else { continue }
-            if k.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, k.count) == 0 }) { return i }
+            // Equal counts and first bytes: a key of 0 or 1 byte matches, a longer one is compared whole.
+            guard k.count > 1, let base = bytes.baseAddress else { return i }
+            if memcmp(k, base, k.count) == 0 { return i }
         }
         return -1
     }

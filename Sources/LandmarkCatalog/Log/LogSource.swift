@@ -427,6 +427,8 @@ package final class LogSpool {
             if n == 0 { break }
             var written = 0
             while written < n {
+                // `buffer` holds the n > 0 bytes just read, so it has a base address.
+                // swift-format-ignore: NeverForceUnwrap
                 let w = buffer.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, n - written, off_t(size + written)) }
                 if w < 0 {
                     if errno == EINTR { continue }

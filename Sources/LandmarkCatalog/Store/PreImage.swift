@@ -74,6 +74,8 @@ final class PreImage {
     static func equal(_ a: UnsafeBufferPointer<UInt8>?, _ b: UnsafeBufferPointer<UInt8>?) -> Bool {
         guard let a else { return b == nil }
         guard let b, a.count == b.count else { return false }
+        // Non-empty buffers (the only ones compared) have base addresses.
+        // swift-format-ignore: NeverForceUnwrap
         return a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
     }
 }

@@ -75,6 +75,8 @@ final class HTTPTransfer {
         try easy.set(
             CURLOPT_HEADERFUNCTION,
             callback: { data, size, count, userdata in
+                // libcurl passes back the HEADERDATA/WRITEDATA pointer set above, never nil.
+                // swift-format-ignore: NeverForceUnwrap
                 let transfer = Unmanaged<HTTPTransfer>.fromOpaque(userdata!).takeUnretainedValue()
                 let buffer = UnsafeRawBufferPointer(start: data, count: size * count)
                 return transfer.header(buffer) ? size * count : 0
@@ -82,6 +84,8 @@ final class HTTPTransfer {
         try easy.set(
             CURLOPT_WRITEFUNCTION,
             callback: { data, size, count, userdata in
+                // libcurl passes back the HEADERDATA/WRITEDATA pointer set above, never nil.
+                // swift-format-ignore: NeverForceUnwrap
                 let transfer = Unmanaged<HTTPTransfer>.fromOpaque(userdata!).takeUnretainedValue()
                 let buffer = UnsafeRawBufferPointer(start: data, count: size * count)
                 return transfer.body(buffer) ? size * count : 0

@@ -25,6 +25,8 @@ final class DeviceServer: @unchecked Sendable {
         try start()
     }
 
+    // A literal URL with a numeric port always parses.
+    // swift-format-ignore: NeverForceUnwrap
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Starts it (again, on the same port once it had one).

@@ -160,6 +160,8 @@ enum ServeRows {
     /// A POST body of one position row, stamped `wall` ms (now by default).
     static func body(user: String, page: Int, landmark: Int? = 1006, wall: Int64? = nil, counter: Int = 0, node: String = "phone-1") -> String {
         let at = Timestamp.format(milliseconds: wall ?? Int64(Date().timeIntervalSince1970 * 1000))
+        // Serialising one string cannot fail.
+        // swift-format-ignore: NeverUseForceTry
         let userJSON = String(decoding: try! JSONSerialization.data(withJSONObject: [user], options: [.fragmentsAllowed]), as: UTF8.self)
             .dropFirst().dropLast()
         return
