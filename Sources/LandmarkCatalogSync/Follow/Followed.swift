@@ -1,0 +1,65 @@
+import Foundation
+import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The stamps of the rows one source's merge applied (the first 10,000: enough for the histogram).
+final class StampBuffer {
+    var stamps: [Int64] = []
+    func add(_ stamp: Int64) { if stamps.count < 10_000 { stamps.append(stamp) } }
+}
+
+/// Milliseconds of the monotonic clock (for scheduling; the ledger uses the wall clock).
+func monotonicMilliseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}
+
+/// One followed source and its schedule.
+struct Followed {
+    var locator: SourceLocator
+    /// When it is next due (monotonic ms).
+    var nextDue: Int64 = 0
+    /// Failures in a row (its backoff).
+    var failures = 0
+    /// The last attempt's failure, nil when it succeeded (or was not tried yet).
+    var lastError: CatalogError?
+    /// Whether it was ever tried.
+    var tried = false
+    var lastNote: String?
+    var polls: Int64 = 0
+    var failedPolls: Int64 = 0
+    var lag = FollowerStatus.Source(source: "", polls: 0, failures: 0)
+    /// inotify: the directory and file name whose change makes it due (a local source).
+    var watchDirectory: String?
+    var watchName: String?
+    /// An inotify event arrived for it.
+    var dirty = false
+
+    var isHub: Bool { if case .hub = locator { return true } else { return false } }
+
+    init(_ locator: SourceLocator) {
+        self.locator = locator
+        _ = updateWatch()
+    }
+
+    /// Where inotify looks for it: a log directory's manifest, else the path's name in its parent (a
+    /// snapshot file, a manifest given by path, or a directory not there yet).
+    /// - Returns: whether that changed (a directory appeared, or was replaced by a file).
+    mutating func updateWatch() -> Bool {
+        guard case .file(let path) = locator else { return false }
+        var isDirectory: ObjCBool = false
+        let target: (String, String)
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            target = (path, LogManifest.fileName)
+        } else {
+            target = (CatalogStore.directory(of: path), String(path.split(separator: "/").last ?? ""))
+        }
+        guard watchDirectory != target.0 || watchName != target.1 else { return false }
+        (watchDirectory, watchName) = target
+        return true
+    }
+}

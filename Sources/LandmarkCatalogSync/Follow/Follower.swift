@@ -1,0 +1,438 @@
+import Foundation
+import LandmarkCatalog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One running `catalog sync --follow` (docs/live-sync.md), for
+/// ``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``, which holds the sync lock around it.
+///
+/// Its state lives in its properties; each turn of ``run(onCycle:)`` is a few steps: ``reload()`` when
+/// asked, ``wake()`` (what inotify, the hubs and `PRAGMA data_version` say is due), ``cycle(due:localChanged:)``
+/// (``poll(_:in:)`` each due source, then maintain, publish and ``record(_:localChanged:)``), and ``wait()``.
+final class Follower {
+    let store: CatalogStore
+    let requested: [String]
+    let options: FollowOptions
+    let control: FollowControl
+    let diagnostics: (Diagnostic) -> Void
+    /// Milliseconds between polls of a source, and the longest wait of a commit by another process.
+    let interval: Int64
+    /// The longest wait before a failing source is tried again (ms).
+    let maxBackoff: Int64
+    let startedAt: Int64
+    let host = ProcessInfo.processInfo.hostName
+    var path: String { store.path }
+
+    var followed: [Followed] = []
+    var markerWritten: Int64 = 0
+
+    // inotify: the local sources' directories, and the database's own (its WAL grows at every commit
+    // by another process, so a commit is seen at once; `PRAGMA data_version` says whether it was one).
+    let watcher = DirectoryWatcher()
+    let databaseDirectory: String
+    /// Directory → the mask it is watched with (a second inotify_add_watch of a directory replaces
+    /// its mask, so each directory is watched with the union of what it needs).
+    var watched: [String: UInt32] = [:]
+
+    // Hubs that can be listened to (LISTEN): by source key; retried after a failure, never after a
+    // hub that cannot deliver notifications (said once).
+    var listeners: [String: any ChangeListener] = [:]
+    var listenRetry: [String: Int64] = [:]
+    var cannotListen = Set<String>()
+
+    var dataVersion: Int64 = 0
+    var first = true
+    var publishPending: Bool
+    var lastPublishError: String?
+    var lastMaintenance: Int64 = 0
+    var context: SyncContext
+
+    // After SIGTERM / SIGINT one last pass publishes and pushes what other processes committed and
+    // was not sent yet (docs/live-sync.md §3), polling nothing else.
+    var finalPass = false
+
+    /// What one cycle gathers while it polls its sources.
+    struct Cycle {
+        let started: Int64
+        var report = SyncReport()
+        var polled: [Int: SourceReport] = [:]
+        var newFailures: [SourceReport] = []
+        /// A source failed anew or recovered, or the publish did: the cycle goes into the ledger.
+        var stateChanged = false
+        /// Hubs that have not been polled since another source merged rows: they push them.
+        var pushNeeded = Set<Int>()
+    }
+
+    /// Resolves the sources to follow.
+    ///
+    /// - Throws: `CatalogError` 64 for a bad SOURCE, `-` or nothing to follow.
+    init(
+        store: CatalogStore, requested: [String], options: FollowOptions, control: FollowControl,
+        diagnostics: @escaping (Diagnostic) -> Void
+    ) throws {
+        self.store = store
+        self.requested = requested
+        self.options = options
+        self.control = control
+        self.diagnostics = diagnostics
+        interval = Int64(max(0.001, options.intervalSeconds) * 1000)
+        maxBackoff = max(interval, Int64(options.maxBackoffSeconds * 1000))
+        startedAt = store.wallClock.nowMilliseconds()
+        databaseDirectory = CatalogStore.directory(of: SyncLock.lockPath(for: store.path))
+        publishPending = options.sync.publishPath != nil
+        context = SyncContext(store: store, options: options.sync, standardInput: -1, diagnostics: diagnostics)
+        context.quietWhenUnchangedFor = options.freshnessMilliseconds
+        followed = try resolve().map(Followed.init)
+        guard !followed.isEmpty || options.sync.publishPath != nil else {
+            throw CatalogError(
+                .usage, "nothing to follow: no SOURCE given and no remotes saved",
+                hint: "catalog remote add NAME URL, or catalog sync --follow FILE|URL, or --publish PATH to publish this database's commits")
+        }
+    }
+
+    /// The sources: the SOURCE arguments, or the saved remotes when none was given.
+    func resolve() throws -> [SourceLocator] {
+        let saved = try store.remotes()
+        var locators = try requested.map { try SourceLocator.parse($0, remotes: saved) }
+        if requested.isEmpty { locators = try saved.map { try SourceLocator.parse($0.url) } }
+        if locators.contains(.standardInput) {
+            throw CatalogError(.usage, "'-' (standard input) cannot be followed", hint: "follow a file, a log directory, a URL or a hub")
+        }
+        return locators
+    }
+
+    /// Follows until ``FollowControl/stop()``, then makes the final pass.
+    ///
+    /// - Parameter onCycle: after each cycle that polled something.
+    /// - Throws: `CatalogError` when the database cannot be read before the first cycle.
+    func run(onCycle: (FollowCycle) -> Void) throws {
+        FollowMarker.write(databasePath: path, status: marker())
+        defer { FollowMarker.remove(databasePath: path) }
+        markerWritten = monotonicMilliseconds()
+        watchAll()
+        dataVersion = try store.read { try store.dataVersion() }
+        while true {
+            if control.isStopping {
+                if finalPass { break }
+                finalPass = true
+            }
+            if !finalPass, control.takeReload() { reload() }
+            let (due, localChanged) = wake()
+            if !due.isEmpty || first || (localChanged && options.sync.publishPath != nil) || (finalPass && publishPending && !first) {
+                onCycle(cycle(due: due, localChanged: localChanged))
+            }
+            if finalPass { break }
+            if control.isStopping { continue }
+            wait()
+        }
+    }
+
+    /// The follower's marker (`status` shows it): pid, host, start, interval, and each source's polls.
+    func marker() -> FollowerStatus {
+        FollowerStatus(
+            pid: getpid(), host: host, since: Timestamp.format(milliseconds: startedAt), intervalSeconds: options.intervalSeconds,
+            alive: true,
+            sources: followed.map { f in
+                var s = f.lag
+                (s.source, s.polls, s.failures) = (f.locator.description, f.polls, f.failedPolls)
+                return s
+            })
+    }
+
+    /// Reads the saved remotes again (SIGHUP): a source kept keeps its schedule and state.
+    func reload() {
+        do {
+            let fresh = try resolve()
+            var kept: [Followed] = []
+            for locator in fresh {
+                kept.append(followed.first(where: { $0.locator == locator }) ?? Followed(locator))
+            }
+            followed = kept
+            watchAll()
+            listen()
+            FollowMarker.write(databasePath: path, status: marker())
+        } catch {
+            diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "the saved remotes were not read again: \(CatalogStore.sourceFailure(error, source: path, path: path).message); following the same sources",
+                    file: path, kind: "reload"))
+        }
+    }
+
+    /// Watches the directories not watched yet with the mask they need.
+    func watchAll() {
+        guard let watcher else { return }
+        var masks: [String: UInt32] = [databaseDirectory: UInt32(IN_MODIFY)]
+        let logMask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE)
+        for f in followed { if let d = f.watchDirectory { masks[d, default: 0] |= logMask } }
+        let missing = masks.filter { watched[$0.key] != $0.value }
+        for d in watcher.watch(missing) { watched[d] = masks[d] }
+    }
+
+    /// Listens to each hub that can be listened to and is not yet (and drops the listeners of hubs no
+    /// longer followed).
+    func listen() {
+        let now = monotonicMilliseconds()
+        // Only a hub that just answered a poll: listening to one that is down would hold up the others
+        // for a connect timeout.
+        for (n, f) in followed.enumerated() where f.isHub && f.tried && f.lastError == nil {
+            let key = f.locator.description
+            guard listeners[key] == nil, !cannotListen.contains(key), listenRetry[key, default: 0] <= now else { continue }
+            for kind in SourceKinds.all {
+                do {
+                    if let listener = try kind.makeListener(f.locator, options: options.sync) {
+                        listeners[key] = listener
+                        // A push between the last poll and LISTEN sent no notification here: poll once more.
+                        followed[n].dirty = true
+                        break
+                    }
+                } catch let unsupported as ListenUnsupported {
+                    cannotListen.insert(key)
+                    diagnostics(
+                        Diagnostic(
+                            severity: .warning,
+                            message:
+                                "cannot LISTEN to the hub: \(unsupported.reason); it is polled every \(Durations.describe(milliseconds: interval))",
+                            file: key, kind: "listen"))
+                    break
+                } catch {
+                    listenRetry[key] = now + maxBackoff
+                    break
+                }
+            }
+        }
+        let keys = Set(followed.map(\.locator.description))
+        for key in listeners.keys where !keys.contains(key) { listeners[key] = nil }
+    }
+
+    /// What woke us (inotify events, the pipe, a hub's notification, or the interval) and what is due.
+    ///
+    /// - Returns: the indices of the sources due, and whether another process committed to this
+    ///   database (`PRAGMA data_version` moved).
+    func wake() -> (due: [Int], localChanged: Bool) {
+        var localChanged = false
+        if let watcher {
+            var dropped = Set<String>()
+            for event in watcher.drain(dropped: &dropped) {
+                for n in followed.indices where followed[n].watchDirectory == event.directory && followed[n].watchName == event.name {
+                    followed[n].dirty = true
+                }
+            }
+            for d in dropped { watched[d] = nil }
+        }
+        for n in followed.indices where followed[n].isHub {
+            let key = followed[n].locator.description
+            guard let listener = listeners[key] else { continue }
+            if listener.consume() { followed[n].dirty = true }
+            if listener.descriptor < 0 {
+                listeners[key] = nil
+                listenRetry[key] = monotonicMilliseconds() + interval
+            }
+        }
+        if let version = try? store.read({ try store.dataVersion() }), version != dataVersion {
+            dataVersion = version
+            localChanged = true
+        }
+        let now = monotonicMilliseconds()
+        let due = followed.indices.filter {
+            finalPass
+                ? localChanged && followed[$0].isHub
+                : followed[$0].dirty || followed[$0].nextDue <= now + 2 || (localChanged && followed[$0].isHub)
+        }
+        return (due, localChanged)
+    }
+
+    /// One cycle: polls the sources due (and the hubs that must push what merged), releases quarantined
+    /// rows that came due, publishes, and records the cycle when it changed something.
+    func cycle(due: [Int], localChanged: Bool) -> FollowCycle {
+        var cycle = Cycle(started: store.wallClock.nowMilliseconds())
+        for n in due {
+            // SIGTERM / SIGINT: the source in hand has finished (each is one transaction); stop here.
+            if control.isStopping && !finalPass { break }
+            poll(n, in: &cycle)
+        }
+        // Hubs polled before rows merged from another source (or not due) push those rows now.
+        for h in cycle.pushNeeded.sorted() where !control.isStopping || finalPass { poll(h, in: &cycle) }
+        let applied = cycle.report.counts.landmarksApplied + cycle.report.counts.positionsApplied > 0
+        let monotonicNow = monotonicMilliseconds()
+        if applied || monotonicNow - lastMaintenance >= 60_000 {
+            lastMaintenance = monotonicNow
+            if let released = store.maintainAfterSync(maxDriftMilliseconds: options.sync.maxDriftMilliseconds, diagnostics: diagnostics) {
+                cycle.report.released = released
+            }
+        }
+        var newPublishError: CatalogError?
+        if let publish = options.sync.publishPath, first || localChanged || applied || cycle.report.released.released > 0 || publishPending {
+            newPublishError = self.publish(to: publish, in: &cycle)
+        }
+        do { try store.recordSkippedRuns() } catch {}
+        let recorded = record(cycle, localChanged: localChanged)
+        // `data_version` is not read again here: this connection's own commits never move it, so
+        // a change seen at the next check is another process's commit made during this cycle,
+        // which must be published and pushed (docs/live-sync.md §3; issue 25: reading it here took
+        // up such a commit unseen).
+        options.cycleEndHook?(control)
+        // `--reset-cursor` is for the first poll of each source only.
+        if first { context.options.resetCursor = false }
+        first = false
+        if recorded || monotonicMilliseconds() - markerWritten >= 10_000 {
+            FollowMarker.write(databasePath: path, status: marker())
+            markerWritten = monotonicMilliseconds()
+        }
+        return FollowCycle(report: cycle.report, recorded: recorded, newFailures: cycle.newFailures, newPublishError: newPublishError)
+    }
+
+    /// Syncs source `n` (as one `sync` does it) and updates its schedule: the interval after a success,
+    /// a doubling backoff after a failure.
+    func poll(_ n: Int, in cycle: inout Cycle) {
+        let stamps = StampBuffer()
+        var context = context
+        // After the first cycle, each merged row's write-to-visible lag goes into the histogram.
+        if !first { context.appliedStamp = { stamps.add($0) } }
+        let pollStarted = monotonicMilliseconds()
+        let r = store.syncReporting(followed[n].locator, context: context)
+        if r.error == nil && !stamps.stamps.isEmpty {
+            // Committed: each row's stamp to now is its write-to-visible lag.
+            let committed = store.wallClock.nowMilliseconds()
+            for stamp in stamps.stamps { followed[n].lag.observe(lagMilliseconds: committed - stamp) }
+        }
+        followed[n].dirty = false
+        followed[n].polls += 1
+        let after = monotonicMilliseconds()
+        if let error = r.error {
+            followed[n].failedPolls += 1
+            followed[n].failures += 1
+            let wait = min(maxBackoff, interval << Int64(min(followed[n].failures - 1, 20)))
+            followed[n].nextDue = after + wait
+            if followed[n].lastError?.message != error.message || followed[n].lastError?.exitStatus != error.exitStatus {
+                cycle.newFailures.append(r)
+                cycle.stateChanged = true
+            }
+            followed[n].lastError = error
+        } else {
+            if followed[n].lastError != nil { cycle.stateChanged = true }
+            followed[n].lastError = nil
+            followed[n].failures = 0
+            // A hub that is listened to is polled only as a safety net (a notification lost
+            // while reconnecting), every 30 s or the interval when longer.
+            // At a fixed rate (from the poll's start), so the interval is the longest wait.
+            followed[n].nextDue = max(
+                pollStarted + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval), after + 10)
+        }
+        followed[n].tried = true
+        // A log directory that appeared: watch its manifest, and look once more (it may have
+        // been written before the watch).
+        if followed[n].updateWatch() {
+            watchAll()
+            followed[n].dirty = true
+        }
+        if r.note != followed[n].lastNote, let note = r.note {
+            diagnostics(Diagnostic(severity: .warning, message: note, file: r.source, kind: "behind"))
+        }
+        followed[n].lastNote = r.note
+        cycle.report.sources.append(r)
+        cycle.report.counts = cycle.report.counts + r.counts
+        cycle.polled[n] = r
+        cycle.pushNeeded.remove(n)
+        if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
+            for h in followed.indices where followed[h].isHub && h != n { cycle.pushNeeded.insert(h) }
+        }
+    }
+
+    /// Publishes this database to `publish` (`--publish`); a failure leaves the publish pending.
+    ///
+    /// - Returns: the failure when it is news (the last publish succeeded, or failed otherwise).
+    func publish(to publish: String, in cycle: inout Cycle) -> CatalogError? {
+        do {
+            if CatalogStore.publishesLog(publish) {
+                cycle.report.logPublish = try store.publishLog(to: publish, options: options.sync.publish)
+            } else {
+                try store.exportSnapshot(toFile: publish)
+            }
+            cycle.report.published = publish
+            publishPending = false
+            if lastPublishError != nil { cycle.stateChanged = true }
+            lastPublishError = nil
+            return nil
+        } catch {
+            let error = CatalogStore.sourceFailure(error, source: publish, path: path)
+            let failure = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
+            cycle.report.publishError = failure
+            publishPending = true
+            let news = lastPublishError != failure.message
+            lastPublishError = failure.message
+            guard news else { return nil }
+            cycle.stateChanged = true
+            return failure
+        }
+    }
+
+    /// Writes the cycle's ledger row when it is the first, changed something, or a source's state changed.
+    ///
+    /// - Returns: whether it was recorded (or meant to be: a ledger failure is a warning).
+    func record(_ cycle: Cycle, localChanged: Bool) -> Bool {
+        let report = cycle.report
+        let applied = report.counts.landmarksApplied + report.counts.positionsApplied > 0
+        let pushedWritten = report.sources.compactMap(\.pushed).map(\.written).reduce(0, +)
+        let changed =
+            applied || report.counts.quarantined > 0 || pushedWritten > 0 || report.released.released > 0
+            || report.logPublish?.changed == true || (report.published != nil && report.logPublish == nil)
+        guard first || changed || cycle.stateChanged else { return false }
+        // The run lists every followed source: those not polled in this cycle with their last
+        // state, so `status` and `status --check` judge all of them.
+        var all: [SourceReport] = []
+        for n in followed.indices {
+            if let r = cycle.polled[n] {
+                all.append(r)
+                continue
+            }
+            var r = SourceReport(source: followed[n].locator.description, outcome: followed[n].lastError == nil ? .notModified : .failed)
+            r.error = followed[n].lastError
+            all.append(r)
+        }
+        var row = report
+        row.sources = all
+        let failed = row.firstError
+        let outcome =
+            failed != nil
+            ? "failed"
+            : all.allSatisfy({ $0.outcome == .notModified }) && !all.isEmpty && !changed ? "not-modified" : "ok"
+        do {
+            try store.recordRun(
+                started: cycle.started, sources: all.map(\.source), reports: all, outcome: outcome,
+                status: row.exitStatus, message: failed?.message, counts: report.counts)
+        } catch {
+            diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "a follow cycle was not recorded in the ledger: \(CatalogStore.sourceFailure(error, source: path, path: path).message)",
+                    file: path, kind: "ledger"))
+        }
+        return true
+    }
+
+    /// Waits for inotify, the pipe, a hub's notification, or the next due source (at most one interval,
+    /// the data_version check).
+    func wait() {
+        if watched.count < Set(followed.compactMap(\.watchDirectory) + [databaseDirectory]).count { watchAll() }
+        listen()
+        let after = monotonicMilliseconds()
+        let next = followed.contains(where: \.dirty) ? after : followed.map(\.nextDue).min() ?? (after + interval)
+        let timeout = Int32(max(0, min(interval, next - after)))
+        var fds = [pollfd(fd: control.readFD, events: Int16(POLLIN), revents: 0)]
+        if let watcher { fds.append(pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)) }
+        let watcherWoke = fds.count
+        for listener in listeners.values where listener.descriptor >= 0 {
+            fds.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0))
+        }
+        _ = Glibc.poll(&fds, nfds_t(fds.count), timeout)
+        control.drain()
+        // A burst of writes (a publish is several files, a commit several WAL writes) is one wake-up.
+        if watcherWoke == 2, fds[1].revents != 0 { usleep(2_000) }
+    }
+}
