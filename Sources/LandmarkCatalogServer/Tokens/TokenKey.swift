@@ -128,7 +128,7 @@ package final class TokenKey: @unchecked Sendable {
         guard raw.count == 64, let sig = ECDSA_SIG_new() else { return nil }
         defer { ECDSA_SIG_free(sig) }
         let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
-        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        let s = raw[32...].withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
         guard let r, let s else {
             BN_free(r)
             BN_free(s)
@@ -154,11 +154,11 @@ package final class TokenKey: @unchecked Sendable {
         }
         guard let sig else { return nil }
         defer { ECDSA_SIG_free(sig) }
-        var out = [UInt8](repeating: 0, count: 64)
+        var high = [UInt8](repeating: 0, count: 32)
+        var low = [UInt8](repeating: 0, count: 32)
         guard let r = ECDSA_SIG_get0_r(sig), let s = ECDSA_SIG_get0_s(sig),
-            BN_bn2binpad(r, &out, 32) == 32,
-            out.withUnsafeMutableBufferPointer({ BN_bn2binpad(s, $0.baseAddress! + 32, 32) }) == 32
+            BN_bn2binpad(r, &high, 32) == 32, BN_bn2binpad(s, &low, 32) == 32
         else { return nil }
-        return out
+        return high + low
     }
 }
