@@ -58,6 +58,27 @@ struct ServeSourceTests {
         #expect(serve.stop().status == 0)
     }
 
+    @Test("sync --follow through serve pushes a local commit at once, not at the next --interval poll; SIGTERM exits 0")
+    func followPushesAtOnce() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: server, keys: [key.publicKey])
+        let tokenFile = box.path("edge.jwt")
+        try ServeKeys.issue(box, key: key.privateKey, user: "node-2", extra: ["--scope", "edge"]).write(
+            toFile: tokenFile, atomically: true, encoding: .utf8)
+        let node = try box.seededDatabase("node.sqlite")
+        let source = "catalog+http://127.0.0.1:\(serve.port)/v1"
+        let follower = try FollowTests.follower(box, db: node, [source, "--token-file", tokenFile, "--interval", "30s", "--quiet"])
+        defer { follower.stop() }
+        #expect(try box.run(["position", "set", "--user", "cy", "--page", "2"], db: node).status == 0)
+        let pushed = FollowTests.waitFor(10) { FollowTests.page(server, "cy") == 2 }
+        #expect(pushed != nil && pushed! < 5, "pushed after \(String(describing: pushed)) s")
+        let run = FollowTests.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(serve.stop().status == 0)
+    }
+
     @Test("a refused token is 77, none is 64, an unreadable file 66, another user's row 403 → 77: nothing written either side")
     func refusals() throws {
         let box = try Sandbox()

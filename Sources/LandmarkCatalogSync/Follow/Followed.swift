@@ -40,6 +40,14 @@ struct Followed {
     var dirty = false
 
     var isHub: Bool { if case .hub = locator { return true } else { return false } }
+    /// A source this database's changes are pushed to (a hub, a `catalog serve`): polled at once when this
+    /// database changed, and after another source merged rows.
+    var pushes: Bool {
+        switch locator {
+        case .hub, .serve: return true
+        default: return false
+        }
+    }
 
     init(_ locator: SourceLocator) {
         self.locator = locator

@@ -240,8 +240,8 @@ final class Follower {
         let now = monotonicMilliseconds()
         let due = followed.indices.filter {
             finalPass
-                ? localChanged && followed[$0].isHub
-                : followed[$0].dirty || followed[$0].nextDue <= now + 2 || (localChanged && followed[$0].isHub)
+                ? localChanged && followed[$0].pushes
+                : followed[$0].dirty || followed[$0].nextDue <= now + 2 || (localChanged && followed[$0].pushes)
         }
         return (due, localChanged)
     }
@@ -339,7 +339,7 @@ final class Follower {
         cycle.polled[n] = r
         cycle.pushNeeded.remove(n)
         if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
-            for h in followed.indices where followed[h].isHub && h != n { cycle.pushNeeded.insert(h) }
+            for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
         }
     }
 
