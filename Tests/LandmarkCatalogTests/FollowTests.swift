@@ -143,6 +143,24 @@ struct FollowTests {
         #expect(Self.terminate(follower).status == 0)
     }
 
+    @Test("runs noted beside the lock that cannot be moved into the ledger: the follower warns (kind ledger), as sync does")
+    func skippedRunsFailureWarned() throws {
+        let sandbox = try Sandbox()
+        let (_, log, _) = try Self.publisher(sandbox)
+        let b = try sandbox.seededDatabase("b.sqlite")
+        // A noted run whose ledger insert is refused (issue 26: the follower swallowed this failure).
+        let connection = try Connection(path: b)
+        try connection.execute(
+            sql: "CREATE TRIGGER planted BEFORE INSERT ON sync_runs WHEN NEW.outcome = 'planted' BEGIN SELECT RAISE(ABORT, 'planted refusal'); END")
+        SyncLock.noteSkipped(databasePath: b, line: #"{"message":"m","sources":[],"started":1,"finished":2,"outcome":"planted"}"#)
+        let follower = try Self.follower(sandbox, db: b, [log, "--interval", "30s"])
+        defer { follower.stop() }
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.contains("runs noted beside the lock were not moved into the ledger yet"), "\(run)")
+        #expect(run.stderr.contains("planted refusal"), "\(run)")
+    }
+
     @Test("over HTTP, a published change arrives within the interval (conditional GET every second)")
     func http() throws {
         let sandbox = try Sandbox()

@@ -144,15 +144,7 @@ extension CatalogStore {
                 report.publishError = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
             }
         }
-        if !options.dryRun && path != ":memory:" {
-            do { try recordSkippedRuns() } catch {
-                diagnostics(
-                    Diagnostic(
-                        severity: .warning,
-                        message: "runs noted beside the lock were not moved into the ledger yet: \(error); the next run tries again",
-                        file: path, kind: "ledger"))
-            }
-        }
+        if !options.dryRun && path != ":memory:" { recordSkippedRunsReporting(diagnostics: diagnostics) }
         if !options.dryRun {
             let failed = report.firstError
             let outcome =

@@ -67,6 +67,20 @@ extension CatalogStore {
         }
     }
 
+    /// Moves the runs noted beside the sync lock into the ledger, as ``recordSkippedRuns()`` does.
+    ///
+    /// A failure is a warning (kind `ledger`), not an error: the run that moves them goes on.
+    /// - Parameter diagnostics: where the warning goes.
+    package func recordSkippedRunsReporting(diagnostics: (Diagnostic) -> Void) {
+        do { try recordSkippedRuns() } catch {
+            diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message: "runs noted beside the lock were not moved into the ledger yet: \(error); the next run tries again",
+                    file: path, kind: "ledger"))
+        }
+    }
+
     /// Records a run as `running` as soon as it holds the lock, so a run that dies (SIGKILL, a power
     /// cut) leaves a trace; the next run marks such rows `interrupted`.
     /// - Returns: the run's ledger id.

@@ -269,7 +269,8 @@ final class Follower {
         if let publish = options.sync.publishPath, first || localChanged || applied || cycle.report.released.released > 0 || publishPending {
             newPublishError = self.publish(to: publish, in: &cycle)
         }
-        do { try store.recordSkippedRuns() } catch {}
+        // As `sync` does: a failure is a warning (issue 26: it was swallowed here).
+        store.recordSkippedRunsReporting(diagnostics: diagnostics)
         let recorded = record(cycle, localChanged: localChanged)
         // `data_version` is not read again here: this connection's own commits never move it, so
         // a change seen at the next check is another process's commit made during this cycle,
