@@ -17,9 +17,12 @@ final class DirectoryWatcher {
 
     deinit { close(fd) }
 
-    /// Watches each directory for the union of its masks (a second `inotify_add_watch` of the same
-    /// directory would replace the first mask). Directories that cannot be watched (not there yet) are
-    /// skipped: their sources are polled at the interval.
+    /// Watches each directory for the union of its masks.
+    ///
+    /// A second `inotify_add_watch` of the same directory would replace the first mask. Directories that
+    /// cannot be watched (not there yet) are skipped: their sources are polled at the interval.
+    /// - Parameter masks: directory → the mask it needs.
+    /// - Returns: the directories now watched.
     func watch(_ masks: [String: UInt32]) -> Set<String> {
         var watched = Set<String>()
         for (directory, mask) in masks {
@@ -32,8 +35,12 @@ final class DirectoryWatcher {
         return watched
     }
 
-    /// The events queued: directory and file name. A watch the kernel dropped (its directory removed)
-    /// is forgotten, so the caller can watch the directory again when it reappears.
+    /// The events queued: directory and file name.
+    ///
+    /// A watch the kernel dropped (its directory removed) is forgotten, so the caller can watch the
+    /// directory again when it reappears.
+    /// - Parameter dropped: gains the directories whose watch the kernel dropped.
+    /// - Returns: each event's directory and file name, in order.
     func drain(dropped: inout Set<String>) -> [(directory: String, name: String)] {
         var events: [(String, String)] = []
         var buffer = [UInt8](repeating: 0, count: 16_384)

@@ -9,14 +9,18 @@ import LandmarkCatalog
 public struct FollowOptions: Sendable {
     /// What each source's sync and the publish do, as for one `sync` run (`dryRun` is refused).
     public var sync = SyncOptions()
-    /// Seconds between polls of a source (HTTP conditional GET, a hub, a local log as inotify's fallback),
-    /// and the longest a commit by another process waits before it is published or pushed. Default 1 s.
+    /// Seconds between polls of a source; default 1 s.
+    ///
+    /// The interval of HTTP conditional GETs, of a hub's polls and of a local log's (inotify's fallback),
+    /// and the longest a commit by another process waits before it is published or pushed.
     public var intervalSeconds: Double = 1
-    /// The longest wait before a failing source is tried again, in seconds (the wait doubles from the
-    /// interval up to this). Default 60 s.
+    /// The longest wait before a failing source is tried again, in seconds; default 60 s.
+    ///
+    /// The wait doubles from the interval up to this.
     public var maxBackoffSeconds: Double = 60
-    /// An unchanged source's last good sync is written again at most this often (ms), so that
-    /// `status --check --max-age` sees an idle follower's sources as fresh. Default 60 s.
+    /// How often an unchanged source's last good sync is written again (ms); default 60 s.
+    ///
+    /// So `status --check --max-age` sees an idle follower's sources as fresh.
     public var freshnessMilliseconds: Int64 = 60_000
     /// Test hook: called at the end of every cycle, after its ledger row, before the follower waits.
     @_spi(Testing) public var cycleEndHook: (@Sendable (FollowControl) -> Void)?
@@ -24,9 +28,11 @@ public struct FollowOptions: Sendable {
     public init() {}
 }
 
-/// Stops or reloads a running follower (``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``)
-/// from any thread: a signal handler's queue calls ``stop()`` for SIGTERM/SIGINT and ``reload()`` for SIGHUP.
-/// Each call also writes a byte to a pipe the follower polls, so it wakes at once.
+/// Stops or reloads a running follower from any thread.
+///
+/// A signal handler's queue calls ``stop()`` for SIGTERM/SIGINT and ``reload()`` for SIGHUP on the control
+/// of ``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``. Each call also writes a byte
+/// to a pipe the follower polls, so it wakes at once.
 public final class FollowControl: @unchecked Sendable {
     private let lock = NSLock()
     private var stopping = false
