@@ -5,10 +5,11 @@ import Foundation
 #endif
 
 extension CatalogStore {
-    /// Syncs with every source, each on its own (docs/cli.md §7): a source is fetched, then merged in one
-    /// transaction with last-writer-wins (docs/merge-rules.md §2) and its cursor stored; a source that fails changes
-    /// nothing and is reported, and the others still merge. Then the merged state is published if asked,
-    /// and the run is recorded in the ledger.
+    /// Syncs with every source, each on its own (docs/cli.md §7).
+    ///
+    /// A source is fetched, then merged in one transaction with last-writer-wins (docs/merge-rules.md §2)
+    /// and its cursor stored; a source that fails changes nothing and is reported, and the others still
+    /// merge. Then the merged state is published if asked, and the run is recorded in the ledger.
     ///
     /// - Parameters:
     ///   - requested: SOURCE arguments (see ``SourceLocator/parse(_:remotes:workingDirectory:)``); empty means
@@ -28,9 +29,56 @@ extension CatalogStore {
         progress: @escaping (CatalogProgress) -> Void = { _ in }
     ) throws -> SyncReport {
         let started = wallClock.nowMilliseconds()
-        let lock: SyncLock?
+        let lock = try acquireSyncLock(requested: requested, options: options, started: started)
+        defer { withExtendedLifetime(lock) {} }
+        // Holding the lock, no follower runs: a marker left by one that was killed is stale.
+        if lock != nil { FollowMarker.remove(databasePath: path) }
+
+        let (saved, locators) = try syncLocators(requested, options: options)
+        var report = SyncReport()
+        report.dryRun = options.dryRun
+        var runID: Int64?
+        if !options.dryRun {
+            do {
+                runID = try recordRunStart(started: started, sources: locators.map(\.description))
+            } catch let error as CatalogError where error.databaseBusy {
+                // Another process holds the database's write lock: nothing can merge, so the run stops
+                // here, within one busy timeout, and leaves its ledger line beside the lock.
+                noteRunBeside(started: started, sources: locators.map(\.description), outcome: "busy", error: error)
+                throw error
+            }
+        }
+        let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics, progress: progress)
+        defer { setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds) }
+        let busy = syncEach(locators, requested: requested, saved: saved, context: context, into: &report)
+        if !options.dryRun && busy == nil {
+            // Rows held back earlier that are now within the allowance are applied by the merge rule (a log
+            // or a hub never delivers them again), and ties older than the retention are pruned.
+            if let released = maintainAfterSync(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics) {
+                report.released = released
+            }
+        }
+        if let publish = options.publishPath, !options.dryRun {
+            publishAfterSync(to: publish, options: options, progress: progress, into: &report)
+        }
+        if !options.dryRun && path != ":memory:" { recordSkippedRunsReporting(diagnostics: diagnostics) }
+        if !options.dryRun { recordSyncRun(report, started: started, runID: runID, diagnostics: diagnostics) }
+        return report
+    }
+
+    /// Takes the sync lock for a `sync` run (none for an in-memory database).
+    ///
+    /// When another sync holds it, the overlapping run is recorded too (unless a dry run), so `catalog
+    /// log` shows it, and it still fails at once.
+    /// - Parameters:
+    ///   - requested: the SOURCE arguments, as the ledger names them.
+    ///   - options: the run's options (a dry run records nothing).
+    ///   - started: when the run started (wall ms).
+    /// - Returns: the lock, held until it is released; nil for an in-memory database.
+    /// - Throws: `CatalogError` 75 when another sync holds the lock, 73 when the lock file cannot be made.
+    private func acquireSyncLock(requested: [String], options: SyncOptions, started: Int64) throws -> SyncLock? {
         do {
-            lock = path == ":memory:" ? nil : try SyncLock.acquire(databasePath: path, now: started)
+            return path == ":memory:" ? nil : try SyncLock.acquire(databasePath: path, now: started)
         } catch let error as CatalogError {
             if error.kind == .tempFail && !options.dryRun {
                 // The overlapping run is recorded too, so `catalog log` shows it, and it still exits at once:
@@ -59,10 +107,16 @@ extension CatalogStore {
             }
             throw error
         }
-        defer { withExtendedLifetime(lock) {} }
-        // Holding the lock, no follower runs: a marker left by one that was killed is stale.
-        if lock != nil { FollowMarker.remove(databasePath: path) }
+    }
 
+    /// The sources of a `sync` run: the SOURCE arguments, or the saved remotes when none was given.
+    ///
+    /// - Parameters:
+    ///   - requested: the SOURCE arguments.
+    ///   - options: the run's options (with a publish path, no source is needed).
+    /// - Returns: the saved remotes and the sources.
+    /// - Throws: `CatalogError` 64 for a bad SOURCE, `-` twice, or nothing to do.
+    private func syncLocators(_ requested: [String], options: SyncOptions) throws -> (saved: [Remote], locators: [SourceLocator]) {
         let saved = try remotes()
         var locators = try requested.map { try SourceLocator.parse($0, remotes: saved) }
         if locators.isEmpty {
@@ -76,25 +130,25 @@ extension CatalogStore {
         guard locators.filter({ $0 == .standardInput }).count <= 1 else {
             throw CatalogError(.usage, "'-' (standard input) can be given only once")
         }
-        var report = SyncReport()
-        report.dryRun = options.dryRun
-        var runID: Int64?
-        if !options.dryRun {
-            do {
-                runID = try recordRunStart(started: started, sources: locators.map(\.description))
-            } catch let error as CatalogError where error.databaseBusy {
-                // Another process holds the database's write lock: nothing can merge, so the run stops
-                // here, within one busy timeout, and leaves its ledger line beside the lock.
-                noteRunBeside(started: started, sources: locators.map(\.description), outcome: "busy", error: error)
-                throw error
-            }
-        }
-        let context = SyncContext(store: self, options: options, standardInput: standardInput, diagnostics: diagnostics, progress: progress)
-        // Once the database is found busy (another process's write lock outlived the busy timeout), the
-        // sources left are not tried and the run's own bookkeeping waits briefly, so the run ends within
-        // about one busy timeout instead of one per write (issue 17: six in a row took 30 s).
+        return (saved, locators)
+    }
+
+    /// Syncs each source in turn into `report`, until the database is found busy.
+    ///
+    /// Once the database is found busy (another process's write lock outlived the busy timeout), the
+    /// sources left are not tried and the run's own bookkeeping waits briefly, so the run ends within
+    /// about one busy timeout instead of one per write (issue 17: six in a row took 30 s).
+    /// - Parameters:
+    ///   - locators: the sources, in order.
+    ///   - requested: what was typed for each (fewer when the saved remotes are synced).
+    ///   - saved: the saved remotes (for the hint of a mistyped remote name).
+    ///   - context: what each source's sync needs.
+    ///   - report: gains each source's report and counts.
+    /// - Returns: the error that found the database busy, or nil.
+    private func syncEach(
+        _ locators: [SourceLocator], requested: [String], saved: [Remote], context: SyncContext, into report: inout SyncReport
+    ) -> CatalogError? {
         var busy: CatalogError?
-        defer { setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds) }
         for (n, locator) in locators.enumerated() {
             // What was typed for it (nil for the saved remotes synced when none was given).
             let typed = requested.indices.contains(n) ? requested[n] : nil
@@ -120,56 +174,64 @@ extension CatalogStore {
             }
             report.counts = report.counts + sourceReport.counts
             if let note = sourceReport.note {
-                diagnostics(Diagnostic(severity: .warning, message: note, file: locator.description, kind: "behind"))
+                context.diagnostics(Diagnostic(severity: .warning, message: note, file: locator.description, kind: "behind"))
             }
             report.sources.append(sourceReport)
         }
-        if !options.dryRun && busy == nil {
-            // Rows held back earlier that are now within the allowance are applied by the merge rule (a log
-            // or a hub never delivers them again), and ties older than the retention are pruned.
-            if let released = maintainAfterSync(maxDriftMilliseconds: options.maxDriftMilliseconds, diagnostics: diagnostics) {
-                report.released = released
+        return busy
+    }
+
+    /// Publishes the merged state to `publish` (`--publish`): a snapshot log, or a snapshot file.
+    ///
+    /// - Parameters:
+    ///   - publish: the log directory or snapshot file.
+    ///   - options: the run's options (the log's signing and retention).
+    ///   - progress: while the files are written.
+    ///   - report: gains what was published, or the failure.
+    private func publishAfterSync(to publish: String, options: SyncOptions, progress: (CatalogProgress) -> Void, into report: inout SyncReport) {
+        do {
+            if Self.publishesLog(publish) {
+                report.logPublish = try publishLog(to: publish, options: options.publish, progress: progress)
+            } else {
+                try exportSnapshot(toFile: publish, progress: progress)
             }
+            report.published = publish
+        } catch {
+            let error = Self.sourceFailure(error, source: publish, path: path)
+            report.publishError = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
         }
-        if let publish = options.publishPath, !options.dryRun {
-            do {
-                if Self.publishesLog(publish) {
-                    report.logPublish = try publishLog(to: publish, options: options.publish, progress: progress)
-                } else {
-                    try exportSnapshot(toFile: publish, progress: progress)
-                }
-                report.published = publish
-            } catch {
-                let error = Self.sourceFailure(error, source: publish, path: path)
-                report.publishError = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
-            }
+    }
+
+    /// Records a `sync` run in the ledger, in place of its `running` row.
+    ///
+    /// - Parameters:
+    ///   - report: what the run did.
+    ///   - started: when it started (wall ms).
+    ///   - runID: its `running` row, when it has one.
+    ///   - diagnostics: a warning when the ledger cannot be written.
+    private func recordSyncRun(_ report: SyncReport, started: Int64, runID: Int64?, diagnostics: (Diagnostic) -> Void) {
+        let failed = report.firstError
+        let outcome =
+            failed != nil
+            ? "failed"
+            : report.sources.allSatisfy({ $0.outcome == .notModified }) && !report.sources.isEmpty ? "not-modified" : "ok"
+        do {
+            try recordRun(
+                started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
+                status: report.exitStatus, message: failed?.message, counts: report.counts, runID: runID)
+        } catch {
+            // The ledger could not be written (the database busy, the disk full): the run is noted beside
+            // the lock, and the next run records it in place of its `running` row.
+            noteRunBeside(
+                started: started, sources: report.sources.map(\.source), outcome: outcome,
+                error: failed ?? Self.sourceFailure(error, source: path, path: path), status: report.exitStatus, runID: runID)
+            diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "the run was not recorded in the ledger (\(Self.sourceFailure(error, source: path, path: path).message)); it is noted beside the sync lock and recorded by the next run",
+                    file: path, kind: "ledger"))
         }
-        if !options.dryRun && path != ":memory:" { recordSkippedRunsReporting(diagnostics: diagnostics) }
-        if !options.dryRun {
-            let failed = report.firstError
-            let outcome =
-                failed != nil
-                ? "failed"
-                : report.sources.allSatisfy({ $0.outcome == .notModified }) && !report.sources.isEmpty ? "not-modified" : "ok"
-            do {
-                try recordRun(
-                    started: started, sources: report.sources.map(\.source), reports: report.sources, outcome: outcome,
-                    status: report.exitStatus, message: failed?.message, counts: report.counts, runID: runID)
-            } catch {
-                // The ledger could not be written (the database busy, the disk full): the run is noted beside
-                // the lock, and the next run records it in place of its `running` row.
-                noteRunBeside(
-                    started: started, sources: report.sources.map(\.source), outcome: outcome,
-                    error: failed ?? Self.sourceFailure(error, source: path, path: path), status: report.exitStatus, runID: runID)
-                diagnostics(
-                    Diagnostic(
-                        severity: .warning,
-                        message:
-                            "the run was not recorded in the ledger (\(Self.sourceFailure(error, source: path, path: path).message)); it is noted beside the sync lock and recorded by the next run",
-                        file: path, kind: "ledger"))
-            }
-        }
-        return report
     }
 
     /// The busy timeout of every connection (SQLite `busy_timeout`, ms).
@@ -200,10 +262,16 @@ extension CatalogStore {
         }
     }
 
-    /// Syncs one source and reports it — the per-source step of `sync` and of each `--follow` cycle: fetched
-    /// and merged in one transaction (with the fresh look of ``syncWithFreshLook(_:context:made:)``);
-    /// whatever it throws becomes its documented status (``sourceFailure(_:source:path:)``) and, unless a
-    /// dry run, is noted on the source. `failed` sees the error first (a caller's hint, its busy handling).
+    /// Syncs one source and reports it: the per-source step of `sync` and of each `--follow` cycle.
+    ///
+    /// The source is fetched and merged in one transaction (with the fresh look of
+    /// ``syncWithFreshLook(_:context:made:)``); whatever it throws becomes its documented status
+    /// (``sourceFailure(_:source:path:)``) and, unless a dry run, is noted on the source.
+    /// - Parameters:
+    ///   - locator: the source.
+    ///   - context: the run's options, diagnostics and trust.
+    ///   - failed: sees the error first (a caller's hint, its busy handling).
+    /// - Returns: the source's outcome, counts, error, bytes fetched and duration.
     package func syncReporting(_ locator: SourceLocator, context: SyncContext, failed: (inout CatalogError) -> Void = { _ in }) -> SourceReport {
         let started = wallClock.nowMilliseconds()
         var report = SourceReport(source: locator.description, outcome: .failed)
@@ -232,10 +300,17 @@ extension CatalogStore {
         return report
     }
 
-    /// Syncs one source; when a log file is gone while it is merged (a publisher rolled a generation, a
-    /// cleanup job), its transaction rolls back and the source takes one fresh look at the manifest
-    /// (docs/log-format.md); gone again, it fails with 69.
-    /// - Parameter made: each source object made (two after a fresh look), for bytes and notes.
+    /// Syncs one source, with one fresh look at the manifest when a log file is gone.
+    ///
+    /// When a log file is gone while it is merged (a publisher rolled a generation, a cleanup job), its
+    /// transaction rolls back and the source takes one fresh look at the manifest (docs/log-format.md);
+    /// gone again, it fails with 69.
+    /// - Parameters:
+    ///   - locator: the source.
+    ///   - context: the run's options, diagnostics and trust.
+    ///   - made: each source object made (two after a fresh look), for bytes and notes.
+    /// - Returns: the outcome and the merge counts.
+    /// - Throws: what the source's fetch or merge throws (``sourceFailure(_:source:path:)`` maps it).
     func syncWithFreshLook(
         _ locator: SourceLocator, context: SyncContext,
         made: (any SyncSource) -> Void
@@ -274,7 +349,13 @@ extension CatalogStore {
     }
 
     /// Fetches and merges one source in one transaction, storing its cursor with the merge.
-    /// - Parameter freshLook: fetch without the stored HTTP validators (an unconditional look).
+    ///
+    /// - Parameters:
+    ///   - source: the source object.
+    ///   - context: the run's options, diagnostics and trust.
+    ///   - freshLook: fetch without the stored HTTP validators (an unconditional look).
+    /// - Returns: the outcome and the merge counts.
+    /// - Throws: what the fetch or the merge throws; `LogFileGone` when a log file went away.
     private func syncOne(_ source: any SyncSource, context: SyncContext, freshLook: Bool = false) throws -> (SourceReport.Outcome, MergeCounts) {
         let locator = source.locator
         let key = locator.description
