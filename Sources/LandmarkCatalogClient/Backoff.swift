@@ -3,7 +3,9 @@ import Foundation
 /// Exponential backoff with jitter, bounded: each failure doubles the delay from `minimum` up to
 /// `maximum`, and the wait is drawn uniformly from the upper half of it ("equal jitter"), so devices that
 /// lost the server at the same moment do not return at the same moment
-/// (https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/). A success resets it.
+/// (https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/).
+///
+/// A success resets it.
 struct Backoff: Sendable {
     let minimum: Double
     let maximum: Double

@@ -7,8 +7,9 @@ import LandmarkCatalog
 
 /// The device side of the `/v1` requests (docs/protocol.md) over the platform's `URLSession`: it builds
 /// each request, sends the bearer token (refreshed once on a 401, §2), and turns every failure into a
-/// `CatalogError` whose `httpStatus` is the server's status (nil when it was never reached). A token
-/// never reaches a message.
+/// `CatalogError` whose `httpStatus` is the server's status (nil when it was never reached).
+///
+/// A token never reaches a message.
 final class ServerConnection: Sendable {
     /// The server's `/v1` base (ends in `/v1`).
     let base: URL
@@ -19,8 +20,10 @@ final class ServerConnection: Sendable {
     let tokens: TokenSource
     /// Per request, at most this long between bytes (s), beyond a long-poll's wait.
     let requestTimeout: Double
-    /// Set by ``close()``: no request starts after it. FoundationNetworking traps ("Session invalidated",
-    /// URLSession.swift:575) when a task is made on an invalidated session.
+    /// Set by ``close()``: no request starts after it.
+    ///
+    /// FoundationNetworking traps ("Session invalidated", URLSession.swift:575) when a task is made on an
+    /// invalidated session.
     private let closed = SessionLock(false)
     /// Tests only: runs just before each request is handed to URLSession (a race's hook).
     let beforeRequest = SessionLock<(@Sendable () async -> Void)?>(nil)
@@ -181,8 +184,10 @@ final class ServerConnection: Sendable {
     /// Whether ``close()`` was called.
     var isClosed: Bool { closed.withLock { $0 } }
 
-    /// Ends every request in flight; none starts after it. Call it once the tasks that send have ended
-    /// (``SyncSession/stop()`` does): a request started between a check and the invalidation would trap.
+    /// Ends every request in flight; none starts after it.
+    ///
+    /// Call it once the tasks that send have ended (``SyncSession/stop()`` does): a request started
+    /// between a check and the invalidation would trap.
     func close() {
         closed.withLock { $0 = true }
         session.invalidateAndCancel()

@@ -57,7 +57,9 @@ extension Catalog {
 }
 
 /// One catalog syncing with one `catalog serve` endpoint for one user (docs/protocol.md,
-/// docs/swift-library.md "Syncing from the app"). `Sendable`: share it between tasks and views.
+/// docs/swift-library.md "Syncing from the app").
+///
+/// `Sendable`: share it between tasks and views.
 ///
 /// Offline first. A write always lands in the local database first; the rows written here that the server
 /// has not acknowledged are the outbox: the rows above a push cursor stored in the database, so they
@@ -129,12 +131,16 @@ public final class SyncSession: Sendable {
     /// The status now (no wait): connected, pending changes, last sync, last error.
     public var status: SyncStatus { broadcaster.status }
 
-    /// The status now, then each change of it, until ``stop()``. Each iteration is a subscriber of its own.
+    /// The status now, then each change of it, until ``stop()``.
+    ///
+    /// Each iteration is a subscriber of its own.
     public var statusUpdates: AsyncStream<SyncStatus> { broadcaster.stream() }
 
     /// Returns once every change written on this device before or while it waits is acknowledged by the
-    /// server (at once when there is none). While the server cannot be reached it keeps waiting: cancel the
-    /// calling task to give up (the changes stay in the outbox).
+    /// server (at once when there is none).
+    ///
+    /// While the server cannot be reached it keeps waiting: cancel the calling task to give up (the changes
+    /// stay in the outbox).
     /// - Throws: `CancellationError` when cancelled; `CatalogError` 64 when the session is stopped first;
     ///   database failures.
     public func flush() async throws {
@@ -148,8 +154,9 @@ public final class SyncSession: Sendable {
         throw CatalogError(.usage, "the sync session was stopped before every change was acknowledged", hint: "start a new session")
     }
 
-    /// Stops the session: ends the long-poll and any request in flight and waits for its tasks. What is
-    /// not yet acknowledged stays in the outbox for the next session. ``statusUpdates`` end.
+    /// Stops the session: ends the long-poll and any request in flight and waits for its tasks.
+    ///
+    /// What is not yet acknowledged stays in the outbox for the next session. ``statusUpdates`` end.
     public func stop() async {
         let running = tasks.withLock { tasks -> [Task<Void, Never>] in
             defer { tasks.removeAll() }

@@ -7,14 +7,18 @@ public struct SyncStatus: Sendable, Equatable {
     /// cannot be reached, refuses the token or answers with an error).
     public var isConnected = false
     /// Position rows written on this device and not yet acknowledged by the server: the outbox
-    /// (docs/protocol.md §6). A row written many times while offline counts once, since only its last
-    /// state is sent (last-writer-wins keeps nothing else); so for one user it is 0 or 1.
+    /// (docs/protocol.md §6).
+    ///
+    /// A row written many times while offline counts once, since only its last state is sent
+    /// (last-writer-wins keeps nothing else); so for one user it is 0 or 1.
     public var pendingChanges = 0
     /// When the server last answered a request of this session with success (or, before the first answer
     /// of this run, the last good exchange recorded in the database); nil when never.
     public var lastSyncedAt: Date?
     /// The last failure (the server unreachable, the token refused after a refresh, a row refused), nil
-    /// after the next success. Its `CatalogError.kind` and `CatalogError.httpStatus` say which.
+    /// after the next success.
+    ///
+    /// Its `CatalogError.kind` and `CatalogError.httpStatus` say which.
     public var lastError: CatalogError?
     /// False once ``SyncSession/stop()`` was called.
     public var isRunning = true

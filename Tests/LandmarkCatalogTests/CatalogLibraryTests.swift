@@ -255,9 +255,11 @@ struct CatalogLibraryTests {
         var count: Int { values.withLock { $0.count } }
         var last: Value? { values.withLock { $0.last } }
         /// Waits until at least `n` values arrived: for `seconds` of wall time *and* at least 2,000 turns of
-        /// its own on Swift's cooperative threads. The turns matter on a loaded machine: with 2 cores, the
-        /// other tests can hold both threads for a minute, and a wall-clock bound alone then ran out before
-        /// the observing task had its first turn (CI failed so twice, at a first `wait(for: 1)`).
+        /// its own on Swift's cooperative threads.
+        ///
+        /// The turns matter on a loaded machine: with 2 cores, the other tests can hold both threads for a
+        /// minute, and a wall-clock bound alone then ran out before the observing task had its first turn
+        /// (CI failed so twice, at a first `wait(for: 1)`).
         func wait(for n: Int, seconds: Double = 60) async -> Bool {
             await waitTurns(seconds: seconds) { self.count >= n }
         }

@@ -15,8 +15,10 @@ import Testing
 /// The app's sync sessions under faults (issue 28): three devices (two of ann's, one of bob's) through
 /// Tests/Support/fault_proxy.py, which drops requests and answers, sends requests twice and answers 401s,
 /// in front of a real `catalog serve` that is stopped, killed with -9 and started again, while the token
-/// closures hand out expired tokens now and then. 200 writes in 40 rounds; the seed is printed with every
-/// failure (set `CATALOG_FUZZ_SEED` to replay one).
+/// closures hand out expired tokens now and then.
+///
+/// 200 writes in 40 rounds; the seed is printed with every failure (set `CATALOG_FUZZ_SEED` to replay
+/// one).
 @Suite("Client: a fuzzed run through faults", .serialized)
 struct ClientFuzzTests {
     /// A row's stamp in the order of docs/merge-rules.md §1: updated_ms, counter, node as bytes.

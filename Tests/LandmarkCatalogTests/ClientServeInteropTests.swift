@@ -66,8 +66,9 @@ struct ClientServeInteropTests {
 
     /// Found by a breaker: a position stamped two days ahead (another process with its clock ahead) was
     /// quarantined by the server, the session counted it as sent, and the next long-poll's answer wiped
-    /// the warning, so the device fell out of sync with nothing shown. The error now stays until a push
-    /// is applied again.
+    /// the warning, so the device fell out of sync with nothing shown.
+    ///
+    /// The error now stays until a push is applied again.
     @Test("a position stamped far ahead: the server quarantines it, and status keeps saying so (.clockAhead) after later answers")
     func clockAheadStaysVisible() async throws {
         let server = try Self.server(users: ["ann"])

@@ -194,9 +194,10 @@ struct ClientSyncTests {
 
     /// Regression (CI, 1 run in 5 under load): stop() invalidated the URLSession and then awaited its
     /// tasks, so a task that was about to send made a request on the invalidated session, and
-    /// FoundationNetworking trapped ("Session invalidated"), taking the whole process down. The hook holds
-    /// a request just before URLSession until its task is cancelled, and for a moment longer, for the
-    /// invalidation that used to follow the cancel at once.
+    /// FoundationNetworking trapped ("Session invalidated"), taking the whole process down.
+    ///
+    /// The hook holds a request just before URLSession until its task is cancelled, and for a moment
+    /// longer, for the invalidation that used to follow the cancel at once.
     @Test("stop() while a request is about to start: it ends, no request is made on the closed session")
     func stopRacingARequest() async throws {
         let server = try DeviceServer(landmarks: try await Self.serverLandmarks())

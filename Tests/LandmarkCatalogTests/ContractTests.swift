@@ -6,8 +6,10 @@ import Testing
 @testable import LandmarkCatalogSync
 
 /// Golden files: every `--help` text and `featured` (table and JSON) compared byte for byte with
-/// `Tests/Golden/`. Run with `CATALOG_UPDATE_GOLDEN=1` to rewrite them after an intended change (then
-/// read the diff before committing).
+/// `Tests/Golden/`.
+///
+/// Run with `CATALOG_UPDATE_GOLDEN=1` to rewrite them after an intended change (then read the diff
+/// before committing).
 @Suite("Golden files")
 struct GoldenTests {
     static let directory = Support.root.appending(path: "Tests/Golden")

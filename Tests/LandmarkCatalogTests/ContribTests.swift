@@ -5,9 +5,11 @@ import Testing
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
 
-/// The scheduling examples in `contrib/`: the systemd service and timer, and the cron file. Checked by
-/// `systemd-analyze verify` where it exists, always by a parse of their keys and fields, and by running
-/// their command lines — parsed by the CLI's own parser, then run against a scratch directory.
+/// The scheduling examples in `contrib/`: the systemd service and timer, and the cron file.
+///
+/// Checked by `systemd-analyze verify` where it exists, always by a parse of their keys and fields, and
+/// by running their command lines — parsed by the CLI's own parser, then run against a scratch
+/// directory.
 @Suite("Operations: contrib/ systemd units and cron file")
 struct ContribTests {
     static let service = Support.root.appending(path: "contrib/systemd/catalog-sync.service")
@@ -51,6 +53,7 @@ struct ContribTests {
     }
 
     /// Every `catalog` command line of the examples, as argument vectors (up to a redirection or pipe).
+    ///
     /// Exec lines without systemd's special prefixes (`-` ignores the exit status, and `@ + ! :`;
     /// systemd.service(5), "Command lines").
     static func execLines(_ service: [(section: String, key: String, value: String)], _ key: String) -> [String] {

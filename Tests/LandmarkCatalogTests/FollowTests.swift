@@ -121,8 +121,9 @@ struct FollowTests {
     }
 
     /// Issue 25: a follower showed at most `--max-diagnostics` warnings of each kind for its whole life;
-    /// after that a source's new refusals were never shown. The limit is per window now (an hour; the
-    /// harness shortens it to each cycle here).
+    /// after that a source's new refusals were never shown.
+    ///
+    /// The limit is per window now (an hour; the harness shortens it to each cycle here).
     @Test("--max-diagnostics bounds a follower's warnings per window, not for its life: a later cycle's refusal is shown")
     func warningsPerWindow() throws {
         let sandbox = try Sandbox()

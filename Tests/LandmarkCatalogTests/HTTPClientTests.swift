@@ -5,6 +5,7 @@ import Testing
 @testable import LandmarkCatalogSync
 
 /// Tests/Support/hostile_server.py on 127.0.0.1 (optionally speaking TLS with a self-signed certificate).
+///
 /// `stop()` ends it; every test calls it in a `defer`.
 final class HostileServer {
     private let process: Process

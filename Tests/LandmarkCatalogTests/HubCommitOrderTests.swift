@@ -10,10 +10,11 @@ import Testing
 
 /// The commit-order gap (docs/hub.md §8): a hub sequence number is taken before its transaction commits, so a
 /// puller could read number n+1 (committed) while n (taken earlier, committed later) is still invisible,
-/// move its cursor past n, and never see that row. Pushes hold the advisory push lock from before their
-/// first `nextval` until they commit, which closes it. These tests make the interleaving happen
-/// deterministically: push A stops inside its transaction after taking its numbers (a test hook), push B
-/// and a pull by C run meanwhile, then A commits and C pulls again.
+/// move its cursor past n, and never see that row.
+///
+/// Pushes hold the advisory push lock from before their first `nextval` until they commit, which closes it.
+/// These tests make the interleaving happen deterministically: push A stops inside its transaction after
+/// taking its numbers (a test hook), push B and a pull by C run meanwhile, then A commits and C pulls again.
 @Suite("PostgreSQL hub: the commit-order gap", .enabled(if: PostgresServer.isAvailable, "no PostgreSQL server binaries"), .serialized)
 struct HubCommitOrderTests {
     let server: PostgresServer

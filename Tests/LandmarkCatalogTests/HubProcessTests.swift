@@ -23,7 +23,9 @@ struct HubProcessTests {
     }
 
     /// One edge's random work: position set / clear, imports of small random files, syncs with the hub,
-    /// until `deadline`. Returns the failures (command, status, stderr).
+    /// until `deadline`.
+    ///
+    /// Returns the failures (command, status, stderr).
     static func work(db: String, hub: String, seed: UInt64, until deadline: Date) -> [String] {
         var random = SplitMix64(seed: seed)
         let users = ["ann", "bob", "zoë", "用户", "e\u{301}mile", "🙂"]

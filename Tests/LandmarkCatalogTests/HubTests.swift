@@ -114,8 +114,10 @@ struct HubTests {
     // MARK: Schema
 
     /// Regression: a migrator that read "no ledger" before another committed migration 1 then found
-    /// the hub's tables and refused the hub as foreign (1 suite run in ~7). Twelve rounds of eight
-    /// threads on fresh hubs failed 2 runs in 4 before the fix (a race: it cannot fail every time).
+    /// the hub's tables and refused the hub as foreign (1 suite run in ~7).
+    ///
+    /// Twelve rounds of eight threads on fresh hubs failed 2 runs in 4 before the fix (a race: it
+    /// cannot fail every time).
     @Test("the schema is applied once with its ledger; concurrent migrators wait on the advisory lock and apply it once")
     func migrations() throws {
         for _ in 0..<12 {
@@ -375,7 +377,9 @@ struct HubTests {
     }
 
     /// Regression: landmarks were fetched 2,000 at a time whatever their size; 5,000 bodies of 60 KB
-    /// took a pull to 598 MB. Batches now follow the bytes of the rows before them.
+    /// took a pull to 598 MB.
+    ///
+    /// Batches now follow the bytes of the rows before them.
     @Test("landmark FETCHes hold about 4 MiB: fewer rows when bodies are large, at most 2,000")
     func landmarkBatchBytes() throws {
         let (_, name) = try HubSupport.makeHub(server)
@@ -496,8 +500,10 @@ struct HubTests {
     }
 
     /// Regression (issue 17): A pushed after the backup; the hub was restored; B pushed (the hub's
-    /// sequence passed A's pull cursor again, with other rows). A synced with exit 0 and no warning,
-    /// and A's row never reached the hub again: the digests stayed apart for good.
+    /// sequence passed A's pull cursor again, with other rows).
+    ///
+    /// A synced with exit 0 and no warning, and A's row never reached the hub again: the digests
+    /// stayed apart for good.
     @Test("a hub restored from a backup, then pushed to by another edge, is found at the next sync: one warning, nothing lost, all converge")
     func restoredThenPushed() throws {
         let (uri, name) = try HubSupport.makeHub(server)

@@ -971,7 +971,9 @@ indirect enum JSONTestNormalized: CustomStringConvertible {
         }
     }
 
-    /// Ours. Duplicate keys: the last one wins, as in Foundation (`{"a":1,"a":2}` gives `["a": 2]`).
+    /// Ours.
+    ///
+    /// Duplicate keys: the last one wins, as in Foundation (`{"a":1,"a":2}` gives `["a": 2]`).
     init(_ value: JSONValue) {
         switch value {
         case .null: self = .null
@@ -986,8 +988,10 @@ indirect enum JSONTestNormalized: CustomStringConvertible {
         }
     }
 
-    /// Foundation's. On Linux, `true`/`false` come back as NSNumber too (`__NSCFBoolean`, objCType "c"),
-    /// while JSON numbers come back with objCType "i", "q", "Q" or "d", or as NSDecimalNumber.
+    /// Foundation's.
+    ///
+    /// On Linux, `true`/`false` come back as NSNumber too (`__NSCFBoolean`, objCType "c"), while JSON
+    /// numbers come back with objCType "i", "q", "Q" or "d", or as NSDecimalNumber.
     init?(foundation any: Any) {
         switch any {
         case is NSNull: self = .null

@@ -37,7 +37,8 @@ struct JSONTestSuiteInteropTests {
         return nil
     }
 
-    /// Our decision for every implementation-defined (`i_`) file:
+    /// Our decision for every implementation-defined (`i_`) file.
+    ///
     /// - numbers of any size are accepted as numbers (RFC 8259 §6 sets no range): integers beyond Int64 get
     ///   `int64Value` nil, overflowing exponents give a `doubleValue` of ±infinity, underflowing ones ±0;
     /// - lone or reversed surrogate escapes are refused: they name no Unicode scalar, and a Swift String

@@ -5,10 +5,11 @@ import Testing
 
 /// The landmark's fields are listed once, in `LandmarkColumn`'s table of fields (docs/architecture.md
 /// §5.5): every path a landmark takes walks that table, so a field added with a migration, a case and a
-/// property reaches every path. These tests build their input and their expectations from the column
-/// list and check the outputs by JSON key, not through `Landmark`'s own code: a path that lists the
-/// fields by hand (and so misses a new one) fails here. `scripts/new-field-trial` adds a field for real
-/// and runs this suite.
+/// property reaches every path.
+///
+/// These tests build their input and their expectations from the column list and check the outputs by
+/// JSON key, not through `Landmark`'s own code: a path that lists the fields by hand (and so misses a
+/// new one) fails here. `scripts/new-field-trial` adds a field for real and runs this suite.
 @Suite("Landmark fields: one table drives every path")
 struct LandmarkFieldTests {
     /// A value for every content column, distinct per column, as the JSON value an import reads.

@@ -4,8 +4,10 @@ import Testing
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
 
-/// The real `landmarkData.json` variants in `../shared/fixtures/landmarks` (see its SOURCES.md). They are
-/// not ours, so they are read in place when present (CI has them) and the suite is skipped otherwise.
+/// The real `landmarkData.json` variants in `../shared/fixtures/landmarks` (see its SOURCES.md).
+///
+/// They are not ours, so they are read in place when present (CI has them) and the suite is skipped
+/// otherwise.
 @Suite("Interop: shared landmark fixtures", .enabled(if: Support.hasSharedLandmarks, "../shared/fixtures/landmarks not found: skipped"))
 struct LandmarkFixturesInteropTests {
     struct Expectation: Sendable, CustomTestStringConvertible {

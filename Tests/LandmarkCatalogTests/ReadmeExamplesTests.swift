@@ -1,13 +1,14 @@
 import Foundation
 import Testing
 
-/// The checked examples of README.md and of every `docs/*.md`: every fenced block marked `console`. In
-/// one, a line starting with `$ ` is a command; the lines after it, up to the next command or the end of
-/// the block, are what it prints (standard output and standard error, in order); `…` in an expected line
-/// stands for any text. The commands of one file run in that file's order, through bash, with the built
-/// `catalog` first on PATH, in one fresh database (`CATALOG_DB`, one per file), in a directory that holds
-/// a copy of `Seeds/landmarkData.json`. A command must exit 0 unless what it should print includes a
-/// `catalog: error:` line.
+/// The checked examples of README.md and of every `docs/*.md`: every fenced block marked `console`.
+///
+/// In one, a line starting with `$ ` is a command; the lines after it, up to the next command or the end
+/// of the block, are what it prints (standard output and standard error, in order); `…` in an expected
+/// line stands for any text. The commands of one file run in that file's order, through bash, with the
+/// built `catalog` first on PATH, in one fresh database (`CATALOG_DB`, one per file), in a directory that
+/// holds a copy of `Seeds/landmarkData.json`. A command must exit 0 unless what it should print includes
+/// a `catalog: error:` line.
 enum ReadmeExamples {
     struct Command: Sendable, Equatable {
         /// The file's line of the `$ ` line (1-based).

@@ -11,6 +11,7 @@ enum Support {
     /// HTTP and hub sources and libcrypto's minisign, registered as the CLI does at start: an in-process
     /// test of an http:// or hub source must not depend on another suite having registered them first (a
     /// `--filter` run of NginxInteropTests alone failed with 64, "need the LandmarkCatalogSync library").
+    ///
     /// Touched by ``temporaryDirectory()``, which every such test calls.
     static let networkSources: Void = NetworkSources.register()
     /// The package root (three levels above this file).
@@ -58,8 +59,10 @@ enum Support {
 
     /// The prefix of this process's parent of every temporary directory:
     /// `$TMPDIR/catalog-tests-RUN-PID-`, RUN being `$CATALOG_TEST_RUN` (set by `scripts/test`, which then
-    /// checks that no directory of its run is left) or `run`. Other runs on the machine (other engineers'
-    /// suites) have other PIDs, so a check looks at this process's own directories only.
+    /// checks that no directory of its run is left) or `run`.
+    ///
+    /// Other runs on the machine (other engineers' suites) have other PIDs, so a check looks at this
+    /// process's own directories only.
     static let temporaryRootPrefix: String = {
         let run = ProcessInfo.processInfo.environment["CATALOG_TEST_RUN"].flatMap { $0.isEmpty ? nil : $0 } ?? "run"
         return FileManager.default.temporaryDirectory.appending(path: "catalog-tests-\(run)-\(getpid())-").path
@@ -138,10 +141,12 @@ func runProcessAsync(
     }
 }
 
-/// Runs an executable and captures its output. Standard error is read on a thread of its own (a child
-/// that filled the stderr pipe while this read stdout to its end used to wait on us forever), and a child
-/// still running after `limit` seconds is killed (SIGKILL, exit status 9 as a signal), so no test waits on
-/// a process for ever: CI was once held for its whole 90 minutes by one hung test.
+/// Runs an executable and captures its output.
+///
+/// Standard error is read on a thread of its own (a child that filled the stderr pipe while this read
+/// stdout to its end used to wait on us forever), and a child still running after `limit` seconds is
+/// killed (SIGKILL, exit status 9 as a signal), so no test waits on a process for ever: CI was once held
+/// for its whole 90 minutes by one hung test.
 func runProcess(
     _ executable: URL, _ arguments: [String], in directory: URL? = nil,
     environment: [String: String]? = nil, stdin: Data? = nil, limit: Double = 300
@@ -190,6 +195,7 @@ final class ManualClock: WallClock, @unchecked Sendable {
 }
 
 /// Every row of a query, all columns: to compare database content before and after.
+///
 /// A database that is not there has no rows (a command that failed leaves none it created behind).
 func dumpRows(_ path: String, sql: String) throws -> [[SQLValue]] {
     guard FileManager.default.fileExists(atPath: path) else { return [] }
@@ -244,8 +250,10 @@ struct TimedOut: Error, CustomStringConvertible {
 
 /// Runs `operation`, throwing ``TimedOut`` after `seconds` (the operation is then cancelled and left to
 /// end on its own), so a test never awaits for ever something that has no bound of its own — a
-/// `SyncSession.flush()`, a `stop()`. The timer is a Dispatch timer, not a task: it fires even while
-/// Swift's few cooperative threads are all busy.
+/// `SyncSession.flush()`, a `stop()`.
+///
+/// The timer is a Dispatch timer, not a task: it fires even while Swift's few cooperative threads are
+/// all busy.
 func bounded<T: Sendable>(
     _ seconds: Double = 60, _ what: String = "the operation", _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {

@@ -15,6 +15,7 @@ extension CatalogCLI {
     }
 
     /// `catalog sync --follow` (docs/live-sync.md): runs the follower until SIGTERM or SIGINT, then exits 0.
+    ///
     /// Prints a line (a JSON object with `--json`) per cycle that changed something, nothing with
     /// `--quiet`; a source's failure is printed when it is new, not at every retry.
     static func runFollow(_ i: Invocation, options sync: SyncOptions) throws -> Int32 {

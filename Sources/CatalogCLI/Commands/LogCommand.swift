@@ -77,7 +77,7 @@ extension CatalogCLI {
         return 0
     }
 
-    /// `3 of 5 landmarks and 1 of 1 position applied, 4 stale, 1 tie, 0 quarantined`
+    /// The counts as `log` shows them: `3 of 5 landmarks and 1 of 1 position applied, 4 stale, 1 tie, 0 quarantined`.
     static func describe(_ c: MergeCounts) -> String {
         "\(c.landmarksApplied) of \(plural(c.landmarksSeen, "landmark")) and \(c.positionsApplied) of \(plural(c.positionsSeen, "position")) applied, "
             + "\(c.stale) stale, \(plural(c.ties, "tie")), \(c.quarantined) quarantined" + (c.notAllowed > 0 ? ", \(c.notAllowed) not allowed" : "")

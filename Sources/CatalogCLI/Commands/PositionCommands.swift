@@ -122,7 +122,7 @@ extension CatalogCLI {
         return o
     }
 
-    /// `{"counter":…,"currentPage":…,"landmarkId":…,"node":…,"pageCount":…,"updatedAt":…,"user":…}`
+    /// The position as a JSON object: `{"counter":…,"currentPage":…,"landmarkId":…,"node":…,"pageCount":…,"updatedAt":…,"user":…}`.
     static func positionJSON(_ position: CarouselPosition) -> JSONObject {
         var o = JSONObject()
         o.set("counter", position.stamp.counter)

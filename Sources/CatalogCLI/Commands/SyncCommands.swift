@@ -192,10 +192,12 @@ extension CatalogCLI {
         return report.exitStatus
     }
 
-    /// Before a sync creates a database: a run that could only fail creates nothing. With no SOURCE (there
-    /// are no saved remotes without a database) and no `--publish` it is the usual "nothing to sync" (64);
-    /// when every SOURCE is a local file that cannot be opened, the first one's error (66). Any other
-    /// source may bring rows, so the database is created and the run recorded as usual.
+    /// Before a sync creates a database: a run that could only fail creates nothing.
+    ///
+    /// With no SOURCE (there are no saved remotes without a database) and no `--publish` it is the usual
+    /// "nothing to sync" (64); when every SOURCE is a local file that cannot be opened, the first one's
+    /// error (66). Any other source may bring rows, so the database is created and the run recorded as
+    /// usual.
     static func checkSyncCreatesSomething(_ i: Invocation, options: SyncOptions) throws {
         guard options.publishPath == nil else { return }
         let sources = i[SyncArguments.sources]
@@ -228,9 +230,11 @@ extension CatalogCLI {
     }
 
     /// `sync --json`'s report, keys sorted; `remotes` names each source's remote beside it (source key →
-    /// name, from ``CatalogStore/remoteNames()``). `stoppedBy`: the error that stopped the run before it began
-    /// (the lock held, the database unusable), given with an empty report: its message is `error` and
-    /// its status `exitStatus`, so a script always reads one object of one shape.
+    /// name, from ``CatalogStore/remoteNames()``).
+    ///
+    /// `stoppedBy`: the error that stopped the run before it began (the lock held, the database unusable),
+    /// given with an empty report: its message is `error` and its status `exitStatus`, so a script always
+    /// reads one object of one shape.
     static func reportJSON(_ report: SyncReport, stoppedBy error: CatalogError? = nil, remotes: [String: String] = [:]) -> [UInt8] {
         var o = JSONObject()
         o.set("dryRun", report.dryRun)

@@ -27,8 +27,10 @@ extension CatalogCLI {
         }
     }
 
-    /// The watching task's output and outcome. `@unchecked Sendable` is safe: only the watching task touches
-    /// it until it signals `finished`, and the command reads `error` only after waiting for that signal.
+    /// The watching task's output and outcome.
+    ///
+    /// `@unchecked Sendable` is safe: only the watching task touches it until it signals `finished`, and the
+    /// command reads `error` only after waiting for that signal.
     final class WatchState: @unchecked Sendable {
         let sink: any OutputSink
         var error: (any Error)?

@@ -3,7 +3,9 @@ import LandmarkCatalog
 import LandmarkCatalogSync
 
 /// The `catalog` command line: parses arguments against the command table, runs the command and
-/// returns its exit status (docs/exit-statuses.md §1). Writes only through `context`, so tests run it in-process.
+/// returns its exit status (docs/exit-statuses.md §1).
+///
+/// Writes only through `context`, so tests run it in-process.
 public enum CatalogCLI {
     /// The version printed by `--version`.
     public static let version = CatalogVersion.string

@@ -19,8 +19,10 @@ enum CompletionKind: Sendable {
 }
 
 /// Turns an option's value or an argument's word into its typed value, or throws a ``ValueError`` saying
-/// what is expected. A reader is a pure function of the text: the parser runs it to check the text
-/// before any command runs, and reading the value runs it again on the same text, so that cannot fail.
+/// what is expected.
+///
+/// A reader is a pure function of the text: the parser runs it to check the text before any command
+/// runs, and reading the value runs it again on the same text, so that cannot fail.
 typealias ValueReader<Value> = @Sendable (String) throws -> Value
 
 /// The value of `text`, which the parser already checked with `read` (see ``ValueReader``): a refusal
@@ -35,7 +37,9 @@ private func readChecked<Value>(_ read: ValueReader<Value>, _ text: String, _ wh
 }
 
 /// One option: a flag (`--json`) or an option with a value (`--page N`), with its help and how its value
-/// is checked. The parser checks values (types and ranges) before any command runs.
+/// is checked.
+///
+/// The parser checks values (types and ranges) before any command runs.
 struct OptionSpec: Sendable {
     /// The long name with dashes, `--json`.
     var name: String
@@ -50,7 +54,9 @@ struct OptionSpec: Sendable {
     /// Must be given (shown without brackets in the usage line).
     var required = false
     /// Checks a value's text, throwing a ``ValueError`` saying what is expected: the typed option's
-    /// reader with its result dropped (nil for a flag). The parser runs it on every value it takes.
+    /// reader with its result dropped (nil for a flag).
+    ///
+    /// The parser runs it on every value it takes.
     var check: (@Sendable (String) throws -> Void)?
     /// What a shell completes for the value.
     var completion: CompletionKind = .none
@@ -70,8 +76,9 @@ struct OptionSpec: Sendable {
     }
 }
 
-/// Why an option's value or an argument was refused. The parser words it `--page needs EXPECTED, got 'x'`,
-/// unless the reader gave the whole message.
+/// Why an option's value or an argument was refused.
+///
+/// The parser words it `--page needs EXPECTED, got 'x'`, unless the reader gave the whole message.
 struct ValueError: Error {
     /// What is expected: `an integer in 0…10`.
     var expected: String
@@ -93,7 +100,9 @@ struct Flag: Sendable {
 }
 
 /// A declared option with a value of type `Value`, queried as `parsed[Options.page]` (a `Value?`: nil when
-/// it is not given). Only the text is kept; reading runs ``read`` on it again.
+/// it is not given).
+///
+/// Only the text is kept; reading runs ``read`` on it again.
 struct Option<Value>: Sendable {
     let spec: OptionSpec
     /// Reads a value's text; the spec's `check` is this reader with its result dropped.
@@ -235,7 +244,9 @@ struct ArgumentSpec: Sendable {
 }
 
 /// A declared positional argument that must be given, queried as `parsed[ImportArguments.file]`: a `Value`,
-/// since the parser refuses a command line without it. `.repeating` makes a repeating one (an optional single argument would be one more such type; none is declared).
+/// since the parser refuses a command line without it.
+///
+/// `.repeating` makes a repeating one (an optional single argument would be one more such type; none is declared).
 struct Argument<Value>: Sendable {
     let spec: ArgumentSpec
     /// Reads a word; the spec's `check` is this reader with its result dropped.
@@ -314,10 +325,12 @@ enum GlobalOptions {
     static let all: [OptionSpec] = [db.spec, logFormat.spec, maxDiagnostics.spec, help.spec, version.spec]
 }
 
-/// What the parser found: flags given, option values and arguments' words, all checked. Only texts are
-/// kept; a typed query (`parsed[Options.page]`) reads the text again with the declaration's reader.
+/// What the parser found: flags given, option values and arguments' words, all checked.
+///
+/// Only texts are kept; a typed query (`parsed[Options.page]`) reads the text again with the
+/// declaration's reader.
 struct ParsedArguments {
-    /// The command path, e.g. `["position", "set"]`.
+    /// The command path, e.g., `["position", "set"]`.
     var path: [String] = []
     var flags: Set<String> = []
     /// Each option's value texts in the order given, by the option's name; each passed the option's check.
@@ -326,7 +339,9 @@ struct ParsedArguments {
     /// them to the command's arguments (``arguments``); commands query arguments by their declarations.
     var positionals: [String] = []
     /// Each argument's words, by the argument's name (a repeating argument's, in order); each passed the
-    /// argument's check. An argument not given has no entry.
+    /// argument's check.
+    ///
+    /// An argument not given has no entry.
     var arguments: [String: [String]] = [:]
 
     subscript(flag: Flag) -> Bool { flags.contains(flag.spec.name) }
@@ -352,6 +367,7 @@ struct ParsedArguments {
         return argument.value(ofChecked: word)
     }
     /// An optional argument's value, or nil when it is not given.
+    ///
     /// A repeating argument's values, in order (none when it is not given).
     subscript<V>(argument: RepeatingArgument<V>) -> [V] { arguments[argument.spec.name]?.map(argument.value(ofChecked:)) ?? [] }
 }

@@ -1,9 +1,11 @@
 import LandmarkCatalog
 
 /// A JSON object built field by field and written with its keys sorted (the tool's JSON outputs all
-/// sort their keys), so a command need not order its fields, or place its commas, by hand. Every JSON
-/// object the command line writes (`--json`, `--log-format json`) is one of these; only bodies the core
-/// library writes (a landmark in the app's file shape, a stored snapshot row) come in as JSON text.
+/// sort their keys), so a command need not order its fields, or place its commas, by hand.
+///
+/// Every JSON object the command line writes (`--json`, `--log-format json`) is one of these; only
+/// bodies the core library writes (a landmark in the app's file shape, a stored snapshot row) come in
+/// as JSON text.
 struct JSONObject {
     private var fields: [(key: String, value: [UInt8])] = []
 
@@ -97,9 +99,10 @@ struct JSONObject {
     }
 
     /// The object's text up to the value of `key`, which the caller then streams (a long array written as
-    /// it is read): `{"a":1,"key":`, the fields sorted before `key`. ``closing(after:)``, written after the
-    /// value, ends the object; fields may still be set in between (a count known once the value is
-    /// written). `key` itself is not set.
+    /// it is read): `{"a":1,"key":`, the fields sorted before `key`.
+    ///
+    /// ``closing(after:)``, written after the value, ends the object; fields may still be set in between (a
+    /// count known once the value is written). `key` itself is not set.
     func opening(before key: String) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 256)
         w.byte(0x7B)

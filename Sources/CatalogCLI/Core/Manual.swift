@@ -3,8 +3,10 @@ import Foundation
 /// The manual page `catalog(1)` in roff (man(7) macros), generated from the command table like `--help`,
 /// so it lists exactly the commands and options the parser takes: NAME, SYNOPSIS, DESCRIPTION, OPTIONS
 /// (the global ones), COMMANDS (each with its usage, arguments and options), EXIT STATUS, ENVIRONMENT,
-/// FILES, EXAMPLES, SEE ALSO. Text is escaped for roff: `\` and `-`, a leading `.` or `'`, and every
-/// character outside printable ASCII as `\[uXXXX]` (groff_char(7); mandoc reads the same).
+/// FILES, EXAMPLES, SEE ALSO.
+///
+/// Text is escaped for roff: `\` and `-`, a leading `.` or `'`, and every character outside printable
+/// ASCII as `\[uXXXX]` (groff_char(7); mandoc reads the same).
 enum Manual {
     /// The page.
     /// - Parameters:

@@ -1,8 +1,10 @@
 import Foundation
 import LandmarkCatalog
 
-/// The options commands share, declared once. A command lists the ones it takes (with its own help
-/// text where that reads better); runs query them typed, `invocation[Options.json]`.
+/// The options commands share, declared once.
+///
+/// A command lists the ones it takes (with its own help text where that reads better); runs query
+/// them typed, `invocation[Options.json]`.
 enum Options {
     static let json = Flag("--json", "Print JSON.")
     static let quiet = Flag("--quiet", short: "q", "Print nothing on success (warnings and errors still go to stderr).")

@@ -2,8 +2,9 @@ import Foundation
 import LandmarkCatalog
 import LandmarkCatalogSync
 
-/// Where the CLI writes: standard output for data, standard error for diagnostics. Taken as parameters so
-/// tests run commands in-process and read what they printed.
+/// Where the CLI writes: standard output for data, standard error for diagnostics.
+///
+/// Taken as parameters so tests run commands in-process and read what they printed.
 public protocol OutputSink: AnyObject {
     /// Writes bytes (buffered implementations flush on `flush()`).
     func write(_ bytes: [UInt8])
@@ -22,7 +23,9 @@ extension OutputSink {
     public func line(_ text: String) { write(Array((text + "\n").utf8)) }
 }
 
-/// A buffered sink over a file descriptor (1 or 2). A closed pipe (`EPIPE`) ends writing quietly.
+/// A buffered sink over a file descriptor (1 or 2).
+///
+/// A closed pipe (`EPIPE`) ends writing quietly.
 public final class FileDescriptorSink: OutputSink {
     let fd: Int32
     private var buffer: [UInt8] = []
@@ -62,7 +65,7 @@ public final class FileDescriptorSink: OutputSink {
         buffer.removeAll(keepingCapacity: true)
     }
 
-    /// True once a write failed (e.g. the reader of a pipe went away).
+    /// True once a write failed (e.g., the reader of a pipe went away).
     public var failed: Bool { broken }
 
     deinit { flush() }

@@ -1,10 +1,11 @@
 import LandmarkCatalog
 
 enum Parser {
-    /// Parses `arguments` against `root`. `-h` is `--help`; short options (`-q`, `-o FILE`) as declared;
-    /// `--name=value` and `--name value` both work; `--` ends options. Global options may come before or
-    /// after the command. Option values and arguments are checked here, before any command runs (and
-    /// before the command's `validate`).
+    /// Parses `arguments` against `root`.
+    ///
+    /// `-h` is `--help`; short options (`-q`, `-o FILE`) as declared; `--name=value` and `--name value`
+    /// both work; `--` ends options. Global options may come before or after the command. Option values
+    /// and arguments are checked here, before any command runs (and before the command's `validate`).
     static func parse(_ arguments: [String], root: CommandSpec) throws -> (CommandSpec, ParsedArguments) {
         var parsed = ParsedArguments()
         var command = root

@@ -3,6 +3,7 @@ import LandmarkCatalog
 
 /// Whether a progress line is on the terminal, and how to draw it: for files of known size the bytes
 /// done and total, the percentage, rows per second and the time left; otherwise rows and rows per second.
+///
 /// Shown on a terminal only — never in a pipe, under cron, or with `--quiet` / `--json`.
 final class ProgressLine {
     private(set) var shown = false

@@ -3,9 +3,10 @@ import LandmarkCatalog
 
 /// The one place diagnostics reach stderr (docs/operations.md §5): as text (`catalog: warning: …`) or, with
 /// `--log-format json`, as one JSON object per line; at most `limit` lines of one kind per run, then
-/// one line with the count of the rest and where to see them all. Counts stay complete. Text lines show
-/// control characters escaped (`\u{1B}`), as tables do: a key or a name from a file cannot drive the
-/// terminal (JSON lines escape them as JSON does).
+/// one line with the count of the rest and where to see them all.
+///
+/// Counts stay complete. Text lines show control characters escaped (`\u{1B}`), as tables do: a key or a
+/// name from a file cannot drive the terminal (JSON lines escape them as JSON does).
 final class Reporter {
     enum Format { case text, json }
     let stderr: any OutputSink
@@ -95,7 +96,9 @@ final class Reporter {
         report(Diagnostic(severity: .warning, message: message, file: "", kind: kind))
     }
 
-    /// Writes the summary lines for kinds over the limit. Call once at the end of the command.
+    /// Writes the summary lines for kinds over the limit.
+    ///
+    /// Call once at the end of the command.
     func finish() {
         guard limit > 0 else { return }
         for kind in order {

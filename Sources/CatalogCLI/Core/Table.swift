@@ -1,6 +1,8 @@
 /// An aligned plain-text table for people, padded by terminal display width (wide CJK and emoji count
-/// two columns, combining marks none), so Korean or Japanese names line up. Control characters in cells
-/// are shown escaped (`\u{1B}`), so data can never move the cursor or change colours on a terminal.
+/// two columns, combining marks none), so Korean or Japanese names line up.
+///
+/// Control characters in cells are shown escaped (`\u{1B}`), so data can never move the cursor or
+/// change colours on a terminal.
 enum Table {
     static func render(_ rows: [[String]]) -> String {
         let rows = rows.map { $0.map(escaped) }

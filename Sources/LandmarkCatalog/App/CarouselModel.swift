@@ -39,8 +39,10 @@ public final class CarouselModel {
     public private(set) var pages: [Landmark] = []
     /// The number of pages.
     public var pageCount: Int { pages.count }
-    /// The page shown (0-based; 0 when there are no pages). Setting it (a swipe, a tap on the page
-    /// control) clamps it into `0..<pageCount` and writes it through, coalesced.
+    /// The page shown (0-based; 0 when there are no pages).
+    ///
+    /// Setting it (a swipe, a tap on the page control) clamps it into `0..<pageCount` and writes it
+    /// through, coalesced.
     public var currentPage: Int {
         get { page }
         set { select(newValue) }

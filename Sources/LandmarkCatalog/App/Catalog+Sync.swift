@@ -2,8 +2,9 @@
 /// the library an app that only reads and writes its own database does not need.
 extension Catalog {
     /// Syncs with `sources` (docs/cli.md §7): each source is fetched, then merged in one transaction with
-    /// last-writer-wins; a source that fails changes nothing and is reported. Observers are woken when it
-    /// returns.
+    /// last-writer-wins; a source that fails changes nothing and is reported.
+    ///
+    /// Observers are woken when it returns.
     ///
     /// The sync runs on a write connection and a thread of its own, not the writer's: a fetch may take
     /// up to its deadline, and ``setPosition(user:to:)`` and the other writes go on meanwhile. They wait

@@ -84,8 +84,10 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// Closes every connection. Calls after this throw `CatalogError` 64 ("closed"); observations end.
-    /// Work already running finishes first.
+    /// Closes every connection.
+    ///
+    /// Calls after this throw `CatalogError` 64 ("closed"); observations end. Work already running
+    /// finishes first.
     public func close() {
         closed.withLock { $0 = true }
         writerQueue.sync { writer.store = nil }
@@ -108,8 +110,9 @@ public final class Catalog: Sendable {
         try await Self.run(on: DispatchQueue(label: "LandmarkCatalog.Catalog.reader", qos: .userInitiated)) { try self.withReader(body) }
     }
 
-    /// Runs `body` on the writer connection, on the writer thread (writes are serialised). Each of the
-    /// store's write methods is one transaction. Observers are woken when it returns.
+    /// Runs `body` on the writer connection, on the writer thread (writes are serialised).
+    ///
+    /// Each of the store's write methods is one transaction. Observers are woken when it returns.
     /// - Throws: what `body` throws; `CatalogError` 73 for a catalog opened with `.read`.
     public func write<T: Sendable>(_ body: @escaping @Sendable (CatalogStore) throws -> T) async throws -> T {
         defer { monitor.noteLocalWrite() }
@@ -139,8 +142,10 @@ public final class Catalog: Sendable {
 
     /// Runs long work that waits on the network (a sync) on a write connection of its own, opened for it
     /// and closed after, on a queue of its own, so that the writer's short writes do not wait behind it;
-    /// SQLite serialises the two connections' transactions. Throws `CancellationError` when the calling
-    /// task was cancelled before it started. Observers are woken when it returns.
+    /// SQLite serialises the two connections' transactions.
+    ///
+    /// Throws `CancellationError` when the calling task was cancelled before it started. Observers are
+    /// woken when it returns.
     func sideWrite<T: Sendable>(_ body: @escaping @Sendable (CatalogStore) throws -> T) async throws -> T {
         let stop = StopFlag()
         defer { monitor.noteLocalWrite() }
@@ -238,8 +243,9 @@ public final class Catalog: Sendable {
     }
 
     /// The whole catalog: every live landmark, featured or not, smallest `id` first — what the tutorial's
-    /// list view (`LandmarkList`) shows. Deleted landmarks (tombstones, e.g. after `import --prune`) are
-    /// left out.
+    /// list view (`LandmarkList`) shows.
+    ///
+    /// Deleted landmarks (tombstones, e.g., after `import --prune`) are left out.
     ///
     /// One read transaction on a reader connection: it never waits for a write.
     /// - Returns: the live landmarks in `id` order; empty for an empty catalog.
@@ -325,6 +331,7 @@ public final class Catalog: Sendable {
     }
 
     /// Writes a snapshot of the whole catalog (docs/snapshot-format.md §1) to `path` atomically, from a reader connection.
+    ///
     /// Cancelling the calling task stops it at its next chunk (about 64 KiB); the file is then left as it was.
     /// - Parameters:
     ///   - path: the snapshot file to write (replaced atomically: a temporary file, fsync, rename).
@@ -428,8 +435,10 @@ final class WriterSlot: @unchecked Sendable {
     var identity: FileIdentity?
 }
 
-/// Idle reader connections, and how many are open. A connection is used by one thread at a time: it is
-/// taken out of `idle` under the lock and put back when its read is done.
+/// Idle reader connections, and how many are open.
+///
+/// A connection is used by one thread at a time: it is taken out of `idle` under the lock and put back
+/// when its read is done.
 final class ReaderPool: @unchecked Sendable {
     // Safe: every stored property is touched only while `condition` is locked; a checked-out store
     // belongs to the one thread that took it until it is checked in or discarded.

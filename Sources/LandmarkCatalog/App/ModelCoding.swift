@@ -9,8 +9,9 @@
 
 extension Landmark {
     /// Two landmarks are equal when every field is, kept unknown keys compared as JSON members whatever
-    /// their order (a `Decoder` gives them in its own order; the database keeps the file's). The fields
-    /// are those of `LandmarkColumn`'s table of fields.
+    /// their order (a `Decoder` gives them in its own order; the database keeps the file's).
+    ///
+    /// The fields are those of `LandmarkColumn`'s table of fields.
     public static func == (a: Landmark, b: Landmark) -> Bool {
         for column in LandmarkColumn.contentColumns {
             switch column.field {
@@ -55,9 +56,11 @@ extension Landmark {
 extension Landmark: Codable {
     /// Decodes one `landmarkData.json` object, with the rules of `catalog import` (docs/cli.md §2): what the
     /// import accepts with a warning is accepted here silently; what it refuses is a
-    /// `DecodingError.dataCorrupted` naming the field. An absent optional key or `null` decodes as nil,
-    /// `""` as `""`. Unknown keys are kept in ``extraJSON`` sorted by key (a `Decoder` does not say in
-    /// which order the file had them), so they survive a decode–encode round trip.
+    /// `DecodingError.dataCorrupted` naming the field.
+    ///
+    /// An absent optional key or `null` decodes as nil, `""` as `""`. Unknown keys are kept in ``extraJSON``
+    /// sorted by key (a `Decoder` does not say in which order the file had them), so they survive a
+    /// decode–encode round trip.
     public init(from decoder: any Decoder) throws {
         let value = try AnyJSON(from: decoder).value
         guard case .object = value else {
@@ -105,8 +108,10 @@ extension CarouselPosition: Codable {
     }
 
     /// Decodes `catalog position get --json` / `positions --json` output (or what ``encode(to:)``
-    /// wrote). `updatedAt` is RFC 3339; `counter` and `node` may be absent (0, ""); without `storedPage`
-    /// and `storedLandmarkId` the resolved page and landmark stand for them.
+    /// wrote).
+    ///
+    /// `updatedAt` is RFC 3339; `counter` and `node` may be absent (0, ""); without `storedPage` and
+    /// `storedLandmarkId` the resolved page and landmark stand for them.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         user = try c.decode(String.self, forKey: .user)
@@ -139,8 +144,9 @@ extension CarouselPosition: Codable {
     }
 }
 
-/// Any JSON value, carried through a `Decoder` or an `Encoder` as a ``JSONValue``. Object members are
-/// sorted by their UTF-8 bytes (the order ``LandmarkJSON`` writes kept keys in).
+/// Any JSON value, carried through a `Decoder` or an `Encoder` as a ``JSONValue``.
+///
+/// Object members are sorted by their UTF-8 bytes (the order ``LandmarkJSON`` writes kept keys in).
 struct AnyJSON: Codable {
     var value: JSONValue
 

@@ -139,7 +139,9 @@ final class ChangeMonitor: @unchecked Sendable {
     init(path: String) { self.path = path }
 
     /// Registers an observer and returns the current generation, once the baseline (the file's identity
-    /// and data version) is taken: a commit after this call is seen. Starts the thread if needed.
+    /// and data version) is taken: a commit after this call is seen.
+    ///
+    /// Starts the thread if needed.
     func subscribe() -> UInt64 {
         condition.lock()
         defer { condition.unlock() }

@@ -9,9 +9,11 @@ public struct HLCStamp: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// The node that wrote it; the last tie-breaker, compared as UTF-8 bytes.
     public var node: String
 
-    /// The largest counter a stamp may carry: 2³² − 1. Snapshots and hubs with a larger one are refused
-    /// where they enter (exit 65), and the clock never issues one: when its counter would pass this, it
-    /// moves to the next millisecond instead, so stamps still only grow and nothing can overflow.
+    /// The largest counter a stamp may carry: 2³² − 1.
+    ///
+    /// Snapshots and hubs with a larger one are refused where they enter (exit 65), and the clock never
+    /// issues one: when its counter would pass this, it moves to the next millisecond instead, so
+    /// stamps still only grow and nothing can overflow.
     public static let maxCounter: Int64 = 4_294_967_295
 
     public init(wallMilliseconds: Int64, counter: Int64, node: String) {

@@ -1,6 +1,8 @@
 /// A node id: the last tie-breaker of every last-writer-wins stamp (docs/merge-rules.md §1) — 1–64
-/// characters of `A–Z a–z 0–9 . _ -`, compared as bytes. The one place that rule is written: `init
-/// --node`, snapshot and log rows, hub rows and remote names (which follow the same rule) all check here.
+/// characters of `A–Z a–z 0–9 . _ -`, compared as bytes.
+///
+/// The one place that rule is written: `init --node`, snapshot and log rows, hub rows and remote names
+/// (which follow the same rule) all check here.
 public struct NodeID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: String
 
@@ -27,7 +29,7 @@ public struct NodeID: RawRepresentable, Sendable, Hashable, CustomStringConverti
         !bytes.isEmpty && bytes.count <= 64 && bytes.allSatisfy(isIDByte)
     }
 
-    /// `A–Z a–z 0–9 . _ -`
+    /// Whether `b` may appear in a node id: `A–Z a–z 0–9 . _ -`.
     @inline(__always) static func isIDByte(_ b: UInt8) -> Bool {
         (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 45
     }
@@ -39,6 +41,7 @@ extension HLCStamp {
     /// A stamp read from outside (a snapshot or log row, a hub row), or nil when a part is not valid: a
     /// time no RFC 3339 timestamp names (outside ``Timestamp/representable``: it could never be written to
     /// a snapshot), a counter outside 0…``HLCStamp/maxCounter``, or a node id that is not a ``NodeID``.
+    ///
     /// The one validating initialiser; ``init(wallMilliseconds:counter:node:)`` trusts its caller.
     public init?(validatingWall wall: Int64, counter: Int64, node: String) {
         guard Self.isValidWall(wall), Self.isValidCounter(counter), NodeID(rawValue: node) != nil else { return nil }

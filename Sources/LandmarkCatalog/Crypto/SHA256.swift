@@ -5,7 +5,9 @@
 #endif
 
 /// A streaming SHA-256 hasher (FIPS 180-4): the one hash the core computes (a snapshot log's files, the
-/// state digest). On Apple platforms it is CryptoKit's `SHA256`; on Linux, OpenSSL's EVP digest API
+/// state digest).
+///
+/// On Apple platforms it is CryptoKit's `SHA256`; on Linux, OpenSSL's EVP digest API
 /// (`EVP_DigestInit_ex`, `EVP_DigestUpdate`, `EVP_DigestFinal_ex`;
 /// https://www.openssl.org/docs/man3.0/man3/EVP_DigestInit.html). No hash is written here.
 ///
@@ -34,8 +36,10 @@ package struct SHA256: ~Copyable {
             hasher.update(bufferPointer: buffer)
         }
 
-        /// The digest (32 bytes) of everything added so far. The hasher is left as it was: more bytes can
-        /// be added and `finalize()` called again for the digest of the longer input.
+        /// The digest (32 bytes) of everything added so far.
+        ///
+        /// The hasher is left as it was: more bytes can be added and `finalize()` called again for the
+        /// digest of the longer input.
         package func finalize() -> [UInt8] {
             Array(hasher.finalize())
         }
@@ -43,8 +47,10 @@ package struct SHA256: ~Copyable {
         /// The `EVP_MD_CTX *`, freed by `deinit`.
         private let context: OpaquePointer
 
-        /// A hasher with nothing hashed yet. Traps if OpenSSL cannot allocate or initialise a context
-        /// (out of memory, or a crypto policy without SHA-256): nothing sensible can continue then.
+        /// A hasher with nothing hashed yet.
+        ///
+        /// Traps if OpenSSL cannot allocate or initialise a context (out of memory, or a crypto
+        /// policy without SHA-256): nothing sensible can continue then.
         package init() {
             guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
             guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
@@ -63,8 +69,10 @@ package struct SHA256: ~Copyable {
             precondition(ok == 1, "EVP_DigestUpdate failed")
         }
 
-        /// The digest (32 bytes) of everything added so far. The hasher is left as it was: more bytes can
-        /// be added and `finalize()` called again for the digest of the longer input.
+        /// The digest (32 bytes) of everything added so far.
+        ///
+        /// The hasher is left as it was: more bytes can be added and `finalize()` called again for the
+        /// digest of the longer input.
         package func finalize() -> [UInt8] {
             guard let copy = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new failed (out of memory)") }
             defer { EVP_MD_CTX_free(copy) }

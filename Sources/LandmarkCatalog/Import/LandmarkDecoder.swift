@@ -1,6 +1,8 @@
 /// Reads landmark objects from a JSON reader into a ``RowBatch``, validating each against docs/cli.md §2 (and,
-/// for snapshot rows, the stamp of docs/snapshot-format.md §4). Diagnostics carry file, line:column, record index, id and
-/// field. Keys are matched by their bytes against a table generated from ``LandmarkColumn``.
+/// for snapshot rows, the stamp of docs/snapshot-format.md §4).
+///
+/// Diagnostics carry file, line:column, record index, id and field. Keys are matched by their bytes against a table
+/// generated from ``LandmarkColumn``.
 package struct LandmarkDecoder {
     static let batchSize = 2000
 
@@ -107,7 +109,9 @@ package struct LandmarkDecoder {
         do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
     }
 
-    /// Decodes the next array element into `batch` (when valid). The reader is at the element's start.
+    /// Decodes the next array element into `batch` (when valid).
+    ///
+    /// The reader is at the element's start.
     /// - Throws: `JSONSyntaxError` / `JSONReadError` from the reader; validation problems are reported, not thrown, and
     ///   so is a string with bad content (`JSONStringContentError`), as an error on its field.
     package mutating func decode(_ reader: JSONPullReader, index: Int, into batch: RowBatch) throws {

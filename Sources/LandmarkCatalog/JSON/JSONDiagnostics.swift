@@ -28,7 +28,7 @@ public struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
         self.offset = offset
     }
 
-    /// `line:column`, e.g. `106:5`.
+    /// `line:column`, e.g., `106:5`.
     public var description: String { "\(line):\(column)" }
 }
 
@@ -37,7 +37,7 @@ public struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
 ///
 /// `message` says what was expected and what was found; `position` is where the problem was detected.
 public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What was expected and what was found, e.g. `expected ':' after object key, found '}'`.
+    /// What was expected and what was found, e.g., `expected ':' after object key, found '}'`.
     public var message: String
     /// Where the problem was detected.
     public var position: SourcePosition
@@ -48,7 +48,7 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
         self.position = position
     }
 
-    /// The message followed by ` at line:column`, e.g. `expected ',' or ']' after array element, found '}' at 12:5`.
+    /// The message followed by ` at line:column`, e.g., `expected ',' or ']' after array element, found '}' at 12:5`.
     public var description: String { "\(message) at \(position)" }
 }
 
@@ -71,7 +71,7 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
 public struct JSONStringContentError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What is wrong with the content (an open set: more may be added).
     public struct Problem: Sendable, Hashable, CustomStringConvertible {
-        /// A short name, e.g. `lone surrogate escape`.
+        /// A short name, e.g., `lone surrogate escape`.
         public let description: String
         /// Creates a problem from its name.
         public init(_ description: String) { self.description = description }
@@ -86,7 +86,7 @@ public struct JSONStringContentError: Error, Sendable, Equatable, CustomStringCo
 
     /// What is wrong (the first problem in the string; there may be more).
     public var problem: Problem
-    /// The message a ``JSONSyntaxError`` would carry, e.g. `lone surrogate \uD800 in string: …`.
+    /// The message a ``JSONSyntaxError`` would carry, e.g., `lone surrogate \uD800 in string: …`.
     public var message: String
     /// Where the first problem is: the backslash of the escape, the first byte of the bad sequence, or the
     /// control character.
@@ -116,7 +116,7 @@ public struct JSONStringContentError: Error, Sendable, Equatable, CustomStringCo
         self.isKey = isKey
     }
 
-    /// The problem said of `subject` (e.g. a field name): `name contains a lone surrogate escape \ud800`,
+    /// The problem said of `subject` (e.g., a field name): `name contains a lone surrogate escape \ud800`,
     /// `invalid UTF-8 in name (0xFF)`, `name contains an unescaped control character U+0009`.
     public func message(in subject: String) -> String {
         switch problem {
@@ -134,7 +134,7 @@ public struct JSONStringContentError: Error, Sendable, Equatable, CustomStringCo
 /// Something the reader accepted although RFC 8259 does not allow it (in lenient mode only: a single
 /// trailing comma before `]` or `}`), with the position of the offending byte.
 public struct JSONWarning: Sendable, Equatable, CustomStringConvertible {
-    /// What was accepted, e.g. `trailing comma before ']'`.
+    /// What was accepted, e.g., `trailing comma before ']'`.
     public var message: String
     /// Where it is (for a trailing comma: the comma itself).
     public var position: SourcePosition
@@ -154,7 +154,7 @@ public struct JSONWarning: Sendable, Equatable, CustomStringConvertible {
 /// Thrown by a `JSONPullReader` made with `init(fileDescriptor:options:)` when `read(2)` fails with
 /// anything but `EINTR` (which is retried).
 public struct JSONReadError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The `errno` value that `read(2)` set, e.g. `EIO` (5) or `EISDIR` (21).
+    /// The `errno` value that `read(2)` set, e.g., `EIO` (5) or `EISDIR` (21).
     public var errno: Int32
     /// The offset, in bytes from the start of the input, at which the failed read started.
     public var offset: Int
@@ -165,7 +165,7 @@ public struct JSONReadError: Error, Sendable, Equatable, CustomStringConvertible
         self.offset = offset
     }
 
-    /// E.g. `read failed at byte 65536: Is a directory (errno 21)`.
+    /// The message, for example `read failed at byte 65536: Is a directory (errno 21)`.
     public var description: String {
         "read failed at byte \(offset): \(String(cString: strerror(errno))) (errno \(errno))"
     }

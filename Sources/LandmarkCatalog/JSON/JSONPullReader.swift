@@ -58,10 +58,14 @@ package final class JSONPullReader {
     /// How strict the reader is.
     package struct Options: Sendable {
         /// Accept a single trailing comma before `]` or `}` with a warning (Apple's 2019
-        /// `landmarkData.json` has one). Default `false`: RFC 8259 forbids it.
+        /// `landmarkData.json` has one).
+        ///
+        /// Default `false`: RFC 8259 forbids it.
         package var allowTrailingCommas: Bool
         /// The deepest nesting of arrays and objects accepted; default 512 (Foundation's
-        /// `JSONSerialization` limit). The outermost array or object is depth 1.
+        /// `JSONSerialization` limit).
+        ///
+        /// The outermost array or object is depth 1.
         package var maxDepth: Int
 
         /// Creates options.
@@ -115,8 +119,10 @@ package final class JSONPullReader {
     var topLevelValueStarted = false
 
     /// The containers that are open, innermost last, and the buffer where strings with escapes or split
-    /// across reads are assembled. They sit behind a pointer because modifying an array stored in a class
-    /// costs a dynamic exclusivity check per call (about 15% of the reading time); nothing else holds them.
+    /// across reads are assembled.
+    ///
+    /// They sit behind a pointer because modifying an array stored in a class costs a dynamic exclusivity
+    /// check per call (about 15% of the reading time); nothing else holds them.
     struct Work {
         var containers: [Container] = []
         var scratch: [UInt8] = []
@@ -200,7 +206,9 @@ package final class JSONPullReader {
     // MARK: - Public pull API
 
     /// The position of the next byte that is not whitespace (the start of the next token), or of the
-    /// end of the input. Skips whitespace, reading more input if needed.
+    /// end of the input.
+    ///
+    /// Skips whitespace, reading more input if needed.
     package var position: SourcePosition {
         if !started { begin() }
         _ = peekNonWhitespace()

@@ -155,8 +155,10 @@ extension JSONPullReader {
 
     /// Checks the UTF-8 sequence that starts with the non-ASCII byte at `p` (Unicode 15, table 3-7,
     /// well-formed byte sequences: no overlong forms, no surrogates, nothing above U+10FFFF), adding its
-    /// continuation bytes to `cont`. An ill-formed or truncated sequence is noted as the string's problem
-    /// (see ``noteInvalidUTF8(at:limit:bad:continuation:)``) and sets `flawed`.
+    /// continuation bytes to `cont`.
+    ///
+    /// An ill-formed or truncated sequence is noted as the string's problem (see
+    /// ``noteInvalidUTF8(at:limit:bad:continuation:)``) and sets `flawed`.
     /// - Returns: The number of bytes to move past (the sequence, or the ill-formed part of it); or minus
     ///   the sequence's length, when the buffer ends inside it and more input may follow.
     @inline(__always)
@@ -245,7 +247,9 @@ extension JSONPullReader {
     }
 
     /// Notes the raw control character at `p` as the string's problem, unless it has one already; a LF
-    /// also starts a new line. `continuation` must count the continuation bytes before `p`.
+    /// also starts a new line.
+    ///
+    /// `continuation` must count the continuation bytes before `p`.
     @inline(never)
     private func noteControlCharacter(at p: Int) {
         let c = storage[p]
@@ -305,8 +309,10 @@ extension JSONPullReader {
         return error
     }
 
-    /// A syntax error inside a string. When the string already had bad content, that earlier problem is
-    /// the error, as if the scan had stopped there.
+    /// A syntax error inside a string.
+    ///
+    /// When the string already had bad content, that earlier problem is the error, as if the scan had
+    /// stopped there.
     private func stringSyntaxError(_ message: String, at index: Int) -> any Error {
         stringSyntaxError(message, position: position(at: index))
     }

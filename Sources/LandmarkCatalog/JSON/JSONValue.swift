@@ -21,15 +21,17 @@ public enum JSONKind: Sendable, Hashable, CustomStringConvertible {
 /// Equality and hashing compare all three properties, so `1.0` and `1` are different numbers;
 /// compare `doubleValue` or `int64Value` to compare values.
 public struct JSONNumber: Sendable, Hashable {
-    /// The number exactly as written in the input, e.g. `-116.166868` or `1E+2`.
+    /// The number exactly as written in the input, e.g., `-116.166868` or `1E+2`.
     public var literal: String
     /// The value when the literal is an integer (no fraction, no exponent) that fits `Int64`
-    /// (−9223372036854775808 … 9223372036854775807); `nil` otherwise, e.g. for `1.0`, `1e2` or
+    /// (−9223372036854775808 … 9223372036854775807); `nil` otherwise, e.g., for `1.0`, `1e2` or
     /// `9223372036854775808`.
     public var int64Value: Int64?
     /// The nearest `Double` (IEEE 754 binary64, rounded to nearest, ties to even, as `strtod(3)` in
-    /// the C locale). RFC 8259 §6 allows any range, so a huge exponent gives ±infinity (`1e400`) and a
-    /// tiny one gives ±0 (`1e-400`); `-0` gives −0.0.
+    /// the C locale).
+    ///
+    /// RFC 8259 §6 allows any range, so a huge exponent gives ±infinity (`1e400`) and a tiny one gives
+    /// ±0 (`1e-400`); `-0` gives −0.0.
     public var doubleValue: Double
 
     /// Creates a number from its three properties, which the caller keeps consistent.
@@ -67,7 +69,9 @@ public struct JSONMember: Sendable, Equatable {
     }
 }
 
-/// A JSON value (RFC 8259 §3). Objects keep their members in input order, duplicates included.
+/// A JSON value (RFC 8259 §3).
+///
+/// Objects keep their members in input order, duplicates included.
 ///
 /// Equality is structural and exact: member order and positions count, numbers compare by
 /// ``JSONNumber`` (literal included), strings by `String` equality.

@@ -1,5 +1,7 @@
 /// A small, fast JSON text builder (RFC 8259) for the tool's outputs: appends UTF-8 into a byte buffer
-/// that the caller flushes. Keys are written in the order given; callers sort them.
+/// that the caller flushes.
+///
+/// Keys are written in the order given; callers sort them.
 public struct JSONWriter: Sendable {
     /// The bytes written so far.
     public var bytes: [UInt8] = []
@@ -51,7 +53,9 @@ public struct JSONWriter: Sendable {
     }
 
     /// Whether any byte of the word may be below 0x20, `"` or `\` (exact for "none"; a yes may be a
-    /// false alarm, which costs only a byte-by-byte look). The zero-byte test of Mycroft (1987).
+    /// false alarm, which costs only a byte-by-byte look).
+    ///
+    /// The zero-byte test of Mycroft (1987).
     @inline(__always)
     static func mayNeedEscape(_ v: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101

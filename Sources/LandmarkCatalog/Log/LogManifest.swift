@@ -1,6 +1,7 @@
-/// The manifest of a snapshot log (docs/log-format.md §2): the only file of a log directory ever replaced. It names
-/// an immutable base snapshot and the immutable deltas after it, each with its size and SHA-256, and
-/// the change sequence numbers each covers.
+/// The manifest of a snapshot log (docs/log-format.md §2): the only file of a log directory ever replaced.
+///
+/// It names an immutable base snapshot and the immutable deltas after it, each with its size and SHA-256, and the
+/// change sequence numbers each covers.
 ///
 /// ```json
 /// {"format":"landmark-catalog-log","version":1,"node":"n-7f3a","generation":"g20261201T101500Z-3f9a1c","through":42,
@@ -15,8 +16,9 @@ public struct LogManifest: Sendable, Equatable {
     public static let version: Int64 = 1
     /// The file name in a log directory.
     public static let fileName = "manifest.json"
-    /// The largest manifest read, in bytes (64 MiB, or `--max-bytes` when smaller). A publisher keeps its
-    /// manifest to a few kilobytes (`--max-deltas`).
+    /// The largest manifest read, in bytes (64 MiB, or `--max-bytes` when smaller).
+    ///
+    /// A publisher keeps its manifest to a few kilobytes (`--max-deltas`).
     public static let maxManifestBytes: Int64 = 64 << 20
 
     /// One immutable file of the log.
@@ -163,7 +165,9 @@ public struct LogManifest: Sendable, Equatable {
     }
 
     /// Whether `bytes` (the start of a document) begin like a log manifest: the first key is `format`
-    /// with this format's value. Our writers always put it first; a snapshot never has it.
+    /// with this format's value.
+    ///
+    /// Our writers always put it first; a snapshot never has it.
     package static func looksLikeManifest(_ bytes: ArraySlice<UInt8>) -> Bool {
         let reader = JSONPullReader(bytes: Array(bytes), options: .init(allowTrailingCommas: false, maxDepth: 8))
         guard (try? reader.beginObject()) != nil, let (key, _) = try? reader.nextKey() else { return false }

@@ -182,6 +182,7 @@ package struct MinisignSignature: Sendable, Equatable {
     package var keyIDText: String { Minisign.keyIDText(keyID) }
 
     /// Whether the trusted comment is `key`'s (the comment signature verifies), whatever file was signed.
+    ///
     /// False when no ``SignatureAlgorithms`` are registered.
     package func commentVerifies(with key: MinisignPublicKey) -> Bool {
         guard let algorithms = SignatureAlgorithms.registered else { return false }
@@ -189,6 +190,7 @@ package struct MinisignSignature: Sendable, Equatable {
     }
 
     /// Whether this is `key`'s signature of `message`, trusted comment included (the key ids must match).
+    ///
     /// False when no ``SignatureAlgorithms`` are registered.
     package func verifies(_ message: [UInt8], with key: MinisignPublicKey) -> Bool {
         guard key.keyID == keyID, let algorithms = SignatureAlgorithms.registered else { return false }

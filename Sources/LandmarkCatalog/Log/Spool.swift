@@ -53,6 +53,7 @@ package enum Spool {
     }
 
     /// The error for a failed spool operation, by `errno`: a full or failing disk is 74, else 73.
+    ///
     /// The message reads `<what>: <strerror>, <where>`.
     package static func error(_ code: Int32, _ what: String, at place: String? = nil) -> CatalogError {
         let message = "\(what): \(String(cString: strerror(code)))" + (place.map { ", \($0)" } ?? "")

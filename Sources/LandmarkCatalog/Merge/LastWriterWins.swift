@@ -74,19 +74,21 @@ public enum LastWriterWins {
         }
     }
 
-    /// The tie rule as data — the one place it is stated (docs/merge-rules.md §3). ``decide(incoming:incomingDeleted:stored:compareContent:)`` and every SQL
-    /// statement that settles ties (the hub's upserts, its quarantine, its release order) are made from
-    /// these two values, so flipping one flips every node and the hub alike.
-    /// On equal order keys, a tombstone beats a live row (`true`), or a live row beats a tombstone.
+    /// The tie rule as data — the one place it is stated (docs/merge-rules.md §3).
+    ///
+    /// ``decide(incoming:incomingDeleted:stored:compareContent:)`` and every SQL statement that settles ties (the hub's upserts, its quarantine, its release
+    /// order) are made from these two values, so flipping one flips every node and the hub alike. On equal order keys, a tombstone beats a live row
+    /// (`true`), or a live row beats a tombstone.
     public static let tombstoneWinsTie = true
     /// On equal order keys and equal tombstone flags, the greater content wins (`true`), or the lesser.
     public static let greaterContentWinsTie = true
 
     /// The same rule as an SQL predicate, for upserts that decide inside the database (the hub, where
-    /// concurrent pushes meet): true when the row `incoming` beats the row `stored`. The order key is a
-    /// row-value comparison (`(a, b) > (c, d)`, alike in SQLite ≥ 3.15 and PostgreSQL:
-    /// https://sqlite.org/rowvalue.html, PostgreSQL "Row Constructor Comparison"); the tie is
-    /// ``sqlTieWins(_:over:content:)``.
+    /// concurrent pushes meet): true when the row `incoming` beats the row `stored`.
+    ///
+    /// The order key is a row-value comparison (`(a, b) > (c, d)`, alike in SQLite ≥ 3.15 and
+    /// PostgreSQL: https://sqlite.org/rowvalue.html, PostgreSQL "Row Constructor Comparison"); the tie
+    /// is ``sqlTieWins(_:over:content:)``.
     ///
     /// - Parameters:
     ///   - incoming: the incoming row's alias (`excluded`).

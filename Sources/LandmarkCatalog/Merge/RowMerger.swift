@@ -1,9 +1,11 @@
 import Foundation
 
 /// Applies rows from any source — snapshot files, logs, the hub — to the store, inside the caller's
-/// write transaction, by ``LastWriterWins``. Rows stamped beyond the drift allowance go to the
-/// quarantine; ties are recorded in the conflicts table and reported once; every applied row takes the
-/// next change sequence number; afterwards the caller moves the clock past ``maxSeen``.
+/// write transaction, by ``LastWriterWins``.
+///
+/// Rows stamped beyond the drift allowance go to the quarantine; ties are recorded in the conflicts
+/// table and reported once; every applied row takes the next change sequence number; afterwards the
+/// caller moves the clock past ``maxSeen``.
 ///
 /// Each row costs a point read (to decide, so stale re-deliveries write nothing) and, when it wins, an
 /// unguarded upsert (https://sqlite.org/lang_upsert.html). Position batches are applied in user-id
@@ -109,7 +111,9 @@ package struct RowMerger {
         }
     }
 
-    /// Quarantines a row stamped beyond the drift limit. Returns true when it did.
+    /// Quarantines a row stamped beyond the drift limit.
+    ///
+    /// Returns true when it did.
     ///
     /// Of the rows delivered for one key and stamp, the quarantine keeps the one the tie rule prefers
     /// (``LastWriterWins/decide(incoming:incomingDeleted:stored:compareContent:)``, as the hub's

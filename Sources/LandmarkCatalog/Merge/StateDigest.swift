@@ -94,9 +94,10 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension CatalogStore {
-    /// The state digest of this database (docs/merge-rules.md §8). Computing it reads every row (about a second per
-    /// million); the result is kept with the change sequence number it was computed at, so asking again
-    /// before anything changes costs nothing.
+    /// The state digest of this database (docs/merge-rules.md §8).
+    ///
+    /// Computing it reads every row (about a second per million); the result is kept with the change sequence
+    /// number it was computed at, so asking again before anything changes costs nothing.
     public func stateDigest() throws -> StateDigest {
         let (digest, seq, cached) = try read { () throws -> (StateDigest, Int64, Bool) in
             let seq = try lastChangeSequence()

@@ -54,33 +54,55 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable,
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        /// A page outside `0..<pageCount` (also: any page when no landmark is featured). Kind 64.
+        /// A page outside `0..<pageCount` (also: any page when no landmark is featured).
+        ///
+        /// Kind 64.
         public static let pageOutOfRange = Reason(rawValue: "pageOutOfRange")
-        /// A landmark that is not featured, so it is on no page. Kind 64.
+        /// A landmark that is not featured, so it is on no page.
+        ///
+        /// Kind 64.
         public static let notFeatured = Reason(rawValue: "notFeatured")
         /// A user id that is empty, blank, over 256 bytes, or holds a control character or U+FFFD
-        /// (docs/cli.md §4). Kind 64.
+        /// (docs/cli.md §4).
+        ///
+        /// Kind 64.
         public static let invalidUser = Reason(rawValue: "invalidUser")
-        /// The ``Catalog`` was closed (``Catalog/close()``): open a new one. Kind 64.
+        /// The ``Catalog`` was closed (``Catalog/close()``): open a new one.
+        ///
+        /// Kind 64.
         public static let closed = Reason(rawValue: "closed")
         /// Another connection held the database's write lock for longer than the busy timeout (5 s);
-        /// retrying later helps. Kind 75.
+        /// retrying later helps.
+        ///
+        /// Kind 75.
         public static let busy = Reason(rawValue: "busy")
-        /// Another sync runs on this database (its sync lock is held); retrying later helps. Kind 75.
+        /// Another sync runs on this database (its sync lock is held); retrying later helps.
+        ///
+        /// Kind 75.
         public static let syncInProgress = Reason(rawValue: "syncInProgress")
         /// The server or source could not be reached (no network, refused, timed out); the write stays
-        /// local and goes later. Kind 69.
+        /// local and goes later.
+        ///
+        /// Kind 69.
         public static let offline = Reason(rawValue: "offline")
         /// The server refused the credentials (HTTP 401, docs/protocol.md §2), also after the token was
-        /// asked for again. Kind 69.
+        /// asked for again.
+        ///
+        /// Kind 69.
         public static let unauthorized = Reason(rawValue: "unauthorized")
-        /// The server refused the request for this user (HTTP 403, docs/protocol.md §1). Kind 69.
+        /// The server refused the request for this user (HTTP 403, docs/protocol.md §1).
+        ///
+        /// Kind 69.
         public static let forbidden = Reason(rawValue: "forbidden")
         /// The server quarantined this device's position: its stamp is further ahead of the server's clock
         /// than the server allows (docs/merge-rules.md §5), so the device's clock (or a stamp it took on)
-        /// is ahead. Stays in the sync status until a push is applied again. Kind 65.
+        /// is ahead.
+        ///
+        /// Stays in the sync status until a push is applied again. Kind 65.
         public static let clockAhead = Reason(rawValue: "clockAhead")
-        /// The database file is not there (a read-only ``Catalog``, or it was removed). Kind 66.
+        /// The database file is not there (a read-only ``Catalog``, or it was removed).
+        ///
+        /// Kind 66.
         public static let databaseMissing = Reason(rawValue: "databaseMissing")
 
         /// Kind 64, nothing more precise known.
@@ -133,8 +155,9 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable,
     /// fresh look at its manifest).
     public var httpStatus: Int?
     /// Whether another connection's lock on the database outlived the busy timeout (SQLite's
-    /// `SQLITE_BUSY` / `SQLITE_LOCKED`): 75, and a sync stops trying the sources left. The same as
-    /// `reason == .busy`.
+    /// `SQLITE_BUSY` / `SQLITE_LOCKED`): 75, and a sync stops trying the sources left.
+    ///
+    /// The same as `reason == .busy`.
     public var databaseBusy: Bool {
         get { reason == .busy }
         set { reason = newValue ? .busy : (reason == .busy ? .general(kind) : reason) }

@@ -1,8 +1,9 @@
 /// One landmark as stored: the fields of Apple's `landmarkData.json` plus the keys this catalog did not
-/// recognise (kept, and written back on output). `Codable` in the `landmarkData.json` shape: see
-/// `App/ModelCoding.swift`. Every field is listed once, in `LandmarkColumn`'s table of fields, which
-/// the row decoder, `==`, `hash` and `Codable` walk: a new field is a migration, a case there and a
-/// property here (docs/architecture.md §5.5).
+/// recognise (kept, and written back on output).
+///
+/// `Codable` in the `landmarkData.json` shape: see `App/ModelCoding.swift`. Every field is listed once,
+/// in `LandmarkColumn`'s table of fields, which the row decoder, `==`, `hash` and `Codable` walk: a new
+/// field is a migration, a case there and a property here (docs/architecture.md §5.5).
 public struct Landmark: Sendable, Hashable, Identifiable {
     /// The record's `id`: the key of upserts and merges (names may repeat).
     public var id: Int64

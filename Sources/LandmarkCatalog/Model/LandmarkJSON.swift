@@ -1,4 +1,5 @@
 /// Read access to one landmark's columns, wherever they live: an SQLite row, a decoded batch, a value.
+///
 /// ``LandmarkJSON`` writes every landmark shape through it, so each shape has one writer.
 package protocol LandmarkFields {
     /// Calls `body` with the UTF-8 bytes of text column `column` (or of `extra`), nil for NULL.
@@ -205,7 +206,9 @@ struct LandmarkValue: LandmarkFields {
 
 extension Landmark {
     /// Writes this landmark as a JSON object of `shape` (keys sorted, compact; kept unknown keys
-    /// merged in key order). For `.snapshot`, `stamp` and `deleted` give the stamp keys.
+    /// merged in key order).
+    ///
+    /// For `.snapshot`, `stamp` and `deleted` give the stamp keys.
     public func writeJSON(
         to writer: inout JSONWriter, shape: LandmarkJSONShape = .apple,
         stamp: HLCStamp = HLCStamp(wallMilliseconds: 0, counter: 0, node: ""), deleted: Bool = false
@@ -216,8 +219,10 @@ extension Landmark {
 
 extension LandmarkJSON {
     /// Whether two landmarks hold the same content, compared column by column on the bytes (no JSON is
-    /// built). Stamps and the tombstone flag are not compared. Kept unknown keys compare as text, so
-    /// the same keys in another order count as different here (the canonical bytes then decide).
+    /// built).
+    ///
+    /// Stamps and the tombstone flag are not compared. Kept unknown keys compare as text, so the same
+    /// keys in another order count as different here (the canonical bytes then decide).
     static func sameContent<A: LandmarkFields, B: LandmarkFields>(_ a: A, _ b: B) -> Bool {
         for column in LandmarkColumn.allCases {
             switch column.kind {

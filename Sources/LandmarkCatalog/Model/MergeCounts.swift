@@ -1,6 +1,7 @@
-/// What merging did (or, in a dry run, would do). On every path
-/// `landmarksSeen + positionsSeen == applied + stale + quarantined + notAllowed`; ties are also counted as applied
-/// or stale, whichever way the rule settled them.
+/// What merging did (or, in a dry run, would do).
+///
+/// On every path `landmarksSeen + positionsSeen == applied + stale + quarantined + notAllowed`; ties are also
+/// counted as applied or stale, whichever way the rule settled them.
 public struct MergeCounts: Sendable, Equatable {
     /// Landmark rows read.
     public var landmarksSeen = 0

@@ -1,6 +1,7 @@
 /// A source's position between runs, kept by the store as one opaque value per source: HTTP
-/// validators, a log's generation and position, a hub's push and pull positions. Stored as a JSON
-/// object of strings.
+/// validators, a log's generation and position, a hub's push and pull positions.
+///
+/// Stored as a JSON object of strings.
 public struct SourceCursor: Sendable, Equatable {
     public var values: [String: String]
 

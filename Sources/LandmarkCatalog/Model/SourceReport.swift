@@ -23,8 +23,9 @@ public struct SourceReport: Sendable {
     /// (an old copy served; nothing fetched, the cursor kept).
     public var note: String?
     /// For a PostgreSQL hub: what this node pushed to it (nil for other sources, and when nothing was
-    /// pushed: no local changes, `--dry-run`, or the hub failed first). A push commits before the pull,
-    /// so a source whose pull failed may still have pushed.
+    /// pushed: no local changes, `--dry-run`, or the hub failed first).
+    ///
+    /// A push commits before the pull, so a source whose pull failed may still have pushed.
     public var pushed: PushCounts?
 
     package init(source: String, outcome: Outcome) {

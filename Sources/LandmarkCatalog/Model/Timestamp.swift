@@ -79,6 +79,7 @@ public enum Timestamp {
 
     /// Parses an RFC 3339 `date-time` (`2026-11-30T01:02:03.456Z`, `2026-11-30T02:02:03+01:00`, `t`/`z`
     /// lowercase allowed) into ms since the epoch; fractions beyond ms are truncated.
+    ///
     /// Offsets other than `Z` name the same instant: they are applied, never compared as text.
     /// - Returns: nil when the text is not an RFC 3339 date-time.
     public static func parse(_ text: String) -> Int64? {

@@ -1,6 +1,7 @@
 /// How long ties are kept for `catalog conflicts`: pruned at the end of every sync run to those met in
-/// the last ``maxAgeMilliseconds``, and of those at most the newest ``maxRows``. A tie pruned and met
-/// again (its loser delivered again) is recorded, and reported, once more.
+/// the last ``maxAgeMilliseconds``, and of those at most the newest ``maxRows``.
+///
+/// A tie pruned and met again (its loser delivered again) is recorded, and reported, once more.
 public enum ConflictRetention {
     /// 30 days, in ms.
     public static let maxAgeMilliseconds: Int64 = 30 * 86_400_000

@@ -87,22 +87,27 @@ extension CatalogStore {
 }
 
 extension CatalogStore {
-    /// The last sync run that ended, or nil: one still running has no outcome of its own yet. What
-    /// `status --check` and the metrics judge (see ``lastRunID(includingRunning:)``). Call inside a read.
+    /// The last sync run that ended, or nil: one still running has no outcome of its own yet.
+    ///
+    /// What `status --check` and the metrics judge (see ``lastRunID(includingRunning:)``). Call inside a
+    /// read.
     func lastEndedRunID() throws -> Int64? { try lastRunID(includingRunning: false) }
 
     /// "The last run" for `status`, `status --check` and the metrics alike (docs/operations.md §3), the one place that
     /// decides it: the newest run in the ledger, except runs that found another sync holding the lock
-    /// (`busy`, exit 75: nothing was done, and the holder is recorded when it ends). `status` shows a run
-    /// still going (`includingRunning`); the health check and the metrics look at the last that ended.
-    /// Call inside a read.
+    /// (`busy`, exit 75: nothing was done, and the holder is recorded when it ends).
+    ///
+    /// `status` shows a run still going (`includingRunning`); the health check and the metrics look at the last that
+    /// ended. Call inside a read.
     func lastRunID(includingRunning: Bool) throws -> Int64? {
         try runLedger.lastRunID(includingRunning: includingRunning)
     }
 
     /// The sources in use: those of the last sync run that ended (`lastEndedRun`, from
     /// ``lastEndedRunID()``), and the saved remotes' — by the key `status` and the ledger show (an
-    /// absolute path, a URL without its password). Call inside a read.
+    /// absolute path, a URL without its password).
+    ///
+    /// Call inside a read.
     func sourcesInUse(lastEndedRun: Int64?) throws -> Set<String> {
         var current = Set(try runLedger.sourceNames(ofRun: lastEndedRun ?? 0))
         for remote in try remoteTable.all() {
@@ -115,8 +120,10 @@ extension CatalogStore {
 /// Prometheus' text exposition format, version 0.0.4
 /// (https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format): for each metric
 /// family `# HELP`, `# TYPE`, then its samples; label values escape `\`, `"` and newline, help text `\`
-/// and newline. Names are prefixed `catalog_`; times are seconds since the epoch (UTC), durations
-/// seconds, sizes bytes. Metrics with nothing to report yet (no run) are left out rather than made up.
+/// and newline.
+///
+/// Names are prefixed `catalog_`; times are seconds since the epoch (UTC), durations seconds, sizes
+/// bytes. Metrics with nothing to report yet (no run) are left out rather than made up.
 package enum PrometheusText {
     /// One family: name, type (`gauge` or `counter`), help, samples (labels, value).
     struct Family {

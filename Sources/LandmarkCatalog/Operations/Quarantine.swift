@@ -23,8 +23,9 @@ extension CatalogStore {
 
     /// Releases quarantined rows: merges them by the normal rule (last-writer-wins, ties
     /// recorded) and the source's write grant as it is now, in one transaction, then removes them from the
-    /// quarantine (a row outside the grant is counted as not allowed and not applied). The clock moves past what
-    /// was merged, so a later local write still wins (docs/merge-rules.md §5).
+    /// quarantine (a row outside the grant is counted as not allowed and not applied).
+    ///
+    /// The clock moves past what was merged, so a later local write still wins (docs/merge-rules.md §5).
     ///
     /// - Parameters:
     ///   - ids: the row ids to release; nil for every row whose stamp is now within the allowance.
@@ -95,9 +96,10 @@ extension CatalogStore {
     }
 
     /// Applies the rows that are now within the allowance and prunes old conflicts: what each sync run
-    /// does after merging its sources (inside no other transaction). Neither fails the run: a release
-    /// that cannot be done is reported as a warning (kind `quarantine-release`) and tried again by the
-    /// next run.
+    /// does after merging its sources (inside no other transaction).
+    ///
+    /// Neither fails the run: a release that cannot be done is reported as a warning (kind
+    /// `quarantine-release`) and tried again by the next run.
     /// - Returns: what releasing did, or nil when it could not be done.
     package func maintainAfterSync(maxDriftMilliseconds: Int64, diagnostics: @escaping (Diagnostic) -> Void) -> QuarantineRelease? {
         var released: QuarantineRelease?

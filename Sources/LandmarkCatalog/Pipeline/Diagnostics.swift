@@ -95,7 +95,7 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
         return location
     }
 
-    /// `<what>, <file>:<line>:<column>, record <index> (id <id>), field <field>`
+    /// The diagnostic on one line: `<what>, <file>:<line>:<column>, record <index> (id <id>), field <field>`.
     public var description: String {
         var parts = [message]
         if !location.isEmpty { parts.append(location) }  // a warning about no file has no location

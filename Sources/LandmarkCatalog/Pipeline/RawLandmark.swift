@@ -1,9 +1,13 @@
 /// A landmark record decoded straight from a JSON reader, field by field, with its strings kept as
 /// UTF-8 byte ranges in its batch's shared buffer (no `String` per field): the import's and the
-/// merge's fast path. Snapshot rows also carry their last-writer-wins stamp.
+/// merge's fast path.
+///
+/// Snapshot rows also carry their last-writer-wins stamp.
 package struct RawLandmark {
-    /// Which optional content columns the record had (bit `1 << column.rawValue`). An import keeps the
-    /// stored value of the columns a record lacks; a snapshot row is whole (absent means null).
+    /// Which optional content columns the record had (bit `1 << column.rawValue`).
+    ///
+    /// An import keeps the stored value of the columns a record lacks; a snapshot row is whole (absent
+    /// means null).
     var present: UInt32 = 0
     var index: Int
     var position: SourcePosition
@@ -67,8 +71,10 @@ package struct TextRanges {
     }
 }
 
-/// One position row with its stamp, as snapshots, logs and the hub carry it. Kept small (a merge holds
-/// 100,000 of them at a time): where it was read is packed into three 32-bit numbers.
+/// One position row with its stamp, as snapshots, logs and the hub carry it.
+///
+/// Kept small (a merge holds 100,000 of them at a time): where it was read is packed into three 32-bit
+/// numbers.
 package struct PositionRecord: Sendable {
     var user: String
     var page: Int64
@@ -236,7 +242,9 @@ struct RawLandmarkView: LandmarkFields {
 
 /// Ids seen so far in one file, in memory that grows with the number of *runs* of consecutive ids in
 /// consecutive records (one run for a typical file), not with the number of records; out-of-order ids
-/// fall back to a dictionary. Remembers each id's first record index, for the duplicate-id message.
+/// fall back to a dictionary.
+///
+/// Remembers each id's first record index, for the duplicate-id message.
 struct SeenIDs {
     /// Runs: ids lo…hi were records firstIndex…firstIndex + (hi − lo), sorted by lo, disjoint.
     private var runs: [(lo: Int64, hi: Int64, firstIndex: Int)] = []

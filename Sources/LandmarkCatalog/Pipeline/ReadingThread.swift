@@ -14,7 +14,9 @@ package final class BatchQueue: @unchecked Sendable {
     /// glibc's allocator keeps rather than returns (1M positions: ~13 MB more peak RSS, varying run to run).
     private var spare: [[PositionRecord]] = []
 
-    /// Blocks while full. Returns false once the writer gave up (the reader should stop).
+    /// Blocks while full.
+    ///
+    /// Returns false once the writer gave up (the reader should stop).
     package func put(_ batch: RowBatch) -> Bool {
         condition.lock()
         defer { condition.unlock() }
@@ -36,7 +38,9 @@ package final class BatchQueue: @unchecked Sendable {
     }
 
     /// Keeps `batch`'s position storage for ``takeSpare()`` (at most two buffers are kept); the batch's
-    /// rows must be done with. Called by the writer after merging a batch.
+    /// rows must be done with.
+    ///
+    /// Called by the writer after merging a batch.
     func recycle(_ batch: RowBatch) {
         guard batch.positions.capacity > 0 else { return }
         var storage = batch.positions
@@ -65,8 +69,10 @@ package final class BatchQueue: @unchecked Sendable {
 }
 
 /// Runs a decoder on its own thread, handing its batches to a ``BatchQueue``; the last batch it puts
-/// has `isLast` set. The writer calls ``finish()`` on every path: it cancels the queue and waits, so
-/// the input (a descriptor) may be closed only after the reader is gone.
+/// has `isLast` set.
+///
+/// The writer calls ``finish()`` on every path: it cancels the queue and waits, so the input (a
+/// descriptor) may be closed only after the reader is gone.
 package final class ReadingThread: @unchecked Sendable {
     // Safe: `queue` is Sendable itself; `finished` is touched only by the writing thread that owns this
     // object (the reading thread sees only the queue and the semaphore).
@@ -100,7 +106,9 @@ package final class ReadingThread: @unchecked Sendable {
 
 extension ReadingThread {
     /// Takes this reader's batches and merges each, up to and including its last: what a feed that
-    /// decodes a snapshot on a reading thread does. `merged` is called after each batch (for progress).
+    /// decodes a snapshot on a reading thread does.
+    ///
+    /// `merged` is called after each batch (for progress).
     /// - Throws: what merging a batch threw (the reader is stopped by the caller's `finish()`), else
     ///   the reader's failure, else the merger's (a row that fails the source), after the last batch.
     func mergeAll(into merger: inout RowMerger, merged: (RowBatch, RowMerger) -> Void = { _, _ in }) throws {

@@ -1,6 +1,7 @@
 import Foundation
 
 /// A user's place in the featured carousel, resolved against the featured set as it is now (docs/cli.md §4).
+///
 /// `Identifiable` by `user`; `Codable` as `position get --json` prints it (see `App/ModelCoding.swift`).
 public struct CarouselPosition: Sendable, Hashable, Identifiable {
     /// The user id (NFC-normalised).
@@ -60,7 +61,9 @@ public enum UserID {
 
 extension CatalogStore {
     /// Writes a local position row (a set or a tombstone) stamped `stamp`, taking the next change
-    /// sequence number. A tombstone keeps the stored page and landmark.
+    /// sequence number.
+    ///
+    /// A tombstone keeps the stored page and landmark.
     func writeLocalPosition(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool) throws {
         try positionTable.writeLocal(
             user: user, page: page, landmark: landmark, stamp: stamp, deleted: deleted, seq: try lastChangeSequence() + 1)

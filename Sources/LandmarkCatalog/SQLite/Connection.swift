@@ -117,8 +117,9 @@ package final class Connection {
     }
 
     /// Runs `body` with the cached statement for `sql`, bound to `arguments` (none: `body` binds), and
-    /// resets it afterwards on every path, so a read never stays open. A statement that failed is
-    /// evicted from the cache.
+    /// resets it afterwards on every path, so a read never stays open.
+    ///
+    /// A statement that failed is evicted from the cache.
     /// - Throws: `SQLiteError` naming the SQL when it does not compile or a step fails; whatever `body` throws.
     func withStatement<T>(sql: String, _ arguments: [SQLValue] = [], _ body: (Statement) throws -> T) throws -> T {
         let statement = try cachedStatement(sql: sql)
@@ -156,6 +157,7 @@ package final class Connection {
     }
 
     /// Runs a script of several statements one by one, so an error names the failing statement.
+    ///
     /// Used for migrations. Statements are not cached.
     func executeScript(sql script: String) throws {
         var remaining = Array(script.utf8CString)

@@ -9,7 +9,9 @@ package enum SQLValue: Sendable, Hashable {
     case blob([UInt8])
 }
 
-/// A prepared statement: bind, step, read columns. Finalized when released.
+/// A prepared statement: bind, step, read columns.
+///
+/// Finalized when released.
 package final class Statement {
     let handle: OpaquePointer
     /// The SQL text it was prepared from.
@@ -104,7 +106,9 @@ package final class Statement {
         guard rc == SQLITE_OK else { throw connection.lastError(sql: sql) }
     }
 
-    /// Steps once. Returns true when a row is available, false when done.
+    /// Steps once.
+    ///
+    /// Returns true when a row is available, false when done.
     /// - Throws: `SQLiteError` with the extended code, SQLite's message and this statement's SQL.
     @discardableResult
     package func step() throws -> Bool {

@@ -33,6 +33,7 @@ extension TableColumn {
 
     /// Every column, comma-separated, in declaration order: `SELECT \(selectList) FROM …` reads
     /// column `c` at index `c.rawValue`.
+    ///
     /// Made once per column type: building it (`String(describing:)` and snake-casing every case) was a
     /// measurable part of every `catalog serve` read, whose SQL interpolates it.
     package static var selectList: String {

@@ -51,7 +51,9 @@ package enum LandmarkColumn: Int32, TableColumn {
         case stamp
     }
 
-    /// The table of fields: each column's property in ``Landmark`` (or `.stamp`). A new field's row goes here.
+    /// The table of fields: each column's property in ``Landmark`` (or `.stamp`).
+    ///
+    /// A new field's row goes here.
     private static func makeField(_ column: LandmarkColumn) -> Field {
         switch column {
         case .id: return .id(\.id)

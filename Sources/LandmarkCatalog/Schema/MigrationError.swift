@@ -1,5 +1,6 @@
-/// Why migrations cannot run: typed, so callers and tests match cases, not message text. Mapped to a
-/// ``CatalogError`` (and its exit status) in one place, `CatalogError.init(_:path:)`.
+/// Why migrations cannot run: typed, so callers and tests match cases, not message text.
+///
+/// Mapped to a ``CatalogError`` (and its exit status) in one place, `CatalogError.init(_:path:)`.
 public enum MigrationError: Error, Sendable, Equatable {
     /// A migration file is not named `NNNN_description.sql` (a bug in this binary: exit 70).
     case badFileName(String, reason: String)

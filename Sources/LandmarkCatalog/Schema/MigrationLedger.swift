@@ -1,6 +1,8 @@
 /// The rules of a migration ledger, shared by the catalog's migrator (SQLite, `schema_migrations`) and
 /// the hub's (PostgreSQL, `hub_schema_migrations`): which applied rows a binary refuses, and what state
-/// each migration is in. Only the storage differs between the two (docs/cli.md §11, docs/hub.md §4).
+/// each migration is in.
+///
+/// Only the storage differs between the two (docs/cli.md §11, docs/hub.md §4).
 package enum MigrationLedger {
     /// One applied row of a ledger.
     package struct Row: Sendable {

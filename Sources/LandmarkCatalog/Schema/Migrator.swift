@@ -6,12 +6,13 @@ public struct Migration: Sendable, Equatable {
     public var version: Int
     /// The words of the file name (`create_landmarks`).
     public var description: String
-    /// The file name, e.g. `0001_create_landmarks.sql`.
+    /// The file name, e.g., `0001_create_landmarks.sql`.
     public var fileName: String
     /// The SQL, exactly the file's text.
     public var sql: String
 
     /// A 64-bit FNV-1a hash of the SQL's UTF-8 bytes, as 16 hex digits.
+    ///
     /// It detects an applied migration that was edited afterwards (an accident); it is not meant to resist
     /// tampering. FNV-1a: http://www.isthe.com/chongo/tech/comp/fnv/
     public var checksum: String {
@@ -171,7 +172,9 @@ package struct Migrator {
         return migrations.filter { current[$0.version] == nil }
     }
 
-    /// Applies every pending migration. Idempotent.
+    /// Applies every pending migration.
+    ///
+    /// Idempotent.
     /// - Parameter now: the applied time to record.
     /// - Returns: the versions applied by this call.
     /// - Throws: `MigrationError` for ledger conflicts and failing SQL (naming the statement), `SQLiteError`

@@ -19,7 +19,9 @@ package struct DevicePositionsBody: Sendable {
 
 extension DevicePositionsBody {
     /// Decodes a POST body with the snapshot decoder's row reader (docs/snapshot-format.md §3), so a row is
-    /// valid here exactly when it is valid in a snapshot file. The first error found is the answer.
+    /// valid here exactly when it is valid in a snapshot file.
+    ///
+    /// The first error found is the answer.
     /// - Parameters:
     ///   - bytes: the whole body.
     ///   - maxRows: more position rows than this are refused (`too_many_rows`).

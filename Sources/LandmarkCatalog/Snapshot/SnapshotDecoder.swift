@@ -11,7 +11,9 @@ public enum SnapshotFormat {
 /// Decodes one snapshot document (docs/snapshot-format.md §2) into row batches, on a reading thread: the envelope
 /// (`format`, `version`; an unknown format or a newer version ends it with exit 76), then landmark
 /// rows and position rows, each validated, with diagnostics naming the source, line:column, record,
-/// id and field. Decoding knows nothing of the database: ``RowMerger`` applies what it yields.
+/// id and field.
+///
+/// Decoding knows nothing of the database: ``RowMerger`` applies what it yields.
 struct SnapshotDecoder {
     /// The source's name in messages.
     let source: String

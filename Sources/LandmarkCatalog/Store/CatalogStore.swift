@@ -5,7 +5,9 @@ import Foundation
 #endif
 
 /// The catalog's repository: every read and write the CLI needs, named by intent, each write one
-/// `BEGIN IMMEDIATE` transaction. Owns one SQLite connection; not `Sendable`.
+/// `BEGIN IMMEDIATE` transaction.
+///
+/// Owns one SQLite connection; not `Sendable`.
 ///
 /// ```swift
 /// let store = try CatalogStore.open(path: "/var/lib/catalog.sqlite")
@@ -14,7 +16,9 @@ import Foundation
 /// ```
 public final class CatalogStore {
     /// The connection; only the repository's own methods and the table modules (`Store/`) issue SQL
-    /// (`TableHomeTests` fails on a use elsewhere). Side connections: ``sideConnection(mode:busyTimeoutMilliseconds:)``.
+    /// (`TableHomeTests` fails on a use elsewhere).
+    ///
+    /// Side connections: ``sideConnection(mode:busyTimeoutMilliseconds:)``.
     let connection: Connection
     /// The database file path.
     public let path: String
@@ -83,9 +87,11 @@ public final class CatalogStore {
     }
 
     /// Runs `body` again while it fails with `SQLITE_BUSY` / `SQLITE_LOCKED`, for up to 5 s (the busy
-    /// timeout). Opening a new database switches it to WAL and creates its tables; when several processes
-    /// open it at once (cron starting `import` and `sync` together), some of those steps can meet a lock
-    /// that SQLite's busy handler does not wait for, so the open as a whole is retried.
+    /// timeout).
+    ///
+    /// Opening a new database switches it to WAL and creates its tables; when several processes open it
+    /// at once (cron starting `import` and `sync` together), some of those steps can meet a lock that
+    /// SQLite's busy handler does not wait for, so the open as a whole is retried.
     static func retryingWhileBusy<T>(_ body: () throws -> T) throws -> T {
         let deadline = Date().addingTimeInterval(5)
         var delay: UInt32 = 5_000
@@ -176,7 +182,9 @@ public final class CatalogStore {
 
     /// A connection of its own to this store's database, outside this store's transactions: the import's
     /// pre-image reads the last committed state through one, the state digest's cache is written through
-    /// one. The only connections opened besides the store's own (and ``DataVersionProbe``'s).
+    /// one.
+    ///
+    /// The only connections opened besides the store's own (and ``DataVersionProbe``'s).
     /// - Throws: `SQLiteError` when it cannot be opened.
     func sideConnection(mode: Connection.Mode, busyTimeoutMilliseconds: Int32 = 5000) throws -> Connection {
         try Connection(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
@@ -184,7 +192,9 @@ public final class CatalogStore {
 
     /// Why this user cannot open the database at `path` for writing, when the file system says so: a
     /// read-only mount, or a file or directory this user may not write (SQLite creates `<path>-wal` and
-    /// `<path>-shm` beside the database). Nil when neither applies.
+    /// `<path>-shm` beside the database).
+    ///
+    /// Nil when neither applies.
     static func writeAccessProblem(_ path: String) -> (cause: String, hint: String)? {
         guard path != ":memory:" else { return nil }
         let directory = directory(of: path).isEmpty ? "." : directory(of: path)
@@ -224,7 +234,9 @@ public final class CatalogStore {
     }
 
     /// The default database path (docs/cli.md §1): `$CATALOG_DB`, else `$XDG_DATA_HOME/landmark-catalog/catalog.sqlite`,
-    /// else `~/.local/share/landmark-catalog/catalog.sqlite`. Never the working directory.
+    /// else `~/.local/share/landmark-catalog/catalog.sqlite`.
+    ///
+    /// Never the working directory.
     /// - Parameter environment: the process environment.
     public static func defaultPath(environment: [String: String]) -> String {
         if let db = environment["CATALOG_DB"], !db.isEmpty { return db }
@@ -251,8 +263,10 @@ public final class CatalogStore {
         try transaction { .commit(try body()) }
     }
 
-    /// Runs `body` in one read transaction, mapping SQLite failures to `CatalogError`. Inside another
-    /// transaction `body` joins it (so several reads can share one snapshot, as `Catalog.read` does).
+    /// Runs `body` in one read transaction, mapping SQLite failures to `CatalogError`.
+    ///
+    /// Inside another transaction `body` joins it (so several reads can share one snapshot, as
+    /// `Catalog.read` does).
     package func read<T>(_ body: () throws -> T) throws -> T {
         if connection.isInTransaction { return try body() }
         do {
@@ -291,8 +305,9 @@ public final class CatalogStore {
     }
 
     /// Whether the catalog database at `path` holds no data: no landmark, position, saved remote,
-    /// quarantined row or published log (only what opening it and recording runs wrote). Used to remove a database that a
-    /// failed command created.
+    /// quarantined row or published log (only what opening it and recording runs wrote).
+    ///
+    /// Used to remove a database that a failed command created.
     /// - Throws: `CatalogError` when it cannot be read.
     public static func holdsNoData(path: String) throws -> Bool {
         let store = try open(path: path, access: .read)
@@ -309,7 +324,9 @@ public final class CatalogStore {
         try metaTable.clock()
     }
 
-    /// Persists the clock's state. Call inside the write transaction that used it.
+    /// Persists the clock's state.
+    ///
+    /// Call inside the write transaction that used it.
     func storeClock(_ clock: HybridLogicalClock) throws {
         try metaTable.setClock(clock)
     }
@@ -320,7 +337,9 @@ public final class CatalogStore {
         return HLCStamp(wallMilliseconds: next.wall, counter: next.counter, node: try currentNode())
     }
 
-    /// Issues a fresh stamp for a local write. Call inside a write transaction.
+    /// Issues a fresh stamp for a local write.
+    ///
+    /// Call inside a write transaction.
     func issueLocalStamp() throws -> HLCStamp {
         let stamp = try peekLocalStamp()
         try storeClock(HybridLogicalClock(wall: stamp.wallMilliseconds, counter: stamp.counter))
@@ -335,7 +354,9 @@ public final class CatalogStore {
     // MARK: - Change sequence
 
     /// The largest change sequence number in use (0 for an empty database): every row change takes
-    /// the next one (docs/merge-rules.md §7). Read from the two `seq` indexes, so it costs two B-tree descents.
+    /// the next one (docs/merge-rules.md §7).
+    ///
+    /// Read from the two `seq` indexes, so it costs two B-tree descents.
     package func lastChangeSequence() throws -> Int64 {
         max(try landmarkTable.maxSeq(), try positionTable.maxSeq())
     }
@@ -388,13 +409,19 @@ extension CatalogStore {
     package func setBusyTimeout(milliseconds: Int32) { connection.setBusyTimeout(milliseconds: milliseconds) }
 
     /// `PRAGMA data_version` on this store's connection: it changes when another connection or process
-    /// commits (https://sqlite.org/pragma.html#pragma_data_version). Call inside a read.
+    /// commits (https://sqlite.org/pragma.html#pragma_data_version).
+    ///
+    /// Call inside a read.
     package func dataVersion() throws -> Int64 { try connection.scalarInt(sql: "PRAGMA data_version") ?? 0 }
 
-    /// The highest applied migration. Call inside a read.
+    /// The highest applied migration.
+    ///
+    /// Call inside a read.
     package func schemaVersion() throws -> Int { Int(try connection.scalarInt(sql: "SELECT max(version) FROM schema_migrations") ?? 0) }
 
-    /// The database file's size in bytes (page count × page size; the WAL not included). Call inside a read.
+    /// The database file's size in bytes (page count × page size; the WAL not included).
+    ///
+    /// Call inside a read.
     package func databaseBytes() throws -> Int64 {
         try connection.scalarInt(sql: "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()") ?? 0
     }

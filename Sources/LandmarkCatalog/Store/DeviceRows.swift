@@ -45,8 +45,9 @@ extension CatalogStore {
     }
 
     /// The position rows changed after `after` (docs/protocol.md §4): `user`'s row alone, or with nil every
-    /// row in change-sequence order, at most `limit`. Returns also the database's change sequence
-    /// high-water mark read in the same transaction.
+    /// row in change-sequence order, at most `limit`.
+    ///
+    /// Returns also the database's change sequence high-water mark read in the same transaction.
     package func devicePositions(user: String?, after: Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
         try read {
             var page = DeviceRowsPage()
@@ -115,7 +116,9 @@ extension CatalogStore {
 
     /// Merges a device's position rows in one transaction by the last-writer-wins rule (docs/merge-rules.md),
     /// rows stamped more than `maxDriftMilliseconds` ahead of this clock quarantined, and says what became of
-    /// each, in order (docs/protocol.md §6). A row delivered again finds itself stored and is `applied`.
+    /// each, in order (docs/protocol.md §6).
+    ///
+    /// A row delivered again finds itself stored and is `applied`.
     /// - Parameter source: the name recorded with quarantined rows and ties.
     /// - Returns: the outcomes and the high-water mark after the commit.
     /// - Throws: `CatalogError` (75 when the database is busy, 74 when full); nothing is written then.

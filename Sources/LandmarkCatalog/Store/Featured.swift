@@ -1,6 +1,7 @@
 extension CatalogStore {
-    /// The featured landmarks in `id` order: the carousel's pages, page 0 first. Served from the partial
-    /// index `landmarks_featured` (no table scan, no sort).
+    /// The featured landmarks in `id` order: the carousel's pages, page 0 first.
+    ///
+    /// Served from the partial index `landmarks_featured` (no table scan, no sort).
     public func featuredLandmarks() throws -> [Landmark] {
         var result: [Landmark] = []
         try forEachFeaturedLandmark { result.append($0) }

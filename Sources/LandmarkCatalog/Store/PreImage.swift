@@ -22,7 +22,9 @@ final class PreImage {
 
     deinit { scan.reset() }
 
-    /// Moves to the stored row with `id`. Returns true when it exists (its columns are then readable).
+    /// Moves to the stored row with `id`.
+    ///
+    /// Returns true when it exists (its columns are then readable).
     func seek(_ id: Int64) throws -> Bool {
         if positioned, let at = current {
             if at == id { return true }
@@ -55,8 +57,10 @@ final class PreImage {
     }
 
     /// Whether the current row already holds exactly what `record` would store (keys absent from the
-    /// record keep stored values, so only present keys are compared). A tombstone never matches, nor
-    /// does a record with unknown keys (those go through the upsert, which merges them).
+    /// record keep stored values, so only present keys are compared).
+    ///
+    /// A tombstone never matches, nor does a record with unknown keys (those go through the upsert,
+    /// which merges them).
     func matches(_ record: RawLandmark, in batch: RowBatch) -> Bool {
         if scan.bool(LandmarkColumn.deleted) || record.has(.extra) { return false }
         guard scan.double(LandmarkColumn.latitude) == record.latitude, scan.double(LandmarkColumn.longitude) == record.longitude else { return false }

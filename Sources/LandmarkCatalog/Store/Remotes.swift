@@ -7,9 +7,10 @@ extension CatalogStore {
     }
 
     /// What the saved remotes of a source (by its key, ``SourceLocator/description``) require of it: the
-    /// union of their trusted keys, and the first grant narrower than `all`. A remote is the source's
-    /// when their ``SourceLocator/identity`` is one (a directory named with or without its manifest, one
-    /// that did not exist when either was first seen, a symbolic link to it).
+    /// union of their trusted keys, and the first grant narrower than `all`.
+    ///
+    /// A remote is the source's when their ``SourceLocator/identity`` is one (a directory named with or
+    /// without its manifest, one that did not exist when either was first seen, a symbolic link to it).
     func trustForSource(key: String) throws -> (keys: [MinisignPublicKey], allow: WriteGrant) {
         var keys: [MinisignPublicKey] = []
         var allow = WriteGrant.all
@@ -26,7 +27,9 @@ extension CatalogStore {
 
     /// The saved remotes' names by the key their source has in `sync_sources`, `status`, the ledger and
     /// the metrics (an absolute path, a URL without its password), so those can name a source by its
-    /// remote beside the URL (docs/operations.md). Two remotes of one source: the first name in order.
+    /// remote beside the URL (docs/operations.md).
+    ///
+    /// Two remotes of one source: the first name in order.
     public func remoteNames() throws -> [String: String] {
         try read { try remoteNamesBySourceKey() }
     }
@@ -103,7 +106,9 @@ extension CatalogStore {
     }
 
     /// Changes a saved remote in place: its trusted keys, write grant or token file, keeping its URL and its
-    /// cursor (docs/trust.md §5: rotating a key without reading the log again). A nil argument keeps the
+    /// cursor (docs/trust.md §5: rotating a key without reading the log again).
+    ///
+    /// A nil argument keeps the
     /// current value; `trustedKeys: []` stops requiring a signature.
     /// - Parameters:
     ///   - name: the remote's name.
@@ -138,7 +143,9 @@ extension CatalogStore {
 
     /// Removes a saved remote and what this database kept of its source (cursor, last sync and error), so
     /// `status` and the metrics no longer show it; syncing that source again later reads it whole
-    /// (merging is idempotent). Rows merged from it stay.
+    /// (merging is idempotent).
+    ///
+    /// Rows merged from it stay.
     /// - Throws: `CatalogError.usage` when there is no such remote.
     public func removeRemote(name: String) throws {
         try write {

@@ -18,7 +18,9 @@ extension CatalogStore {
         /// Per source: the last good sync time (UTC), the last outcome, the last attempt and its error.
         public var sources: [SourceStatus]
         /// The last run (not one that found the lock held, docs/operations.md): start and finish times (UTC), outcome,
-        /// exit status, message. A run still going has outcome `running`, no finish time and no exit status yet.
+        /// exit status, message.
+        ///
+        /// A run still going has outcome `running`, no finish time and no exit status yet.
         public var lastRun: (started: String, finished: String?, outcome: String, status: Int?, message: String?)?
     }
 

@@ -5,7 +5,9 @@ import Foundation
 #endif
 
 /// What a device's sync session (`LandmarkCatalogClient`, docs/protocol.md) keeps in the database between
-/// runs: one `sync_sources` row per server and user (kind `device`), whose cursor holds
+/// runs.
+///
+/// It is one `sync_sources` row per server and user (kind `device`), whose cursor holds
 ///
 /// - `pushed` — the push cursor: the change sequence number through which this device's own position
 ///   writes are acknowledged by the server. The outbox is the user's row when its `seq` is above it and
@@ -68,7 +70,9 @@ extension CatalogStore {
     }
 
     /// The outbox for `user` under `key`: the user's row when it was written here (this node's stamp) and
-    /// is above the push cursor; empty otherwise. At most one row, since a user has one position row.
+    /// is above the push cursor; empty otherwise.
+    ///
+    /// At most one row, since a user has one position row.
     /// - Throws: `CatalogError` 64 for a bad user id; database failures.
     package func pendingPositions(user: String, key: String) throws -> [PendingPosition] {
         let user = try UserID.normalize(user)

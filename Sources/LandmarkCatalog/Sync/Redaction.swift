@@ -18,7 +18,7 @@ package func redactedURL(_ s: String) -> String {
 }
 
 /// The password part of `scheme://user:pass@host…`, if `s` has one (for scrubbing messages that might
-/// quote it in another form, e.g. from a library's error text).
+/// quote it in another form, e.g., from a library's error text).
 package func urlPassword(_ s: String) -> String? {
     guard let schemeEnd = s.range(of: "://"), let (colon, at) = userInfoBounds(s, after: schemeEnd.upperBound) else {
         return nil
@@ -28,10 +28,11 @@ package func urlPassword(_ s: String) -> String? {
 }
 
 /// Where the password of the user information after `start` lies: the `:` ending the user name and the
-/// `@` ending the password. The user name is what precedes the first `:` when no `/ ? # @ [` comes first;
-/// the password runs to the last `@` of the URL, so a password containing `@ / ? #` (invalid unescaped,
-/// but written by hand) is still covered. An `@` later in the path makes it cover more than the password:
-/// that is the safe side.
+/// `@` ending the password.
+///
+/// The user name is what precedes the first `:` when no `/ ? # @ [` comes first; the password runs to the
+/// last `@` of the URL, so a password containing `@ / ? #` (invalid unescaped, but written by hand) is
+/// still covered. An `@` later in the path makes it cover more than the password: that is the safe side.
 private func userInfoBounds(_ s: String, after start: String.Index) -> (colon: String.Index, at: String.Index)? {
     let rest = s[start...]
     guard let colon = rest.firstIndex(where: { ":/?#@[".contains($0) }), rest[colon] == ":",
@@ -61,8 +62,10 @@ private func redactedQuery(_ s: String) -> String {
 }
 
 /// Replaces the values of password keywords in a libpq `keyword = value …` string, keeping the rest of the
-/// text (spacing, quoting of other values) as it was. A value is single-quoted (with `\'` and `\\`
-/// escapes) or runs to the next whitespace; an unterminated quote runs to the end.
+/// text (spacing, quoting of other values) as it was.
+///
+/// A value is single-quoted (with `\'` and `\\` escapes) or runs to the next whitespace; an unterminated
+/// quote runs to the end.
 private func redactedKeywords(_ s: String) -> String {
     let chars = Array(s)
     var out = ""

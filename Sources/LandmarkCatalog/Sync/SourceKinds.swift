@@ -2,8 +2,9 @@ import Foundation
 
 /// A kind of sync source beyond the core's own (local files, logs in a directory, standard input):
 /// HTTP(S) and PostgreSQL hubs, which the `LandmarkCatalogSync` library registers so that the core
-/// links neither libcurl nor libpq (docs/architecture.md). A new kind is one file conforming to this
-/// protocol plus its registration.
+/// links neither libcurl nor libpq (docs/architecture.md).
+///
+/// A new kind is one file conforming to this protocol plus its registration.
 package protocol SourceKind: Sendable {
     /// The source for `locator`, or nil when it is not of this kind.
     func makeSource(_ locator: SourceLocator) -> (any SyncSource)?

@@ -5,8 +5,9 @@ import Foundation
 #endif
 
 /// Where a SOURCE points, parsed once (docs/cli.md §7): a path, `file://`, `http(s)://`, `-`, a PostgreSQL hub
-/// (`postgres://`, `postgresql://`), or the name of a saved remote (resolved to its URL first). What a
-/// file or URL holds — a snapshot (§6) or a snapshot log's manifest (§10) — is decided by its content.
+/// (`postgres://`, `postgresql://`), or the name of a saved remote (resolved to its URL first).
+///
+/// What a file or URL holds — a snapshot (§6) or a snapshot log's manifest (§10) — is decided by its content.
 public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     /// `-`: one snapshot on standard input.
     case standardInput

@@ -6,17 +6,20 @@ import Foundation
 
 /// One sync at a time per database: an exclusive `flock(2)` on `<database>.sync-lock`, where
 /// `<database>` is the file's real path (symbolic links and `..` resolved), so every name that leads to
-/// the file through links takes the same lock. A hard link is another name for the same file with its
-/// own real path: two syncs through two hard links are not kept apart (docs/operations.md §9 says: keep one name).
-/// The kernel drops the lock when the process exits or dies (even by SIGKILL), so a stale lock never
-/// blocks the next run. The file holds the holder's pid, host and start time, for the message a second
-/// run prints.
+/// the file through links takes the same lock.
+///
+/// A hard link is another name for the same file with its own real path: two syncs through two hard links are not
+/// kept apart (docs/operations.md §9 says: keep one name). The kernel drops the lock when the process exits or
+/// dies (even by SIGKILL), so a stale lock never blocks the next run. The file holds the holder's pid, host and
+/// start time, for the message a second run prints.
 package final class SyncLock {
     private let fd: Int32
 
-    /// Wraps a descriptor that already holds the lock. Only `acquire` makes one: an initializer that
-    /// throws after its properties are set would run `deinit` and close the descriptor twice (and a
-    /// descriptor number closed twice may by then belong to another file of this process).
+    /// Wraps a descriptor that already holds the lock.
+    ///
+    /// Only `acquire` makes one: an initializer that throws after its properties are set would run
+    /// `deinit` and close the descriptor twice (and a descriptor number closed twice may by then
+    /// belong to another file of this process).
     private init(holding fd: Int32) {
         self.fd = fd
     }

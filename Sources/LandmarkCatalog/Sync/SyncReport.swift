@@ -8,7 +8,9 @@ import Foundation
 public struct SyncOptions: Sendable {
     /// Merge, report, then roll back: nothing is written (not even the run ledger).
     public var dryRun = false
-    /// Rows stamped more than this many ms ahead of this machine's clock are quarantined. Default 300 s.
+    /// Rows stamped more than this many ms ahead of this machine's clock are quarantined.
+    ///
+    /// Default 300 s.
     public var maxDriftMilliseconds: Int64 = 300_000
     /// HTTP: seconds without progress (connecting, or fewer than 1 KiB/s arriving) before giving up.
     public var timeoutSeconds: Double = 30
@@ -31,11 +33,15 @@ public struct SyncOptions: Sendable {
     package var trustedKeys: [MinisignPublicKey] = []
     /// `sync --reset-cursor`: each source of the run is read as if never synced (from its start: a log's
     /// base and every delta, an HTTP source unconditionally); the cursor stored with its merge replaces the
-    /// old one (docs/cli.md §7). Merging is idempotent, so nothing is lost.
-    /// `--token-file`: the file holding the bearer token for `catalog+https://` sources given on the command
-    /// line (a saved remote keeps its own, ``Remote/tokenFile``). Read at each sync; never logged.
-    public var tokenFile: String?
+    /// old one (docs/cli.md §7).
+    ///
+    /// Merging is idempotent, so nothing is lost.
     public var resetCursor = false
+    /// `--token-file`: the file holding the bearer token for `catalog+https://` sources given on the command
+    /// line (a saved remote keeps its own, ``Remote/tokenFile``).
+    ///
+    /// Read at each sync; never logged.
+    public var tokenFile: String?
     /// Test hook: sleep this many ms inside each source's merge transaction before committing.
     @_spi(Testing) public var pauseBeforeCommitMilliseconds = 0
 

@@ -46,7 +46,9 @@ package struct SyncContext {
 
 /// One kind of sync source behind one small protocol: it fetches what is new since its cursor and
 /// yields feeds of rows; the engine merges them in one transaction per source and stores the cursor
-/// the source reports. The merger never knows whether rows came from a file, HTTP, a log or a hub.
+/// the source reports.
+///
+/// The merger never knows whether rows came from a file, HTTP, a log or a hub.
 package protocol SyncSource: AnyObject {
     var locator: SourceLocator { get }
     /// Fetches what is new since `cursor`: network transfers and spooling happen here, outside any
@@ -113,7 +115,9 @@ package final class SnapshotFeed: ChangeFeed {
     }
 }
 
-/// `-`: one snapshot read from standard input. It has no cursor.
+/// `-`: one snapshot read from standard input.
+///
+/// It has no cursor.
 final class StandardInputSource: SyncSource {
     let locator = SourceLocator.standardInput
     var nextCursor: SourceCursor? { nil }

@@ -30,7 +30,9 @@ package struct HTTPLimits: Sendable {
 /// An HTTP/1.1 server on GNU libmicrohttpd (docs/serve.md §1): epoll worker threads, suspended connections for
 /// long-polls (MHD_ALLOW_SUSPEND_RESUME), a connection cap, an idle timeout and a memory limit per connection,
 /// and the header and body deadlines MHD does not have, kept here: a sweeper shuts down (`shutdown(2)`, so MHD
-/// closes it) a connection whose headers or body are late. MHD parses HTTP; this class only routes its calls.
+/// closes it) a connection whose headers or body are late.
+///
+/// MHD parses HTTP; this class only routes its calls.
 package final class HTTPDaemon: @unchecked Sendable {
     // Safe: `daemon` is set once in `start` and cleared in `stop`, on the owner's thread; the connection table
     // is guarded by `lock`.
@@ -87,7 +89,9 @@ package final class HTTPDaemon: @unchecked Sendable {
 
     /// Makes every pending deadline due now, so the sweeper shuts those connections down within 250 ms: the
     /// idle keep-alive ones (waiting for headers) and the ones still sending a body (SIGTERM's drain: such a
-    /// request is not in hand yet; nothing of it was written). Requests the service holds are left alone.
+    /// request is not in hand yet; nothing of it was written).
+    ///
+    /// Requests the service holds are left alone.
     package func expireDeadlines() {
         lock.withLock {
             for (key, c) in connections where c.due != nil { connections[key]?.due = 0 }

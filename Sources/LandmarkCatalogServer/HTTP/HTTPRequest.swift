@@ -14,7 +14,9 @@ package struct HTTPReply: Sendable {
     }
 }
 
-/// One request on one connection, from its headers to its end (MHD's `req_cls`). Its fields are touched by the
+/// One request on one connection, from its headers to its end (MHD's `req_cls`).
+///
+/// Its fields are touched by the
 /// connection's MHD thread while the handler runs, and by the long-poll dispatcher only under its lock while
 /// the connection is suspended (docs/serve.md §4).
 package final class HTTPRequest: @unchecked Sendable {

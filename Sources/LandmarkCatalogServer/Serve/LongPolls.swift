@@ -27,7 +27,9 @@ final class Waiter: @unchecked Sendable {
     }
 }
 
-/// The long-polls and the thread that wakes them (docs/serve.md §4). Every commit to the database, by this
+/// The long-polls and the thread that wakes them (docs/serve.md §4).
+///
+/// Every commit to the database, by this
 /// server or any other process, moves the change sequence: the dispatcher notices (poked after this server's
 /// own POSTs, and by polling `PRAGMA data_version` every few ms for the others), reads which users' rows and
 /// whether landmarks changed since the sequence it last dispatched, and resumes the waiters for them. A
@@ -158,7 +160,9 @@ final class LongPolls: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Resumes the waiters whose deadline passed (under the lock). Cheap enough for 10,000 every 50 ms? It
+    /// Resumes the waiters whose deadline passed (under the lock).
+    ///
+    /// Cheap enough for 10,000 every 50 ms? It
     /// scans only when the earliest deadline is due.
     private var nextExpiry: UInt64 = 0
     private func expire() {

@@ -2,6 +2,7 @@ import Foundation
 
 /// serve's Prometheus figures (docs/serve.md §6), in the text exposition format: requests by route and
 /// status, open long-polls, and write-to-visible (a row's stamp to the moment a long-poll answer carries it).
+///
 /// No label ever holds a user or a token: routes are the fixed names of docs/protocol.md.
 package final class ServeMetrics: @unchecked Sendable {
     // Safe: every stored var is touched under `lock`.

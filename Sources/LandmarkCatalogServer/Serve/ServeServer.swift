@@ -2,7 +2,9 @@ import Foundation
 import LandmarkCatalog
 
 /// `catalog serve` (SPEC §16, docs/protocol.md, docs/serve.md): the device protocol over one database, on an
-/// ``HTTPDaemon``. Reads run on a small pool of read-only connections (WAL: never blocked by a write); POSTs
+/// ``HTTPDaemon``.
+///
+/// Reads run on a small pool of read-only connections (WAL: never blocked by a write); POSTs
 /// are serialised on one writer connection, each one transaction.
 package final class ServeServer: HTTPService, @unchecked Sendable {
     // Safe: the stores are used under their locks; `draining` and `active` under `stateLock`; the daemons are
@@ -75,7 +77,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
 
     /// SIGTERM's drain (SPEC §16): stop accepting, answer every long-poll, close the idle keep-alive
     /// connections and the ones whose body has not all arrived (nothing of those was written), let the
-    /// requests in hand finish (writes commit or roll back whole), then stop. New requests on open connections
+    /// requests in hand finish (writes commit or roll back whole), then stop.
+    ///
+    /// New requests on open connections
     /// meanwhile get 503. Without the cut, one stalled upload held the drain for its whole timeout.
     package func drain(timeoutSeconds: Double = 10) {
         stateLock.withLock { draining = true }

@@ -13,7 +13,9 @@ package struct TokenIdentity: Sendable, Equatable {
 
 /// The tokens a ``TokenVerifier`` has verified (exact bytes → identity and `nbf`), at most `capacity`; when
 /// full, the entries that have expired are dropped, and if none has, all of them (the next request of each
-/// device verifies its token once more). Tokens are kept only in memory, never logged.
+/// device verifies its token once more).
+///
+/// Tokens are kept only in memory, never logged.
 package final class VerifiedTokens: @unchecked Sendable {
     // Safe: `entries` is touched only while `lock` is held.
     package static let defaultCapacity = 20_000
@@ -47,7 +49,9 @@ package struct TokenRefusal: Error, Sendable, Equatable {
 }
 
 /// Verifies compact JWS JWTs (RFC 7519, RFC 7515) against one or more PEM public keys (two during a key
-/// rotation, docs/serve.md §5). The algorithm is the key's: a token whose header names another (`none`,
+/// rotation, docs/serve.md §5).
+///
+/// The algorithm is the key's: a token whose header names another (`none`,
 /// `HS256`, …) is refused whatever it is signed with (RFC 8725 §2.1, §3.1). `exp` is required, `nbf` is
 /// checked when present, both with a leeway of 60 s; `sub` must be a non-empty user id.
 package struct TokenVerifier: Sendable {
@@ -58,7 +62,9 @@ package struct TokenVerifier: Sendable {
     package static let maxLength = 8192
 
     /// Tokens whose signature verified, so a device's next request with the same token costs a dictionary
-    /// lookup, not a signature check (docs/serve.md §3). Shared by copies of this verifier.
+    /// lookup, not a signature check (docs/serve.md §3).
+    ///
+    /// Shared by copies of this verifier.
     let verified: VerifiedTokens
 
     package init(keys: [TokenKey], cacheCapacity: Int = VerifiedTokens.defaultCapacity) {
@@ -66,7 +72,9 @@ package struct TokenVerifier: Sendable {
         verified = VerifiedTokens(capacity: cacheCapacity)
     }
 
-    /// The identity in `token`, or the refusal. A token seen before with a valid signature is not verified
+    /// The identity in `token`, or the refusal.
+    ///
+    /// A token seen before with a valid signature is not verified
     /// again, only its `exp` and `nbf` checked against `now`: the cache holds the exact token bytes, so a
     /// token differing in any byte is verified from scratch.
     /// - Parameter now: the time in seconds since the epoch.

@@ -14,7 +14,9 @@ package enum TokenAlgorithm: String, Sendable {
 }
 
 /// A PEM key (public for verifying, private for `token issue`), loaded with libcrypto; its type names its
-/// one algorithm. Ed25519, P-256 and RSA of at least 2,048 bits only.
+/// one algorithm.
+///
+/// Ed25519, P-256 and RSA of at least 2,048 bits only.
 package final class TokenKey: @unchecked Sendable {
     // Safe: the EVP_PKEY is never changed after loading, and libcrypto allows concurrent use of one key
     // for verifying from several threads, each with its own EVP_MD_CTX.
@@ -81,7 +83,9 @@ package final class TokenKey: @unchecked Sendable {
         return try TokenKey(key: key, path: path)
     }
 
-    /// Whether `signature` is this key's signature of `message` by its algorithm. Never throws: a malformed
+    /// Whether `signature` is this key's signature of `message` by its algorithm.
+    ///
+    /// Never throws: a malformed
     /// signature is simply not valid.
     package func verify(_ signature: [UInt8], of message: [UInt8]) -> Bool {
         var signature = signature

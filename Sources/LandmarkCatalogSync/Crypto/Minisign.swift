@@ -8,8 +8,9 @@ import LandmarkCatalog
 
 /// Ed25519 (RFC 8032) through libcrypto's raw keys: `EVP_PKEY_new_raw_private_key` /
 /// `EVP_PKEY_new_raw_public_key` with `EVP_PKEY_ED25519`, then `EVP_DigestSign` / `EVP_DigestVerify`
-/// (https://www.openssl.org/docs/man3.0/man7/Ed25519.html). Keys are 32 bytes (the secret one is the seed),
-/// signatures 64 bytes.
+/// (https://www.openssl.org/docs/man3.0/man7/Ed25519.html).
+///
+/// Keys are 32 bytes (the secret one is the seed), signatures 64 bytes.
 package enum Ed25519 {
     /// The public key of a 32-byte seed, or nil when libcrypto refuses it (a seed of the wrong length).
     package static func publicKey(seed: [UInt8]) -> [UInt8]? {
@@ -75,10 +76,12 @@ package enum BLAKE2b512 {
 
 /// A minisign secret key, unencrypted (key derivation `\0\0`, as `minisign -G -W` writes it):
 /// `base64("Ed" || "\0\0" || "B2" || salt (32) || opslimit (8) || memlimit (8) || key id (8) ||
-/// seed (32) || public key (32) || checksum (32))`. minisign leaves the salt, the limits and the checksum of
-/// an unencrypted key zero (it computes the checksum, BLAKE2b-256 of `Ed || key id || secret key`, only
-/// to check a password); so does this. Its integrity is checked instead by deriving the public key from
-/// the seed. Never printed, logged or put in an error message.
+/// seed (32) || public key (32) || checksum (32))`.
+///
+/// minisign leaves the salt, the limits and the checksum of an unencrypted key zero (it computes the
+/// checksum, BLAKE2b-256 of `Ed || key id || secret key`, only to check a password); so does this. Its
+/// integrity is checked instead by deriving the public key from the seed. Never printed, logged or put in an
+/// error message.
 package struct MinisignSecretKey: LogSigningKey {
     package let keyID: [UInt8]
     let seed: [UInt8]
@@ -108,7 +111,9 @@ package struct MinisignSecretKey: LogSigningKey {
             "\(Minisign.untrustedPrefix)catalog secret key \(publicKey.id) (unencrypted, minisign format)\n\(Data(payload).base64EncodedString())\n"
     }
 
-    /// Parses a secret key file's text. Messages name `source`, never the key.
+    /// Parses a secret key file's text.
+    ///
+    /// Messages name `source`, never the key.
     /// - Throws: `CatalogError` 65 for anything that is not an unencrypted minisign Ed25519 key whose seed
     ///   gives its public key (an encrypted one is named as such).
     package init(text: String, source: String) throws {

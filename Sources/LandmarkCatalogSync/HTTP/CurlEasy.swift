@@ -3,10 +3,14 @@ import Foundation
 import LandmarkCatalog
 
 /// One libcurl easy handle (https://curl.se/libcurl/c/libcurl-easy.html) with the memory it points at:
-/// the request header list and the error buffer. Used by one thread at a time; not `Sendable`.
+/// the request header list and the error buffer.
+///
+/// Used by one thread at a time; not `Sendable`.
 final class CurlEasy {
     /// `curl_global_init(CURL_GLOBAL_DEFAULT)`, run once per process (a `static let` is initialised
-    /// exactly once, thread-safely). libcurl requires it before any other call from a threaded program.
+    /// exactly once, thread-safely).
+    ///
+    /// libcurl requires it before any other call from a threaded program.
     private static let globalInit: UInt32 = ccurl_global_init().rawValue
 
     /// The `CURL *` handle (freed by `deinit` with `curl_easy_cleanup`).
@@ -36,22 +40,30 @@ final class CurlEasy {
         errorBuffer.deallocate()
     }
 
-    /// Sets a `long` option. - Throws: `CatalogError(.software)` (70) if this libcurl refuses it (too old).
+    /// Sets a `long` option.
+
+    /// - Throws: `CatalogError(.software)` (70) if this libcurl refuses it (too old).
     func set(_ option: CURLoption, _ value: Int, _ name: String) throws {
         try check(ccurl_setopt_long(handle, option, value), name)
     }
 
-    /// Sets a string option (libcurl copies the string). - Throws: as `set(_:_:_:)`.
+    /// Sets a string option (libcurl copies the string).
+
+    /// - Throws: as `set(_:_:_:)`.
     func set(_ option: CURLoption, _ value: String, _ name: String) throws {
         try check(ccurl_setopt_string(handle, option, value), name)
     }
 
-    /// Sets a pointer option. - Throws: as `set(_:_:_:)`.
+    /// Sets a pointer option.
+
+    /// - Throws: as `set(_:_:_:)`.
     func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?, _ name: String) throws {
         try check(ccurl_setopt_pointer(handle, option, pointer), name)
     }
 
-    /// Sets a data callback (CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION). - Throws: as `set(_:_:_:)`.
+    /// Sets a data callback (CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION).
+
+    /// - Throws: as `set(_:_:_:)`.
     func set(_ option: CURLoption, callback: ccurl_data_callback, _ name: String) throws {
         try check(ccurl_setopt_data_callback(handle, option, callback), name)
     }

@@ -6,21 +6,31 @@ import LandmarkCatalog
 struct HTTPLimits: Sendable {
     /// Seconds: the connect timeout (CURLOPT_CONNECTTIMEOUT_MS), and how long the transfer may run below
     /// 1024 bytes/s before it is abandoned (CURLOPT_LOW_SPEED_LIMIT / CURLOPT_LOW_SPEED_TIME; libcurl
-    /// takes whole seconds, so this is rounded up). Must be > 0.
+    /// takes whole seconds, so this is rounded up).
+    ///
+    /// Must be > 0.
     var stallTimeout: Double = 30
     /// Seconds for the whole fetch of one URL: every attempt, backoff and `Retry-After` wait included.
+    ///
     /// Each attempt gets what is left as CURLOPT_TIMEOUT_MS. Must be > 0.
     var deadline: Double = 300
     /// Largest decoded body accepted, in bytes (after `Content-Encoding: gzip` is undone), counted as the
-    /// bytes arrive. Must be ≥ 0.
+    /// bytes arrive.
+    ///
+    /// Must be ≥ 0.
     var maxBytes: Int64 = 1 << 30
     /// Retries after the first attempt, on 429, 5xx, and a connection that broke before any body byte
-    /// arrived. Must be ≥ 0.
+    /// arrived.
+    ///
+    /// Must be ≥ 0.
     var retries: Int = 3
     /// Seconds before the first retry; each later one waits twice as long as the one before (±10 %
-    /// jitter). A `Retry-After` replaces it. Must be ≥ 0.
+    /// jitter).
+    ///
+    /// A `Retry-After` replaces it. Must be ≥ 0.
     var backoff: Double = 0.5
     /// Longest `Retry-After` honoured, in seconds: a server asking for more is retried after this long.
+    ///
     /// Must be ≥ 0.
     var maxRetryAfter: Double = 60
 }
@@ -39,7 +49,9 @@ enum HTTPOutcome: Sendable {
 /// its space is freed when `fd` is closed, which `deinit` does. Read it with `read(2)` from offset 0
 /// (where `fd` is positioned) or `pread(2)`; do not close `fd` yourself.
 final class HTTPBody: Sendable {
-    /// The spool file, open read-write, positioned at offset 0. Closed by `deinit`.
+    /// The spool file, open read-write, positioned at offset 0.
+    ///
+    /// Closed by `deinit`.
     let fd: Int32
     /// Size of the decoded body in bytes.
     let bytes: Int64
@@ -85,7 +97,7 @@ struct HTTPClient: Sendable {
     let limits: HTTPLimits
     /// Where spool files are created (and at once unlinked).
     let spoolDirectory: String
-    /// Creates a spool file in the given directory; tests replace it (e.g. with `/dev/full`).
+    /// Creates a spool file in the given directory; tests replace it (e.g., with `/dev/full`).
     var makeSpoolFile: @Sendable (String) throws -> Int32 = { try Spool.makeAnonymousFile(in: $0) }
 
     /// - Parameters:
@@ -371,9 +383,10 @@ struct HTTPClient: Sendable {
         }
     }
 
-    /// The validators of a 2xx response. A `Last-Modified` less than one second before the response's
-    /// `Date` (or this machine's clock, without one) is weak (RFC 9110 §8.8.2.2) and left out, as is one
-    /// that is not an HTTP-date.
+    /// The validators of a 2xx response.
+    ///
+    /// A `Last-Modified` less than one second before the response's `Date` (or this machine's clock,
+    /// without one) is weak (RFC 9110 §8.8.2.2) and left out, as is one that is not an HTTP-date.
     private func responseValidators(_ headers: [String: String]) -> HTTPValidators {
         var lastModified = headers["last-modified"]
         if let text = lastModified {

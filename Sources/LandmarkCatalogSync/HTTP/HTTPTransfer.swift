@@ -52,8 +52,9 @@ final class HTTPTransfer {
         self.maxBytes = maxBytes
     }
 
-    /// Forgets everything of a previous attempt. The spool file is still empty: an attempt that wrote
-    /// body bytes is never retried.
+    /// Forgets everything of a previous attempt.
+    ///
+    /// The spool file is still empty: an attempt that wrote body bytes is never retried.
     func reset() {
         precondition(bodyBytes == 0, "HTTPTransfer: a retry after \(bodyBytes) body bytes were spooled")
         status = 0
@@ -66,8 +67,9 @@ final class HTTPTransfer {
         headersComplete = false
     }
 
-    /// Installs the callbacks on `easy`, with `self` as their `userdata`. The caller keeps `self` alive for
-    /// as long as `easy` may run (both live for one `HTTPClient.get`).
+    /// Installs the callbacks on `easy`, with `self` as their `userdata`.
+    ///
+    /// The caller keeps `self` alive for as long as `easy` may run (both live for one `HTTPClient.get`).
     func install(on easy: CurlEasy) throws {
         let me = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_HEADERDATA, pointer: me, "CURLOPT_HEADERDATA")

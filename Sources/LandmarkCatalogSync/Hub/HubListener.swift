@@ -7,8 +7,10 @@ import LandmarkCatalog
 #endif
 
 /// A follower's `LISTEN` on a hub (docs/live-sync.md §3): a connection of its own, idle but for the
-/// notifications a push's transaction sends at `COMMIT` (`NOTIFY catalog_hub`). Its socket goes in the
-/// follower's `poll()`; when readable, `PQconsumeInput` and `PQnotifies` read what arrived.
+/// notifications a push's transaction sends at `COMMIT` (`NOTIFY catalog_hub`).
+///
+/// Its socket goes in the follower's `poll()`; when readable, `PQconsumeInput` and `PQnotifies` read
+/// what arrived.
 ///
 /// pgbouncer in transaction pooling mode cannot carry `LISTEN` (the session that listens is handed to
 /// other clients between transactions). The listener therefore checks itself when it starts: a

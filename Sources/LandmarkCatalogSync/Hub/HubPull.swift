@@ -144,6 +144,7 @@ final class HubPullFeed: ChangeFeed {
     }
 
     /// A PostgreSQL array literal of `values` (each double-quoted, `"` and `\` escaped), for `$1::text[]`.
+    ///
     /// PostgreSQL "Arrays", Array Value Input.
     static func arrayLiteral(_ values: [String]) -> String {
         "{"
@@ -154,7 +155,9 @@ final class HubPullFeed: ChangeFeed {
     /// Reads `sql` through a cursor on a reading thread — each `FETCH` decoded into a ``RowBatch`` there
     /// by `decode` — while this thread merges the batch before it (one batch waits between them, as a
     /// file's reader and writer do), so PostgreSQL's sending, libpq's parsing and our validation overlap
-    /// SQLite's writing. Returns the largest hub sequence number `decode` saw.
+    /// SQLite's writing.
+    ///
+    /// Returns the largest hub sequence number `decode` saw.
     ///
     /// The connection is the reader's alone while it runs: this thread only takes batches and touches
     /// `pg` again after `ReadingThread.finish()` has returned (on every path, by `defer`).
@@ -349,8 +352,10 @@ final class HubPullFeed: ChangeFeed {
 }
 
 /// What a pull's reading thread owns while it runs (see `HubPullFeed.pipelined`): the connection, the
-/// decoder and the largest sequence number seen. Not `Sendable` by nature (`PGConnection` belongs to one
-/// thread at a time); handed over whole to the reader and back when `ReadingThread.finish()` returns.
+/// decoder and the largest sequence number seen.
+///
+/// Not `Sendable` by nature (`PGConnection` belongs to one thread at a time); handed over whole to the
+/// reader and back when `ReadingThread.finish()` returns.
 private final class ReaderHandoff: @unchecked Sendable {
     struct Stopped: Error {}
     let pg: PGConnection

@@ -25,7 +25,7 @@ struct HubPushReport {
 }
 
 extension HubConnection {
-    /// Pushes this node's changes numbered after `since` to the hub in ONE PostgreSQL transaction:
+    /// Pushes this node's changes numbered after `since` to the hub in ONE PostgreSQL transaction, in four steps.
     ///
     /// 1. The rows are read from one SQLite read snapshot with a range read on the `seq` indexes, and
     ///    streamed with `COPY … FROM STDIN` into temporary staging tables (`ON COMMIT DROP`): memory stays

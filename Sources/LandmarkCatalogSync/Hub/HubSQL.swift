@@ -7,7 +7,9 @@ import LandmarkCatalog
 /// Values always travel as `$n` parameters or through `COPY`; these texts hold only SQL.
 enum HubSQL {
     /// The advisory lock key every push holds from before its first `nextval` until it commits
-    /// (`lchub_pu` in ASCII). PostgreSQL "Explicit Locking", Advisory Locks
+    /// (`lchub_pu` in ASCII).
+    ///
+    /// PostgreSQL "Explicit Locking", Advisory Locks
     /// (https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS).
     static let pushLockKey: Int64 = 0x6C63_6875_625F_7075
 
@@ -21,6 +23,7 @@ enum HubSQL {
     // MARK: Push
 
     /// The push's staging tables: temporary, private to the transaction, dropped at its end.
+    ///
     /// PostgreSQL "CREATE TABLE", `TEMPORARY` and `ON COMMIT DROP`.
     static let createStaging = """
         CREATE TEMPORARY TABLE catalog_push_landmarks (
@@ -33,8 +36,9 @@ enum HubSQL {
         ) ON COMMIT DROP
         """
 
-    /// `COPY … FROM STDIN` (text format) into the staging tables. PostgreSQL "COPY"
-    /// (https://www.postgresql.org/docs/15/sql-copy.html).
+    /// `COPY … FROM STDIN` (text format) into the staging tables.
+    ///
+    /// PostgreSQL "COPY" (https://www.postgresql.org/docs/15/sql-copy.html).
     static let copyLandmarks = "COPY catalog_push_landmarks (id, body, updated_ms, counter, node, deleted) FROM STDIN"
     static let copyPositions = "COPY catalog_push_positions (user_id, page, landmark_id, updated_ms, counter, node, deleted) FROM STDIN"
 
@@ -45,10 +49,12 @@ enum HubSQL {
 
     /// Upserts rows of `source` (the staging table, or released quarantine rows) into `landmarks`: each
     /// row takes the next hub sequence number, and replaces the stored row only when last-writer-wins
-    /// says so. The command tag counts the rows written (no `RETURNING`: at a million rows it would
-    /// cost a tenth of the statement; the numbers taken are read from the sequence instead).
-    /// `$1`: the quarantine limit (rows stamped later stay out). `prelude`: `WITH` queries that `source`
-    /// may name (without the `WITH`).
+    /// says so.
+    ///
+    /// The command tag counts the rows written (no `RETURNING`: at a million rows it would cost a tenth
+    /// of the statement; the numbers taken are read from the sequence instead). `$1`: the quarantine
+    /// limit (rows stamped later stay out). `prelude`: `WITH` queries that `source` may name (without
+    /// the `WITH`).
     static func upsertLandmarks(from source: String, with prelude: String = "") -> String {
         """
         \(prelude.isEmpty ? "" : "WITH " + prelude)INSERT INTO landmarks (id, body, updated_ms, counter, node, deleted, seq)
@@ -73,8 +79,9 @@ enum HubSQL {
         """
     }
 
-    /// The last number the hub sequence issued (0 when none). Read under the push lock, it is stable:
-    /// only pushes call `nextval`, and they hold the lock.
+    /// The last number the hub sequence issued (0 when none).
+    ///
+    /// Read under the push lock, it is stable: only pushes call `nextval`, and they hold the lock.
     /// Whether this role may push (docs/hub.md §4): write both row tables and make the push's
     /// temporary staging tables. A role that may only read syncs pull-only.
     static let canPush = """
@@ -92,7 +99,9 @@ enum HubSQL {
     }
 
     /// Holds back staged rows stamped beyond `$1` (the hub's clock plus the drift allowance), pushed by
-    /// node `$2`. Returns (rows held back, rows newly kept).
+    /// node `$2`.
+    ///
+    /// Returns (rows held back, rows newly kept).
     static func quarantine(kind: String) -> String {
         let (table, key, columns) =
             kind == "landmark"
@@ -144,8 +153,10 @@ enum HubSQL {
 
     // MARK: Pull
 
-    /// The pull's transaction: one snapshot of the whole hub, read-only. PostgreSQL "Transaction
-    /// Isolation", Repeatable Read (https://www.postgresql.org/docs/15/transaction-iso.html#XACT-REPEATABLE-READ).
+    /// The pull's transaction: one snapshot of the whole hub, read-only.
+    ///
+    /// PostgreSQL "Transaction Isolation", Repeatable Read
+    /// (https://www.postgresql.org/docs/15/transaction-iso.html#XACT-REPEATABLE-READ).
     static let pullIsolation = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
     /// Landmarks changed after `$1`, except those numbered `$2…$3` (this edge's own push, which it has).
@@ -176,8 +187,10 @@ enum HubSQL {
 
     // MARK: History (docs/hub.md, "Restoring a hub")
 
-    /// Records a push that took hub numbers: `$1` the last number it took, `$2` the pushing node. Run under
-    /// the push lock, so history rows appear in sequence order. Returns the hub's random token for it.
+    /// Records a push that took hub numbers: `$1` the last number it took, `$2` the pushing node.
+    ///
+    /// Run under the push lock, so history rows appear in sequence order. Returns the hub's random token
+    /// for it.
     static let noteHistory = """
         INSERT INTO hub_history (seq, token, node) VALUES ($1, gen_random_uuid()::text, $2) RETURNING token
         """
@@ -206,6 +219,7 @@ enum HubSQL {
     /// (`L`/`P`, fields joined by LF, exactly as ``StateDigest/landmarkText(_:content:)`` and
     /// ``StateDigest/positionText(_:)`` write it), SHA-256, its first 16 bytes read as two signed 64-bit
     /// numbers and summed; the sums reduced modulo 2⁶⁴ as unsigned numbers, and the row count.
+    ///
     /// Returns (rows, high, low) with high and low as decimal text in 0…2⁶⁴−1.
     static let digest = """
         WITH texts AS (

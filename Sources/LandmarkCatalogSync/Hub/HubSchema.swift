@@ -1,8 +1,9 @@
 import Foundation
 import LandmarkCatalog
 
-/// Why a hub's schema cannot be used: typed, so callers and tests match cases, not message text. Mapped
-/// to a ``CatalogError`` in one place, ``CatalogError/init(_:hub:)``.
+/// Why a hub's schema cannot be used: typed, so callers and tests match cases, not message text.
+///
+/// Mapped to a ``CatalogError`` in one place, ``CatalogError/init(_:hub:)``.
 ///
 /// Exit status: 76 ("incompatible") for a hub this binary must not touch — newer than the binary, a
 /// changed migration, another application's tables — as for a snapshot of a newer version (docs/exit-statuses.md §1: the
@@ -117,6 +118,7 @@ struct HubMigrator {
     }
 
     /// Applies every pending hub migration, each in its own transaction under the advisory lock.
+    ///
     /// Idempotent; an up-to-date hub costs two reads and takes no lock. A foreign database (hub tables,
     /// no ledger) is refused under the lock, before anything is written.
     /// - Returns: the versions this call applied.
@@ -168,9 +170,11 @@ struct HubMigrator {
     }
 
     /// Whether a table named `name` exists in the schemas of the search path, read from `pg_class` with
-    /// the statement's own snapshot. Not `to_regclass`: it answers from the backend's catalog cache,
-    /// which is not refreshed by taking an advisory lock, so a migrator that waited for another one
-    /// would still see "no such table" and run the migration a second time.
+    /// the statement's own snapshot.
+    ///
+    /// Not `to_regclass`: it answers from the backend's catalog cache, which is not refreshed by taking
+    /// an advisory lock, so a migrator that waited for another one would still see "no such table" and
+    /// run the migration a second time.
     static func tableExists(_ name: String, _ connection: PGConnection) throws -> Bool {
         try connection.execute(
             sql: """

@@ -17,7 +17,9 @@ struct PGConnInfo: Sendable {
     /// Every option the string sets, as (keyword, value), in libpq's keyword order.
     var options: [(keyword: String, value: String)]
     /// Texts that must never appear in a message: the password as parsed, its raw (still percent-encoded)
-    /// form in a URI, and `PGPASSWORD`. Longest first, so a longer secret is masked before its substrings.
+    /// form in a URI, and `PGPASSWORD`.
+    ///
+    /// Longest first, so a longer secret is masked before its substrings.
     var secrets: [String]
 
     /// Parses `conninfo`.

@@ -19,7 +19,9 @@ extension PGConnection {
     }
 
     /// Waits until `fd` is ready for `events` (readable, writable, or in error — which the next libpq call
-    /// reports) or `deadline` passes. Restarts after `EINTR`.
+    /// reports) or `deadline` passes.
+    ///
+    /// Restarts after `EINTR`.
     static func waitSocket(_ fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> SocketWait {
         guard fd >= 0 else { return .failed("the connection has no socket") }
         while true {
@@ -210,8 +212,10 @@ extension PGConnection {
     }
 
     /// What to do when a statement's deadline passes: ask the server to cancel it (best effort, at most
-    /// 2 s), then read what is left of the command for at most 2 s more. When that completes the
-    /// connection is idle and usable again; otherwise (a stopped or unreachable server) it is closed.
+    /// 2 s), then read what is left of the command for at most 2 s more.
+    ///
+    /// When that completes the connection is idle and usable again; otherwise (a stopped or unreachable
+    /// server) it is closed.
     /// - Returns: the `.timedOut` error to throw, saying which of the two happened.
     func expire(statement: String?, timeout: Duration) -> PGError {
         var message = "no answer within \(Self.describe(timeout))"
@@ -288,8 +292,10 @@ extension PGConnection {
     }
 }
 
-/// A `PGcancel` handed to the thread that sends it. libpq documents `PQcancel` as safe to call from
-/// another thread (it was made to be called from a signal handler); the thread is its only user.
+/// A `PGcancel` handed to the thread that sends it.
+///
+/// libpq documents `PQcancel` as safe to call from another thread (it was made to be called from a
+/// signal handler); the thread is its only user.
 private final class CancelRequest: @unchecked Sendable {
     private let handle: OpaquePointer
     init(_ handle: OpaquePointer) { self.handle = handle }

@@ -26,8 +26,10 @@ final class PGConnection {
     let target: String
     /// The parsed connection string, kept to redact messages.
     let connInfo: PGConnInfo
-    /// How long a statement may take when a call gives no `timeout`. Also sent as `statement_timeout`
-    /// at open. Changing it later changes only the client-side deadline (see `setStatementTimeout`).
+    /// How long a statement may take when a call gives no `timeout`.
+    ///
+    /// Also sent as `statement_timeout` at open. Changing it later changes only the client-side
+    /// deadline (see `setStatementTimeout`).
     var commandTimeout: Duration
     /// Numbers the cursors of `forEachBatch`.
     var cursorSerial = 0
@@ -80,7 +82,9 @@ final class PGConnection {
 
     deinit { close() }
 
-    /// Closes the connection (`PQfinish`, which sends the server a Terminate without waiting). Idempotent.
+    /// Closes the connection (`PQfinish`, which sends the server a Terminate without waiting).
+    ///
+    /// Idempotent.
     func close() {
         if let handle {
             PQfinish(handle)
@@ -146,8 +150,10 @@ final class PGConnection {
 
     /// Sets the server-side bound on every statement of this session (`statement_timeout`, in ms; 0 turns
     /// it off), through `set_config`, so it survives until the session ends (or the enclosing
-    /// transaction rolls back). The server then cancels a statement running longer with SQLSTATE 57014.
-    /// "Client Connection Defaults": https://www.postgresql.org/docs/15/runtime-config-client.html#GUC-STATEMENT-TIMEOUT.
+    /// transaction rolls back).
+    ///
+    /// The server then cancels a statement running longer with SQLSTATE 57014. "Client Connection Defaults":
+    /// https://www.postgresql.org/docs/15/runtime-config-client.html#GUC-STATEMENT-TIMEOUT.
     /// - Throws: `PGError` as `execute` does.
     func setStatementTimeout(milliseconds: Int, timeout: Duration? = nil) throws {
         precondition(milliseconds >= 0, "statement_timeout cannot be negative")
@@ -184,8 +190,9 @@ final class PGConnection {
     }
 
     /// Takes the transaction-scoped advisory lock `key`, waiting while another session holds it
-    /// (`pg_advisory_xact_lock`); released at the transaction's end, never explicitly. For one-writer
-    /// sections across many edges. "Explicit Locking", Advisory Locks
+    /// (`pg_advisory_xact_lock`); released at the transaction's end, never explicitly.
+    ///
+    /// For one-writer sections across many edges. "Explicit Locking", Advisory Locks
     /// (https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS), and "Advisory Lock Functions"
     /// (https://www.postgresql.org/docs/15/functions-admin.html#FUNCTIONS-ADVISORY-LOCKS). Outside a transaction it would be
     /// released at once: a bug, which traps.
@@ -209,9 +216,11 @@ final class PGConnection {
     // MARK: Opening
 
     /// Starts the connection and drives `PQconnectPoll` until it is established, waiting on the socket
-    /// with `poll(2)` until `deadline`. libpq's own `connect_timeout` is not enforced by this API (only by
-    /// the blocking `PQconnectdb`), so the deadline is. The `PGconn` is finished on every failure.
-    /// Error messages are read in verbose form so the server's SQLSTATE can be picked out of them.
+    /// with `poll(2)` until `deadline`.
+    ///
+    /// libpq's own `connect_timeout` is not enforced by this API (only by the blocking `PQconnectdb`), so
+    /// the deadline is. The `PGconn` is finished on every failure. Error messages are read in verbose form
+    /// so the server's SQLSTATE can be picked out of them.
     private static func open(
         keywords: [(keyword: String, value: String)], info: PGConnInfo,
         deadline: ContinuousClock.Instant, seconds: Int

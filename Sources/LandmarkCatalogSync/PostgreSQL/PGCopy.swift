@@ -14,8 +14,10 @@ extension PGConnection {
     static let copyChunkBytes = 64 * 1024
 
     /// Loads `rows` with `sql`, a `COPY table (columns…) FROM STDIN` in text format (the default), one
-    /// value per column, `nil` for NULL. The rows are encoded as they are read (`PGCopyText`): memory stays
-    /// at one chunk whatever the row count.
+    /// value per column, `nil` for NULL.
+    ///
+    /// The rows are encoded as they are read (`PGCopyText`): memory stays at one chunk whatever the row
+    /// count.
     ///
     /// The load is one statement: all rows or none. Run it inside `transaction` to combine it with others.
     /// - Parameters:
@@ -45,7 +47,9 @@ extension PGConnection {
 
     /// Loads rows that `produce` writes straight into COPY's text format (``PGCopyText``): each call
     /// appends one row, newline included, to the buffer and returns true, or returns false when there
-    /// are no more rows. For bulk loads that read their values as bytes (no `PGValue` per value).
+    /// are no more rows.
+    ///
+    /// For bulk loads that read their values as bytes (no `PGValue` per value).
     ///
     /// When `produce` throws, the copy is aborted (nothing is loaded) and its error rethrown. Otherwise
     /// as ``copyIn(sql:rows:timeout:)``.
@@ -125,7 +129,9 @@ extension PGConnection {
     }
 
     /// libpq refused copy data: the server has already ended the copy with an error (a bad value in an
-    /// earlier chunk) or the connection broke. Throws the server's error.
+    /// earlier chunk) or the connection broke.
+    ///
+    /// Throws the server's error.
     private func copyRefused(_ conn: OpaquePointer, statement: String, timeout: Duration) throws {
         if PQstatus(conn) == CONNECTION_BAD { throw lost(conn, statement: statement) }
         let message = Self.oneLine(String(cString: PQerrorMessage(conn)))
@@ -152,8 +158,10 @@ extension PGConnection {
 /// COPY's text format, for `copyIn`: one line per row, values separated by a tab, `\N` for NULL, and in
 /// values a backslash, tab, newline or carriage return written as `\\`, `\t`, `\n`, `\r` — the characters
 /// that "must be preceded by a backslash if they appear as part of a column value" (SQL "COPY", File
-/// Formats, Text Format). Every other byte, UTF-8 included, goes as it is. A value can never read as `\N`
-/// or the end marker `\.`: its own backslashes are doubled.
+/// Formats, Text Format).
+///
+/// Every other byte, UTF-8 included, goes as it is. A value can never read as `\N` or the end marker
+/// `\.`: its own backslashes are doubled.
 enum PGCopyText {
     /// Appends `row` as one line (values, tabs, a final newline) to `buffer`.
     /// - Throws: `PGError` (`.client`) when a value holds a NUL byte, which PostgreSQL text cannot store.

@@ -55,7 +55,9 @@ struct PGError: Error, Sendable, CustomStringConvertible {
 
     var kind: Kind
     /// `PG_DIAG_SQLSTATE`; for a failed connection, the code the server sent with its refusal (28P01 for a
-    /// wrong password), when it sent one. Nil for client-side failures.
+    /// wrong password), when it sent one.
+    ///
+    /// Nil for client-side failures.
     var sqlState: SQLState?
     /// The primary message (`PG_DIAG_MESSAGE_PRIMARY`), or libpq's message for a connection failure.
     var message: String
@@ -87,6 +89,7 @@ struct PGError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Builds the error from a failed `PGresult` (`PGRES_FATAL_ERROR`, `PGRES_BAD_RESPONSE`).
+    ///
     /// `kind` is `.server`, or `.lostConnection` when the connection is gone (`connectionBroken`).
     init(result: OpaquePointer, statement: String?, target: String?, connectionBroken: Bool) {
         func field(_ code: Int32) -> String? {
@@ -141,8 +144,10 @@ struct PGError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// The statement on one line, cut at 160 characters. For a long multi-line script with a known
-    /// error position, the line holding the error instead (`line 12: CREATE TABLE …`).
+    /// The statement on one line, cut at 160 characters.
+    ///
+    /// For a long multi-line script with a known error position, the line holding the error instead
+    /// (`line 12: CREATE TABLE …`).
     static func excerpt(of statement: String?, position: Int?) -> String? {
         guard let statement else { return nil }
         func cut(_ s: String) -> String { s.count > 160 ? s.prefix(160) + "…" : s }

@@ -49,6 +49,7 @@ extension PGValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Expr
 }
 
 /// The result of one statement (`PGresult`): rows of text-format values, or a command's status.
+///
 /// Cleared (`PQclear`) when released; it does not depend on the connection staying open.
 ///
 /// Accessors take 0-based row and column indexes; an index out of range is a bug and traps.
@@ -143,6 +144,7 @@ final class PGResult {
 extension PGResult: Sendable {}
 
 /// One row of a streamed result (`PGConnection.forEachRow`): a view into its batch's `PGResult`.
+///
 /// Keeping a row keeps its whole batch in memory.
 struct PGRow {
     /// The batch holding this row.

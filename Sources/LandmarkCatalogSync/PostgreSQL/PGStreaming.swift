@@ -19,7 +19,9 @@ import LandmarkCatalog
 /// (https://www.postgresql.org/docs/15/sql-declare.html), "FETCH" (https://www.postgresql.org/docs/15/sql-fetch.html).
 extension PGConnection {
     /// Runs the query `sql` through a cursor and calls `body` with each batch of at most `batch` rows,
-    /// in order. The previous batch is released before the next is fetched (unless `body` keeps it).
+    /// in order.
+    ///
+    /// The previous batch is released before the next is fetched (unless `body` keeps it).
     ///
     /// Outside a transaction, the cursor gets its own (`BEGIN` … `COMMIT`, rolled back on error); inside one,
     /// it uses the caller's and is closed before returning.
@@ -68,7 +70,9 @@ extension PGConnection {
     }
 
     /// Runs the query `sql` through a cursor and calls `body` with each row, in order: `forEachBatch`
-    /// row by row. At most one batch of rows is held at a time.
+    /// row by row.
+    ///
+    /// At most one batch of rows is held at a time.
     /// - Throws: `PGError` as `execute` does, or what `body` throws.
     func forEachRow(
         sql: String, _ params: [PGValue?] = [], batch: Int = 1000, timeout: Duration? = nil,

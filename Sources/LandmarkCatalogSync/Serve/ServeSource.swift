@@ -202,7 +202,9 @@ final class ServeBody {
 }
 
 /// One request to a serve on libcurl, with the bearer token (RFC 6750) and the run's limits; statuses
-/// mapped to exit statuses (docs/protocol.md §9). The token is never put in a message.
+/// mapped to exit statuses (docs/protocol.md §9).
+///
+/// The token is never put in a message.
 struct ServeHTTP {
     let token: String
     let name: String

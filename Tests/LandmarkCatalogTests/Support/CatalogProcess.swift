@@ -67,8 +67,10 @@ struct StartedProcess {
 }
 
 /// One test's files: a directory holding the database, `tmp/` (every run's `TMPDIR`, which must be
-/// empty after each run) and `io/` (captured output). Runs get a minimal environment, as under cron.
-/// Removed when released (after any mount inside it is gone).
+/// empty after each run) and `io/` (captured output).
+///
+/// Runs get a minimal environment, as under cron. Removed when released (after any mount inside it
+/// is gone).
 final class Sandbox {
     let root: URL
     /// The runs' `TMPDIR`.
@@ -182,7 +184,7 @@ enum Mounts {
         return text.isEmpty ? "\(tool) exited \(process.terminationStatus)" : text
     }
 
-    /// Mounts a new tmpfs of `size` (e.g. `1m`) on `directory`, creating it; nil on success, else why not.
+    /// Mounts a new tmpfs of `size` (e.g., `1m`) on `directory`, creating it; nil on success, else why not.
     static func tmpfs(at directory: URL, size: String) -> String? {
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         guard getuid() == 0 else { return "not root" }

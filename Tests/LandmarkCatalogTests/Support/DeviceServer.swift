@@ -65,8 +65,10 @@ final class DeviceServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// A JWT for `user` that expires after `ttl` seconds. Its signature is not one (the stand-in checks
-    /// `sub` and `exp` only, docs/protocol.md §2 is the real server's).
+    /// A JWT for `user` that expires after `ttl` seconds.
+    ///
+    /// Its signature is not one (the stand-in checks `sub` and `exp` only, docs/protocol.md §2 is the
+    /// real server's).
     static func token(user: String, ttl: Double = 3600) -> String {
         func part(_ json: String) -> String {
             Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")

@@ -6,9 +6,10 @@ import LandmarkCatalog
 #endif
 
 /// A real nginx (Debian's `nginx-light`) on 127.0.0.1 and a free port, serving `contrib/nginx/catalog-log.conf`
-/// with its log directory pointed at a temporary one. One process (`master_process off`), stopped when
-/// released and by `timeout` after 5 minutes at the latest. Every request is logged as
-/// `URI STATUS BODY_BYTES CONTENT_ENCODING`.
+/// with its log directory pointed at a temporary one.
+///
+/// One process (`master_process off`), stopped when released and by `timeout` after 5 minutes at the latest.
+/// Every request is logged as `URI STATUS BODY_BYTES CONTENT_ENCODING`.
 final class NginxServer {
     static let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
     static var available: Bool { binary != nil }
@@ -89,11 +90,13 @@ final class NginxServer {
         }
     }
 
-    /// `http://127.0.0.1:PORT/catalog/NAME`
+    /// The URL of the file `name` served: `http://127.0.0.1:PORT/catalog/NAME`.
     func url(_ name: String) -> String { "http://127.0.0.1:\(port)/catalog/\(name)" }
 
-    /// Every request so far: (uri, status, body bytes, content encoding or "-"). nginx logs a request
-    /// just after its response is sent, so this waits up to 2 s for at least `count` lines.
+    /// Every request so far: (uri, status, body bytes, content encoding or "-").
+    ///
+    /// nginx logs a request just after its response is sent, so this waits up to 2 s for at least
+    /// `count` lines.
     func requests(atLeast count: Int = 0) throws -> [(uri: String, status: Int, bytes: Int, encoding: String)] {
         var text = ""
         let deadline = Date().addingTimeInterval(2)

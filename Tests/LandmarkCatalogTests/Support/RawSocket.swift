@@ -5,7 +5,9 @@ import Foundation
 #endif
 
 /// A plain TCP connection to 127.0.0.1 for the tests that must send half a request and stall (the limits,
-/// the drain): it writes bytes as given and reads with a bounded wait. Closed when released.
+/// the drain): it writes bytes as given and reads with a bounded wait.
+///
+/// Closed when released.
 final class RawSocket {
     let fd: Int32
 

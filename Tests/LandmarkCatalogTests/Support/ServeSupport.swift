@@ -8,8 +8,9 @@ import Testing
 #endif
 
 /// A `catalog serve` of the built binary on 127.0.0.1 and a port it picks (`--listen 127.0.0.1:0`; the port
-/// is read from its `listening` log line). Stopped by pid: SIGTERM by ``stop()``, SIGKILL by ``kill()``, and
-/// SIGKILL when released.
+/// is read from its `listening` log line).
+///
+/// Stopped by pid: SIGTERM by ``stop()``, SIGKILL by ``kill()``, and SIGKILL when released.
 final class ServeProcess {
     let sandbox: Sandbox
     let db: String

@@ -11,8 +11,10 @@ let environment = ProcessInfo.processInfo.environment
 
 /// `CATALOG_TEST_FOLLOW_CYCLE_END`: a JSON array (a program and its arguments) run to its end once, at the
 /// end of the follower's first cycle that starts after `CATALOG_TEST_FOLLOW_CYCLE_END_AFTER` exists (a
-/// file the test creates; at the first cycle when unset). `CATALOG_TEST_FOLLOW_CYCLE_END_STOP=1`: then stop
-/// the follower as its SIGTERM handler does, still inside the cycle.
+/// file the test creates; at the first cycle when unset).
+///
+/// `CATALOG_TEST_FOLLOW_CYCLE_END_STOP=1`: then stop the follower as its SIGTERM handler does, still inside
+/// the cycle.
 final class CycleEndHook: @unchecked Sendable {
     private let lock = NSLock()
     private var done = false

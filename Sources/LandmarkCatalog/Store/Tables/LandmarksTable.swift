@@ -1,13 +1,16 @@
 /// Every statement on `landmarks` (the column map is ``LandmarkColumn``): the reads of `featured`,
 /// `landmark(id:)`, snapshots and the import's pre-image, and the statements the merge, the import and
-/// the hub's push run. Feature code asks for what it needs here, by intent, and never holds the
-/// connection; `TableHomeTests` fails on `landmarks` SQL anywhere else.
+/// the hub's push run.
+///
+/// Feature code asks for what it needs here, by intent, and never holds the connection;
+/// `TableHomeTests` fails on `landmarks` SQL anywhere else.
 package struct LandmarksTable {
     let db: Connection
 
     /// The featured landmarks in id order (the carousel's pages), each row passed to `body` (selecting
-    /// ``LandmarkColumn/selectList``). Served from the partial index `landmarks_featured` (no table scan,
-    /// no sort).
+    /// ``LandmarkColumn/selectList``).
+    ///
+    /// Served from the partial index `landmarks_featured` (no table scan, no sort).
     func forEachFeatured(_ body: (Statement) throws -> Void) throws {
         try db.forEachRow(sql: Self.featuredSQL, [], body)
     }
@@ -41,6 +44,7 @@ package struct LandmarksTable {
     func liveCount() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 0") ?? 0) }
 
     /// The largest change sequence number of a landmark row (0 when none), from the `seq` index.
+    ///
     /// The rows (tombstones included) whose change sequence is after `after`, in that order, at most
     /// `limit`, each passed to `body` (selecting ``LandmarkColumn/selectList``): the device protocol's reads
     /// (docs/protocol.md §4), served from the `landmarks_seq` index.
@@ -163,7 +167,9 @@ package struct LandmarksTable {
     }
 
     /// The rows with change sequence numbers in `since + 1 ... through`, selecting
-    /// ``LandmarkColumn/selectList`` (the hub's push). From 0, the table is scanned without the index.
+    /// ``LandmarkColumn/selectList`` (the hub's push).
+    ///
+    /// From 0, the table is scanned without the index.
     package func changes(since: Int64, through: Int64) throws -> Statement {
         let statement = try db.makeStatement(sql: ChangeRange.sql(LandmarkColumn.selectList, "landmarks", since: since))
         try statement.bind([.integer(since), .integer(through)])
@@ -182,8 +188,9 @@ enum DeletedCounts {
     }
 }
 
-/// The range read of both tables: rows changed after `?1` up to `?2`. Reading everything (`since` 0)
-/// reads the table in key order instead of through the `seq` index.
+/// The range read of both tables: rows changed after `?1` up to `?2`.
+///
+/// Reading everything (`since` 0) reads the table in key order instead of through the `seq` index.
 enum ChangeRange {
     static func sql(_ columns: String, _ table: String, since: Int64) -> String {
         since == 0

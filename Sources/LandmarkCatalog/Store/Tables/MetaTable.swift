@@ -4,7 +4,9 @@
 
 /// `catalog_meta`, this database's key/value facts — `node` (its node id, docs/merge-rules.md §1) and
 /// `digest` (the state digest's cache, docs/merge-rules.md §8) — and `hlc_clock`, the hybrid logical
-/// clock's persisted state (one row). Every statement that touches them.
+/// clock's persisted state (one row).
+///
+/// Every statement that touches them.
 package struct MetaTable {
     let db: Connection
 

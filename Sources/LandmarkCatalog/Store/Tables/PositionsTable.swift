@@ -1,6 +1,7 @@
 /// The statements on `positions` (per-user carousel positions; the column map is ``PositionColumn``):
-/// local writes, the merge's statements, the hub's change range, reads by user and counts. Feature code
-/// asks for what it needs here, by intent, and never holds the connection.
+/// local writes, the merge's statements, the hub's change range, reads by user and counts.
+///
+/// Feature code asks for what it needs here, by intent, and never holds the connection.
 package struct PositionsTable {
     let db: Connection
 
@@ -10,8 +11,9 @@ package struct PositionsTable {
     /// Live positions and tombstones.
     func counts() throws -> (live: Int, tombstones: Int) { try DeletedCounts.read(db, "positions") }
 
-    /// Writes a local position row (a set or a tombstone) with change sequence number `seq`. A tombstone
-    /// keeps the stored page and landmark.
+    /// Writes a local position row (a set or a tombstone) with change sequence number `seq`.
+    ///
+    /// A tombstone keeps the stored page and landmark.
     func writeLocal(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, seq: Int64) throws {
         try db.execute(
             sql: """

@@ -3,9 +3,11 @@
 /// touches the table.
 
 /// A row held back because its stamp was further ahead of this machine's clock than the drift
-/// allowance (docs/merge-rules.md §6), as `catalog quarantine list` shows it. Rows are named by ``id``, the
-/// quarantine table's row id: stable while the row is held, never reused (SQLite `INTEGER PRIMARY KEY`
-/// with the largest id + 1; https://sqlite.org/autoinc.html), printed by `sync` when the row is held.
+/// allowance (docs/merge-rules.md §6), as `catalog quarantine list` shows it.
+///
+/// Rows are named by ``id``, the quarantine table's row id: stable while the row is held, never reused
+/// (SQLite `INTEGER PRIMARY KEY` with the largest id + 1; https://sqlite.org/autoinc.html), printed by
+/// `sync` when the row is held.
 public struct QuarantinedRow: Sendable, Equatable {
     /// The quarantine row id, used by `quarantine release ROW` and `quarantine drop ROW`.
     public var id: Int64
@@ -109,7 +111,9 @@ package struct QuarantineTable {
         }
     }
 
-    /// Holds a row; returns its id. `at` is the time received (ms since the epoch).
+    /// Holds a row; returns its id.
+    ///
+    /// `at` is the time received (ms since the epoch).
     func insert(
         _ identity: QuarantineIdentity, source: String, at now: Int64, rowJSON: String, reason: String, deleted: Bool, tieContent: [UInt8]
     ) throws -> Int64 {

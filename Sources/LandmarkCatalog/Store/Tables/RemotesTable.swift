@@ -3,7 +3,7 @@
 
 /// A remote saved with `catalog remote add`.
 public struct Remote: Sendable, Equatable {
-    /// The remote's name (1–64 of A–Z a–z 0–9 . _ -).
+    /// The remote's name (1–64 of A–Z a–z 0–9 `.` `_` `-`).
     public var name: String
     /// A URL or an absolute path, as given (a password in it is never printed).
     public var url: String
@@ -15,8 +15,10 @@ public struct Remote: Sendable, Equatable {
     public var tokenFile: String?
 }
 
-/// The kinds of rows a source may write (`remote add --allow`, docs/trust.md §4). Rows of another kind are
-/// counted (``MergeCounts/notAllowed``), reported and not applied; the rest of the source merges.
+/// The kinds of rows a source may write (`remote add --allow`, docs/trust.md §4).
+///
+/// Rows of another kind are counted (``MergeCounts/notAllowed``), reported and not applied; the rest of
+/// the source merges.
 public enum WriteGrant: String, Sendable, CaseIterable {
     case all, landmarks, positions
 

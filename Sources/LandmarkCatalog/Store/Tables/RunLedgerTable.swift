@@ -282,7 +282,9 @@ package struct RunLedgerTable {
     }
 
     /// Records a run noted beside the sync lock (it could not write the ledger), replacing its
-    /// `running` row (`id`) when it has one. `sourcesJSON` is its JSON list of sources.
+    /// `running` row (`id`) when it has one.
+    ///
+    /// `sourcesJSON` is its JSON list of sources.
     func insertNoted(
         id: Int64?, started: Int64, finished: Int64, sourcesJSON: String, outcome: String, status: Int64, message: String?
     ) throws {
