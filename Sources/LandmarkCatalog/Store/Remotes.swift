@@ -82,7 +82,7 @@ extension CatalogStore {
         }
     }
 
-    /// Checks a remote's name and URL as `addRemote(name:url:workingDirectory:trustedKeys:allow:)` does, without a
+    /// Checks a remote's name and URL as `addRemote(name:url:workingDirectory:trustedKeys:allow:tokenFile:)` does, without a
     /// database, so a command can refuse a bad one before it opens (or creates) anything.
     /// - Returns: the URL as it is saved (a relative path made absolute against `workingDirectory`).
     /// - Throws: `CatalogError.usage` for a bad name or URL.
