@@ -58,6 +58,38 @@ struct ServeSourceTests {
         #expect(serve.stop().status == 0)
     }
 
+    /// Regression (issue 27's breaker): a server answering "more" with the same cursor kept sync asking
+    /// for the same page forever (13,145 GETs in 30 s), past --deadline.
+    @Test("a server that says more follow without moving its cursor: 65 at once, not a loop")
+    func moreWithoutProgress() throws {
+        let box = try Sandbox()
+        let script = """
+            import http.server, sys
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    body = b'{"format":"landmark-catalog-snapshot","version":1,"landmarks":[],"cursor":"x:1","more":true}'
+                    self.send_response(200); self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+                def log_message(self, *a): pass
+            s = http.server.HTTPServer(("127.0.0.1", 0), H)
+            print(s.server_address[1], flush=True)
+            s.timeout = 60
+            s.serve_forever()
+            """
+        let fake = try box.start(["-c", script], binary: URL(fileURLWithPath: "/usr/bin/python3"))
+        defer { fake.stop() }
+        var port = ""
+        _ = FollowTests.waitFor(10) {
+            port = String(decoding: (try? Data(contentsOf: fake.stdout)) ?? Data(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return !port.isEmpty
+        }
+        try #require(!port.isEmpty)
+        let tokenFile = box.path("t.jwt")
+        try "a.b.c".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let run = try box.run(["sync", "catalog+http://127.0.0.1:\(port)/v1", "--token-file", tokenFile], db: box.path("n.sqlite"), limit: 20)
+        #expect(run.status == 65 && run.stderr.contains("without moving its cursor"), "\(run)")
+    }
+
     @Test("sync --follow through serve pushes a local commit at once, not at the next --interval poll; SIGTERM exits 0")
     func followPushesAtOnce() throws {
         let box = try Sandbox()
@@ -109,6 +141,16 @@ struct ServeSourceTests {
         #expect(foreign.status == 77 && foreign.stderr.contains("HTTP 403"), "\(foreign)")
         #expect(try dumpPositions(server) == before)
         #expect(try dumpPositions(node) == nodeBefore, "nothing was pulled by the refused syncs")
+        // Found by a breaker (issue 27): a token in clear text to another host, a fragment, and two remotes of
+        // one URL with different token files (one ran with the other's token).
+        let far = try box.run(["remote", "add", "far", "catalog+http://example.org/v1", "--token-file", bob], db: node)
+        #expect(far.status == 64 && far.stderr.contains("clear text"), "\(far)")
+        #expect(try box.run(["sync", source + "#frag", "--token-file", bob], db: node).status == 64)
+        #expect(try box.run(["remote", "add", "door", source, "--token-file", bob], db: node).status == 0)
+        #expect(try box.run(["remote", "add", "door2", source], db: node).status == 0)
+        let ambiguous = try box.run(["sync", "door2"], db: node)
+        #expect(ambiguous.status == 64 && ambiguous.stderr.contains("different token files"), "\(ambiguous)")
+        #expect(try dumpPositions(server) == before)
         let notServe = try box.run(["remote", "add", "x", "https://example.org/log/", "--token-file", bob], db: node)
         #expect(notServe.status == 64 && notServe.stderr.contains("--token-file goes with"), "\(notServe)")
         #expect(serve.stop().status == 0)

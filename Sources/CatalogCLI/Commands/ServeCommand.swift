@@ -38,7 +38,7 @@ extension CatalogCLI {
             "--max-rows", "N", "Refuse a POST of more than N rows with 413 (default 1000).", parse: Values.integer(1...100_000))
         static let hub = Option<String>(
             "--hub", "URL",
-            "Keep this database in step with a PostgreSQL hub (a postgresql:// URL or a saved remote), so several serve processes serve one fleet (docs/serve.md §7).",
+            "Keep this database in step with a PostgreSQL hub (a postgresql:// URL or a saved remote), so several serve processes serve one fleet (docs/serve.md §8).",
             parse: Values.nonEmpty)
         static let threads = Option<Int>("--threads", "N", "HTTP worker threads (default 2).", parse: Values.integer(1...64))
     }

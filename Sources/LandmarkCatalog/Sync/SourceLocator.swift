@@ -51,10 +51,18 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
             case "catalog+http", "catalog+https":
                 var base = String(text.dropFirst("catalog+".count))
                 while base.hasSuffix("/") { base.removeLast() }
-                guard let url = URL(string: base), let host = url.host, !host.isEmpty, url.query == nil, url.user == nil else {
+                guard let url = URL(string: base), let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil,
+                    url.user == nil
+                else {
                     throw CatalogError(
                         .usage, "not a valid catalog serve URL: \(redactedURL(text))",
-                        hint: "write catalog+https://HOST/v1 (no query, no user; the token comes from --token-file)")
+                        hint: "write catalog+https://HOST/v1 (no query, fragment or user; the token comes from --token-file)")
+                }
+                // A bearer token goes with every request: in clear text only to this machine.
+                if scheme == "catalog+http", !["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased()) {
+                    throw CatalogError(
+                        .usage, "catalog+http:// sends the bearer token in clear text; it is only for this machine, not \(host)",
+                        hint: "use catalog+https://\(host)/… (TLS, as nginx in front of serve gives)")
                 }
                 return .serve(base: base)
             case "file":

@@ -55,14 +55,26 @@ final class ServeSource: SyncSource {
         var next = SourceCursor()
         next["pushThrough"] = String(pushThrough)
         var pages: [SnapshotFeed] = []
+        let started = ContinuousClock.now
         for route in ["landmarks", "positions"] {
             var after = cursor?[route]
             while true {
+                // `--deadline` bounds the whole pull, however many pages the server says follow.
+                guard ContinuousClock.now - started < .milliseconds(Int64(context.options.deadlineSeconds * 1000)) else {
+                    throw CatalogError(
+                        .unavailable, "source unavailable: the pull did not finish within --deadline, \(name)", hint: "the next run goes on from here"
+                    )
+                }
                 let query = after.map { "?after=" + Self.percentEncoded($0) } ?? ""
                 let page = try client.request("GET", "\(base)/\(route)\(query)")
                 bytesFetched += page.bytes
                 let (pageCursor, more) = try Self.cursorAndMore(page, name: "\(name)/\(route)")
                 pages.append(SnapshotFeed(fd: page.fd, name: "\(name)/\(route)", owned: false, keeping: page))
+                // A page that says more follow without moving the cursor would be asked for again forever
+                // (issue 27's breaker: 440 requests a second until killed).
+                if more && pageCursor == after {
+                    throw CatalogError(.dataInvalid, "the server answered \"more\" without moving its cursor (\(pageCursor)), \(name)/\(route)")
+                }
                 after = pageCursor
                 if !more { break }
             }
@@ -112,8 +124,16 @@ final class ServeSource: SyncSource {
     /// The bearer token: `--token-file`, else the saved remote's token file (docs/protocol.md §9).
     /// - Throws: 64 when there is none, 66 when the file cannot be read or is empty.
     static func token(for locator: SourceLocator, context: SyncContext) throws -> String {
-        let remote = try context.store.remotes().first { (try? SourceLocator.parse($0.url)) == locator && $0.tokenFile != nil }
-        guard let path = context.options.tokenFile ?? remote?.tokenFile else {
+        // A sync names remotes by URL: the remotes saved with this URL must agree on their token file, or
+        // one remote could run with another's token (issue 27's breaker).
+        let saved = try context.store.remotes().filter { (try? SourceLocator.parse($0.url)) == locator }
+        let files = Set(saved.map { $0.tokenFile ?? "" })
+        if context.options.tokenFile == nil, files.count > 1 {
+            throw CatalogError(
+                .usage, "the remotes \(saved.map(\.name).sorted().joined(separator: ", ")) name \(locator.description) with different token files",
+                hint: "give --token-file, or keep one remote for this URL (catalog remote set NAME --token-file FILE)")
+        }
+        guard let path = context.options.tokenFile ?? saved.first?.tokenFile else {
             throw CatalogError(
                 .usage, "\(locator.description) needs a bearer token",
                 hint: "catalog sync \(locator.description) --token-file FILE, or catalog remote add NAME \(locator.description) --token-file FILE")
@@ -123,8 +143,10 @@ final class ServeSource: SyncSource {
                 .noInput, "cannot read the token file \(path)", hint: "a file holding one JWT (catalog token issue, or the app's login service)")
         }
         let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
-            throw CatalogError(.noInput, "the token file \(path) holds no token (one JWT, on one line)")
+        guard !token.isEmpty else { throw CatalogError(.noInput, "the token file \(path) is empty (it holds one JWT, on one line)") }
+        guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+            throw CatalogError(
+                .noInput, "the token file \(path) holds more than one token, or characters no JWT has (it holds one JWT, on one line)")
         }
         return token
     }
