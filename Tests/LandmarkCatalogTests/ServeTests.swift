@@ -278,6 +278,13 @@ struct ServeTests {
         let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
         let status = try box.run(["status"], db: db)
         #expect(status.stdout.contains("serving:     127.0.0.1:\(serve.port) since"), "\(status.stdout)")
+        // Regression (issue 27's breaker): a second serve on the same database overwrote the marker and
+        // deleted it when it exited, so status no longer showed the first, still serving.
+        let second = try ServeProcess(box, db: db, keys: [key.publicKey])
+        #expect(second.log.contains("another serve (pid \(serve.pid)) serves this database"), "\(second.log)")
+        #expect(second.stop().status == 0)
+        let still = try box.run(["status"], db: db)
+        #expect(still.stdout.contains("serving:     127.0.0.1:\(serve.port) since"), "\(still.stdout)")
         let url = serve.base + "/v1/positions"
         let cursor = try #require(try ServeCurl.get(url, token: ann).json?["cursor"] as? String)
         let waiting = DispatchGroup()

@@ -149,7 +149,9 @@ extension CatalogCLI {
         defer { for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) } }
         try server.start()
         let marker = ServeMarker(databasePath: i.databasePath)
-        marker.write(listen: "\(options.host):\(server.port)", now: i.context.wallClock.nowMilliseconds())
+        if let other = marker.write(listen: "\(options.host):\(server.port)", now: i.context.wallClock.nowMilliseconds()) {
+            options.log(#"{"event":"warning","message":"another serve (pid \#(other)) serves this database; status shows that one"}"#)
+        }
         defer { marker.remove() }
         options.log(
             #"{"event":"listening","listen":"\#(options.host):\#(server.port)"\#(options.metricsHost.map { #","metrics":"\#($0):\#(server.metricsPort)""# } ?? "")}"#
@@ -176,12 +178,22 @@ struct ServeMarker {
         path = (resolved.map { String(cString: $0) } ?? databasePath) + ".serve"
     }
 
-    func write(listen: String, now: Int64) {
+    /// Writes the marker, unless another live serve's is there (two serves on one database: `status`
+    /// keeps showing the first). - Returns: the pid of that other serve, or nil when written.
+    @discardableResult
+    func write(listen: String, now: Int64) -> Int32? {
+        if let other = read(), other.alive, other.pid != getpid() { return other.pid }
         let text = "\(getpid())\n\(ProcessInfo.processInfo.hostName)\n\(Timestamp.format(milliseconds: now))\n\(listen)\n"
         try? text.write(toFile: path, atomically: true, encoding: .utf8)
+        return nil
     }
 
-    func remove() { unlink(path) }
+    /// Removes the marker if it is still this process's: a second serve on the same database (which
+    /// overwrote it) must not take away the first one's line in `status` when it exits.
+    func remove() {
+        guard let marker = read(), marker.pid == getpid() || !marker.alive else { return }
+        unlink(path)
+    }
 
     /// (pid, host, since, listen, alive) when a marker is there.
     func read() -> (pid: Int32, host: String, since: String, listen: String, alive: Bool)? {

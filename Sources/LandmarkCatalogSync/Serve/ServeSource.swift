@@ -285,6 +285,9 @@ struct ServeHTTP {
             throw CatalogError(
                 .untrusted, "the token may not write these rows: HTTP 403, nothing of that request was written, \(requestName)",
                 hint: "a user token writes only its user's row; a server node needs an edge token (catalog token issue --scope edge)")
+        case 404:
+            throw CatalogError(
+                .unavailable, "source unavailable: HTTP 404, \(requestName)", hint: "check the URL: catalog+https://HOST/v1, the serve's /v1")
         case 429, 500...599:
             throw CatalogError(.unavailable, "source unavailable: HTTP \(status), \(requestName)", hint: "the next run retries")
         default:
