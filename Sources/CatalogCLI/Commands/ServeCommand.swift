@@ -179,7 +179,9 @@ struct ServeMarker {
     }
 
     /// Writes the marker, unless another live serve's is there (two serves on one database: `status`
-    /// keeps showing the first). - Returns: the pid of that other serve, or nil when written.
+    /// keeps showing the first).
+    ///
+    /// - Returns: the pid of that other serve, or nil when written.
     @discardableResult
     func write(listen: String, now: Int64) -> Int32? {
         if let other = read(), other.alive, other.pid != getpid() { return other.pid }
