@@ -113,6 +113,10 @@ struct ServeHubTests {
         #expect(health.status == 200)
         #expect(health.json?["hub"] as? String == "failing", "\(health)")
         #expect(serve.log.contains(#""event":"hub","state":"failing","status":69"#), "\(serve.log)")
+        // Stopped while the hub is down: it says what happens to the rows not pushed yet.
+        let early = try ServeProcess(box, db: box.path("early.sqlite"), keys: [key.publicKey], extra: ["--hub", server.uri(database: late)])
+        #expect(early.stop().status == 0)
+        #expect(early.log.contains(#""event":"hub","state":"stopped""#), "\(early.log)")
         let bob = try ServeKeys.issue(box, key: key.privateKey, user: "bob")
         #expect(try ServeCurl.post(serve.base + "/v1/positions", token: bob, body: ServeRows.body(user: "bob", page: 6)).status == 200)
         try HubSupport.admin(server).executeScript(sql: "CREATE DATABASE \(late)")

@@ -99,7 +99,14 @@ final class HubReplica: @unchecked Sendable {
     func stop(timeoutSeconds: Double = 15) {
         guard lock.withLock({ running }) else { return }
         control.stop()
-        _ = finished.wait(timeout: .now() + timeoutSeconds)
+        let ended = finished.wait(timeout: .now() + timeoutSeconds) == .success
+        // Said at exit so an operator knows nothing is lost (issue 27's breaker: a SIGTERM while the hub was
+        // down said nothing): what was not pushed stays here and goes at the next start.
+        if !ended || currentState == "failing" {
+            log(
+                #"{"event":"hub","state":"stopped","message":"the hub could not be reached at exit; this database's rows not pushed yet stay here and are pushed when serve --hub (or sync) runs again"}"#
+            )
+        }
     }
 
     private func cycle(_ cycle: FollowCycle) {
