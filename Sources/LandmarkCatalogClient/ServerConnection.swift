@@ -77,8 +77,14 @@ final class ServerConnection: Sendable {
 
     /// Sends one request with the token; on a 401 asks the token source once more and sends it again.
     /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - path: the path under the server's base URL.
+    ///   - query: the query items.
+    ///   - body: the request body, if any.
+    ///   - headers: more header fields.
     ///   - wait: the long-poll's wait (s), added to the timeout.
     ///   - accept: statuses answered without an error (200 always; 304 for a conditional GET).
+    /// - Returns: the answer's status and body, with its `ETag` and `Retry-After`.
     /// - Throws: `CatalogError` 69 (`httpStatus` nil) when the server cannot be reached; ``Failure`` for an
     ///   error status (the status and the server's `code` and message, §1: 401 after the refresh, 403, 4xx,
     ///   5xx); `CancellationError` when the task is cancelled.

@@ -40,6 +40,7 @@ extension Catalog {
     ///     user, or the server refuses the writes (403, published in ``SyncStatus/lastError``).
     ///   - configuration: the long-poll's wait, the backoff's bounds, the landmarks' refresh interval.
     ///   - token: gives the bearer token; asked again once after a 401.
+    /// - Returns: the session, already syncing.
     /// - Throws: `CatalogError` 64 for a bad user id or a token without `sub`, 69 when the token closure
     ///   throws (only when `user` is nil); database failures.
     public func startSync(

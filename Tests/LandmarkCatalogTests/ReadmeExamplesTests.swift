@@ -31,7 +31,10 @@ enum ReadmeExamples {
     }
 
     /// The commands of every `console` block, in order.
-    /// - Parameter file: the file's path relative to the package root, for messages.
+    /// - Parameters:
+    ///   - text: the Markdown text.
+    ///   - file: the file's path relative to the package root, for messages.
+    /// - Returns: each command with the lines it must print.
     static func parse(_ text: String, file: String = "README.md") -> [Command] {
         var commands: [Command] = []
         var inBlock = false

@@ -174,7 +174,9 @@ enum Values {
     /// (`90s`, `10m`, `1h`, `1d`) or plain seconds (`30`, `0.5`), in seconds.
     /// - Parameters:
     ///   - zeroAllowed: whether `0` is taken (else the duration must be more than 0, and the message says so).
-    ///   - most: the longest taken, in seconds; `why` explains the bound in messages.
+    ///   - most: the longest taken, in seconds.
+    ///   - why: explains the bound `most` in messages.
+    /// - Returns: the reader, whose value is in seconds.
     static func duration(zeroAllowed: Bool = false, atMost most: Double = .infinity, _ why: String? = nil) -> ValueReader<Double> {
         { text in
             let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]

@@ -10,6 +10,7 @@ extension Invocation {
 
     /// A progress line on standard error that clears itself before any diagnostic is written.
     /// - Parameter label: what the line starts with until a job names its phase (`importing`).
+    /// - Returns: the line, drawn only when ``showsProgress`` allows it.
     func makeProgressLine(label: String) -> ProgressLine {
         let enabled = showsProgress
         let line = ProgressLine(

@@ -45,10 +45,12 @@ final class Reporter {
 
     /// An error that ends the command, or a source (never bounded).
     /// - Parameters:
+    ///   - message: what went wrong.
+    ///   - hint: what to do about it, shown after the message.
     ///   - kind: `error`, or what sort of failure it is (`unhealthy` for `status --check`).
     ///   - source: the sync source it concerns, for `--log-format json`.
-    /// - Parameter bounded: count it with its kind and show at most `limit` of them (a failing source
-    ///   among many: 25 sources down are 20 lines and a count, not 25).
+    ///   - bounded: count it with its kind and show at most `limit` of them (a failing source among
+    ///     many: 25 sources down are 20 lines and a count, not 25).
     func error(_ message: String, hint: String? = nil, kind: String = "error", source: String? = nil, bounded: Bool = false) {
         if bounded {
             let n = (counts[kind] ?? 0) + 1

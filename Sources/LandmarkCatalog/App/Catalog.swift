@@ -336,6 +336,7 @@ public final class Catalog: Sendable {
     /// - Parameters:
     ///   - path: the snapshot file to write (replaced atomically: a temporary file, fsync, rename).
     ///   - progress: called after each chunk with the rows and bytes written (phase `.writing`).
+    /// - Returns: what was written.
     /// - Throws: `CancellationError`; `CatalogError` 64 for an empty path, 73 when the file cannot be
     ///   created, 74 on a write error.
     @discardableResult

@@ -20,6 +20,7 @@ extension Catalog {
     /// sequence throws that error and ends. ``close()`` ends every observation with `CatalogError` 64.
     /// - Parameter read: what to observe; use one call that reads in one snapshot (such as
     ///   ``carousel(user:)``) when several values must agree.
+    /// - Returns: the values `read` returns, the first at once and then each change, until cancelled or closed.
     public func observe<Value: Equatable & Sendable>(_ read: @escaping @Sendable (Catalog) async throws -> Value) -> CatalogObservation<Value> {
         CatalogObservation(catalog: self, read: read)
     }

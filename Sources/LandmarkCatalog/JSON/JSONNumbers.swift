@@ -79,6 +79,7 @@ extension JSONPullReader {
     ///   - integerEnd: Index just past the integer digits.
     ///   - fractionEnd: Index just past the fraction digits (`integerEnd` when there is no fraction).
     ///   - exponentStart: Index just past the `e`/`E`, or -1 without an exponent.
+    /// - Returns: The number, keeping the literal as written.
     static func makeNumber(
         _ bytes: UnsafeBufferPointer<UInt8>, integerEnd: Int, fractionEnd: Int, exponentStart: Int
     ) -> JSONNumber {

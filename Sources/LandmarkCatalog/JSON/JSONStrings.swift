@@ -20,6 +20,9 @@ extension JSONPullReader {
     /// out to be broken as well (unterminated, a bad escape), the first problem is thrown as the
     /// ``JSONSyntaxError``, exactly as if the scan had stopped there.
     /// - Parameter build: Whether to build the string (`false` checks it and returns "").
+    /// - Returns: The string's decoded content ("" when `build` is false).
+    /// - Throws: ``JSONStringContentError`` for bad content in a well-delimited string;
+    ///   ``JSONSyntaxError`` for a broken string; ``JSONReadError`` when refilling the buffer fails.
     func scanString(build: Bool) throws -> String {
         var result = ""
         if try scanStringBytes(build: build, { result = String(decoding: $0, as: UTF8.self) }) { throw takeContentError() }
@@ -215,6 +218,8 @@ extension JSONPullReader {
 
     /// Notes the ill-formed UTF-8 at `p` as the string's problem, unless it has one already.
     /// - Parameters:
+    ///   - p: The index in `storage` of the sequence's lead byte.
+    ///   - e: The end of the bytes in the buffer (a sequence cut there is truncated).
     ///   - bad: The index in the sequence of the first byte that does not fit; 0 when `storage[p]` cannot
     ///     start a sequence at all.
     ///   - cont: The continuation bytes before `p` (for the position).

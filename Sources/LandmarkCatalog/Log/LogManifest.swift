@@ -94,7 +94,10 @@ public struct LogManifest: Sendable, Equatable {
     }
 
     /// Parses a manifest.
-    /// - Parameter source: the manifest's name in messages.
+    /// - Parameters:
+    ///   - bytes: the manifest's JSON text.
+    ///   - source: the manifest's name in messages.
+    /// - Returns: the manifest.
     /// - Throws: `CatalogError` 76 for another format or a newer version, 65 for anything malformed (a
     ///   missing key, a bad file name, a size or hash of the wrong shape, ranges that do not chain).
     static func parse(_ bytes: [UInt8], source: String) throws -> LogManifest {

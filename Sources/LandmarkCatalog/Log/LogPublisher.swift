@@ -60,6 +60,7 @@ extension CatalogStore {
     ///   - options: the grace period and when a new generation starts (``PublishOptions``).
     ///   - progress: called while each log file is written with the rows and bytes written to it so far
     ///     (phase `.writing`, subject the directory).
+    /// - Returns: what was written, and what the manifest now names.
     /// - Throws: `CatalogError` 73 when the directory or a file cannot be created, 74 on a write error
     ///   (disk full), 75 when another publish holds the directory. Files written before a failure are
     ///   never named by a manifest and are removed later like any unreferenced file.

@@ -12,6 +12,8 @@ package protocol LogFileFetcher: AnyObject {
     var manifestName: String { get }
     /// Fetches the manifest; nil when a conditional request found it not modified.
     /// - Parameter validators: from the previous fetch, or nil for an unconditional one.
+    /// - Returns: the manifest's bytes and its new validators, or nil when it was not modified.
+    /// - Throws: `CatalogError` when the manifest cannot be read or fetched, or is too large.
     func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)?
     /// Fetches one file of the log and checks its size and SHA-256 against the manifest's before anything
     /// from it is merged.
@@ -162,10 +164,15 @@ package struct LogReader {
     static let maxRetired = 16
 
     /// Fetches what is new since `cursor`.
-    /// - Parameter manifestBytes: the manifest, when the caller already fetched it (an HTTP source that
-    ///   found a manifest where it expected a snapshot).
+    /// - Parameters:
+    ///   - cursor: the cursor stored after the last merge, or nil for a first sync.
+    ///   - manifestBytes: the manifest, when the caller already fetched it (an HTTP source that found a
+    ///     manifest where it expected a snapshot).
+    ///   - validators: the manifest's validators from the previous fetch, for a conditional request.
     /// - Returns: the feeds (nil: nothing new), the cursor to store after merging them, and a note when
     ///   the manifest is behind the cursor (docs/log-format.md: a stale copy is not a change).
+    /// - Throws: `CatalogError` when the manifest or its signature cannot be fetched, is malformed or is
+    ///   not signed by a trusted key.
     package func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
         throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?)
     {
@@ -261,6 +268,7 @@ package final class DirectoryLogFetcher: LogFileFetcher {
     package private(set) var bytesFetched: Int64 = 0
 
     /// - Parameters:
+    ///   - directory: the log's directory.
     ///   - manifest: the manifest's path (default `directory/manifest.json`).
     ///   - maxBytes: the largest file read; local files are on disk already, so by default there is none.
     init(directory: String, manifest: String? = nil, maxBytes: Int64 = .max) {

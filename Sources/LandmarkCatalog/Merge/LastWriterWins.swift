@@ -40,6 +40,7 @@ public enum LastWriterWins {
     ///   - compareContent: orders the incoming content against the stored one (called only when the
     ///     stamps and flags are equal; for landmarks the canonical JSON bytes, for positions (page,
     ///     landmark)). Must be a total order, the same on every node.
+    /// - Returns: what becomes of the incoming row.
     public static func decide(
         incoming: HLCStamp, incomingDeleted: Bool, stored: (stamp: HLCStamp, deleted: Bool)?,
         compareContent: () -> ContentOrder
@@ -88,14 +89,15 @@ public enum LastWriterWins {
     ///
     /// The order key is a row-value comparison (`(a, b) > (c, d)`, alike in SQLite ≥ 3.15 and
     /// PostgreSQL: https://sqlite.org/rowvalue.html, PostgreSQL "Row Constructor Comparison"); the tie
-    /// is ``sqlTieWins(_:over:content:)``.
+    /// is ``sqlTieWins(_:over:content:)``. The tombstone column is `deleted` (booleans order false < true
+    /// in PostgreSQL, 0 < 1 in SQLite).
     ///
     /// - Parameters:
     ///   - incoming: the incoming row's alias (`excluded`).
     ///   - stored: the stored row's alias (the table name).
     ///   - content: the content expressions in order for a row alias, e.g. `{ ["\($0).page"] }` (text
     ///     compared with its column's collation, which must be byte order: `COLLATE "C"` in PostgreSQL).
-    /// The tombstone column is `deleted` (booleans order false < true in PostgreSQL, 0 < 1 in SQLite).
+    /// - Returns: the predicate, an SQL boolean expression.
     public static func sqlIncomingWins(incoming: String, stored: String, content: (String) -> [String]) -> String {
         func key(_ alias: String) -> String { "(\(alias).updated_ms, \(alias).counter, \(alias).node)" }
         return
@@ -121,6 +123,7 @@ public enum LastWriterWins {
     /// An SQL `ORDER BY` list that puts the winning row of each key first: the order key descending,
     /// then the tie rule (`deleted`, then each content expression, each in its winning direction).
     /// - Parameter content: the content expressions, unqualified.
+    /// - Returns: the comma-separated `ORDER BY` terms.
     public static func sqlWinnerFirst(content: [String]) -> String {
         (["updated_ms DESC", "counter DESC", "node DESC", "deleted \(tombstoneWinsTie ? "DESC" : "ASC")"]
             + content.map { "\($0) \(greaterContentWinsTie ? "DESC" : "ASC")" }).joined(separator: ", ")

@@ -113,16 +113,20 @@ package struct RowMerger {
 
     /// Quarantines a row stamped beyond the drift limit.
     ///
-    /// Returns true when it did.
-    ///
     /// Of the rows delivered for one key and stamp, the quarantine keeps the one the tie rule prefers
     /// (``LastWriterWins/decide(incoming:incomingDeleted:stored:compareContent:)``, as the hub's
     /// quarantine does): a log or a hub delivers each row once, so keeping the first one received would
     /// leave this node on the tie's loser for good.
     /// - Parameters:
+    ///   - stamp: the row's stamp.
+    ///   - kind: what the row is (`landmark` or `position`), as the quarantine records it.
+    ///   - key: the row's key (a landmark's id, a position's user).
     ///   - deleted: whether the row is a tombstone.
     ///   - tieContent: the row's content in the tie rule's byte order (``Self/positionTieContent(page:landmark:)``
     ///     for a position, the canonical content JSON for a landmark).
+    ///   - rowJSON: the row as the quarantine stores it.
+    /// - Returns: true when the row was quarantined (it is then not merged).
+    /// - Throws: `CatalogError` when the quarantine cannot be written.
     private mutating func quarantine(
         _ stamp: HLCStamp, kind: String, key: String, deleted: Bool, tieContent: () -> [UInt8],
         rowJSON: () -> String

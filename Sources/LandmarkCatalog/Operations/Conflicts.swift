@@ -12,6 +12,8 @@ public enum ConflictRetention {
 extension CatalogStore {
     /// The recorded ties, newest first.
     /// - Parameter limit: at most this many; nil for all that are kept (see ``ConflictRetention``).
+    /// - Returns: the recorded ties.
+    /// - Throws: `CatalogError` when the database cannot be read.
     public func conflicts(limit: Int? = nil) throws -> [ConflictRecord] {
         try read { try conflictTable.all(limit: limit) }
     }

@@ -32,6 +32,7 @@ extension CatalogStore {
     /// - Parameter maxAgeMilliseconds: the largest age of a last good sync, in ms; nil to check only the
     ///   last run's outcome.
     /// - Returns: the problems (empty when healthy) and a one-line summary.
+    /// - Throws: `CatalogError` when the database cannot be read.
     public func checkHealth(maxAgeMilliseconds: Int64? = nil) throws -> HealthCheck {
         try read {
             let now = wallClock.nowMilliseconds()
@@ -107,6 +108,7 @@ extension CatalogStore {
 public enum Durations {
     /// `45 s`, `15 min`, `2 h 5 min`, `3 d 4 h` (rounded down to the unit shown).
     /// - Parameter ms: a duration in ms (a negative one is shown as `0 s`).
+    /// - Returns: the duration in at most two units.
     public static func describe(milliseconds ms: Int64) -> String {
         let s = max(0, ms / 1000)
         if s < 60 { return "\(s) s" }

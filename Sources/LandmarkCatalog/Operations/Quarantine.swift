@@ -17,6 +17,7 @@ extension CatalogStore {
     /// The quarantined rows, oldest first (by row id).
     /// - Parameter limit: at most this many rows; nil for all.
     /// - Returns: the rows with their stamps, sources and reasons.
+    /// - Throws: `CatalogError` when the database cannot be read.
     public func quarantinedRows(limit: Int? = nil) throws -> [QuarantinedRow] {
         try read { try quarantineTable.rows(limit: limit) }
     }

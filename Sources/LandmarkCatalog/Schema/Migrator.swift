@@ -175,7 +175,9 @@ package struct Migrator {
     /// Applies every pending migration.
     ///
     /// Idempotent.
-    /// - Parameter now: the applied time to record.
+    /// - Parameters:
+    ///   - db: the connection to the database to migrate.
+    ///   - now: the applied time to record.
     /// - Returns: the versions applied by this call.
     /// - Throws: `MigrationError` for ledger conflicts and failing SQL (naming the statement), `SQLiteError`
     ///   for the ledger itself (a busy database).

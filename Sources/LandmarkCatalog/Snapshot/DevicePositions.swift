@@ -25,6 +25,7 @@ extension DevicePositionsBody {
     /// - Parameters:
     ///   - bytes: the whole body.
     ///   - maxRows: more position rows than this are refused (`too_many_rows`).
+    /// - Returns: the body's position rows.
     /// - Throws: ``DeviceBodyError``.
     package static func decode(_ bytes: [UInt8], maxRows: Int) throws(DeviceBodyError) -> DevicePositionsBody {
         let reader = JSONPullReader(bytes: bytes, options: .init(allowTrailingCommas: false, maxDepth: 64))

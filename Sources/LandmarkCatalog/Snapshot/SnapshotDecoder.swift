@@ -21,7 +21,10 @@ struct SnapshotDecoder {
     static let positionBatchSize = 100_000
 
     /// Reads the snapshot on `fd` to its end, putting batches on `queue`; the last has `isLast` set.
-    /// - Parameter onRead: sees every chunk read, in order (to hash the file in the same pass).
+    /// - Parameters:
+    ///   - fd: the descriptor to read.
+    ///   - queue: receives the decoded batches.
+    ///   - onRead: sees every chunk read, in order (to hash the file in the same pass).
     func run(fd: Int32, queue: BatchQueue, onRead: ((UnsafeRawBufferPointer) -> Void)? = nil) {
         let reader = JSONPullReader(fileDescriptor: fd, options: .init(allowTrailingCommas: false, maxDepth: 64))
         reader.onRead = onRead

@@ -96,6 +96,7 @@ extension CatalogStore {
     ///   - path: the file to write.
     ///   - progress: called after each chunk of about 64 KiB with the rows and bytes written so far
     ///     (phase `.writing`, subject `path`).
+    /// - Returns: what was written.
     /// - Throws: `CatalogError` 64 for an empty path, 73 when the file cannot be created, 74 on a write error.
     @discardableResult
     public func exportSnapshot(toFile path: String, progress: (CatalogProgress) -> Void = { _ in }) throws -> ExportSummary {

@@ -54,6 +54,7 @@ public final class CatalogStore {
     ///     pending migration compiled into this binary; `.read` only reads (see ``Access/read``).
     ///   - wallClock: where the hybrid logical clock reads physical time.
     ///   - migrations: the migrations to apply (default: those compiled into this binary; tests pass others).
+    /// - Returns: the open store.
     /// - Throws: `CatalogError` — 66 when `.read` finds no database; 73 when the directory or file cannot
     ///   be created or read, is not a catalog database, is newer than this binary or has a changed
     ///   migration (and, for `.read`, when it still needs a migration this user cannot apply); 75 when busy.
@@ -238,6 +239,7 @@ public final class CatalogStore {
     ///
     /// Never the working directory.
     /// - Parameter environment: the process environment.
+    /// - Returns: the path (its directory may not exist yet).
     public static func defaultPath(environment: [String: String]) -> String {
         if let db = environment["CATALOG_DB"], !db.isEmpty { return db }
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {

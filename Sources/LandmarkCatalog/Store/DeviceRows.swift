@@ -119,7 +119,10 @@ extension CatalogStore {
     /// each, in order (docs/protocol.md §6).
     ///
     /// A row delivered again finds itself stored and is `applied`.
-    /// - Parameter source: the name recorded with quarantined rows and ties.
+    /// - Parameters:
+    ///   - rows: the device's rows, in the order of its request.
+    ///   - source: the name recorded with quarantined rows and ties.
+    ///   - maxDriftMilliseconds: rows stamped further ahead of this clock are quarantined.
     /// - Returns: the outcomes and the high-water mark after the commit.
     /// - Throws: `CatalogError` (75 when the database is busy, 74 when full); nothing is written then.
     package func mergeDevicePositions(_ rows: [PositionRecord], source: String, maxDriftMilliseconds: Int64) throws -> (

@@ -21,6 +21,7 @@ extension CatalogStore {
     ///   - writer: receives the objects, comma-separated (the caller writes the brackets).
     ///   - flush: called whenever the writer holds 64 KiB or more, to pass the bytes on.
     /// - Returns: how many landmarks were written.
+    /// - Throws: what `flush` throws; `CatalogError` when the database cannot be read.
     @discardableResult
     public func writeFeaturedJSON(to writer: inout JSONWriter, flush: (inout JSONWriter) throws -> Void) throws -> Int {
         var count = 0

@@ -21,7 +21,9 @@ package final class AtomicFileWriter {
     static let marker = ".tmp-catalog-"
 
     /// A symbolic link is written through (its target is replaced); an existing file keeps its mode.
-    /// - Parameter mode: the permission bits of a new file (an existing one keeps its own).
+    /// - Parameters:
+    ///   - requested: the path to replace.
+    ///   - newMode: the permission bits of a new file (an existing one keeps its own).
     /// - Throws: `CatalogError.usage` (64) for an empty path; `.cantCreate` (73) when the target exists and
     ///   is not a regular file (a device such as `/dev/null`, a FIFO, a directory), or the temporary file
     ///   cannot be created.
@@ -110,9 +112,11 @@ package final class AtomicFileWriter {
 
     /// Makes the new content durable and visible under `path` (or under `finalPath`, a path in the same
     /// directory, when the name is known only once the content is: content-addressed files).
+    /// - Parameters:
+    ///   - finalPath: the name to commit under instead of `path`, in the same directory; nil for `path`.
+    ///   - syncDirectory: fsync the directory after the rename (false: the caller commits another file
+    ///     into the same directory right after, whose commit syncs it).
     /// - Throws: `CatalogError` 74 when the data cannot be synced, 73 when the rename fails.
-    /// - Parameter syncDirectory: fsync the directory after the rename (false: the caller commits another
-    ///   file into the same directory right after, whose commit syncs it).
     package func commit(as finalPath: String? = nil, syncDirectory: Bool = true) throws {
         let path = finalPath ?? self.path
         try flush()

@@ -101,7 +101,10 @@ extension CatalogStore {
     /// the rows and the cursor that names them commit together or not at all.
     /// - Parameters:
     ///   - body: the answer's bytes; `nil` stores the state alone (a 304, an answer with no rows).
+    ///   - key: the `sync_sources` key of this server and user.
     ///   - maxDriftMilliseconds: rows stamped further ahead of this device's clock are quarantined.
+    ///   - diagnostics: receives the warnings found in the body.
+    ///   - update: makes the state to store from the stored one.
     /// - Returns: what merging did.
     /// - Throws: `CatalogError` 65/76 for a body that is not a valid snapshot (nothing is written), 74/73
     ///   when the spool file cannot be made; database failures.

@@ -28,6 +28,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     ///   - remotes: saved remotes; a SOURCE naming one means its URL, whatever is in the working directory
     ///     (write `./NAME` for a local file of that name), so a cron line means the same wherever it runs.
     ///   - workingDirectory: where a relative path is resolved (so each file has one key in `status`).
+    /// - Returns: the source it names.
     /// - Throws: `CatalogError.usage` (64) for an unsupported scheme (`ftp://…`), a malformed URL, a
     ///   `file://` URL naming another host, or an empty string.
     public static func parse(_ text: String, remotes: [Remote] = [], workingDirectory: String = FileManager.default.currentDirectoryPath) throws

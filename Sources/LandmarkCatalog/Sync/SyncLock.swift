@@ -25,9 +25,13 @@ package final class SyncLock {
     }
 
     /// Takes the lock for the database at `databasePath`.
+    /// - Parameters:
+    ///   - databasePath: the database's path; the lock file is beside it.
+    ///   - now: the time written in the holder line, in ms since 1970.
+    ///   - following: the holder is `sync --follow` (said in the holder line a second run prints).
+    /// - Returns: the lock, held until it is released.
     /// - Throws: `CatalogError.tempFail` (75) at once when another process holds the lock, naming it;
     ///   `CatalogError.cantCreate` (73) when the lock file cannot be opened.
-    /// - Parameter following: the holder is `sync --follow` (said in the holder line a second run prints).
     package static func acquire(databasePath: String, now: Int64, following: Bool = false) throws -> SyncLock {
         let path = lockPath(for: databasePath)
         let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)

@@ -90,6 +90,8 @@ package final class SnapshotFeed: ChangeFeed {
     private(set) var bytesRead: Int64 = 0
 
     /// - Parameters:
+    ///   - fd: the descriptor the feed reads.
+    ///   - name: the feed's name in messages.
     ///   - owned: close `fd` when the feed is released.
     ///   - keeping: an object that owns `fd` (a downloaded body), kept alive as long as the feed.
     package init(fd: Int32, name: String, owned: Bool, keeping: AnyObject? = nil) {

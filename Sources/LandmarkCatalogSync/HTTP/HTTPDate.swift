@@ -50,6 +50,7 @@ enum HTTPDate {
     ///   - serverDate: the response's `Date` (seconds since 1970), when it has one: a date is measured
     ///     against the server's own clock, so a skewed local clock does not matter.
     ///   - now: this machine's clock (seconds since 1970), used when there is no `Date`.
+    /// - Returns: the wait in seconds, or nil.
     static func retryAfterDelay(_ value: String, serverDate: Int64?, now: Double) -> Double? {
         let trimmed = value.trimmingHTTPWhitespace
         if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {

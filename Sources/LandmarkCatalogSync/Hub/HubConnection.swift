@@ -65,6 +65,7 @@ final class HubConnection {
     ///     https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING); passwords come from it,
     ///     `PGPASSFILE` / `~/.pgpass` or `PGPASSWORD`, and are never shown.
     ///   - name: the display name used in messages.
+    ///   - limits: the timeouts and sizes of this conversation, from `catalog sync`'s options.
     ///   - migrate: apply pending hub migrations (false: only check, for `status`).
     /// - Throws: `CatalogError` — 69 unreachable, timed out or login refused; 76 a hub newer than this
     ///   binary, a changed migration or a foreign database; 73 a role that may not create the tables; 70

@@ -145,8 +145,13 @@ extension PGConnection {
     /// Waits for every result of the command sent, up to the final nil, and returns the last one.
     ///
     /// - Parameters:
+    ///   - conn: the libpq connection.
+    ///   - statement: the command sent, for messages.
+    ///   - deadline: when waiting stops (the command is then cancelled).
+    ///   - timeout: the timeout `deadline` came from, for messages.
     ///   - pending: a result already read (by `copyIn`) that counts as the first.
     ///   - allowEmpty: an empty query is fine (a script of only comments).
+    /// - Returns: the last result.
     /// - Throws: the first failing result's `PGError`, after reading the rest, so the connection is ready
     ///   for the next command; `.lostConnection` (and the connection closed) when it broke.
     func finish(

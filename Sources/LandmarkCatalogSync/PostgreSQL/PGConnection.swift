@@ -196,8 +196,10 @@ final class PGConnection {
     /// (https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS), and "Advisory Lock Functions"
     /// (https://www.postgresql.org/docs/15/functions-admin.html#FUNCTIONS-ADVISORY-LOCKS). Outside a transaction it would be
     /// released at once: a bug, which traps.
-    /// - Parameter timeout: how long to wait for the lock (default `commandTimeout`; `statement_timeout`
-    ///   also bounds the wait).
+    /// - Parameters:
+    ///   - key: the lock's key.
+    ///   - timeout: how long to wait for the lock (default `commandTimeout`; `statement_timeout` also
+    ///     bounds the wait).
     /// - Throws: `PGError` (`.timedOut` when the lock is not granted in time; the transaction is then
     ///   aborted, so roll it back).
     func advisoryTransactionLock(_ key: Int64, timeout: Duration? = nil) throws {

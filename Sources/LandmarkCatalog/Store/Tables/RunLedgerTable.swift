@@ -315,6 +315,7 @@ package struct RunLedgerTable {
 extension CatalogStore {
     /// The run ledger, newest first, with per-source detail (`catalog log`).
     /// - Parameter limit: at most this many runs.
+    /// - Returns: the runs, each with its sources.
     /// - Throws: `CatalogError` when the database cannot be read.
     public func syncRuns(limit: Int) throws -> [SyncRun] {
         try read { try runLedger.runs(limit: limit) }
