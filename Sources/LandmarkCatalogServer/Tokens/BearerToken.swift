@@ -77,7 +77,10 @@ package struct TokenVerifier: Sendable {
     /// A token seen before with a valid signature is not verified
     /// again, only its `exp` and `nbf` checked against `now`: the cache holds the exact token bytes, so a
     /// token differing in any byte is verified from scratch.
-    /// - Parameter now: the time in seconds since the epoch.
+    /// - Parameters:
+    ///   - token: the compact JWS, as the `Authorization: Bearer` header carried it.
+    ///   - now: the time in seconds since the epoch.
+    /// - Returns: the token's user and scope, or why it is refused (a 401's reason, docs/serve.md §2).
     package func verify(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
         if let hit = verified.lookup(token) { return Self.checkTimes(hit.identity, nbf: hit.nbf, now: now) }
         return verifyFully(token, now: now)
@@ -167,6 +170,7 @@ package enum TokenIssuer {
     ///   - ttl: seconds until `exp`.
     ///   - scope: `scope`, or nil.
     ///   - now: seconds since the epoch.
+    /// - Returns: the token, `header.claims.signature` in base64url.
     /// - Throws: `CatalogError` when the key cannot sign.
     package static func issue(key: TokenKey, user: String, ttl: Int64, scope: String?, now: Int64) throws -> String {
         var w = JSONWriter()
