@@ -74,34 +74,7 @@ extension HubConnection {
                     sql: "SELECT set_config('statement_timeout', $1, true)",
                     [.text(String(PGConnection.milliseconds(limits.bulk)))])
                 try pg.executeScript(sql: HubSQL.createStaging)
-                var newest = Int64.min
-                if through > since {
-                    let landmarks = try store.landmarkTable.changes(since: since, through: through)
-                    var (rows, bytes) = (0, Int64(0))
-                    func sent(_ buffer: [UInt8], from start: Int) {
-                        rows += 1
-                        bytes += Int64(buffer.count - start)
-                        if rows % 4096 == 0 { progress(rows, bytes) }
-                    }
-                    report.sentLandmarks = try pg.copyIn(sql: HubSQL.copyLandmarks, timeout: limits.statement) { buffer in
-                        guard try landmarks.step() else { return false }
-                        newest = max(newest, landmarks.int(LandmarkColumn.updatedMs))
-                        let start = buffer.count
-                        try Self.appendLandmark(landmarks, to: &buffer)
-                        sent(buffer, from: start)
-                        return true
-                    }
-                    let positions = try store.positionTable.changes(since: since, through: through)
-                    report.sentPositions = try pg.copyIn(sql: HubSQL.copyPositions, timeout: limits.statement) { buffer in
-                        guard try positions.step() else { return false }
-                        newest = max(newest, positions.int(PositionColumn.updatedMs))
-                        let start = buffer.count
-                        try Self.appendPosition(positions, to: &buffer)
-                        sent(buffer, from: start)
-                        return true
-                    }
-                    if rows > 0 { progress(rows, bytes) }
-                }
+                let newest = through > since ? try stage(from: store, since: since, through: through, report: &report, progress: progress) : Int64.min
                 // The critical section: from the first nextval to COMMIT.
                 if !hooks.skipPushLock { try takePushLock() }
                 if newest > limit {
@@ -146,6 +119,50 @@ extension HubConnection {
             report.pushed = true
             return report
         }
+    }
+
+    /// Streams this edge's rows changed in `since+1…through` into the staging tables (`COPY`), counting
+    /// them in `report`.
+    ///
+    /// - Parameters:
+    ///   - store: this edge's database (inside its read transaction).
+    ///   - since: the local change sequence number the last push covered.
+    ///   - through: the newest local change sequence number this push covers.
+    ///   - report: gains `sentLandmarks` and `sentPositions`.
+    ///   - progress: rows and bytes sent so far, every 4,096 rows.
+    /// - Returns: the newest stamp (wall ms) among the rows sent, `Int64.min` when none.
+    /// - Throws: `PGError`; `CatalogError` for SQLite failures reading the rows.
+    private func stage(
+        from store: CatalogStore, since: Int64, through: Int64, report: inout HubPushReport,
+        progress: (_ rows: Int, _ bytes: Int64) -> Void
+    ) throws -> Int64 {
+        var newest = Int64.min
+        let landmarks = try store.landmarkTable.changes(since: since, through: through)
+        var (rows, bytes) = (0, Int64(0))
+        func sent(_ buffer: [UInt8], from start: Int) {
+            rows += 1
+            bytes += Int64(buffer.count - start)
+            if rows % 4096 == 0 { progress(rows, bytes) }
+        }
+        report.sentLandmarks = try pg.copyIn(sql: HubSQL.copyLandmarks, timeout: limits.statement) { buffer in
+            guard try landmarks.step() else { return false }
+            newest = max(newest, landmarks.int(LandmarkColumn.updatedMs))
+            let start = buffer.count
+            try Self.appendLandmark(landmarks, to: &buffer)
+            sent(buffer, from: start)
+            return true
+        }
+        let positions = try store.positionTable.changes(since: since, through: through)
+        report.sentPositions = try pg.copyIn(sql: HubSQL.copyPositions, timeout: limits.statement) { buffer in
+            guard try positions.step() else { return false }
+            newest = max(newest, positions.int(PositionColumn.updatedMs))
+            let start = buffer.count
+            try Self.appendPosition(positions, to: &buffer)
+            sent(buffer, from: start)
+            return true
+        }
+        if rows > 0 { progress(rows, bytes) }
+        return newest
     }
 
     /// Takes the push lock, waiting at most the statement timeout for another edge's push to commit.
