@@ -215,35 +215,49 @@ struct HTTPClient: Sendable {
                 retry = r
             }
 
-            guard attempt < limits.retries else {
-                throw CatalogError(.unavailable, "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")), \(shown)")
-            }
-            let left = limits.deadline - elapsed()
-            let delay: Double
-            if let asked = retry.retryAfter {
-                delay = min(asked, limits.maxRetryAfter)
-                guard delay < left else {
-                    throw CatalogError(
-                        .unavailable,
-                        "source unavailable: \(retry.what), and the server asked to wait "
-                            + "\(format(asked)) s (Retry-After), more than the \(format(left)) s left of the "
-                            + "\(format(limits.deadline)) s deadline, \(shown)")
-                }
-            } else {
-                delay = limits.backoff * pow(2, Double(attempt)) * Double.random(in: 0.9...1.1)
-                guard delay < left else {
-                    throw CatalogError(
-                        .unavailable,
-                        "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")); "
-                            + "another retry would not finish within the \(format(limits.deadline)) s deadline, \(shown)")
-                }
-            }
+            let delay = try retryDelay(after: retry, attempt: attempt, left: limits.deadline - elapsed(), shown: shown)
             attempt += 1
             log(
                 "\(retry.what) from \(shown); retry \(attempt) of \(limits.retries) in \(format(delay)) s"
                     + (retry.retryAfter != nil ? " (Retry-After)" : ""))
             Thread.sleep(forTimeInterval: delay)
         }
+    }
+
+    /// How long to wait before retry `attempt + 1`: the server's `Retry-After` (at most `maxRetryAfter`) or
+    /// the exponential backoff with ±10 % jitter.
+    ///
+    /// - Parameters:
+    ///   - retry: what failed, and the `Retry-After` asked for.
+    ///   - attempt: the attempts made so far, less one.
+    ///   - left: seconds left of the deadline.
+    ///   - shown: the URL as messages show it (password redacted).
+    /// - Returns: the delay in seconds.
+    /// - Throws: `CatalogError` 69 when the retries are used up, or the wait would pass the deadline.
+    private func retryDelay(after retry: Retry, attempt: Int, left: Double, shown: String) throws -> Double {
+        guard attempt < limits.retries else {
+            throw CatalogError(.unavailable, "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")), \(shown)")
+        }
+        let delay: Double
+        if let asked = retry.retryAfter {
+            delay = min(asked, limits.maxRetryAfter)
+            guard delay < left else {
+                throw CatalogError(
+                    .unavailable,
+                    "source unavailable: \(retry.what), and the server asked to wait "
+                        + "\(format(asked)) s (Retry-After), more than the \(format(left)) s left of the "
+                        + "\(format(limits.deadline)) s deadline, \(shown)")
+            }
+        } else {
+            delay = limits.backoff * pow(2, Double(attempt)) * Double.random(in: 0.9...1.1)
+            guard delay < left else {
+                throw CatalogError(
+                    .unavailable,
+                    "source unavailable: \(retry.what) after \(plural(attempt + 1, "attempt")); "
+                        + "another retry would not finish within the \(format(limits.deadline)) s deadline, \(shown)")
+            }
+        }
+        return delay
     }
 
     /// The options that stay the same for every attempt.
