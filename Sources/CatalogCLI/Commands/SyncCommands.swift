@@ -119,10 +119,7 @@ extension CatalogCLI {
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
         options.resetCursor = i[SyncOptionsTable.resetCursor]
-        options.tokenFile = i[SyncOptionsTable.tokenFile].map {
-            URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true))
-                .standardizedFileURL.path
-        }
+        options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogStore.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
         options.trustedKeys = try trustedKeys(i)
         options.publish.signingKey = try signingKey(i)
         if options.publish.signingKey != nil, options.publishPath.map(CatalogStore.publishesLog) != true {

@@ -63,9 +63,7 @@ extension CatalogStore {
         trustedKeys: [String] = [], allow: WriteGrant = .all, tokenFile: String? = nil
     ) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
-        let tokenFile = tokenFile.map {
-            URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path
-        }
+        let tokenFile = tokenFile.map { Self.absolutePath($0, in: workingDirectory) }
         if tokenFile != nil {
             guard case .serve = try SourceLocator.parse(url) else {
                 throw CatalogError(
@@ -93,7 +91,7 @@ extension CatalogStore {
         _ = try NodeID(validating: name, what: "remote name")
         var url = given
         if !url.isEmpty, !url.hasPrefix("/"), SourceLocator.scheme(of: url) == nil, !HubConnInfo.isKeywordString(url) {
-            url = URL(fileURLWithPath: url, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path
+            url = absolutePath(url, in: workingDirectory)
         }
         guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
             throw CatalogError(
@@ -103,6 +101,12 @@ extension CatalogStore {
         let locator = try SourceLocator.parse(url)
         for kind in SourceKinds.all { try kind.checkRemote(locator) }
         return url
+    }
+
+    /// `path` made absolute against `directory` (already absolute: only standardized), as a saved remote's
+    /// path or token file is kept, so it means the same from cron or another working directory.
+    package static func absolutePath(_ path: String, in directory: String) -> String {
+        URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
     }
 
     /// Changes a saved remote in place: its trusted keys, write grant or token file, keeping its URL and its
@@ -134,8 +138,7 @@ extension CatalogStore {
                     throw CatalogError(
                         .usage, "--token-file goes with a catalog serve remote (catalog+https://HOST/v1), not \(SourceLocator.redacted(remote.url))")
                 }
-                remote.tokenFile =
-                    URL(fileURLWithPath: tokenFile, relativeTo: URL(fileURLWithPath: workingDirectory, isDirectory: true)).standardizedFileURL.path
+                remote.tokenFile = Self.absolutePath(tokenFile, in: workingDirectory)
             }
             try remoteTable.update(remote)
         }
