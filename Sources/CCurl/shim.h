@@ -8,6 +8,12 @@
 /// A CURLOPT_WRITEFUNCTION / CURLOPT_HEADERFUNCTION callback.
 typedef size_t (*ccurl_data_callback)(char *data, size_t size, size_t count, void *userdata);
 
+/// A CURLOPT_XFERINFOFUNCTION callback: nonzero aborts the transfer (CURLE_ABORTED_BY_CALLBACK).
+typedef int (*ccurl_xferinfo_callback)(void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
+
+static inline CURLcode ccurl_setopt_xferinfo_callback(CURL *handle, CURLoption option, ccurl_xferinfo_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
 static inline CURLcode ccurl_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
 }

@@ -281,6 +281,50 @@ struct FollowTests {
         #expect(!FileManager.default.fileExists(atPath: b + ".sync-follow"))
     }
 
+    /// Regression (issue 25): sources were polled one after another, so one HTTP server that accepted
+    /// and never answered held a local log's merge for ~28 s, and SIGTERM waited for the hung GET.
+    @Test("a hung HTTP source beside a local log: the log's changes merge within 1 s; SIGTERM exits 0 within 2 s")
+    func hungSourceHoldsNoOther() throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let hung = try TCPListener()
+        let follower = try Self.follower(sandbox, db: b, ["http://127.0.0.1:\(hung.port)/manifest.json", log, "--timeout", "120s"])
+        defer { follower.stop() }
+        #expect(Self.page(b, "ann") == 1)
+        for (user, page) in [("bob", 2), ("cy", 3)] {
+            #expect(try sandbox.run(["position", "set", "--user", user, "--page", "\(page)"], db: a).status == 0)
+            #expect(try sandbox.run(["publish", log], db: a).status == 0)
+            let took = Self.waitFor(10) { Self.page(b, user) == Int64(page) }
+            #expect(took != nil && took! < 1, "\(user) merged after \(String(describing: took)) s")
+        }
+        let stopping = ContinuousClock.now
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(ContinuousClock.now - stopping < .seconds(2), "SIGTERM took \(ContinuousClock.now - stopping)")
+    }
+
+    /// Regression (issue 25): a followed log directory removed and re-created was not watched again: the
+    /// re-creating publish waited for the next poll (17–20 s with `--interval 20s`), and so did every later one.
+    @Test(
+        "a followed directory removed and re-created: the re-creating publish and the next merge within 1 s", arguments: [[], ["--interval", "20s"]])
+    func directoryRecreated(_ interval: [String]) throws {
+        let sandbox = try Sandbox()
+        let (a, log, b) = try Self.publisher(sandbox)
+        let follower = try Self.follower(sandbox, db: b, [log] + interval)
+        defer { follower.stop() }
+        #expect(Self.page(b, "ann") == 1)
+        try FileManager.default.removeItem(atPath: log)
+        // Away long enough for polls to fail and back off (at the default interval: 1, 2, 4 s).
+        usleep(3_500_000)
+        for (user, page) in [("bob", 2), ("cy", 3)] {
+            #expect(try sandbox.run(["position", "set", "--user", user, "--page", "\(page)"], db: a).status == 0)
+            #expect(try sandbox.run(["publish", log], db: a).status == 0)
+            let took = Self.waitFor(25) { Self.page(b, user) == Int64(page) }
+            #expect(took != nil && took! < 1, "\(user) merged after \(String(describing: took)) s")
+        }
+        #expect(Self.terminate(follower).status == 0)
+    }
+
     @Test("a failing source backs off (doubling) while another keeps flowing")
     func backoff() throws {
         let sandbox = try Sandbox()

@@ -31,6 +31,18 @@ package protocol ChangeListener: AnyObject {
     /// Reads what arrived. - Returns: true when the source said it changed, or the channel broke (then
     /// ``descriptor`` is -1 and the source should be polled and listened to again later).
     func consume() -> Bool
+    /// The follower synced the source (its cursor as stored, and the run's context): a listener that
+    /// asks the source for changes after a cursor (a serve's long-poll) asks from here. The default
+    /// does nothing.
+    ///
+    /// - Parameters:
+    ///   - cursor: the source's stored cursor.
+    ///   - context: the follower's context (on the store's thread).
+    func synced(cursor: SourceCursor?, context: SyncContext)
+}
+
+extension ChangeListener {
+    package func synced(cursor: SourceCursor?, context: SyncContext) {}
 }
 
 /// Thrown by ``SourceKind/makeListener(_:options:)`` when the source can never notify this connection

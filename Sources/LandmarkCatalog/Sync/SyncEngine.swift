@@ -274,10 +274,49 @@ extension CatalogStore {
     /// - Returns: the source's outcome, counts, error, bytes fetched and duration.
     package func syncReporting(_ locator: SourceLocator, context: SyncContext, failed: (inout CatalogError) -> Void = { _ in }) -> SourceReport {
         let started = wallClock.nowMilliseconds()
-        var report = SourceReport(source: locator.description, outcome: .failed)
         var made: [any SyncSource] = []
+        return reporting(
+            locator, started: started, context: context, made: { made }, failed: failed,
+            body: { try syncWithFreshLook(locator, context: context) { made.append($0) } })
+    }
+
+    /// Merges what a ``DetachedFetch`` fetched on its worker thread, and reports it as
+    /// ``syncReporting(_:context:failed:)`` does (the follower's HTTP sources, docs/live-sync.md §3).
+    ///
+    /// - Parameters:
+    ///   - fetched: a fetch whose ``DetachedFetch/run()`` returned.
+    ///   - context: the run's options and diagnostics (the fetch's own warnings are replayed to them).
+    /// - Returns: the source's outcome, counts, error, bytes fetched and duration (from the fetch's start).
+    package func syncReporting(_ fetched: DetachedFetch, context: SyncContext) -> SourceReport {
+        for diagnostic in fetched.takeDiagnostics() { context.diagnostics(diagnostic) }
+        let merge = { () throws -> (SourceReport.Outcome, MergeCounts) in
+            var (plan, feeds) = try fetched.fetched()
+            // The merge reports to this cycle (the fetch's own warnings were kept and replayed above).
+            plan.context.diagnostics = context.diagnostics
+            plan.context.progress = context.progress
+            plan.context.appliedStamp = context.appliedStamp
+            return try self.merge(plan, feeds: feeds)
+        }
+        return reporting(fetched.locator, started: fetched.started, context: context, made: { fetched.made }, body: merge)
+    }
+
+    /// Runs one source's `body` and reports it: errors mapped and noted on the source.
+    ///
+    /// - Parameters:
+    ///   - locator: the source.
+    ///   - started: when its sync started (wall ms).
+    ///   - context: the run's options and diagnostics.
+    ///   - made: the source objects made, for bytes and notes (read after `body`).
+    ///   - failed: sees the error first.
+    ///   - body: fetches and merges.
+    /// - Returns: the report.
+    private func reporting(
+        _ locator: SourceLocator, started: Int64, context: SyncContext, made: () -> [any SyncSource],
+        failed: (inout CatalogError) -> Void = { _ in }, body: () throws -> (SourceReport.Outcome, MergeCounts)
+    ) -> SourceReport {
+        var report = SourceReport(source: locator.description, outcome: .failed)
         do {
-            (report.outcome, report.counts) = try syncWithFreshLook(locator, context: context) { made.append($0) }
+            (report.outcome, report.counts) = try body()
         } catch {
             var error = Self.sourceFailure(error, source: locator.description, path: path)
             failed(&error)
@@ -293,11 +332,44 @@ extension CatalogStore {
                 }
             }
         }
+        let made = made()
         report.bytes = made.reduce(0) { $0 + $1.bytesFetched }
         report.pushed = made.lazy.compactMap(\.pushed).first
         report.note = made.last?.note
         report.durationMilliseconds = wallClock.nowMilliseconds() - started
         return report
+    }
+
+    /// The cursor stored for a source (nil: never synced).
+    ///
+    /// - Parameter locator: the source.
+    /// - Returns: its cursor.
+    /// - Throws: `CatalogError` when the database cannot be read.
+    package func storedCursor(_ locator: SourceLocator) throws -> SourceCursor? {
+        try read { try sourceTable.cursor(locator.description) }
+    }
+
+    /// Plans a fetch to run on another thread (a follower's HTTP source): the cursor and trust are read
+    /// here, on the store's thread; ``DetachedFetch/run()`` touches no database.
+    ///
+    /// - Parameters:
+    ///   - locator: the source (one whose fetch reads no database: HTTP).
+    ///   - context: the run's options; its diagnostics are not called from the worker (they are kept and
+    ///     replayed by ``syncReporting(_:context:)``).
+    /// - Returns: the fetch, to run on a worker thread.
+    package func detachedFetch(_ locator: SourceLocator, context: SyncContext) -> DetachedFetch {
+        let fetch = DetachedFetch(locator: locator, started: wallClock.nowMilliseconds())
+        var quiet = context
+        quiet.diagnostics = { [weak fetch] in fetch?.keep($0) }
+        quiet.progress = { _ in }
+        do {
+            let source = try makeSource(locator)
+            let again = try makeSource(locator)
+            fetch.plans = (try plan(source, context: quiet), try plan(again, context: quiet, freshLook: true))
+        } catch {
+            fetch.finish(.failure(error))
+        }
+        return fetch
     }
 
     /// Syncs one source, with one fresh look at the manifest when a log file is gone.
@@ -357,8 +429,20 @@ extension CatalogStore {
     /// - Returns: the outcome and the merge counts.
     /// - Throws: what the fetch or the merge throws; `LogFileGone` when a log file went away.
     private func syncOne(_ source: any SyncSource, context: SyncContext, freshLook: Bool = false) throws -> (SourceReport.Outcome, MergeCounts) {
-        let locator = source.locator
-        let key = locator.description
+        let plan = try plan(source, context: context, freshLook: freshLook)
+        return try merge(plan, feeds: try source.fetch(since: plan.cursor, context: plan.context))
+    }
+
+    /// Reads what one source's fetch and merge need: its stored cursor and its trust.
+    ///
+    /// - Parameters:
+    ///   - source: the source object.
+    ///   - context: the run's options, diagnostics and trust.
+    ///   - freshLook: fetch without the stored HTTP validators (an unconditional look).
+    /// - Returns: the plan.
+    /// - Throws: `CatalogError` when the database or a trusted key cannot be read.
+    func plan(_ source: any SyncSource, context: SyncContext, freshLook: Bool = false) throws -> SourceSyncPlan {
+        let key = source.locator.description
         let stored = try read {
             try sourceTable.cursor(key)
         }
@@ -371,10 +455,24 @@ extension CatalogStore {
         let trust = try trustForSource(key: key)
         var context = context
         context.trustedKeys = context.options.trustedKeys + trust.keys.filter { !context.options.trustedKeys.contains($0) }
-        let feeds = try source.fetch(since: cursor, context: context)
+        return SourceSyncPlan(source: source, stored: stored, cursor: cursor, context: context, allow: trust.allow)
+    }
+
+    /// Merges a planned source's feeds in one transaction, storing its cursor with the merge.
+    ///
+    /// - Parameters:
+    ///   - plan: what ``plan(_:context:freshLook:)`` read.
+    ///   - feeds: what the source's fetch returned (nil: not modified).
+    /// - Returns: the outcome and the merge counts.
+    /// - Throws: what the merge throws; `LogFileGone` when a log file went away.
+    func merge(_ plan: SourceSyncPlan, feeds: [any ChangeFeed]?) throws -> (SourceReport.Outcome, MergeCounts) {
+        let source = plan.source
+        let locator = source.locator
+        let key = locator.description
+        let context = plan.context
         let options = context.options
         // A follower's idle poll writes nothing (docs/live-sync.md §4): same cursor, a recent good sync.
-        if feeds == nil, let every = context.quietWhenUnchangedFor, !options.dryRun, source.nextCursor == stored,
+        if feeds == nil, let every = context.quietWhenUnchangedFor, !options.dryRun, source.nextCursor == plan.stored,
             try isFreshSuccess(key, withinMilliseconds: every)
         {
             return (.notModified, MergeCounts())
@@ -388,7 +486,7 @@ extension CatalogStore {
             var merger = try RowMerger(
                 store: self, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
                 diagnostics: context.diagnostics)
-            merger.allow = trust.allow
+            merger.allow = plan.allow
             merger.appliedStamp = context.appliedStamp
             merger.progress = { rows, bytes, total in
                 context.progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))

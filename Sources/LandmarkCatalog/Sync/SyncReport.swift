@@ -42,6 +42,8 @@ public struct SyncOptions: Sendable {
     ///
     /// Read at each sync; never logged.
     public var tokenFile: String?
+    /// A follower's: ends its transfers and retry waits when it stops (nil: they run to their limits).
+    package var cancellation: TransferCancellation?
     /// Test hook: sleep this many ms inside each source's merge transaction before committing.
     @_spi(Testing) public var pauseBeforeCommitMilliseconds = 0
 

@@ -11,7 +11,7 @@ package struct SyncContext {
     /// The descriptor `-` reads.
     let standardInput: Int32
     /// Warnings and errors, with their source.
-    package let diagnostics: (Diagnostic) -> Void
+    package var diagnostics: (Diagnostic) -> Void
     /// How far merging has come (phase `.merging`), for a progress line.
     package var progress: (CatalogProgress) -> Void = { _ in }
     /// The keys this source's snapshot log must be signed by (docs/trust.md §3); empty: no signature needed.

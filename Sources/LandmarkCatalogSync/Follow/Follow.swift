@@ -40,6 +40,8 @@ public final class FollowControl: @unchecked Sendable {
     /// The pipe's ends (non-blocking, close-on-exec).
     let readFD: Int32
     private let writeFD: Int32
+    /// Ends the follower's transfers (HTTP fetches on worker threads, long-polls) when it stops.
+    let transfers = TransferCancellation()
 
     /// - Throws: `CatalogError.cantCreate` (73) when no pipe can be made (out of descriptors).
     public init() throws {
@@ -63,6 +65,7 @@ public final class FollowControl: @unchecked Sendable {
     /// Asks the follower to finish the source in hand, record the cycle and return.
     public func stop() {
         lock.withLock { stopping = true }
+        transfers.cancel()
         wake()
     }
 
@@ -82,7 +85,8 @@ public final class FollowControl: @unchecked Sendable {
         }
     }
 
-    private func wake() {
+    /// Wakes the follower (a worker's fetch finished, a signal arrived).
+    func wake() {
         var byte: UInt8 = 1
         _ = write(writeFD, &byte, 1)
     }

@@ -39,7 +39,18 @@ struct Followed {
     /// An inotify event arrived for it.
     var dirty = false
 
+    /// A fetch on a worker thread (an HTTP source), until its result is merged.
+    var inFlight: DetachedFetch?
+    /// When the fetch in flight started (monotonic ms).
+    var inFlightSince: Int64 = 0
+
     var isHub: Bool { if case .hub = locator { return true } else { return false } }
+    /// A source fetched on a worker thread, so that a hung or slow server holds up no other source
+    /// (issue 25): HTTP, whose fetch reads no database.
+    var detached: Bool { if case .http = locator { return true } else { return false } }
+    /// A source that can tell the follower it changed (``SourceKind/makeListener(_:options:)``): a hub's
+    /// LISTEN, a serve's long-poll.
+    var listens: Bool { pushes }
     /// A source this database's changes are pushed to (a hub, a `catalog serve`): polled at once when this
     /// database changed, and after another source merged rows.
     var pushes: Bool {
@@ -54,17 +65,26 @@ struct Followed {
         _ = updateWatch()
     }
 
+    static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
     /// Where inotify looks for it: a log directory's manifest, else the path's name in its parent (a
     /// snapshot file, a manifest given by path, or a directory not there yet).
     /// - Returns: whether that changed (a directory appeared, or was replaced by a file).
     mutating func updateWatch() -> Bool {
         guard case .file(let path) = locator else { return false }
-        var isDirectory: ObjCBool = false
-        let target: (String, String)
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+        var target: (String, String)
+        if Self.isDirectory(path) {
             target = (path, LogManifest.fileName)
         } else {
             target = (CatalogStore.directory(of: path), String(path.split(separator: "/").last ?? ""))
+        }
+        // A directory not there (yet, or any more): watched for by its name in the nearest parent that is
+        // there, so its return is seen at once (issue 25).
+        while !Self.isDirectory(target.0), target.0 != "/", !target.0.isEmpty {
+            target = (CatalogStore.directory(of: target.0), String(target.0.split(separator: "/").last ?? ""))
         }
         guard watchDirectory != target.0 || watchName != target.1 else { return false }
         (watchDirectory, watchName) = target

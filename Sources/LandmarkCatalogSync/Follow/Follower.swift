@@ -84,6 +84,7 @@ final class Follower {
         publishPending = options.sync.publishPath != nil
         context = SyncContext(store: store, options: options.sync, standardInput: -1, diagnostics: diagnostics)
         context.quietWhenUnchangedFor = options.freshnessMilliseconds
+        context.options.cancellation = control.transfers
         followed = try resolve().map(Followed.init)
         guard !followed.isEmpty || options.sync.publishPath != nil else {
             throw CatalogError(
@@ -179,7 +180,7 @@ final class Follower {
         let now = monotonicMilliseconds()
         // Only a hub that just answered a poll: listening to one that is down would hold up the others
         // for a connect timeout.
-        for (n, f) in followed.enumerated() where f.isHub && f.tried && f.lastError == nil {
+        for (n, f) in followed.enumerated() where f.listens && f.tried && f.lastError == nil {
             let key = f.locator.description
             guard listeners[key] == nil, !cannotListen.contains(key), listenRetry[key, default: 0] <= now else { continue }
             for kind in SourceKinds.all {
@@ -222,9 +223,20 @@ final class Follower {
                     followed[n].dirty = true
                 }
             }
-            for d in dropped { watched[d] = nil }
+            // A watched directory removed (its watch dropped by the kernel): its sources watch for its
+            // name in the parent, so its return is seen at once, and look once more now (issue 25: the
+            // re-created directory waited for the interval, and a source's grown backoff).
+            for d in dropped {
+                watched[d] = nil
+                for n in followed.indices where followed[n].watchDirectory == d {
+                    _ = followed[n].updateWatch()
+                    followed[n].dirty = true
+                }
+            }
+            if !dropped.isEmpty { watchAll() }
         }
-        for n in followed.indices where followed[n].isHub {
+        for n in followed.indices where followed[n].inFlight?.isFinished == true { followed[n].dirty = true }
+        for n in followed.indices where followed[n].listens {
             let key = followed[n].locator.description
             guard let listener = listeners[key] else { continue }
             if listener.consume() { followed[n].dirty = true }
@@ -255,6 +267,7 @@ final class Follower {
             if control.isStopping && !finalPass { break }
             poll(n, in: &cycle)
         }
+        if first { awaitFirstFetches(in: &cycle) }
         // Hubs polled before rows merged from another source (or not due) push those rows now.
         for h in cycle.pushNeeded.sorted() where !control.isStopping || finalPass { poll(h, in: &cycle) }
         let applied = cycle.report.counts.landmarksApplied + cycle.report.counts.positionsApplied > 0
@@ -294,12 +307,28 @@ final class Follower {
         var context = context
         // After the first cycle, each merged row's write-to-visible lag goes into the histogram.
         if !first { context.appliedStamp = { stamps.add($0) } }
-        let pollStarted = monotonicMilliseconds()
-        let r = store.syncReporting(followed[n].locator, context: context)
+        // The last pass's pushes run to their limits: SIGTERM ended only the transfers in hand.
+        if finalPass { context.options.cancellation = nil }
+        var pollStarted = monotonicMilliseconds()
+        var fetched: DetachedFetch?
+        if followed[n].detached && !finalPass {
+            // On a worker thread: started now, merged in the cycle after it finished.
+            guard let job = followed[n].inFlight else { return startFetch(n, context: context) }
+            guard job.isFinished else {
+                followed[n].dirty = false
+                return
+            }
+            (fetched, pollStarted) = (job, followed[n].inFlightSince)
+            followed[n].inFlight = nil
+        }
+        let r = fetched.map { store.syncReporting($0, context: context) } ?? store.syncReporting(followed[n].locator, context: context)
         if r.error == nil && !stamps.stamps.isEmpty {
             // Committed: each row's stamp to now is its write-to-visible lag.
             let committed = store.wallClock.nowMilliseconds()
             for stamp in stamps.stamps { followed[n].lag.observe(lagMilliseconds: committed - stamp) }
+        }
+        if r.error == nil, let listener = listeners[followed[n].locator.description] {
+            listener.synced(cursor: try? store.storedCursor(followed[n].locator), context: context)
         }
         followed[n].dirty = false
         followed[n].polls += 1
@@ -341,6 +370,40 @@ final class Follower {
         cycle.pushNeeded.remove(n)
         if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
             for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
+        }
+    }
+
+    /// Waits a little for the first fetches on worker threads, so that the first cycle's ledger row (what
+    /// `status` shows, and what a caller waiting for the follower to start reads) has their merge.
+    ///
+    /// A source still fetching after the longer of the interval and 5 s (a hung server) is merged
+    /// in a later cycle, when it finishes.
+    func awaitFirstFetches(in cycle: inout Cycle) {
+        let until = monotonicMilliseconds() + max(interval, 5_000)
+        while !control.isStopping {
+            for n in followed.indices where followed[n].inFlight?.isFinished == true { poll(n, in: &cycle) }
+            let left = until - monotonicMilliseconds()
+            guard followed.contains(where: { $0.inFlight != nil }), left > 0 else { return }
+            // A worker that finishes writes to the control pipe.
+            var fd = pollfd(fd: control.readFD, events: Int16(POLLIN), revents: 0)
+            _ = Glibc.poll(&fd, 1, Int32(min(left, 100)))
+            control.drain()
+        }
+    }
+
+    /// Starts fetching source `n` on a worker thread (docs/live-sync.md §3): planned here, fetched
+    /// there, merged by ``poll(_:in:)`` in a cycle after the worker woke the follower.
+    func startFetch(_ n: Int, context: SyncContext) {
+        let job = store.detachedFetch(followed[n].locator, context: context)
+        followed[n].inFlight = job
+        followed[n].inFlightSince = monotonicMilliseconds()
+        followed[n].dirty = false
+        // Not due again until it finished (its end wakes the follower).
+        followed[n].nextDue = Int64.max / 2
+        let control = self.control
+        Thread.detachNewThread {
+            job.run()
+            control.wake()
         }
     }
 

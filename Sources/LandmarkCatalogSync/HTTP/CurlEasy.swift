@@ -19,6 +19,8 @@ final class CurlEasy {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// CURLOPT_ERRORBUFFER: libcurl's detailed message for the last failure (CURL_ERROR_SIZE bytes).
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// What ends the transfer early (kept alive as long as the handle: libcurl's progress callback reads it).
+    private var cancellation: TransferCancellation?
 
     /// - Throws: `CatalogError(.software)` (70) when libcurl cannot be initialised or a handle allocated.
     init() throws {
@@ -66,6 +68,25 @@ final class CurlEasy {
     /// - Throws: as `set(_:_:_:)`.
     func set(_ option: CURLoption, callback: ccurl_data_callback, _ name: String) throws {
         try check(ccurl_setopt_data_callback(handle, option, callback), name)
+    }
+
+    /// Makes `cancellation` end the transfer: libcurl's progress callback (CURLOPT_XFERINFOFUNCTION, called
+    /// at least once a second even when no byte moves) aborts it with CURLE_ABORTED_BY_CALLBACK.
+    ///
+    /// - Parameter cancellation: what ends it; nil leaves the transfer to its time limits.
+    /// - Throws: as `set(_:_:_:)`.
+    func install(cancellation: TransferCancellation?) throws {
+        guard let cancellation else { return }
+        self.cancellation = cancellation
+        try set(CURLOPT_NOPROGRESS, 0, "CURLOPT_NOPROGRESS")
+        try set(CURLOPT_XFERINFODATA, pointer: Unmanaged.passUnretained(cancellation).toOpaque(), "CURLOPT_XFERINFODATA")
+        try check(
+            ccurl_setopt_xferinfo_callback(
+                handle, CURLOPT_XFERINFOFUNCTION,
+                { clientp, _, _, _, _ in
+                    guard let clientp else { return 0 }
+                    return Unmanaged<TransferCancellation>.fromOpaque(clientp).takeUnretainedValue().isCancelled ? 1 : 0
+                }), "CURLOPT_XFERINFOFUNCTION")
     }
 
     /// Replaces the request headers (CURLOPT_HTTPHEADER); each line is `Name: value`.

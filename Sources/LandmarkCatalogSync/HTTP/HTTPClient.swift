@@ -33,6 +33,8 @@ struct HTTPLimits: Sendable {
     ///
     /// Must be ≥ 0.
     var maxRetryAfter: Double = 60
+    /// Ends the fetch early, its transfer and its waits between retries (a follower stopping).
+    var cancellation: TransferCancellation?
 }
 
 /// What a GET produced.
@@ -163,6 +165,7 @@ struct HTTPClient: Sendable {
 
         let easy = try CurlEasy()
         try configure(easy, url: url, validators: sent)
+        try easy.install(cancellation: limits.cancellation)
         let fd: Int32
         do {
             fd = try makeSpoolFile(spoolDirectory)
@@ -220,7 +223,11 @@ struct HTTPClient: Sendable {
             log(
                 "\(retry.what) from \(shown); retry \(attempt) of \(limits.retries) in \(format(delay)) s"
                     + (retry.retryAfter != nil ? " (Retry-After)" : ""))
-            Thread.sleep(forTimeInterval: delay)
+            if let cancellation = limits.cancellation {
+                guard cancellation.sleep(seconds: delay) else { throw Self.stopped(shown) }
+            } else {
+                Thread.sleep(forTimeInterval: delay)
+            }
         }
     }
 
@@ -281,6 +288,14 @@ struct HTTPClient: Sendable {
         try easy.setHeaders(headers)
     }
 
+    /// A fetch ended by its ``HTTPLimits/cancellation``: 69, as any transfer that did not finish.
+    ///
+    /// - Parameter shown: the URL as messages show it.
+    /// - Returns: the error.
+    static func stopped(_ shown: String) -> CatalogError {
+        CatalogError(.unavailable, "source unavailable: the transfer was stopped (the follower is stopping), \(shown)")
+    }
+
     /// Redirects followed at most (CURLOPT_MAXREDIRS).
     static let maxRedirects = 5
     /// Below this rate (bytes/s) for `stallTimeout` the transfer is abandoned (CURLOPT_LOW_SPEED_LIMIT).
@@ -324,6 +339,8 @@ struct HTTPClient: Sendable {
         }
 
         switch code {
+        case CURLE_ABORTED_BY_CALLBACK:
+            throw Self.stopped(shown)
         case CURLE_OK:
             return try statusOutcome(transfer, conditional: conditional, unavailable: unavailable)
         case CURLE_WRITE_ERROR where transfer.stop == .unwantedBody:

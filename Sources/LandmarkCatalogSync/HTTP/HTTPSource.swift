@@ -87,6 +87,7 @@ final class HTTPSession {
         limits.maxBytes = maxBytes
         limits.retries = options.retries
         limits.backoff = options.backoffSeconds
+        limits.cancellation = options.cancellation
         let name = self.name
         let diagnostics = self.diagnostics
         return try HTTPClient(limits: limits).get(url, validators: validators) { message in

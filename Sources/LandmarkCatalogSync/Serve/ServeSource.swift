@@ -232,9 +232,18 @@ struct ServeHTTP {
     let name: String
     let options: SyncOptions
 
+    /// Makes one request.
+    ///
+    /// - Parameters:
+    ///   - method: `GET` or `POST`.
+    ///   - url: the whole URL.
+    ///   - body: a POST's body.
+    ///   - longPoll: a long-poll's wait (s), added to the time limit.
+    /// - Returns: the spooled body of a 2xx answer.
     /// - Throws: `CatalogError` — 77 for 401 (the token refused) and 403 (rows the token may not write);
-    ///   65 for another 4xx (the answer names the field); 69 for no connection, a timeout, 429 or 5xx.
-    func request(_ method: String, _ url: String, body: [UInt8]? = nil) throws -> ServeBody {
+    ///   65 for another 4xx (the answer names the field); 69 for no connection, a timeout, 429 or 5xx, and a
+    ///   transfer ended by ``SyncOptions/cancellation``.
+    func request(_ method: String, _ url: String, body: [UInt8]? = nil, longPoll: Double = 0) throws -> ServeBody {
         let easy = try CurlEasy()
         try easy.set(CURLOPT_URL, url, "CURLOPT_URL")
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")
@@ -243,7 +252,7 @@ struct ServeHTTP {
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
         try easy.set(CURLOPT_ACCEPT_ENCODING, "gzip", "CURLOPT_ACCEPT_ENCODING")
         try easy.set(CURLOPT_USERAGENT, "catalog/\(CatalogVersion.string)", "CURLOPT_USERAGENT")
-        try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(options.timeoutSeconds * 1000)), "CURLOPT_TIMEOUT_MS")
+        try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int((options.timeoutSeconds + longPoll) * 1000)), "CURLOPT_TIMEOUT_MS")
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(options.timeoutSeconds, 10) * 1000)), "CURLOPT_CONNECTTIMEOUT_MS")
         var headers = ["Accept: application/json", "Authorization: Bearer \(token)"]
         if body != nil { headers.append("Content-Type: application/json") }
@@ -254,6 +263,7 @@ struct ServeHTTP {
         defer { if !keep { close(fd) } }
         let transfer = HTTPTransfer(fd: fd, maxBytes: options.maxBytes)
         try transfer.install(on: easy)
+        try easy.install(cancellation: options.cancellation)
         let code = try payload.withUnsafeBufferPointer { buffer -> CURLcode in
             if body != nil {
                 try easy.set(CURLOPT_POST, 1, "CURLOPT_POST")
@@ -265,6 +275,7 @@ struct ServeHTTP {
             return withExtendedLifetime(transfer) { easy.perform() }
         }
         let requestName = "\(method) \(redactedURL(url))"
+        if code == CURLE_ABORTED_BY_CALLBACK { throw HTTPClient.stopped(requestName) }
         let status = transfer.status
         if (200..<300).contains(status), code == CURLE_OK {
             keep = true
