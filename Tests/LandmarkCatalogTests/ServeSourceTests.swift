@@ -111,6 +111,35 @@ struct ServeSourceTests {
         #expect(serve.stop().status == 0)
     }
 
+    /// Issue 27: `--follow` polled a serve only at `--interval`, so the server's changes waited up to it.
+    @Test("sync --follow long-polls serve: a commit on the server reaches the node in seconds with --interval 30s; SIGTERM within 2 s")
+    func followLongPolls() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: server, keys: [key.publicKey])
+        let tokenFile = box.path("edge.jwt")
+        try ServeKeys.issue(box, key: key.privateKey, user: "node-2", extra: ["--scope", "edge"]).write(
+            toFile: tokenFile, atomically: true, encoding: .utf8)
+        let node = box.path("node.sqlite")
+        let source = "catalog+http://127.0.0.1:\(serve.port)/v1"
+        let follower = try FollowTests.follower(box, db: node, [source, "--token-file", tokenFile, "--interval", "30s", "--quiet"])
+        defer { follower.stop() }
+        #expect(FollowTests.count(node, "SELECT count(*) FROM landmarks") == 16)
+        // Twice: the second after the long-poll was armed again with the cursor of the first.
+        for (user, page) in [("dy", 3), ("ed", 1)] {
+            let set = try box.run(["position", "set", "--user", user, "--page", "\(page)"], db: server)
+            #expect(set.status == 0, "\(set)")
+            let pulled = FollowTests.waitFor(10) { FollowTests.page(node, user) == Int64(page) }
+            #expect(pulled != nil && pulled! < 3, "\(user) pulled after \(String(describing: pulled)) s")
+        }
+        let stopping = ContinuousClock.now
+        let run = FollowTests.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(ContinuousClock.now - stopping < .seconds(2), "SIGTERM took \(ContinuousClock.now - stopping)")
+        #expect(serve.stop().status == 0)
+    }
+
     @Test("a refused token is 77, none is 64, an unreadable file 66, another user's row 403 → 77: nothing written either side")
     func refusals() throws {
         let box = try Sandbox()

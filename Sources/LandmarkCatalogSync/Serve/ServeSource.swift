@@ -17,6 +17,11 @@ struct ServeSourceKind: SourceKind {
     func checkRemote(_ locator: SourceLocator) throws {}
 
     func failure(_ error: any Error, source: String) -> CatalogError? { nil }
+
+    func makeListener(_ locator: SourceLocator, options: SyncOptions) throws -> (any ChangeListener)? {
+        guard case .serve(let base) = locator else { return nil }
+        return try ServeListener(locator: locator, base: base, options: options)
+    }
 }
 
 /// One sync with a serve: `fetch` PUSHES this database's position rows changed since the last push (POST
