@@ -283,12 +283,19 @@ struct FollowTests {
 
     /// Regression (issue 25): sources were polled one after another, so one HTTP server that accepted
     /// and never answered held a local log's merge for ~28 s, and SIGTERM waited for the hung GET.
-    @Test("a hung HTTP source beside a local log: the log's changes merge within 1 s; SIGTERM exits 0 within 2 s")
-    func hungSourceHoldsNoOther() throws {
+    @Test(
+        "a hung HTTP source or serve beside a local log: the log's changes merge within 1 s; SIGTERM exits 0 within 2 s",
+        arguments: ["http", "serve"])
+    func hungSourceHoldsNoOther(_ kind: String) throws {
         let sandbox = try Sandbox()
         let (a, log, b) = try Self.publisher(sandbox)
         let hung = try TCPListener()
-        let follower = try Self.follower(sandbox, db: b, ["http://127.0.0.1:\(hung.port)/manifest.json", log, "--timeout", "120s"])
+        let tokenFile = sandbox.path("token.jwt")
+        try "e30.e30.c2ln".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let source =
+            kind == "http"
+            ? ["http://127.0.0.1:\(hung.port)/manifest.json"] : ["catalog+http://127.0.0.1:\(hung.port)/v1", "--token-file", tokenFile]
+        let follower = try Self.follower(sandbox, db: b, source + [log, "--timeout", "120s"])
         defer { follower.stop() }
         #expect(Self.page(b, "ann") == 1)
         for (user, page) in [("bob", 2), ("cy", 3)] {

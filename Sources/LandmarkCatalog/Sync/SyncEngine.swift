@@ -349,23 +349,28 @@ extension CatalogStore {
         try read { try sourceTable.cursor(locator.description) }
     }
 
-    /// Plans a fetch to run on another thread (a follower's HTTP source): the cursor and trust are read
-    /// here, on the store's thread; ``DetachedFetch/run()`` touches no database.
+    /// Plans a fetch to run on another thread (a follower's HTTP source or serve): the cursor, trust and
+    /// whatever the source reads from the database are read here, on the store's thread;
+    /// ``DetachedFetch/run()`` touches no database.
     ///
     /// - Parameters:
-    ///   - locator: the source (one whose fetch reads no database: HTTP).
+    ///   - locator: the source.
     ///   - context: the run's options; its diagnostics are not called from the worker (they are kept and
     ///     replayed by ``syncReporting(_:context:)``).
-    /// - Returns: the fetch, to run on a worker thread.
-    package func detachedFetch(_ locator: SourceLocator, context: SyncContext) -> DetachedFetch {
+    /// - Returns: the fetch, to run on a worker thread; nil when this sync must run here (a serve with
+    ///   more rows to push than are read ahead).
+    package func detachedFetch(_ locator: SourceLocator, context: SyncContext) -> DetachedFetch? {
         let fetch = DetachedFetch(locator: locator, started: wallClock.nowMilliseconds())
         var quiet = context
         quiet.diagnostics = { [weak fetch] in fetch?.keep($0) }
         quiet.progress = { _ in }
         do {
-            let source = try makeSource(locator)
-            let again = try makeSource(locator)
-            fetch.plans = (try plan(source, context: quiet), try plan(again, context: quiet, freshLook: true))
+            let first = try plan(try makeSource(locator), context: quiet)
+            let again = try plan(try makeSource(locator), context: quiet, freshLook: true)
+            guard try first.source.prepareDetached(since: first.cursor, context: first.context),
+                try again.source.prepareDetached(since: again.cursor, context: again.context)
+            else { return nil }
+            fetch.plans = (first, again)
         } catch {
             fetch.finish(.failure(error))
         }

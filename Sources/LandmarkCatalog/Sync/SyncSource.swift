@@ -65,9 +65,19 @@ package protocol SyncSource: AnyObject {
     var pushed: PushCounts? { get }
     /// Something to say about an outcome that is no failure (a log's manifest behind the cursor).
     var note: String? { get }
+    /// Reads, on the store's thread, what ``fetch(since:context:)`` would read from the database, so that
+    /// the fetch can run on another thread (a follower's ``DetachedFetch``). The default reads nothing.
+    ///
+    /// - Parameters:
+    ///   - cursor: the cursor the fetch will start from.
+    ///   - context: the run's context.
+    /// - Returns: false when the fetch must run on the store's thread this time (too much to read ahead).
+    /// - Throws: `CatalogError`, as the fetch would.
+    func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool
 }
 
 extension SyncSource {
+    package func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool { true }
     package var pushed: PushCounts? { nil }
     package var note: String? { nil }
 }

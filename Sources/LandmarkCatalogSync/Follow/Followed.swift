@@ -43,11 +43,20 @@ struct Followed {
     var inFlight: DetachedFetch?
     /// When the fetch in flight started (monotonic ms).
     var inFlightSince: Int64 = 0
+    /// Due again while its fetch was in flight (this database changed, a long-poll woke): polled again
+    /// as soon as that fetch is merged.
+    var dueAgain = false
 
     var isHub: Bool { if case .hub = locator { return true } else { return false } }
     /// A source fetched on a worker thread, so that a hung or slow server holds up no other source
-    /// (issue 25): HTTP, whose fetch reads no database.
-    var detached: Bool { if case .http = locator { return true } else { return false } }
+    /// (issue 25): HTTP, whose fetch reads no database, and a serve, whose token and rows to push are
+    /// read before (``SyncSource/prepareDetached(since:context:)``).
+    var detached: Bool {
+        switch locator {
+        case .http, .serve: return true
+        default: return false
+        }
+    }
     /// A source that can tell the follower it changed (``SourceKind/makeListener(_:options:)``): a hub's
     /// LISTEN, a serve's long-poll.
     var listens: Bool { pushes }

@@ -313,13 +313,16 @@ final class Follower {
         var fetched: DetachedFetch?
         if followed[n].detached && !finalPass {
             // On a worker thread: started now, merged in the cycle after it finished.
-            guard let job = followed[n].inFlight else { return startFetch(n, context: context) }
-            guard job.isFinished else {
-                followed[n].dirty = false
+            if let job = followed[n].inFlight {
+                guard job.isFinished else {
+                    (followed[n].dirty, followed[n].dueAgain) = (false, true)
+                    return
+                }
+                (fetched, pollStarted) = (job, followed[n].inFlightSince)
+                followed[n].inFlight = nil
+            } else if startFetch(n, context: context) {
                 return
             }
-            (fetched, pollStarted) = (job, followed[n].inFlightSince)
-            followed[n].inFlight = nil
         }
         let r = fetched.map { store.syncReporting($0, context: context) } ?? store.syncReporting(followed[n].locator, context: context)
         if r.error == nil && !stamps.stamps.isEmpty {
@@ -330,7 +333,9 @@ final class Follower {
         if r.error == nil, let listener = listeners[followed[n].locator.description] {
             listener.synced(cursor: try? store.storedCursor(followed[n].locator), context: context)
         }
-        followed[n].dirty = false
+        // Due again while its fetch was in flight: fetched again at once.
+        followed[n].dirty = fetched != nil && followed[n].dueAgain
+        followed[n].dueAgain = false
         followed[n].polls += 1
         let after = monotonicMilliseconds()
         if let error = r.error {
@@ -393,9 +398,12 @@ final class Follower {
 
     /// Starts fetching source `n` on a worker thread (docs/live-sync.md §3): planned here, fetched
     /// there, merged by ``poll(_:in:)`` in a cycle after the worker woke the follower.
-    func startFetch(_ n: Int, context: SyncContext) {
-        let job = store.detachedFetch(followed[n].locator, context: context)
+    ///
+    /// - Returns: false when the source must be synced here this time (``CatalogStore/detachedFetch(_:context:)``).
+    func startFetch(_ n: Int, context: SyncContext) -> Bool {
+        guard let job = store.detachedFetch(followed[n].locator, context: context) else { return false }
         followed[n].inFlight = job
+        followed[n].dueAgain = false
         followed[n].inFlightSince = monotonicMilliseconds()
         followed[n].dirty = false
         // Not due again until it finished (its end wakes the follower).
@@ -405,6 +413,7 @@ final class Follower {
             job.run()
             control.wake()
         }
+        return true
     }
 
     /// Publishes this database to `publish` (`--publish`); a failure leaves the publish pending.

@@ -49,10 +49,34 @@ final class ServeSource: SyncSource {
         locator = .serve(base: base)
     }
 
+    /// What ``prepareDetached(since:context:)`` read for a fetch on another thread: the token and every
+    /// page of rows to push.
+    private var prepared: (token: String, pages: [(page: DeviceRowsPage, highWater: Int64)])?
+
+    /// Pages of rows to push read ahead for a follower's worker thread at most; more are pushed by a sync
+    /// on the store's thread.
+    static let preparedPages = 5
+
+    func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool {
+        let token = try Self.token(for: locator, context: context)
+        var after = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
+        var pages: [(page: DeviceRowsPage, highWater: Int64)] = []
+        while pages.count < Self.preparedPages {
+            let next = try context.store.devicePositions(user: nil, after: after, limit: Self.pushBatch)
+            pages.append(next)
+            if !next.page.more {
+                prepared = (token, pages)
+                return true
+            }
+            after = next.page.through
+        }
+        return false
+    }
+
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
         let name = locator.description
         try context.requireUnsigned("a catalog serve's rows", source: name)
-        let client = ServeHTTP(token: try Self.token(for: locator, context: context), name: name, options: context.options)
+        let client = ServeHTTP(token: try prepared?.token ?? Self.token(for: locator, context: context), name: name, options: context.options)
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         if !context.options.dryRun {
             pushThrough = try push(client, since: pushThrough, context: context)
@@ -99,8 +123,10 @@ final class ServeSource: SyncSource {
         var after = since
         var counts = PushCounts(sent: 0, written: 0, quarantined: 0)
         defer { pushCounts = counts }
+        var ahead = prepared?.pages[...]
         while true {
-            let (page, highWater) = try context.store.devicePositions(user: nil, after: after, limit: Self.pushBatch)
+            // Read ahead on the store's thread (a follower's worker), else read here.
+            let (page, highWater) = try ahead?.popFirst() ?? context.store.devicePositions(user: nil, after: after, limit: Self.pushBatch)
             if page.count > 0 {
                 var body = Array(#"{"positions":["#.utf8)
                 body += page.rowsJSON
