@@ -111,6 +111,40 @@ struct ServeSourceTests {
         #expect(serve.stop().status == 0)
     }
 
+    /// Regression (a new user's run): a database holding another user's row failed every sync with a user
+    /// token (403 → 77, the message naming no row); now that token pushes its own user's row alone.
+    @Test("a user token pushes only its user's row, says once how many others' rows it left, and is quiet when none")
+    func userTokenPushesOwnRow() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: server, keys: [key.publicKey])
+        let source = "catalog+http://127.0.0.1:\(serve.port)/v1"
+        // The node's own ann (seeded) and cy are other users' rows for bob's token.
+        let node = try box.seededDatabase("node.sqlite")
+        #expect(try box.run(["position", "set", "--user", "cy", "--page", "1"], db: node).status == 0)
+        #expect(try box.run(["position", "set", "--user", "bob", "--page", "2"], db: node).status == 0)
+        let serverAnn = try HubSupport.edgePositions(server).filter { $0.hasPrefix("ann|") }
+        let bob = box.path("bob.jwt")
+        try ServeKeys.issue(box, key: key.privateKey, user: "bob").write(toFile: bob, atomically: true, encoding: .utf8)
+        let first = try box.run(["sync", "--json", source, "--token-file", bob], db: node)
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stdout.contains(#""pushed":{"quarantined":0,"sent":1,"written":1}"#), "\(first.stdout)")
+        let warnings = first.stderr.split(separator: "\n").filter { $0.contains("not pushed") }
+        #expect(warnings.count == 1 && warnings[0].contains("2 position rows of other users not pushed"), "\(first.stderr)")
+        let rows = try HubSupport.edgePositions(server)
+        #expect(rows.contains { $0.hasPrefix("bob|2|") } && !rows.contains { $0.hasPrefix("cy|") }, "\(rows)")
+        #expect(rows.filter { $0.hasPrefix("ann|") } == serverAnn)
+        // Nothing new here: no warning; a new row of another user: the warning counts that one.
+        let idle = try box.run(["sync", source, "--token-file", bob], db: node)
+        #expect(idle.status == 0 && !idle.stderr.contains("not pushed"), "\(idle)")
+        #expect(try box.run(["position", "set", "--user", "cy", "--page", "3"], db: node).status == 0)
+        let again = try box.run(["sync", source, "--token-file", bob], db: node)
+        #expect(again.status == 0 && again.stderr.contains("1 position row of other users not pushed"), "\(again)")
+        #expect(!serve.log.contains(#""status":403"#), "\(serve.log)")
+        #expect(serve.stop().status == 0)
+    }
+
     /// Issue 27: `--follow` polled a serve only at `--interval`, so the server's changes waited up to it.
     @Test("sync --follow long-polls serve: a commit on the server reaches the node in seconds with --interval 30s; SIGTERM within 2 s")
     func followLongPolls() throws {
@@ -140,7 +174,7 @@ struct ServeSourceTests {
         #expect(serve.stop().status == 0)
     }
 
-    @Test("a refused token is 77, none is 64, an unreadable file 66, another user's row 403 → 77: nothing written either side")
+    @Test("a refused token is 77, none is 64, an unreadable file 66: nothing written either side")
     func refusals() throws {
         let box = try Sandbox()
         let server = try box.seededDatabase("server.sqlite")
@@ -163,11 +197,8 @@ struct ServeSourceTests {
         #expect(none.status == 64 && none.stderr.contains("--token-file"), "\(none)")
         let missing = try box.run(["sync", source, "--token-file", box.path("nothing.jwt")], db: node)
         #expect(missing.status == 66, "\(missing)")
-        // A user token (bob) may not push cy's row: 403, so 77, and the server has none of it.
         let bob = box.path("bob.jwt")
         try ServeKeys.issue(box, key: key.privateKey, user: "bob").write(toFile: bob, atomically: true, encoding: .utf8)
-        let foreign = try box.run(["sync", source, "--token-file", bob], db: node)
-        #expect(foreign.status == 77 && foreign.stderr.contains("HTTP 403"), "\(foreign)")
         #expect(try dumpPositions(server) == before)
         #expect(try dumpPositions(node) == nodeBefore, "nothing was pulled by the refused syncs")
         // Found by a breaker (issue 27): a token in clear text to another host, a fragment, and two remotes of

@@ -80,6 +80,19 @@ extension CatalogStore {
         }
     }
 
+    /// How many position rows of users other than `user` changed after `after` and through `through`: the
+    /// rows a push with `user`'s token leaves out (docs/protocol.md §9).
+    ///
+    /// - Parameters:
+    ///   - after: the change sequence number the push started after.
+    ///   - through: the high-water mark the push read through.
+    ///   - user: the token's user.
+    /// - Returns: the number of such rows (tombstones included).
+    /// - Throws: `CatalogError` from reading the database.
+    package func positionsChanged(after: Int64, through: Int64, otherThan user: String) throws -> Int {
+        try read { try positionTable.changedCount(after: after, through: through, otherThan: user) }
+    }
+
     /// The landmark rows (tombstones included) changed after `after`, in change-sequence order, at most `limit`.
     package func deviceLandmarks(after: Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
         try read {

@@ -49,9 +49,9 @@ final class ServeSource: SyncSource {
         locator = .serve(base: base)
     }
 
-    /// What ``prepareDetached(since:context:)`` read for a fetch on another thread: the token and every
-    /// page of rows to push.
-    private var prepared: (token: String, pages: [(page: DeviceRowsPage, highWater: Int64)])?
+    /// What ``prepareDetached(since:context:)`` read for a fetch on another thread: the token, every page
+    /// of rows to push, and (a user token) how many other users' rows it leaves.
+    private var prepared: (token: String, pages: [(page: DeviceRowsPage, highWater: Int64)], others: Int)?
 
     /// Pages of rows to push read ahead for a follower's worker thread at most; more are pushed by a sync
     /// on the store's thread.
@@ -59,13 +59,16 @@ final class ServeSource: SyncSource {
 
     func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool {
         let token = try Self.token(for: locator, context: context)
-        var after = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
+        let user = Self.pushUser(token)
+        let since = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
+        var after = since
         var pages: [(page: DeviceRowsPage, highWater: Int64)] = []
         while pages.count < Self.preparedPages {
-            let next = try context.store.devicePositions(user: nil, after: after, limit: Self.pushBatch)
+            let next = try context.store.devicePositions(user: user, after: after, limit: Self.pushBatch)
             pages.append(next)
             if !next.page.more {
-                prepared = (token, pages)
+                let others = try user.map { try context.store.positionsChanged(after: since, through: next.highWater, otherThan: $0) } ?? 0
+                prepared = (token, pages, others)
                 return true
             }
             after = next.page.through
@@ -73,13 +76,26 @@ final class ServeSource: SyncSource {
         return false
     }
 
+    /// Whose rows `token` may push: a user token's `sub`; nil (every row) for an edge token or one whose
+    /// payload cannot be read (the server then decides).
+    ///
+    /// - Parameter token: the bearer token.
+    /// - Returns: the user, or nil.
+    static func pushUser(_ token: String) -> String? {
+        let claims = Self.claims(of: token)
+        return claims?.edge == false ? claims?.user : nil
+    }
+
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
         let name = locator.description
         try context.requireUnsigned("a catalog serve's rows", source: name)
-        let client = ServeHTTP(token: try prepared?.token ?? Self.token(for: locator, context: context), name: name, options: context.options)
+        let token = try prepared?.token ?? Self.token(for: locator, context: context)
+        let client = ServeHTTP(token: token, name: name, options: context.options)
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         if !context.options.dryRun {
-            pushThrough = try push(client, since: pushThrough, context: context)
+            // A user token writes only its user's row (the server answers 403 to a request holding another's):
+            // push that row alone; an edge token, or one whose payload cannot be read, pushes every row.
+            pushThrough = try push(client, since: pushThrough, user: Self.pushUser(token), context: context)
         }
         var next = SourceCursor()
         next["pushThrough"] = String(pushThrough)
@@ -117,16 +133,26 @@ final class ServeSource: SyncSource {
         return [ServePullFeed(source: self, pages: pages, pushThrough: pushThrough)]
     }
 
-    /// POSTs every position row changed here after `since`, in pages.
+    /// POSTs every position row changed here after `since` (only `user`'s when given), in pages.
+    ///
+    /// With `user`, the other users' rows changed since the last push are left out and counted in one
+    /// warning (kind `not-pushed`); the cursor moves past them all the same, since this token can never
+    /// write them.
+    /// - Parameters:
+    ///   - client: the requests, with the token.
+    ///   - since: the change sequence number pushed through before.
+    ///   - user: a user token's `sub`, or nil for an edge token (every row).
+    ///   - context: the run's store, options and diagnostics.
     /// - Returns: the change sequence number pushed through.
-    private func push(_ client: ServeHTTP, since: Int64, context: SyncContext) throws -> Int64 {
+    /// - Throws: `CatalogError` from a request or the store.
+    private func push(_ client: ServeHTTP, since: Int64, user: String?, context: SyncContext) throws -> Int64 {
         var after = since
         var counts = PushCounts(sent: 0, written: 0, quarantined: 0)
         defer { pushCounts = counts }
         var ahead = prepared?.pages[...]
         while true {
             // Read ahead on the store's thread (a follower's worker), else read here.
-            let (page, highWater) = try ahead?.popFirst() ?? context.store.devicePositions(user: nil, after: after, limit: Self.pushBatch)
+            let (page, highWater) = try ahead?.popFirst() ?? context.store.devicePositions(user: user, after: after, limit: Self.pushBatch)
             if page.count > 0 {
                 var body = Array(#"{"positions":["#.utf8)
                 body += page.rowsJSON
@@ -146,6 +172,17 @@ final class ServeSource: SyncSource {
                             message:
                                 "the server quarantined \(counts.quarantined) of \(counts.sent) rows pushed: stamped more than its drift allowance ahead of its clock; they apply once it catches up",
                             file: locator.description, kind: "quarantined"))
+                }
+                if let user,
+                    case let others = try prepared?.others ?? context.store.positionsChanged(after: since, through: highWater, otherThan: user),
+                    others > 0
+                {
+                    context.diagnostics(
+                        Diagnostic(
+                            severity: .warning,
+                            message:
+                                "\(others) position \(others == 1 ? "row" : "rows") of other users not pushed: the token is user \(user)'s, which writes only that user's row; a server node needs an edge token (catalog token issue --scope edge)",
+                            file: locator.description, kind: "not-pushed"))
                 }
                 return max(after, highWater)
             }
@@ -180,6 +217,25 @@ final class ServeSource: SyncSource {
                 .noInput, "the token file \(path) holds more than one token, or characters no JWT has (it holds one JWT, on one line)")
         }
         return token
+    }
+
+    /// The user and scope a token speaks for, read from its payload (base64url JSON, RFC 7519) without
+    /// checking its signature: the server checks it; this only chooses which rows to push.
+    ///
+    /// - Parameter token: a compact JWS.
+    /// - Returns: `sub` and whether `scope` holds `edge`, or nil when the payload cannot be read or names no
+    ///   user.
+    static func claims(of token: String) -> (user: String, edge: Bool)? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
+        guard let data = Data(base64Encoded: text),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let sub = object["sub"] as? String, let user = try? UserID.normalize(sub)
+        else { return nil }
+        let scope = object["scope"] as? String ?? ""
+        return (user, scope.split(separator: " ").contains("edge"))
     }
 
     /// The answer's `cursor` and `more` (docs/protocol.md §4).

@@ -8,6 +8,14 @@ package struct PositionsTable {
     /// The largest change sequence number of a position row (0 when none), from the `seq` index.
     func maxSeq() throws -> Int64 { try db.scalarInt(sql: "SELECT max(seq) FROM positions") ?? 0 }
 
+    /// How many rows (tombstones included) of users other than `user` changed in `after + 1 ... through`.
+    func changedCount(after: Int64, through: Int64, otherThan user: String) throws -> Int {
+        Int(
+            try db.scalarInt(
+                sql: "SELECT count(*) FROM positions WHERE seq > ? AND seq <= ? AND user_id <> ?",
+                [.integer(after), .integer(through), .text(user)]) ?? 0)
+    }
+
     /// Live positions and tombstones.
     func counts() throws -> (live: Int, tombstones: Int) { try DeletedCounts.read(db, "positions") }
 
