@@ -317,4 +317,22 @@ struct MergeRuleTests {
         #expect(runCLI(["remote", "remove", "peer"], db: db).status == 0)
         #expect(runCLI(["remote", "remove", "peer"], db: db).status == 64)
     }
+
+    /// Regression (a new user's run): removing one of two remotes of one URL dropped the cursor the other
+    /// syncs with, so its next sync read the source whole again.
+    @Test("remote remove keeps the cursor while another saved remote names the same source")
+    func removeSharedRemote() throws {
+        let db = Support.temporaryDatabase()
+        let source = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: "2026-11-29T01:00:00Z")]))
+        #expect(runCLI(["remote", "add", "one", source], db: db).status == 0)
+        #expect(runCLI(["remote", "add", "two", source], db: db).status == 0)
+        #expect(runCLI(["sync", "--quiet"], db: db).status == 0)
+        let cursor = "SELECT source FROM sync_sources"
+        #expect(try dumpRows(db, sql: cursor) == [[.text(source)]])
+        #expect(runCLI(["remote", "remove", "one"], db: db).status == 0)
+        #expect(try dumpRows(db, sql: cursor) == [[.text(source)]], "two still syncs it: its cursor stays")
+        #expect(runCLI(["sync", "two"], db: db).stdout.contains("0 merged, 1 not modified"))
+        #expect(runCLI(["remote", "remove", "two"], db: db).status == 0)
+        #expect(try dumpRows(db, sql: cursor).isEmpty, "the last remote of it: its cursor goes")
+    }
 }

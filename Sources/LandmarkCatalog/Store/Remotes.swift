@@ -144,17 +144,19 @@ extension CatalogStore {
         }
     }
 
-    /// Removes a saved remote and what this database kept of its source (cursor, last sync and error), so
-    /// `status` and the metrics no longer show it; syncing that source again later reads it whole
-    /// (merging is idempotent).
+    /// Removes a saved remote and, unless another saved remote names the same source, what this database
+    /// kept of that source (cursor, last sync and error), so `status` and the metrics no longer show it;
+    /// syncing that source again later reads it whole (merging is idempotent).
     ///
-    /// Rows merged from it stay.
+    /// Rows merged from it stay. Two remotes of one URL share one cursor: removing one keeps it for the other.
+    /// - Parameter name: the remote's name.
     /// - Throws: `CatalogError.usage` when there is no such remote.
     public func removeRemote(name: String) throws {
         try write {
             guard let url = try remoteTable.remote(named: name)?.url else { throw CatalogError(.usage, "no remote named '\(name)'") }
             try remoteTable.delete(named: name)
-            if let key = Remote.sourceKey(url: url) { try sourceTable.delete(key) }
+            guard let key = Remote.sourceKey(url: url) else { return }
+            if try !remoteTable.all().contains(where: { Remote.sourceKey(url: $0.url) == key }) { try sourceTable.delete(key) }
         }
     }
 }
