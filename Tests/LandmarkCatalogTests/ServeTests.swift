@@ -343,6 +343,19 @@ struct ServeTests {
         #expect(run.stderr.contains(#""route":"/v1/positions","status":0"#), "the cut upload is logged")
     }
 
+    /// Regression (a new user's run): `serve --db PATH` with a mistyped PATH created an empty database and
+    /// served it, so every device saw no landmarks.
+    @Test("serve over a database that does not exist: 66 with a hint to import first, nothing created")
+    func missingDatabase() throws {
+        let box = try Sandbox()
+        let key = try ServeKeys.make(box, "k")
+        let db = box.path("nothere/catalog.sqlite")
+        let run = try box.run(["serve", "--listen", "127.0.0.1:0", "--auth-key", key.publicKey], db: db, limit: 20)
+        #expect(run.status == 66, "\(run)")
+        #expect(run.stderr.contains("no catalog database, \(db)") && run.stderr.contains("import"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: box.path("nothere")), "nothing created")
+    }
+
     /// Waits until the server's metrics (or, without a metrics listener, a short pause) show `count` long-polls.
     func waitForLongPolls(_ serve: ServeProcess, count: Int) throws {
         guard let port = serve.metricsPort else {

@@ -117,6 +117,13 @@ extension CatalogCLI {
         guard !keys.isEmpty else {
             throw UsageError(message: "serve needs --auth-key FILE (a PEM public key that verifies the tokens)", path: i.parsed.path)
         }
+        // A mistyped --db would otherwise be created and served empty: every device would see no landmarks.
+        // With --hub the hub fills a new database before the port is bound (docs/serve.md §8).
+        guard i.databaseExists || i[ServeOptionsTable.hub] != nil else {
+            throw CatalogError(
+                .noInput, "no catalog database, \(i.databasePath)",
+                hint: "check --db / CATALOG_DB; to serve a new catalog, fill it first: catalog --db \(i.databasePath) import landmarkData.json")
+        }
         var options = ServeOptions(databasePath: i.databasePath, keys: keys)
         (options.host, options.port) = try hostPort(i[ServeOptionsTable.listen], option: "--listen", path: i.parsed.path)
         if let m = i[ServeOptionsTable.metricsListen] {
