@@ -16,7 +16,7 @@ static inline struct MHD_Daemon *catalog_mhd_start(
     unsigned int flags, const struct sockaddr_in *addr, unsigned int threads, unsigned int connection_limit,
     unsigned int connection_timeout, size_t memory_limit, MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls, MHD_NotifyConnectionCallback notify,
-    void *notify_cls) {
+    void *notify_cls, MHD_LogCallback logger, void *logger_cls) {
     struct MHD_OptionItem options[] = {
         {MHD_OPTION_SOCK_ADDR, 0, (void *)addr},
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)connection_limit, NULL},
@@ -25,6 +25,7 @@ static inline struct MHD_Daemon *catalog_mhd_start(
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, notify_cls},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)logger, logger_cls},
         {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t)threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };

@@ -356,6 +356,24 @@ struct ServeTests {
         #expect(!FileManager.default.fileExists(atPath: box.path("nothere")), "nothing created")
     }
 
+    /// Regression (a new user's run): a port in use printed libmicrohttpd's own "Failed to bind to port 0"
+    /// line above catalog's error.
+    @Test("a port in use: one error naming the address, exit 69, none of libmicrohttpd's text")
+    func portInUse() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let other = try box.seededDatabase("other.sqlite")
+        let run = try box.run(["serve", "--listen", "127.0.0.1:\(serve.port)", "--auth-key", key.publicKey], db: other, limit: 20)
+        #expect(run.status == 69, "\(run)")
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.first == "catalog: error: cannot listen on 127.0.0.1:\(serve.port) (Address already in use)", "\(run.stderr)")
+        #expect(lines.count == 2 && lines[1].hasPrefix("hint: "), "\(run.stderr)")
+        #expect(!run.stderr.contains("Failed to bind"))
+        #expect(serve.stop().status == 0)
+    }
+
     /// Waits until the server's metrics (or, without a metrics listener, a short pause) show `count` long-polls.
     func waitForLongPolls(_ serve: ServeProcess, count: Int) throws {
         guard let port = serve.metricsPort else {

@@ -46,10 +46,30 @@ package final class HTTPDaemon: @unchecked Sendable {
     private var stopping = false
     /// The port it listens on.
     package private(set) var port = 0
+    /// Where MHD's own messages go once it listens, as JSON lines (`{"event":"http-error",…}`).
+    let log: @Sendable (String) -> Void
+    /// Set under `lock` once `MHD_start_daemon` succeeded: MHD's messages before (its "Failed to bind to port
+    /// 0" for a port in use) are dropped, `start` throws one error naming the address instead.
+    private var listening = false
 
-    package init(service: any HTTPService, limits: HTTPLimits) {
+    /// - Parameters:
+    ///   - service: what answers the requests.
+    ///   - limits: the daemon's limits.
+    ///   - log: where MHD's messages go once it listens (one JSON line each; stderr for serve).
+    package init(service: any HTTPService, limits: HTTPLimits, log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.service = service
         self.limits = limits
+        self.log = log
+    }
+
+    /// One message of MHD's (MHD_OPTION_EXTERNAL_LOGGER), kept out of stderr's raw text.
+    fileprivate func mhdMessage(_ text: String) {
+        guard lock.withLock({ listening }) else { return }
+        var w = JSONWriter(reservingCapacity: 96 + text.utf8.count)
+        w.raw(#"{"event":"http-error","message":"#)
+        w.string(String(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(300)))
+        w.raw("}")
+        log(String(decoding: w.bytes, as: UTF8.self))
     }
 
     /// Listens on `host:port` (an IPv4 address; port 0 picks a free one).
@@ -68,11 +88,16 @@ package final class HTTPDaemon: @unchecked Sendable {
         daemon = withUnsafePointer(to: &addr) { a in
             catalog_mhd_start(
                 UInt32(flags), a, UInt32(limits.threads), UInt32(limits.connections), UInt32(limits.idleSeconds),
-                limits.connectionMemory, accessHandler, me, completedHandler, me, connectionHandler, me)
+                limits.connectionMemory, accessHandler, me, completedHandler, me, connectionHandler, me, mhdLogger, me)
         }
         guard let daemon else {
-            throw CatalogError(.unavailable, "cannot listen on \(host):\(port) (\(String(cString: strerror(errno))))")
+            let reason = String(cString: strerror(errno))
+            throw CatalogError(
+                .unavailable, "cannot listen on \(host):\(port) (\(reason))",
+                hint: errno == EADDRINUSE
+                    ? "another process listens there (ss -ltnp 'sport = :\(port)'); stop it or give another address" : nil)
         }
+        lock.withLock { listening = true }
         self.port = Int(catalog_mhd_port(daemon))
         let thread = Thread { [weak self] in self?.sweep() }
         thread.name = "serve-deadlines"
@@ -223,4 +248,18 @@ private let completedHandler: MHD_RequestCompletedCallback = { cls, connection, 
 private let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, _, code in
     guard let cls, let connection else { return }
     Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().connectionEvent(connection, opened: code.rawValue == 0)
+}
+
+/// MHD's error log (MHD_OPTION_EXTERNAL_LOGGER), formatted here and handed to the daemon.
+///
+/// It gets `cls`, a printf format and its `va_list`; none of MHD's raw text reaches stderr. `errno` is
+/// kept: `start` reads it after a failed `MHD_start_daemon`, whose last message is logged just before.
+private let mhdLogger: MHD_LogCallback = { cls, format, arguments in
+    let saved = errno
+    defer { errno = saved }
+    guard let cls, let format, let arguments else { return }
+    var buffer = [CChar](repeating: 0, count: 512)
+    _ = vsnprintf(&buffer, buffer.count, format, arguments)
+    let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress ?? format) }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().mhdMessage(text)
 }

@@ -54,7 +54,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             self.replica = replica
             metrics.hubState = { replica.currentState }
         }
-        let d = HTTPDaemon(service: self, limits: options.limits)
+        let d = HTTPDaemon(service: self, limits: options.limits, log: options.log)
         try d.start(host: options.host, port: options.port)
         daemon = d
         polls.start()
@@ -63,7 +63,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             var limits = HTTPLimits()
             limits.connections = 64
             limits.threads = 1
-            let m = HTTPDaemon(service: service, limits: limits)
+            let m = HTTPDaemon(service: service, limits: limits, log: options.log)
             try m.start(host: host, port: options.metricsPort)
             metricsService = service
             metricsDaemon = m
