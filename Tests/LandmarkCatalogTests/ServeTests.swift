@@ -374,6 +374,14 @@ struct ServeTests {
         #expect(serve.stop().status == 0)
     }
 
+    @Test("serve's usage shows --auth-key as required; without it: 64, saying it is missing")
+    func authKeyRequired() throws {
+        let help = runCLI(["serve", "--help"])
+        #expect(help.stdout.contains("serve --listen ADDR:PORT --auth-key FILE [--public-landmarks]"), "\(help.stdout)")
+        let run = runCLI(["serve", "--listen", "127.0.0.1:0"], db: Support.temporaryDatabase())
+        #expect(run.status == 64 && run.stderr.hasPrefix("catalog: error: missing --auth-key FILE\n"), "\(run.stderr)")
+    }
+
     /// Waits until the server's metrics (or, without a metrics listener, a short pause) show `count` long-polls.
     func waitForLongPolls(_ serve: ServeProcess, count: Int) throws {
         guard let port = serve.metricsPort else {

@@ -16,7 +16,8 @@ extension CatalogCLI {
         static let authKey = Option<String>(
             "--auth-key", "FILE",
             "Verify bearer tokens with this PEM public key (Ed25519, P-256 or RSA; its type fixes the algorithm); repeatable (key rotation).",
-            repeatable: true, completion: .file, parse: Values.nonEmpty)
+            repeatable: true, completion: .file, parse: Values.nonEmpty
+        ).mandatory
         static let publicLandmarks = Flag("--public-landmarks", "Answer GET /v1/landmarks without a token.")
         static let maxDrift = Option<Double>(
             "--max-drift", "DURATION", "Quarantine rows stamped further ahead than this (default 5m, at most 365d).",
@@ -114,9 +115,6 @@ extension CatalogCLI {
 
     static func runServe(_ i: Invocation) throws -> Int32 {
         let keys = try i.parsed.all(ServeOptionsTable.authKey).map { try TokenKey.loadPublic(path: $0) }
-        guard !keys.isEmpty else {
-            throw UsageError(message: "serve needs --auth-key FILE (a PEM public key that verifies the tokens)", path: i.parsed.path)
-        }
         // A mistyped --db would otherwise be created and served empty: every device would see no landmarks.
         // With --hub the hub fills a new database before the port is bound (docs/serve.md §8).
         guard i.databaseExists || i[ServeOptionsTable.hub] != nil else {

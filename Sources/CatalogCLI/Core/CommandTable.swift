@@ -358,6 +358,9 @@ struct ParsedArguments {
     }
     /// Every value of a repeatable option, in the order given.
     func all<V>(_ option: Option<V>) -> [V] { texts[option.spec.name]?.map(option.value(ofChecked:)) ?? [] }
+    /// Every value of a repeatable required option (at least one: the parser refused the command line
+    /// without it), in the order given.
+    func all<V>(_ option: RequiredOption<V>) -> [V] { texts[option.spec.name]?.map(option.value(ofChecked:)) ?? [] }
     /// Whether the option was given at all.
     func given<V>(_ option: Option<V>) -> Bool { texts[option.spec.name] != nil }
 
