@@ -47,6 +47,16 @@ struct GoldenTests {
         try Self.golden(Self.helpFile(path), result.stdout)
     }
 
+    /// Regression (a new user's run): the help named only catalog+https://, so a loopback serve's
+    /// catalog+http:// URL looked unsupported, and nothing said why others are refused.
+    @Test("every --help line naming catalog+https:// says catalog+http:// is for loopback only", arguments: commandPaths())
+    func loopbackHTTP(_ path: [String]) {
+        let lines = runCLI(path + ["--help"]).stdout.split(separator: "\n\n").flatMap { $0.split(separator: "\n  ") }
+        for line in lines where line.contains("catalog+https://") {
+            #expect(line.contains("catalog+http://") && (line.contains("loopback") || line.contains("127.0.0.1")), "\(path): \(line)")
+        }
+    }
+
     @Test("no golden help file is left without its command")
     func noStaleHelp() throws {
         let expected = Set(Self.commandPaths().map { Self.helpFile($0) })

@@ -60,7 +60,7 @@ extension CatalogCLI {
         )
         static let tokenFile = Option<String>(
             "--token-file", "FILE",
-            "catalog+https:// sources: the file holding the bearer token (a JWT; an edge token syncs every row, docs/protocol.md §9).",
+            "catalog+https:// sources (catalog+http:// for loopback only): the file holding the bearer token (a JWT; an edge token syncs every row, docs/protocol.md §9).",
             completion: .file, parse: Values.nonEmpty)
         static let maxBytes = Option<Int64>(
             "--max-bytes", "BYTES", "HTTP: the largest body accepted, counted as it arrives (default 4294967296, 4 GiB).",
@@ -79,7 +79,8 @@ extension CatalogCLI {
             discussion: """
                 SOURCE is a path, file://, http://, https://, - (standard input), a PostgreSQL hub (postgres://,
                 postgresql:// or a libpq keyword string: this node's changes are pushed, then the hub's pulled), a
-                catalog serve (catalog+https://HOST/v1 with --token-file: positions pushed, then pulled) or a saved
+                catalog serve (catalog+https://HOST/v1 with --token-file: positions pushed, then pulled;
+                catalog+http:// only for 127.0.0.1, localhost or ::1, since it sends the token in clear text) or a saved
                 remote's name; with none, every saved remote. HTTP sources use conditional GET (ETag /
                 Last-Modified): a 304 is success with nothing to do. Each source is merged in its own transaction:
                 a source that is unavailable or bad changes nothing and is reported, the others still merge and
@@ -303,7 +304,8 @@ extension CatalogCLI {
     enum RemoteArguments {
         static let name = Argument<String>("name", "1–64 of A–Z a–z 0–9 . _ -")
         static let url = Argument<String>(
-            "url", "http://, https://, file://, postgres://, postgresql://, catalog+https://, 'host=H dbname=D' or a path (made absolute).",
+            "url",
+            "http://, https://, file://, postgres://, postgresql://, catalog+https:// (catalog+http:// for loopback only), 'host=H dbname=D' or a path (made absolute).",
             completion: .file)
         /// `remote remove`'s: an existing remote (completed from the saved ones).
         static let saved = Argument<String>("name", "The remote's name.", completion: .remote)
@@ -321,8 +323,11 @@ extension CatalogCLI {
                     arguments: [RemoteArguments.name.spec, RemoteArguments.url.spec],
                     options: [
                         TrustOptionsTable.trust.spec, TrustOptionsTable.allow.spec,
-                        SyncOptionsTable.tokenFile.with(help: "A catalog+https:// remote: the file holding its bearer token (its path is saved).")
-                            .spec,
+                        SyncOptionsTable.tokenFile.with(
+                            help:
+                                "A catalog+https:// remote (catalog+http:// for loopback only): the file holding its bearer token (its path is saved)."
+                        )
+                        .spec,
                     ],
                     run: { i in
                         // A bad name or URL is refused before the database is opened: it creates nothing.
@@ -347,7 +352,8 @@ extension CatalogCLI {
                     options: [
                         TrustOptionsTable.trust.with(help: "Trust this minisign public key instead of the saved ones (repeatable).").spec,
                         RemoteOptionsTable.noTrust.spec, TrustOptionsTable.allow.spec,
-                        SyncOptionsTable.tokenFile.with(help: "A catalog+https:// remote: its new token file.").spec,
+                        SyncOptionsTable.tokenFile.with(help: "A catalog+https:// remote (catalog+http:// for loopback only): its new token file.")
+                            .spec,
                     ],
                     run: runRemoteSet),
                 CommandSpec(
