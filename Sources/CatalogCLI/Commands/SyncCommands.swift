@@ -274,6 +274,22 @@ extension CatalogCLI {
         static let noTrust = Flag("--no-trust", "Stop requiring a signature of this remote's snapshot log.")
     }
 
+    /// Refuses a token file that cannot be read when a remote is saved, rather than at its first sync
+    /// (docs/protocol.md §9); the token itself is read at each sync.
+    ///
+    /// - Parameter path: the file, as given (relative to the working directory).
+    /// - Throws: `CatalogError` 66 when it is missing, a directory, or not readable.
+    static func checkTokenFile(_ path: String) throws {
+        let absolute = CatalogStore.absolutePath(path, in: FileManager.default.currentDirectoryPath)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), !isDirectory.boolValue,
+            FileManager.default.isReadableFile(atPath: absolute)
+        else {
+            throw CatalogError(
+                .noInput, "cannot read the token file \(absolute)", hint: "a file holding one JWT (catalog token issue, or the app's login service)")
+        }
+    }
+
     /// `remote set`: keys, grant or token file changed in place, the cursor kept.
     static func runRemoteSet(_ i: Invocation) throws -> Int32 {
         let keys = try trustedKeys(i).map(\.line)
@@ -285,6 +301,7 @@ extension CatalogCLI {
         guard !keys.isEmpty || i[RemoteOptionsTable.noTrust] || allow != nil || tokenFile != nil else {
             throw UsageError(message: "remote set needs --trust, --no-trust, --allow or --token-file", path: i.parsed.path)
         }
+        if let tokenFile { try checkTokenFile(tokenFile) }
         let store = try existingStore(i)
         if !keys.isEmpty, let remote = try store.remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
             case .hub = try SourceLocator.parse(remote.url)
@@ -332,7 +349,15 @@ extension CatalogCLI {
                     run: { i in
                         // A bad name or URL is refused before the database is opened: it creates nothing.
                         let (name, url) = (i[RemoteArguments.name], i[RemoteArguments.url])
-                        _ = try CatalogStore.checkedRemote(name: name, url: url)
+                        let saved = try CatalogStore.checkedRemote(name: name, url: url)
+                        if case .serve = try SourceLocator.parse(saved) {
+                            guard let tokenFile = i[SyncOptionsTable.tokenFile] else {
+                                throw CatalogError(
+                                    .usage, "a catalog serve remote needs --token-file, \(SourceLocator.redacted(saved))",
+                                    hint: "catalog remote add \(name) \(SourceLocator.redacted(saved)) --token-file FILE (a file holding one JWT)")
+                            }
+                            try checkTokenFile(tokenFile)
+                        }
                         let keys = try trustedKeys(i).map(\.line)
                         if !keys.isEmpty, case .hub = try SourceLocator.parse(url) {
                             throw UsageError(
