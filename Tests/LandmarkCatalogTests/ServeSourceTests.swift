@@ -51,6 +51,9 @@ struct ServeSourceTests {
         #expect(try box.run(["remote", "add", "srv", source, "--token-file", tokenFile], db: node).status == 0)
         let listed = try box.run(["remote", "list", "--json"], db: node)
         #expect(listed.stdout.contains(#""tokenFile":"\#(tokenFile)""#) && !listed.stdout.contains(edge), "\(listed.stdout)")
+        // The text list shows the token file's path too, never the token.
+        let text = try box.run(["remote", "list"], db: node).stdout
+        #expect(text.hasPrefix("NAME  URL") && text.contains("TOKEN FILE") && text.contains(tokenFile) && !text.contains(edge), "\(text)")
         #expect(try box.run(["position", "set", "--user", "cy", "--page", "1"], db: node).status == 0)
         let saved = try box.run(["sync", "--quiet"], db: node)
         #expect(saved.status == 0, "\(saved)")

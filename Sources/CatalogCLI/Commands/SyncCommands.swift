@@ -412,16 +412,17 @@ extension CatalogCLI {
         } else if remotes.isEmpty {
             i.stdout.line("no remotes")
         } else {
-            // The trust columns appear once a remote has trusted keys or a grant narrower than all.
-            if remotes.contains(where: { !$0.trustedKeys.isEmpty || $0.allow != .all }) {
-                let keys = { (r: Remote) in r.trustedKeys.compactMap { try? MinisignPublicKey(text: $0, source: "").id }.joined(separator: ",") }
-                i.stdout.write(
-                    Table.render(
-                        [["NAME", "URL", "ALLOW", "TRUSTS"]]
-                            + remotes.map { [$0.name, redacted($0.url), $0.allow.rawValue, $0.trustedKeys.isEmpty ? "-" : keys($0)] }))
-            } else {
-                i.stdout.write(Table.render([["NAME", "URL"]] + remotes.map { [$0.name, redacted($0.url)] }))
+            // The trust columns appear once a remote has trusted keys or a grant narrower than all; the token
+            // file's (its path, never the token) once a remote has one.
+            let trust = remotes.contains(where: { !$0.trustedKeys.isEmpty || $0.allow != .all })
+            let tokens = remotes.contains(where: { $0.tokenFile != nil })
+            let keys = { (r: Remote) in r.trustedKeys.compactMap { try? MinisignPublicKey(text: $0, source: "").id }.joined(separator: ",") }
+            let header = ["NAME", "URL"] + (trust ? ["ALLOW", "TRUSTS"] : []) + (tokens ? ["TOKEN FILE"] : [])
+            let rows = remotes.map { r in
+                [r.name, redacted(r.url)] + (trust ? [r.allow.rawValue, r.trustedKeys.isEmpty ? "-" : keys(r)] : [])
+                    + (tokens ? [r.tokenFile ?? "-"] : [])
             }
+            i.stdout.write(Table.render([header] + rows))
         }
         return 0
     }
