@@ -113,6 +113,31 @@ struct ServeSourceTests {
         #expect(set.status == 66, "\(set)")
     }
 
+    /// Regression (a new user's run): a token file anyone on the machine could read was used without a word.
+    @Test("a token file open to group or others: one warning a run (as ssh does), still used; none at 0600")
+    func openTokenFileWarns() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: server, keys: [key.publicKey])
+        let tokenFile = box.path("edge.jwt")
+        let edge = try ServeKeys.issue(box, key: key.privateKey, user: "node-2", extra: ["--scope", "edge"])
+        try edge.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        #expect(chmod(tokenFile, 0o644) == 0)
+        let node = box.path("node.sqlite")
+        // Two sources with one token file, in one run: one warning.
+        let sources = ["catalog+http://127.0.0.1:\(serve.port)/v1", "catalog+http://localhost:\(serve.port)/v1"]
+        let open = try box.run(["sync"] + sources + ["--token-file", tokenFile], db: node)
+        #expect(open.status == 0, "\(open)")
+        let warnings = open.stderr.split(separator: "\n").filter { $0.contains("open to group or others") }
+        #expect(warnings.count == 1 && warnings[0].contains("(mode 0644)") && warnings[0].contains("chmod 600"), "\(open.stderr)")
+        #expect(!open.stderr.contains(edge))
+        #expect(chmod(tokenFile, 0o600) == 0)
+        let closed = try box.run(["sync", sources[0], "--token-file", tokenFile], db: node)
+        #expect(closed.status == 0 && !closed.stderr.contains("open to group or others"), "\(closed)")
+        #expect(serve.stop().status == 0)
+    }
+
     @Test("sync --follow through serve pushes a local commit at once, not at the next --interval poll; SIGTERM exits 0")
     func followPushesAtOnce() throws {
         let box = try Sandbox()

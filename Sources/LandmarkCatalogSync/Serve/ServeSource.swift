@@ -210,6 +210,16 @@ final class ServeSource: SyncSource {
             throw CatalogError(
                 .noInput, "cannot read the token file \(path)", hint: "a file holding one JWT (catalog token issue, or the app's login service)")
         }
+        // As ssh does for a private key, but used all the same: anyone who can read the file can use the token.
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & 0o077 != 0, OpenTokenFiles.first(path) {
+            context.diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "the token file \(path) is open to group or others (mode 0\(String(info.st_mode & 0o777, radix: 8))): whoever can read it can use the token; chmod 600 \(path)",
+                    file: locator.description, kind: "token-file-mode"))
+        }
         let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty else { throw CatalogError(.noInput, "the token file \(path) is empty (it holds one JWT, on one line)") }
         guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
@@ -263,6 +273,21 @@ final class ServeSource: SyncSource {
 
     static func percentEncoded(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~:"))) ?? text
+    }
+}
+
+/// The token files this process has warned about being open to group or others: once per run (a
+/// `sync --follow` reads the file at every poll).
+enum OpenTokenFiles {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var warned: Set<String> = []
+
+    /// Whether `path` is named for the first time (and remembers it).
+    ///
+    /// - Parameter path: the token file's path.
+    /// - Returns: true the first time only.
+    static func first(_ path: String) -> Bool {
+        lock.withLock { warned.insert(path).inserted }
     }
 }
 
