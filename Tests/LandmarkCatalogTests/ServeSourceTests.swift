@@ -44,6 +44,18 @@ struct ServeSourceTests {
         let idle = try box.run(["sync", "--json", source, "--token-file", tokenFile], db: node)
         #expect(idle.status == 0)
         #expect(idle.stdout.contains(#""outcome":"not-modified""#) && idle.stdout.contains(#""pushed":null"#), "\(idle.stdout)")
+        // Once a landmarks cursor is held, sync sends If-None-Match: the server, with no landmark changed since,
+        // answered the second and the idle sync 304 (its access log); the first, with no cursor, 200.
+        let landmarkStatuses = serve.log.split(separator: "\n").filter { $0.contains(#""route":"/v1/landmarks""#) }
+            .map { $0.contains(#""status":304"#) ? 304 : $0.contains(#""status":200"#) ? 200 : 0 }
+        #expect(landmarkStatuses == [200, 304, 304], "\(serve.log)")
+        // A landmark changed on the server: the ETag no longer matches, and the change is pulled.
+        let seeds = try String(contentsOf: Support.root.appending(path: "Seeds/landmarkData.json"), encoding: .utf8)
+        let renamed = try box.write(seeds.replacingOccurrences(of: "\"Half Dome\"", with: "\"Half Dome (renamed)\""), to: "renamed.json")
+        #expect(try box.run(["import", "--quiet", renamed], db: server).status == 0)
+        let changed = try box.run(["sync", "--json", source, "--token-file", tokenFile], db: node)
+        #expect(changed.status == 0 && changed.stdout.contains(#""landmarksApplied":1"#), "\(changed.stdout)")
+        #expect(try Self.digest(node) == Self.digest(server))
         for run in [first, second, idle] { #expect(!run.stdout.contains(edge) && !run.stderr.contains(edge)) }
         #expect(!serve.log.contains(edge))
 

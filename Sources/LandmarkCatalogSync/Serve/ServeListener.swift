@@ -130,7 +130,9 @@ final class ServeListener: ChangeListener {
                 do {
                     let client = ServeHTTP(token: token, name: locator.description, options: options)
                     let query = "?after=\(ServeSource.percentEncoded(after))&wait=\(ServeListener.waitSeconds)&limit=1"
-                    let page = try client.request("GET", "\(base)/\(route)\(query)", longPoll: Double(ServeListener.waitSeconds))
+                    // No If-None-Match: the answer is always a body.
+                    guard let page = try client.request("GET", "\(base)/\(route)\(query)", longPoll: Double(ServeListener.waitSeconds))
+                    else { continue }
                     let (next, _) = try ServeSource.cursorAndMore(page, name: "\(locator.description)/\(route)")
                     // Rows after the cursor: the follower pulls them; this route waits for its next cursor.
                     // An empty answer (the wait ended) is asked again, with a newer cursor if one came.

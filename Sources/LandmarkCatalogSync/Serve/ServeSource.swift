@@ -111,7 +111,10 @@ final class ServeSource: SyncSource {
                     )
                 }
                 let query = after.map { "?after=" + Self.percentEncoded($0) } ?? ""
-                let page = try client.request("GET", "\(base)/\(route)\(query)")
+                // /v1/landmarks's ETag is the cursor it answers through, quoted (docs/protocol.md §4): asked
+                // with the cursor held, a server with nothing after it answers 304 and no body.
+                let conditional = route == "landmarks" ? after.flatMap(Self.entityTag) : nil
+                guard let page = try client.request("GET", "\(base)/\(route)\(query)", ifNoneMatch: conditional) else { break }
                 bytesFetched += page.bytes
                 let (pageCursor, more) = try Self.cursorAndMore(page, name: "\(name)/\(route)")
                 pages.append(SnapshotFeed(fd: page.fd, name: "\(name)/\(route)", owned: false, keeping: page))
@@ -158,6 +161,7 @@ final class ServeSource: SyncSource {
                 body += page.rowsJSON
                 body += Array("]}".utf8)
                 let answer = try client.request("POST", "\(base)/positions", body: body)
+                guard let answer else { preconditionFailure("a POST without If-None-Match answered as not modified") }
                 let outcomes = try Self.outcomes(answer, name: locator.description)
                 counts.sent += page.count
                 counts.written += outcomes["applied", default: 0]
@@ -246,6 +250,16 @@ final class ServeSource: SyncSource {
         else { return nil }
         let scope = object["scope"] as? String ?? ""
         return (user, scope.split(separator: " ").contains("edge"))
+    }
+
+    /// The entity tag the server sends for an answer through `cursor` (docs/protocol.md §4), or nil for a
+    /// cursor that cannot go in a header.
+    ///
+    /// - Parameter cursor: a cursor the server handed out.
+    /// - Returns: the cursor in double quotes.
+    static func entityTag(_ cursor: String) -> String? {
+        guard !cursor.isEmpty, cursor.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != 0x22 }) else { return nil }
+        return "\"\(cursor)\""
     }
 
     /// The answer's `cursor` and `more` (docs/protocol.md §4).
@@ -349,13 +363,14 @@ struct ServeHTTP {
     /// - Parameters:
     ///   - method: `GET` or `POST`.
     ///   - url: the whole URL.
-    ///   - body: a POST's body.
+    ///   - body: a POST's JSON body.
+    ///   - ifNoneMatch: an entity tag to send as `If-None-Match` (RFC 9110 §13.1.2).
     ///   - longPoll: a long-poll's wait (s), added to the time limit.
-    /// - Returns: the spooled body of a 2xx answer.
+    /// - Returns: the 2xx answer's body, or nil for a 304 to `ifNoneMatch`.
     /// - Throws: `CatalogError` — 77 for 401 (the token refused) and 403 (rows the token may not write);
     ///   65 for another 4xx (the answer names the field); 69 for no connection, a timeout, 429 or 5xx, and a
     ///   transfer ended by ``SyncOptions/cancellation``.
-    func request(_ method: String, _ url: String, body: [UInt8]? = nil, longPoll: Double = 0) throws -> ServeBody {
+    func request(_ method: String, _ url: String, body: [UInt8]? = nil, ifNoneMatch: String? = nil, longPoll: Double = 0) throws -> ServeBody? {
         let easy = try CurlEasy()
         try easy.set(CURLOPT_URL, url, "CURLOPT_URL")
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")
@@ -368,6 +383,7 @@ struct ServeHTTP {
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(options.timeoutSeconds, 10) * 1000)), "CURLOPT_CONNECTTIMEOUT_MS")
         var headers = ["Accept: application/json", "Authorization: Bearer \(token)"]
         if body != nil { headers.append("Content-Type: application/json") }
+        if let ifNoneMatch { headers.append("If-None-Match: \(ifNoneMatch)") }
         try easy.setHeaders(headers)
         let payload = body ?? []
         let fd = try Spool.makeAnonymousFile(in: NSTemporaryDirectory())
@@ -393,6 +409,7 @@ struct ServeHTTP {
             keep = true
             return ServeBody(fd: fd, bytes: transfer.bodyBytes)
         }
+        if status == 304, ifNoneMatch != nil, code == CURLE_OK { return nil }
         guard status != 0 else {
             throw CatalogError(
                 .unavailable, "source unavailable: \(easy.describe(code)), \(requestName)",
