@@ -1,8 +1,10 @@
 import Foundation
+import Synchronization
 import Testing
 
 @_spi(Testing) @testable import CatalogCLI
 @testable import LandmarkCatalog
+@_spi(Testing) @testable import LandmarkCatalogSync
 
 /// `catalog sync --follow` (docs/live-sync.md), run as the built binary: each test starts a
 /// follower as a child process and stops it with SIGTERM (or kills it in a `defer` when the test ends early).
@@ -636,5 +638,83 @@ struct FollowHubTests {
         let runB = FollowTests.terminate(followB)
         #expect(runA.status == 0 && runB.status == 0, "\(runA) \(runB)")
         #expect(runA.stderr.isEmpty && runB.stderr.isEmpty, "\(runA.stderr) \(runB.stderr)")
+    }
+}
+
+/// Followers run in this process (``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``),
+/// driven by the cycle-end hook: what SIGHUP does is ``FollowControl/reload()``, called here between two
+/// cycles, so no signal's timing decides what a test sees.
+@Suite("Sync: follow, driven in process", .serialized)
+struct FollowInProcessTests {
+    /// The key id that signed `log`'s manifest, nil when it is not signed (or the signature is not minisign's).
+    static func signer(_ log: URL) -> String? {
+        guard let data = FileManager.default.contents(atPath: log.appending(path: "manifest.json.minisig").path) else { return nil }
+        return (try? MinisignSignature(text: String(decoding: data, as: UTF8.self), source: ""))?.keyIDText
+    }
+
+    /// Whether `key` signed `log`'s manifest as it is now.
+    static func verifies(_ log: URL, _ key: MinisignPublicKey) -> Bool {
+        guard let manifest = FileManager.default.contents(atPath: log.appending(path: "manifest.json").path),
+            let data = FileManager.default.contents(atPath: log.appending(path: "manifest.json.minisig").path),
+            let signature = try? MinisignSignature(text: String(decoding: data, as: UTF8.self), source: "")
+        else { return false }
+        return signature.verifies(Array(manifest), with: key)
+    }
+
+    /// Issue 25: `--sign` was read once; SIGHUP did not read it again, so a rotated key never signed.
+    @Test("SIGHUP (reload) reads the --sign key file again: the next publish is signed by the key now in the file; an unreadable file keeps the key")
+    func reloadReadsSigningKey() throws {
+        _ = Support.networkSources
+        let dir = Support.temporaryDirectory()
+        let (keyFile, _) = try Trust.generate(dir, "publisher")
+        let (replacement, _) = try Trust.generate(dir, "replacement")
+        let oldKey = try MinisignSecretKey.load(path: keyFile).publicKey
+        let newKey = try MinisignSecretKey.load(path: replacement).publicKey
+        let a = try Trust.publisher(dir, "a")
+        let log = dir.appending(path: "log")
+        var options = FollowOptions()
+        options.intervalSeconds = 30
+        options.sync.publishPath = log.path
+        options.sync.publish.signingKey = try MinisignSecretKey.load(path: keyFile)
+        options.signingKeyFile = keyFile
+        let signers = Mutex<[String?]>([])
+        let writer = a.path
+        options.cycleEndHook = { control in
+            let cycle = signers.withLock { list in
+                list.append(Self.signer(log))
+                return list.count
+            }
+            do {
+                switch cycle {
+                case 1:
+                    // The key is rotated in its file (as an operator does before `systemctl reload`), and
+                    // another process commits: the next cycle publishes that commit.
+                    #expect(rename(replacement, keyFile) == 0)
+                    control.reload()
+                    _ = try CatalogStore.open(path: writer).setPosition(user: "bob", to: .page(0))
+                case 2:
+                    // A key file that cannot be used now (open to others): the key in use goes on signing.
+                    #expect(chmod(keyFile, 0o644) == 0)
+                    control.reload()
+                    _ = try CatalogStore.open(path: writer).setPosition(user: "bob", to: .page(1))
+                default:
+                    control.stop()
+                }
+            } catch {
+                Issue.record("\(error)")
+                control.stop()
+            }
+        }
+        let diagnostics = Mutex<[Diagnostic]>([])
+        try a.follow(sources: [], options: options, control: try FollowControl(), diagnostics: { d in diagnostics.withLock { $0.append(d) } })
+        let seen = signers.withLock { $0 }
+        #expect(seen == [oldKey.id, newKey.id, newKey.id], "\(seen)")
+        #expect(Self.verifies(log, newKey))
+        #expect(try LogTests.manifest(log).through == a.changeSequence())
+        let warnings = diagnostics.withLock { $0 }
+        #expect(warnings.count == 1 && warnings.first?.kind == "reload", "\(warnings)")
+        #expect(warnings.first?.message.contains("key \(newKey.id) goes on signing") == true, "\(warnings)")
+        let secret = try String(contentsOfFile: keyFile, encoding: .utf8).components(separatedBy: "\n")[1]
+        #expect(!warnings.contains { $0.message.contains(secret.suffix(40)) })
     }
 }

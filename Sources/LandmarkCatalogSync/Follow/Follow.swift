@@ -22,6 +22,11 @@ public struct FollowOptions: Sendable {
     ///
     /// So `status --check --max-age` sees an idle follower's sources as fresh.
     public var freshnessMilliseconds: Int64 = 60_000
+    /// `--sign FILE`: the signing key's file, read again at each ``FollowControl/reload()`` (SIGHUP).
+    ///
+    /// So a key replaced in the file signs the next publish (docs/live-sync.md §5); `sync.publish`
+    /// holds the key as read at the start. A file that cannot be read then keeps the key in use.
+    public var signingKeyFile: String?
     /// Test hook: called at the end of every cycle, after its ledger row, before the follower waits.
     @_spi(Testing) public var cycleEndHook: (@Sendable (FollowControl) -> Void)?
 
@@ -69,7 +74,7 @@ public final class FollowControl: @unchecked Sendable {
         wake()
     }
 
-    /// Asks the follower to read the saved remotes again before its next cycle.
+    /// Asks the follower to read the saved remotes and the `--sign` key file again before its next cycle.
     public func reload() {
         lock.withLock { reloading = true }
         wake()

@@ -14,7 +14,7 @@ import LandmarkCatalog
 final class Follower {
     let store: CatalogStore
     let requested: [String]
-    let options: FollowOptions
+    var options: FollowOptions
     let control: FollowControl
     let diagnostics: (Diagnostic) -> Void
     /// Milliseconds between polls of a source, and the longest wait of a commit by another process.
@@ -142,8 +142,9 @@ final class Follower {
             })
     }
 
-    /// Reads the saved remotes again (SIGHUP): a source kept keeps its schedule and state.
+    /// Reads the saved remotes and the signing key again (SIGHUP): a source kept keeps its schedule and state.
     func reload() {
+        reloadSigningKey()
         do {
             let fresh = try resolve()
             var kept: [Followed] = []

@@ -1,0 +1,27 @@
+import Foundation
+import LandmarkCatalog
+
+extension Follower {
+    /// Reads the `--sign` key file again (SIGHUP, docs/live-sync.md §5), so a key replaced in the file
+    /// signs the next publish.
+    ///
+    /// A file that cannot be read now (gone, open to others, not a key) is a warning (kind `reload`):
+    /// the key read before goes on signing. The key's bytes never reach the message.
+    func reloadSigningKey() {
+        guard let file = options.signingKeyFile else { return }
+        do {
+            let key = try MinisignSecretKey.load(path: file)
+            guard key.publicKey != options.sync.publish.signingKey?.publicKey else { return }
+            options.sync.publish.signingKey = key
+            context.options.publish.signingKey = key
+        } catch {
+            let failure = CatalogStore.sourceFailure(error, source: file, path: path)
+            let current = options.sync.publish.signingKey.map { "key \($0.publicKey.id)" } ?? "the key read before"
+            diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message: "the signing key was not read again: \(failure.message); \(current) goes on signing",
+                    file: file, kind: "reload"))
+        }
+    }
+}
