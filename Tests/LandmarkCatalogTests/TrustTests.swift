@@ -28,9 +28,11 @@ enum Trust {
         return store
     }
 
-    static func publish(_ store: CatalogStore, _ dir: URL, key: String? = nil) throws -> PublishReport {
+    /// Publishes `store` into `dir`, signed by the secret key `key` when given; `rotate`: `--rotate-key`.
+    static func publish(_ store: CatalogStore, _ dir: URL, key: String? = nil, rotate: Bool = false) throws -> PublishReport {
         var options = PublishOptions()
         options.signingKey = try key.map { try MinisignSecretKey.load(path: $0) }
+        options.rotateKey = rotate
         return try store.publishLog(to: dir.path, options: options)
     }
 
@@ -195,6 +197,55 @@ struct TrustTests {
         #expect(runCLI(["sync", "--sign", secret], db: a.path).status == 64)
     }
 
+    /// Issue 25: a leftover `publish --sign old.key` beside a follower signing with the new key started a new
+    /// generation over the follower's, 0.5 s later the follower one over it, and so on, without a word.
+    @Test("two signers on one directory: a publish with another key than the manifest's exits 73, nothing written; --rotate-key switches keys")
+    func twoSigners() throws {
+        let dir = Support.temporaryDirectory()
+        let (old, _) = try Trust.generate(dir, "old")
+        let (new, newLine) = try Trust.generate(dir, "new")
+        let newID = try MinisignPublicKey(text: newLine, source: "").id
+        let oldID = try MinisignSecretKey.load(path: old).publicKey.id
+        let a = try Trust.publisher(dir, "a")
+        let log = dir.appending(path: "log")
+        _ = try Trust.publish(a, log, key: new)
+        func files() throws -> [String: Data] {
+            var all: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: log.path) where !name.hasPrefix(".") {
+                all[name] = try Data(contentsOf: log.appending(path: name))
+            }
+            return all
+        }
+        // The leftover signer, with a change to publish: refused, and the directory is as the follower left it.
+        _ = try a.setPosition(user: "bob", to: .page(0))
+        let before = try files()
+        let leftover = runCLI(["publish", log.path, "--sign", old], db: a.path)
+        #expect(leftover.status == 73, "\(leftover)")
+        #expect(leftover.stderr.contains("signed by key \(newID), and this publish signs with key \(oldID)"), "\(leftover.stderr)")
+        #expect(leftover.stderr.contains("--rotate-key"), "\(leftover.stderr)")
+        #expect(try files() == before)
+        let json = runCLI(["sync", "--publish", log.path, "--sign", old, "--json"], db: a.path)
+        #expect(json.status == 73, "\(json)")
+        #expect(try files() == before)
+        // The signer of the manifest goes on with a delta, as before: nothing was taken from it.
+        let going = try Trust.publish(a, log, key: new)
+        #expect(going.changed && !going.newGeneration)
+        // A rotation on purpose: a new generation signed by the other key; then the first key is the second signer.
+        _ = try a.setPosition(user: "bob", to: .page(1))
+        let rotated = runCLI(["publish", log.path, "--sign", old, "--rotate-key", "--json"], db: a.path)
+        #expect(rotated.status == 0, "\(rotated)")
+        #expect(rotated.stdout.contains("\"newGeneration\":true"), "\(rotated.stdout)")
+        #expect(FollowInProcessTests.signer(log) == oldID)
+        _ = try a.setPosition(user: "bob", to: .page(0))
+        #expect(runCLI(["publish", log.path, "--sign", new], db: a.path).status == 73)
+        #expect(FollowInProcessTests.signer(log) == oldID)
+        // An unsigned manifest is no signer's: the first --sign needs no --rotate-key (§2); --rotate-key needs --sign.
+        #expect(runCLI(["publish", log.path, "--rotate-key"], db: a.path).status == 64)
+        #expect(runCLI(["publish", log.path], db: a.path).status == 0)
+        #expect(runCLI(["publish", log.path, "--sign", new], db: a.path).status == 0)
+        #expect(FollowInProcessTests.signer(log) == newID)
+    }
+
     @Test(
         "trusted remote: a flipped byte in the manifest, in the signature, or another key's signature → 77; nothing merged, cursor kept; the good source merges"
     )
@@ -244,7 +295,7 @@ struct TrustTests {
                 "another key",
                 { log in
                     let store = try CatalogStore.open(path: a.path)
-                    _ = try Trust.publish(store, log, key: other)
+                    _ = try Trust.publish(store, log, key: other, rotate: true)
                 }, "which this source does not trust"
             ),
         ]
@@ -273,7 +324,7 @@ struct TrustTests {
         let r = Trust.sync(["signed"], db: consumer)
         #expect(r.status == 77 && r.stderr.contains("signed by key \(ids.0)") && r.stderr.contains("trusts \(ids.1)"))
         // Signed properly again: merged.
-        _ = try Trust.publish(a, signedLog, key: secret)
+        _ = try Trust.publish(a, signedLog, key: secret, rotate: true)
         #expect(Trust.sync(["signed"], db: consumer).status == 0)
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(0)]])
     }
@@ -354,7 +405,7 @@ struct TrustTests {
         _ = try Trust.publish(a, log, key: old)
         #expect(Trust.sync([], db: consumer).status == 0)
         _ = try a.setPosition(user: "ann-a", to: .page(0))
-        _ = try Trust.publish(a, log, key: new)
+        _ = try Trust.publish(a, log, key: new, rotate: true)
         #expect(Trust.sync([], db: consumer).status == 0)
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(0)]])
         // Drop the old key in place (issue 25: remove + add lost the cursor and made the URL be typed again):
@@ -371,7 +422,7 @@ struct TrustTests {
         _ = try Trust.publish(a, log, key: new)
         #expect(Trust.sync([], db: consumer).status == 0)
         _ = try a.setPosition(user: "ann-a", to: .page(0))
-        _ = try Trust.publish(a, log, key: old)
+        _ = try Trust.publish(a, log, key: old, rotate: true)
         let r = Trust.sync([], db: consumer)
         #expect(r.status == 77)
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(1)]])

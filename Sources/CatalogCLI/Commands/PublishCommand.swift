@@ -9,6 +9,10 @@ extension CatalogCLI {
         static let maxDeltas = Option<Int>(
             "--max-deltas", "N", "Merge the deltas into one when there would be more than N (default 32).",
             parse: Values.integer(1...10_000))
+        static let rotateKey = Flag(
+            "--rotate-key",
+            "With --sign: take over a log signed by another key (a new generation signed by this one); without it such a publish exits 73."
+        )
     }
 
     /// `publish`'s argument, declared once: the table lists it, the run reads it typed.
@@ -24,12 +28,13 @@ extension CatalogCLI {
                 Any static web server can serve DIR. Each publish writes only the rows changed since the last one
                 (one new delta) and then replaces manifest.json atomically; with nothing changed it writes nothing,
                 so conditional GETs get 304. A new generation with a fresh base starts when the deltas outgrow the
-                base. Peers sync from DIR, DIR/manifest.json or its URL.
+                base. Peers sync from DIR, DIR/manifest.json or its URL. With --sign, a log signed by another key is
+                refused (73: two signers on one directory) unless --rotate-key says the key changes on purpose.
                 """,
             arguments: [PublishArguments.directory.spec],
             options: [
                 PublishOptionsTable.grace.spec, PublishOptionsTable.maxDeltas.spec, TrustOptionsTable.sign.spec,
-                Options.json.with(help: "Print what was written as JSON.").spec, Options.quiet.spec,
+                PublishOptionsTable.rotateKey.spec, Options.json.with(help: "Print what was written as JSON.").spec, Options.quiet.spec,
             ],
             run: runPublish)
     }
@@ -44,6 +49,10 @@ extension CatalogCLI {
     static func runPublish(_ i: Invocation) throws -> Int32 {
         var options = publishOptions(i)
         options.signingKey = try signingKey(i)
+        options.rotateKey = i[PublishOptionsTable.rotateKey]
+        if options.rotateKey && options.signingKey == nil {
+            throw UsageError(message: "--rotate-key goes with --sign", path: i.parsed.path)
+        }
         let store = try i.openStore(i.databaseExists ? .write : .read)
         let progress = i.makeProgressLine(label: "writing")
         let report = try store.publishLog(to: i[PublishArguments.directory], options: options) { progress.update($0) }

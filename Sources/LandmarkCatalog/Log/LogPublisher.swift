@@ -14,6 +14,16 @@ public struct PublishOptions: Sendable {
     public var maxDeltas = 32
     /// `--sign FILE`: sign each manifest with this key (`manifest.json.minisig`, docs/trust.md §2).
     package var signingKey: (any LogSigningKey)?
+    /// `--rotate-key`: a manifest signed by another key is taken over, a new generation signed by the
+    /// signing key (docs/trust.md §5).
+    ///
+    /// Without it a signing publish that finds the directory's manifest signed by another key refuses
+    /// (73), as two signers on one directory (a leftover `publish --sign OLD` beside a follower signing
+    /// with the new key) would each start a new generation over the other's.
+    public var rotateKey = false
+    /// The key this publisher signed with before (a follower's, until SIGHUP read a new one): a manifest
+    /// it signed is taken over as with ``rotateKey``.
+    package var previousKey: MinisignPublicKey?
 
     public init() {}
 }
@@ -115,13 +125,14 @@ extension CatalogStore {
         // Signing, the directory is not trusted either (docs/trust.md §2): the manifest continues only when it
         // is the one this key signed, so a manifest changed by whoever else can write here is never signed
         // over; a first signed publish or a new key starts a new generation.
+        let existingSignature = FileManager.default.contents(atPath: manifestPath + ".minisig")
+            .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }
+        if let key = options.signingKey, existing != nil, let signature = existingSignature {
+            try Self.checkOneSigner(signature, key: key.publicKey, options: options, directory: dir)
+        }
         let signedByUs =
             options.signingKey.map { key in
-                existingBytes.map { bytes in
-                    FileManager.default.contents(atPath: manifestPath + ".minisig")
-                        .flatMap { try? MinisignSignature(text: String(decoding: $0, as: UTF8.self), source: manifestPath) }?
-                        .verifies(bytes, with: key.publicKey) == true
-                } ?? false
+                existingBytes.map { bytes in existingSignature?.verifies(bytes, with: key.publicKey) == true } ?? false
             } ?? true
         var continuing = existing.flatMap { m in
             m.node == node && record?.generation == m.generation && record?.through == m.through && m.through <= current && signedByUs ? m : nil
@@ -206,6 +217,24 @@ extension CatalogStore {
         report.manifest = manifest
         report.removed = try removeUnreferenced(in: dir, manifest: manifest, now: now, grace: options.graceSeconds)
         return report
+    }
+
+    /// Refuses to sign over a manifest that another key signed (docs/trust.md §2), unless the key is being
+    /// rotated on purpose (``PublishOptions/rotateKey``, or the follower's own ``PublishOptions/previousKey``).
+    ///
+    /// - Parameters:
+    ///   - signature: the signature beside the directory's manifest.
+    ///   - key: the key this publish signs with.
+    ///   - options: whether a rotation is asked for.
+    ///   - directory: the log directory, for the message.
+    /// - Throws: `CatalogError` 73 when another key signed it: two signers on one directory.
+    static func checkOneSigner(_ signature: MinisignSignature, key: MinisignPublicKey, options: PublishOptions, directory: String) throws {
+        guard signature.keyID != key.keyID, !options.rotateKey, signature.keyID != options.previousKey?.keyID else { return }
+        throw CatalogError(
+            .cantCreate,
+            "the snapshot log is signed by key \(signature.keyIDText), and this publish signs with key \(key.id): another publisher signs this directory with another key (a leftover 'publish --sign' with an old key?); nothing written, \(directory)",
+            hint:
+                "stop the other signer; to switch the log to key \(key.id) on purpose, publish once with --rotate-key (docs/trust.md §5)")
     }
 
     private func newGeneration(

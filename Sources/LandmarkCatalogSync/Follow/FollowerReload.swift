@@ -12,8 +12,11 @@ extension Follower {
         do {
             let key = try MinisignSecretKey.load(path: file)
             guard key.publicKey != options.sync.publish.signingKey?.publicKey else { return }
+            // Replacing the file and reloading is the rotation: the manifest the old key signed is taken
+            // over, where another signer's is refused (docs/trust.md §2).
+            options.sync.publish.previousKey = options.sync.publish.signingKey?.publicKey
             options.sync.publish.signingKey = key
-            context.options.publish.signingKey = key
+            context.options.publish = options.sync.publish
         } catch {
             let failure = CatalogStore.sourceFailure(error, source: file, path: path)
             let current = options.sync.publish.signingKey.map { "key \($0.publicKey.id)" } ?? "the key read before"
