@@ -40,6 +40,41 @@ func writeTemporary(_ text: String, name: String = "snapshot.json") throws -> St
 /// 2026-11-30T00:00:00Z in ms; the tests' "now".
 let testNow: Int64 = 1_795_996_800_000
 
+/// Issue 25: `SyncLock.takeSkipped` deleted the noted runs before they were recorded, so a ledger that
+/// refused one lost it and every line after it.
+@Suite("Sync: runs noted beside the lock")
+struct SkippedRunsTests {
+    static func note(_ db: String, _ message: String, outcome: String = "busy") {
+        SyncLock.noteSkipped(
+            databasePath: db, line: #"{"exitStatus":75,"message":"\#(message)","sources":[],"started":1,"finished":2,"outcome":"\#(outcome)"}"#)
+    }
+
+    @Test("a noted run the ledger refuses is kept with the ones after it; the next try records each once, then nothing is left")
+    func refusedRunsKept() throws {
+        let db = Support.temporaryDatabase()
+        let store = try CatalogStore.open(path: db)
+        try Connection(path: db).execute(
+            sql: "CREATE TRIGGER planted BEFORE INSERT ON sync_runs WHEN NEW.outcome = 'planted' BEGIN SELECT RAISE(ABORT, 'planted refusal'); END")
+        Self.note(db, "m1")
+        Self.note(db, "m2", outcome: "planted")
+        Self.note(db, "m3")
+        let messages = { try dumpRows(db, sql: "SELECT message FROM sync_runs ORDER BY id") }
+        #expect(throws: (any Error).self) { try store.recordSkippedRuns() }
+        #expect(try messages() == [[.text("m1")]])
+        // Refused again (the trigger is still there), a line noted meanwhile waits its turn: nothing lost, nothing twice.
+        Self.note(db, "m4")
+        #expect(throws: (any Error).self) { try store.recordSkippedRuns() }
+        #expect(try messages() == [[.text("m1")]])
+        try Connection(path: db).execute(sql: "DROP TRIGGER planted")
+        try store.recordSkippedRuns()
+        #expect(try messages() == [[.text("m1")], [.text("m2")], [.text("m3")], [.text("m4")]])
+        let skipped = SyncLock.skippedPath(for: db)
+        #expect(!FileManager.default.fileExists(atPath: skipped) && !FileManager.default.fileExists(atPath: skipped + ".taking"))
+        try store.recordSkippedRuns()
+        #expect(try messages().count == 4)
+    }
+}
+
 @Suite("Sync: merge rules")
 struct MergeRuleTests {
     func store() throws -> (CatalogStore, String) {

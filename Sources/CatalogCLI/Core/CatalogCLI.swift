@@ -206,7 +206,7 @@ struct CreatedDatabase {
     func removeIfEmpty() {
         let fm = FileManager.default
         guard !existed, fm.fileExists(atPath: path), (try? CatalogStore.holdsNoData(path: path)) == true else { return }
-        for suffix in ["", "-wal", "-shm", "-journal", ".sync-lock", ".sync-skipped"] {
+        for suffix in ["", "-wal", "-shm", "-journal", ".sync-lock", ".sync-skipped", ".sync-skipped.taking"] {
             try? fm.removeItem(atPath: path + suffix)
         }
         for directory in missingDirectories.reversed() {

@@ -45,14 +45,16 @@ extension CatalogStore {
     }
 
     /// Moves the runs that found the lock held, and noted themselves beside it, into the ledger.
+    ///
+    /// - Throws: the ledger's error; the runs not recorded yet stay noted for the next try.
     package func recordSkippedRuns() throws {
-        for line in SyncLock.takeSkipped(databasePath: path) {
-            guard let members = JSONValue.parseObject(line) else { continue }
+        try SyncLock.takeSkipped(databasePath: path) { line in
+            guard let members = JSONValue.parseObject(line) else { return }
             var fields: [String: JSONValue] = [:]
             for m in members { fields[m.key] = m.value }
             guard case .number(let s)? = fields["started"], let started = s.int64Value,
                 case .number(let f)? = fields["finished"], let finished = f.int64Value
-            else { continue }
+            else { return }
             var sources = "[]"
             if let list = fields["sources"] { sources = list.serialized() }
             let message: String? = { if case .string(let m)? = fields["message"] { return m } else { return nil } }()

@@ -76,14 +76,50 @@ package final class SyncLock {
         _ = text.withCString { write(fd, $0, strlen($0)) }
     }
 
-    /// Takes the lines noted by skipped runs (the caller holds the lock), leaving the file empty.
-    package static func takeSkipped(databasePath: String) -> [String] {
+    /// Takes the lines noted by skipped runs (the caller holds the lock) and hands each to `record`, in
+    /// order; a line leaves the file only once it is recorded.
+    ///
+    /// The lines are moved aside first (`.taking`), so runs that note themselves meanwhile append to a
+    /// fresh file. When `record` throws, that line and the ones after it are kept in `.taking` for the
+    /// next try, which takes them first (issue 25: they were deleted whether or not they were recorded).
+    ///
+    /// - Parameters:
+    ///   - databasePath: the database's path, as for ``skippedPath(for:)``.
+    ///   - record: records one line (a ledger insert).
+    /// - Throws: the first error of `record`; the lines not recorded are kept.
+    package static func takeSkipped(databasePath: String, record: (String) throws -> Void) throws {
         let path = skippedPath(for: databasePath)
         let taken = path + ".taking"
-        guard rename(path, taken) == 0 else { return [] }
-        defer { unlink(taken) }
-        guard let data = FileManager.default.contents(atPath: taken) else { return [] }
+        // Lines kept by a try that failed (or by a run that died while it held them) go first; then
+        // the ones noted since.
+        for _ in 0..<2 {
+            var lines = Self.lines(of: taken)
+            if lines.isEmpty {
+                guard rename(path, taken) == 0 else { return }
+                lines = Self.lines(of: taken)
+            }
+            for (n, line) in lines.enumerated() {
+                do { try record(line) } catch {
+                    // When even this cannot be written, `.taking` keeps every line (some twice then).
+                    try? keep(Array(lines[n...]), in: taken)
+                    throw error
+                }
+            }
+            unlink(taken)
+        }
+    }
+
+    /// The lines of the file at `path` (none when it is missing).
+    private static func lines(of path: String) -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Replaces the file at `path` with `lines` (atomically: a crash leaves the old lines or the new).
+    private static func keep(_ lines: [String], in path: String) throws {
+        let file = try AtomicFileWriter(path: path)
+        try file.write(Array(lines.map { $0 + "\n" }.joined().utf8))
+        try file.commit()
     }
 
     /// `<real path of the database>.sync-lock` (the path as given when it does not exist yet).
