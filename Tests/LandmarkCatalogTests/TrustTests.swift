@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 
 @testable import LandmarkCatalog
-@testable import LandmarkCatalogSync
+@_spi(Testing) @testable import LandmarkCatalogSync
 
 /// Helpers of the trust suites (docs/trust.md).
 enum Trust {
@@ -691,6 +691,76 @@ struct PullOnlyHubTests {
         let p = runCLI(["sync", writerURI], db: edge)
         #expect(p.status == 0 && !p.stderr.contains("pull-only"), "\(p.stderr)")
         #expect(try HubSupport.hubPositions(server, hub).count == before.count + 1)
+    }
+
+    /// Issue 25: a follower with a pull-only role warned at every poll.
+    ///
+    /// The hook commits on the edge at the end of each cycle, so the next cycle polls the hub (this
+    /// database changed: its push is due).
+    @Test("a follower with a pull-only role warns once; not again while it stays so; again after the role could write for a poll")
+    func pullOnlyFollowerWarnsOnce() throws {
+        let server = try PostgresServer.running()
+        let hub = try server.createDatabaseName()
+        let writer = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.root.appending(path: "Seeds/landmarkData.json").path, "--quiet"], db: writer).status == 0)
+        #expect(runCLI(["sync", server.uri(database: hub)], db: writer).status == 0)
+        let role = "reader_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try HubSupport.admin(server).executeScript(sql: "CREATE ROLE \(role) LOGIN PASSWORD 'Read-Only-4d7f'")
+        // Used on the follower's thread only (the hook runs there, one call at a time).
+        nonisolated(unsafe) let admin = try HubSupport.connect(server, hub)
+        try admin.executeScript(
+            sql: "GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role); GRANT SELECT ON ALL SEQUENCES IN SCHEMA public TO \(role);")
+        let edge = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.root.appending(path: "Seeds/landmarkData.json").path, "--quiet"], db: edge).status == 0)
+        #expect(runCLI(["position", "set", "--user", "bob", "--page", "0"], db: edge).status == 0)
+        var options = FollowOptions()
+        options.intervalSeconds = 30
+        let cycles = Mutex(0)
+        let warnedAt = Mutex<[Int]>([])
+        options.cycleEndHook = { control in
+            let cycle = cycles.withLock { n in
+                n += 1
+                return n
+            }
+            do {
+                switch cycle {
+                case 3:
+                    // The role may write for one poll (hub.md §4's GRANTs), then only read again.
+                    try admin.executeScript(
+                        sql: """
+                            GRANT SELECT, INSERT, UPDATE, DELETE ON landmarks, positions, hub_edges, hub_quarantine TO \(role);
+                            GRANT SELECT, INSERT ON hub_history TO \(role);
+                            GRANT SELECT, USAGE ON SEQUENCE hub_change_seq TO \(role);
+                            """)
+                case 4:
+                    try admin.executeScript(sql: "REVOKE INSERT, UPDATE ON landmarks, positions FROM \(role)")
+                case 6:
+                    control.stop()
+                    return
+                default: break
+                }
+                _ = try CatalogStore.open(path: edge).setPosition(user: "bob", to: .page(cycle % 2))
+            } catch {
+                Issue.record("\(error)")
+                control.stop()
+            }
+        }
+        let store = try CatalogStore.open(path: edge)
+        let other = Mutex<[Diagnostic]>([])
+        try store.follow(
+            sources: [server.uri(database: hub, user: role, password: "Read-Only-4d7f")], options: options, control: try FollowControl(),
+            diagnostics: { d in
+                if d.kind == "pull-only" {
+                    warnedAt.withLock { $0.append(cycles.withLock { $0 } + 1) }
+                } else {
+                    other.withLock { $0.append(d) }
+                }
+            })
+        // Cycles 1–3 pull-only (said at 1), 4 pushes, 5–6 pull-only again (said at 5).
+        #expect(warnedAt.withLock { $0 } == [1, 5], "\(warnedAt.withLock { $0 })")
+        #expect(cycles.withLock { $0 } == 6)
+        #expect(other.withLock { $0 }.isEmpty, "\(other.withLock { $0 })")
+        #expect(try HubSupport.hubPositions(server, hub).contains { $0.hasPrefix("bob|") })
     }
 
     /// Issue 25: a hub role missing its GRANTs exited 70 ("internal error", a raw "permission denied", no hint).

@@ -10,7 +10,7 @@ package struct SyncContext {
     package var options: SyncOptions
     /// The descriptor `-` reads.
     let standardInput: Int32
-    /// Warnings and errors, with their source.
+    /// Warnings and errors, with their source (a follower filters them per poll).
     package var diagnostics: (Diagnostic) -> Void
     /// How far merging has come (phase `.merging`), for a progress line.
     package var progress: (CatalogProgress) -> Void = { _ in }

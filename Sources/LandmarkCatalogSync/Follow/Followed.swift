@@ -38,6 +38,8 @@ struct Followed {
     var watchName: String?
     /// An inotify event arrived for it.
     var dirty = false
+    /// The kinds of warning about a lasting state (``Follower/stateKinds``) it showed and still is in.
+    var states = Set<String>()
 
     /// A fetch on a worker thread (an HTTP source), until its result is merged.
     var inFlight: DetachedFetch?

@@ -325,7 +325,7 @@ final class Follower {
                 return
             }
         }
-        let r = fetched.map { store.syncReporting($0, context: context) } ?? store.syncReporting(followed[n].locator, context: context)
+        let r = fetched.map { store.syncReporting($0, context: context) } ?? syncSayingStatesOnce(n, context: &context)
         if r.error == nil && !stamps.stamps.isEmpty {
             // Committed: each row's stamp to now is its write-to-visible lag.
             let committed = store.wallClock.nowMilliseconds()
