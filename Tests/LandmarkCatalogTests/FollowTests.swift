@@ -717,4 +717,46 @@ struct FollowInProcessTests {
         let secret = try String(contentsOfFile: keyFile, encoding: .utf8).components(separatedBy: "\n")[1]
         #expect(!warnings.contains { $0.message.contains(secret.suffix(40)) })
     }
+
+    /// Issue 25: a cycle whose rows were all refused by the source's grant left no ledger row, so
+    /// `catalog log` never showed them.
+    @Test("a follow cycle whose rows were all not allowed (--allow landmarks, a position arrives) is recorded with its count")
+    func notAllowedCycleRecorded() throws {
+        let dir = Support.temporaryDirectory()
+        let a = try Trust.publisher(dir, "a")
+        let log = dir.appending(path: "log")
+        _ = try Trust.publish(a, log)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(runCLI(["remote", "add", "pub", log.path, "--allow", "landmarks"], db: consumer).status == 0)
+        var options = FollowOptions()
+        options.intervalSeconds = 30
+        let cycles = Mutex(0)
+        let publisher = a.path
+        options.cycleEndHook = { control in
+            let cycle = cycles.withLock { n in
+                n += 1
+                return n
+            }
+            guard cycle == 1 else { return control.stop() }
+            do {
+                // Only a position changes: the next cycle (inotify) merges nothing, refuses one row.
+                let store = try CatalogStore.open(path: publisher)
+                _ = try store.setPosition(user: "zed", to: .page(0))
+                _ = try Trust.publish(store, log)
+            } catch {
+                Issue.record("\(error)")
+                control.stop()
+            }
+        }
+        try CatalogStore.open(path: consumer).follow(sources: [], options: options, control: try FollowControl())
+        #expect(cycles.withLock { $0 } == 2)
+        let runs = try dumpRows(consumer, sql: "SELECT not_allowed, positions_applied, landmarks_applied FROM sync_runs ORDER BY id")
+        #expect(runs == [[.integer(1), .integer(0), .integer(5)], [.integer(1), .integer(0), .integer(0)]], "\(runs)")
+        let ledger = runCLI(["log"], db: consumer)
+        #expect(
+            ledger.status == 0
+                && ledger.stdout.contains("0 of 0 landmarks and 0 of 1 position applied, 0 stale, 0 ties, 0 quarantined, 1 not allowed"),
+            "\(ledger.stdout)")
+        #expect(try dumpRows(consumer, sql: "SELECT count(*) FROM positions") == [[.integer(0)]])
+    }
 }

@@ -445,7 +445,8 @@ final class Follower {
         }
     }
 
-    /// Writes the cycle's ledger row when it is the first, changed something, or a source's state changed.
+    /// Writes the cycle's ledger row when it is the first, changed something (rows not allowed count), or a
+    /// source's state changed.
     ///
     /// - Returns: whether it was recorded (or meant to be: a ledger failure is a warning).
     func record(_ cycle: Cycle, localChanged: Bool) -> Bool {
@@ -453,8 +454,8 @@ final class Follower {
         let applied = report.counts.landmarksApplied + report.counts.positionsApplied > 0
         let pushedWritten = report.sources.compactMap(\.pushed).map(\.written).reduce(0, +)
         let changed =
-            applied || report.counts.quarantined > 0 || pushedWritten > 0 || report.released.released > 0
-            || report.logPublish?.changed == true || (report.published != nil && report.logPublish == nil)
+            applied || report.counts.quarantined > 0 || report.counts.notAllowed > 0 || pushedWritten > 0
+            || report.released.released > 0 || report.logPublish?.changed == true || (report.published != nil && report.logPublish == nil)
         guard first || changed || cycle.stateChanged else { return false }
         // The run lists every followed source: those not polled in this cycle with their last
         // state, so `status` and `status --check` judge all of them.
