@@ -126,6 +126,71 @@ struct CursorTests {
         #expect((check.stdout + check.stderr).contains("exit 77"), "\(check.stdout)\(check.stderr)")
     }
 
+    /// Issue 25: "a host flipping between two generations made a follower fetch 20 base files in 10 s".
+    ///
+    /// A reader that had read the newer generation fetched the older one's base when it was served, moved
+    /// its cursor back to it, and then took every manifest of the newer one for a replay.
+    @Test("a host flipping between an older and a newer generation: the older is never fetched, the newer goes on merging")
+    func flippingHost() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clock = ManualClock(testNow)
+        let publisher = try LogTests.store(dir, "a", clock: clock)
+        _ = try publisher.importLandmarks(from: .file(Support.fixture("valid.json")))
+        let log = dir.appending(path: "log")
+        let manifestURL = log.appending(path: "manifest.json")
+        let older = try publisher.publishLog(to: log.path).manifest
+        let olderBytes = try Data(contentsOf: manifestURL)
+        // A newer generation (the older base removed, so the publisher starts over), then the older base
+        // back: the host serves both generations' files.
+        let base = log.appending(path: older.base.name)
+        let saved = try Data(contentsOf: base)
+        try FileManager.default.removeItem(at: base)
+        clock.advance(5_000)
+        let newer = try publisher.publishLog(to: log.path).manifest
+        try #require(newer.generation > older.generation)
+        try saved.write(to: base)
+        let newerBytes = try Data(contentsOf: manifestURL)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(runCLI(["sync", log.path], db: consumer).status == 0)
+        let cursor = try Self.cursor(consumer, log.path + "/manifest.json")
+        for _ in 0..<10 {
+            try olderBytes.write(to: manifestURL)
+            let flipped = runCLI(["sync", log.path, "--json"], db: consumer)
+            #expect(flipped.status == 0, "\(flipped.stderr)")
+            #expect(flipped.stdout.contains("\"bytes\":\(olderBytes.count),"), "only the manifest read: \(flipped.stdout)")
+            #expect(flipped.stderr.contains("older than generation \(newer.generation)"), "\(flipped.stderr)")
+            try newerBytes.write(to: manifestURL)
+            let back = runCLI(["sync", log.path, "--json"], db: consumer)
+            #expect(back.status == 0 && back.stdout.contains("\"outcome\":\"not-modified\""), "\(back.stdout)")
+        }
+        #expect(try Self.cursor(consumer, log.path + "/manifest.json") == cursor)
+        // The newer generation goes on: its next delta merges, and only it is fetched.
+        _ = try publisher.setPosition(user: "zed", to: .page(0))
+        let delta = try publisher.publishLog(to: log.path).manifest
+        #expect(delta.generation == newer.generation)
+        let next = runCLI(["sync", log.path, "--json"], db: consumer)
+        #expect(next.status == 0 && next.stdout.contains("\"outcome\":\"merged\""), "\(next.stdout)")
+        #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'zed'") == [[.integer(0)]])
+    }
+
+    @Test("a publisher whose clock went back names its new generation after the directory's last one")
+    func generationsSortAfterClockGoesBack() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clock = ManualClock(testNow)
+        let publisher = try LogTests.store(dir, "a", clock: clock)
+        _ = try publisher.importLandmarks(from: .file(Support.fixture("valid.json")))
+        let log = dir.appending(path: "log")
+        let first = try publisher.publishLog(to: log.path).manifest
+        try FileManager.default.removeItem(at: log.appending(path: first.base.name))
+        clock.set(testNow - 86_400_000)
+        let second = try publisher.publishLog(to: log.path)
+        #expect(second.newGeneration && second.manifest.generation > first.generation, "\(first.generation) \(second.manifest.generation)")
+        #expect(LogManifest.isPublisherGeneration(second.manifest.generation))
+        #expect(!LogManifest.isPublisherGeneration("g1") && !LogManifest.isPublisherGeneration("g20261201T101500Z-3F9A1C"))
+    }
+
     @Test("a signed replay of an older generation: only the manifest (and its signature) read, nothing merged, cursor kept")
     func olderGenerationReplay() throws {
         let dir = Support.temporaryDirectory()

@@ -177,3 +177,18 @@ public struct LogManifest: Sendable, Equatable {
         return key == "format" && (try? reader.readString()) == Self.format
     }
 }
+
+extension LogManifest {
+    /// Whether `generation` is a name as a publisher makes it, `g<yyyyMMddTHHmmss>Z-<6 hex digits>`: such
+    /// names sort in the order their generations were started (docs/log-format.md §2).
+    ///
+    /// - Parameter generation: a manifest's `generation`.
+    /// - Returns: true for a publisher's name, false for anything else (a hand-made manifest's).
+    static func isPublisherGeneration(_ generation: String) -> Bool {
+        let c = Array(generation.utf8)
+        guard c.count == 24, c[0] == UInt8(ascii: "g"), c[9] == UInt8(ascii: "T"), c[16] == UInt8(ascii: "Z"), c[17] == UInt8(ascii: "-")
+        else { return false }
+        let digits = c[1..<9] + c[10..<16]
+        return digits.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && c[18...].allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+}

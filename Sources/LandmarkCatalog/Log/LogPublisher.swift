@@ -174,10 +174,10 @@ extension CatalogStore {
             manifest.through = delta.through
             if manifest.deltas.reduce(0, { $0 + $1.bytes }) > manifest.base.bytes {
                 retired += manifest.deltas.map(\.name)
-                manifest = try newGeneration(in: dir, node: node, now: now, report: &report, progress: progress)
+                manifest = try newGeneration(in: dir, node: node, now: now, after: existing?.generation, report: &report, progress: progress)
             }
         } else {
-            manifest = try newGeneration(in: dir, node: node, now: now, report: &report, progress: progress)
+            manifest = try newGeneration(in: dir, node: node, now: now, after: existing?.generation, report: &report, progress: progress)
         }
         if let old = existing, old.generation != manifest.generation {
             retired += [old.base.name] + old.deltas.map(\.name)
@@ -238,10 +238,16 @@ extension CatalogStore {
     }
 
     private func newGeneration(
-        in dir: String, node: String, now: Int64, report: inout PublishReport,
+        in dir: String, node: String, now: Int64, after previous: String?, report: inout PublishReport,
         progress: (CatalogProgress) -> Void
     ) throws -> LogManifest {
-        let generation = Self.makeGeneration(now: now)
+        var generation = Self.makeGeneration(now: now)
+        // A directory's generations sort in the order they were started, also when this clock went back
+        // (or another publisher's ran ahead): a reader takes an older one for a stale copy (§8).
+        if let previous, LogManifest.isPublisherGeneration(previous), generation <= previous {
+            let next = min(0xFF_FFFF, (UInt32(previous.suffix(6), radix: 16) ?? 0) + 1)
+            generation = String(previous.prefix(18)) + String(format: "%06x", next)
+        }
         let base = try writeLogFile(in: dir, generation: generation, after: nil, report: &report, progress: progress)
         report.newGeneration = true
         return LogManifest(node: node, generation: generation, through: base.through, base: base, deltas: [])

@@ -140,9 +140,9 @@ package struct LogReader {
     package static func behindCount(_ cursor: SourceCursor?) -> Int { cursor?["behind"].flatMap(Int.init) ?? 0 }
 
     /// Why `manifest` is older than what the cursor has read (docs/log-format.md §8), or nil: of the
-    /// cursor's generation with a lower `through`, or of a generation the cursor has left for a newer one
+    /// cursor's generation with a lower `through`, of a generation the cursor has left for a newer one
     /// (kept in the cursor as `retired`: a signed replay of an older generation, a host flipping between
-    /// two, is not read again).
+    /// two, is not read again), or of a generation started before the cursor's (superseded).
     static func behind(_ manifest: LogManifest, cursor: SourceCursor?) -> String? {
         guard let cursor, let generation = cursor["generation"] else { return nil }
         if generation == manifest.generation {
@@ -150,9 +150,18 @@ package struct LogReader {
             return
                 "the manifest is behind this database's cursor (it covers changes through \(manifest.through), this database has read through \(through)): an old copy (a CDN, a mirror, a restored directory); nothing fetched, the cursor kept"
         }
-        guard retired(cursor).contains(manifest.generation) else { return nil }
+        if retired(cursor).contains(manifest.generation) {
+            return
+                "the manifest is of generation \(manifest.generation), which this database has read and left for generation \(generation): an old copy or a replay; nothing fetched, the cursor kept"
+        }
+        // Superseded: a generation started before the cursor's (publishers' names sort by start), never
+        // read here (issue 25: a host flipping between two made a reader fetch the older one's base, then
+        // take the newer one for a replay and stay on the older one).
+        guard LogManifest.isPublisherGeneration(manifest.generation), LogManifest.isPublisherGeneration(generation),
+            manifest.generation < generation
+        else { return nil }
         return
-            "the manifest is of generation \(manifest.generation), which this database has read and left for generation \(generation): an old copy or a replay; nothing fetched, the cursor kept"
+            "the manifest is of generation \(manifest.generation), older than generation \(generation) that this database has read: an old copy; nothing fetched, the cursor kept"
     }
 
     /// The generations the cursor moved away from, oldest first (at most ``maxRetired``).
