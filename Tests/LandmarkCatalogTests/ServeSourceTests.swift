@@ -234,6 +234,31 @@ struct ServeSourceTests {
         #expect(serve.stop().status == 0)
     }
 
+    /// Regression (issue 25's breaker): a serve put on another database at the same URL never got this
+    /// node's rows: the pull cursors moved to the new database, `pushThrough` stayed, the copies diverged.
+    @Test("a serve restarted over another database gets every row of this node again: the next sync pushes them")
+    func serverDatabaseReplaced() throws {
+        let box = try Sandbox()
+        let key = try ServeKeys.make(box, "k")
+        let first = try ServeProcess(box, db: try box.seededDatabase("server.sqlite"), keys: [key.publicKey])
+        let port = first.port
+        let tokenFile = box.path("edge.jwt")
+        try ServeKeys.issue(box, key: key.privateKey, user: "node-2", extra: ["--scope", "edge"]).write(
+            toFile: tokenFile, atomically: true, encoding: .utf8)
+        let node = try box.seededDatabase("node.sqlite")
+        #expect(try box.run(["position", "set", "--user", "cy", "--page", "2"], db: node).status == 0)
+        let sync = ["sync", "catalog+http://127.0.0.1:\(port)/v1", "--token-file", tokenFile, "--quiet"]
+        #expect(try box.run(sync, db: node).status == 0)
+        #expect(first.stop().status == 0)
+        let replaced = try box.seededDatabase("server2.sqlite")
+        let second = try ServeProcess(box, db: replaced, keys: [key.publicKey], listen: "127.0.0.1:\(port)")
+        // The first sync meets the other database (its cursors); the next pushes every row again.
+        #expect(try box.run(sync, db: node).status == 0)
+        #expect(try box.run(sync, db: node).status == 0)
+        #expect(FollowTests.page(replaced, "cy") == 2)
+        #expect(second.stop().status == 0)
+    }
+
     @Test("a refused token is 77, none is 64, an unreadable file 66: nothing written either side")
     func refusals() throws {
         let box = try Sandbox()

@@ -77,6 +77,9 @@ package final class DetachedFetch: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Whether the source that fetched has more to do at once (``SyncSource/wantsAgain``).
+    package var wantsAgain: Bool { made.last?.wantsAgain ?? false }
+
     /// The source objects the fetch used (for bytes and notes).
     var made: [any SyncSource] { lock.withLock { used } }
 

@@ -74,9 +74,13 @@ package protocol SyncSource: AnyObject {
     /// - Returns: false when the fetch must run on the store's thread this time (too much to read ahead).
     /// - Throws: `CatalogError`, as the fetch would.
     func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool
+    /// Whether the source has more to do at once (a follower syncs it again in the next cycle): a serve
+    /// whose rows to push were more than were read ahead, or whose server's database changed.
+    var wantsAgain: Bool { get }
 }
 
 extension SyncSource {
+    package var wantsAgain: Bool { false }
     package func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool { true }
     package var pushed: PushCounts? { nil }
     package var note: String? { nil }

@@ -37,7 +37,7 @@ final class DirectoryWatcher {
 
     /// The events queued: directory and file name.
     ///
-    /// A watch the kernel dropped (its directory removed) is forgotten, so the caller can watch the
+    /// A watch the kernel dropped (its directory removed), or whose directory was renamed away, is forgotten, so the caller can watch the
     /// directory again when it reappears.
     /// - Parameter dropped: gains the directories whose watch the kernel dropped.
     /// - Returns: each event's directory and file name, in order.
@@ -62,6 +62,12 @@ final class DirectoryWatcher {
                 }
                 if let directory = directories[wd] {
                     if mask & UInt32(IN_IGNORED) != 0 {
+                        directories[wd] = nil
+                        dropped.insert(directory)
+                    } else if mask & UInt32(IN_MOVE_SELF) != 0 {
+                        // Renamed away: the watch follows the old directory, not the path. Dropped here
+                        // (its IN_IGNORED then finds no entry), so the path is watched again.
+                        inotify_rm_watch(fd, wd)
                         directories[wd] = nil
                         dropped.insert(directory)
                     } else {

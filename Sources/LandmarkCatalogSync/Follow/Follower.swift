@@ -52,6 +52,8 @@ final class Follower {
     // After SIGTERM / SIGINT one last pass publishes and pushes what other processes committed and
     // was not sent yet (docs/live-sync.md §3), polling nothing else.
     var finalPass = false
+    /// The longest an HTTP request of the last pass may take (s): SIGTERM ends the follower within about 2 s.
+    static let finalPushSeconds = 1.5
 
     /// What one cycle gathers while it polls its sources.
     struct Cycle {
@@ -169,7 +171,8 @@ final class Follower {
     func watchAll() {
         guard let watcher else { return }
         var masks: [String: UInt32] = [databaseDirectory: UInt32(IN_MODIFY)]
-        let logMask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE)
+        // IN_MOVE_SELF: a directory renamed away keeps its watch; the watcher drops it (issue 25's breaker).
+        let logMask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_MOVE_SELF)
         for f in followed { if let d = f.watchDirectory { masks[d, default: 0] |= logMask } }
         let missing = masks.filter { watched[$0.key] != $0.value }
         for d in watcher.watch(missing) { watched[d] = masks[d] }
@@ -308,8 +311,14 @@ final class Follower {
         var context = context
         // After the first cycle, each merged row's write-to-visible lag goes into the histogram.
         if !first { context.appliedStamp = { stamps.add($0) } }
-        // The last pass's pushes run to their limits: SIGTERM ended only the transfers in hand.
-        if finalPass { context.options.cancellation = nil }
+        // The last pass's pushes are not cancelled (SIGTERM ended only the transfers in hand), but an HTTP
+        // push gets at most `finalPushSeconds`, so that a hung serve cannot hold the exit for --timeout
+        // (issue 25's breaker: 31 s); what it could not push stays here for the next run.
+        if finalPass {
+            context.options.cancellation = nil
+            context.options.timeoutSeconds = min(context.options.timeoutSeconds, Self.finalPushSeconds)
+            context.options.deadlineSeconds = min(context.options.deadlineSeconds, Self.finalPushSeconds)
+        }
         var pollStarted = monotonicMilliseconds()
         var fetched: DetachedFetch?
         if followed[n].detached && !finalPass {
@@ -334,8 +343,8 @@ final class Follower {
         if r.error == nil, let listener = listeners[followed[n].locator.description] {
             listener.synced(cursor: try? store.storedCursor(followed[n].locator), context: context)
         }
-        // Due again while its fetch was in flight: fetched again at once.
-        followed[n].dirty = fetched != nil && followed[n].dueAgain
+        // Due again while its fetch was in flight, or more to push: fetched again at once.
+        followed[n].dirty = fetched != nil && (followed[n].dueAgain || fetched?.wantsAgain == true)
         followed[n].dueAgain = false
         followed[n].polls += 1
         let after = monotonicMilliseconds()

@@ -53,9 +53,12 @@ final class ServeSource: SyncSource {
     /// of rows to push, and (a user token) how many other users' rows it leaves.
     private var prepared: (token: String, pages: [(page: DeviceRowsPage, highWater: Int64)], others: Int)?
 
-    /// Pages of rows to push read ahead for a follower's worker thread at most; more are pushed by a sync
-    /// on the store's thread.
+    /// Pages of rows to push read ahead for a follower's worker thread at most; the rest are pushed by
+    /// the syncs that follow at once (``wantsAgain``).
     static let preparedPages = 5
+
+    /// More to do at once: rows left to push beyond the pages read ahead, or the server's database changed.
+    private(set) var wantsAgain = false
 
     func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool {
         let token = try Self.token(for: locator, context: context)
@@ -63,7 +66,7 @@ final class ServeSource: SyncSource {
         let since = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         var after = since
         var pages: [(page: DeviceRowsPage, highWater: Int64)] = []
-        while pages.count < Self.preparedPages {
+        while true {
             let next = try context.store.devicePositions(user: user, after: after, limit: Self.pushBatch)
             pages.append(next)
             if !next.page.more {
@@ -71,9 +74,15 @@ final class ServeSource: SyncSource {
                 prepared = (token, pages, others)
                 return true
             }
+            // More than is read ahead (a node's first sync): these pages now, the rest by the next syncs
+            // (issue 25's breaker: the whole sync ran on the follower's thread, a hung serve holding every
+            // other source for --timeout).
+            if pages.count == Self.preparedPages {
+                prepared = (token, pages, 0)
+                return true
+            }
             after = next.page.through
         }
-        return false
     }
 
     /// Whose rows `token` may push: a user token's `sub`; nil (every row) for an edge token or one whose
@@ -128,6 +137,14 @@ final class ServeSource: SyncSource {
             }
             next[route] = after
         }
+        // Another database behind the URL (a serve restored, replaced, or another server behind a load
+        // balancer): it may lack this node's rows, so every row is pushed again by the next sync (the
+        // merge keeps the newer of each; issue 25's breaker: the copies diverged for good).
+        if let old = cursor?["positions"], let new = next["positions"], Self.databaseID(old) != Self.databaseID(new) {
+            pushThrough = 0
+            next["pushThrough"] = "0"
+            wantsAgain = true
+        }
         nextCursor = next
         // Nothing pushed and both cursors where they were: not modified (the pages held no rows).
         if pushCounts?.sent ?? 0 == 0, cursor != nil, next["landmarks"] == cursor?["landmarks"], next["positions"] == cursor?["positions"] {
@@ -167,6 +184,11 @@ final class ServeSource: SyncSource {
                 counts.written += outcomes["applied", default: 0]
                 counts.quarantined += outcomes["quarantined", default: 0]
                 after = page.through
+            }
+            // The pages read ahead are pushed; the rest wait for the next sync, at once.
+            if page.more, let ahead, ahead.isEmpty {
+                wantsAgain = true
+                return after
             }
             guard page.more else {
                 if counts.quarantined > 0 {
@@ -260,6 +282,15 @@ final class ServeSource: SyncSource {
     static func entityTag(_ cursor: String) -> String? {
         guard !cursor.isEmpty, cursor.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != 0x22 }) else { return nil }
         return "\"\(cursor)\""
+    }
+
+    /// The database a serve's cursor names (docs/protocol.md §3: `DATABASE:SEQUENCE`).
+    ///
+    /// - Parameter cursor: a cursor the server handed out.
+    /// - Returns: what comes before its last colon (the whole cursor when it has none).
+    static func databaseID(_ cursor: String) -> Substring {
+        guard let colon = cursor.lastIndex(of: ":") else { return cursor[...] }
+        return cursor[..<colon]
     }
 
     /// The answer's `cursor` and `more` (docs/protocol.md §4).

@@ -19,10 +19,10 @@ final class ServeProcess {
     let metricsPort: Int?
     private var stopped = false
 
-    init(_ sandbox: Sandbox, db: String, keys: [String], extra: [String] = [], metrics: Bool = false) throws {
+    init(_ sandbox: Sandbox, db: String, keys: [String], extra: [String] = [], metrics: Bool = false, listen: String = "127.0.0.1:0") throws {
         self.sandbox = sandbox
         self.db = db
-        var arguments = ["serve", "--listen", "127.0.0.1:0"] + keys.flatMap { ["--auth-key", $0] } + extra
+        var arguments = ["serve", "--listen", listen] + keys.flatMap { ["--auth-key", $0] } + extra
         if metrics { arguments += ["--metrics-listen", "127.0.0.1:0"] }
         started = try sandbox.start(arguments, db: db)
         let deadline = Date().addingTimeInterval(20)
