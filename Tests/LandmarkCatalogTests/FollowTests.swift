@@ -309,6 +309,9 @@ struct FollowTests {
         // The follower's first cycle is the run after the backlog's.
         if kind == "serve+6000" { #expect(Self.waitFor(15) { Self.count(b, "SELECT count(*) FROM sync_runs") >= 2 } != nil) }
         #expect(Self.page(b, "ann") == 1)
+        // The hung source, never synced yet, is not recorded as "not modified" (issue 25's breaker: counted
+        // healthy by status --check).
+        #expect(Self.count(b, "SELECT count(*) FROM sync_run_sources WHERE source LIKE '%\(hung.port)%'") == 0)
         for (user, page) in [("bob", 2), ("cy", 3)] {
             #expect(try sandbox.run(["position", "set", "--user", user, "--page", "\(page)"], db: a).status == 0)
             #expect(try sandbox.run(["publish", log], db: a).status == 0)

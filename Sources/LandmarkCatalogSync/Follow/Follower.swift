@@ -474,6 +474,9 @@ final class Follower {
                 all.append(r)
                 continue
             }
+            // A source never synced yet (its first fetch still in flight on a worker) has no state to
+            // show: it is not "not modified" (issue 25's breaker: a hung source counted as healthy).
+            guard followed[n].tried else { continue }
             var r = SourceReport(source: followed[n].locator.description, outcome: followed[n].lastError == nil ? .notModified : .failed)
             r.error = followed[n].lastError
             all.append(r)
