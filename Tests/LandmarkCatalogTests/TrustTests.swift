@@ -764,7 +764,7 @@ struct PullOnlyHubTests {
     }
 
     /// Issue 25: a hub role missing its GRANTs exited 70 ("internal error", a raw "permission denied", no hint).
-    @Test("a hub role with no GRANT at all: 73 with a hint naming docs/hub.md §4, not 70; nothing written; no password shown")
+    @Test("a hub role with no GRANT at all: 77 with a hint naming docs/hub.md §4, not 70; nothing written; no password shown")
     func roleWithoutGrants() throws {
         let server = try PostgresServer.running()
         let hub = try server.createDatabaseName()
@@ -776,7 +776,7 @@ struct PullOnlyHubTests {
         let edge = Support.temporaryDatabase()
         #expect(runCLI(["position", "set", "--user", "bob", "--page", "0"], db: writer).status == 0)
         let r = runCLI(["sync", server.uri(database: hub, user: role, password: "No-Grant-5e2a")], db: edge)
-        #expect(r.status == 73, "\(r.stderr)")
+        #expect(r.status == 77, "\(r.stderr)")
         #expect(r.stderr.contains("permission denied") && r.stderr.contains("docs/hub.md §4"), "\(r.stderr)")
         #expect(!r.stderr.contains("internal error") && !r.stderr.contains("No-Grant-5e2a"), "\(r.stderr)")
         let rows = FileManager.default.fileExists(atPath: edge) ? try dumpRows(edge, sql: "SELECT count(*) FROM landmarks") : [[.integer(0)]]
