@@ -470,6 +470,42 @@ struct TrustTests {
         #expect(runCLI(["remote", "add", "x", log.path, "--allow", "everything"], db: other).status == 64)
     }
 
+    /// Issue 25: with `--allow positions`, a peer that echoed back this node's own landmarks warned
+    /// "not applied" for each of them at every cycle, though a row held with the same stamp changes nothing.
+    @Test("--allow positions against a peer echoing this node's own landmarks: stale, not 'not allowed'; its positions merge")
+    func echoIsNotAViolation() throws {
+        let dir = Support.temporaryDirectory()
+        let a = try Trust.publisher(dir, "a")
+        let aLog = dir.appending(path: "a-log")
+        _ = try Trust.publish(a, aLog)
+        // b copies a's landmarks (a's stamps), sets a page of its own, and publishes all of it.
+        let b = try LogTests.store(dir, "b")
+        #expect(runCLI(["sync", aLog.path, "--quiet"], db: b.path, clock: ManualClock(testNow)).status == 0)
+        #expect(runCLI(["position", "set", "--user", "carol", "--page", "1"], db: b.path, clock: ManualClock(testNow)).status == 0)
+        let bLog = dir.appending(path: "b-log")
+        #expect(runCLI(["publish", bLog.path], db: b.path, clock: ManualClock(testNow)).status == 0)
+        #expect(runCLI(["remote", "add", "b", bLog.path, "--allow", "positions"], db: a.path, clock: ManualClock(testNow)).status == 0)
+        let landmarksBefore = try dumpLandmarks(a.path)
+        let r = Trust.sync(["--json"], db: a.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let seen = json["landmarksSeen"] as? Int ?? 0
+        #expect(seen >= 5, "\(r.stdout)")
+        #expect(json["notAllowed"] as? Int == 0, "\(r.stdout)")
+        #expect(json["landmarksApplied"] as? Int == 0 && (json["stale"] as? Int ?? 0) >= seen, "\(r.stdout)")
+        #expect(!r.stderr.contains("not applied"), "\(r.stderr)")
+        #expect(try dumpLandmarks(a.path) == landmarksBefore)
+        #expect(try dumpRows(a.path, sql: "SELECT page FROM positions WHERE user_id = 'carol'") == [[.integer(1)]])
+        // A landmark b changed itself is still refused, and named.
+        #expect(runCLI(["import", Support.fixture("valid-one-change.json"), "--quiet"], db: b.path, clock: ManualClock(testNow)).status == 0)
+        #expect(runCLI(["publish", bLog.path], db: b.path, clock: ManualClock(testNow)).status == 0)
+        let changed = Trust.sync(["--json"], db: a.path)
+        let cj = try #require(try JSONSerialization.jsonObject(with: Data(changed.stdout.utf8)) as? [String: Any])
+        #expect(cj["notAllowed"] as? Int == 1, "\(changed.stdout)")
+        #expect(changed.stderr.contains("not applied: landmark"), "\(changed.stderr)")
+        #expect(try dumpLandmarks(a.path) == landmarksBefore)
+    }
+
     @Test(
         "a reader that meets the signature of another version looks again (one fresh look; a few while the signed comment names another version), then 77"
     )
