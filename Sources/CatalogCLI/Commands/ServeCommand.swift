@@ -138,6 +138,15 @@ extension CatalogCLI {
         if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
         if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
         options.hub = i[ServeOptionsTable.hub]
+        options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
+        // Every connection is a descriptor, and so is each reader's database: below the cap, say so once.
+        let wanted = options.limits.connections + 128
+        let files = raiseOpenFileLimit(wanted: wanted)
+        if files < wanted {
+            options.log(
+                #"{"event":"warning","message":"open files are limited to \#(files) (ulimit -n): fewer than --max-connections \#(options.limits.connections) connections can be open; raise the hard limit (LimitNOFILE=) or lower --max-connections"}"#
+            )
+        }
         let server = try ServeServer(options: options)
         // A real handler, not a Dispatch signal source: libdispatch's signalfd sees a signal only while every
         // thread blocks it, and with SIG_IGN set a thread that does not (libmicrohttpd's, the runtime's)

@@ -32,6 +32,8 @@ package struct ServeOptions: Sendable {
     package var hub: String?
     /// The node name put in answers (`node` of the snapshot envelope).
     package var node = ""
+    /// Tests only: called after a POST's rows are committed, before the answer is sent.
+    package var afterPostCommit: (@Sendable () -> Void)?
     /// Access log and diagnostics go here (stderr).
     package var log: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
 

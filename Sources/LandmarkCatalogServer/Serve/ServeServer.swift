@@ -331,6 +331,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         } catch {
             return .reply(unavailable(error))
         }
+        options.afterPostCommit?()
         polls.poke()
         metrics.applied(result.outcomes.filter { $0 == .applied }.count)
         var w = JSONWriter(reservingCapacity: 64 + users.count * 48)
