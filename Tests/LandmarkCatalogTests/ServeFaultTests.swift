@@ -150,3 +150,79 @@ extension ServeTests {
         #expect(serve.stop().status == 0)
     }
 }
+
+/// The "nothing new" answer without a read (docs/serve.md §4): what the dispatched changes and earlier
+/// reads prove must never hide a row.
+extension ServeTests {
+    /// One request and its answer on a kept-alive connection: (status, JSON body).
+    static func exchange(_ socket: RawSocket, _ request: String) -> (status: Int, json: [String: Any]?) {
+        guard socket.send(request) else { return (0, nil) }
+        let text = socket.readResponse(within: 10)
+        let status = Int(text.dropFirst("HTTP/1.1 ".count).prefix(3)) ?? 0
+        let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
+        return (status, try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+    }
+
+    @Test("a POST then at once a GET on another connection: the GET always has the row (200 rounds); another process's commit is seen")
+    func nothingNewNeverHidesARow() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let writer = try #require(RawSocket(port: serve.port))
+        let reader = try #require(RawSocket(port: serve.port))
+        func get(_ cursor: String?) -> (status: Int, json: [String: Any]?) {
+            Self.exchange(
+                reader, "GET /v1/positions\(cursor.map { "?after=\($0)" } ?? "") HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(ann)\r\n\r\n")
+        }
+        var cursor = try #require(get(nil).json?["cursor"] as? String)
+        var missed = 0
+        for round in 0..<200 {
+            // Two polls that find nothing (the second answered from what the first proved), then a write.
+            #expect((get(cursor).json?["positions"] as? [Any])?.isEmpty == true)
+            #expect((get(cursor).json?["positions"] as? [Any])?.isEmpty == true)
+            let body = ServeRows.body(user: "ann", page: round % 6, counter: round, node: "phone-b")
+            let posted = Self.exchange(
+                writer,
+                "POST /v1/positions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(ann)\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            #expect(posted.status == 200)
+            let read = get(cursor)
+            let rows = read.json?["positions"] as? [[String: Any]] ?? []
+            if rows.count != 1 { missed += 1 }
+            cursor = read.json?["cursor"] as? String ?? cursor
+        }
+        #expect(missed == 0, "\(missed) of 200 reads right after a POST did not have it")
+        // Another process's commit: seen within the probe's interval, whatever the polls before proved.
+        #expect((get(cursor).json?["positions"] as? [Any])?.isEmpty == true)
+        let set = try box.run(["position", "set", "--user", "ann", "--page", "0"], db: db)
+        #expect(set.status == 0, "\(set)")
+        let seen = FollowTests.waitFor(5) { ((get(cursor).json?["positions"] as? [[String: Any]])?.first?["page"] as? Int) == 0 }
+        #expect(seen != nil, "another process's commit never reached the poll")
+        #expect(serve.stop().status == 0)
+    }
+
+    @Test("a cursor older than the server's start: nothing new is learned from a read, and a later commit still reaches it")
+    func nothingNewAcrossARestart() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let first = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let cursor = try #require(try ServeCurl.get(first.base + "/v1/positions", token: ann).json?["cursor"] as? String)
+        #expect(first.stop().status == 0)
+        // Others write while ann's device is away; then a new server starts.
+        for user in ["bob", "carol", "dave"] { #expect(try box.run(["position", "set", "--user", user, "--page", "2"], db: db).status == 0) }
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let reader = try #require(RawSocket(port: serve.port))
+        func rows() -> [[String: Any]] {
+            Self.exchange(reader, "GET /v1/positions?after=\(cursor) HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(ann)\r\n\r\n")
+                .json?["positions"] as? [[String: Any]] ?? []
+        }
+        #expect(rows().isEmpty && rows().isEmpty)
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "0"], db: db).status == 0)
+        #expect(FollowTests.waitFor(5) { rows().first?["page"] as? Int == 0 } != nil, "the commit never reached the old cursor")
+        #expect(serve.stop().status == 0)
+    }
+}
