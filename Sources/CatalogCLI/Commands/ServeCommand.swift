@@ -26,7 +26,8 @@ extension CatalogCLI {
             "--metrics-listen", "ADDR:PORT", "Serve Prometheus metrics at GET /metrics on this address (keep it private).",
             parse: Values.nonEmpty)
         static let maxConnections = Option<Int>(
-            "--max-connections", "N", "Refuse connections beyond N open ones (default 12000).", parse: Values.integer(1...1_000_000))
+            "--max-connections", "N", "Accept no connection beyond N open ones: more wait unanswered until one closes (default 12000).",
+            parse: Values.integer(1...1_000_000))
         static let headerTimeout = Option<Double>(
             "--header-timeout", "DURATION", "Close a connection whose request headers are not complete within this (default 10s).",
             parse: Values.duration(atMost: 3600))

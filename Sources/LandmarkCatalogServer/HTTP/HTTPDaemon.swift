@@ -97,7 +97,9 @@ package final class HTTPDaemon: @unchecked Sendable {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
-            throw CatalogError(.usage, "--listen needs an IPv4 address and a port (127.0.0.1:8080), got '\(host)'")
+            throw CatalogError(
+                .usage, "--listen needs an IPv4 address and a port (127.0.0.1:8080), got '\(host):\(port)'",
+                hint: "a name such as localhost is not looked up: give its address")
         }
         let flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
