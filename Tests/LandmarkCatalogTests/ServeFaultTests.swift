@@ -145,7 +145,9 @@ extension ServeTests {
         #expect(rows?.map { $0["user"] as? String } == ["bob"], "\(woken)")
         // nginx's own limit (client_max_body_size 1m) answers 413 before serve sees the body.
         let big = try box.write(#"{"positions":[],"pad":""# + String(repeating: "x", count: 1 << 21) + #""}"#, to: "big.json")
-        #expect(try ServeCurl.post(base + "/v1/positions", token: ann, body: "@" + big).status == 413)
+        let tooLarge = try ServeCurl.post(base + "/v1/positions", token: ann, body: "@" + big)
+        #expect(tooLarge.status == 413 && tooLarge.errorCode == "body_too_large", "\(tooLarge)")  // JSON, as serve's own
+        #expect(tooLarge.headers["content-type"]?.hasPrefix("application/json") == true, "\(tooLarge)")
         #expect(try ServeCurl.get(base + "/v1/healthz").status == 200)
         #expect(serve.stop().status == 0)
     }
@@ -224,5 +226,44 @@ extension ServeTests {
         #expect(try box.run(["position", "set", "--user", "ann", "--page", "0"], db: db).status == 0)
         #expect(FollowTests.waitFor(5) { rows().first?["page"] as? Int == 0 } != nil, "the commit never reached the old cursor")
         #expect(serve.stop().status == 0)
+    }
+}
+
+/// Issue 27's breaker: a server database restored from a backup kept its id, so the cursors handed out after
+/// the backup stayed valid and the rows written over their sequence numbers never reached the devices.
+extension ServeTests {
+    @Test("a database restored from a backup: serve takes a new id at start, and a device's newer cursor reads from the start")
+    func restoredDatabaseTakesANewID() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let first = try ServeProcess(box, db: db, keys: [key.publicKey])
+        // The backup is taken while it serves: it holds the database's serve id.
+        let backup = box.path("backup.sqlite")
+        try Connection(path: db).execute(sql: "VACUUM INTO '\(backup)'")
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "2"], db: db).status == 0)
+        // The device reads page 2 and keeps its cursor; the server is stopped (the mark is written at the stop).
+        let read = try ServeCurl.get(first.base + "/v1/positions", token: ann)
+        #expect(ServeRows.positions(read).first?["page"] as? Int == 2, "\(read)")
+        let cursor = try #require(read.json?["cursor"] as? String)
+        #expect(first.stop().status == 0)
+        // Restore: the backup (before page 2) replaces the database; a new write reuses the sequence number.
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) }
+        try FileManager.default.copyItem(atPath: backup, toPath: db)
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        #expect(serve.log.contains(#""event":"restored""#), "\(serve.log)")
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "0"], db: db).status == 0)
+        let again = try ServeCurl.get(serve.base + "/v1/positions?after=\(cursor)", token: ann)
+        #expect(ServeRows.positions(again).first?["page"] as? Int == 0, "the restored database's new row was hidden: \(again)")
+        let newID = (again.json?["cursor"] as? String)?.split(separator: ":").first
+        #expect(newID != nil && newID != cursor.split(separator: ":").first, "\(again)")
+        #expect(serve.stop().status == 0)
+        // A plain restart (no restore) keeps the id: cursors survive it.
+        let restarted = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let kept = try ServeCurl.get(restarted.base + "/v1/positions", token: ann)
+        #expect((kept.json?["cursor"] as? String)?.split(separator: ":").first == newID, "\(kept)")
+        #expect(!restarted.log.contains(#""event":"restored""#))
+        #expect(restarted.stop().status == 0)
     }
 }

@@ -119,10 +119,23 @@ struct ServeHubTests {
         #expect(early.log.contains(#""event":"hub","state":"stopped""#), "\(early.log)")
         let bob = try ServeKeys.issue(box, key: key.privateKey, user: "bob")
         #expect(try ServeCurl.post(serve.base + "/v1/positions", token: bob, body: ServeRows.body(user: "bob", page: 6)).status == 200)
+        // A fresh database while the hub is down (the breaker's finding): not an empty catalog with 200, but
+        // 503 "starting" until the hub's first pull; then the catalog.
+        let fresh = try ServeProcess(box, db: box.path("fresh.sqlite"), keys: [key.publicKey], extra: ["--hub", server.uri(database: late)])
+        let starting = try ServeCurl.get(fresh.base + "/v1/landmarks", token: bob)
+        #expect(starting.status == 503 && starting.errorCode == "unavailable" && starting.headers["retry-after"] != nil, "\(starting)")
+        let freshHealth = try ServeCurl.get(fresh.base + "/v1/healthz")
+        #expect(freshHealth.status == 503 && freshHealth.json?["status"] as? String == "starting", "\(freshHealth)")
         try HubSupport.admin(server).executeScript(sql: "CREATE DATABASE \(late)")
         #expect(try HubSupport.wait(seconds: 30) { try ServeCurl.get(serve.base + "/v1/healthz").json?["hub"] as? String == "ok" })
         #expect(serve.log.contains(#""event":"hub","state":"ok""#))
         #expect(try HubSupport.wait { try HubSupport.scalar(server, late, "SELECT page FROM positions WHERE user_id = 'bob'") == "6" })
+        #expect(
+            try HubSupport.wait(seconds: 30) {
+                (try ServeCurl.get(fresh.base + "/v1/landmarks", token: bob).json?["landmarks"] as? [Any])?.count == 16
+            })
+        #expect(try ServeCurl.get(fresh.base + "/v1/healthz").status == 200)
+        #expect(fresh.stop().status == 0)
         #expect(serve.stop().status == 0)
     }
 }

@@ -39,12 +39,23 @@ extension CatalogStore {
         if let id = try read({ try metaTable.value("serve-id") }) { return id }
         return try write {
             if let id = try metaTable.value("serve-id") { return id }
-            var bytes = [UInt8](repeating: 0, count: 8)
-            for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
-            let id = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-            try metaTable.set("serve-id", id)
-            return id
+            return try newServeDatabaseIDInTransaction()
         }
+    }
+
+    /// Gives this database a new random `serve-id`: every cursor handed out before names another database
+    /// (a database restored from a backup, docs/serve.md §4).
+    /// - Returns: the new id.
+    package func newServeDatabaseID() throws -> String {
+        try write { try newServeDatabaseIDInTransaction() }
+    }
+
+    private func newServeDatabaseIDInTransaction() throws -> String {
+        var bytes = [UInt8](repeating: 0, count: 8)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        let id = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        try metaTable.set("serve-id", id)
+        return id
     }
 
     /// The position rows changed after `after` (docs/protocol.md §4): `user`'s row alone, or with nil every

@@ -63,12 +63,20 @@ final class LongPolls: @unchecked Sendable {
     /// dispatched sequence.
     static let indexLimit = 200_000
 
-    init(path: String, probeMilliseconds: Int, metrics: ServeMetrics) throws {
+    /// Called with the dispatched sequence as it moves (at most once a second, and at the stop): the
+    /// cursors handed out, for the restore check (``CursorMark``).
+    private let handedOut: @Sendable (Int64) -> Void
+    private var handedOutWritten: Int64 = 0
+    private var handedOutAt: UInt64 = 0
+
+    init(path: String, probeMilliseconds: Int, metrics: ServeMetrics, handedOut: @escaping @Sendable (Int64) -> Void = { _ in }) throws {
+        self.handedOut = handedOut
         store = try CatalogStore.open(path: path, access: .read)
         probe = try DataVersionProbe(path: path)
         self.probeMilliseconds = probeMilliseconds
         self.metrics = metrics
         dispatched = try store.changeSequence()
+        handedOutWritten = dispatched
         indexBase = dispatched
         newestPosition = dispatched
     }
@@ -201,8 +209,21 @@ final class LongPolls: @unchecked Sendable {
                 }
             }
             expire()
+            noteHandedOut(final: false)
         }
+        noteHandedOut(final: true)
         condition.unlock()
+    }
+
+    /// Writes the dispatched sequence to the mark when it moved, at most once a second (always at the stop).
+    ///
+    /// Under the lock. A cursor an answer gives out is at most a few ms past the dispatched sequence.
+    private func noteHandedOut(final: Bool) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard dispatched > handedOutWritten, final || now - handedOutAt >= 1_000_000_000 else { return }
+        handedOutWritten = dispatched
+        handedOutAt = now
+        handedOut(dispatched)
     }
 
     /// A read for `key` found no row after `after` through `high`: when no change past `high` was

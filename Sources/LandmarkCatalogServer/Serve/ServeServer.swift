@@ -25,6 +25,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private var metricsDaemon: HTTPDaemon?
     private var metricsService: MetricsService?
     private var replica: HubReplica?
+    /// With `--hub` over a database that held nothing at start: until the hub's first pull, every route but
+    /// healthz is 503 (a fresh server never answers with an empty catalog, docs/serve.md §8).
+    private var awaitingHub: Bool
 
     /// Opens the database (creating and migrating it as `.write` does) and prepares the server.
     /// - Throws: `CatalogError` from opening the database.
@@ -32,10 +35,26 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         self.options = options
         verifier = TokenVerifier(keys: options.keys)
         writer = try CatalogStore.open(path: options.databasePath)
-        databaseID = try writer.serveDatabaseID()
+        let mark = CursorMark(databasePath: options.databasePath)
+        var id = try writer.serveDatabaseID()
+        let sequence = try writer.changeSequence()
+        if let handedOut = mark.through(id: id), sequence < handedOut {
+            // Restored from a backup: cursors up to `handedOut` were given out, and new writes would reuse
+            // the numbers past `sequence`. A new id makes every old cursor another database's.
+            id = try writer.newServeDatabaseID()
+            options.log(
+                #"{"event":"restored","message":"the database's change sequence (\#(sequence)) is behind the cursors handed out (\#(handedOut)): restored from a backup; it takes a new id, and devices and nodes read it again from the start"}"#
+            )
+        }
+        mark.write(id: id, through: sequence)
+        databaseID = id
+        awaitingHub = options.hub != nil && sequence == 0
         node = options.node.isEmpty ? try writer.nodeID() : options.node
         readers = ReaderPool(path: options.databasePath)
-        polls = try LongPolls(path: options.databasePath, probeMilliseconds: options.probeMilliseconds, metrics: metrics)
+        let markID = id
+        polls = try LongPolls(
+            path: options.databasePath, probeMilliseconds: options.probeMilliseconds, metrics: metrics,
+            handedOut: { mark.write(id: markID, through: $0) })
     }
 
     /// Starts listening (and the metrics listener, when asked).
@@ -96,6 +115,14 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
 
     private var isDraining: Bool { stateLock.withLock { draining } }
 
+    /// Whether a fresh `--hub` server still waits for its first pull (cleared once the hub is reached).
+    private var isAwaitingHub: Bool {
+        stateLock.withLock {
+            if awaitingHub, replica?.currentState == "ok" { awaitingHub = false }
+            return awaitingHub
+        }
+    }
+
     // MARK: HTTPService
 
     package func begin(_ request: HTTPRequest) -> HTTPAction {
@@ -118,12 +145,16 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         if isDraining {
             return .reply(error(503, "draining", "the server is stopping; try again", headers: ["Retry-After": "1"]))
         }
+        if isAwaitingHub {
+            return .reply(
+                error(503, "unavailable", "the server has not received the catalog from its hub yet; try again", headers: ["Retry-After": "5"]))
+        }
         if !(request.route == "/v1/landmarks" && options.publicLandmarks) {
             if let refusal = authenticate(request) { return .reply(refusal) }
         }
         if method == "POST" {
             let type = request.header("Content-Type")?.lowercased() ?? ""
-            guard type.hasPrefix("application/json") else {
+            guard type == "application/json" || type.hasPrefix("application/json;") || type.hasPrefix("application/json ") else {
                 return .reply(error(415, "unsupported_media_type", "a POST body must be application/json"))
             }
             if let length = request.header("Content-Length").flatMap({ Int($0) }), length > options.limits.bodyBytes {
@@ -138,8 +169,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     package func complete(_ request: HTTPRequest) -> HTTPAction {
         if request.route == "/v1/healthz" {
             let hub = replica.map { #","hub":"\#($0.currentState)""# } ?? ""
-            return .reply(
-                isDraining ? json(503, #"{"status":"draining"\#(hub)}"#, ["Retry-After": "1"]) : json(200, #"{"status":"ok"\#(hub)}"#))
+            if isDraining { return .reply(json(503, #"{"status":"draining"\#(hub)}"#, ["Retry-After": "1"])) }
+            if isAwaitingHub { return .reply(json(503, #"{"status":"starting"\#(hub)}"#, ["Retry-After": "5"])) }
+            return .reply(json(200, #"{"status":"ok"\#(hub)}"#))
         }
         return request.method == "POST" ? post(request) : get(request)
     }
@@ -205,10 +237,11 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         }
         var waitSeconds = 0
         if let text = request.query("wait") {
-            guard let n = Int(text), n >= 0 else {
+            // Digits only; a number too large for Int is over 60 and taken as 60, like any other (§5).
+            guard !text.isEmpty, text.utf8.count <= 64, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
                 return .reply(error(400, "invalid_parameter", "wait must be a whole number of seconds, 0 to 60", field: "wait"))
             }
-            waitSeconds = min(n, options.maxWaitSeconds)
+            waitSeconds = min(Int(text) ?? .max, options.maxWaitSeconds)
         }
         var limit = options.pageLimit
         if let text = request.query("limit") {
