@@ -548,7 +548,7 @@ struct TrustTests {
         publisher.start()
         var failures: [String] = []
         for _ in 0..<150 {
-            let r = try consumer.sync(sources: [log.path], options: options)
+            let r = try SyncRunner(store: consumer).sync(sources: [log.path], options: options)
             if let error = r.firstError { failures.append("\(error.exitStatus): \(error.message)") }
         }
         stop.store(true, ordering: .relaxed)
