@@ -728,7 +728,8 @@ struct FollowInProcessTests {
             }
         }
         let diagnostics = Mutex<[Diagnostic]>([])
-        try a.follow(sources: [], options: options, control: try FollowControl(), diagnostics: { d in diagnostics.withLock { $0.append(d) } })
+        try SyncRunner(store: a).follow(
+            sources: [], options: options, control: try FollowControl(), diagnostics: { d in diagnostics.withLock { $0.append(d) } })
         let seen = signers.withLock { $0 }
         #expect(seen == [oldKey.id, newKey.id, newKey.id], "\(seen)")
         #expect(Self.verifies(log, newKey))
@@ -770,7 +771,7 @@ struct FollowInProcessTests {
                 control.stop()
             }
         }
-        try CatalogStore.open(path: consumer).follow(sources: [], options: options, control: try FollowControl())
+        try SyncRunner(store: CatalogStore.open(path: consumer)).follow(sources: [], options: options, control: try FollowControl())
         #expect(cycles.withLock { $0 } == 2)
         let runs = try dumpRows(consumer, sql: "SELECT not_allowed, positions_applied, landmarks_applied FROM sync_runs ORDER BY id")
         #expect(runs == [[.integer(1), .integer(0), .integer(5)], [.integer(1), .integer(0), .integer(0)]], "\(runs)")

@@ -747,7 +747,7 @@ struct PullOnlyHubTests {
         }
         let store = try CatalogStore.open(path: edge)
         let other = Mutex<[Diagnostic]>([])
-        try store.follow(
+        try SyncRunner(store: store).follow(
             sources: [server.uri(database: hub, user: role, password: "Read-Only-4d7f")], options: options, control: try FollowControl(),
             diagnostics: { d in
                 if d.kind == "pull-only" {

@@ -80,7 +80,7 @@ extension CatalogStore {
                         lastAttemptMilliseconds: s.lastAttempt.flatMap(Timestamp.parse), lastStatus: s.lastStatus,
                         bytesFetched: bytes[s.source] ?? 0, remote: remotes[s.source]))
             }
-            m.follower = follower()
+            m.follower = FollowerStatus.running(on: self)
             return m
         }
     }

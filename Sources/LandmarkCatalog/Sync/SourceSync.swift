@@ -247,7 +247,7 @@ package struct SourceSync {
         let options = context.options
         // A follower's idle poll writes nothing (docs/live-sync.md §4): same cursor, a recent good sync.
         if feeds == nil, let every = context.quietWhenUnchangedFor, !options.dryRun, source.nextCursor == plan.stored,
-            try store.isFreshSuccess(key, withinMilliseconds: every)
+            try isFreshSuccess(key, withinMilliseconds: every)
         {
             return (.notModified, MergeCounts())
         }
@@ -276,5 +276,14 @@ package struct SourceSync {
             if options.pauseBeforeCommitMilliseconds > 0 { usleep(UInt32(options.pauseBeforeCommitMilliseconds) * 1000) }
             return options.dryRun ? .rollback((.merged, merger.counts)) : .commit((.merged, merger.counts))
         }
+    }
+
+    /// Whether the source's last attempt succeeded and its last good sync is within `ms` (a follower's
+    /// idle poll then writes nothing).
+    private func isFreshSuccess(_ source: String, withinMilliseconds ms: Int64) throws -> Bool {
+        let row = try store.read { try store.sourceTable.source(source) }
+        guard let row, row.lastStatus == 0, let text = row.lastSuccess, let last = Timestamp.parse(text) else { return false }
+        let age = store.wallClock.nowMilliseconds() - last
+        return age >= 0 && age < ms
     }
 }

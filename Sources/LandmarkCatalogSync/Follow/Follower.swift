@@ -6,7 +6,7 @@ import LandmarkCatalog
 #endif
 
 /// One running `catalog sync --follow` (docs/live-sync.md), for
-/// ``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``, which holds the sync lock around it.
+/// ``SyncRunner/follow(sources:options:control:diagnostics:onCycle:)``, which holds the sync lock around it.
 ///
 /// Its state lives in its properties; each turn of ``run(onCycle:)`` is a few steps: ``reload()`` when
 /// asked, ``wake()`` (what inotify, the hubs and `PRAGMA data_version` say is due), ``cycle(due:localChanged:)``
