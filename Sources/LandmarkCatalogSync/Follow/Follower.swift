@@ -86,6 +86,8 @@ final class Follower {
         publishPending = options.sync.publishPath != nil
         context = SyncContext(store: store, options: options.sync, standardInput: -1, diagnostics: diagnostics)
         context.quietWhenUnchangedFor = options.freshnessMilliseconds
+        // Each hub's connection is kept from poll to poll (opened, and its schema checked, once).
+        context.kept = KeptConnections()
         context.options.cancellation = control.transfers
         followed = try resolve().map(Followed.init)
         guard !followed.isEmpty || options.sync.publishPath != nil else {
@@ -154,6 +156,7 @@ final class Follower {
                 kept.append(followed.first(where: { $0.locator == locator }) ?? Followed(locator))
             }
             followed = kept
+            context.kept?.keepOnly(Set(kept.map(\.locator.description)))
             watchAll()
             listen()
             FollowMarker.write(databasePath: path, status: marker())
