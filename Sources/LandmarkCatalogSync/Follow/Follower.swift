@@ -352,6 +352,36 @@ final class Follower {
         followed[n].dirty = fetched != nil && (followed[n].dueAgain || fetched?.wantsAgain == true)
         followed[n].dueAgain = false
         followed[n].polls += 1
+        schedule(n, after: r, pollStarted: pollStarted, in: &cycle)
+        followed[n].tried = true
+        // A log directory that appeared: watch its manifest, and look once more (it may have
+        // been written before the watch).
+        if followed[n].updateWatch() {
+            watchAll()
+            followed[n].dirty = true
+        }
+        if r.note != followed[n].lastNote, let note = r.note {
+            diagnostics(Diagnostic(severity: .warning, message: note, file: r.source, kind: "behind"))
+        }
+        followed[n].lastNote = r.note
+        cycle.report.sources.append(r)
+        cycle.report.counts = cycle.report.counts + r.counts
+        cycle.polled[n] = r
+        cycle.pushNeeded.remove(n)
+        if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
+            for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
+        }
+    }
+
+    /// Schedules source `n`'s next poll after report `r`: at the interval from the poll's start after a
+    /// success (30 s for a hub that is listened to), a doubling backoff after a failure, up to the longest.
+    ///
+    /// - Parameters:
+    ///   - n: the source.
+    ///   - r: its poll's report.
+    ///   - pollStarted: when the poll (or its fetch on a worker) started, monotonic ms.
+    ///   - cycle: notes a failure that is news, or a recovery.
+    func schedule(_ n: Int, after r: SourceReport, pollStarted: Int64, in cycle: inout Cycle) {
         let after = monotonicMilliseconds()
         if let error = r.error {
             followed[n].failedPolls += 1
@@ -372,24 +402,6 @@ final class Follower {
             // At a fixed rate (from the poll's start), so the interval is the longest wait.
             followed[n].nextDue = max(
                 pollStarted + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval), after + 10)
-        }
-        followed[n].tried = true
-        // A log directory that appeared: watch its manifest, and look once more (it may have
-        // been written before the watch).
-        if followed[n].updateWatch() {
-            watchAll()
-            followed[n].dirty = true
-        }
-        if r.note != followed[n].lastNote, let note = r.note {
-            diagnostics(Diagnostic(severity: .warning, message: note, file: r.source, kind: "behind"))
-        }
-        followed[n].lastNote = r.note
-        cycle.report.sources.append(r)
-        cycle.report.counts = cycle.report.counts + r.counts
-        cycle.polled[n] = r
-        cycle.pushNeeded.remove(n)
-        if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
-            for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
         }
     }
 
