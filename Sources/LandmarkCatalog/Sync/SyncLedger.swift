@@ -9,11 +9,11 @@ import Foundation
 ///
 /// A feature over the store's table modules (``CatalogStore/runLedger``, ``CatalogStore/sourceTable``):
 /// ``SyncRunner`` and the follower write through it.
-package struct SyncLedger {
+struct SyncLedger {
     /// The store whose ledger this is.
-    package let store: CatalogStore
+    let store: CatalogStore
 
-    package init(store: CatalogStore) { self.store = store }
+    init(store: CatalogStore) { self.store = store }
 
     private var path: String { store.path }
 
@@ -68,7 +68,7 @@ package struct SyncLedger {
     /// Moves the runs that found the lock held, and noted themselves beside it, into the ledger.
     ///
     /// - Throws: the ledger's error; the runs not recorded yet stay noted for the next try.
-    package func recordSkippedRuns() throws {
+    func recordSkippedRuns() throws {
         try SyncLock.takeSkipped(databasePath: path) { line in
             guard let members = JSONValue.parseObject(line) else { return }
             var fields: [String: JSONValue] = [:]
