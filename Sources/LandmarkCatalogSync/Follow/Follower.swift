@@ -99,9 +99,8 @@ final class Follower {
 
     /// The sources: the SOURCE arguments, or the saved remotes when none was given.
     func resolve() throws -> [SourceLocator] {
-        let saved = try store.remotes()
-        var locators = try requested.map { try SourceLocator.parse($0, remotes: saved) }
-        if requested.isEmpty { locators = try saved.map { try SourceLocator.parse($0.url) } }
+        // Resolved as a `sync` run resolves them (the SOURCE arguments, else the saved remotes).
+        let locators = try SyncRunner.locators(requested, saved: try store.remotes())
         if locators.contains(.standardInput) {
             throw CatalogError(.usage, "'-' (standard input) cannot be followed", hint: "follow a file, a log directory, a URL or a hub")
         }
