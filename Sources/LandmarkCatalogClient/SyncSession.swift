@@ -175,7 +175,7 @@ public final class SyncSession: Sendable {
     // MARK: - Running
 
     func start() async throws {
-        let state = try await catalog.read { [key] in try $0.deviceState(key: key) }
+        let state = try await catalog.read { [key] in try DeviceSync(store: $0).state(key: key) }
         let pending = try await pendingRead(catalog)
         broadcaster.update {
             $0.pendingChanges = pending.count
@@ -188,7 +188,7 @@ public final class SyncSession: Sendable {
 
     /// Reads the outbox.
     var pendingRead: @Sendable (Catalog) async throws -> [PendingPosition] {
-        { [user, key] catalog in try await catalog.read { try $0.pendingPositions(user: user, key: key) } }
+        { [user, key] catalog in try await catalog.read { try DeviceSync(store: $0).pendingPositions(user: user, key: key) } }
     }
 
     /// The server answered: connected, no error; the other task stops waiting out its backoff.
@@ -278,7 +278,7 @@ public final class SyncSession: Sendable {
         }
         // Every outcome is the server's decision on that row: sending it again would change nothing.
         let through = pending.map(\.seq).max() ?? 0
-        try await catalog.write { [key] in try $0.acknowledgePositions(key: key, through: through) }
+        try await catalog.write { [key] in try DeviceSync(store: $0).acknowledgePositions(key: key, through: through) }
         if outcomes.contains("quarantined") {
             let error = CatalogError(
                 .dataInvalid,
@@ -329,7 +329,7 @@ public final class SyncSession: Sendable {
     /// Long-polls this user's position rows once (and at once again while the server has more), merging
     /// each answer with its cursor in one transaction.
     private func pullPositions() async throws {
-        var cursor = try await catalog.read { [key] in try $0.deviceState(key: key) }.positionsCursor
+        var cursor = try await catalog.read { [key] in try DeviceSync(store: $0).state(key: key) }.positionsCursor
         var wait = max(0, min(configuration.longPollSeconds, 60))
         while true {
             var query: [URLQueryItem] = []
@@ -340,7 +340,7 @@ public final class SyncSession: Sendable {
             if page.rows > 0 || page.cursor != cursor {
                 let next = page.cursor
                 _ = try await catalog.write { [key, configuration] store in
-                    try store.mergeDeviceAnswer(
+                    try DeviceSync(store: store).mergeAnswer(
                         page.rows > 0 ? [UInt8](answer.body) : nil, key: key, maxDriftMilliseconds: configuration.maxDriftMilliseconds
                     ) { $0.positionsCursor = next }
                 }
@@ -354,7 +354,7 @@ public final class SyncSession: Sendable {
 
     /// Fetches the landmarks changed since the last fetch (`If-None-Match`: a 304 when none).
     private func pullLandmarks() async throws {
-        let state = try await catalog.read { [key] in try $0.deviceState(key: key) }
+        let state = try await catalog.read { [key] in try DeviceSync(store: $0).state(key: key) }
         var cursor = state.landmarksCursor
         var etag = state.landmarksETag
         while true {
@@ -369,7 +369,7 @@ public final class SyncSession: Sendable {
             let page = try page(answer, route: "landmarks")
             let tag = answer.etag
             _ = try await catalog.write { [key, configuration] store in
-                try store.mergeDeviceAnswer(
+                try DeviceSync(store: store).mergeAnswer(
                     page.rows > 0 ? [UInt8](answer.body) : nil, key: key, maxDriftMilliseconds: configuration.maxDriftMilliseconds
                 ) {
                     $0.landmarksCursor = page.cursor

@@ -51,7 +51,9 @@ struct ClientSyncTests {
         let catalog = try Catalog(path: db)
         try await catalog.importLandmarks(from: .file(Self.seeds))
         let key = "http://example/v1 as ann"
-        let pending: @Sendable () async throws -> [PendingPosition] = { try await catalog.read { try $0.pendingPositions(user: "ann", key: key) } }
+        let pending: @Sendable () async throws -> [PendingPosition] = {
+            try await catalog.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: key) }
+        }
         #expect(try await pending().isEmpty)
         try await catalog.setPosition(user: "ann", to: .page(2))
         let first = try await pending()
@@ -59,38 +61,39 @@ struct ClientSyncTests {
         #expect(first[0].json.contains(#""page":2"#))
         #expect(first[0].json.contains(#""user":"ann""#))
         // Acknowledged: gone, and it stays gone across a reopen (the push cursor is in the database).
-        try await catalog.write { try $0.acknowledgePositions(key: key, through: first[0].seq) }
+        try await catalog.write { try DeviceSync(store: $0).acknowledgePositions(key: key, through: first[0].seq) }
         #expect(try await pending().isEmpty)
         catalog.close()
         let reopened = try Catalog(path: db)
-        #expect(try await reopened.read { try $0.pendingPositions(user: "ann", key: key) }.isEmpty)
+        #expect(try await reopened.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: key) }.isEmpty)
         // A newer local write is pending again; another user's row is not this outbox's.
         try await reopened.setPosition(user: "ann", to: .page(1))
         try await reopened.setPosition(user: "bob", to: .page(1))
-        let second = try await reopened.read { try $0.pendingPositions(user: "ann", key: key) }
+        let second = try await reopened.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: key) }
         #expect(second.count == 1 && second[0].seq > first[0].seq)
         // A newer row from the server (another node's stamp) replaces it: nothing left to send.
         let far = Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000)
         let answer =
             #"{"format":"landmark-catalog-snapshot","version":1,"node":"serve-1","positions":[{"counter":0,"deleted":false,"landmarkId":null,"node":"phone-b","page":0,"updatedAt":"\#(far)","user":"ann"}],"cursor":"x:9","more":false}"#
         try await reopened.write { store in
-            _ = try store.mergeDeviceAnswer(Array(answer.utf8), key: key) { $0.positionsCursor = "x:9" }
+            _ = try DeviceSync(store: store).mergeAnswer(Array(answer.utf8), key: key) { $0.positionsCursor = "x:9" }
         }
-        #expect(try await reopened.read { try $0.pendingPositions(user: "ann", key: key) }.isEmpty)
+        #expect(try await reopened.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: key) }.isEmpty)
         #expect(try await reopened.position(user: "ann")?.currentPage == 0)
-        let state = try await reopened.read { try $0.deviceState(key: key) }
+        let state = try await reopened.read { try DeviceSync(store: $0).state(key: key) }
         #expect(state.positionsCursor == "x:9")
         #expect(state.pushed == first[0].seq)
         // A malformed answer changes nothing, its cursor included.
         await #expect(throws: CatalogError.self) {
             try await reopened.write { store in
-                _ = try store.mergeDeviceAnswer(Array(#"{"format":"landmark-catalog-snapshot","version":1,"positions":[{"user":1}]}"#.utf8), key: key)
-                {
+                _ = try DeviceSync(store: store).mergeAnswer(
+                    Array(#"{"format":"landmark-catalog-snapshot","version":1,"positions":[{"user":1}]}"#.utf8), key: key
+                ) {
                     $0.positionsCursor = "x:10"
                 }
             }
         }
-        #expect(try await reopened.read { try $0.deviceState(key: key) }.positionsCursor == "x:9")
+        #expect(try await reopened.read { try DeviceSync(store: $0).state(key: key) }.positionsCursor == "x:9")
         reopened.close()
     }
 
@@ -179,7 +182,7 @@ struct ClientSyncTests {
         try await a.setPosition(user: "ann", to: .page(2))
         #expect(await eventually { answered.current })
         #expect(try server.log().stamps.count == 1)  // the server has it
-        #expect(try await a.read { try $0.pendingPositions(user: "ann", key: first.key) }.count == 1)  // the device does not know
+        #expect(try await a.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: first.key) }.count == 1)  // the device does not know
         try await bounded(60, "first.stop()") { await first.stop() }
         a.close()
         // Restarted: pending again, pushed, and the server stores it once.
@@ -222,7 +225,7 @@ struct ClientSyncTests {
         try await bounded(60, "session.stop()") { await session.stop() }
         #expect(endpoint.isClosed)
         #expect((try server.log().requests["POST /v1/positions"] ?? 0) == before)
-        #expect(try await catalog.read { try $0.pendingPositions(user: "ann", key: session.key) }.count == 1)
+        #expect(try await catalog.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: session.key) }.count == 1)
         server.stop()
     }
 

@@ -82,7 +82,7 @@ struct ConvergenceTests {
                 // Deliver a random handful of past snapshots (old ones included), possibly repeated.
                 guard !snapshots.isEmpty else { continue }
                 let picks = (0..<Int.random(in: 1...3, using: &rng)).map { _ in snapshots.randomElement(using: &rng)! }
-                _ = try store.sync(sources: picks)
+                _ = try SyncRunner(store: store).sync(sources: picks)
             }
         }
         // Final exchange: each store's latest state goes to every store, in a random order, with repeats.
@@ -95,14 +95,14 @@ struct ConvergenceTests {
         for store in stores {
             var order = (finals + finals.prefix(Int.random(in: 0...2, using: &rng))).shuffled(using: &rng)
             if let stale = snapshots.randomElement(using: &rng) { order.insert(stale, at: Int.random(in: 0...order.count, using: &rng)) }
-            for source in order { _ = try store.sync(sources: [source]) }
+            for source in order { _ = try SyncRunner(store: store).sync(sources: [source]) }
         }
         let dumps = try stores.map(canonicalDump)
         #expect(dumps[0] == dumps[1], "stores 0 and 1 differ; replay with seed \(seed)")
         #expect(dumps[1] == dumps[2], "stores 1 and 2 differ; replay with seed \(seed)")
         #expect(dumps[0].count > 2, "seed \(seed) produced no rows at all")
         // And merging everything again changes nothing (idempotent).
-        let again = try stores[0].sync(sources: finals + snapshots.prefix(3))
+        let again = try SyncRunner(store: stores[0]).sync(sources: finals + snapshots.prefix(3))
         #expect(again.counts.landmarksApplied + again.counts.positionsApplied == 0, "seed \(seed)")
         #expect(try canonicalDump(stores[0]) == dumps[0])
     }

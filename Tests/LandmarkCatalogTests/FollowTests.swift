@@ -661,9 +661,97 @@ struct FollowHubTests {
         #expect(runA.status == 0 && runB.status == 0, "\(runA) \(runB)")
         #expect(runA.stderr.isEmpty && runB.stderr.isEmpty, "\(runA.stderr) \(runB.stderr)")
     }
+
+    /// The backends of the follower's polls on `database`: its connections but the listener's (whose last
+    /// statement is its `pg_notify` self-test) and this suite's own (`catalog-tests`).
+    static func pollBackends(_ server: PostgresServer, _ database: String) throws -> Set<Int32> {
+        let result = try HubSupport.connect(server, database).execute(
+            sql: """
+                SELECT pid FROM pg_stat_activity
+                WHERE datname = $1 AND backend_type = 'client backend' AND application_name = 'catalog'
+                  AND query NOT LIKE '%pg_notify%'
+                """, [.text(database)])
+        return Set((0..<result.rowCount).compactMap { result.text($0, 0).flatMap { Int32($0) } })
+    }
+
+    /// Follows `hub` from a seeded edge in this process, with a 30 s interval, so that only the local
+    /// writes `afterCycle` makes (it returns false to stop) bring a poll; returns each cycle's report.
+    static func followHub(_ hub: String, afterCycle: @escaping @Sendable (Int, String) throws -> Bool) throws -> [SyncReport] {
+        _ = Support.networkSources
+        let sandbox = try Sandbox()
+        let edge = try sandbox.seededDatabase("edge.sqlite")
+        var options = FollowOptions()
+        options.intervalSeconds = 30
+        let cycles = Mutex(0)
+        options.cycleEndHook = { control in
+            let n = cycles.withLock { n in
+                n += 1
+                return n
+            }
+            do {
+                guard try afterCycle(n, edge), n < 10 else { return control.stop() }
+                // A commit by another process: the follower sees it and polls the hub to push it.
+                _ = try CatalogStore.open(path: edge).setPosition(user: "u\(n)", to: .page(1))
+            } catch {
+                Issue.record("\(error)")
+                control.stop()
+            }
+        }
+        var reports: [SyncReport] = []
+        try SyncRunner(store: CatalogStore.open(path: edge)).follow(
+            sources: [hub], options: options, control: try FollowControl(), onCycle: { reports.append($0.report) })
+        return reports
+    }
+
+    /// Issue 26: every poll opened a new connection to the hub and checked its migrations again.
+    @Test("a follower keeps one connection to a hub across its polls: the same backend pid, so the schema is checked once")
+    func keepsHubConnection() throws {
+        let server = try PostgresServer.running()
+        let (hub, database) = try HubSupport.makeHub(server)
+        let seen = Mutex<[Set<Int32>]>([])
+        let reports = try Self.followHub(hub) { n, _ in
+            seen.withLock { $0.append((try? Self.pollBackends(server, database)) ?? []) }
+            return n < 4
+        }
+        let backends = seen.withLock { $0 }
+        #expect(backends.count == 4 && reports.count == 4, "\(backends)")
+        #expect(backends.allSatisfy { $0.count == 1 } && Set(backends).count == 1, "one backend, the same after every poll: \(backends)")
+        #expect(reports.allSatisfy { $0.firstError == nil }, "\(reports.map(\.sources))")
+        // Each poll after the first pushed the write that brought it.
+        let pushed = try HubSupport.scalar(server, database, "SELECT count(*) FROM positions WHERE user_id LIKE 'u%'")
+        #expect(pushed == "3")
+    }
+
+    /// A hub restarted under a follower drops its connections (SQLSTATE 57P01, "terminating connection due
+    /// to administrator command"): the next poll opens a new one instead of failing.
+    @Test("a hub that dropped the follower's kept connection (as a restart does) is connected again at the next poll, which succeeds")
+    func reconnectsToHub() throws {
+        let server = try PostgresServer.running()
+        let (hub, database) = try HubSupport.makeHub(server)
+        let seen = Mutex<[Set<Int32>]>([])
+        let reports = try Self.followHub(hub) { n, _ in
+            let before = try Self.pollBackends(server, database)
+            seen.withLock { $0.append(before) }
+            guard n == 2 else { return n < 3 }
+            // What a restart does to the follower's connections: every backend of the hub's database ends.
+            let admin = try HubSupport.connect(server, database)
+            _ = try admin.execute(
+                sql: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [.text(database)])
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try !Self.pollBackends(server, database).isDisjoint(with: before), ContinuousClock.now < deadline { usleep(20_000) }
+            return true
+        }
+        let backends = seen.withLock { $0 }
+        #expect(reports.count == 3 && backends.count == 3, "\(backends)")
+        guard reports.count == 3, backends.count == 3 else { return }
+        #expect(backends[0] == backends[1] && backends[1].count == 1, "kept before the restart: \(backends)")
+        #expect(backends[2].count == 1 && backends[2] != backends[1], "a new connection after it: \(backends)")
+        #expect(reports[2].firstError == nil, "the poll after the restart succeeded: \(reports[2].sources)")
+        #expect(try HubSupport.scalar(server, database, "SELECT count(*) FROM positions WHERE user_id LIKE 'u%'") == "2")
+    }
 }
 
-/// Followers run in this process (``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``),
+/// Followers run in this process (``SyncRunner/follow(sources:options:control:diagnostics:onCycle:)``),
 /// driven by the cycle-end hook: what SIGHUP does is ``FollowControl/reload()``, called here between two
 /// cycles, so no signal's timing decides what a test sees.
 @Suite("Sync: follow, driven in process", .serialized)
@@ -728,7 +816,8 @@ struct FollowInProcessTests {
             }
         }
         let diagnostics = Mutex<[Diagnostic]>([])
-        try a.follow(sources: [], options: options, control: try FollowControl(), diagnostics: { d in diagnostics.withLock { $0.append(d) } })
+        try SyncRunner(store: a).follow(
+            sources: [], options: options, control: try FollowControl(), diagnostics: { d in diagnostics.withLock { $0.append(d) } })
         let seen = signers.withLock { $0 }
         #expect(seen == [oldKey.id, newKey.id, newKey.id], "\(seen)")
         #expect(Self.verifies(log, newKey))
@@ -770,7 +859,7 @@ struct FollowInProcessTests {
                 control.stop()
             }
         }
-        try CatalogStore.open(path: consumer).follow(sources: [], options: options, control: try FollowControl())
+        try SyncRunner(store: CatalogStore.open(path: consumer)).follow(sources: [], options: options, control: try FollowControl())
         #expect(cycles.withLock { $0 } == 2)
         let runs = try dumpRows(consumer, sql: "SELECT not_allowed, positions_applied, landmarks_applied FROM sync_runs ORDER BY id")
         #expect(runs == [[.integer(1), .integer(0), .integer(5)], [.integer(1), .integer(0), .integer(0)]], "\(runs)")

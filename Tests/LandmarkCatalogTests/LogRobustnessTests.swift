@@ -18,7 +18,7 @@ struct LogRobustnessTests {
         // A base of a few thousand rows, so that many small deltas do not outgrow it.
         var positions: [String] = []
         for i in 0..<2_000 { positions.append(positionRow("bulk-\(i)", page: 0, at: "2026-11-29T01:00:00Z")) }
-        _ = try a.sync(sources: [try writeTemporary(snapshot(positions: positions))])
+        _ = try SyncRunner(store: a).sync(sources: [try writeTemporary(snapshot(positions: positions))])
         _ = try a.publishLog(to: log.path, options: options)
         var generation = try LogTests.manifest(log).generation
         for i in 0..<deltas {

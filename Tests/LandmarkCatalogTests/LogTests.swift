@@ -74,16 +74,16 @@ struct LogTests {
         let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         _ = try a.publishLog(to: log.path)
-        let initial = try b.sync(sources: [log.path])
+        let initial = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(initial.exitStatus == 0 && initial.counts.landmarksApplied == 5)
         try a.setPosition(user: "ann", to: .page(1))
         let published = try a.publishLog(to: log.path)
         let m = published.manifest
-        let next = try b.sync(sources: [log.path])
+        let next = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(next.counts.seen == 1 && next.counts.positionsApplied == 1)
         let manifestBytes = try Data(contentsOf: log.appending(path: "manifest.json")).count
         #expect(next.sources[0].bytes == Int64(manifestBytes) + m.deltas.last!.bytes)
-        let idle = try b.sync(sources: [log.path])
+        let idle = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(idle.sources[0].outcome == .notModified)
         #expect(idle.counts.seen == 0)
         #expect(try a.stateDigest() == b.stateDigest())
@@ -100,7 +100,7 @@ struct LogTests {
         let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         let g1 = try a.publishLog(to: log.path).manifest
-        _ = try b.sync(sources: [log.path])
+        _ = try SyncRunner(store: b).sync(sources: [log.path])
         var rolled: LogManifest?
         for page in 0..<60 {
             clock.advance(1_000)
@@ -115,7 +115,7 @@ struct LogTests {
         #expect(g2.generation != g1.generation && g2.deltas.isEmpty)
         // The old generation's files stay for the grace period, so a reader of the old manifest can finish.
         #expect(FileManager.default.fileExists(atPath: log.appending(path: g1.base.name).path))
-        let caughtUp = try b.sync(sources: [log.path])
+        let caughtUp = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(caughtUp.exitStatus == 0)
         #expect(caughtUp.sources[0].bytes >= g2.base.bytes)
         #expect(try a.stateDigest() == b.stateDigest())
@@ -141,12 +141,12 @@ struct LogTests {
             try a.setPosition(user: "u\(i)", to: .page(0))
             _ = try a.publishLog(to: log.path, options: options)
         }
-        _ = try b.sync(sources: [log.path])
+        _ = try SyncRunner(store: b).sync(sources: [log.path])
         try a.setPosition(user: "u9", to: .page(1))
         let merged = try a.publishLog(to: log.path, options: options).manifest
         #expect(merged.deltas.count == 1)
         #expect(merged.deltas[0].from == merged.base.through)
-        let r = try b.sync(sources: [log.path])
+        let r = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(r.exitStatus == 0 && r.counts.positionsApplied == 1)
         #expect(try a.stateDigest() == b.stateDigest())
     }
@@ -159,7 +159,7 @@ struct LogTests {
         let b = try Self.store(dir, "b")
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         _ = try a.publishLog(to: log.path)
-        _ = try b.sync(sources: [log.path])
+        _ = try SyncRunner(store: b).sync(sources: [log.path])
         try a.setPosition(user: "ann", to: .page(1))
         let m = try a.publishLog(to: log.path).manifest
         let deltaURL = log.appending(path: m.deltas.last!.name)
@@ -169,7 +169,7 @@ struct LogTests {
         try Data(bytes).write(to: deltaURL)
         let good = try writeTemporary(snapshot(positions: [positionRow("g", page: 0, at: "2026-11-29T01:00:00Z")]))
         let before = try dumpPositions(b.path)
-        let r = try b.sync(sources: [log.path, good])
+        let r = try SyncRunner(store: b).sync(sources: [log.path, good])
         #expect(r.exitStatus == 65)
         #expect(r.sources[0].error?.message.contains("SHA-256") == true)
         #expect(r.sources[1].outcome == .merged)
@@ -185,7 +185,7 @@ struct LogTests {
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         let m = try a.publishLog(to: log.path).manifest
         try FileManager.default.removeItem(at: log.appending(path: m.base.name))
-        let r = try b.sync(sources: [log.path])
+        let r = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(r.exitStatus == 69)
         #expect(r.sources[0].error?.message.contains("fresh look") == true)
         #expect(try dumpLandmarks(b.path).isEmpty)
@@ -299,7 +299,7 @@ struct LogConvergenceTests {
                 if let stale = staleManifests[j].randomElement(using: &rng), Bool.random(using: &rng) { sources.insert(stale.path, at: 0) }
                 if Bool.random(using: &rng) { sources.append(logs[j].path) }  // read twice in one run
                 // A stale manifest may name files already removed: that source fails alone (69), nothing from it merged.
-                let r = try stores[i].sync(sources: sources)
+                let r = try SyncRunner(store: stores[i]).sync(sources: sources)
                 #expect(r.sources.allSatisfy { $0.error == nil || $0.error?.exitStatus == 69 }, "seed \(seed): \(r.sources.compactMap(\.error))")
             }
         }
@@ -308,7 +308,7 @@ struct LogConvergenceTests {
             for (i, store) in stores.enumerated() { _ = try store.publishLog(to: logs[i].path, options: options) }
             for (i, store) in stores.enumerated() {
                 let others = (0..<3).filter { $0 != i }.shuffled(using: &rng).map { logs[$0].path }
-                let r = try store.sync(sources: others)
+                let r = try SyncRunner(store: store).sync(sources: others)
                 #expect(r.exitStatus == 0, "seed \(seed): \(r.sources.compactMap(\.error))")
             }
         }

@@ -17,7 +17,7 @@ struct NginxInteropTests {
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         let first = try a.publishLog(to: nginx.logDirectory.path).manifest
         let manifestURL = nginx.url("manifest.json")
-        let r1 = try b.sync(sources: [manifestURL])
+        let r1 = try SyncRunner(store: b).sync(sources: [manifestURL])
         #expect(r1.exitStatus == 0, "\(r1.sources.compactMap(\.error))")
         #expect(r1.counts.landmarksApplied == 5)
         var log = try nginx.requests(atLeast: 2)
@@ -30,7 +30,7 @@ struct NginxInteropTests {
 
         // Nothing new: a conditional GET of the manifest answered 304, nothing else fetched.
         sleep(1)  // a Last-Modified within a second of Date is weak; the ETag is used either way
-        let r2 = try b.sync(sources: [manifestURL])
+        let r2 = try SyncRunner(store: b).sync(sources: [manifestURL])
         #expect(r2.sources[0].outcome == .notModified)
         log = try nginx.requests(atLeast: 3)
         #expect(log.count == 3)
@@ -39,7 +39,7 @@ struct NginxInteropTests {
         // One change: the manifest (200) and exactly that delta.
         try a.setPosition(user: "ann", to: .page(1))
         let second = try a.publishLog(to: nginx.logDirectory.path).manifest
-        let r3 = try b.sync(sources: [manifestURL])
+        let r3 = try SyncRunner(store: b).sync(sources: [manifestURL])
         #expect(r3.counts.positionsApplied == 1 && r3.counts.seen == 1)
         log = try nginx.requests(atLeast: 5)
         #expect(log.dropFirst(3).map(\.uri) == ["/catalog/manifest.json", "/catalog/\(second.deltas.last!.name)"])

@@ -117,7 +117,7 @@ struct SourceIsolationTests {
             var options = SyncOptions()
             let published = dir.appending(path: "published.json").path
             options.publishPath = published
-            let report = try store.sync(sources: sources, options: options)
+            let report = try SyncRunner(store: store).sync(sources: sources, options: options)
             // The planted source failed with its documented status, alone.
             let failed = try #require(report.sources.first { $0.source == planted })
             #expect(failed.outcome == .failed && failed.error?.exitStatus == failure.status, "\(failure): \(String(describing: failed.error))")
@@ -145,7 +145,7 @@ struct SourceIsolationTests {
         _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
         var positions: [String] = []
         for i in 0..<3_000 { positions.append(positionRow("bulk-\(i)", page: 0, at: "2026-11-29T01:00:00Z")) }
-        _ = try a.sync(sources: [try writeTemporary(snapshot(positions: positions))])
+        _ = try SyncRunner(store: a).sync(sources: [try writeTemporary(snapshot(positions: positions))])
         let log = dir.appending(path: "log")
         _ = try a.publishLog(to: log.path)
         try a.setPosition(user: "late", to: .page(0))
@@ -157,7 +157,7 @@ struct SourceIsolationTests {
         let published = dir.appending(path: "b-log").path
         options.publishPath = published
         var removed = 0
-        let report = try b.sync(
+        let report = try SyncRunner(store: b).sync(
             sources: [log.path, good], options: options,
             progress: { progress in
                 // While the base merges, the delta goes (each fresh look finds it named and gone again).
@@ -219,7 +219,7 @@ struct SourceIsolationTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let (log, b, old, _) = try Self.staleLog(dir)
         let source = log.appending(path: "manifest.json").path
-        #expect(try b.sync(sources: [log.path]).exitStatus == 0)
+        #expect(try SyncRunner(store: b).sync(sources: [log.path]).exitStatus == 0)
         let before = try cursor(b, source)
         let digest = try b.stateDigest()
         try old.write(to: log.appending(path: "manifest.json"))
@@ -227,7 +227,7 @@ struct SourceIsolationTests {
         let oldManifest = try LogManifest.parse(Array(old), source: "old")
         try FileManager.default.removeItem(at: log.appending(path: try #require(oldManifest.deltas.last).name))
         var warnings: [String] = []
-        let report = try b.sync(sources: [log.path], diagnostics: { warnings.append($0.message) })
+        let report = try SyncRunner(store: b).sync(sources: [log.path], diagnostics: { warnings.append($0.message) })
         #expect(report.exitStatus == 0)
         #expect(report.sources[0].outcome == .notModified)
         #expect(report.sources[0].note?.contains("behind") == true, "\(String(describing: report.sources[0].note))")
@@ -244,16 +244,16 @@ struct SourceIsolationTests {
         let (log, b, old, newest) = try Self.staleLog(dir)
         let server = try TestHTTPServer(directory: log)
         let url = server.url("/files/manifest.json")
-        #expect(try b.sync(sources: [url]).exitStatus == 0)
+        #expect(try SyncRunner(store: b).sync(sources: [url]).exitStatus == 0)
         let before = try cursor(b, url)
         try old.write(to: log.appending(path: "manifest.json"))
-        let stale = try b.sync(sources: [url])
+        let stale = try SyncRunner(store: b).sync(sources: [url])
         #expect(stale.exitStatus == 0 && stale.sources[0].outcome == .notModified)
         #expect(stale.sources[0].bytes == Int64(old.count), "only the manifest was fetched: \(stale.sources[0].bytes) bytes")
         #expect(try cursor(b, url) == before)
         // The fresh manifest again: nothing new for this consumer, nothing but the manifest fetched.
         try newest.write(to: log.appending(path: "manifest.json"))
-        let fresh = try b.sync(sources: [url])
+        let fresh = try SyncRunner(store: b).sync(sources: [url])
         #expect(fresh.exitStatus == 0 && fresh.sources[0].bytes <= Int64(newest.count), "\(fresh.sources[0].bytes)")
         #expect(fresh.counts.seen == 0)
     }
@@ -324,7 +324,7 @@ struct QuarantineTieTests {
         let dir = Support.temporaryDirectory()
         let store = try CatalogStore.open(path: dir.appending(path: "q.sqlite").path, wallClock: clock)
         for file in loserFirst ? [alpha, beta] : [beta, alpha] {
-            let report = try store.sync(sources: [file])
+            let report = try SyncRunner(store: store).sync(sources: [file])
             #expect(report.exitStatus == 0 && report.counts.quarantined == 3)
         }
         #expect(try store.quarantinedRows().count == 3)

@@ -59,18 +59,18 @@ struct SkippedRunsTests {
         Self.note(db, "m2", outcome: "planted")
         Self.note(db, "m3")
         let messages = { try dumpRows(db, sql: "SELECT message FROM sync_runs ORDER BY id") }
-        #expect(throws: (any Error).self) { try store.recordSkippedRuns() }
+        #expect(throws: (any Error).self) { try SyncLedger(store: store).recordSkippedRuns() }
         #expect(try messages() == [[.text("m1")]])
         // Refused again (the trigger is still there), a line noted meanwhile waits its turn: nothing lost, nothing twice.
         Self.note(db, "m4")
-        #expect(throws: (any Error).self) { try store.recordSkippedRuns() }
+        #expect(throws: (any Error).self) { try SyncLedger(store: store).recordSkippedRuns() }
         #expect(try messages() == [[.text("m1")]])
         try Connection(path: db).execute(sql: "DROP TRIGGER planted")
-        try store.recordSkippedRuns()
+        try SyncLedger(store: store).recordSkippedRuns()
         #expect(try messages() == [[.text("m1")], [.text("m2")], [.text("m3")], [.text("m4")]])
         let skipped = SyncLock.skippedPath(for: db)
         #expect(!FileManager.default.fileExists(atPath: skipped) && !FileManager.default.fileExists(atPath: skipped + ".taking"))
-        try store.recordSkippedRuns()
+        try SyncLedger(store: store).recordSkippedRuns()
         #expect(try messages().count == 4)
     }
 }
@@ -88,7 +88,7 @@ struct MergeRuleTests {
         let b = try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-11-29T10:00:00.000Z", counter: 4, node: "n-b")]))
         for order in [[a, b], [b, a], [a, b, a, b]] {
             let (s, _) = try store()
-            for source in order { _ = try s.sync(sources: [source]) }
+            for source in order { _ = try SyncRunner(store: s).sync(sources: [source]) }
             let row = try s.connection.scalarText(sql: "SELECT node || ':' || page FROM positions WHERE user_id = 'u'")
             #expect(row == "n-b:2", "order \(order)")
         }
@@ -101,7 +101,7 @@ struct MergeRuleTests {
         for order in [[live, dead], [dead, live]] {
             let (s, _) = try store()
             var ties = 0
-            for source in order { ties += try s.sync(sources: [source]).counts.ties }
+            for source in order { ties += try SyncRunner(store: s).sync(sources: [source]).counts.ties }
             #expect(ties == 1)
             #expect(try s.hasTombstone(user: "u"))
         }
@@ -111,7 +111,7 @@ struct MergeRuleTests {
         var names: Set<String> = []
         for order in [[x, y], [y, x]] {
             let (s, _) = try store()
-            for source in order { _ = try s.sync(sources: [source]) }
+            for source in order { _ = try SyncRunner(store: s).sync(sources: [source]) }
             names.insert(try #require(try s.landmark(id: 5)).name)
         }
         #expect(names == ["Beta"])
@@ -121,12 +121,18 @@ struct MergeRuleTests {
     func mixedOffsets() throws {
         let (s, _) = try store()
         // 01:30Z is later than 02:00+01:00 (= 01:00Z), though "02:00" sorts after "01:30" as text.
-        _ = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:30:00.000Z")]))])
-        let r = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-11-29T02:00:00.000+01:00")]))])
+        _ = try SyncRunner(store: s).sync(sources: [
+            try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T01:30:00.000Z")]))
+        ])
+        let r = try SyncRunner(store: s).sync(sources: [
+            try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-11-29T02:00:00.000+01:00")]))
+        ])
         #expect(r.counts.stale == 1)
         #expect(try s.connection.scalarInt(sql: "SELECT page FROM positions") == 1)
         // The same instant written with another offset and the same counter/node is a duplicate, not a change.
-        let same = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T03:30:00.000+02:00")]))])
+        let same = try SyncRunner(store: s).sync(sources: [
+            try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T03:30:00.000+02:00")]))
+        ])
         #expect(same.counts.stale == 1)
         #expect(same.counts.positionsApplied == 0)
         #expect(try s.connection.scalarInt(sql: "SELECT updated_ms FROM positions") == Timestamp.parse("2026-11-29T01:30:00Z"))
@@ -135,9 +141,13 @@ struct MergeRuleTests {
     @Test("a stamp a day ahead is quarantined, reported, and does not win")
     func skewedClock() throws {
         let (s, path) = try store()
-        _ = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T23:00:00.000Z")]))])
+        _ = try SyncRunner(store: s).sync(sources: [
+            try writeTemporary(snapshot(positions: [positionRow("u", page: 1, at: "2026-11-29T23:00:00.000Z")]))
+        ])
         var warnings: [String] = []
-        let r = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-12-01T00:00:00.000Z")]))]) {
+        let r = try SyncRunner(store: s).sync(sources: [
+            try writeTemporary(snapshot(positions: [positionRow("u", page: 2, at: "2026-12-01T00:00:00.000Z")]))
+        ]) {
             warnings.append($0.description)
         }
         #expect(r.counts.quarantined == 1)
@@ -163,8 +173,8 @@ struct MergeRuleTests {
             snapshot(
                 landmarks: [landmarkRow(7, name: "Seven", at: "2026-11-29T02:00:00.000Z", deleted: true)],
                 positions: [positionRow("u", page: 0, landmark: 7, at: "2026-11-29T02:00:00.000Z", deleted: true)]))
-        _ = try s.sync(sources: [newer])
-        let r = try s.sync(sources: [old])
+        _ = try SyncRunner(store: s).sync(sources: [newer])
+        let r = try SyncRunner(store: s).sync(sources: [old])
         #expect(r.counts.stale == 2)
         #expect(try s.landmark(id: 7) == nil)
         #expect(try s.position(user: "u") == nil)
@@ -176,7 +186,7 @@ struct MergeRuleTests {
         let path = Support.temporaryDatabase()
         let clock = ManualClock(testNow)
         let s = try CatalogStore.open(path: path, wallClock: clock)
-        _ = try s.sync(sources: [
+        _ = try SyncRunner(store: s).sync(sources: [
             try writeTemporary(
                 snapshot(
                     landmarks: [
@@ -192,9 +202,11 @@ struct MergeRuleTests {
     @Test("a position may name a landmark this database does not have yet; it resolves when read")
     func positionBeforeLandmark() throws {
         let (s, _) = try store()
-        _ = try s.sync(sources: [try writeTemporary(snapshot(positions: [positionRow("u", page: 1, landmark: 9, at: "2026-11-29T01:00:00.000Z")]))])
+        _ = try SyncRunner(store: s).sync(sources: [
+            try writeTemporary(snapshot(positions: [positionRow("u", page: 1, landmark: 9, at: "2026-11-29T01:00:00.000Z")]))
+        ])
         #expect(try s.position(user: "u")?.currentPage == nil)
-        _ = try s.sync(sources: [
+        _ = try SyncRunner(store: s).sync(sources: [
             try writeTemporary(
                 snapshot(landmarks: [
                     landmarkRow(8, name: "Eight", at: "2026-11-29T01:00:00.000Z"), landmarkRow(9, name: "Nine", at: "2026-11-29T01:00:00.000Z"),

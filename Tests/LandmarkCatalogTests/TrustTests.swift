@@ -584,7 +584,7 @@ struct TrustTests {
         publisher.start()
         var failures: [String] = []
         for _ in 0..<150 {
-            let r = try consumer.sync(sources: [log.path], options: options)
+            let r = try SyncRunner(store: consumer).sync(sources: [log.path], options: options)
             if let error = r.firstError { failures.append("\(error.exitStatus): \(error.message)") }
         }
         stop.store(true, ordering: .relaxed)
@@ -783,7 +783,7 @@ struct PullOnlyHubTests {
         }
         let store = try CatalogStore.open(path: edge)
         let other = Mutex<[Diagnostic]>([])
-        try store.follow(
+        try SyncRunner(store: store).follow(
             sources: [server.uri(database: hub, user: role, password: "Read-Only-4d7f")], options: options, control: try FollowControl(),
             diagnostics: { d in
                 if d.kind == "pull-only" {

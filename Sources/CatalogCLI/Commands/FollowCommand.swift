@@ -49,7 +49,7 @@ extension CatalogCLI {
         // operator saw the failure and never its end).
         let failing = Mutable(Set<String>())
         let started = Mutable(false)
-        try store.follow(sources: i[SyncArguments.sources], options: options, control: control, diagnostics: i.report) { cycle in
+        try SyncRunner(store: store).follow(sources: i[SyncArguments.sources], options: options, control: control, diagnostics: i.report) { cycle in
             // Each cycle's line goes out as it is made, to a pipe or journald too, not when the follower
             // exits (issue 25: 0 bytes for 90 s on a pipe, then everything at SIGTERM).
             defer {

@@ -57,7 +57,7 @@ extension CatalogCLI {
         var out = runs.isEmpty ? "no sync runs\n" : ""
         for run in runs {
             out += "run \(run.id)  \(run.finishedAt)  \(run.outcome) (exit \(run.exitStatus))  \(seconds(run.durationMilliseconds))\n"
-            if run.outcome != "busy" {
+            if run.outcome != RunOutcome.busy.rawValue {
                 out += "  \(describe(run.counts))\n"
                 for detail in run.details { out += "  \(detail.label): \(detail.value)\n" }
             }
@@ -67,7 +67,7 @@ extension CatalogCLI {
                 if s.exitStatus != 0 && s.outcome != nil { line += " (exit \(s.exitStatus))" }
                 if s.outcome != nil {
                     line += ", \(s.bytes) bytes in \(seconds(s.durationMilliseconds))"
-                    if s.outcome == "merged" { line += "; \(describe(s.counts))" }
+                    if s.outcome == SourceReport.Outcome.merged.rawValue { line += "; \(describe(s.counts))" }
                 }
                 if let message = s.message { line += "; \(Table.escaped(message))" }
                 out += line + "\n"

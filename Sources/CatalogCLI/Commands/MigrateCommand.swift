@@ -47,7 +47,7 @@ extension CatalogCLI {
                     message: "--hub takes a PostgreSQL hub (postgres://, postgresql://, 'host=H dbname=D' or a remote naming one): \(what)",
                     path: i.parsed.path)
             }
-            let report = try CatalogStore.migrateHub(conninfo: conninfo)
+            let report = try HubSchemaReport.migrate(conninfo: conninfo)
             i.stdout.line("\(report.name): hub schema at version \(report.version) (hub \(report.hubID))")
             return 0
         }

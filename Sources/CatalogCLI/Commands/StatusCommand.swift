@@ -72,7 +72,7 @@ extension CatalogCLI {
         let s = try store.status()
         let digest = try store.stateDigest()
         let conflicts = try store.conflictCount()
-        let hubs = try store.hubStatuses()
+        let hubs = try HubStatus.all(in: store)
         let remotes = try store.remoteNames()
         if i[Options.json] {
             var o = JSONObject()
@@ -81,7 +81,7 @@ extension CatalogCLI {
             o.set("database", store.path)
             o.set("digest", digest.hex)
             o.set("digestRows", digest.rows)
-            o.set("follower", followerJSON(store.follower()))
+            o.set("follower", followerJSON(FollowerStatus.running(on: store)))
             o.set("hubs", objects: hubStatusJSON(hubs, local: digest, remotes: remotes))
             o.set("landmarkTombstones", s.landmarkTombstones)
             o.set("landmarks", s.landmarks)
@@ -138,7 +138,7 @@ extension CatalogCLI {
         } else {
             out += "last sync:   never\n"
         }
-        if let follower = store.follower() {
+        if let follower = FollowerStatus.running(on: store) {
             out +=
                 follower.alive
                 ? "following:   since \(follower.since) (pid \(follower.pid) on \(follower.host))\n"
@@ -170,7 +170,7 @@ extension CatalogCLI {
     static func runStatusCheck(_ i: Invocation, store: CatalogStore) throws -> Int32 {
         var health = try store.checkHealth(maxAgeMilliseconds: i[StatusOptions.maxAge].map { Int64(($0 * 1000).rounded(.up)) })
         // A follower that was killed (its marker left behind, its pid gone) syncs nothing any more.
-        if let follower = store.follower() {
+        if let follower = FollowerStatus.running(on: store) {
             if !follower.alive {
                 health.problems.insert("the follower started at \(follower.since) (pid \(follower.pid)) is not running", at: 0)
             } else if health.healthy {

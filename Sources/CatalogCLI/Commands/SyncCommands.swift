@@ -123,7 +123,7 @@ extension CatalogCLI {
         options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogStore.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
         options.trustedKeys = try trustedKeys(i)
         options.publish.signingKey = try signingKey(i)
-        if options.publish.signingKey != nil, options.publishPath.map(CatalogStore.publishesLog) != true {
+        if options.publish.signingKey != nil, options.publishPath.map(SyncRunner.publishesLog) != true {
             throw UsageError(message: "--sign signs a snapshot log: give --publish DIR too", path: i.parsed.path)
         }
 
@@ -138,7 +138,9 @@ extension CatalogCLI {
             let store = options.dryRun ? try i.openStoreForDryRun() : try i.openStore()
             let progress = i.makeProgressLine(label: "syncing")
             defer { progress.clear() }
-            report = try store.sync(sources: i[SyncArguments.sources], options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
+            report = try SyncRunner(store: store).sync(
+                sources: i[SyncArguments.sources], options: options, standardInput: i.context.stdinFD, diagnostics: i.report
+            ) {
                 progress.update($0)
             }
             remotes = (try? store.remoteNames()) ?? [:]

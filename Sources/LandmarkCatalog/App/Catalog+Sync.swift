@@ -32,7 +32,7 @@ extension Catalog {
         diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }
     ) async throws -> SyncReport {
         try await sideWrite { store in
-            try store.sync(sources: sources, options: options, diagnostics: diagnostics, progress: progress)
+            try SyncRunner(store: store).sync(sources: sources, options: options, diagnostics: diagnostics, progress: progress)
         }
     }
 }

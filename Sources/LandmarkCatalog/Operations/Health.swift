@@ -40,7 +40,7 @@ extension CatalogStore {
                 (id: $0.id, finished: $0.finishedAt, outcome: $0.outcome, status: $0.exitStatus, message: $0.message)
             }
             guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
-            let failed = run.outcome == "failed" || run.outcome == "interrupted"
+            let failed = [RunOutcome.failed, .interrupted].contains { $0.rawValue == run.outcome }
             let failure =
                 "the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")"
             let names = try remoteNamesBySourceKey()

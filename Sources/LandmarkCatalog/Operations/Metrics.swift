@@ -80,7 +80,7 @@ extension CatalogStore {
                         lastAttemptMilliseconds: s.lastAttempt.flatMap(Timestamp.parse), lastStatus: s.lastStatus,
                         bytesFetched: bytes[s.source] ?? 0, remote: remotes[s.source]))
             }
-            m.follower = follower()
+            m.follower = FollowerStatus.running(on: self)
             return m
         }
     }
@@ -152,7 +152,7 @@ package enum PrometheusText {
                 one(seconds(run.finishedMilliseconds)))
             add(
                 "catalog_last_run_success", "gauge", "1 when the last sync run succeeded (ok or not-modified), else 0.",
-                one(run.outcome == "ok" || run.outcome == "not-modified" ? "1" : "0"))
+                one([RunOutcome.ok, .notModified].contains { $0.rawValue == run.outcome } ? "1" : "0"))
             add(
                 "catalog_last_run_exit_status", "gauge", "The exit status of the last sync run (0 success, 69 unavailable, 75 busy, ...).",
                 one(String(run.exitStatus)))

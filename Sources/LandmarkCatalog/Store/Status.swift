@@ -35,7 +35,7 @@ extension CatalogStore {
                 sources[n].remote = remotes[sources[n].source]
             }
             let lastRun = try runLedger.run(id: try lastRunID(includingRunning: true) ?? 0).map { r in
-                let running = r.outcome == "running"
+                let running = r.outcome == RunOutcome.running.rawValue
                 return (r.startedAt, running ? nil : r.finishedAt, r.outcome, running ? nil : r.exitStatus, r.message)
             }
             let landmarks = try landmarkTable.counts()

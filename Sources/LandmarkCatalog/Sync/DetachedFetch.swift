@@ -16,9 +16,9 @@ struct SourceSyncPlan {
 /// A follower's fetch of one HTTP source on a worker thread (docs/live-sync.md §3; issue 25: one hung
 /// server held every other source's merge for 28 s).
 ///
-/// ``CatalogStore/detachedFetch(_:context:)`` reads the cursor and trust on the store's thread; ``run()``
+/// ``SourceSync/detachedFetch(_:context:)`` reads the cursor and trust on the store's thread; ``run()``
 /// fetches on any thread and touches no database (its warnings are kept, not reported, until
-/// ``CatalogStore/syncReporting(_:context:)`` merges the result on the store's thread and replays them).
+/// ``SourceSync/syncReporting(_:context:)`` merges the result on the store's thread and replays them).
 /// A log file gone while it was fetched gets one fresh look, as in `sync`.
 package final class DetachedFetch: @unchecked Sendable {
     // @unchecked: the mutable state is read and written under `lock`; `plans` is set before the fetch is

@@ -57,15 +57,22 @@ package struct PendingPosition: Sendable, Equatable {
     package var json: String
 }
 
-extension CatalogStore {
+/// An app's in-process sync with `catalog serve` (LandmarkCatalogClient's `SyncSession`), on the store:
+/// its state in `sync_sources`, its outbox, and the merge of each answer (docs/protocol.md §4).
+package struct DeviceSync {
+    /// The store the session syncs.
+    package let store: CatalogStore
+
+    package init(store: CatalogStore) { self.store = store }
+
     /// The `sync_sources` kind of a device session's row.
-    package static let deviceSourceKind = "device"
+    package static let sourceKind = "device"
 
     /// The device state stored under `key` (an empty state when the session never ran).
-    package func deviceState(key: String) throws -> DeviceSyncState {
-        try read {
-            let row = try sourceTable.source(key)
-            return DeviceSyncState(cursor: try sourceTable.cursor(key), lastSuccess: row?.lastSuccess)
+    package func state(key: String) throws -> DeviceSyncState {
+        try store.read {
+            let row = try store.sourceTable.source(key)
+            return DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: row?.lastSuccess)
         }
     }
 
@@ -76,9 +83,9 @@ extension CatalogStore {
     /// - Throws: `CatalogError` 64 for a bad user id; database failures.
     package func pendingPositions(user: String, key: String) throws -> [PendingPosition] {
         let user = try UserID.normalize(user)
-        return try read {
-            let pushed = DeviceSyncState(cursor: try sourceTable.cursor(key), lastSuccess: nil).pushed
-            guard let (record, seq) = try positionTable.row(user: user), seq > pushed, record.stamp.node == (try currentNode()) else {
+        return try store.read {
+            let pushed = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil).pushed
+            guard let (record, seq) = try store.positionTable.row(user: user), seq > pushed, record.stamp.node == (try store.currentNode()) else {
                 return []
             }
             return [PendingPosition(user: user, seq: seq, json: record.json)]
@@ -88,11 +95,11 @@ extension CatalogStore {
     /// Records the server's answer for the outbox rows through `seq` (the push cursor only moves forward)
     /// and the exchange as a success, in one transaction.
     package func acknowledgePositions(key: String, through seq: Int64) throws {
-        try write {
-            var state = DeviceSyncState(cursor: try sourceTable.cursor(key), lastSuccess: nil)
+        try store.write {
+            var state = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil)
             state.pushed = max(state.pushed, seq)
-            try sourceTable.noteSuccess(
-                key, kind: Self.deviceSourceKind, cursor: state.cursor, outcome: "pushed", at: wallClock.nowMilliseconds())
+            try store.sourceTable.noteSuccess(
+                key, kind: Self.sourceKind, cursor: state.cursor, outcome: Outcome.pushed.rawValue, at: store.wallClock.nowMilliseconds())
         }
     }
 
@@ -109,7 +116,7 @@ extension CatalogStore {
     /// - Throws: `CatalogError` 65/76 for a body that is not a valid snapshot (nothing is written), 74/73
     ///   when the spool file cannot be made; database failures.
     @discardableResult
-    package func mergeDeviceAnswer(
+    package func mergeAnswer(
         _ body: [UInt8]?, key: String, maxDriftMilliseconds: Int64 = 300_000,
         diagnostics: @escaping (Diagnostic) -> Void = { _ in }, update: (inout DeviceSyncState) -> Void
     ) throws -> MergeCounts {
@@ -123,22 +130,28 @@ extension CatalogStore {
             }
             feed = SnapshotFeed(fd: fd, name: key, owned: true)
         }
-        return try transaction {
-            let now = wallClock.nowMilliseconds()
+        return try store.transaction {
+            let now = store.wallClock.nowMilliseconds()
             var counts = MergeCounts()
             if let feed {
-                var merger = try RowMerger(store: self, source: key, quarantineAfter: now + maxDriftMilliseconds, diagnostics: diagnostics)
+                var merger = try RowMerger(store: store, source: key, quarantineAfter: now + maxDriftMilliseconds, diagnostics: diagnostics)
                 try feed.merge(into: &merger)
                 if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
-                    try observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
+                    try store.observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
                 }
                 counts = merger.counts
             }
-            var state = DeviceSyncState(cursor: try sourceTable.cursor(key), lastSuccess: nil)
+            var state = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil)
             update(&state)
-            try sourceTable.noteSuccess(key, kind: Self.deviceSourceKind, cursor: state.cursor, outcome: "merged", at: now)
+            try store.sourceTable.noteSuccess(key, kind: Self.sourceKind, cursor: state.cursor, outcome: Outcome.merged.rawValue, at: now)
             return .commit(counts)
         }
+    }
+
+    /// The last outcome a session's row in `sync_sources` records: the server answered for the outbox,
+    /// or an answer was merged (the raw value of ``SourceReport/Outcome/merged``).
+    enum Outcome: String {
+        case pushed, merged
     }
 
     /// Where answers are spooled before they are merged: the system's temporary directory.

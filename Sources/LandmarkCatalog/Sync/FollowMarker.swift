@@ -151,17 +151,14 @@ package enum FollowMarker {
     }
 }
 
-extension CatalogStore {
-    /// Whether the source's last attempt succeeded and its last good sync is within `ms`.
-    package func isFreshSuccess(_ source: String, withinMilliseconds ms: Int64) throws -> Bool {
-        let row = try read { try sourceTable.source(source) }
-        guard let row, row.lastStatus == 0, let text = row.lastSuccess, let last = Timestamp.parse(text) else { return false }
-        let age = wallClock.nowMilliseconds() - last
-        return age >= 0 && age < ms
-    }
-
-    /// The follower running on this database, if its marker is there (`status`, `status --check`, the metrics).
-    public func follower() -> FollowerStatus? {
-        path == ":memory:" ? nil : FollowMarker.read(databasePath: path)
+extension FollowerStatus {
+    /// The follower running on `store`'s database, if its marker is there (`status`, `status --check`,
+    /// the metrics).
+    ///
+    /// - Parameter store: the store whose database is followed into.
+    /// - Returns: the follower as its marker beside the sync lock describes it; nil when there is no
+    ///   marker (no follower runs, or the database is in memory).
+    public static func running(on store: CatalogStore) -> FollowerStatus? {
+        store.path == ":memory:" ? nil : FollowMarker.read(databasePath: store.path)
     }
 }

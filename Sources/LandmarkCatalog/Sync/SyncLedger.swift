@@ -6,16 +6,34 @@ import Foundation
 
 /// The sync run ledger and the per-source bookkeeping a sync writes (`sync_runs`, `sync_run_sources`,
 /// `sync_sources`), and the runs noted beside the sync lock when the database could not be written.
-extension CatalogStore {
+///
+/// A feature over the store's table modules (``CatalogStore/runLedger``, ``CatalogStore/sourceTable``):
+/// ``SyncRunner`` and the follower write through it.
+struct SyncLedger {
+    /// The store whose ledger this is.
+    let store: CatalogStore
+
+    init(store: CatalogStore) { self.store = store }
+
+    private var path: String { store.path }
+
     /// Notes a run beside the sync lock when the ledger cannot be written (the database busy): the next
     /// run moves the line into the ledger (replacing the run's `running` row when it has one).
-    func noteRunBeside(started: Int64, sources: [String], outcome: String, error: CatalogError, status: Int32? = nil, runID: Int64? = nil) {
+    ///
+    /// - Parameters:
+    ///   - started: when the run started (wall ms since the epoch).
+    ///   - sources: the sources it lists.
+    ///   - outcome: how it ended.
+    ///   - error: its message (and its exit status when `status` is nil).
+    ///   - status: its exit status.
+    ///   - runID: its `running` row, when it has one.
+    func noteRunBeside(started: Int64, sources: [String], outcome: RunOutcome, error: CatalogError, status: Int32? = nil, runID: Int64? = nil) {
         guard path != ":memory:" else { return }
         var w = JSONWriter()
         w.raw("{\"exitStatus\":")
         w.int(Int64(status ?? error.exitStatus))
         w.raw(",\"finished\":")
-        w.int(wallClock.nowMilliseconds())
+        w.int(store.wallClock.nowMilliseconds())
         if let runID {
             w.raw(",\"id\":")
             w.int(runID)
@@ -23,7 +41,7 @@ extension CatalogStore {
         w.raw(",\"message\":")
         w.string(error.message)
         w.raw(",\"outcome\":")
-        w.string(outcome)
+        w.string(outcome.rawValue)
         w.raw(",\"sources\":")
         w.stringArray(sources)
         w.raw(",\"started\":")
@@ -32,22 +50,25 @@ extension CatalogStore {
         SyncLock.noteSkipped(databasePath: path, line: String(decoding: w.bytes, as: UTF8.self))
     }
 
-    func noteSourceSuccess(_ locator: SourceLocator, cursor: SourceCursor?, outcome: String, at now: Int64) throws {
-        try sourceTable.noteSuccess(locator.description, kind: locator.kindName, cursor: cursor, outcome: outcome, at: now)
+    /// Records a good sync of a source (inside the caller's transaction): its cursor, outcome and time.
+    func noteSourceSuccess(_ locator: SourceLocator, cursor: SourceCursor?, outcome: SourceReport.Outcome, at now: Int64) throws {
+        try store.sourceTable.noteSuccess(locator.description, kind: locator.kindName, cursor: cursor, outcome: outcome.rawValue, at: now)
     }
 
+    /// Records a source's failure in its own transaction (standard input keeps no state).
     func noteSourceFailure(_ locator: SourceLocator, error: CatalogError) throws {
         guard locator != .standardInput else { return }
-        try write {
-            try sourceTable.noteFailure(
-                locator.description, kind: locator.kindName, at: wallClock.nowMilliseconds(), status: error.exitStatus, message: error.message)
+        try store.write {
+            try store.sourceTable.noteFailure(
+                locator.description, kind: locator.kindName, at: store.wallClock.nowMilliseconds(), status: error.exitStatus,
+                message: error.message)
         }
     }
 
     /// Moves the runs that found the lock held, and noted themselves beside it, into the ledger.
     ///
     /// - Throws: the ledger's error; the runs not recorded yet stay noted for the next try.
-    package func recordSkippedRuns() throws {
+    func recordSkippedRuns() throws {
         try SyncLock.takeSkipped(databasePath: path) { line in
             guard let members = JSONValue.parseObject(line) else { return }
             var fields: [String: JSONValue] = [:]
@@ -58,12 +79,14 @@ extension CatalogStore {
             var sources = "[]"
             if let list = fields["sources"] { sources = list.serialized() }
             let message: String? = { if case .string(let m)? = fields["message"] { return m } else { return nil } }()
-            let outcome: String = { if case .string(let o)? = fields["outcome"] { return o } else { return "busy" } }()
+            let outcome: String = {
+                if case .string(let o)? = fields["outcome"] { return o } else { return RunOutcome.busy.rawValue }
+            }()
             let status: Int64 = { if case .number(let n)? = fields["exitStatus"], let v = n.int64Value { return v } else { return 75 } }()
             let id: Int64? = { if case .number(let n)? = fields["id"], let v = n.int64Value { return v } else { return nil } }()
-            try write {
+            try store.write {
                 // A run that got the lock but could not write its end replaces its own `running` row.
-                try runLedger.insertNoted(
+                try store.runLedger.insertNoted(
                     id: id, started: started, finished: finished, sourcesJSON: sources, outcome: outcome, status: status, message: message)
             }
         }
@@ -73,7 +96,7 @@ extension CatalogStore {
     ///
     /// A failure is a warning (kind `ledger`), not an error: the run that moves them goes on.
     /// - Parameter diagnostics: where the warning goes.
-    package func recordSkippedRunsReporting(diagnostics: (Diagnostic) -> Void) {
+    func recordSkippedRunsReporting(diagnostics: (Diagnostic) -> Void) {
         do { try recordSkippedRuns() } catch {
             diagnostics(
                 Diagnostic(
@@ -87,19 +110,32 @@ extension CatalogStore {
     /// cut) leaves a trace; the next run marks such rows `interrupted`.
     /// - Returns: the run's ledger id.
     func recordRunStart(started: Int64, sources: [String]) throws -> Int64 {
-        try write {
-            try runLedger.markInterrupted()
-            return try runLedger.insertRunning(started: started, sources: sources)
+        try store.write {
+            try store.runLedger.markInterrupted()
+            return try store.runLedger.insertRunning(started: started, sources: sources)
         }
     }
 
-    package func recordRun(
-        started: Int64, sources: [String], reports: [SourceReport], outcome: String, status: Int32, message: String?,
+    /// Records an ended run, in place of its `running` row (`runID`) when it has one.
+    ///
+    /// - Parameters:
+    ///   - started: when it started (wall ms since the epoch); it ends now.
+    ///   - sources: the sources it lists.
+    ///   - reports: their details (empty for a busy run).
+    ///   - outcome: how it ended.
+    ///   - status: its exit status.
+    ///   - message: the first failure's message.
+    ///   - counts: what merging did over every source.
+    ///   - runID: its `running` row, when it has one.
+    /// - Throws: `CatalogError` when the ledger cannot be written.
+    func recordRun(
+        started: Int64, sources: [String], reports: [SourceReport], outcome: RunOutcome, status: Int32, message: String?,
         counts: MergeCounts = MergeCounts(), runID: Int64? = nil
     ) throws {
-        let run = EndedRun(started: started, finished: wallClock.nowMilliseconds(), reports: reports, counts: counts)
-        try write {
-            try runLedger.insertEnded(id: runID, run: run, sources: sources, outcome: outcome, status: status, message: message)
+        let run = EndedRun(started: started, finished: store.wallClock.nowMilliseconds(), reports: reports, counts: counts)
+        try store.write {
+            try store.runLedger.insertEnded(
+                id: runID, run: run, sources: sources, outcome: outcome.rawValue, status: status, message: message)
         }
     }
 }

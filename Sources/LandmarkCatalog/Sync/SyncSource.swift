@@ -31,6 +31,9 @@ package struct SyncContext {
     package var quietWhenUnchangedFor: Int64? = nil
     /// A follower's lag: each applied row's stamp (wall ms), inside the source's transaction.
     package var appliedStamp: ((Int64) -> Void)? = nil
+    /// What sources keep open between a follower's polls (a hub's PostgreSQL connection); nil for a
+    /// `sync` run, whose sources open their own and close them when the run ends.
+    package var kept: KeptConnections? = nil
 
     package init(
         store: CatalogStore, options: SyncOptions, standardInput: Int32, diagnostics: @escaping (Diagnostic) -> Void,
@@ -43,6 +46,33 @@ package struct SyncContext {
         self.progress = progress
     }
 }
+
+/// Connections sources keep open between a follower's polls, by source key (issue 26: one PostgreSQL
+/// connection per followed hub, not one per poll).
+///
+/// Opaque to the core: a source kind stores its own objects here and checks them before reuse. Used on
+/// the follower's thread only, like the store; not `Sendable`.
+package final class KeptConnections {
+    private var kept: [String: AnyObject] = [:]
+
+    package init() {}
+
+    /// The object kept for a source key, or nil.
+    package subscript(key: String) -> AnyObject? {
+        get { kept[key] }
+        set { kept[key] = newValue }
+    }
+
+    /// Drops (and so closes) what is kept for sources no longer followed.
+    ///
+    /// - Parameter keys: the source keys still followed.
+    package func keepOnly(_ keys: Set<String>) {
+        kept = kept.filter { keys.contains($0.key) }
+    }
+}
+
+@available(*, unavailable)
+extension KeptConnections: Sendable {}
 
 /// One kind of sync source behind one small protocol: it fetches what is new since its cursor and
 /// yields feeds of rows; the engine merges them in one transaction per source and stores the cursor

@@ -76,7 +76,7 @@ final class HubReplica: @unchecked Sendable {
             do {
                 // Its own connection: the follower's transactions never share the POSTs' writer.
                 let store = try CatalogStore.open(path: path)
-                try store.follow(
+                try SyncRunner(store: store).follow(
                     sources: [hub], options: options, control: control, diagnostics: { [self] in warning($0) },
                     onCycle: { [self] in cycle($0) })
             } catch {

@@ -36,7 +36,7 @@ public struct FollowOptions: Sendable {
 /// Stops or reloads a running follower from any thread.
 ///
 /// A signal handler's queue calls ``stop()`` for SIGTERM/SIGINT and ``reload()`` for SIGHUP on the control
-/// of ``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``. Each call also writes a byte
+/// of ``SyncRunner/follow(sources:options:control:diagnostics:onCycle:)``. Each call also writes a byte
 /// to a pipe the follower polls, so it wakes at once.
 public final class FollowControl: @unchecked Sendable {
     private let lock = NSLock()
@@ -116,11 +116,11 @@ public struct FollowCycle: Sendable {
     public var newPublishError: CatalogError?
 }
 
-extension CatalogStore {
-    /// Follows sources until ``FollowControl/stop()`` (docs/live-sync.md): `catalog sync --follow`.
+extension SyncRunner {
+    /// Follows sources into the store until ``FollowControl/stop()`` (docs/live-sync.md): `catalog sync --follow`.
     ///
     /// Holds the sync lock all along (another `sync` exits 75 meanwhile). Each cycle syncs the sources
-    /// that are due, each with the same per-source code as ``sync(sources:options:standardInput:diagnostics:progress:)``
+    /// that are due, each with the same per-source step as ``sync(sources:options:standardInput:diagnostics:progress:)``
     /// (one transaction per source, its cursor stored with its rows), releases quarantined rows that came
     /// due, and publishes to `options.sync.publishPath` when this database changed (rows merged, or
     /// commits by other processes seen through `PRAGMA data_version`). A source is due every interval; a
@@ -147,11 +147,13 @@ extension CatalogStore {
         diagnostics: @escaping (Diagnostic) -> Void = { _ in },
         onCycle: (FollowCycle) -> Void = { _ in }
     ) throws {
-        guard path != ":memory:" else { throw CatalogError(.usage, "an in-memory database cannot be followed into") }
+        guard store.path != ":memory:" else { throw CatalogError(.usage, "an in-memory database cannot be followed into") }
         guard !options.sync.dryRun else { throw CatalogError(.usage, "--follow cannot be combined with --dry-run") }
-        let lock = try SyncLock.acquire(databasePath: path, now: wallClock.nowMilliseconds(), following: true)
+        // The run is begun once for the follower's whole life (the lock); each cycle is finished as a
+        // `sync` run is (SyncRunner.finish).
+        let lock = try SyncLock.acquire(databasePath: store.path, now: store.wallClock.nowMilliseconds(), following: true)
         defer { withExtendedLifetime(lock) {} }
-        let follower = try Follower(store: self, requested: requested, options: options, control: control, diagnostics: diagnostics)
+        let follower = try Follower(store: store, requested: requested, options: options, control: control, diagnostics: diagnostics)
         try follower.run(onCycle: onCycle)
     }
 }

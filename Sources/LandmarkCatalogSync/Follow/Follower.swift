@@ -6,11 +6,11 @@ import LandmarkCatalog
 #endif
 
 /// One running `catalog sync --follow` (docs/live-sync.md), for
-/// ``CatalogStore/follow(sources:options:control:diagnostics:onCycle:)``, which holds the sync lock around it.
+/// ``SyncRunner/follow(sources:options:control:diagnostics:onCycle:)``, which holds the sync lock around it.
 ///
 /// Its state lives in its properties; each turn of ``run(onCycle:)`` is a few steps: ``reload()`` when
 /// asked, ``wake()`` (what inotify, the hubs and `PRAGMA data_version` say is due), ``cycle(due:localChanged:)``
-/// (``poll(_:in:)`` each due source, then maintain, publish and ``record(_:localChanged:)``), and ``wait()``.
+/// (``poll(_:in:)`` each due source, then ``SyncRunner``'s finish: maintain, publish, and the ledger row of ``ledgerRow(_:)``), and ``wait()``.
 final class Follower {
     let store: CatalogStore
     let requested: [String]
@@ -86,6 +86,8 @@ final class Follower {
         publishPending = options.sync.publishPath != nil
         context = SyncContext(store: store, options: options.sync, standardInput: -1, diagnostics: diagnostics)
         context.quietWhenUnchangedFor = options.freshnessMilliseconds
+        // Each hub's connection is kept from poll to poll (opened, and its schema checked, once).
+        context.kept = KeptConnections()
         context.options.cancellation = control.transfers
         followed = try resolve().map(Followed.init)
         guard !followed.isEmpty || options.sync.publishPath != nil else {
@@ -97,9 +99,8 @@ final class Follower {
 
     /// The sources: the SOURCE arguments, or the saved remotes when none was given.
     func resolve() throws -> [SourceLocator] {
-        let saved = try store.remotes()
-        var locators = try requested.map { try SourceLocator.parse($0, remotes: saved) }
-        if requested.isEmpty { locators = try saved.map { try SourceLocator.parse($0.url) } }
+        // Resolved as a `sync` run resolves them (the SOURCE arguments, else the saved remotes).
+        let locators = try SyncRunner.locators(requested, saved: try store.remotes())
         if locators.contains(.standardInput) {
             throw CatalogError(.usage, "'-' (standard input) cannot be followed", hint: "follow a file, a log directory, a URL or a hub")
         }
@@ -154,6 +155,7 @@ final class Follower {
                 kept.append(followed.first(where: { $0.locator == locator }) ?? Followed(locator))
             }
             followed = kept
+            context.kept?.keepOnly(Set(kept.map(\.locator.description)))
             watchAll()
             listen()
             FollowMarker.write(databasePath: path, status: marker())
@@ -162,7 +164,7 @@ final class Follower {
                 Diagnostic(
                     severity: .warning,
                     message:
-                        "the saved remotes were not read again: \(CatalogStore.sourceFailure(error, source: path, path: path).message); following the same sources",
+                        "the saved remotes were not read again: \(SourceSync.failure(error, source: path, path: path).message); following the same sources",
                     file: path, kind: "reload"))
         }
     }
@@ -276,19 +278,21 @@ final class Follower {
         for h in cycle.pushNeeded.sorted() where !control.isStopping || finalPass { poll(h, in: &cycle) }
         let applied = cycle.report.counts.landmarksApplied + cycle.report.counts.positionsApplied > 0
         let monotonicNow = monotonicMilliseconds()
-        if applied || monotonicNow - lastMaintenance >= 60_000 {
-            lastMaintenance = monotonicNow
-            if let released = store.maintainAfterSync(maxDriftMilliseconds: options.sync.maxDriftMilliseconds, diagnostics: diagnostics) {
-                cycle.report.released = released
-            }
-        }
+        let maintain = applied || monotonicNow - lastMaintenance >= 60_000
+        if maintain { lastMaintenance = monotonicNow }
+        // Published when this database changed (here, by another process, or by the quarantine upkeep),
+        // or a publish is pending.
+        let ending = SyncRunner.Ending(
+            started: cycle.started, maintain: maintain, publishTo: options.sync.publishPath,
+            publishDue: first || localChanged || applied || publishPending, options: options.sync, noteBesideLock: false)
         var newPublishError: CatalogError?
-        if let publish = options.sync.publishPath, first || localChanged || applied || cycle.report.released.released > 0 || publishPending {
-            newPublishError = self.publish(to: publish, in: &cycle)
+        var report = cycle.report
+        let recorded = SyncRunner(store: store).finish(&report, ending, diagnostics: diagnostics) { report in
+            cycle.report = report
+            newPublishError = notePublish(in: &cycle)
+            return ledgerRow(cycle)
         }
-        // As `sync` does: a failure is a warning (issue 26: it was swallowed here).
-        store.recordSkippedRunsReporting(diagnostics: diagnostics)
-        let recorded = record(cycle, localChanged: localChanged)
+        cycle.report = report
         // `data_version` is not read again here: this connection's own commits never move it, so
         // a change seen at the next check is another process's commit made during this cycle,
         // which must be published and pushed (docs/live-sync.md §3; issue 25: reading it here took
@@ -334,19 +338,49 @@ final class Follower {
                 return
             }
         }
-        let r = fetched.map { store.syncReporting($0, context: context) } ?? syncSayingStatesOnce(n, context: &context)
+        let r = fetched.map { SourceSync(store: store).syncReporting($0, context: context) } ?? syncSayingStatesOnce(n, context: &context)
         if r.error == nil && !stamps.stamps.isEmpty {
             // Committed: each row's stamp to now is its write-to-visible lag.
             let committed = store.wallClock.nowMilliseconds()
             for stamp in stamps.stamps { followed[n].lag.observe(lagMilliseconds: committed - stamp) }
         }
         if r.error == nil, let listener = listeners[followed[n].locator.description] {
-            listener.synced(cursor: try? store.storedCursor(followed[n].locator), context: context)
+            listener.synced(cursor: try? SourceSync(store: store).storedCursor(followed[n].locator), context: context)
         }
         // Due again while its fetch was in flight, or more to push: fetched again at once.
         followed[n].dirty = fetched != nil && (followed[n].dueAgain || fetched?.wantsAgain == true)
         followed[n].dueAgain = false
         followed[n].polls += 1
+        schedule(n, after: r, pollStarted: pollStarted, in: &cycle)
+        followed[n].tried = true
+        // A log directory that appeared: watch its manifest, and look once more (it may have
+        // been written before the watch).
+        if followed[n].updateWatch() {
+            watchAll()
+            followed[n].dirty = true
+        }
+        if r.note != followed[n].lastNote, let note = r.note {
+            diagnostics(Diagnostic(severity: .warning, message: note, file: r.source, kind: "behind"))
+        }
+        followed[n].lastNote = r.note
+        cycle.report.sources.append(r)
+        cycle.report.counts = cycle.report.counts + r.counts
+        cycle.polled[n] = r
+        cycle.pushNeeded.remove(n)
+        if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
+            for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
+        }
+    }
+
+    /// Schedules source `n`'s next poll after report `r`: at the interval from the poll's start after a
+    /// success (30 s for a hub that is listened to), a doubling backoff after a failure, up to the longest.
+    ///
+    /// - Parameters:
+    ///   - n: the source.
+    ///   - r: its poll's report.
+    ///   - pollStarted: when the poll (or its fetch on a worker) started, monotonic ms.
+    ///   - cycle: notes a failure that is news, or a recovery.
+    func schedule(_ n: Int, after r: SourceReport, pollStarted: Int64, in cycle: inout Cycle) {
         let after = monotonicMilliseconds()
         if let error = r.error {
             followed[n].failedPolls += 1
@@ -367,24 +401,6 @@ final class Follower {
             // At a fixed rate (from the poll's start), so the interval is the longest wait.
             followed[n].nextDue = max(
                 pollStarted + (listeners[followed[n].locator.description] != nil ? max(interval, 30_000) : interval), after + 10)
-        }
-        followed[n].tried = true
-        // A log directory that appeared: watch its manifest, and look once more (it may have
-        // been written before the watch).
-        if followed[n].updateWatch() {
-            watchAll()
-            followed[n].dirty = true
-        }
-        if r.note != followed[n].lastNote, let note = r.note {
-            diagnostics(Diagnostic(severity: .warning, message: note, file: r.source, kind: "behind"))
-        }
-        followed[n].lastNote = r.note
-        cycle.report.sources.append(r)
-        cycle.report.counts = cycle.report.counts + r.counts
-        cycle.polled[n] = r
-        cycle.pushNeeded.remove(n)
-        if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
-            for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
         }
     }
 
@@ -409,9 +425,9 @@ final class Follower {
     /// Starts fetching source `n` on a worker thread (docs/live-sync.md §3): planned here, fetched
     /// there, merged by ``poll(_:in:)`` in a cycle after the worker woke the follower.
     ///
-    /// - Returns: false when the source must be synced here this time (``CatalogStore/detachedFetch(_:context:)``).
+    /// - Returns: false when the source must be synced here this time (``SourceSync/detachedFetch(_:context:)``).
     func startFetch(_ n: Int, context: SyncContext) -> Bool {
-        guard let job = store.detachedFetch(followed[n].locator, context: context) else { return false }
+        guard let job = SourceSync(store: store).detachedFetch(followed[n].locator, context: context) else { return false }
         followed[n].inFlight = job
         followed[n].dueAgain = false
         followed[n].inFlightSince = monotonicMilliseconds()
@@ -426,48 +442,40 @@ final class Follower {
         return true
     }
 
-    /// Publishes this database to `publish` (`--publish`); a failure leaves the publish pending.
+    /// Notes what the cycle's publish did (``SyncRunner/finish(_:_:diagnostics:progress:row:)`` published):
+    /// a failure leaves the publish pending; a success or a new failure changes the follower's state.
     ///
     /// - Returns: the failure when it is news (the last publish succeeded, or failed otherwise).
-    func publish(to publish: String, in cycle: inout Cycle) -> CatalogError? {
-        do {
-            if CatalogStore.publishesLog(publish) {
-                cycle.report.logPublish = try store.publishLog(to: publish, options: options.sync.publish)
-            } else {
-                try store.exportSnapshot(toFile: publish)
-            }
-            cycle.report.published = publish
+    func notePublish(in cycle: inout Cycle) -> CatalogError? {
+        if cycle.report.published != nil {
             publishPending = false
             if lastPublishError != nil { cycle.stateChanged = true }
             lastPublishError = nil
             return nil
-        } catch {
-            let error = CatalogStore.sourceFailure(error, source: publish, path: path)
-            let failure = CatalogError(error.kind, "publishing failed: \(error.message)", hint: error.hint)
-            cycle.report.publishError = failure
-            publishPending = true
-            let news = lastPublishError != failure.message
-            lastPublishError = failure.message
-            guard news else { return nil }
-            cycle.stateChanged = true
-            return failure
         }
+        guard let failure = cycle.report.publishError else { return nil }
+        publishPending = true
+        let news = lastPublishError != failure.message
+        lastPublishError = failure.message
+        guard news else { return nil }
+        cycle.stateChanged = true
+        return failure
     }
 
-    /// Writes the cycle's ledger row when it is the first, changed something (rows not allowed count), or a
-    /// source's state changed.
+    /// The cycle's ledger row, when it is the first, changed something (rows not allowed count), or a
+    /// source's state changed; nil when the cycle is not recorded.
     ///
-    /// - Returns: whether it was recorded (or meant to be: a ledger failure is a warning).
-    func record(_ cycle: Cycle, localChanged: Bool) -> Bool {
+    /// The row lists every followed source: those not polled in this cycle with their last state, so
+    /// `status` and `status --check` judge all of them. What the cycle changed besides its sources'
+    /// outcomes is the outcome rule's input (a cycle that only published or pushed is `ok`).
+    func ledgerRow(_ cycle: Cycle) -> SyncRunner.LedgerRow? {
         let report = cycle.report
         let applied = report.counts.landmarksApplied + report.counts.positionsApplied > 0
         let pushedWritten = report.sources.compactMap(\.pushed).map(\.written).reduce(0, +)
         let changed =
             applied || report.counts.quarantined > 0 || report.counts.notAllowed > 0 || pushedWritten > 0
             || report.released.released > 0 || report.logPublish?.changed == true || (report.published != nil && report.logPublish == nil)
-        guard first || changed || cycle.stateChanged else { return false }
-        // The run lists every followed source: those not polled in this cycle with their last
-        // state, so `status` and `status --check` judge all of them.
+        guard first || changed || cycle.stateChanged else { return nil }
         var all: [SourceReport] = []
         for n in followed.indices {
             if let r = cycle.polled[n] {
@@ -481,26 +489,7 @@ final class Follower {
             r.error = followed[n].lastError
             all.append(r)
         }
-        var row = report
-        row.sources = all
-        let failed = row.firstError
-        let outcome =
-            failed != nil
-            ? "failed"
-            : all.allSatisfy({ $0.outcome == .notModified }) && !all.isEmpty && !changed ? "not-modified" : "ok"
-        do {
-            try store.recordRun(
-                started: cycle.started, sources: all.map(\.source), reports: all, outcome: outcome,
-                status: row.exitStatus, message: failed?.message, counts: report.counts)
-        } catch {
-            diagnostics(
-                Diagnostic(
-                    severity: .warning,
-                    message:
-                        "a follow cycle was not recorded in the ledger: \(CatalogStore.sourceFailure(error, source: path, path: path).message)",
-                    file: path, kind: "ledger"))
-        }
-        return true
+        return SyncRunner.LedgerRow(sources: all, changedBeyondSources: changed)
     }
 
     /// Waits for inotify, the pipe, a hub's notification, or the next due source (at most one interval,

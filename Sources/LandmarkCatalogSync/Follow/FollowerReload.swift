@@ -18,7 +18,7 @@ extension Follower {
             options.sync.publish.signingKey = key
             context.options.publish = options.sync.publish
         } catch {
-            let failure = CatalogStore.sourceFailure(error, source: file, path: path)
+            let failure = SourceSync.failure(error, source: file, path: path)
             let current = options.sync.publish.signingKey.map { "key \($0.publicKey.id)" } ?? "the key read before"
             diagnostics(
                 Diagnostic(

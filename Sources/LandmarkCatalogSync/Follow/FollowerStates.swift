@@ -9,7 +9,7 @@ extension Follower {
     /// follower polls every interval (issue 25: it warned at every poll).
     static let stateKinds: Set<String> = ["pull-only"]
 
-    /// Syncs source `n` as ``CatalogStore/syncReporting(_:context:failed:)`` does, showing a warning of a
+    /// Syncs source `n` as ``SourceSync/syncReporting(_:context:failed:)`` does, showing a warning of a
     /// ``stateKinds`` kind only when the source was not in that state at its last poll.
     ///
     /// - Parameters:
@@ -28,7 +28,7 @@ extension Follower {
             }
             outer(diagnostic)
         }
-        let report = store.syncReporting(followed[n].locator, context: context)
+        let report = SourceSync(store: store).syncReporting(followed[n].locator, context: context)
         // A failed poll may have stopped before the state was looked at: it changes nothing.
         followed[n].states = report.error == nil ? seen.kinds : shown.union(seen.kinds)
         return report

@@ -151,13 +151,7 @@ struct HTTPClient: Sendable {
     /// `get` without the final scrubbing: the attempt loop (deadline, retries, backoff, `Retry-After`).
     private func fetch(_ url: String, validators: HTTPValidators?, log: (String) -> Void) throws -> HTTPOutcome {
         let shown = redactedURL(url)
-        let lowered = url.lowercased()
-        guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
-            throw CatalogError(.usage, "only http:// and https:// URLs can be fetched, \(shown)")
-        }
-        guard !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else {
-            throw CatalogError(.usage, "malformed URL (spaces or control characters), \(shown)")
-        }
+        try Self.checkFetchable(url, shown: shown)
         let sent = HTTPValidators(
             etag: validators?.etag.flatMap(headerSafe),
             lastModified: validators?.lastModified.flatMap(headerSafe))
@@ -228,6 +222,22 @@ struct HTTPClient: Sendable {
             } else {
                 Thread.sleep(forTimeInterval: delay)
             }
+        }
+    }
+
+    /// Refuses a URL that is not http(s), or holds spaces or control characters, with 64.
+    ///
+    /// - Parameters:
+    ///   - url: the URL to fetch.
+    ///   - shown: how messages name it (no password).
+    /// - Throws: `CatalogError` 64.
+    private static func checkFetchable(_ url: String, shown: String) throws {
+        let lowered = url.lowercased()
+        guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
+            throw CatalogError(.usage, "only http:// and https:// URLs can be fetched, \(shown)")
+        }
+        guard !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else {
+            throw CatalogError(.usage, "malformed URL (spaces or control characters), \(shown)")
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import LandmarkCatalog
 
 /// Limits of one conversation with a hub, from `catalog sync`'s options.
-struct HubLimits {
+struct HubLimits: Equatable {
     /// The deadline of opening the connection (every host, TLS, authentication), in whole seconds ≥ 1.
     var connectSeconds: Int
     /// The deadline of each ordinary statement, client-side and as `statement_timeout`; also how long a
@@ -50,13 +50,15 @@ final class HubConnection {
     let pg: PGConnection
     /// The hub's display name (the connection string without its password).
     let name: String
+    /// The connection string it was opened with (a follower reuses the connection only for the same one).
+    let conninfo: String
     /// The hub's random identity (`hub_identity.hub_id`): another value means another hub.
-    let hubID: String
+    private(set) var hubID = ""
     /// The hub change sequence's last issued number (0 when none was issued yet): a cursor beyond it
     /// means the hub was restored from an older backup.
-    let lastSequence: Int64
+    private(set) var lastSequence: Int64 = 0
     /// Whether the hub keeps a history (hub migration 2; a dry run does not migrate an older hub).
-    let hasHistory: Bool
+    private(set) var hasHistory = false
     let limits: HubLimits
 
     /// Opens, migrates and identifies the hub at `conninfo`.
@@ -73,6 +75,7 @@ final class HubConnection {
     init(conninfo: String, name: String, limits: HubLimits, migrate: Bool = true) throws {
         self.name = name
         self.limits = limits
+        self.conninfo = conninfo
         let pg = try Self.mapping(name) {
             try PGConnection(conninfo: conninfo, connectTimeoutSeconds: limits.connectSeconds, commandTimeout: limits.statement)
         }
@@ -88,15 +91,21 @@ final class HubConnection {
                 try migrator.check(rows)
             }
         }
-        hasHistory = try Self.mapping(name) { try HubMigrator.tableExists("hub_history", pg) }
-        (hubID, lastSequence) = try Self.mapping(name) {
-            let identity = try pg.execute(sql: "SELECT hub_id FROM hub_identity")
-            guard identity.rowCount == 1, let id = identity.text(0, 0) else {
-                throw CatalogError(.dataInvalid, "the hub has no identity row (hub_identity is empty), \(name)")
-            }
-            let sequence = try pg.execute(sql: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM hub_change_seq")
-            return (id, try sequence.int64(0, 0) ?? 0)
+        try Self.mapping(name) { try identify() }
+    }
+
+    /// Reads the hub's identity, its sequence's last number and whether it keeps a history: at open,
+    /// and again at each poll of a connection a follower keeps (the hub may have moved on, or been
+    /// dropped and created again, since).
+    /// - Throws: `PGError`; `CatalogError` 65 when the hub has no identity row.
+    func identify() throws {
+        hasHistory = try HubMigrator.tableExists("hub_history", pg)
+        let identity = try pg.execute(sql: "SELECT hub_id FROM hub_identity")
+        guard identity.rowCount == 1, let id = identity.text(0, 0) else {
+            throw CatalogError(.dataInvalid, "the hub has no identity row (hub_identity is empty), \(name)")
         }
+        let sequence = try pg.execute(sql: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM hub_change_seq")
+        (hubID, lastSequence) = (id, try sequence.int64(0, 0) ?? 0)
     }
 
     /// The hub's clock: ms since 1970-01-01 UTC (`clock_timestamp()`).

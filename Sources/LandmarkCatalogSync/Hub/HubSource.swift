@@ -43,7 +43,7 @@ final class HubSource: SyncSource {
         let name = locator.description
         // A hub's rows are not signed (docs/trust.md §6: its roles are the hub's access control).
         try context.requireUnsigned("a PostgreSQL hub's change feed", source: name)
-        let hub = try HubConnection(conninfo: conninfo, name: name, limits: HubLimits(options: options), migrate: !options.dryRun)
+        let hub = try connect(limits: HubLimits(options: options), migrate: !options.dryRun, kept: context.kept)
         connection = hub
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         var pullThrough = cursor?["pullThrough"].flatMap { Int64($0) } ?? 0
@@ -104,6 +104,47 @@ final class HubSource: SyncSource {
         baseCursor = base
         nextCursor = base
         return [HubPullFeed(source: self, hub: hub, since: pullThrough, push: push, pushThrough: pushThrough, dryRun: options.dryRun)]
+    }
+
+    /// The hub's connection: for a follower (`kept`), the one kept from its last poll when it is still
+    /// good — its identity and sequence read again, its schema not checked again — else a new one,
+    /// opened, migrated and kept; for a `sync` run, a new one.
+    ///
+    /// A kept connection that the hub dropped (restarted, a network cut: ``PGError/isUnavailable``) is
+    /// opened again, once; when that fails, the poll fails as a first connection would.
+    /// - Parameters:
+    ///   - limits: this poll's timeouts (a connection opened with others is not reused).
+    ///   - migrate: apply pending hub migrations when opening.
+    ///   - kept: the follower's kept connections, or nil.
+    /// - Returns: an open connection, identified.
+    /// - Throws: `CatalogError` as ``HubConnection/init(conninfo:name:limits:migrate:)``.
+    private func connect(limits: HubLimits, migrate: Bool, kept: KeptConnections?) throws -> HubConnection {
+        let name = locator.description
+        let open = { try HubConnection(conninfo: self.conninfo, name: name, limits: limits, migrate: migrate) }
+        guard let kept else { return try open() }
+        if let hub = kept[name] as? HubConnection, hub.conninfo == conninfo {
+            // Another poll's limits (the follower's last pass): a connection of its own; the kept one stays.
+            guard hub.limits == limits else { return try open() }
+            kept[name] = nil
+            // A connection left inside a transaction (a failure in the middle of a pull) is not reused.
+            if hub.pg.isOpen && !hub.pg.isInTransaction {
+                let alive = try HubConnection.mapping(name) { () throws -> Bool in
+                    do {
+                        try hub.identify()
+                        return true
+                    } catch let error as PGError where error.isUnavailable {
+                        return false  // dropped by the hub since the last poll: opened again below, once
+                    }
+                }
+                if alive {
+                    kept[name] = hub
+                    return hub
+                }
+            }
+        }
+        let hub = try open()
+        kept[name] = hub
+        return hub
     }
 
     /// Why the hub no longer holds what this edge last saw, or nil when it does (docs/hub.md, "Restoring a

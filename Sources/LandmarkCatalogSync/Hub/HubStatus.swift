@@ -38,20 +38,23 @@ extension HubConnection {
     }
 }
 
-extension CatalogStore {
-    /// Every hub this database has synced with: its cursors, and the hub's digest read now (connecting
+extension HubStatus {
+    /// Every hub `store`'s database has synced with: its cursors, and the hub's digest read now (connecting
     /// with `timeoutSeconds` for the connection and each statement, without migrating anything).
     ///
     /// The connection string is the saved remote's whose display name is the source's (so a password
     /// kept in a remote's URL still works), else the source's name itself when it holds no password
     /// (then `~/.pgpass` / `PGPASSFILE` supplies one).
+    /// - Parameters:
+    ///   - store: the local database (its hub sources' cursors and its saved remotes).
+    ///   - timeoutSeconds: the deadline of connecting to each hub and of each statement, in s.
     /// - Returns: one entry per hub source, by name; a hub that cannot be read has `error` set.
     /// - Throws: `CatalogError` for the local database only.
-    public func hubStatuses(timeoutSeconds: Double = 5) throws -> [HubStatus] {
-        let saved = try remotes()
+    public static func all(in store: CatalogStore, timeoutSeconds: Double = 5) throws -> [HubStatus] {
+        let saved = try store.remotes()
         var statuses: [HubStatus] = []
-        try read {
-            for (source, cursor) in try sourceTable.cursors(kind: "hub") {
+        try store.read {
+            for (source, cursor) in try store.sourceTable.cursors(kind: "hub") {
                 statuses.append(
                     HubStatus(
                         source: source, hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],
@@ -93,7 +96,7 @@ public struct HubSchemaReport: Sendable {
     public var hubID: String
 }
 
-extension CatalogStore {
+extension HubSchemaReport {
     /// Creates or migrates the schema of the hub at `conninfo` — and nothing else: no push, no pull,
     /// nothing recorded in `hub_edges`, no local database needed — so the owner of the hub's database can
     /// set it up before granting the edges' role only what it uses (docs/hub.md §4).
@@ -104,7 +107,7 @@ extension CatalogStore {
     /// - Throws: `CatalogError` as a sync with a hub does: 64 a connection string with a mistake; 69
     ///   unreachable, timed out or login refused; 73 a role that may not create the tables; 76 a hub newer
     ///   than this binary, a changed migration or a foreign database.
-    public static func migrateHub(conninfo: String, timeoutSeconds: Double = 30) throws -> HubSchemaReport {
+    public static func migrate(conninfo: String, timeoutSeconds: Double = 30) throws -> HubSchemaReport {
         let name = SourceLocator.hub(conninfo: conninfo).description
         let seconds = max(timeoutSeconds, 0.001)
         let statement = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))

@@ -191,15 +191,15 @@ package struct RunLedgerTable {
     /// still going either.
     func lastRunID(includingRunning: Bool) throws -> Int64? {
         try db.scalarInt(
-            sql: includingRunning
-                ? "SELECT max(id) FROM sync_runs WHERE outcome <> 'busy'"
-                : "SELECT max(id) FROM sync_runs WHERE outcome NOT IN ('busy', 'running')")
+            sql: "SELECT max(id) FROM sync_runs WHERE outcome NOT IN (?1, ?2)",
+            [.text(RunOutcome.busy.rawValue), .text((includingRunning ? RunOutcome.busy : .running).rawValue)])
     }
 
     /// The newest run that succeeded (`ok` or `not-modified`).
     func lastSucceeded() throws -> SyncRun? {
         try db.firstRow(
-            sql: "SELECT \(RunColumn.fullList) FROM sync_runs WHERE outcome IN ('ok', 'not-modified') ORDER BY id DESC LIMIT 1"
+            sql: "SELECT \(RunColumn.fullList) FROM sync_runs WHERE outcome IN (?1, ?2) ORDER BY id DESC LIMIT 1",
+            [.text(RunOutcome.ok.rawValue), .text(RunOutcome.notModified.rawValue)]
         ) { SyncRun(row: $0) }
     }
 
@@ -238,17 +238,17 @@ package struct RunLedgerTable {
     func markInterrupted() throws {
         try db.execute(
             sql: """
-                UPDATE sync_runs SET outcome = 'interrupted', exit_status = -1,
+                UPDATE sync_runs SET outcome = ?1, exit_status = -1,
                     message = 'the run ended before it finished (the process was killed, or the machine stopped)'
-                WHERE outcome = 'running'
-                """)
+                WHERE outcome = ?2
+                """, [.text(RunOutcome.interrupted.rawValue), .text(RunOutcome.running.rawValue)])
     }
 
     /// Records a run as `running`; returns its id.
     func insertRunning(started: Int64, sources: [String]) throws -> Int64 {
         try db.execute(
-            sql: "INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status) VALUES (?1, ?1, ?2, 'running', 0)",
-            [.text(Timestamp.format(milliseconds: started)), .text(Self.list(sources))])
+            sql: "INSERT INTO sync_runs (started_at, finished_at, sources, outcome, exit_status) VALUES (?1, ?1, ?2, ?3, 0)",
+            [.text(Timestamp.format(milliseconds: started)), .text(Self.list(sources)), .text(RunOutcome.running.rawValue)])
         return db.lastInsertRowID
     }
 

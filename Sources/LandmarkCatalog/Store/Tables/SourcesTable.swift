@@ -95,10 +95,14 @@ package struct SourcesTable {
         try db.execute(
             sql: """
                 INSERT INTO sync_sources (source, kind, last_outcome, last_attempt_at, last_status, last_error)
-                VALUES (?1, ?2, 'failed', ?3, ?4, ?5)
-                ON CONFLICT (source) DO UPDATE SET kind = excluded.kind, last_outcome = 'failed', last_attempt_at = excluded.last_attempt_at,
-                    last_status = excluded.last_status, last_error = excluded.last_error
-                """, [.text(key), .text(kind), .text(Timestamp.format(milliseconds: now)), .integer(Int64(status)), .text(message)])
+                VALUES (?1, ?2, ?6, ?3, ?4, ?5)
+                ON CONFLICT (source) DO UPDATE SET kind = excluded.kind, last_outcome = excluded.last_outcome,
+                    last_attempt_at = excluded.last_attempt_at, last_status = excluded.last_status, last_error = excluded.last_error
+                """,
+            [
+                .text(key), .text(kind), .text(Timestamp.format(milliseconds: now)), .integer(Int64(status)), .text(message),
+                .text(SourceReport.Outcome.failed.rawValue),
+            ])
     }
 
     /// Forgets a source (its remote was removed).
