@@ -68,6 +68,9 @@ final class LongPolls: @unchecked Sendable {
     private let handedOut: @Sendable (Int64) -> Void
     private var handedOutWritten: Int64 = 0
     private var handedOutAt: UInt64 = 0
+    /// The highest sequence an answer read from the database or a POST gave out in a cursor (answers from
+    /// the index give out at most `dispatched`).
+    private var cursorMax: Int64 = 0
 
     init(path: String, probeMilliseconds: Int, metrics: ServeMetrics, handedOut: @escaping @Sendable (Int64) -> Void = { _ in }) throws {
         self.handedOut = handedOut
@@ -211,6 +214,19 @@ final class LongPolls: @unchecked Sendable {
             expire()
             noteHandedOut(final: false)
         }
+        condition.unlock()
+    }
+
+    /// An answer gave out a cursor through `sequence` (a read of the database, a POST).
+    func noteCursor(_ sequence: Int64) {
+        condition.lock()
+        cursorMax = max(cursorMax, sequence)
+        condition.unlock()
+    }
+
+    /// Writes the mark now (the drain's end, once no answer can give out another cursor).
+    func flushHandedOut() {
+        condition.lock()
         noteHandedOut(final: true)
         condition.unlock()
     }
@@ -220,10 +236,11 @@ final class LongPolls: @unchecked Sendable {
     /// Under the lock. A cursor an answer gives out is at most a few ms past the dispatched sequence.
     private func noteHandedOut(final: Bool) {
         let now = DispatchTime.now().uptimeNanoseconds
-        guard dispatched > handedOutWritten, final || now - handedOutAt >= 1_000_000_000 else { return }
-        handedOutWritten = dispatched
+        let through = max(dispatched, cursorMax)
+        guard through > handedOutWritten, final || now - handedOutAt >= 1_000_000_000 else { return }
+        handedOutWritten = through
         handedOutAt = now
-        handedOut(dispatched)
+        handedOut(through)
     }
 
     /// A read for `key` found no row after `after` through `high`: when no change past `high` was

@@ -108,6 +108,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeoutSeconds)
         while stateLock.withLock({ active }) > 0, Date() < deadline { usleep(10_000) }
         daemon?.stop()
+        polls.flushHandedOut()
         // After the last writes: the follower's last pass pushes them to the hub.
         replica?.stop()
         metricsDaemon?.stop()
@@ -263,7 +264,11 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 } catch {
                     return .reply(unavailable(error))
                 }
-                if answer.page.count == 0 { polls.learnNothingNew(for: key, after: after, through: answer.highWater) }
+                if answer.page.count == 0 {
+                    polls.learnNothingNew(for: key, after: after, through: answer.highWater)
+                } else {
+                    polls.noteCursor(answer.page.through)
+                }
             }
             let now = DispatchTime.now().uptimeNanoseconds
             if answer.page.count == 0, waitSeconds > 0, !isDraining {
@@ -375,6 +380,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         } catch {
             return .reply(unavailable(error))
         }
+        polls.noteCursor(result.highWater)
         options.afterPostCommit?()
         polls.poke()
         metrics.applied(result.outcomes.filter { $0 == .applied }.count)
