@@ -44,9 +44,9 @@ struct RegressionTests {
         let result = try runProcess(Support.catalogBinary, ["--db", "b", "init"], in: dir)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(FileManager.default.fileExists(atPath: dir.appending(path: "b").path))
-        #expect(CatalogStore.directory(of: "b") == "")
-        #expect(CatalogStore.directory(of: "/b") == "/")
-        #expect(CatalogStore.directory(of: "x/y/b") == "x/y")
+        #expect(CatalogFiles.directory(of: "b") == "")
+        #expect(CatalogFiles.directory(of: "/b") == "/")
+        #expect(CatalogFiles.directory(of: "x/y/b") == "x/y")
     }
 
     @Test("a failed write to standard output (a full disk) is exit 74 (it was 0)")

@@ -95,7 +95,7 @@ extension CatalogCLI {
     }
 
     static func runInit(_ i: Invocation) throws -> Int32 {
-        if let node = i[MigrateOptions.node] { try CatalogStore.checkNodeID(node) }  // before anything is created
+        if let node = i[MigrateOptions.node] { _ = try NodeID(validating: node) }  // before anything is created
         let store = try i.openStore()
         if let node = i[MigrateOptions.node] {
             let old = try store.nodeID()

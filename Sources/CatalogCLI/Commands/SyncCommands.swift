@@ -120,7 +120,7 @@ extension CatalogCLI {
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
         options.resetCursor = i[SyncOptionsTable.resetCursor]
-        options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogStore.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
+        options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogFiles.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
         options.trustedKeys = try trustedKeys(i)
         options.publish.signingKey = try signingKey(i)
         if options.publish.signingKey != nil, options.publishPath.map(CatalogStore.publishesLog) != true {
@@ -211,7 +211,7 @@ extension CatalogCLI {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
             do {
-                close(try CatalogStore.openForReading(path))
+                close(try CatalogFiles.openForReading(path))
                 return
             } catch let error as CatalogError {
                 if first == nil { (first, firstWord) = (error, text) }
@@ -280,7 +280,7 @@ extension CatalogCLI {
     /// - Parameter path: the file, as given (relative to the working directory).
     /// - Throws: `CatalogError` 66 when it is missing, a directory, or not readable.
     static func checkTokenFile(_ path: String) throws {
-        let absolute = CatalogStore.absolutePath(path, in: FileManager.default.currentDirectoryPath)
+        let absolute = CatalogFiles.absolutePath(path, in: FileManager.default.currentDirectoryPath)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), !isDirectory.boolValue,
             FileManager.default.isReadableFile(atPath: absolute)

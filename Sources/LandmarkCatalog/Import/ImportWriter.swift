@@ -35,10 +35,10 @@ extension CatalogStore {
         switch source {
         case .standardInput: fd = 0
         case .descriptor(let descriptor, _): fd = descriptor
-        case .file(let path): fd = try Self.openForReading(path)
+        case .file(let path): fd = try CatalogFiles.openForReading(path)
         }
         defer { if case .file = source { close(fd) } }
-        let total = Self.regularFileSize(fd)
+        let total = CatalogFiles.regularFileSize(fd)
         var writer = ImportWriter(store: self, file: source.displayName, options: options, diagnostics: diagnostics)
         return try transaction {
             // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
@@ -52,31 +52,6 @@ extension CatalogStore {
             summary.dryRun = options.dryRun
             return options.dryRun ? .rollback(summary) : .commit(summary)
         }
-    }
-
-    /// The size of the regular file open at `fd`, or nil (a pipe, a terminal).
-    static func regularFileSize(_ fd: Int32) -> Int64? {
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
-    }
-
-    /// Opens a file to read, refusing a directory; the caller closes the descriptor.
-    /// - Parameter path: the file's path.
-    /// - Returns: a descriptor open read-only (close-on-exec).
-    /// - Throws: `CatalogError` 66 (`noInput`) when the file is missing, unreadable or a directory.
-    public static func openForReading(_ path: String) throws -> Int32 {
-        let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw CatalogError(.noInput, "cannot open the file (\(reason)), \(path)")
-        }
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            close(fd)
-            throw CatalogError(.noInput, "is a directory, not a file, \(path)")
-        }
-        return fd
     }
 
     /// The reading thread's work for an import: the top-level array of `landmarkData.json`.

@@ -287,7 +287,7 @@ package final class DirectoryLogFetcher: LogFileFetcher {
     }
 
     package func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
-        let fd = try CatalogStore.openForReading(manifestName)
+        let fd = try CatalogFiles.openForReading(manifestName)
         defer { close(fd) }
         let bytes = try Self.readAll(fd, name: manifestName, limit: Int(min(maxBytes, LogManifest.maxManifestBytes)))
         bytesFetched += Int64(bytes.count)

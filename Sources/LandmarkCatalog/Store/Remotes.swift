@@ -63,7 +63,7 @@ extension CatalogStore {
         trustedKeys: [String] = [], allow: WriteGrant = .all, tokenFile: String? = nil
     ) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
-        let tokenFile = tokenFile.map { Self.absolutePath($0, in: workingDirectory) }
+        let tokenFile = tokenFile.map { CatalogFiles.absolutePath($0, in: workingDirectory) }
         if tokenFile != nil {
             guard case .serve = try SourceLocator.parse(url) else {
                 throw CatalogError(
@@ -91,7 +91,7 @@ extension CatalogStore {
         _ = try NodeID(validating: name, what: "remote name")
         var url = given
         if !url.isEmpty, !url.hasPrefix("/"), SourceLocator.scheme(of: url) == nil, !HubConnInfo.isKeywordString(url) {
-            url = absolutePath(url, in: workingDirectory)
+            url = CatalogFiles.absolutePath(url, in: workingDirectory)
         }
         guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
             throw CatalogError(
@@ -101,12 +101,6 @@ extension CatalogStore {
         let locator = try SourceLocator.parse(url)
         for kind in SourceKinds.all { try kind.checkRemote(locator) }
         return url
-    }
-
-    /// `path` made absolute against `directory` (already absolute: only standardized), as a saved remote's
-    /// path or token file is kept, so it means the same from cron or another working directory.
-    package static func absolutePath(_ path: String, in directory: String) -> String {
-        URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
     }
 
     /// Changes a saved remote in place: its trusted keys, write grant or token file, keeping its URL and its
@@ -138,7 +132,7 @@ extension CatalogStore {
                     throw CatalogError(
                         .usage, "--token-file goes with a catalog serve remote (catalog+https://HOST/v1), not \(SourceLocator.redacted(remote.url))")
                 }
-                remote.tokenFile = Self.absolutePath(tokenFile, in: workingDirectory)
+                remote.tokenFile = CatalogFiles.absolutePath(tokenFile, in: workingDirectory)
             }
             try remoteTable.update(remote)
         }
