@@ -77,7 +77,7 @@ struct CreatesNothingTests {
         let good = try writeTemporary(positionsSnapshot(2, at: "2026-11-29T10:00:00Z"))
         let result = runCLI(["sync", root.appending(path: "nothere.json").path, good], db: db)
         #expect(result.status == 66)
-        #expect(try CatalogStore.open(path: db).positions().count == 2)
+        #expect(try Positions(CatalogStore.open(path: db)).positions().count == 2)
     }
 
     @Test("sync --publish with a missing file: the node still publishes (a write), so the database is made")

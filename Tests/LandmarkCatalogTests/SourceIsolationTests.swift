@@ -142,14 +142,14 @@ struct SourceIsolationTests {
         let dir = Support.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let a = try LogTests.store(dir, "a")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         var positions: [String] = []
         for i in 0..<3_000 { positions.append(positionRow("bulk-\(i)", page: 0, at: "2026-11-29T01:00:00Z")) }
         _ = try a.sync(sources: [try writeTemporary(snapshot(positions: positions))])
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
-        try a.setPosition(user: "late", to: .page(0))
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
+        try Positions(a).setPosition(user: "late", to: .page(0))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let delta = try #require(try LogTests.manifest(log).deltas.last)
         let good = try writeTemporary(snapshot(positions: [positionRow("good", page: 1, at: "2026-11-29T01:00:00Z")]), name: "good.json")
         let b = try LogTests.store(dir, "b")
@@ -185,14 +185,14 @@ struct SourceIsolationTests {
     /// before (an old copy).
     static func staleLog(_ dir: URL) throws -> (log: URL, consumer: CatalogStore, old: Data, newest: Data) {
         let a = try LogTests.store(dir, "a")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
-        try a.setPosition(user: "one", to: .page(0))
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
+        try Positions(a).setPosition(user: "one", to: .page(0))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let old = try Data(contentsOf: log.appending(path: "manifest.json"))
-        try a.setPosition(user: "two", to: .page(1))
-        _ = try a.publishLog(to: log.path)
+        try Positions(a).setPosition(user: "two", to: .page(1))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let newest = try Data(contentsOf: log.appending(path: "manifest.json"))
         let b = try LogTests.store(dir, "b")
         return (log, b, old, newest)
@@ -221,7 +221,7 @@ struct SourceIsolationTests {
         let source = log.appending(path: "manifest.json").path
         #expect(try b.sync(sources: [log.path]).exitStatus == 0)
         let before = try cursor(b, source)
-        let digest = try b.stateDigest()
+        let digest = try StateDigest(of: b)
         try old.write(to: log.appending(path: "manifest.json"))
         // The delta the old manifest names last is deleted (a cleanup after the newer publish).
         let oldManifest = try LogManifest.parse(Array(old), source: "old")
@@ -234,7 +234,7 @@ struct SourceIsolationTests {
         #expect(report.sources[0].bytes == Int64(old.count), "only the manifest was read")
         #expect(warnings.count == 1 && warnings[0].contains("behind"), "\(warnings)")
         #expect(try cursor(b, source) == before)
-        #expect(try b.stateDigest() == digest)
+        #expect(try StateDigest(of: b) == digest)
     }
 
     @Test("a manifest behind the cursor over HTTP: no bytes beyond the manifest, the cursor kept; the fresh one then fetches only what is new")
@@ -408,6 +408,6 @@ struct MissingLogFileTests {
         let object = try JSONSerialization.jsonObject(with: Data(repaired.stdout.utf8)) as? [String: Any]
         #expect(object?["newGeneration"] as? Bool == true && object?["missing"] as? [String] == [delta.name], "\(repaired.stdout)")
         #expect(runCLI(["sync", log], db: b).status == 0)
-        #expect(try CatalogStore.open(path: b).stateDigest() == CatalogStore.open(path: a).stateDigest())
+        #expect(try StateDigest(of: CatalogStore.open(path: b)) == StateDigest(of: CatalogStore.open(path: a)))
     }
 }

@@ -42,7 +42,7 @@ extension CatalogCLI {
         let store = i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore()
         let options = LandmarkCatalog.ImportOptions(strict: i[ImportOptions.strict], prune: i[ImportOptions.prune], dryRun: i[Options.dryRun])
         let progress = i.makeProgressLine(label: "importing")
-        let summary = try store.importLandmarks(from: source, options: options, diagnostics: i.report) { p in
+        let summary = try Importer(store).importLandmarks(from: source, options: options, diagnostics: i.report) { p in
             progress.update(records: p.records, bytes: p.bytes, total: p.totalBytes)
         }
         progress.clear()

@@ -70,7 +70,7 @@ extension CatalogCLI {
             return 0
         }
         let s = try store.status()
-        let digest = try store.stateDigest()
+        let digest = try StateDigest(of: store)
         let conflicts = try store.conflictCount()
         let hubs = try store.hubStatuses()
         let remotes = try store.remoteNames()

@@ -19,10 +19,10 @@ extension CatalogCLI {
         }
         if let output = i[Options.output], output != "-" {
             let progress = i.makeProgressLine(label: "writing")
-            try store.exportSnapshot(toFile: output) { progress.update($0) }
+            try SnapshotExporter(store).exportSnapshot(toFile: output) { progress.update($0) }
             progress.clear()
         } else {
-            try store.exportSnapshot { i.stdout.write($0) }
+            try SnapshotExporter(store).exportSnapshot { i.stdout.write($0) }
         }
         return 0
     }

@@ -4,7 +4,21 @@ import Foundation
     import Glibc
 #endif
 
-extension CatalogStore {
+/// Imports Apple's `landmarkData.json` into a catalog (docs/cli.md §2): one transaction, stamped with the
+/// store's clock.
+///
+/// ```swift
+/// let summary = try Importer(store).importLandmarks(from: .file("landmarkData.json"))
+/// ```
+public struct Importer {
+    /// The store it works on.
+    public let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension Importer {
     /// Validates `source` and upserts its landmarks by `id` in one transaction (docs/cli.md §2).
     ///
     /// The file is streamed: one thread reads and validates records into small batches while this one
@@ -39,8 +53,8 @@ extension CatalogStore {
         }
         defer { if case .file = source { close(fd) } }
         let total = CatalogFiles.regularFileSize(fd)
-        var writer = ImportWriter(store: self, file: source.displayName, options: options, diagnostics: diagnostics)
-        return try transaction {
+        var writer = ImportWriter(store: store, file: source.displayName, options: options, diagnostics: diagnostics)
+        return try store.transaction {
             // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
             let file = source.displayName
             let reading = ReadingThread { queue in Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue) }

@@ -40,7 +40,7 @@ package struct LogFileGone: Error {
     package init(name: String) { self.name = name }
 }
 
-/// A snapshot-log reader (docs/log-format.md §6): the consumer side of ``CatalogStore/publishLog(to:options:)``.
+/// A snapshot-log reader (docs/log-format.md §6): the consumer side of ``LogPublisher/publishLog(to:options:progress:)``.
 ///
 /// With a cursor (generation, through) it fetches the manifest, then only the deltas past the cursor;
 /// on a new generation, or when the deltas no longer chain from the cursor, the base and every delta.

@@ -4,8 +4,21 @@ import Foundation
 /// (`Sync/`, LandmarkCatalogSync), which another change moves off the store: each forwards to its new home.
 ///
 /// Delete this file when that code calls the feature types itself (the store's func count then drops by
-/// these three, `StoreSizeTests`).
+/// these five, `StoreSizeTests`).
 extension CatalogStore {
+    /// ``SnapshotExporter/exportSnapshot(toFile:progress:)``.
+    @discardableResult
+    package func exportSnapshot(toFile path: String, progress: (CatalogProgress) -> Void = { _ in }) throws -> ExportSummary {
+        try SnapshotExporter(self).exportSnapshot(toFile: path, progress: progress)
+    }
+
+    /// ``LogPublisher/publishLog(to:options:progress:)``.
+    package func publishLog(
+        to directory: String, options: PublishOptions = PublishOptions(), progress: (CatalogProgress) -> Void = { _ in }
+    ) throws -> PublishReport {
+        try LogPublisher(self).publishLog(to: directory, options: options, progress: progress)
+    }
+
     /// ``CatalogFiles/directory(of:)``.
     package static func directory(of path: String) -> String { CatalogFiles.directory(of: path) }
 
