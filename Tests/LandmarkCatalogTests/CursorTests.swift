@@ -94,12 +94,12 @@ struct CursorTests {
             [.text("{\"generation\":\"\(manifest.generation)\",\"through\":\"\(Int64.max)\"}"), .text(key)])
         _ = try Positions(publisher).setPosition(user: "bob", to: .page(1))
         _ = try Trust.publish(publisher, log)
-        for n in 1...(CatalogStore.staleRunsLimit + 1) {
+        for n in 1...(CatalogMonitor.staleRunsLimit + 1) {
             let r = runCLI(["sync", log.path], db: consumer)
             #expect(r.status == 0 && r.stderr.contains("behind"), "\(r.stderr)")
             let check = runCLI(["status", "--check"], db: consumer)
-            #expect((check.status == 0) == (n <= CatalogStore.staleRunsLimit), "run \(n): \(check.stdout)\(check.stderr)")
-            if n > CatalogStore.staleRunsLimit {
+            #expect((check.status == 0) == (n <= CatalogMonitor.staleRunsLimit), "run \(n): \(check.stdout)\(check.stderr)")
+            if n > CatalogMonitor.staleRunsLimit {
                 #expect(check.stderr.contains("--reset-cursor") || check.stdout.contains("--reset-cursor"), "\(check.stderr)")
             }
         }

@@ -88,8 +88,8 @@ struct HubFileTests {
         let dir = Support.temporaryDirectory()
         let db = Support.temporaryDatabase()
         let store = try CatalogStore.open(path: db)
-        try store.addRemote(name: "peer", url: "logs/../logC", workingDirectory: dir.path)
-        #expect(try store.remotes().map(\.url) == [dir.appending(path: "logC").standardizedFileURL.path])
+        try RemoteBook(store).addRemote(name: "peer", url: "logs/../logC", workingDirectory: dir.path)
+        #expect(try RemoteBook(store).remotes().map(\.url) == [dir.appending(path: "logC").standardizedFileURL.path])
     }
 }
 

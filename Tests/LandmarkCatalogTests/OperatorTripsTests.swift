@@ -131,7 +131,7 @@ struct LastRunAgreementTests {
         let lock = try SyncLock.acquire(databasePath: db, now: 0)
         #expect(cli(["sync", good]).status == 75)
         withExtendedLifetime(lock) {}
-        #expect(try CatalogStore.open(path: db).syncRuns(limit: 1).first?.outcome == "busy")
+        #expect(try CatalogMonitor(CatalogStore.open(path: db)).syncRuns(limit: 1).first?.outcome == "busy")
 
         #expect(cli(["status"]).stdout.contains("last sync:   \(at(0)) ok (exit 0)\n"))
         let json = try JSONSerialization.jsonObject(with: Data(cli(["status", "--json"]).stdout.utf8)) as? [String: Any]

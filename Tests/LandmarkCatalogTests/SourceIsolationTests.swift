@@ -129,7 +129,7 @@ struct SourceIsolationTests {
             let users = try dumpPositions(store.path).compactMap { row -> String? in if case .text(let u) = row[0] { return u } else { return nil } }
             #expect(users == (0..<goodCount).map { "good-\($0)" }, "the planted row was rolled back: \(users)")
             #expect(FileManager.default.fileExists(atPath: published), "--publish ran")
-            let run = try #require(try store.syncRuns(limit: 1).first)
+            let run = try #require(try CatalogMonitor(store).syncRuns(limit: 1).first)
             #expect(run.outcome == "failed" && run.exitStatus == Int(failure.status), "\(run)")
         }
     }
@@ -177,7 +177,7 @@ struct SourceIsolationTests {
         #expect(try dumpPositions(b.path).count == 1, "the log's rows were rolled back, the good source's row kept")
         #expect(try dumpLandmarks(b.path).isEmpty)
         #expect(FileManager.default.fileExists(atPath: published + "/manifest.json"), "--publish ran")
-        let run = try #require(try b.syncRuns(limit: 1).first)
+        let run = try #require(try CatalogMonitor(b).syncRuns(limit: 1).first)
         #expect(run.outcome == "failed" && run.exitStatus == 69)
     }
 
@@ -279,7 +279,7 @@ struct SourceIsolationTests {
         #expect(busy.stderr.contains("database is busy"), "\(busy.stderr)")
         // The sync lock was released, and the busy run is in the ledger once the next run has run.
         #expect(runCLI(["sync", other], db: db).status == 0)
-        let runs = try CatalogStore.open(path: db).syncRuns(limit: 5)
+        let runs = try CatalogMonitor(CatalogStore.open(path: db)).syncRuns(limit: 5)
         #expect(runs.contains { $0.exitStatus == 75 }, "\(runs.map(\.outcome))")
         #expect(!runs.contains { $0.outcome == "running" || $0.outcome == "interrupted" }, "\(runs.map(\.outcome))")
     }
@@ -327,9 +327,9 @@ struct QuarantineTieTests {
             let report = try store.sync(sources: [file])
             #expect(report.exitStatus == 0 && report.counts.quarantined == 3)
         }
-        #expect(try store.quarantinedRows().count == 3)
+        #expect(try Quarantine(store).quarantinedRows().count == 3)
         clock.set(testNow + 11 * 60_000)
-        _ = try store.releaseQuarantine()
+        _ = try Quarantine(store).releaseQuarantine()
         // The rule: the greater content (landmark 9 over 7; "Beta" over "Alpha"), a tombstone over a live row.
         let positions = try dumpRows(store.path, sql: "SELECT user_id, page, landmark_id, deleted FROM positions ORDER BY user_id")
         #expect(positions == [[.text("t1"), .integer(1), .integer(9), .integer(0)], [.text("t2"), .integer(0), .null, .integer(1)]])

@@ -144,7 +144,7 @@ struct MergeRuleTests {
         #expect(r.counts.positionsApplied == 0)
         #expect(warnings.contains { $0.contains("quarantined position u") })
         #expect(try s.connection.scalarInt(sql: "SELECT page FROM positions") == 1)
-        #expect(try s.status().quarantined == 1)
+        #expect(try CatalogMonitor(s).status().quarantined == 1)
         // The clock did not jump to the skewed stamp: a local write now is stamped near now.
         let local = try s.write { try s.issueLocalStamp() }
         #expect(local.wallMilliseconds < Timestamp.parse("2026-11-30T01:00:00Z")!)
@@ -343,7 +343,7 @@ struct MergeRuleTests {
         // A relative path is saved absolute (against the working directory), as cron will need it.
         #expect(runCLI(["remote", "add", "rel", "relative/path.json"], db: db).status == 0)
         #expect(
-            try CatalogStore.open(path: db).remotes().first { $0.name == "rel" }?.url
+            try RemoteBook(CatalogStore.open(path: db)).remotes().first { $0.name == "rel" }?.url
                 == URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appending(path: "relative/path.json").standardizedFileURL.path)
         #expect(runCLI(["remote", "remove", "rel"], db: db).status == 0)
         #expect(runCLI(["remote", "list"], db: db).stdout == "NAME  URL\npeer  \(source)\n")

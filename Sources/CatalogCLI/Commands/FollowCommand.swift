@@ -41,7 +41,7 @@ extension CatalogCLI {
             for source in handlers { source.cancel() }
             for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_DFL) }
         }
-        let remotes = (try? store.remoteNames()) ?? [:]
+        let remotes = (try? RemoteBook(store).remoteNames()) ?? [:]
         // Each kind of warning shows at most --max-diagnostics lines an hour (a window), then a count.
         let window = ContinuousClock.Duration.milliseconds(Int64((i.context.testHooks.followDiagnosticsWindowSeconds ?? 3600) * 1000))
         let windowStarted = Mutable(ContinuousClock.now)

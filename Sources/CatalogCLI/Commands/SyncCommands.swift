@@ -141,7 +141,7 @@ extension CatalogCLI {
             report = try store.sync(sources: i[SyncArguments.sources], options: options, standardInput: i.context.stdinFD, diagnostics: i.report) {
                 progress.update($0)
             }
-            remotes = (try? store.remoteNames()) ?? [:]
+            remotes = (try? RemoteBook(store).remoteNames()) ?? [:]
         } catch let error as CatalogError where i[Options.json] {
             // No run happened (the lock is held, the database cannot be opened, a SOURCE is not one):
             // --json still prints one object, so a script reading it always has something to read.
@@ -303,7 +303,7 @@ extension CatalogCLI {
         }
         if let tokenFile { try checkTokenFile(tokenFile) }
         let store = try existingStore(i)
-        if !keys.isEmpty, let remote = try store.remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
+        if !keys.isEmpty, let remote = try RemoteBook(store).remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
             case .hub = try SourceLocator.parse(remote.url)
         {
             throw UsageError(
@@ -311,7 +311,7 @@ extension CatalogCLI {
                     "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)",
                 path: i.parsed.path)
         }
-        try store.updateRemote(
+        try RemoteBook(store).updateRemote(
             name: i[RemoteArguments.saved], trustedKeys: i[RemoteOptionsTable.noTrust] ? [] : (keys.isEmpty ? nil : keys), allow: allow,
             tokenFile: tokenFile)
         return 0
@@ -349,7 +349,7 @@ extension CatalogCLI {
                     run: { i in
                         // A bad name or URL is refused before the database is opened: it creates nothing.
                         let (name, url) = (i[RemoteArguments.name], i[RemoteArguments.url])
-                        let saved = try CatalogStore.checkedRemote(name: name, url: url)
+                        let saved = try RemoteBook.checkedRemote(name: name, url: url)
                         if case .serve = try SourceLocator.parse(saved) {
                             guard let tokenFile = i[SyncOptionsTable.tokenFile] else {
                                 throw CatalogError(
@@ -366,7 +366,8 @@ extension CatalogCLI {
                                 path: i.parsed.path)
                         }
                         let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
-                        try i.openStore().addRemote(name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])
+                        try RemoteBook(i.openStore()).addRemote(
+                            name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])
                         return 0
                     }),
                 CommandSpec(
@@ -389,14 +390,14 @@ extension CatalogCLI {
                     name: "remove", abstract: "Forget a saved remote.",
                     arguments: [RemoteArguments.saved.spec],
                     run: { i in
-                        try existingStore(i).removeRemote(name: i[RemoteArguments.saved])
+                        try RemoteBook(existingStore(i)).removeRemote(name: i[RemoteArguments.saved])
                         return 0
                     }),
             ])
     }
 
     static func runRemoteList(_ i: Invocation) throws -> Int32 {
-        let remotes = try i.openStore(.read).remotes()
+        let remotes = try RemoteBook(i.openStore(.read)).remotes()
         if i[Options.json] {
             let items = remotes.map { r in
                 var o = JSONObject()

@@ -279,7 +279,7 @@ public final class Catalog: Sendable {
 
     /// What `catalog status` shows: counts, node id, schema version, change sequence, quarantine, sources.
     public func status() async throws -> CatalogStore.Status {
-        try await read { try $0.status() }
+        try await read { try CatalogMonitor($0).status() }
     }
 
     /// This database's node id (the last tie-breaker of the stamps it writes).

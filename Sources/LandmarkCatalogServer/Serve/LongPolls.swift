@@ -129,7 +129,7 @@ final class LongPolls: @unchecked Sendable {
             var changes: (landmarks: Bool, highWater: Int64)?
             if wasPoked || version != lastVersion {
                 lastVersion = version
-                changes = try? store.deviceChanges(after: after) { users.insert($0) }
+                changes = try? DeviceRows(store).deviceChanges(after: after) { users.insert($0) }
             }
             condition.lock()
             if let changes, changes.highWater > dispatched {

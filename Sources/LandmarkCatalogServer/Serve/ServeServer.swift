@@ -32,7 +32,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         self.options = options
         verifier = TokenVerifier(keys: options.keys)
         writer = try CatalogStore.open(path: options.databasePath)
-        databaseID = try writer.serveDatabaseID()
+        databaseID = try DeviceRows(writer).serveDatabaseID()
         node = options.node.isEmpty ? try writer.nodeID() : options.node
         readers = ReaderPool(path: options.databasePath)
         polls = try LongPolls(path: options.databasePath, probeMilliseconds: options.probeMilliseconds, metrics: metrics)
@@ -224,14 +224,15 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 answer = try readers.with { store in
                     var a =
                         landmarks
-                        ? try store.deviceLandmarks(after: after, limit: limit)
-                        : try store.devicePositions(user: user, after: after, limit: limit)
+                        ? try DeviceRows(store).deviceLandmarks(after: after, limit: limit)
+                        : try DeviceRows(store).devicePositions(user: user, after: after, limit: limit)
                     if after > a.highWater {
                         // A cursor past this database's end: restored or replaced; start again (docs/protocol.md §3).
                         after = 0
                         a =
                             landmarks
-                            ? try store.deviceLandmarks(after: 0, limit: limit) : try store.devicePositions(user: user, after: 0, limit: limit)
+                            ? try DeviceRows(store).deviceLandmarks(after: 0, limit: limit)
+                            : try store.devicePositions(user: user, after: 0, limit: limit)
                     }
                     return a
                 }
@@ -326,7 +327,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         do {
             let source = request.edge ? "serve (edge \(request.user ?? ""))" : "serve (user \(request.user ?? ""))"
             result = try writeLock.withLock {
-                try writer.mergeDevicePositions(body.positions, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
+                try DeviceRows(writer).mergeDevicePositions(body.positions, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
             }
         } catch {
             return .reply(unavailable(error))
