@@ -12,7 +12,7 @@ import Foundation
 /// ```
 public struct Importer {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

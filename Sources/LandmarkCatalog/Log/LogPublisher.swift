@@ -55,7 +55,7 @@ public struct PublishReport: Sendable {
 /// since the last publish, and the manifest that lists them, signed when asked.
 public struct LogPublisher {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

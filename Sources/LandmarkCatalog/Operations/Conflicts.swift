@@ -13,7 +13,7 @@ public enum ConflictRetention {
 /// prune them (see ``ConflictRetention``).
 public struct Conflicts {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

@@ -18,7 +18,7 @@ public struct HealthCheck: Sendable, Equatable {
 /// ```
 public struct CatalogMonitor {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

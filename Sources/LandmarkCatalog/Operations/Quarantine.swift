@@ -17,7 +17,7 @@ public struct QuarantineRelease: Sendable, Equatable {
 /// list them, release them into the catalog, drop them, and the upkeep after each sync run.
 public struct Quarantine {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

@@ -69,7 +69,7 @@ public enum UserID {
 /// ```
 public struct Positions {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

@@ -20,7 +20,7 @@ public struct ExportSummary: Sendable, Equatable {
 /// ```
 public struct SnapshotExporter {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

@@ -32,7 +32,7 @@ package struct DeviceRowsPage: Sendable {
 /// `positions` it runs go through the store's connection.
 package struct DeviceRows {
     /// The store it works on.
-    package let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     package init(_ store: CatalogStore) { self.store = store }

@@ -8,7 +8,7 @@
 /// ```
 public struct LandmarkReader {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }

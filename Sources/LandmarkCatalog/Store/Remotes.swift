@@ -8,7 +8,7 @@ import Foundation
 /// ```
 public struct RemoteBook {
     /// The store it works on.
-    public let store: CatalogStore
+    let store: CatalogStore
 
     /// Works on `store`.
     public init(_ store: CatalogStore) { self.store = store }
