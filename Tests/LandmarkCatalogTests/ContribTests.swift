@@ -29,7 +29,7 @@ struct ContribTests {
                 section = String(line.dropFirst().dropLast())
                 continue
             }
-            let parts = line.split(separator: "=", maxSplits: 1)
+            let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             try #require(parts.count == 2, "not Key=Value: \(line)")
             out.append((section, String(parts[0]), String(parts[1])))
         }
@@ -108,7 +108,7 @@ struct ContribTests {
         #expect(Self.value(service, "Service", "ExecStopPost").allSatisfy { $0.hasPrefix("-/") })  // its failure never fails the unit
         #expect(Self.execLines(service, "ExecStopPost").allSatisfy { $0.hasPrefix("/") })
         #expect(Self.value(service, "Service", "ReadWritePaths").allSatisfy { $0.hasPrefix("-/") })  // optional: no node_exporter, no failure
-        #expect(Self.value(service, "Service", "ProtectHome") == ["read-only"])  // ~/.pgpass and ~/.netrc stay readable
+        #expect(Self.value(service, "Service", "ProtectHome") == ["yes"])  // ~/.pgpass is in the home, /var/lib/catalog (sysusers)
         #expect(Self.value(service, "Service", "SuccessExitStatus") == ["75"])
         #expect(Self.value(service, "Unit", "After").contains("network-online.target"))
         #expect(Self.value(service, "Install", "WantedBy").isEmpty)  // started by the timer, not at boot
@@ -220,6 +220,93 @@ struct ContribTests {
                 URL(fileURLWithPath: analyze), ["verify", "--man=no", "--root=\(root.path)", "/etc/systemd/system/catalog-serve.service"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stderr == "")
+        }
+    }
+
+    static let follow = Support.root.appending(path: "contrib/systemd/catalog-follow.service")
+    static let metricsService = Support.root.appending(path: "contrib/systemd/catalog-metrics.service")
+    static let metricsTimer = Support.root.appending(path: "contrib/systemd/catalog-metrics.timer")
+    static let sysusers = Support.root.appending(path: "contrib/systemd/catalog.sysusers")
+
+    /// A scratch root holding `units` in etc/systemd/system, the binary in usr/local/bin and this machine's
+    /// system units (the targets the units name), for `systemd-analyze --root`.
+    static func scratchRoot(_ units: [URL]) throws -> URL {
+        let root = Support.temporaryDirectory()
+        let dir = root.appending(path: "etc/systemd/system")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/local/bin"), withIntermediateDirectories: true)
+        for unit in units { try FileManager.default.copyItem(at: unit, to: dir.appending(path: unit.lastPathComponent)) }
+        try FileManager.default.copyItem(at: Support.catalogBinary, to: root.appending(path: "usr/local/bin/catalog"))
+        // The follower's ExecReload runs /bin/kill.
+        try FileManager.default.createDirectory(at: root.appending(path: "bin"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: "/bin/kill"), to: root.appending(path: "bin/kill"))
+        let system = ["/usr/lib/systemd/system", "/lib/systemd/system"].first { FileManager.default.fileExists(atPath: $0) }
+        try FileManager.default.createDirectory(at: root.appending(path: "usr/lib/systemd"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(system)), to: root.appending(path: "usr/lib/systemd/system"))
+        return root
+    }
+
+    /// Issue 25: `systemd-analyze security` rated the follow and sync units 8.6 EXPOSED; nothing made the
+    /// `User=catalog` account; a follower's figures reached no scraper.
+    @Test(
+        "every service unit is hardened (systemd-analyze security ≤ 2.0, OK); catalog.sysusers makes the account; the metrics timer runs a command that writes the figures",
+        .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed"))
+    func hardenedAccountAndMetrics() throws {
+        let analyze = URL(fileURLWithPath: try #require(Self.systemdAnalyze))
+        let services = [Self.service, Self.serve, Self.follow, Self.metricsService]
+        for unit in services {
+            let parsed = try Self.unit(unit)
+            #expect(Self.value(parsed, "Service", "User") == ["catalog"], "\(unit.lastPathComponent)")
+            let rated = try runProcess(analyze, ["security", "--offline=true", "--no-pager", unit.path])
+            let line = rated.stdout.split(separator: "\n").last { $0.contains("Overall exposure level") }.map(String.init) ?? ""
+            let score = line.split(separator: ":").last.flatMap { Double($0.split(separator: " ").first ?? "") }
+            #expect(score.map { $0 <= 2.0 } == true, "\(unit.lastPathComponent): \(line) \(rated.stderr)")
+        }
+        // The check can fail: the units as they were (a few keys only) rate far worse.
+        let weak = Support.temporaryDirectory().appending(path: "weak.service")
+        try "[Service]\nUser=catalog\nExecStart=/usr/local/bin/catalog status\nNoNewPrivileges=yes\nPrivateTmp=yes\nProtectSystem=strict\n"
+            .write(to: weak, atomically: true, encoding: .utf8)
+        let weakRated = try runProcess(analyze, ["security", "--offline=true", "--no-pager", weak.path])
+        #expect(weakRated.stdout.contains("EXPOSED") || weakRated.stdout.contains("UNSAFE"), "\(weakRated.stdout.suffix(200))")
+        // All four services and the timer verify with no warning.
+        let root = try Self.scratchRoot(services + [Self.metricsTimer])
+        let verified = try runProcess(
+            analyze,
+            ["verify", "--man=no", "--root=\(root.path)"] + (services + [Self.metricsTimer]).map { "/etc/systemd/system/" + $0.lastPathComponent })
+        #expect(verified.status == 0 && verified.stderr == "", "\(verified.stderr)")
+        // The metrics timer starts the metrics service, at once and every 30 s, enabled by timers.target.
+        let timer = try Self.unit(Self.metricsTimer)
+        #expect(Self.value(timer, "Timer", "Unit") == ["catalog-metrics.service"])
+        #expect(Self.value(timer, "Timer", "OnUnitActiveSec") == ["30s"])
+        #expect(Self.value(timer, "Install", "WantedBy") == ["timers.target"])
+        // Its command parses, and writes the figures (a scratch directory for /var/lib).
+        let exec = try #require(Self.execLines(try Self.unit(Self.metricsService), "ExecStart").first)
+        let argv = exec.split(separator: " ").map(String.init)
+        #expect(argv.first == Self.binary)
+        let sandbox = Support.temporaryDirectory()
+        try FileManager.default.createDirectory(at: sandbox.appending(path: "prometheus/node-exporter"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: sandbox.appending(path: "catalog"), withIntermediateDirectories: true)
+        let arguments = argv.dropFirst().map {
+            $0.replacingOccurrences(of: "/var/lib/catalog", with: sandbox.appending(path: "catalog").path)
+                .replacingOccurrences(of: "/var/lib/prometheus", with: sandbox.appending(path: "prometheus").path)
+        }
+        #expect(runCLI(["import", Support.root.appending(path: "Seeds/landmarkData.json").path, "--quiet"], db: arguments[1]).status == 0)
+        let wrote = try runProcess(Support.catalogBinary, Array(arguments))
+        #expect(wrote.status == 0, "\(wrote.stderr)")
+        let figures = try String(contentsOfFile: sandbox.appending(path: "prometheus/node-exporter/catalog.prom").path, encoding: .utf8)
+        #expect(figures.contains("catalog_landmarks "), "\(figures.prefix(300))")
+        // systemd-sysusers makes the account in a scratch root: a system user whose home is the state directory.
+        let sysusersTool = ["/usr/bin/systemd-sysusers", "/bin/systemd-sysusers"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        if let sysusersTool {
+            let accounts = Support.temporaryDirectory()
+            try FileManager.default.createDirectory(at: accounts.appending(path: "etc"), withIntermediateDirectories: true)
+            let made = try runProcess(URL(fileURLWithPath: sysusersTool), ["--root=\(accounts.path)", Self.sysusers.path])
+            #expect(made.status == 0, "\(made.stderr)")
+            let passwd = try String(contentsOfFile: accounts.appending(path: "etc/passwd").path, encoding: .utf8)
+            let entry = try #require(passwd.split(separator: "\n").first { $0.hasPrefix("catalog:") }, "\(passwd)")
+            let fields = entry.split(separator: ":", omittingEmptySubsequences: false)
+            #expect(fields.count == 7 && fields[5] == "/var/lib/catalog" && fields[6] == "/usr/sbin/nologin", "\(entry)")
+            #expect((Int(fields[2]) ?? 65_534) < 1000, "a system user: \(entry)")
         }
     }
 }

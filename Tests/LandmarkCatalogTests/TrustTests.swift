@@ -470,6 +470,42 @@ struct TrustTests {
         #expect(runCLI(["remote", "add", "x", log.path, "--allow", "everything"], db: other).status == 64)
     }
 
+    /// Issue 25: with `--allow positions`, a peer that echoed back this node's own landmarks warned
+    /// "not applied" for each of them at every cycle, though a row held with the same stamp changes nothing.
+    @Test("--allow positions against a peer echoing this node's own landmarks: stale, not 'not allowed'; its positions merge")
+    func echoIsNotAViolation() throws {
+        let dir = Support.temporaryDirectory()
+        let a = try Trust.publisher(dir, "a")
+        let aLog = dir.appending(path: "a-log")
+        _ = try Trust.publish(a, aLog)
+        // b copies a's landmarks (a's stamps), sets a page of its own, and publishes all of it.
+        let b = try LogTests.store(dir, "b")
+        #expect(runCLI(["sync", aLog.path, "--quiet"], db: b.path, clock: ManualClock(testNow)).status == 0)
+        #expect(runCLI(["position", "set", "--user", "carol", "--page", "1"], db: b.path, clock: ManualClock(testNow)).status == 0)
+        let bLog = dir.appending(path: "b-log")
+        #expect(runCLI(["publish", bLog.path], db: b.path, clock: ManualClock(testNow)).status == 0)
+        #expect(runCLI(["remote", "add", "b", bLog.path, "--allow", "positions"], db: a.path, clock: ManualClock(testNow)).status == 0)
+        let landmarksBefore = try dumpLandmarks(a.path)
+        let r = Trust.sync(["--json"], db: a.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let seen = json["landmarksSeen"] as? Int ?? 0
+        #expect(seen >= 5, "\(r.stdout)")
+        #expect(json["notAllowed"] as? Int == 0, "\(r.stdout)")
+        #expect(json["landmarksApplied"] as? Int == 0 && (json["stale"] as? Int ?? 0) >= seen, "\(r.stdout)")
+        #expect(!r.stderr.contains("not applied"), "\(r.stderr)")
+        #expect(try dumpLandmarks(a.path) == landmarksBefore)
+        #expect(try dumpRows(a.path, sql: "SELECT page FROM positions WHERE user_id = 'carol'") == [[.integer(1)]])
+        // A landmark b changed itself is still refused, and named.
+        #expect(runCLI(["import", Support.fixture("valid-one-change.json"), "--quiet"], db: b.path, clock: ManualClock(testNow)).status == 0)
+        #expect(runCLI(["publish", bLog.path], db: b.path, clock: ManualClock(testNow)).status == 0)
+        let changed = Trust.sync(["--json"], db: a.path)
+        let cj = try #require(try JSONSerialization.jsonObject(with: Data(changed.stdout.utf8)) as? [String: Any])
+        #expect(cj["notAllowed"] as? Int == 1, "\(changed.stdout)")
+        #expect(changed.stderr.contains("not applied: landmark"), "\(changed.stderr)")
+        #expect(try dumpLandmarks(a.path) == landmarksBefore)
+    }
+
     @Test(
         "a reader that meets the signature of another version looks again (one fresh look; a few while the signed comment names another version), then 77"
     )
@@ -764,7 +800,7 @@ struct PullOnlyHubTests {
     }
 
     /// Issue 25: a hub role missing its GRANTs exited 70 ("internal error", a raw "permission denied", no hint).
-    @Test("a hub role with no GRANT at all: 73 with a hint naming docs/hub.md §4, not 70; nothing written; no password shown")
+    @Test("a hub role with no GRANT at all: 77 with a hint naming docs/hub.md §4, not 70; nothing written; no password shown")
     func roleWithoutGrants() throws {
         let server = try PostgresServer.running()
         let hub = try server.createDatabaseName()
@@ -776,7 +812,7 @@ struct PullOnlyHubTests {
         let edge = Support.temporaryDatabase()
         #expect(runCLI(["position", "set", "--user", "bob", "--page", "0"], db: writer).status == 0)
         let r = runCLI(["sync", server.uri(database: hub, user: role, password: "No-Grant-5e2a")], db: edge)
-        #expect(r.status == 73, "\(r.stderr)")
+        #expect(r.status == 77, "\(r.stderr)")
         #expect(r.stderr.contains("permission denied") && r.stderr.contains("docs/hub.md §4"), "\(r.stderr)")
         #expect(!r.stderr.contains("internal error") && !r.stderr.contains("No-Grant-5e2a"), "\(r.stderr)")
         let rows = FileManager.default.fileExists(atPath: edge) ? try dumpRows(edge, sql: "SELECT count(*) FROM landmarks") : [[.integer(0)]]

@@ -26,7 +26,8 @@ extension CatalogCLI {
             "--metrics-listen", "ADDR:PORT", "Serve Prometheus metrics at GET /metrics on this address (keep it private).",
             parse: Values.nonEmpty)
         static let maxConnections = Option<Int>(
-            "--max-connections", "N", "Refuse connections beyond N open ones (default 12000).", parse: Values.integer(1...1_000_000))
+            "--max-connections", "N", "Accept no connection beyond N open ones: more wait unanswered until one closes (default 12000).",
+            parse: Values.integer(1...1_000_000))
         static let headerTimeout = Option<Double>(
             "--header-timeout", "DURATION", "Close a connection whose request headers are not complete within this (default 10s).",
             parse: Values.duration(atMost: 3600))
@@ -138,6 +139,15 @@ extension CatalogCLI {
         if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
         if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
         options.hub = i[ServeOptionsTable.hub]
+        options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
+        // Every connection is a descriptor, and so is each reader's database: below the cap, say so once.
+        let wanted = options.limits.connections + 128
+        let files = raiseOpenFileLimit(wanted: wanted)
+        if files < wanted {
+            options.log(
+                #"{"event":"warning","message":"open files are limited to \#(files) (ulimit -n): fewer than --max-connections \#(options.limits.connections) connections can be open; raise the hard limit (LimitNOFILE=) or lower --max-connections"}"#
+            )
+        }
         let server = try ServeServer(options: options)
         // A real handler, not a Dispatch signal source: libdispatch's signalfd sees a signal only while every
         // thread blocks it, and with SIG_IGN set a thread that does not (libmicrohttpd's, the runtime's)

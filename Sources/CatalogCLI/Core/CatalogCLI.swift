@@ -133,12 +133,13 @@ public enum CatalogCLI {
               source's last good sync too old)
           70  internal error
           73  cannot create or write the database or an output (or it is not a catalog
-              database, or newer than this binary); a hub role that may not create its tables
+              database, or newer than this binary)
           74  I/O error (disk full)
           75  temporary failure: lock held or database busy; retry later
           76  incompatible snapshot format or version; a hub schema newer, changed or foreign
-          77  not trusted: a source that must be signed is unsigned, wrongly signed or
-              signed by a key it does not trust
+          77  not trusted or not permitted: a source that must be signed is unsigned,
+              wrongly signed or signed by a key it does not trust; a hub role lacking a
+              GRANT; a serve refusing the token (401, 403)
 
         """
 }

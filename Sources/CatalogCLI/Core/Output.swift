@@ -94,14 +94,17 @@ public final class MemorySink: OutputSink {
     /// `sync --follow`: the window over which each kind of warning shows at most `--max-diagnostics`
     /// lines (s; an hour when nil).
     public var followDiagnosticsWindowSeconds: Double?
+    /// `serve`: called after a POST's rows are committed, before the answer is sent (a server killed there).
+    public var serveAfterPostCommit: (@Sendable () -> Void)?
     public init(
         backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0, followCycleEnd: (@Sendable (FollowControl) -> Void)? = nil,
-        followDiagnosticsWindowSeconds: Double? = nil
+        followDiagnosticsWindowSeconds: Double? = nil, serveAfterPostCommit: (@Sendable () -> Void)? = nil
     ) {
         self.backoffSeconds = backoffSeconds
         self.pauseBeforeCommitMilliseconds = pauseBeforeCommitMilliseconds
         self.followCycleEnd = followCycleEnd
         self.followDiagnosticsWindowSeconds = followDiagnosticsWindowSeconds
+        self.serveAfterPostCommit = serveAfterPostCommit
     }
 }
 

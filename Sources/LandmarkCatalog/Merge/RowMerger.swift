@@ -190,6 +190,16 @@ package struct RowMerger {
         kind == "position" ? [.init("user", key)] : []
     }
 
+    /// The stamp stored for the row `key` selects (nil when there is none); the statement is rewound.
+    private static func storedStamp<C: TableColumn>(
+        _ key: SQLValue, select: Statement, _ wall: C, _ counter: C, _ node: C
+    ) throws -> HLCStamp? {
+        try select.bind(key, at: 1)
+        defer { select.rewind() }
+        guard try select.step() else { return nil }
+        return HLCStamp(wallMilliseconds: select.int(wall), counter: select.int(counter), node: select.text(node) ?? "")
+    }
+
     /// Counts and reports a row outside the source's grant (bounded by the reporter, like quarantined rows).
     private mutating func notAllowed(kind: String, key: String, id: Int64?) {
         counts.notAllowed += 1
@@ -207,7 +217,15 @@ package struct RowMerger {
             for row in rows {
                 counts.positionsSeen += 1
                 if !allow.allowsPositions {
-                    notAllowed(kind: "position", key: row.user, id: nil)
+                    // A row this node already holds with the same stamp (a peer echoing it back) writes
+                    // nothing: stale, as it would be with the grant, not a violation (issue 25).
+                    if try Self.storedStamp(.text(row.user), select: select, PositionColumn.updatedMs, PositionColumn.counter, PositionColumn.node)
+                        == row.stamp
+                    {
+                        counts.stale += 1
+                    } else {
+                        notAllowed(kind: "position", key: row.user, id: nil)
+                    }
                     continue
                 }
                 if try quarantine(
@@ -284,7 +302,14 @@ package struct RowMerger {
         counts.landmarksSeen += 1
         let record = view.record
         if !allow.allowsLandmarks {
-            notAllowed(kind: "landmark", key: String(record.id), id: record.id)
+            // As for positions: this node's own row echoed back with its stamp is stale, not a violation.
+            if try Self.storedStamp(.integer(record.id), select: select, LandmarkColumn.updatedMs, LandmarkColumn.counter, LandmarkColumn.node)
+                == view.stamp
+            {
+                counts.stale += 1
+            } else {
+                notAllowed(kind: "landmark", key: String(record.id), id: record.id)
+            }
             return
         }
         let stamp = view.stamp

@@ -38,8 +38,9 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable,
         case tempFail = 75
         /// 76: an incompatible snapshot format or version.
         case incompatible = 76
-        /// 77: not trusted: a source that must be signed by a trusted key is unsigned, wrongly signed or
-        /// signed by another key (docs/trust.md).
+        /// 77: not trusted or not permitted: a source that must be signed by a trusted key is unsigned,
+        /// wrongly signed or signed by another key (docs/trust.md); a hub role lacking a GRANT (SQLSTATE
+        /// 42501, docs/hub.md §4); a serve that refuses the token (401, 403; docs/protocol.md §9).
         case untrusted = 77
     }
 

@@ -19,7 +19,7 @@ public enum Timestamp {
     }
 
     /// Writes `format(milliseconds:)` as a JSON string, digit by digit (no intermediate `String`).
-    static func write(milliseconds: Int64, to w: inout JSONWriter) {
+    package static func write(milliseconds: Int64, to w: inout JSONWriter) {
         let f = fields(milliseconds)
         guard (0...9999).contains(f.year) else {
             w.string(format(milliseconds: milliseconds))

@@ -23,6 +23,9 @@ package struct DeviceRowsPage: Sendable {
     package var newestWall: Int64 = 0
     /// More rows follow: ask again at once.
     package var more = false
+
+    /// An empty page: nothing after the cursor.
+    package init() {}
 }
 
 /// What `catalog serve` reads and writes for devices (docs/protocol.md §3–§6).
@@ -124,14 +127,17 @@ extension DeviceRows {
         }
     }
 
-    /// What changed after `after`: each changed position's user (passed to `user`), whether a landmark
-    /// changed, and the high-water mark they were read through — for waking long-polls (docs/serve.md §4).
-    package func deviceChanges(after: Int64, _ user: (String) -> Void) throws -> (landmarks: Bool, highWater: Int64) {
+    /// What changed after `after`: each changed position's user and change sequence number (passed to
+    /// `user`), whether a landmark changed, and the high-water mark they were read through — for waking
+    /// long-polls and knowing, without a read, that a user has nothing new (docs/serve.md §4).
+    package func deviceChanges(after: Int64, _ user: (String, Int64) -> Void) throws -> (landmarks: Bool, highWater: Int64) {
         try store.read {
             let high = try store.lastChangeSequence()
             guard high > after else { return (false, high) }
-            try store.connection.forEachRow(sql: "SELECT user_id FROM positions WHERE seq > ? AND seq <= ?", [.integer(after), .integer(high)]) {
-                user($0.text(PositionColumn.userID) ?? "")
+            try store.connection.forEachRow(
+                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? AND seq <= ?", [.integer(after), .integer(high)]
+            ) {
+                user($0.text(PositionColumn.userID) ?? "", $0.int(PositionColumn.seq))
             }
             return (try store.landmarkTable.anyChanged(after: after, through: high), high)
         }

@@ -27,6 +27,24 @@ package struct HTTPLimits: Sendable {
     package init() {}
 }
 
+/// Raises this process's soft limit on open files (RLIMIT_NOFILE) toward `wanted`, up to the hard limit, as
+/// servers do at start (getrlimit(2)): a shell's default soft limit (1,024) would refuse connections far below
+/// `--max-connections`.
+///
+/// - Parameter wanted: the descriptors the server may need (its connection cap plus its own files).
+/// - Returns: the soft limit in force afterwards.
+package func raiseOpenFileLimit(wanted: Int) -> Int {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+    let target = min(rlim_t(wanted), limit.rlim_max)
+    if limit.rlim_cur < target {
+        var raised = limit
+        raised.rlim_cur = target
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return Int(target) }
+    }
+    return Int(limit.rlim_cur)
+}
+
 /// An HTTP/1.1 server on GNU libmicrohttpd (docs/serve.md §1): epoll worker threads, suspended connections for
 /// long-polls (MHD_ALLOW_SUSPEND_RESUME), a connection cap, an idle timeout and a memory limit per connection,
 /// and the header and body deadlines MHD does not have, kept here: a sweeper shuts down (`shutdown(2)`, so MHD
@@ -79,7 +97,9 @@ package final class HTTPDaemon: @unchecked Sendable {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
-            throw CatalogError(.usage, "--listen needs an IPv4 address and a port (127.0.0.1:8080), got '\(host)'")
+            throw CatalogError(
+                .usage, "--listen needs an IPv4 address and a port (127.0.0.1:8080), got '\(host):\(port)'",
+                hint: "a name such as localhost is not looked up: give its address")
         }
         let flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue

@@ -43,12 +43,25 @@ final class LongPolls: @unchecked Sendable {
     /// Every change through this sequence number has been dispatched.
     private(set) var dispatched: Int64
     private var poked = false
+    /// Pokes made, and those whose commits were dispatched: while they differ, a commit of this server is
+    /// not in the index yet, and ``nothingNew(for:after:)`` proves nothing (a device reads its own writes).
+    private var pokes = 0
+    private var pokesDispatched = 0
     private var stopping = false
     private var thread: Thread?
     private let store: CatalogStore
     private let probe: DataVersionProbe
     private let probeMilliseconds: Int
     private let metrics: ServeMetrics
+    /// What the dispatched changes and the reads prove (``nothingNew(for:after:)``): for each user in it, a
+    /// sequence number no position change of theirs is past (their newest change dispatched, or a cursor a
+    /// read found nothing after); for the others, `indexBase`; and the newest position change of all.
+    private var indexBase: Int64
+    private var newestByUser: [String: Int64] = [:]
+    private var newestPosition: Int64
+    /// Users the index holds at most (about 100 bytes each); past it the index starts again at the
+    /// dispatched sequence.
+    static let indexLimit = 200_000
 
     init(path: String, probeMilliseconds: Int, metrics: ServeMetrics) throws {
         store = try CatalogStore.open(path: path, access: .read)
@@ -56,6 +69,25 @@ final class LongPolls: @unchecked Sendable {
         self.probeMilliseconds = probeMilliseconds
         self.metrics = metrics
         dispatched = try store.changeSequence()
+        indexBase = dispatched
+        newestPosition = dispatched
+    }
+
+    /// The high-water mark to answer with when the dispatched changes prove that `key` has no row after
+    /// `after`, so the poll needs no read of the database; nil when they cannot (a cursor older than the
+    /// index, or past the dispatched sequence, or the landmarks).
+    ///
+    /// A commit not dispatched yet is not seen: the answer is then "nothing new" with the cursor unchanged
+    /// (docs/protocol.md §3), and the next poll, or the long-poll this one turns into, gets it.
+    func nothingNew(for key: WaitKey, after: Int64) -> Int64? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping, indexBase != .max, pokes == pokesDispatched, after <= dispatched else { return nil }
+        switch key {
+        case .user(let user): return (newestByUser[user] ?? indexBase) <= after ? dispatched : nil
+        case .allPositions: return newestPosition <= after ? dispatched : nil
+        case .landmarks: return nil
+        }
     }
 
     func start() {
@@ -85,6 +117,7 @@ final class LongPolls: @unchecked Sendable {
     func poke() {
         condition.lock()
         poked = true
+        pokes += 1
         condition.signal()
         condition.unlock()
     }
@@ -122,19 +155,31 @@ final class LongPolls: @unchecked Sendable {
             if stopping { break }
             let wasPoked = poked
             poked = false
+            let pokesSeen = pokes
             let after = dispatched
             condition.unlock()
             let version = probe.version()
-            var users: Set<String> = []
+            var users: [String: Int64] = [:]
             var changes: (landmarks: Bool, highWater: Int64)?
             if wasPoked || version != lastVersion {
                 lastVersion = version
-                changes = try? DeviceRows(store).deviceChanges(after: after) { users.insert($0) }
+                changes = try? DeviceRows(store).deviceChanges(after: after) { user, seq in users[user] = max(users[user] ?? 0, seq) }
             }
             condition.lock()
+            if changes != nil {
+                pokesDispatched = pokesSeen
+            } else if wasPoked {
+                poked = true  // the read failed: the poked commit is looked for again at the next turn
+            }
+            if let changes, changes.highWater < dispatched {
+                // The database went back (restored or replaced under a running server): the index proves
+                // nothing any more; every poll reads.
+                indexBase = .max
+            }
             if let changes, changes.highWater > dispatched {
                 dispatched = changes.highWater
-                for user in users {
+                index(users, through: changes.highWater)
+                for user in users.keys {
                     if let group = waiters.removeValue(forKey: .user(user)) {
                         for (_, w) in group {
                             w.woken = true
@@ -158,6 +203,37 @@ final class LongPolls: @unchecked Sendable {
             expire()
         }
         condition.unlock()
+    }
+
+    /// A read for `key` found no row after `after` through `high`: when no change past `high` was
+    /// dispatched for that user, nothing of theirs is past `after`, and the next poll with that cursor
+    /// needs no read (a device whose last change is older than the server's start).
+    func learnNothingNew(for key: WaitKey, after: Int64, through high: Int64) {
+        guard case .user(let user) = key else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        guard indexBase != .max, high >= indexBase, after < indexBase || newestByUser[user] != nil else { return }
+        if let newest = newestByUser[user], newest > high { return }  // dispatched past the read: unknown
+        newestByUser[user] = min(newestByUser[user] ?? .max, after)
+        trimIndex(at: dispatched)
+    }
+
+    /// Past ``indexLimit`` users the index starts again at `high` (under the lock).
+    private func trimIndex(at high: Int64) {
+        guard newestByUser.count > Self.indexLimit else { return }
+        newestByUser = [:]
+        indexBase = high
+        newestPosition = high
+    }
+
+    /// Records dispatched position changes in the index (under the lock).
+    private func index(_ users: [String: Int64], through high: Int64) {
+        guard indexBase != .max else { return }
+        for (user, seq) in users {
+            newestByUser[user] = max(newestByUser[user] ?? 0, seq)
+            newestPosition = max(newestPosition, seq)
+        }
+        trimIndex(at: high)
     }
 
     /// Resumes the waiters whose deadline passed (under the lock).

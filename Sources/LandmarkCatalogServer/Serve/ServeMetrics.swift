@@ -7,7 +7,12 @@ import Foundation
 package final class ServeMetrics: @unchecked Sendable {
     // Safe: every stored var is touched under `lock`.
     private let lock = NSLock()
-    private var requests: [String: Int] = [:]
+    private var requests: [RequestKey: Int] = [:]
+    private struct RequestKey: Hashable, Comparable {
+        let route: String
+        let status: Int
+        static func < (a: Self, b: Self) -> Bool { (a.route, a.status) < (b.route, b.status) }
+    }
     private var openLongPolls = 0
     private static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
     private var buckets = [Int](repeating: 0, count: ServeMetrics.bounds.count)
@@ -22,7 +27,7 @@ package final class ServeMetrics: @unchecked Sendable {
     private var hubStateSource: (@Sendable () -> String)?
 
     func request(route: String, status: Int) {
-        lock.withLock { requests["\(route)\t\(status)", default: 0] += 1 }
+        lock.withLock { requests[RequestKey(route: route, status: status), default: 0] += 1 }
     }
 
     func longPoll(_ delta: Int) { lock.withLock { openLongPolls += delta } }
@@ -49,8 +54,7 @@ package final class ServeMetrics: @unchecked Sendable {
             var out = "# HELP catalog_serve_requests_total Requests answered, by route and status.\n"
             out += "# TYPE catalog_serve_requests_total counter\n"
             for key in requests.keys.sorted() {
-                let parts = key.split(separator: "\t")
-                out += "catalog_serve_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(requests[key] ?? 0)\n"
+                out += "catalog_serve_requests_total{route=\"\(key.route)\",status=\"\(key.status)\"} \(requests[key] ?? 0)\n"
             }
             out += "# HELP catalog_serve_long_polls Long-polls waiting now.\n# TYPE catalog_serve_long_polls gauge\n"
             out += "catalog_serve_long_polls \(openLongPolls)\n"

@@ -32,11 +32,37 @@ package struct ServeOptions: Sendable {
     package var hub: String?
     /// The node name put in answers (`node` of the snapshot envelope).
     package var node = ""
+    /// Tests only: called after a POST's rows are committed, before the answer is sent.
+    package var afterPostCommit: (@Sendable () -> Void)?
     /// Access log and diagnostics go here (stderr).
-    package var log: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    package var log: @Sendable (String) -> Void = { line in
+        var bytes = Array(line.utf8)
+        bytes.append(0x0A)
+        writeStandardError(bytes)
+    }
+    /// The access log's lines, newline included, go here (stderr): bytes as built, one `write(2)` each.
+    package var logBytes: @Sendable ([UInt8]) -> Void = { writeStandardError($0) }
 
     package init(databasePath: String, keys: [TokenKey]) {
         self.databasePath = databasePath
         self.keys = keys
+    }
+}
+
+/// Writes all of `bytes` to standard error with write(2), retrying after a signal or a short write; a
+/// failure (a closed stderr) drops the line, as a log must not stop the server.
+package func writeStandardError(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let n = write(2, buffer.baseAddress?.advanced(by: offset), buffer.count - offset)
+            if n > 0 {
+                offset += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                return
+            }
+        }
     }
 }

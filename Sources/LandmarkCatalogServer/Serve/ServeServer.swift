@@ -149,7 +149,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         metrics.request(route: request.route, status: request.status)
         var w = JSONWriter(reservingCapacity: 192)
         w.raw("{\"time\":")
-        w.string(Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
+        Timestamp.write(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), to: &w)
         w.raw(",\"method\":")
         w.string(request.method)
         w.raw(",\"route\":")
@@ -163,8 +163,8 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         w.raw(",\"user\":")
         if let user = request.user { w.string(user) } else { w.raw("null") }
         if !completedNormally { w.raw(",\"aborted\":true") }
-        w.raw("}")
-        options.log(String(decoding: w.bytes, as: UTF8.self))
+        w.raw("}\n")
+        options.logBytes(w.bytes)
     }
 
     // MARK: Auth (docs/protocol.md §2)
@@ -218,33 +218,25 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             limit = min(n, options.pageLimit)
         }
         let user: String? = request.edge ? nil : request.user
+        let key: WaitKey = landmarks ? .landmarks : user.map(WaitKey.user) ?? .allPositions
         for _ in 0..<8 {
-            let answer: (page: DeviceRowsPage, highWater: Int64)
-            do {
-                answer = try readers.with { store in
-                    var a =
-                        landmarks
-                        ? try DeviceRows(store).deviceLandmarks(after: after, limit: limit)
-                        : try DeviceRows(store).devicePositions(user: user, after: after, limit: limit)
-                    if after > a.highWater {
-                        // A cursor past this database's end: restored or replaced; start again (docs/protocol.md §3).
-                        after = 0
-                        a =
-                            landmarks
-                            ? try DeviceRows(store).deviceLandmarks(after: 0, limit: limit)
-                            : try store.devicePositions(user: user, after: 0, limit: limit)
-                    }
-                    return a
+            var answer: (page: DeviceRowsPage, highWater: Int64)
+            // "Nothing new" proven by the changes already dispatched: no read (docs/serve.md §4).
+            if let high = polls.nothingNew(for: key, after: after) {
+                answer = (DeviceRowsPage(), high)
+            } else {
+                do {
+                    answer = try read(landmarks: landmarks, user: user, after: &after, limit: limit)
+                } catch {
+                    return .reply(unavailable(error))
                 }
-            } catch {
-                return .reply(unavailable(error))
+                if answer.page.count == 0 { polls.learnNothingNew(for: key, after: after, through: answer.highWater) }
             }
             let now = DispatchTime.now().uptimeNanoseconds
             if answer.page.count == 0, waitSeconds > 0, !isDraining {
                 let until = request.waitUntil ?? now + UInt64(waitSeconds) * 1_000_000_000
                 request.waitUntil = until
                 if now < until {
-                    let key: WaitKey = landmarks ? .landmarks : user.map(WaitKey.user) ?? .allPositions
                     if polls.wait(request, key: key, seen: answer.highWater, deadline: until) { return .suspended }
                     continue  // something was dispatched past our read: read again
                 }
@@ -255,6 +247,27 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             return .reply(page(answer.page, after: after, landmarks: landmarks, request: request))
         }
         return .reply(error(503, "unavailable", "the database is changing too fast to wait on; try again", headers: ["Retry-After": "1"]))
+    }
+
+    /// One page of rows after `after` from the database, and its high-water mark; a cursor past the
+    /// database's end (restored or replaced) starts again at 0 (docs/protocol.md §3).
+    private func read(landmarks: Bool, user: String?, after: inout Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
+        var from = after
+        defer { after = from }
+        return try readers.with { store in
+            var a =
+                landmarks
+                ? try DeviceRows(store).deviceLandmarks(after: from, limit: limit)
+                : try DeviceRows(store).devicePositions(user: user, after: from, limit: limit)
+            if from > a.highWater {
+                from = 0
+                a =
+                    landmarks
+                    ? try DeviceRows(store).deviceLandmarks(after: 0, limit: limit)
+                    : try DeviceRows(store).devicePositions(user: user, after: 0, limit: limit)
+            }
+            return a
+        }
     }
 
     private func page(_ page: DeviceRowsPage, after: Int64, landmarks: Bool, request: HTTPRequest) -> HTTPReply {
@@ -332,6 +345,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         } catch {
             return .reply(unavailable(error))
         }
+        options.afterPostCommit?()
         polls.poke()
         metrics.applied(result.outcomes.filter { $0 == .applied }.count)
         var w = JSONWriter(reservingCapacity: 64 + users.count * 48)

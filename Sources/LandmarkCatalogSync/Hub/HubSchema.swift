@@ -41,8 +41,9 @@ extension CatalogError {
                 .incompatible, "not a catalog hub: the database has a table \(table) but no hub_schema_migrations ledger, \(hub)",
                 hint: "give the hub a database of its own (createdb catalog_hub)")
         case .notPermitted(let name, let message):
+            // 77, as every PostgreSQL permission error (SQLSTATE 42501): the role is not permitted.
             self.init(
-                .cantCreate, "cannot create the hub's tables (migration \(name)): \(message), \(hub)",
+                .untrusted, "cannot create the hub's tables (migration \(name)): \(message), \(hub)",
                 hint: "run 'catalog sync' once as a role that may create tables in the hub database (its owner)")
         case .failed(let name, let message):
             self.init(.software, "hub migration \(name) failed: \(message), \(hub)")

@@ -168,7 +168,7 @@ extension CatalogError {
     /// Maps a PostgreSQL error to the exit status a user can act on — the one place that decides it:
     /// unreachable hub (connection failure or loss, deadline, SQLSTATE class 08, 57P01–57P03, 57014) → 69,
     /// with a hint about `~/.pgpass` / `PGPASSFILE` when the credentials were refused (28P01, 28000);
-    /// a role missing a GRANT (42501, insufficient_privilege) → 73 with a hint naming docs/hub.md §4;
+    /// a role missing a GRANT (42501, insufficient_privilege) → 77 with a hint naming docs/hub.md §4;
     /// anything else → 70 (a caller that knows better maps the `PGError` itself first).
     init(_ error: PGError) {
         let place = error.target.map { ", \($0)" } ?? ""
@@ -185,10 +185,10 @@ extension CatalogError {
         } else if error.isUnavailable {
             self.init(.unavailable, "\(error)\(place)", hint: "the hub is unreachable or not answering; the next run retries")
         } else if error.sqlState == SQLState("42501") {
-            // insufficient_privilege: the role lacks a GRANT. Not a bug (70) but a hub this role may not
-            // use as it is, like one whose tables it may not create (73).
+            // insufficient_privilege: the role lacks a GRANT. Not a bug (70): this role is not permitted
+            // what it asked (77, EX_NOPERM: a permission above the file system's), as serve's 401/403 are.
             self.init(
-                .cantCreate, "the PostgreSQL hub refused this role: \(error.message)\(place)",
+                .untrusted, "the PostgreSQL hub refused this role: \(error.message)\(place)",
                 hint: "grant the edge's role what docs/hub.md §4 lists (a role with SELECT alone syncs pull-only)")
         } else {
             self.init(.software, "\(error)\(place)")  // the server's hint is already in the description

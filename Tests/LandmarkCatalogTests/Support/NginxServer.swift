@@ -6,7 +6,8 @@ import LandmarkCatalog
 #endif
 
 /// A real nginx (Debian's `nginx-light`) on 127.0.0.1 and a free port, serving `contrib/nginx/catalog-log.conf`
-/// with its log directory pointed at a temporary one.
+/// with its log directory pointed at a temporary one — or, with `servePort`, `contrib/nginx/serve.conf` in
+/// front of a `catalog serve` on that port.
 ///
 /// One process (`master_process off`), stopped when released and by `timeout` after 5 minutes at the latest.
 /// Every request is logged as `URI STATUS BODY_BYTES CONTENT_ENCODING`.
@@ -19,14 +20,19 @@ final class NginxServer {
     let port: Int
     private let process = Process()
 
-    init() throws {
+    init(servePort: Int? = nil) throws {
         guard let binary = Self.binary else { throw CatalogError(.software, "nginx is not installed (apt-get install nginx-light)") }
         prefix = Support.temporaryDirectory()
         logDirectory = prefix.appending(path: "log")
         try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: prefix.appending(path: "logs"), withIntermediateDirectories: true)
         port = try PostgresServer.freePort()
-        let snippet = try String(contentsOf: Support.root.appending(path: "contrib/nginx/catalog-log.conf"), encoding: .utf8)
+        let snippet =
+            try servePort.map {
+                try String(contentsOf: Support.root.appending(path: "contrib/nginx/serve.conf"), encoding: .utf8)
+                    .replacingOccurrences(of: "http://127.0.0.1:8080;", with: "http://127.0.0.1:\($0);")
+            }
+            ?? String(contentsOf: Support.root.appending(path: "contrib/nginx/catalog-log.conf"), encoding: .utf8)
             .replacingOccurrences(of: "/srv/catalog/log", with: logDirectory.path)
         try snippet.write(to: prefix.appending(path: "catalog-log.conf"), atomically: true, encoding: .utf8)
         let conf = """

@@ -19,12 +19,15 @@ final class ServeProcess {
     let metricsPort: Int?
     private var stopped = false
 
-    init(_ sandbox: Sandbox, db: String, keys: [String], extra: [String] = [], metrics: Bool = false, listen: String = "127.0.0.1:0") throws {
+    init(
+        _ sandbox: Sandbox, db: String, keys: [String], extra: [String] = [], metrics: Bool = false, listen: String = "127.0.0.1:0",
+        binary: URL = Support.catalogBinary, environment: [String: String] = [:]
+    ) throws {
         self.sandbox = sandbox
         self.db = db
         var arguments = ["serve", "--listen", listen] + keys.flatMap { ["--auth-key", $0] } + extra
         if metrics { arguments += ["--metrics-listen", "127.0.0.1:0"] }
-        started = try sandbox.start(arguments, db: db)
+        started = try sandbox.start(arguments, db: db, binary: binary, environment: environment)
         let deadline = Date().addingTimeInterval(20)
         var found: (Int, Int?)?
         while found == nil, Date() < deadline, started.process.isRunning {

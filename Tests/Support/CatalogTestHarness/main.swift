@@ -55,11 +55,20 @@ final class CycleEndHook: @unchecked Sendable {
 
 let cycleEnd = CycleEndHook(environment)
 let followCycleEnd: (@Sendable (FollowControl) -> Void)? = cycleEnd.map { hook in { @Sendable control in hook.run(control) } }
+/// `CATALOG_TEST_SERVE_HOLD_AFTER_POST_COMMIT`: a file serve creates once a POST's rows are committed,
+/// then the request's thread waits forever before answering (a server killed between commit and answer).
+let serveAfterPostCommit: (@Sendable () -> Void)? = environment["CATALOG_TEST_SERVE_HOLD_AFTER_POST_COMMIT"].map { marker in
+    { @Sendable in
+        _ = FileManager.default.createFile(atPath: marker, contents: Data("committed\n".utf8))
+        while true { pause() }
+    }
+}
 let hooks = TestHooks(
     backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
     pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0,
     followCycleEnd: followCycleEnd,
-    followDiagnosticsWindowSeconds: environment["CATALOG_TEST_FOLLOW_DIAGNOSTICS_WINDOW_S"].flatMap(Double.init))
+    followDiagnosticsWindowSeconds: environment["CATALOG_TEST_FOLLOW_DIAGNOSTICS_WINDOW_S"].flatMap(Double.init),
+    serveAfterPostCommit: serveAfterPostCommit)
 let status = CatalogCLI.run(
     Array(CommandLine.arguments.dropFirst()),
     context: CLIContext(
