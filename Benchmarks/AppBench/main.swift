@@ -51,7 +51,7 @@ struct AppBench {
             for c in 0..<commits {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...60)))
                 let target = counts.minimum + 1
-                try other.setPosition(user: "bench", to: .page((c + 1) % pageCount))
+                try Positions(other).setPosition(user: "bench", to: .page((c + 1) % pageCount))
                 let start = ContinuousClock.now
                 while counts.minimum < target { try await Task.sleep(for: .microseconds(200)) }
                 let d = ContinuousClock.now - start

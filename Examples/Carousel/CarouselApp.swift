@@ -17,7 +17,7 @@ struct CarouselApp {
     @MainActor
     static func main() async {
         var arguments = CommandLine.arguments.dropFirst()
-        var path = CatalogStore.defaultPath(environment: ProcessInfo.processInfo.environment)
+        var path = CatalogFiles.defaultPath(environment: ProcessInfo.processInfo.environment)
         var named: String?
         var server: URL?
         var tokenFile: String?

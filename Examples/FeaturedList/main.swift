@@ -10,7 +10,7 @@ guard CommandLine.arguments.count == 2 else {
 }
 do {
     let store = try CatalogStore.open(path: CommandLine.arguments[1], access: .read)
-    for (page, landmark) in try store.featuredLandmarks().enumerated() {
+    for (page, landmark) in try LandmarkReader(store).featuredLandmarks().enumerated() {
         print("\(page)\t\(landmark.id)\t\(landmark.name)")
     }
 } catch let error as CatalogError {

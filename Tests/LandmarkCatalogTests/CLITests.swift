@@ -57,11 +57,11 @@ struct CLITests {
 
     @Test("the database path: --db, then CATALOG_DB, then XDG_DATA_HOME, then HOME")
     func databasePath() {
-        #expect(CatalogStore.defaultPath(environment: ["CATALOG_DB": "/a/b.sqlite", "XDG_DATA_HOME": "/x"]) == "/a/b.sqlite")
-        #expect(CatalogStore.defaultPath(environment: ["XDG_DATA_HOME": "/x", "HOME": "/h"]) == "/x/landmark-catalog/catalog.sqlite")
+        #expect(CatalogFiles.defaultPath(environment: ["CATALOG_DB": "/a/b.sqlite", "XDG_DATA_HOME": "/x"]) == "/a/b.sqlite")
+        #expect(CatalogFiles.defaultPath(environment: ["XDG_DATA_HOME": "/x", "HOME": "/h"]) == "/x/landmark-catalog/catalog.sqlite")
         #expect(
-            CatalogStore.defaultPath(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]) == "/h/.local/share/landmark-catalog/catalog.sqlite")
-        #expect(CatalogStore.defaultPath(environment: ["HOME": "/h"]) == "/h/.local/share/landmark-catalog/catalog.sqlite")
+            CatalogFiles.defaultPath(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]) == "/h/.local/share/landmark-catalog/catalog.sqlite")
+        #expect(CatalogFiles.defaultPath(environment: ["HOME": "/h"]) == "/h/.local/share/landmark-catalog/catalog.sqlite")
         let dir = Support.temporaryDirectory()
         let result = runCLI(["init"], environment: ["XDG_DATA_HOME": dir.path])
         #expect(result.status == 0)

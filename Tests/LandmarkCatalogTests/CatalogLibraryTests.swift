@@ -322,7 +322,7 @@ struct CatalogLibraryTests {
         try await catalog.setPosition(user: "u-1", to: .page(1))  // commits, featured unchanged
         try await catalog.importLandmarks(from: .file(Self.seeds.path))  // a re-import: unchanged
         let store = try CatalogStore.open(path: catalog.path)  // another connection's commit
-        try store.setPosition(user: "u-2", to: .page(0))
+        try Positions(store).setPosition(user: "u-2", to: .page(0))
         try await Task.sleep(for: .milliseconds(300))
         #expect(seen.count == 1)
         try await catalog.importLandmarks(from: .file(try landmarkFile(featured: [1001, 1002])))
@@ -652,7 +652,7 @@ struct ObserveMigrationTests {
         try other.execute(sql: "CREATE INDEX positions_bench_extra ON positions (page)")
         try await Task.sleep(for: .milliseconds(200))
         #expect(seen.count == 1)
-        try CatalogStore.open(path: db).setPosition(user: "u", to: .page(3))
+        try Positions(CatalogStore.open(path: db)).setPosition(user: "u", to: .page(3))
         #expect(await seen.wait(for: 2))
         #expect(seen.last == 3)
         seen.task.cancel()

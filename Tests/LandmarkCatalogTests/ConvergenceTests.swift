@@ -65,18 +65,18 @@ struct ConvergenceTests {
             serial += 1
             switch Int.random(in: 0..<10, using: &rng) {
             case 0...2:
-                let pages = try store.featuredIDs().count
+                let pages = try LandmarkReader(store).featuredIDs().count
                 if pages > 0 {
-                    try store.setPosition(user: Self.users.randomElement(using: &rng)!, to: .page(Int.random(in: 0..<pages, using: &rng)))
+                    try Positions(store).setPosition(user: Self.users.randomElement(using: &rng)!, to: .page(Int.random(in: 0..<pages, using: &rng)))
                 }
             case 3:
-                try store.clearPosition(user: Self.users.randomElement(using: &rng)!)
+                try Positions(store).clearPosition(user: Self.users.randomElement(using: &rng)!)
             case 4, 5:
                 let file = try Self.randomLandmarkFile(&rng, in: dir, serial: serial)
-                _ = try store.importLandmarks(from: .file(file), options: ImportOptions(prune: Bool.random(using: &rng)))
+                _ = try Importer(store).importLandmarks(from: .file(file), options: ImportOptions(prune: Bool.random(using: &rng)))
             case 6, 7:
                 let path = dir.appending(path: "snap-\(serial).json").path
-                try store.exportSnapshot(toFile: path)
+                try SnapshotExporter(store).exportSnapshot(toFile: path)
                 snapshots.append(path)
             default:
                 // Deliver a random handful of past snapshots (old ones included), possibly repeated.
@@ -89,7 +89,7 @@ struct ConvergenceTests {
         var finals: [String] = []
         for (i, store) in stores.enumerated() {
             let path = dir.appending(path: "final-\(i).json").path
-            try store.exportSnapshot(toFile: path)
+            try SnapshotExporter(store).exportSnapshot(toFile: path)
             finals.append(path)
         }
         for store in stores {

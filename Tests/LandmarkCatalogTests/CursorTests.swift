@@ -49,7 +49,7 @@ struct CursorTests {
         #expect(r.stderr.contains("not proven by its files"), "\(r.stderr)")
         #expect(try Self.cursor(consumer, key) == before)
         try real.write(to: log.appending(path: "manifest.json"))
-        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        _ = try Positions(publisher).setPosition(user: "bob", to: .page(1))
         _ = try Trust.publish(publisher, log)
         let next = runCLI(["sync", log.path], db: consumer)
         #expect(next.status == 0, "\(next.stderr)")
@@ -74,7 +74,7 @@ struct CursorTests {
         #expect(r.status == 65, "\(r.stderr)")
         #expect(try Self.cursor(consumer, url) == before)
         try real.write(to: log.appending(path: "manifest.json"))
-        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        _ = try Positions(publisher).setPosition(user: "bob", to: .page(1))
         _ = try Trust.publish(publisher, log)
         #expect(runCLI(["sync", url], db: consumer).status == 0)
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'bob'") == [[.integer(1)]])
@@ -92,14 +92,14 @@ struct CursorTests {
         try c.execute(
             sql: "UPDATE sync_sources SET cursor = ? WHERE source = ?",
             [.text("{\"generation\":\"\(manifest.generation)\",\"through\":\"\(Int64.max)\"}"), .text(key)])
-        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        _ = try Positions(publisher).setPosition(user: "bob", to: .page(1))
         _ = try Trust.publish(publisher, log)
-        for n in 1...(CatalogStore.staleRunsLimit + 1) {
+        for n in 1...(CatalogMonitor.staleRunsLimit + 1) {
             let r = runCLI(["sync", log.path], db: consumer)
             #expect(r.status == 0 && r.stderr.contains("behind"), "\(r.stderr)")
             let check = runCLI(["status", "--check"], db: consumer)
-            #expect((check.status == 0) == (n <= CatalogStore.staleRunsLimit), "run \(n): \(check.stdout)\(check.stderr)")
-            if n > CatalogStore.staleRunsLimit {
+            #expect((check.status == 0) == (n <= CatalogMonitor.staleRunsLimit), "run \(n): \(check.stdout)\(check.stderr)")
+            if n > CatalogMonitor.staleRunsLimit {
                 #expect(check.stderr.contains("--reset-cursor") || check.stdout.contains("--reset-cursor"), "\(check.stderr)")
             }
         }
@@ -136,10 +136,10 @@ struct CursorTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let clock = ManualClock(testNow)
         let publisher = try LogTests.store(dir, "a", clock: clock)
-        _ = try publisher.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(publisher).importLandmarks(from: .file(Support.fixture("valid.json")))
         let log = dir.appending(path: "log")
         let manifestURL = log.appending(path: "manifest.json")
-        let older = try publisher.publishLog(to: log.path).manifest
+        let older = try LogPublisher(publisher).publishLog(to: log.path).manifest
         let olderBytes = try Data(contentsOf: manifestURL)
         // A newer generation (the older base removed, so the publisher starts over), then the older base
         // back: the host serves both generations' files.
@@ -147,7 +147,7 @@ struct CursorTests {
         let saved = try Data(contentsOf: base)
         try FileManager.default.removeItem(at: base)
         clock.advance(5_000)
-        let newer = try publisher.publishLog(to: log.path).manifest
+        let newer = try LogPublisher(publisher).publishLog(to: log.path).manifest
         try #require(newer.generation > older.generation)
         try saved.write(to: base)
         let newerBytes = try Data(contentsOf: manifestURL)
@@ -166,8 +166,8 @@ struct CursorTests {
         }
         #expect(try Self.cursor(consumer, log.path + "/manifest.json") == cursor)
         // The newer generation goes on: its next delta merges, and only it is fetched.
-        _ = try publisher.setPosition(user: "zed", to: .page(0))
-        let delta = try publisher.publishLog(to: log.path).manifest
+        _ = try Positions(publisher).setPosition(user: "zed", to: .page(0))
+        let delta = try LogPublisher(publisher).publishLog(to: log.path).manifest
         #expect(delta.generation == newer.generation)
         let next = runCLI(["sync", log.path, "--json"], db: consumer)
         #expect(next.status == 0 && next.stdout.contains("\"outcome\":\"merged\""), "\(next.stdout)")
@@ -180,12 +180,12 @@ struct CursorTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let clock = ManualClock(testNow)
         let publisher = try LogTests.store(dir, "a", clock: clock)
-        _ = try publisher.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(publisher).importLandmarks(from: .file(Support.fixture("valid.json")))
         let log = dir.appending(path: "log")
-        let first = try publisher.publishLog(to: log.path).manifest
+        let first = try LogPublisher(publisher).publishLog(to: log.path).manifest
         try FileManager.default.removeItem(at: log.appending(path: first.base.name))
         clock.set(testNow - 86_400_000)
-        let second = try publisher.publishLog(to: log.path)
+        let second = try LogPublisher(publisher).publishLog(to: log.path)
         #expect(second.newGeneration && second.manifest.generation > first.generation, "\(first.generation) \(second.manifest.generation)")
         #expect(LogManifest.isPublisherGeneration(second.manifest.generation))
         #expect(!LogManifest.isPublisherGeneration("g1") && !LogManifest.isPublisherGeneration("g20261201T101500Z-3F9A1C"))
@@ -208,7 +208,7 @@ struct CursorTests {
         // A new generation: the old base removed (the publisher starts over when its files are missing).
         let first = try LogManifest.parse([UInt8](old.0), source: "m")
         try FileManager.default.removeItem(at: log.appending(path: first.base.name))
-        _ = try publisher.setPosition(user: "bob", to: .page(1))
+        _ = try Positions(publisher).setPosition(user: "bob", to: .page(1))
         let second = try Trust.publish(publisher, log, key: secret)
         try #require(second.manifest.generation != oldGeneration)
         #expect(runCLI(["sync", log.path, "--trust", line], db: consumer).status == 0)

@@ -19,7 +19,7 @@ struct FastPathTests {
         let db = Support.temporaryDatabase()
         let file = try writeTemporary(Self.tricky, name: "tricky.json")
         let store = try CatalogStore.open(path: db)
-        _ = try store.importLandmarks(from: .file(file))
+        _ = try Importer(store).importLandmarks(from: .file(file))
         return store
     }
 
@@ -27,9 +27,9 @@ struct FastPathTests {
     func featured() throws {
         let store = try store()
         var fast = JSONWriter()
-        #expect(try store.writeFeaturedJSON(to: &fast) { _ in } == 3)
+        #expect(try LandmarkReader(store).writeFeaturedJSON(to: &fast) { _ in } == 3)
         var general = JSONWriter()
-        for (i, l) in try store.featuredLandmarks().enumerated() {
+        for (i, l) in try LandmarkReader(store).featuredLandmarks().enumerated() {
             if i > 0 { general.byte(0x2C) }
             l.writeJSON(to: &general)
         }

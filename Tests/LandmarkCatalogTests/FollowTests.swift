@@ -691,7 +691,7 @@ struct FollowHubTests {
             do {
                 guard try afterCycle(n, edge), n < 10 else { return control.stop() }
                 // A commit by another process: the follower sees it and polls the hub to push it.
-                _ = try CatalogStore.open(path: edge).setPosition(user: "u\(n)", to: .page(1))
+                _ = try Positions(CatalogStore.open(path: edge)).setPosition(user: "u\(n)", to: .page(1))
             } catch {
                 Issue.record("\(error)")
                 control.stop()
@@ -801,12 +801,12 @@ struct FollowInProcessTests {
                     // another process commits: the next cycle publishes that commit.
                     #expect(rename(replacement, keyFile) == 0)
                     control.reload()
-                    _ = try CatalogStore.open(path: writer).setPosition(user: "bob", to: .page(0))
+                    _ = try Positions(CatalogStore.open(path: writer)).setPosition(user: "bob", to: .page(0))
                 case 2:
                     // A key file that cannot be used now (open to others): the key in use goes on signing.
                     #expect(chmod(keyFile, 0o644) == 0)
                     control.reload()
-                    _ = try CatalogStore.open(path: writer).setPosition(user: "bob", to: .page(1))
+                    _ = try Positions(CatalogStore.open(path: writer)).setPosition(user: "bob", to: .page(1))
                 default:
                     control.stop()
                 }
@@ -852,7 +852,7 @@ struct FollowInProcessTests {
             do {
                 // Only a position changes: the next cycle (inotify) merges nothing, refuses one row.
                 let store = try CatalogStore.open(path: publisher)
-                _ = try store.setPosition(user: "zed", to: .page(0))
+                _ = try Positions(store).setPosition(user: "zed", to: .page(0))
                 _ = try Trust.publish(store, log)
             } catch {
                 Issue.record("\(error)")

@@ -88,8 +88,8 @@ struct HubFileTests {
         let dir = Support.temporaryDirectory()
         let db = Support.temporaryDatabase()
         let store = try CatalogStore.open(path: db)
-        try store.addRemote(name: "peer", url: "logs/../logC", workingDirectory: dir.path)
-        #expect(try store.remotes().map(\.url) == [dir.appending(path: "logC").standardizedFileURL.path])
+        try RemoteBook(store).addRemote(name: "peer", url: "logs/../logC", workingDirectory: dir.path)
+        #expect(try RemoteBook(store).remotes().map(\.url) == [dir.appending(path: "logC").standardizedFileURL.path])
     }
 }
 
@@ -238,7 +238,7 @@ struct HubTests {
         #expect(sync(db, uri).status == 0)
         let store = try CatalogStore.open(path: db)
         let hub = try HubConnection(conninfo: uri, name: name, limits: HubLimits(options: SyncOptions()))
-        #expect(try hub.digest() == store.stateDigest())
+        #expect(try hub.digest() == StateDigest(of: store))
         #expect(try hub.digest().rows == 3 + 5)
         #expect(try HubSupport.hubStatus(db)["inAgreement"] as? Bool == true)
 
@@ -434,7 +434,7 @@ struct HubTests {
             #expect(try replicatedLandmarks(edge) == replicatedLandmarks(reference))
             #expect(try HubSupport.edgePositions(edge) == expected)
         }
-        let referenceDigest = try CatalogStore.open(path: reference).stateDigest()
+        let referenceDigest = try StateDigest(of: CatalogStore.open(path: reference))
         let hub = try HubConnection(conninfo: uri, name: name, limits: HubLimits(options: SyncOptions()))
         #expect(try hub.digest() == referenceDigest)
         #expect(try HubSupport.scalar(server, name, "SELECT body FROM landmarks WHERE id = 7")?.contains("\"Beta\"") == true)

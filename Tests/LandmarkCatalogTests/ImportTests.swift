@@ -15,7 +15,7 @@ struct ImportTests {
         #expect(result.stdout == "5 records: 5 inserted, 0 updated, 0 unchanged, 0 pruned, 0 warnings\n")
         #expect(result.stderr == "")
         #expect(try featuredIDs(db) == [1001, 1003])
-        let delicate = try #require(try CatalogStore.open(path: db).landmark(id: 1005))
+        let delicate = try #require(try LandmarkReader(CatalogStore.open(path: db)).landmark(id: 1005))
         #expect(delicate.name == "Delicate Arch")
         #expect(delicate.state == "Utah")
     }
@@ -61,7 +61,7 @@ struct ImportTests {
             .write(to: partial, atomically: true, encoding: .utf8)
         let result = runCLI(["import", partial.path], db: db)
         #expect(result.stdout.hasPrefix("1 record: 0 inserted, 1 updated"), "\(result.stdout) \(result.stderr)")
-        let halfDome = try #require(try CatalogStore.open(path: db).landmark(id: 1001))
+        let halfDome = try #require(try LandmarkReader(CatalogStore.open(path: db)).landmark(id: 1001))
         #expect(halfDome.park == nil)
         #expect(halfDome.state == "California")
         #expect(halfDome.isFeatured)
@@ -81,7 +81,7 @@ struct ImportTests {
         #expect(try dumpLandmarks(db) == before)
         let real = runCLI(["import", "--prune", two.path], db: db)
         #expect(real.stdout == "2 records: 0 inserted, 0 updated, 2 unchanged, 3 pruned, 0 warnings\n")
-        #expect(try CatalogStore.open(path: db).landmarkCounts() == (live: 2, tombstones: 3))
+        #expect(try LandmarkReader(CatalogStore.open(path: db)).landmarkCounts() == (live: 2, tombstones: 3))
         #expect(try featuredIDs(db) == [1001])
         // A pruned landmark comes back when a file names it again.
         let back = runCLI(["import", Support.fixture("valid.json")], db: db)

@@ -96,7 +96,7 @@ struct LandmarkFieldTests {
         #expect(imported.status == 0, "\(imported.stderr)")
 
         let store = try CatalogStore.open(path: db, access: .read)
-        let stored = try store.landmark(id: 7)
+        let stored = try LandmarkReader(store).landmark(id: 7)
         Self.expectEveryProperty(stored, "the store's row decoder")
 
         let featured = try runProcess(Support.catalogBinary, ["--db", db, "featured", "--json"])

@@ -47,13 +47,13 @@ struct LandmarkFixturesInteropTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#""inserted":\#(e.records),"#), "\(result.stdout)")
         let store = try CatalogStore.open(path: db)
-        #expect(try store.landmarkCounts().live == e.records)
-        #expect(try store.featuredIDs() == e.featured)
+        #expect(try LandmarkReader(store).landmarkCounts().live == e.records)
+        #expect(try LandmarkReader(store).featuredIDs() == e.featured)
         #expect(try store.connection.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE is_favorite = 1") == Int64(e.favorites))
         // featured --json is valid JSON with the same ids.
         let json = runCLI(["featured", "--json"], db: db).stdout
         let objects = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
-        #expect(objects.compactMap { ($0["id"] as? NSNumber)?.int64Value } == (try store.featuredIDs()))
+        #expect(objects.compactMap { ($0["id"] as? NSNumber)?.int64Value } == (try LandmarkReader(store).featuredIDs()))
     }
 
     @Test("files with quirks fail with --strict (65) and write nothing", arguments: expectations.filter(\.quirky))

@@ -10,20 +10,20 @@ struct LogRobustnessTests {
     /// A log of `deltas` deltas (one change each) in `dir/log`, published from `dir/a.sqlite`.
     static func manyDeltas(_ deltas: Int, in dir: URL) throws -> (store: CatalogStore, log: URL) {
         let a = try LogTests.store(dir, "a")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         var options = PublishOptions()
         options.maxDeltas = 10_000
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path, options: options)
+        _ = try LogPublisher(a).publishLog(to: log.path, options: options)
         // A base of a few thousand rows, so that many small deltas do not outgrow it.
         var positions: [String] = []
         for i in 0..<2_000 { positions.append(positionRow("bulk-\(i)", page: 0, at: "2026-11-29T01:00:00Z")) }
         _ = try SyncRunner(store: a).sync(sources: [try writeTemporary(snapshot(positions: positions))])
-        _ = try a.publishLog(to: log.path, options: options)
+        _ = try LogPublisher(a).publishLog(to: log.path, options: options)
         var generation = try LogTests.manifest(log).generation
         for i in 0..<deltas {
-            try a.setPosition(user: "u\(i)", to: .page(i % 2))
-            let r = try a.publishLog(to: log.path, options: options)
+            try Positions(a).setPosition(user: "u\(i)", to: .page(i % 2))
+            let r = try LogPublisher(a).publishLog(to: log.path, options: options)
             #expect(!r.newGeneration || r.manifest.generation != generation)
             generation = r.manifest.generation
         }
@@ -41,7 +41,7 @@ struct LogRobustnessTests {
         let local = try runProcess(
             URL(fileURLWithPath: "/bin/sh"), ["-c", "ulimit -n 40; exec \"$0\" --db \"$1\" sync --quiet \"$2\"", binary, db, log.path])
         #expect(local.status == 0, "\(local.stderr)")
-        #expect(try CatalogStore.open(path: db).stateDigest() == a.stateDigest())
+        #expect(try StateDigest(of: CatalogStore.open(path: db)) == StateDigest(of: a))
         // Over HTTP: the deltas share one spool file.
         let server = try TestHTTPServer(directory: log)
         let remote = dir.appending(path: "c.sqlite").path
@@ -52,16 +52,16 @@ struct LogRobustnessTests {
                 server.url("/files/manifest.json"),
             ])
         #expect(overHTTP.status == 0, "\(overHTTP.stderr)")
-        #expect(try CatalogStore.open(path: remote).stateDigest() == a.stateDigest())
+        #expect(try StateDigest(of: CatalogStore.open(path: remote)) == StateDigest(of: a))
     }
 
     @Test("--max-bytes holds for a log's files: a manifest declaring a base over the limit fetches nothing more (it downloaded it all)")
     func maxBytesForLogFiles() throws {
         let dir = Support.temporaryDirectory()
         let a = try LogTests.store(dir, "a")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         let log = dir.appending(path: "log")
-        let m = try a.publishLog(to: log.path).manifest
+        let m = try LogPublisher(a).publishLog(to: log.path).manifest
         // A hostile manifest: the base is said to be 5 GB.
         let manifest = log.appending(path: "manifest.json")
         let text = try String(contentsOf: manifest, encoding: .utf8).replacingOccurrences(
@@ -84,9 +84,9 @@ struct LogRobustnessTests {
     func directoryURL() throws {
         let dir = Support.temporaryDirectory()
         let a = try LogTests.store(dir, "a")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let server = try TestHTTPServer(directory: log)  // the log directory is served as /files/
         let db = dir.appending(path: "b.sqlite").path
         let slash = runCLI(["sync", server.url("/files/")], db: db)
@@ -120,10 +120,10 @@ struct SyncUserFindingsTests {
         let a = try LogTests.store(dir, "a")
         let b = try LogTests.store(dir, "b")
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let before = try Data(contentsOf: log.appending(path: "manifest.json"))
         #expect {
-            try b.publishLog(to: log.path)
+            try LogPublisher(b).publishLog(to: log.path)
         } throws: { error in
             (error as? CatalogError)?.exitStatus == 73 && (error as? CatalogError)?.message.contains("holds the snapshot log of node node-a") == true
         }

@@ -31,23 +31,23 @@ struct LogTests {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
         let a = try Self.store(dir, "a")
-        let first = try a.publishLog(to: log.path)
+        let first = try LogPublisher(a).publishLog(to: log.path)
         #expect(first.changed && first.newGeneration)
         #expect(first.manifest.through == 0)
         // Nothing changed: nothing written, the manifest keeps its bytes and its modification time.
         let before = (try Data(contentsOf: log.appending(path: "manifest.json")), try Self.mtime(log.appending(path: "manifest.json")))
         usleep(20_000)
-        let again = try a.publishLog(to: log.path)
+        let again = try LogPublisher(a).publishLog(to: log.path)
         #expect(!again.changed && again.written.isEmpty)
         #expect(try Data(contentsOf: log.appending(path: "manifest.json")) == before.0)
         let after = try Self.mtime(log.appending(path: "manifest.json"))
         #expect(after.tv_sec == before.1.tv_sec && after.tv_nsec == before.1.tv_nsec)
 
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
-        let one = try a.publishLog(to: log.path)
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
+        let one = try LogPublisher(a).publishLog(to: log.path)
         #expect(one.changed)
-        #expect(try a.setPosition(user: "ann", to: .page(0)).pageCount > 0)
-        let two = try a.publishLog(to: log.path)
+        #expect(try Positions(a).setPosition(user: "ann", to: .page(0)).pageCount > 0)
+        let two = try LogPublisher(a).publishLog(to: log.path)
         let m = try Self.manifest(log)
         #expect(m == two.manifest)
         // A change set of 5 imported rows exceeds the empty base: that publish started a new generation.
@@ -72,12 +72,12 @@ struct LogTests {
         let log = dir.appending(path: "log")
         let a = try Self.store(dir, "a")
         let b = try Self.store(dir, "b")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
-        _ = try a.publishLog(to: log.path)
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let initial = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(initial.exitStatus == 0 && initial.counts.landmarksApplied == 5)
-        try a.setPosition(user: "ann", to: .page(1))
-        let published = try a.publishLog(to: log.path)
+        try Positions(a).setPosition(user: "ann", to: .page(1))
+        let published = try LogPublisher(a).publishLog(to: log.path)
         let m = published.manifest
         let next = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(next.counts.seen == 1 && next.counts.positionsApplied == 1)
@@ -86,7 +86,7 @@ struct LogTests {
         let idle = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(idle.sources[0].outcome == .notModified)
         #expect(idle.counts.seen == 0)
-        #expect(try a.stateDigest() == b.stateDigest())
+        #expect(try StateDigest(of: a) == StateDigest(of: b))
     }
 
     @Test(
@@ -98,14 +98,14 @@ struct LogTests {
         let clock = ManualClock(testNow)
         let a = try Self.store(dir, "a", clock: clock)
         let b = try Self.store(dir, "b")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
-        let g1 = try a.publishLog(to: log.path).manifest
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
+        let g1 = try LogPublisher(a).publishLog(to: log.path).manifest
         _ = try SyncRunner(store: b).sync(sources: [log.path])
         var rolled: LogManifest?
         for page in 0..<60 {
             clock.advance(1_000)
-            try a.setPosition(user: "u\(page)", to: .page(page % 2))
-            let r = try a.publishLog(to: log.path)
+            try Positions(a).setPosition(user: "u\(page)", to: .page(page % 2))
+            let r = try LogPublisher(a).publishLog(to: log.path)
             if r.newGeneration {
                 rolled = r.manifest
                 break
@@ -118,9 +118,9 @@ struct LogTests {
         let caughtUp = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(caughtUp.exitStatus == 0)
         #expect(caughtUp.sources[0].bytes >= g2.base.bytes)
-        #expect(try a.stateDigest() == b.stateDigest())
+        #expect(try StateDigest(of: a) == StateDigest(of: b))
         clock.advance(3_601_000)
-        let cleaned = try a.publishLog(to: log.path)
+        let cleaned = try LogPublisher(a).publishLog(to: log.path)
         #expect(!cleaned.changed)
         #expect(cleaned.removed.contains(g1.base.name))
         #expect(!FileManager.default.fileExists(atPath: log.appending(path: g1.base.name).path))
@@ -133,22 +133,22 @@ struct LogTests {
         let log = dir.appending(path: "log")
         let a = try Self.store(dir, "a")
         let b = try Self.store(dir, "b")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         var options = PublishOptions()
         options.maxDeltas = 3
-        _ = try a.publishLog(to: log.path, options: options)
+        _ = try LogPublisher(a).publishLog(to: log.path, options: options)
         for i in 0..<3 {
-            try a.setPosition(user: "u\(i)", to: .page(0))
-            _ = try a.publishLog(to: log.path, options: options)
+            try Positions(a).setPosition(user: "u\(i)", to: .page(0))
+            _ = try LogPublisher(a).publishLog(to: log.path, options: options)
         }
         _ = try SyncRunner(store: b).sync(sources: [log.path])
-        try a.setPosition(user: "u9", to: .page(1))
-        let merged = try a.publishLog(to: log.path, options: options).manifest
+        try Positions(a).setPosition(user: "u9", to: .page(1))
+        let merged = try LogPublisher(a).publishLog(to: log.path, options: options).manifest
         #expect(merged.deltas.count == 1)
         #expect(merged.deltas[0].from == merged.base.through)
         let r = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(r.exitStatus == 0 && r.counts.positionsApplied == 1)
-        #expect(try a.stateDigest() == b.stateDigest())
+        #expect(try StateDigest(of: a) == StateDigest(of: b))
     }
 
     @Test("a tampered delta (one byte changed) is 65 for that source, nothing from it merged; the other sources merge")
@@ -157,11 +157,11 @@ struct LogTests {
         let log = dir.appending(path: "log")
         let a = try Self.store(dir, "a")
         let b = try Self.store(dir, "b")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
-        _ = try a.publishLog(to: log.path)
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         _ = try SyncRunner(store: b).sync(sources: [log.path])
-        try a.setPosition(user: "ann", to: .page(1))
-        let m = try a.publishLog(to: log.path).manifest
+        try Positions(a).setPosition(user: "ann", to: .page(1))
+        let m = try LogPublisher(a).publishLog(to: log.path).manifest
         let deltaURL = log.appending(path: m.deltas.last!.name)
         var bytes = Array(try Data(contentsOf: deltaURL))
         let i = try #require(bytes.firstIndex(of: UInt8(ascii: "1")))
@@ -182,8 +182,8 @@ struct LogTests {
         let log = dir.appending(path: "log")
         let a = try Self.store(dir, "a")
         let b = try Self.store(dir, "b")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
-        let m = try a.publishLog(to: log.path).manifest
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
+        let m = try LogPublisher(a).publishLog(to: log.path).manifest
         try FileManager.default.removeItem(at: log.appending(path: m.base.name))
         let r = try SyncRunner(store: b).sync(sources: [log.path])
         #expect(r.exitStatus == 69)
@@ -211,13 +211,13 @@ struct LogTests {
         let dir = Support.temporaryDirectory()
         let clock = ManualClock(testNow)
         let a = try Self.store(dir, "a", clock: clock)
-        _ = try a.importLandmarks(from: .file(Support.fixture("unknown-keys-crlf.json")))
-        try a.setPosition(user: "Zoé", to: .page(0))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("unknown-keys-crlf.json")))
+        try Positions(a).setPosition(user: "Zoé", to: .page(0))
         var first: [UInt8] = []
         var second: [UInt8] = []
-        try a.exportSnapshot { first += $0 }
+        try SnapshotExporter(a).exportSnapshot { first += $0 }
         clock.advance(60_000)
-        try a.exportSnapshot { second += $0 }
+        try SnapshotExporter(a).exportSnapshot { second += $0 }
         #expect(first == second)
         #expect(String(decoding: first, as: UTF8.self).hasSuffix(#""generatedAt":"2026-11-30T00:00:00.000Z"}"# + "\n"))
     }
@@ -273,18 +273,18 @@ struct LogConvergenceTests {
             serial += 1
             switch Int.random(in: 0..<10, using: &rng) {
             case 0...2:
-                let pages = try stores[i].featuredIDs().count
+                let pages = try LandmarkReader(stores[i]).featuredIDs().count
                 if pages > 0 {
-                    try stores[i].setPosition(
+                    try Positions(stores[i]).setPosition(
                         user: ConvergenceTests.users.randomElement(using: &rng)!, to: .page(Int.random(in: 0..<pages, using: &rng)))
                 }
             case 3:
-                try stores[i].clearPosition(user: ConvergenceTests.users.randomElement(using: &rng)!)
+                try Positions(stores[i]).clearPosition(user: ConvergenceTests.users.randomElement(using: &rng)!)
             case 4:
                 let file = try ConvergenceTests.randomLandmarkFile(&rng, in: dir, serial: serial)
-                _ = try stores[i].importLandmarks(from: .file(file), options: ImportOptions(prune: Bool.random(using: &rng)))
+                _ = try Importer(stores[i]).importLandmarks(from: .file(file), options: ImportOptions(prune: Bool.random(using: &rng)))
             case 5, 6:
-                _ = try stores[i].publishLog(to: logs[i].path, options: options)
+                _ = try LogPublisher(stores[i]).publishLog(to: logs[i].path, options: options)
                 // Keep a copy of this manifest: a later reader may see it late (a stale cache, a slow CDN).
                 let manifest = logs[i].appending(path: "manifest.json")
                 if FileManager.default.fileExists(atPath: manifest.path) {
@@ -305,14 +305,14 @@ struct LogConvergenceTests {
         }
         // Final exchange, twice (so rows reach every store through any path).
         for _ in 0..<2 {
-            for (i, store) in stores.enumerated() { _ = try store.publishLog(to: logs[i].path, options: options) }
+            for (i, store) in stores.enumerated() { _ = try LogPublisher(store).publishLog(to: logs[i].path, options: options) }
             for (i, store) in stores.enumerated() {
                 let others = (0..<3).filter { $0 != i }.shuffled(using: &rng).map { logs[$0].path }
                 let r = try SyncRunner(store: store).sync(sources: others)
                 #expect(r.exitStatus == 0, "seed \(seed): \(r.sources.compactMap(\.error))")
             }
         }
-        let digests = try stores.map { try $0.stateDigest() }
+        let digests = try stores.map { try StateDigest(of: $0) }
         #expect(digests[0] == digests[1] && digests[1] == digests[2], "replay with seed \(seed)")
         #expect(try canonicalDump(stores[0]) == canonicalDump(stores[1]), "seed \(seed)")
         #expect(digests[0].rows > 0)

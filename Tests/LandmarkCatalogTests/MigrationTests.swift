@@ -45,7 +45,7 @@ struct MigrationTests {
         try Migrator(migrations: all).migrate(c)
         #expect(try c.scalarInt(sql: "SELECT bytes FROM sync_runs WHERE id = 1") == 1234)
         #expect(try c.scalarInt(sql: "SELECT bytes FROM sync_runs WHERE id = 2") == 0)
-        #expect(try CatalogStore.open(path: db).syncRuns(limit: 2).map { $0.details.map(\.value) } == [[0], [1234]])
+        #expect(try CatalogMonitor(CatalogStore.open(path: db)).syncRuns(limit: 2).map { $0.details.map(\.value) } == [[0], [1234]])
     }
 
     @Test("a changed applied migration is refused (73)")

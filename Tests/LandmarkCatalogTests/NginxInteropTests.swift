@@ -14,8 +14,8 @@ struct NginxInteropTests {
         let dir = Support.temporaryDirectory()
         let a = try LogTests.store(dir, "a")
         let b = try LogTests.store(dir, "b")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
-        let first = try a.publishLog(to: nginx.logDirectory.path).manifest
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
+        let first = try LogPublisher(a).publishLog(to: nginx.logDirectory.path).manifest
         let manifestURL = nginx.url("manifest.json")
         let r1 = try SyncRunner(store: b).sync(sources: [manifestURL])
         #expect(r1.exitStatus == 0, "\(r1.sources.compactMap(\.error))")
@@ -37,8 +37,8 @@ struct NginxInteropTests {
         #expect(log[2].uri == "/catalog/manifest.json" && log[2].status == 304 && log[2].bytes == 0)
 
         // One change: the manifest (200) and exactly that delta.
-        try a.setPosition(user: "ann", to: .page(1))
-        let second = try a.publishLog(to: nginx.logDirectory.path).manifest
+        try Positions(a).setPosition(user: "ann", to: .page(1))
+        let second = try LogPublisher(a).publishLog(to: nginx.logDirectory.path).manifest
         let r3 = try SyncRunner(store: b).sync(sources: [manifestURL])
         #expect(r3.counts.positionsApplied == 1 && r3.counts.seen == 1)
         log = try nginx.requests(atLeast: 5)
@@ -46,7 +46,7 @@ struct NginxInteropTests {
         #expect(log.dropFirst(3).map(\.status) == [200, 200])
         let fetched = log.dropFirst(3).reduce(0) { $0 + $1.bytes }
         #expect(fetched < 16_384, "one change cost \(fetched) bytes on the wire")
-        #expect(try a.stateDigest() == b.stateDigest())
+        #expect(try StateDigest(of: a) == StateDigest(of: b))
         // The lock file is not served.
         #expect(runCLI(["sync", nginx.url(".catalog-publish.lock")], db: b.path).status == 69)
     }

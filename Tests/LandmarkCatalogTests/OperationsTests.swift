@@ -46,7 +46,7 @@ struct BoundedDiagnosticsTests {
         #expect(lines.prefix(20).allSatisfy { $0.hasPrefix("catalog: warning: quarantined position u") })
         #expect(lines.last == "catalog: info: 4980 more quarantined diagnostics not shown (5000 in all); see them all with 'catalog quarantine list'")
         #expect(text.stdout.contains("0 of 5000 positions applied, 0 stale, 0 ties, 5000 quarantined"))
-        #expect(try CatalogStore.open(path: db).quarantinedRows().count == 5000)
+        #expect(try Quarantine(CatalogStore.open(path: db)).quarantinedRows().count == 5000)
 
         let other = Support.temporaryDatabase()
         let json = runCLI(["--log-format", "json", "sync", file], db: other)
@@ -223,7 +223,7 @@ struct HealthCheckTests {
             let lock = try SyncLock.acquire(databasePath: db, now: 0)
             #expect(cli(["sync", good]).status == 75)
             withExtendedLifetime(lock) {}
-            #expect(try CatalogStore.open(path: db).syncRuns(limit: 1).first?.outcome == "busy")
+            #expect(try CatalogMonitor(CatalogStore.open(path: db)).syncRuns(limit: 1).first?.outcome == "busy")
             expected = 0
         case .publishOnlyStale:
             #expect(cli(["sync", "--publish", Support.temporaryDirectory().appending(path: "log").path]).status == 0)
@@ -560,7 +560,7 @@ struct QuarantineTests {
         #expect(released.status == 0, "\(released.stderr)")
         #expect(released.stderr.contains("this source may write landmarks only"), "\(released.stderr)")
         #expect(try storedPage(db, "u1") == nil)
-        #expect(try CatalogStore.open(path: db).quarantinedRows().isEmpty)
+        #expect(try Quarantine(CatalogStore.open(path: db)).quarantinedRows().isEmpty)
     }
 
     @Test("release applies the rows now within the allowance by the merge rule, in one transaction, and moves the clock")
@@ -577,7 +577,7 @@ struct QuarantineTests {
             released.stdout == "released 1 row: 0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 still quarantined\n")
         #expect(try storedPage(db, "u1") == 2)
         #expect(try CatalogStore.open(path: db).changeSequence() == before + 1)
-        #expect(try CatalogStore.open(path: db).quarantinedRows().map(\.key) == ["u2"])
+        #expect(try Quarantine(CatalogStore.open(path: db)).quarantinedRows().map(\.key) == ["u2"])
         // The clock is past the released stamp: a local write now wins over it.
         #expect(runCLI(["position", "set", "--user", "u1", "--page", "0"], db: db, clock: clock).status == 0)
         #expect(try storedPage(db, "u1") == 0)
@@ -603,7 +603,7 @@ struct QuarantineTests {
             refused.stderr.hasPrefix(
                 "catalog: error: quarantined row 1 (position u1) is stamped \(at(3600)), still 3300.0 s beyond the allowed clock drift; nothing was released"
             ))
-        #expect(try CatalogStore.open(path: db).quarantinedRows().count == 2)
+        #expect(try Quarantine(CatalogStore.open(path: db)).quarantinedRows().count == 2)
         let forced = runCLI(["quarantine", "release", "--force", "2"], db: db, clock: clock)
         #expect(forced.status == 0)
         #expect(forced.stdout.hasPrefix("released 1 row: 0 of 0 landmarks and 1 of 1 position applied"))
@@ -624,7 +624,7 @@ struct QuarantineTests {
                 "0 of 0 landmarks and 1 of 1 position applied, 0 stale, 0 ties, 0 quarantined; 1 held row released from quarantine (1 applied)\n"),
             "\(sync.stdout)")
         #expect(try storedPage(db, "u1") == 2)
-        #expect(try CatalogStore.open(path: db).quarantinedRows().map(\.key) == ["u2"])
+        #expect(try Quarantine(CatalogStore.open(path: db)).quarantinedRows().map(\.key) == ["u2"])
         let json = runCLI(["sync", "--json", other], db: db, clock: clock).stdout
         #expect(json.contains(#""released":0,"releasedApplied":0,"#), "\(json)")
     }
@@ -633,10 +633,10 @@ struct QuarantineTests {
     func drop() throws {
         let (db, clock) = try held()
         #expect(runCLI(["quarantine", "drop", "1", "99"], db: db, clock: clock).status == 64)
-        #expect(try CatalogStore.open(path: db).quarantinedRows().count == 2)
+        #expect(try Quarantine(CatalogStore.open(path: db)).quarantinedRows().count == 2)
         #expect(runCLI(["quarantine", "drop", "1"], db: db, clock: clock).stdout == "dropped 1 row\n")
         #expect(runCLI(["quarantine", "drop", "--all"], db: db, clock: clock).stdout == "dropped 1 row\n")
-        #expect(try CatalogStore.open(path: db).quarantinedRows().isEmpty)
+        #expect(try Quarantine(CatalogStore.open(path: db)).quarantinedRows().isEmpty)
         #expect(try storedPage(db, "u1") == 0)
         #expect(try storedPage(db, "u2") == nil)
         #expect(runCLI(["quarantine", "drop"], db: db, clock: clock).status == 64)
@@ -703,17 +703,17 @@ struct ConflictsTests {
         let other = try writeTemporary(positionsSnapshot(1, at: "2026-11-29T10:00:00Z", prefix: "x"))
         clock.advance(29 * 86_400_000)
         #expect(runCLI(["sync", other], db: db, clock: clock).status == 0)
-        #expect(try CatalogStore.open(path: db).conflictCount() == 5)
+        #expect(try Conflicts(CatalogStore.open(path: db)).conflictCount() == 5)
         clock.advance(2 * 86_400_000)
         #expect(runCLI(["sync", other], db: db, clock: clock).status == 0)
-        #expect(try CatalogStore.open(path: db).conflictCount() == 0)
+        #expect(try Conflicts(CatalogStore.open(path: db)).conflictCount() == 0)
         #expect(ConflictRetention.maxRows == 10_000 && ConflictRetention.maxAgeMilliseconds == 30 * 86_400_000)
 
         // By count (the bound is a parameter; a sync uses 10,000): the newest are kept.
         #expect(runCLI(["sync", try writeTemporary(positionsSnapshot(5, at: "2026-11-29T10:00:00Z", page: 3))], db: db, clock: clock).status == 0)
         let store = try CatalogStore.open(path: db, wallClock: clock)
-        let newest = try store.conflicts().prefix(2).map(\.id)
-        #expect(try store.pruneConflicts(maxRows: 2) == 3)
-        #expect(try store.conflicts().map(\.id) == Array(newest))
+        let newest = try Conflicts(store).conflicts().prefix(2).map(\.id)
+        #expect(try Conflicts(store).pruneConflicts(maxRows: 2) == 3)
+        #expect(try Conflicts(store).conflicts().map(\.id) == Array(newest))
     }
 }

@@ -77,7 +77,7 @@ struct CreatesNothingTests {
         let good = try writeTemporary(positionsSnapshot(2, at: "2026-11-29T10:00:00Z"))
         let result = runCLI(["sync", root.appending(path: "nothere.json").path, good], db: db)
         #expect(result.status == 66)
-        #expect(try CatalogStore.open(path: db).positions().count == 2)
+        #expect(try Positions(CatalogStore.open(path: db)).positions().count == 2)
     }
 
     @Test("sync --publish with a missing file: the node still publishes (a write), so the database is made")
@@ -131,7 +131,7 @@ struct LastRunAgreementTests {
         let lock = try SyncLock.acquire(databasePath: db, now: 0)
         #expect(cli(["sync", good]).status == 75)
         withExtendedLifetime(lock) {}
-        #expect(try CatalogStore.open(path: db).syncRuns(limit: 1).first?.outcome == "busy")
+        #expect(try CatalogMonitor(CatalogStore.open(path: db)).syncRuns(limit: 1).first?.outcome == "busy")
 
         #expect(cli(["status"]).stdout.contains("last sync:   \(at(0)) ok (exit 0)\n"))
         let json = try JSONSerialization.jsonObject(with: Data(cli(["status", "--json"]).stdout.utf8)) as? [String: Any]

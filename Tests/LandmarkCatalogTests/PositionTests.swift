@@ -32,27 +32,27 @@ struct PositionTests {
         // A landmark is added before 1007's page: still on 1007, now page 2 of 4 (1012 sorts after).
         #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007, 1012])], db: db).status == 0)
         var store = try CatalogStore.open(path: db)
-        var p = try #require(try store.position(user: "u-1"))
+        var p = try #require(try Positions(store).position(user: "u-1"))
         #expect(p.currentPage == 2)
         #expect(p.landmarkID == 1007)
         #expect(p.pageCount == 4)
 
         // One featured before it: 1007 moves to page 3 and the user with it.
         #expect(runCLI(["import", try landmarkFile(featured: [1001, 1002, 1004, 1007])], db: db).status == 0)
-        p = try #require(try store.position(user: "u-1"))
+        p = try #require(try Positions(store).position(user: "u-1"))
         #expect(p.currentPage == 3)
         #expect(p.landmarkID == 1007)
 
         // 1007 no longer featured: the stored page (2) clamped into 0..<2.
         #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004])], db: db).status == 0)
-        p = try #require(try store.position(user: "u-1"))
+        p = try #require(try Positions(store).position(user: "u-1"))
         #expect(p.currentPage == 1)
         #expect(p.landmarkID == 1004)
         #expect(p.storedLandmarkID == 1007)
 
         // Nothing featured: no current page.
         #expect(runCLI(["import", try landmarkFile(featured: [])], db: db).status == 0)
-        p = try #require(try store.position(user: "u-1"))
+        p = try #require(try Positions(store).position(user: "u-1"))
         #expect(p.currentPage == nil)
         #expect(p.landmarkID == nil)
         let json = runCLI(["position", "get", "--user", "u-1", "--json"], db: db).stdout
@@ -62,7 +62,7 @@ struct PositionTests {
         // 1007 featured again: the user is back on it.
         #expect(runCLI(["import", try landmarkFile(featured: [1003, 1007])], db: db).status == 0)
         store = try CatalogStore.open(path: db)
-        p = try #require(try store.position(user: "u-1"))
+        p = try #require(try Positions(store).position(user: "u-1"))
         #expect(p.currentPage == 1)
         #expect(p.landmarkID == 1007)
     }
@@ -141,7 +141,7 @@ struct PositionTests {
         let rows = try dumpPositions(db)
         #expect(rows.count == 1)
         #expect(rows.first?.first == .text(nfc))
-        #expect(try CatalogStore.open(path: db).position(user: nfd)?.currentPage == 2)
+        #expect(try Positions(CatalogStore.open(path: db)).position(user: nfd)?.currentPage == 2)
     }
 
     @Test("clear writes a tombstone: get shows no position, the row is kept for sync")
@@ -153,11 +153,11 @@ struct PositionTests {
         #expect(runCLI(["position", "get", "--user", "u-1"], db: db).stdout == "u-1: no position\n")
         #expect(runCLI(["positions", "--json"], db: db).stdout == "[]\n")
         let store = try CatalogStore.open(path: db)
-        #expect(try store.hasTombstone(user: "u-1"))
-        #expect(try store.position(user: "u-1") == nil)
+        #expect(try Positions(store).hasTombstone(user: "u-1"))
+        #expect(try Positions(store).position(user: "u-1") == nil)
         // A later set brings it back with a newer stamp.
         #expect(runCLI(["position", "set", "--user", "u-1", "--page", "0"], db: db).status == 0)
-        #expect(try store.position(user: "u-1")?.currentPage == 0)
+        #expect(try Positions(store).position(user: "u-1")?.currentPage == 0)
     }
 
     @Test("featured --user gives {user, currentPage, pageCount, landmarks}")
@@ -184,7 +184,7 @@ struct PositionTests {
         #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007])], db: db).status == 0)
         #expect(runCLI(["position", "set", "--user", "b", "--page", "2"], db: db).status == 0)
         #expect(runCLI(["position", "set", "--user", "a", "--page", "0"], db: db).status == 0)
-        let positions = try CatalogStore.open(path: db).positions()
+        let positions = try Positions(CatalogStore.open(path: db)).positions()
         #expect(positions.map(\.user) == ["a", "b"])
         #expect(positions.map(\.currentPage) == [0, 2])
         let table = runCLI(["positions"], db: db).stdout
@@ -200,8 +200,8 @@ struct ClockTests {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", try landmarkFile(featured: [1001, 1004, 1007])], db: db, clock: clock).status == 0)
         let store = try CatalogStore.open(path: db, wallClock: clock)
-        let a = try store.setPosition(user: "u", to: .page(0)).stamp
-        let b = try store.setPosition(user: "u", to: .page(1)).stamp
+        let a = try Positions(store).setPosition(user: "u", to: .page(0)).stamp
+        let b = try Positions(store).setPosition(user: "u", to: .page(1)).stamp
         #expect(a < b)
         #expect(b.wallMilliseconds == a.wallMilliseconds)
         #expect(b.counter == a.counter + 1)

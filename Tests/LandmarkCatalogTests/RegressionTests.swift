@@ -44,9 +44,9 @@ struct RegressionTests {
         let result = try runProcess(Support.catalogBinary, ["--db", "b", "init"], in: dir)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(FileManager.default.fileExists(atPath: dir.appending(path: "b").path))
-        #expect(CatalogStore.directory(of: "b") == "")
-        #expect(CatalogStore.directory(of: "/b") == "/")
-        #expect(CatalogStore.directory(of: "x/y/b") == "x/y")
+        #expect(CatalogFiles.directory(of: "b") == "")
+        #expect(CatalogFiles.directory(of: "/b") == "/")
+        #expect(CatalogFiles.directory(of: "x/y/b") == "x/y")
     }
 
     @Test("a failed write to standard output (a full disk) is exit 74 (it was 0)")
@@ -112,7 +112,7 @@ struct RegressionTests {
         #expect(second.status == 0)
         #expect(!second.stderr.contains("quarantined position u"))
         #expect(second.stdout.contains("1 quarantined"))
-        #expect(try CatalogStore.open(path: db).status().quarantined == 1)
+        #expect(try CatalogMonitor(CatalogStore.open(path: db)).status().quarantined == 1)
     }
 
     @Test("a quarantined row is applied from the quarantine once it is within the allowance, though its source sends nothing new")
@@ -121,11 +121,11 @@ struct RegressionTests {
         let ahead = Timestamp.format(milliseconds: SystemClock().nowMilliseconds() + 3_600_000)  // an hour ahead
         let future = try writeTemporary(snapshot(positions: [positionRow("u", page: 0, at: ahead)]))
         #expect(runCLI(["sync", future], db: db).stdout.contains("1 quarantined"))
-        #expect(try CatalogStore.open(path: db).status().quarantined == 1)
+        #expect(try CatalogMonitor(CatalogStore.open(path: db)).status().quarantined == 1)
         // The file is unchanged (not read again); the row is released from the quarantine itself.
         let later = runCLI(["sync", "--max-drift", "7200", future], db: db)
         #expect(later.stdout.contains("1 held row released from quarantine (1 applied)"), "\(later.stdout)")
-        #expect(try CatalogStore.open(path: db).status().quarantined == 0)
+        #expect(try CatalogMonitor(CatalogStore.open(path: db)).status().quarantined == 0)
         #expect(try dumpPositions(db).count == 1)
     }
 

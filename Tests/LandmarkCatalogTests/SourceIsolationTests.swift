@@ -129,7 +129,7 @@ struct SourceIsolationTests {
             let users = try dumpPositions(store.path).compactMap { row -> String? in if case .text(let u) = row[0] { return u } else { return nil } }
             #expect(users == (0..<goodCount).map { "good-\($0)" }, "the planted row was rolled back: \(users)")
             #expect(FileManager.default.fileExists(atPath: published), "--publish ran")
-            let run = try #require(try store.syncRuns(limit: 1).first)
+            let run = try #require(try CatalogMonitor(store).syncRuns(limit: 1).first)
             #expect(run.outcome == "failed" && run.exitStatus == Int(failure.status), "\(run)")
         }
     }
@@ -142,14 +142,14 @@ struct SourceIsolationTests {
         let dir = Support.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let a = try LogTests.store(dir, "a")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         var positions: [String] = []
         for i in 0..<3_000 { positions.append(positionRow("bulk-\(i)", page: 0, at: "2026-11-29T01:00:00Z")) }
         _ = try SyncRunner(store: a).sync(sources: [try writeTemporary(snapshot(positions: positions))])
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
-        try a.setPosition(user: "late", to: .page(0))
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
+        try Positions(a).setPosition(user: "late", to: .page(0))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let delta = try #require(try LogTests.manifest(log).deltas.last)
         let good = try writeTemporary(snapshot(positions: [positionRow("good", page: 1, at: "2026-11-29T01:00:00Z")]), name: "good.json")
         let b = try LogTests.store(dir, "b")
@@ -177,7 +177,7 @@ struct SourceIsolationTests {
         #expect(try dumpPositions(b.path).count == 1, "the log's rows were rolled back, the good source's row kept")
         #expect(try dumpLandmarks(b.path).isEmpty)
         #expect(FileManager.default.fileExists(atPath: published + "/manifest.json"), "--publish ran")
-        let run = try #require(try b.syncRuns(limit: 1).first)
+        let run = try #require(try CatalogMonitor(b).syncRuns(limit: 1).first)
         #expect(run.outcome == "failed" && run.exitStatus == 69)
     }
 
@@ -185,14 +185,14 @@ struct SourceIsolationTests {
     /// before (an old copy).
     static func staleLog(_ dir: URL) throws -> (log: URL, consumer: CatalogStore, old: Data, newest: Data) {
         let a = try LogTests.store(dir, "a")
-        _ = try a.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
-        try a.setPosition(user: "one", to: .page(0))
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
+        try Positions(a).setPosition(user: "one", to: .page(0))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let old = try Data(contentsOf: log.appending(path: "manifest.json"))
-        try a.setPosition(user: "two", to: .page(1))
-        _ = try a.publishLog(to: log.path)
+        try Positions(a).setPosition(user: "two", to: .page(1))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let newest = try Data(contentsOf: log.appending(path: "manifest.json"))
         let b = try LogTests.store(dir, "b")
         return (log, b, old, newest)
@@ -221,7 +221,7 @@ struct SourceIsolationTests {
         let source = log.appending(path: "manifest.json").path
         #expect(try SyncRunner(store: b).sync(sources: [log.path]).exitStatus == 0)
         let before = try cursor(b, source)
-        let digest = try b.stateDigest()
+        let digest = try StateDigest(of: b)
         try old.write(to: log.appending(path: "manifest.json"))
         // The delta the old manifest names last is deleted (a cleanup after the newer publish).
         let oldManifest = try LogManifest.parse(Array(old), source: "old")
@@ -234,7 +234,7 @@ struct SourceIsolationTests {
         #expect(report.sources[0].bytes == Int64(old.count), "only the manifest was read")
         #expect(warnings.count == 1 && warnings[0].contains("behind"), "\(warnings)")
         #expect(try cursor(b, source) == before)
-        #expect(try b.stateDigest() == digest)
+        #expect(try StateDigest(of: b) == digest)
     }
 
     @Test("a manifest behind the cursor over HTTP: no bytes beyond the manifest, the cursor kept; the fresh one then fetches only what is new")
@@ -279,7 +279,7 @@ struct SourceIsolationTests {
         #expect(busy.stderr.contains("database is busy"), "\(busy.stderr)")
         // The sync lock was released, and the busy run is in the ledger once the next run has run.
         #expect(runCLI(["sync", other], db: db).status == 0)
-        let runs = try CatalogStore.open(path: db).syncRuns(limit: 5)
+        let runs = try CatalogMonitor(CatalogStore.open(path: db)).syncRuns(limit: 5)
         #expect(runs.contains { $0.exitStatus == 75 }, "\(runs.map(\.outcome))")
         #expect(!runs.contains { $0.outcome == "running" || $0.outcome == "interrupted" }, "\(runs.map(\.outcome))")
     }
@@ -327,9 +327,9 @@ struct QuarantineTieTests {
             let report = try SyncRunner(store: store).sync(sources: [file])
             #expect(report.exitStatus == 0 && report.counts.quarantined == 3)
         }
-        #expect(try store.quarantinedRows().count == 3)
+        #expect(try Quarantine(store).quarantinedRows().count == 3)
         clock.set(testNow + 11 * 60_000)
-        _ = try store.releaseQuarantine()
+        _ = try Quarantine(store).releaseQuarantine()
         // The rule: the greater content (landmark 9 over 7; "Beta" over "Alpha"), a tombstone over a live row.
         let positions = try dumpRows(store.path, sql: "SELECT user_id, page, landmark_id, deleted FROM positions ORDER BY user_id")
         #expect(positions == [[.text("t1"), .integer(1), .integer(9), .integer(0)], [.text("t2"), .integer(0), .null, .integer(1)]])
@@ -408,6 +408,6 @@ struct MissingLogFileTests {
         let object = try JSONSerialization.jsonObject(with: Data(repaired.stdout.utf8)) as? [String: Any]
         #expect(object?["newGeneration"] as? Bool == true && object?["missing"] as? [String] == [delta.name], "\(repaired.stdout)")
         #expect(runCLI(["sync", log], db: b).status == 0)
-        #expect(try CatalogStore.open(path: b).stateDigest() == CatalogStore.open(path: a).stateDigest())
+        #expect(try StateDigest(of: CatalogStore.open(path: b)) == StateDigest(of: CatalogStore.open(path: a)))
     }
 }

@@ -183,7 +183,7 @@ struct SyncLockTests {
         let next = runCLI(["sync", source], db: db)
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try dumpPositions(db).count == 500)
-        #expect(try CatalogStore.open(path: db).landmark(id: 1001)?.name == "Renamed")
+        #expect(try LandmarkReader(CatalogStore.open(path: db)).landmark(id: 1001)?.name == "Renamed")
     }
 
     /// Waits until a sync process has written its name into the lock file.

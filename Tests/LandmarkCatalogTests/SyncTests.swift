@@ -103,7 +103,7 @@ struct MergeRuleTests {
             var ties = 0
             for source in order { ties += try SyncRunner(store: s).sync(sources: [source]).counts.ties }
             #expect(ties == 1)
-            #expect(try s.hasTombstone(user: "u"))
+            #expect(try Positions(s).hasTombstone(user: "u"))
         }
         // Landmarks too: equal stamps, different names → the greater canonical content, whatever the order.
         let x = try writeTemporary(snapshot(landmarks: [landmarkRow(5, name: "Alpha", at: "2026-11-29T10:00:00.000Z")]))
@@ -112,7 +112,7 @@ struct MergeRuleTests {
         for order in [[x, y], [y, x]] {
             let (s, _) = try store()
             for source in order { _ = try SyncRunner(store: s).sync(sources: [source]) }
-            names.insert(try #require(try s.landmark(id: 5)).name)
+            names.insert(try #require(try LandmarkReader(s).landmark(id: 5)).name)
         }
         #expect(names == ["Beta"])
     }
@@ -154,7 +154,7 @@ struct MergeRuleTests {
         #expect(r.counts.positionsApplied == 0)
         #expect(warnings.contains { $0.contains("quarantined position u") })
         #expect(try s.connection.scalarInt(sql: "SELECT page FROM positions") == 1)
-        #expect(try s.status().quarantined == 1)
+        #expect(try CatalogMonitor(s).status().quarantined == 1)
         // The clock did not jump to the skewed stamp: a local write now is stamped near now.
         let local = try s.write { try s.issueLocalStamp() }
         #expect(local.wallMilliseconds < Timestamp.parse("2026-11-30T01:00:00Z")!)
@@ -176,9 +176,9 @@ struct MergeRuleTests {
         _ = try SyncRunner(store: s).sync(sources: [newer])
         let r = try SyncRunner(store: s).sync(sources: [old])
         #expect(r.counts.stale == 2)
-        #expect(try s.landmark(id: 7) == nil)
-        #expect(try s.position(user: "u") == nil)
-        #expect(try s.hasTombstone(user: "u"))
+        #expect(try LandmarkReader(s).landmark(id: 7) == nil)
+        #expect(try Positions(s).position(user: "u") == nil)
+        #expect(try Positions(s).hasTombstone(user: "u"))
     }
 
     @Test("a later local write wins over everything merged before it (the clock moved past merged stamps)")
@@ -194,7 +194,7 @@ struct MergeRuleTests {
                     ],
                     positions: [positionRow("u", page: 0, landmark: 1, at: "2026-11-30T00:04:00.000Z", counter: 9, node: "zz")]))
         ])
-        let local = try s.setPosition(user: "u", to: .page(1))
+        let local = try Positions(s).setPosition(user: "u", to: .page(1))
         #expect(local.stamp.wallMilliseconds == Timestamp.parse("2026-11-30T00:04:00Z"))
         #expect(local.stamp.counter == 11)
     }
@@ -205,15 +205,15 @@ struct MergeRuleTests {
         _ = try SyncRunner(store: s).sync(sources: [
             try writeTemporary(snapshot(positions: [positionRow("u", page: 1, landmark: 9, at: "2026-11-29T01:00:00.000Z")]))
         ])
-        #expect(try s.position(user: "u")?.currentPage == nil)
+        #expect(try Positions(s).position(user: "u")?.currentPage == nil)
         _ = try SyncRunner(store: s).sync(sources: [
             try writeTemporary(
                 snapshot(landmarks: [
                     landmarkRow(8, name: "Eight", at: "2026-11-29T01:00:00.000Z"), landmarkRow(9, name: "Nine", at: "2026-11-29T01:00:00.000Z"),
                 ]))
         ])
-        #expect(try s.position(user: "u")?.currentPage == 1)
-        #expect(try s.position(user: "u")?.landmarkID == 9)
+        #expect(try Positions(s).position(user: "u")?.currentPage == 1)
+        #expect(try Positions(s).position(user: "u")?.landmarkID == 9)
     }
 
     struct BadSnapshot: Sendable, CustomTestStringConvertible {
@@ -355,7 +355,7 @@ struct MergeRuleTests {
         // A relative path is saved absolute (against the working directory), as cron will need it.
         #expect(runCLI(["remote", "add", "rel", "relative/path.json"], db: db).status == 0)
         #expect(
-            try CatalogStore.open(path: db).remotes().first { $0.name == "rel" }?.url
+            try RemoteBook(CatalogStore.open(path: db)).remotes().first { $0.name == "rel" }?.url
                 == URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appending(path: "relative/path.json").standardizedFileURL.path)
         #expect(runCLI(["remote", "remove", "rel"], db: db).status == 0)
         #expect(runCLI(["remote", "list"], db: db).stdout == "NAME  URL\npeer  \(source)\n")

@@ -238,7 +238,7 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// Ids of the featured landmarks as the CLI reports them.
 func featuredIDs(_ db: String) throws -> [Int64] {
-    try CatalogStore.open(path: db).featuredIDs()
+    try LandmarkReader(CatalogStore.open(path: db)).featuredIDs()
 }
 
 /// The error of ``bounded(_:_:_:)``: the operation did not end within its bound.

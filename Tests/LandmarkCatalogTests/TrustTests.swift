@@ -23,8 +23,8 @@ enum Trust {
     /// A store with the five landmarks of Tests/Fixtures/valid.json and `ann` on page 1.
     static func publisher(_ dir: URL, _ name: String) throws -> CatalogStore {
         let store = try LogTests.store(dir, name)
-        _ = try store.importLandmarks(from: .file(Support.fixture("valid.json")))
-        _ = try store.setPosition(user: "ann-\(name)", to: .page(1))
+        _ = try Importer(store).importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Positions(store).setPosition(user: "ann-\(name)", to: .page(1))
         return store
     }
 
@@ -33,7 +33,7 @@ enum Trust {
         var options = PublishOptions()
         options.signingKey = try key.map { try MinisignSecretKey.load(path: $0) }
         options.rotateKey = rotate
-        return try store.publishLog(to: dir.path, options: options)
+        return try LogPublisher(store).publishLog(to: dir.path, options: options)
     }
 
     /// What a failed source must leave alone: every row, and the source's cursor.
@@ -190,7 +190,7 @@ struct TrustTests {
         #expect(after.newGeneration && after.manifest.generation != resigned.manifest.generation)
         #expect(try String(contentsOf: url, encoding: .utf8) != tampered)
         // Publishing a change unsigned removes the signature that no longer matches.
-        _ = try a.setPosition(user: "bob", to: .page(0))
+        _ = try Positions(a).setPosition(user: "bob", to: .page(0))
         _ = try Trust.publish(a, log)
         #expect(!FileManager.default.fileExists(atPath: sigURL.path))
         // --sign without a log to publish is a usage error.
@@ -217,7 +217,7 @@ struct TrustTests {
             return all
         }
         // The leftover signer, with a change to publish: refused, and the directory is as the follower left it.
-        _ = try a.setPosition(user: "bob", to: .page(0))
+        _ = try Positions(a).setPosition(user: "bob", to: .page(0))
         let before = try files()
         let leftover = runCLI(["publish", log.path, "--sign", old], db: a.path)
         #expect(leftover.status == 73, "\(leftover)")
@@ -231,12 +231,12 @@ struct TrustTests {
         let going = try Trust.publish(a, log, key: new)
         #expect(going.changed && !going.newGeneration)
         // A rotation on purpose: a new generation signed by the other key; then the first key is the second signer.
-        _ = try a.setPosition(user: "bob", to: .page(1))
+        _ = try Positions(a).setPosition(user: "bob", to: .page(1))
         let rotated = runCLI(["publish", log.path, "--sign", old, "--rotate-key", "--json"], db: a.path)
         #expect(rotated.status == 0, "\(rotated)")
         #expect(rotated.stdout.contains("\"newGeneration\":true"), "\(rotated.stdout)")
         #expect(FollowInProcessTests.signer(log) == oldID)
-        _ = try a.setPosition(user: "bob", to: .page(0))
+        _ = try Positions(a).setPosition(user: "bob", to: .page(0))
         #expect(runCLI(["publish", log.path, "--sign", new], db: a.path).status == 73)
         #expect(FollowInProcessTests.signer(log) == oldID)
         // An unsigned manifest is no signer's: the first --sign needs no --rotate-key (§2); --rotate-key needs --sign.
@@ -266,7 +266,7 @@ struct TrustTests {
         _ = try Trust.publish(a, signedLog, key: secret)
         let first = Trust.sync(["--json"], db: consumer)
         #expect(first.status == 0, "\(first.stderr)")
-        _ = try a.setPosition(user: "ann-a", to: .page(0))
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
 
         typealias Tamper = (URL) throws -> Void
         let cases: [(String, Tamper, String)] = [
@@ -302,7 +302,7 @@ struct TrustTests {
         for (what, tamper, message) in cases {
             _ = try Trust.publish(a, signedLog, key: secret)
             try tamper(signedLog)
-            _ = try c.setPosition(user: "carol-\(what.count)", to: .page(0))
+            _ = try Positions(c).setPosition(user: "carol-\(what.count)", to: .page(0))
             _ = try Trust.publish(c, goodLog)
             let before = try Trust.cursor(consumer, source: key)
             let landmarks = try dumpLandmarks(consumer)
@@ -343,7 +343,7 @@ struct TrustTests {
         // No cursor stored (and, the database being new and empty, none left behind at all).
         #expect(try Trust.cursor(consumer, source: log.path + "/manifest.json").allSatisfy { $0 == [.null] })
         let snapshot = dir.appending(path: "snap.json").path
-        try a.exportSnapshot(toFile: snapshot)
+        try SnapshotExporter(a).exportSnapshot(toFile: snapshot)
         let s = Trust.sync([snapshot, "--trust", line], db: consumer)
         #expect(s.status == 77 && s.stderr.contains("a single snapshot file cannot be signed"))
         #expect(try dumpLandmarks(consumer) == [])
@@ -352,7 +352,7 @@ struct TrustTests {
         _ = try Trust.publish(a, log, key: secret)
         #expect(Trust.sync([log.path, "--trust", line], db: consumer).status == 0)
         let v1 = (try Data(contentsOf: log.appending(path: "manifest.json")), try Data(contentsOf: log.appending(path: "manifest.json.minisig")))
-        _ = try a.setPosition(user: "ann-a", to: .page(0))
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
         _ = try Trust.publish(a, log, key: secret)
         #expect(Trust.sync([log.path, "--trust", line], db: consumer).status == 0)
         let before = try Trust.state(consumer, source: log.path + "/manifest.json")
@@ -404,7 +404,7 @@ struct TrustTests {
         #expect(list.stdout.contains("ALLOW") && list.stdout.contains(ids), "\(list.stdout)")
         _ = try Trust.publish(a, log, key: old)
         #expect(Trust.sync([], db: consumer).status == 0)
-        _ = try a.setPosition(user: "ann-a", to: .page(0))
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
         _ = try Trust.publish(a, log, key: new, rotate: true)
         #expect(Trust.sync([], db: consumer).status == 0)
         #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(0)]])
@@ -418,10 +418,10 @@ struct TrustTests {
         #expect(runCLI(["remote", "set", "peer"], db: consumer).status == 64)
         #expect(runCLI(["remote", "set", "nobody", "--allow", "positions"], db: consumer).status == 64)
         #expect(runCLI(["remote", "set", "peer", "--no-trust", "--trust", newLine], db: consumer).status == 64)
-        _ = try a.setPosition(user: "ann-a", to: .page(1))
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(1))
         _ = try Trust.publish(a, log, key: new)
         #expect(Trust.sync([], db: consumer).status == 0)
-        _ = try a.setPosition(user: "ann-a", to: .page(0))
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
         _ = try Trust.publish(a, log, key: old, rotate: true)
         let r = Trust.sync([], db: consumer)
         #expect(r.status == 77)
@@ -437,12 +437,12 @@ struct TrustTests {
     func writeGrants() throws {
         let dir = Support.temporaryDirectory()
         let a = try Trust.publisher(dir, "a")
-        _ = try a.setPosition(user: "bob", to: .page(0))
+        _ = try Positions(a).setPosition(user: "bob", to: .page(0))
         let log = dir.appending(path: "log")
         _ = try Trust.publish(a, log)
         // The consumer has its own copy of the landmarks (older stamps), which the source would overwrite.
         let own = try LogTests.store(dir, "own", clock: ManualClock(testNow - 60_000))
-        _ = try own.importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Importer(own).importLandmarks(from: .file(Support.fixture("valid.json")))
         let consumer = own.path
         let landmarksBefore = try dumpLandmarks(consumer)
         #expect(runCLI(["remote", "add", "pages", log.path, "--allow", "positions"], db: consumer).status == 0)
@@ -514,10 +514,10 @@ struct TrustTests {
         let key = MinisignSecretKey.generate()
         let a = try Trust.publisher(dir, "a")
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let v1 = Array(try Data(contentsOf: log.appending(path: "manifest.json")))
-        _ = try a.setPosition(user: "ann-a", to: .page(0))
-        _ = try a.publishLog(to: log.path)
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let v2 = Array(try Data(contentsOf: log.appending(path: "manifest.json")))
         /// Serves v2 as the manifest, and first the signature of v1 (the publisher mid-publish), then `later`.
         final class Racing: LogFileFetcher {
@@ -577,7 +577,7 @@ struct TrustTests {
             var n = 0
             while !stop.load(ordering: .relaxed) {
                 n += 1
-                _ = try! store.setPosition(user: "ann-a", to: .page(n % 2))
+                _ = try! Positions(store).setPosition(user: "ann-a", to: .page(n % 2))
                 _ = try! Trust.publish(store, log, key: secret)
             }
         }
@@ -641,7 +641,7 @@ struct MinisignInteropTests {
         #expect(g.status == 0, "\(g.stderr)")
         let a = try Trust.publisher(dir, "a")
         let log = dir.appending(path: "log")
-        _ = try a.publishLog(to: log.path)
+        _ = try LogPublisher(a).publishLog(to: log.path)
         let s = try runProcess(minisign, ["-S", "-s", key, "-m", log.appending(path: "manifest.json").path])
         #expect(s.status == 0, "\(s.stderr)")
         let consumer = dir.appending(path: "consumer.sqlite").path
@@ -650,7 +650,7 @@ struct MinisignInteropTests {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try dumpLandmarks(consumer).count == 5)
         // Its key file works for publish --sign (after chmod: minisign writes it 0600 already).
-        _ = try a.setPosition(user: "ann-a", to: .page(0))
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
         let p = runCLI(["publish", log.path, "--sign", key], db: a.path)
         #expect(p.status == 0, "\(p.stderr)")
         #expect(try runProcess(minisign, ["-Vm", log.appending(path: "manifest.json").path, "-p", pub]).status == 0)
@@ -675,7 +675,7 @@ struct TrustHTTPTests {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try dumpLandmarks(consumer).count == 5)
         #expect(try server.log().contains { $0["path"] == "/files/manifest.json.minisig" })
-        _ = try a.setPosition(user: "ann-a", to: .page(0))
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
         _ = try Trust.publish(a, log)  // unsigned: the signature is removed
         let u = Trust.sync([url, "--trust", line], db: consumer)
         #expect(u.status == 77 && u.stderr.contains("not signed"), "\(u.stderr)")
@@ -775,7 +775,7 @@ struct PullOnlyHubTests {
                     return
                 default: break
                 }
-                _ = try CatalogStore.open(path: edge).setPosition(user: "bob", to: .page(cycle % 2))
+                _ = try Positions(CatalogStore.open(path: edge)).setPosition(user: "bob", to: .page(cycle % 2))
             } catch {
                 Issue.record("\(error)")
                 control.stop()

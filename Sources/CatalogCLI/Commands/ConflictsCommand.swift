@@ -20,7 +20,7 @@ extension CatalogCLI {
     }
 
     static func runConflicts(_ i: Invocation) throws -> Int32 {
-        let conflicts = try i.openStore(.read).conflicts(limit: i[Options.limit])
+        let conflicts = try Conflicts(i.openStore(.read)).conflicts(limit: i[Options.limit])
         if i[Options.json] {
             let items = conflicts.map { c -> JSONObject in
                 var o = JSONObject()

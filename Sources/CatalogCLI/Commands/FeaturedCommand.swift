@@ -17,7 +17,7 @@ extension CatalogCLI {
     static func runFeatured(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
         let user = try i[Options.user].map(UserID.normalize)
-        let current = try user.flatMap { try store.position(user: $0)?.currentPage }
+        let current = try user.flatMap { try Positions(store).position(user: $0)?.currentPage }
         if i[Options.json] {
             // The landmarks are streamed as the core library writes them (the app's file shape); with --user
             // they are the `landmarks` member of an object whose other fields JSONObject writes around them.
@@ -29,7 +29,7 @@ extension CatalogCLI {
                 w.bytes += envelope.opening(before: "landmarks")
             }
             w.byte(0x5B)
-            let count = try store.writeFeaturedJSON(to: &w) { w in
+            let count = try LandmarkReader(store).writeFeaturedJSON(to: &w) { w in
                 i.stdout.write(w.bytes)
                 w.bytes.removeAll(keepingCapacity: true)
             }
@@ -44,7 +44,7 @@ extension CatalogCLI {
         }
         var rows: [[String]] = [["PAGE", "ID", "NAME", "CATEGORY", "PARK", "STATE"]]
         var page = 0
-        try store.forEachFeaturedLandmark { l in
+        try LandmarkReader(store).forEachFeaturedLandmark { l in
             let marker = page == current ? "> " : (user != nil ? "  " : "")
             rows.append([marker + String(page), String(l.id), l.name, l.category ?? "", l.park ?? "", l.state ?? ""])
             page += 1

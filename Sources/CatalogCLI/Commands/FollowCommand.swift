@@ -24,7 +24,7 @@ extension CatalogCLI {
         if let s = i[SyncOptionsTable.interval] { options.intervalSeconds = s }
         options.cycleEndHook = i.context.testHooks.followCycleEnd
         // SIGHUP reads it again (a rotated key); absolute, as a relative path names the same file then.
-        options.signingKeyFile = i[TrustOptionsTable.sign].map { CatalogStore.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
+        options.signingKeyFile = i[TrustOptionsTable.sign].map { CatalogFiles.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
         let store = try i.openStore()
         let control = try FollowControl()
         // Signals are taken by dispatch sources (the handlers only set a flag and write the follower's
@@ -41,7 +41,7 @@ extension CatalogCLI {
             for source in handlers { source.cancel() }
             for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_DFL) }
         }
-        let remotes = (try? store.remoteNames()) ?? [:]
+        let remotes = (try? RemoteBook(store).remoteNames()) ?? [:]
         // Each kind of warning shows at most --max-diagnostics lines an hour (a window), then a count.
         let window = ContinuousClock.Duration.milliseconds(Int64((i.context.testHooks.followDiagnosticsWindowSeconds ?? 3600) * 1000))
         let windowStarted = Mutable(ContinuousClock.now)

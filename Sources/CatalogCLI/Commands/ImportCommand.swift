@@ -34,7 +34,7 @@ extension CatalogCLI {
     static func runImport(_ i: Invocation) throws -> Int32 {
         let argument = i[ImportArguments.file]
         // The file is opened before the database: a missing or unreadable FILE (66) creates nothing.
-        let file = argument == "-" ? nil : try CatalogStore.openForReading(argument)
+        let file = argument == "-" ? nil : try CatalogFiles.openForReading(argument)
         defer { if let file { close(file) } }
         let source: LandmarkCatalog.ImportSource = .descriptor(file ?? i.context.stdinFD, name: file == nil ? "<stdin>" : argument)
         // A dry run against a database that does not exist yet runs against an empty one in memory, so a
@@ -42,7 +42,7 @@ extension CatalogCLI {
         let store = i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore()
         let options = LandmarkCatalog.ImportOptions(strict: i[ImportOptions.strict], prune: i[ImportOptions.prune], dryRun: i[Options.dryRun])
         let progress = i.makeProgressLine(label: "importing")
-        let summary = try store.importLandmarks(from: source, options: options, diagnostics: i.report) { p in
+        let summary = try Importer(store).importLandmarks(from: source, options: options, diagnostics: i.report) { p in
             progress.update(records: p.records, bytes: p.bytes, total: p.totalBytes)
         }
         progress.clear()

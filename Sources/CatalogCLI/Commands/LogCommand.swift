@@ -21,8 +21,8 @@ extension CatalogCLI {
 
     static func runLog(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
-        let runs = try store.syncRuns(limit: i[Options.limit] ?? 20)
-        let remotes = try store.remoteNames()
+        let runs = try CatalogMonitor(store).syncRuns(limit: i[Options.limit] ?? 20)
+        let remotes = try RemoteBook(store).remoteNames()
         if i[Options.json] {
             let items = runs.map { run -> JSONObject in
                 var o = JSONObject()

@@ -35,7 +35,7 @@ extension CatalogCLI {
     static func runMigrate(_ i: Invocation) throws -> Int32 {
         if let hub = i[MigrateOptions.hub] {
             // A remote's name means its URL (its password, if it keeps one, stays inside).
-            let remotes = i.databaseExists ? ((try? i.openStore(.read).remotes()) ?? []) : []
+            let remotes = i.databaseExists ? ((try? RemoteBook(i.openStore(.read)).remotes()) ?? []) : []
             guard case .hub(let conninfo) = try SourceLocator.parse(hub, remotes: remotes) else {
                 let what =
                     remotes.contains { $0.name == hub }
@@ -95,12 +95,12 @@ extension CatalogCLI {
     }
 
     static func runInit(_ i: Invocation) throws -> Int32 {
-        if let node = i[MigrateOptions.node] { try CatalogStore.checkNodeID(node) }  // before anything is created
+        if let node = i[MigrateOptions.node] { _ = try NodeID(validating: node) }  // before anything is created
         let store = try i.openStore()
         if let node = i[MigrateOptions.node] {
             let old = try store.nodeID()
             try store.setNodeID(node)
-            let counts = try store.status()  // counts only: listing every position here would load them all
+            let counts = try CatalogMonitor(store).status()  // counts only: listing every position here would load them all
             if old != node && counts.landmarks + counts.positions > 0 {
                 i.reporter.warn(
                     "node id changed from \(old) to \(node); rows already written keep \(old) in their stamps, "

@@ -59,7 +59,7 @@ extension CatalogCLI {
         }
         // No catalog, no featured page to be on: a missing database is refused (66) like a reading command.
         let store = try i.openStore(i.databaseExists ? .write : .read)
-        let position = try store.setPosition(user: i[PositionOptions.user], to: target)
+        let position = try Positions(store).setPosition(user: i[PositionOptions.user], to: target)
         if i[Options.json] { i.stdout.write(positionJSON(position).bytes + [0x0A]) }
         return 0
     }
@@ -67,9 +67,10 @@ extension CatalogCLI {
     static func runPositionGet(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
         let user = i[PositionOptions.user]
-        let position = try store.position(user: user)
+        let position = try Positions(store).position(user: user)
         if i[Options.json] {
-            let o = try position.map(positionJSON) ?? noPositionJSON(user: UserID.normalize(user), pageCount: store.featuredIDs().count)
+            let o =
+                try position.map(positionJSON) ?? noPositionJSON(user: UserID.normalize(user), pageCount: LandmarkReader(store).featuredIDs().count)
             i.stdout.write(o.bytes + [0x0A])
         } else if let position {
             i.stdout.line(describe(position))
@@ -81,12 +82,12 @@ extension CatalogCLI {
 
     static func runPositionClear(_ i: Invocation) throws -> Int32 {
         // As `position set`: a missing database is refused (66), not created to hold one tombstone.
-        try i.openStore(i.databaseExists ? .write : .read).clearPosition(user: i[PositionOptions.user])
+        try Positions(i.openStore(i.databaseExists ? .write : .read)).clearPosition(user: i[PositionOptions.user])
         return 0
     }
 
     static func runPositions(_ i: Invocation) throws -> Int32 {
-        let all = try i.openStore(.read).positions()
+        let all = try Positions(i.openStore(.read)).positions()
         if i[Options.json] {
             i.stdout.write(JSONObject.array(all.map(positionJSON)) + [0x0A])
         } else if all.isEmpty {

@@ -55,7 +55,7 @@ extension CatalogCLI {
         }
         let store = try i.openStore(i.databaseExists ? .write : .read)
         let progress = i.makeProgressLine(label: "writing")
-        let report = try store.publishLog(to: i[PublishArguments.directory], options: options) { progress.update($0) }
+        let report = try LogPublisher(store).publishLog(to: i[PublishArguments.directory], options: options) { progress.update($0) }
         progress.clear()
         if i[Options.json] {
             i.stdout.write(publishJSON(report).bytes + [0x0A])

@@ -74,7 +74,7 @@ extension CatalogCLI {
     }
 
     static func runQuarantineList(_ i: Invocation) throws -> Int32 {
-        let rows = try i.openStore(.read).quarantinedRows(limit: i[Options.limit])
+        let rows = try Quarantine(i.openStore(.read)).quarantinedRows(limit: i[Options.limit])
         let now = i.context.wallClock.nowMilliseconds()
         if i[Options.json] {
             let items = rows.map { r -> JSONObject in
@@ -123,7 +123,7 @@ extension CatalogCLI {
     static func runQuarantineRelease(_ i: Invocation) throws -> Int32 {
         let ids = i[QuarantineArguments.rows]
         let drift = i[QuarantineOptions.maxDrift].map { Int64($0 * 1000) } ?? SyncOptions().maxDriftMilliseconds
-        let result = try existingStore(i).releaseQuarantine(
+        let result = try Quarantine(existingStore(i)).releaseQuarantine(
             rows: ids.isEmpty ? nil : ids, force: i[QuarantineOptions.force],
             maxDriftMilliseconds: drift, diagnostics: i.report)
         var line = "released \(plural(result.released, "row"))"
@@ -138,7 +138,7 @@ extension CatalogCLI {
 
     static func runQuarantineDrop(_ i: Invocation) throws -> Int32 {
         let ids = i[QuarantineArguments.rows]
-        let dropped = try existingStore(i).dropQuarantine(rows: i[QuarantineOptions.all] ? nil : ids)
+        let dropped = try Quarantine(existingStore(i)).dropQuarantine(rows: i[QuarantineOptions.all] ? nil : ids)
         i.stdout.line("dropped \(plural(dropped, "row"))")
         return 0
     }

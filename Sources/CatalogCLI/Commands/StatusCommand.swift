@@ -61,7 +61,7 @@ extension CatalogCLI {
         let store = try i.openStore(.read)
         if i[StatusOptions.check] { return try runStatusCheck(i, store: store) }
         if i[StatusOptions.prometheus] {
-            let text = PrometheusText.render(try store.metrics())
+            let text = PrometheusText.render(try CatalogMonitor(store).metrics())
             if let output = i[StatusOptions.output], output != "-" {
                 try AtomicOutput.write(Array(text.utf8), to: output)
             } else {
@@ -69,11 +69,11 @@ extension CatalogCLI {
             }
             return 0
         }
-        let s = try store.status()
-        let digest = try store.stateDigest()
-        let conflicts = try store.conflictCount()
+        let s = try CatalogMonitor(store).status()
+        let digest = try StateDigest(of: store)
+        let conflicts = try Conflicts(store).conflictCount()
         let hubs = try HubStatus.all(in: store)
-        let remotes = try store.remoteNames()
+        let remotes = try RemoteBook(store).remoteNames()
         if i[Options.json] {
             var o = JSONObject()
             o.set("changeSequence", s.changeSequence)
@@ -168,7 +168,7 @@ extension CatalogCLI {
 
     /// `status --check`: one line, and 0 or ``unhealthyStatus``.
     static func runStatusCheck(_ i: Invocation, store: CatalogStore) throws -> Int32 {
-        var health = try store.checkHealth(maxAgeMilliseconds: i[StatusOptions.maxAge].map { Int64(($0 * 1000).rounded(.up)) })
+        var health = try CatalogMonitor(store).checkHealth(maxAgeMilliseconds: i[StatusOptions.maxAge].map { Int64(($0 * 1000).rounded(.up)) })
         // A follower that was killed (its marker left behind, its pid gone) syncs nothing any more.
         if let follower = FollowerStatus.running(on: store) {
             if !follower.alive {

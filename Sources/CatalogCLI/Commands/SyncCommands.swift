@@ -19,10 +19,10 @@ extension CatalogCLI {
         }
         if let output = i[Options.output], output != "-" {
             let progress = i.makeProgressLine(label: "writing")
-            try store.exportSnapshot(toFile: output) { progress.update($0) }
+            try SnapshotExporter(store).exportSnapshot(toFile: output) { progress.update($0) }
             progress.clear()
         } else {
-            try store.exportSnapshot { i.stdout.write($0) }
+            try SnapshotExporter(store).exportSnapshot { i.stdout.write($0) }
         }
         return 0
     }
@@ -120,7 +120,7 @@ extension CatalogCLI {
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
         options.resetCursor = i[SyncOptionsTable.resetCursor]
-        options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogStore.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
+        options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogFiles.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
         options.trustedKeys = try trustedKeys(i)
         options.publish.signingKey = try signingKey(i)
         if options.publish.signingKey != nil, options.publishPath.map(SyncRunner.publishesLog) != true {
@@ -143,7 +143,7 @@ extension CatalogCLI {
             ) {
                 progress.update($0)
             }
-            remotes = (try? store.remoteNames()) ?? [:]
+            remotes = (try? RemoteBook(store).remoteNames()) ?? [:]
         } catch let error as CatalogError where i[Options.json] {
             // No run happened (the lock is held, the database cannot be opened, a SOURCE is not one):
             // --json still prints one object, so a script reading it always has something to read.
@@ -213,7 +213,7 @@ extension CatalogCLI {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
             do {
-                close(try CatalogStore.openForReading(path))
+                close(try CatalogFiles.openForReading(path))
                 return
             } catch let error as CatalogError {
                 if first == nil { (first, firstWord) = (error, text) }
@@ -282,7 +282,7 @@ extension CatalogCLI {
     /// - Parameter path: the file, as given (relative to the working directory).
     /// - Throws: `CatalogError` 66 when it is missing, a directory, or not readable.
     static func checkTokenFile(_ path: String) throws {
-        let absolute = CatalogStore.absolutePath(path, in: FileManager.default.currentDirectoryPath)
+        let absolute = CatalogFiles.absolutePath(path, in: FileManager.default.currentDirectoryPath)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), !isDirectory.boolValue,
             FileManager.default.isReadableFile(atPath: absolute)
@@ -305,7 +305,7 @@ extension CatalogCLI {
         }
         if let tokenFile { try checkTokenFile(tokenFile) }
         let store = try existingStore(i)
-        if !keys.isEmpty, let remote = try store.remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
+        if !keys.isEmpty, let remote = try RemoteBook(store).remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
             case .hub = try SourceLocator.parse(remote.url)
         {
             throw UsageError(
@@ -313,7 +313,7 @@ extension CatalogCLI {
                     "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)",
                 path: i.parsed.path)
         }
-        try store.updateRemote(
+        try RemoteBook(store).updateRemote(
             name: i[RemoteArguments.saved], trustedKeys: i[RemoteOptionsTable.noTrust] ? [] : (keys.isEmpty ? nil : keys), allow: allow,
             tokenFile: tokenFile)
         return 0
@@ -351,7 +351,7 @@ extension CatalogCLI {
                     run: { i in
                         // A bad name or URL is refused before the database is opened: it creates nothing.
                         let (name, url) = (i[RemoteArguments.name], i[RemoteArguments.url])
-                        let saved = try CatalogStore.checkedRemote(name: name, url: url)
+                        let saved = try RemoteBook.checkedRemote(name: name, url: url)
                         if case .serve = try SourceLocator.parse(saved) {
                             guard let tokenFile = i[SyncOptionsTable.tokenFile] else {
                                 throw CatalogError(
@@ -368,7 +368,8 @@ extension CatalogCLI {
                                 path: i.parsed.path)
                         }
                         let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
-                        try i.openStore().addRemote(name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])
+                        try RemoteBook(i.openStore()).addRemote(
+                            name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])
                         return 0
                     }),
                 CommandSpec(
@@ -391,14 +392,14 @@ extension CatalogCLI {
                     name: "remove", abstract: "Forget a saved remote.",
                     arguments: [RemoteArguments.saved.spec],
                     run: { i in
-                        try existingStore(i).removeRemote(name: i[RemoteArguments.saved])
+                        try RemoteBook(existingStore(i)).removeRemote(name: i[RemoteArguments.saved])
                         return 0
                     }),
             ])
     }
 
     static func runRemoteList(_ i: Invocation) throws -> Int32 {
-        let remotes = try i.openStore(.read).remotes()
+        let remotes = try RemoteBook(i.openStore(.read)).remotes()
         if i[Options.json] {
             let items = remotes.map { r in
                 var o = JSONObject()

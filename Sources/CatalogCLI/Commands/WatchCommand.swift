@@ -64,7 +64,9 @@ extension CatalogCLI {
                 }
                 if let user {
                     let pages = catalog.observe { catalog in
-                        try await catalog.read { WatchedPage(position: try $0.position(user: user), pageCount: try $0.featuredIDs().count) }
+                        try await catalog.read {
+                            WatchedPage(position: try Positions($0).position(user: user), pageCount: try LandmarkReader($0).featuredIDs().count)
+                        }
                     }
                     for try await page in pages where !show(watchLine(page, user: user, json: json)) { return }
                 } else {

@@ -158,7 +158,7 @@ struct Invocation {
     var stdout: any OutputSink { context.stdout }
 
     /// The database path: `--db`, `$CATALOG_DB` or the XDG default.
-    var databasePath: String { parsed[GlobalOptions.db] ?? CatalogStore.defaultPath(environment: context.environment) }
+    var databasePath: String { parsed[GlobalOptions.db] ?? CatalogFiles.defaultPath(environment: context.environment) }
 
     /// Whether the database file exists.
     var databaseExists: Bool { databasePath == ":memory:" || FileManager.default.fileExists(atPath: databasePath) }
@@ -194,10 +194,10 @@ struct CreatedDatabase {
         existed = path == ":memory:" || fm.fileExists(atPath: path)
         var missing: [String] = []
         // Not NSString.deletingLastPathComponent: it traps on a one-character path (`--db b`).
-        var directory = CatalogStore.directory(of: path)
+        var directory = CatalogFiles.directory(of: path)
         while !directory.isEmpty, directory != "/", !fm.fileExists(atPath: directory) {
             missing.insert(directory, at: 0)
-            directory = CatalogStore.directory(of: directory)
+            directory = CatalogFiles.directory(of: directory)
         }
         missingDirectories = existed ? [] : missing
     }
@@ -206,7 +206,7 @@ struct CreatedDatabase {
     /// it holds no landmark, position, remote or quarantined row; then the directories made for it, if empty.
     func removeIfEmpty() {
         let fm = FileManager.default
-        guard !existed, fm.fileExists(atPath: path), (try? CatalogStore.holdsNoData(path: path)) == true else { return }
+        guard !existed, fm.fileExists(atPath: path), (try? CatalogFiles.holdsNoData(path: path)) == true else { return }
         for suffix in ["", "-wal", "-shm", "-journal", ".sync-lock", ".sync-skipped", ".sync-skipped.taking"] {
             try? fm.removeItem(atPath: path + suffix)
         }

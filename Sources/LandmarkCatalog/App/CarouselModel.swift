@@ -190,7 +190,7 @@ public final class CarouselModel {
             return
         }
         // docs/cli.md §4, by the same function `position get` uses.
-        let resolved = CatalogStore.resolve(
+        let resolved = Positions.resolve(
             user: user, page: anchor.page, landmarkID: anchor.landmark,
             stamp: newestStamp ?? HLCStamp(wallMilliseconds: 0, counter: 0, node: ""),
             featured: pages.map(\.id))

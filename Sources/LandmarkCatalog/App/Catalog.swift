@@ -239,7 +239,7 @@ public final class Catalog: Sendable {
 
     /// The featured landmarks in `id` order: the carousel's pages, page 0 first (docs/cli.md §3).
     public func featured() async throws -> [Landmark] {
-        try await read { try $0.featuredLandmarks() }
+        try await read { try LandmarkReader($0).featuredLandmarks() }
     }
 
     /// The whole catalog: every live landmark, featured or not, smallest `id` first — what the tutorial's
@@ -251,33 +251,35 @@ public final class Catalog: Sendable {
     /// - Returns: the live landmarks in `id` order; empty for an empty catalog.
     /// - Throws: `CatalogError` `.closed` after ``close()``, `.databaseMissing` (66) when the file is gone.
     public func landmarks() async throws -> [Landmark] {
-        try await read { try $0.landmarks() }
+        try await read { try LandmarkReader($0).landmarks() }
     }
 
     /// One live landmark by id, or nil (absent or deleted).
     public func landmark(id: Int64) async throws -> Landmark? {
-        try await read { try $0.landmark(id: id) }
+        try await read { try LandmarkReader($0).landmark(id: id) }
     }
 
     /// `user`'s position resolved against today's featured set (docs/cli.md §4), or nil (never set, or cleared).
     /// - Throws: `CatalogError` 64 for an invalid user id.
     public func position(user: String) async throws -> CarouselPosition? {
-        try await read { try $0.position(user: user) }
+        try await read { try Positions($0).position(user: user) }
     }
 
     /// Every live position, resolved, ordered by user id.
     public func positions() async throws -> [CarouselPosition] {
-        try await read { try $0.positions() }
+        try await read { try Positions($0).positions() }
     }
 
     /// The featured landmarks and `user`'s position, read in one snapshot (what a carousel shows).
     public func carousel(user: String) async throws -> CarouselSnapshot {
-        try await read { store in CarouselSnapshot(pages: try store.featuredLandmarks(), position: try store.position(user: user)) }
+        try await read { store in
+            CarouselSnapshot(pages: try LandmarkReader(store).featuredLandmarks(), position: try Positions(store).position(user: user))
+        }
     }
 
     /// What `catalog status` shows: counts, node id, schema version, change sequence, quarantine, sources.
     public func status() async throws -> CatalogStore.Status {
-        try await read { try $0.status() }
+        try await read { try CatalogMonitor($0).status() }
     }
 
     /// This database's node id (the last tie-breaker of the stamps it writes).
@@ -296,13 +298,13 @@ public final class Catalog: Sendable {
     ///   featured (nothing stored); 73 for a read-only catalog; 75 when the database stays busy for 5 s.
     @discardableResult
     public func setPosition(user: String, to target: PositionTarget) async throws -> CarouselPosition {
-        try await write { try $0.setPosition(user: user, to: target) }
+        try await write { try Positions($0).setPosition(user: user, to: target) }
     }
 
     /// Forgets `user`'s position (a tombstone, so the deletion syncs).
     /// - Throws: `CatalogError` 64 for a bad user id.
     public func clearPosition(user: String) async throws {
-        try await write { try $0.clearPosition(user: user) }
+        try await write { try Positions($0).clearPosition(user: user) }
     }
 
     /// Imports a `landmarkData.json` file (docs/cli.md §2) in one transaction, on the writer thread.
@@ -316,7 +318,7 @@ public final class Catalog: Sendable {
     ///   - progress: called on the writer thread about every 10,000 records.
     ///   - diagnostics: every warning and error, in input order.
     /// - Returns: the counts.
-    /// - Throws: `CancellationError` when cancelled; `CatalogError` as ``CatalogStore/importLandmarks(from:options:diagnostics:progress:shouldStop:)``.
+    /// - Throws: `CancellationError` when cancelled; `CatalogError` as ``Importer/importLandmarks(from:options:diagnostics:progress:shouldStop:)``.
     @discardableResult
     public func importLandmarks(
         from source: ImportSource, options: ImportOptions = ImportOptions(),
@@ -324,7 +326,7 @@ public final class Catalog: Sendable {
         diagnostics: @escaping @Sendable (Diagnostic) -> Void = { _ in }
     ) async throws -> ImportSummary {
         try await cancellableWrite { store, stop in
-            try store.importLandmarks(
+            try Importer(store).importLandmarks(
                 from: source, options: options, diagnostics: diagnostics, progress: progress,
                 shouldStop: { stop.isSet })
         }
@@ -343,7 +345,7 @@ public final class Catalog: Sendable {
     public func export(to path: String, progress: @escaping @Sendable (CatalogProgress) -> Void = { _ in }) async throws -> ExportSummary {
         try await cancellableRead { store, stop in
             let file = try AtomicFileWriter(path: path)
-            let summary = try store.exportSnapshotInTransaction(
+            let summary = try SnapshotExporter(store).exportSnapshotInTransaction(
                 changes: nil,
                 progress: { rows, bytes in
                     progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: path))
@@ -361,7 +363,7 @@ public final class Catalog: Sendable {
     public func exportSnapshot() async throws -> [UInt8] {
         try await cancellableRead { store, stop in
             var bytes: [UInt8] = []
-            _ = try store.exportSnapshotInTransaction(changes: nil) { chunk in
+            _ = try SnapshotExporter(store).exportSnapshotInTransaction(changes: nil) { chunk in
                 if stop.isSet { throw CancellationError() }
                 bytes += chunk
             }

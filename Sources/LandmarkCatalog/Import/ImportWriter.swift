@@ -4,7 +4,21 @@ import Foundation
     import Glibc
 #endif
 
-extension CatalogStore {
+/// Imports Apple's `landmarkData.json` into a catalog (docs/cli.md §2): one transaction, stamped with the
+/// store's clock.
+///
+/// ```swift
+/// let summary = try Importer(store).importLandmarks(from: .file("landmarkData.json"))
+/// ```
+public struct Importer {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension Importer {
     /// Validates `source` and upserts its landmarks by `id` in one transaction (docs/cli.md §2).
     ///
     /// The file is streamed: one thread reads and validates records into small batches while this one
@@ -35,12 +49,12 @@ extension CatalogStore {
         switch source {
         case .standardInput: fd = 0
         case .descriptor(let descriptor, _): fd = descriptor
-        case .file(let path): fd = try Self.openForReading(path)
+        case .file(let path): fd = try CatalogFiles.openForReading(path)
         }
         defer { if case .file = source { close(fd) } }
-        let total = Self.regularFileSize(fd)
-        var writer = ImportWriter(store: self, file: source.displayName, options: options, diagnostics: diagnostics)
-        return try transaction {
+        let total = CatalogFiles.regularFileSize(fd)
+        var writer = ImportWriter(store: store, file: source.displayName, options: options, diagnostics: diagnostics)
+        return try store.transaction {
             // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
             let file = source.displayName
             let reading = ReadingThread { queue in Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue) }
@@ -52,31 +66,6 @@ extension CatalogStore {
             summary.dryRun = options.dryRun
             return options.dryRun ? .rollback(summary) : .commit(summary)
         }
-    }
-
-    /// The size of the regular file open at `fd`, or nil (a pipe, a terminal).
-    static func regularFileSize(_ fd: Int32) -> Int64? {
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
-    }
-
-    /// Opens a file to read, refusing a directory; the caller closes the descriptor.
-    /// - Parameter path: the file's path.
-    /// - Returns: a descriptor open read-only (close-on-exec).
-    /// - Throws: `CatalogError` 66 (`noInput`) when the file is missing, unreadable or a directory.
-    public static func openForReading(_ path: String) throws -> Int32 {
-        let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw CatalogError(.noInput, "cannot open the file (\(reason)), \(path)")
-        }
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            close(fd)
-            throw CatalogError(.noInput, "is a directory, not a file, \(path)")
-        }
-        return fd
     }
 
     /// The reading thread's work for an import: the top-level array of `landmarkData.json`.

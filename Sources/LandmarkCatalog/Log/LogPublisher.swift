@@ -51,7 +51,17 @@ public struct PublishReport: Sendable {
     public var signedBy: String?
 }
 
-extension CatalogStore {
+/// Publishes a catalog as a snapshot log in a directory (docs/log-format.md): a new file of the changes
+/// since the last publish, and the manifest that lists them, signed when asked.
+public struct LogPublisher {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension LogPublisher {
     /// Publishes this database as a snapshot log in `directory` (docs/log-format.md §3), for any static web server.
     ///
     /// Work and bytes follow the changes since the previous publish: the rows whose change sequence
@@ -106,13 +116,13 @@ extension CatalogStore {
         }
         let lock = try DirectoryLock(path: dir + "/.catalog-publish.lock")
         defer { withExtendedLifetime(lock) {} }
-        let now = wallClock.nowMilliseconds()
+        let now = store.wallClock.nowMilliseconds()
         let manifestPath = dir + "/" + LogManifest.fileName
         let existingBytes = FileManager.default.contents(atPath: manifestPath).map(Array.init)
         let existing = existingBytes.flatMap { try? LogManifest.parse($0, source: manifestPath) }
-        let node = try nodeID()
-        let record = try read { try publicationTable.publication(directory: dir) }
-        let current = try changeSequence()
+        let node = try store.nodeID()
+        let record = try store.read { try store.publicationTable.publication(directory: dir) }
+        let current = try store.changeSequence()
         // Another node's log: replacing its manifest would silently cut its peers off.
         if let other = existing, other.node != node {
             throw CatalogError(
@@ -209,8 +219,8 @@ extension CatalogStore {
         try file.commit()
         report.written.append(LogManifest.fileName)
         report.bytesWritten += Int64(manifest.bytes.count)
-        try write {
-            try publicationTable.record(
+        try store.write {
+            try store.publicationTable.record(
                 directory: dir, Publication(generation: manifest.generation, through: manifest.through), retired: retired, at: now)
         }
         report.changed = true
@@ -267,9 +277,9 @@ extension CatalogStore {
     ) throws -> LogManifest.File {
         let file = try AtomicFileWriter(path: dir + "/.pending-\(generation).json")
         var hasher = SHA256()
-        let through = try read { () throws -> Int64 in
-            let through = try lastChangeSequence()
-            _ = try exportSnapshotInTransaction(
+        let through = try store.read { () throws -> Int64 in
+            let through = try store.lastChangeSequence()
+            _ = try SnapshotExporter(store).exportSnapshotInTransaction(
                 changes: after.map { ($0 + 1)...max($0 + 1, through) },
                 progress: { rows, bytes in
                     progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: nil, phase: .writing, subject: dir))
@@ -294,7 +304,7 @@ extension CatalogStore {
     /// publisher that is gone) once they are older than the grace period.
     private func removeUnreferenced(in dir: String, manifest: LogManifest, now: Int64, grace: Double) throws -> [String] {
         let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
-        let retired = try read { try publicationTable.retiredFiles(directory: dir) }
+        let retired = try store.read { try store.publicationTable.retiredFiles(directory: dir) }
         var removed: [String] = []
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         for name in names where (name.hasPrefix("base-") || name.hasPrefix("delta-")) && name.hasSuffix(".json") && !named.contains(name) {
@@ -313,7 +323,7 @@ extension CatalogStore {
         }
         let gone = Set(removed).union(Set(retired.keys).subtracting(names))
         if !gone.isEmpty {
-            try write { try publicationTable.forgetRetired(directory: dir, names: gone) }
+            try store.write { try store.publicationTable.forgetRetired(directory: dir, names: gone) }
         }
         return removed.sorted()
     }

@@ -40,7 +40,7 @@ package struct LogFileGone: Error {
     package init(name: String) { self.name = name }
 }
 
-/// A snapshot-log reader (docs/log-format.md §6): the consumer side of ``CatalogStore/publishLog(to:options:)``.
+/// A snapshot-log reader (docs/log-format.md §6): the consumer side of ``LogPublisher/publishLog(to:options:progress:)``.
 ///
 /// With a cursor (generation, through) it fetches the manifest, then only the deltas past the cursor;
 /// on a new generation, or when the deltas no longer chain from the cursor, the base and every delta.
@@ -287,7 +287,7 @@ package final class DirectoryLogFetcher: LogFileFetcher {
     }
 
     package func fetchManifest(validators: HTTPValidators?) throws -> (bytes: [UInt8], validators: HTTPValidators?)? {
-        let fd = try CatalogStore.openForReading(manifestName)
+        let fd = try CatalogFiles.openForReading(manifestName)
         defer { close(fd) }
         let bytes = try Self.readAll(fd, name: manifestName, limit: Int(min(maxBytes, LogManifest.maxManifestBytes)))
         bytesFetched += Int64(bytes.count)

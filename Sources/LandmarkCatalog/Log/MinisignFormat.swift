@@ -106,7 +106,7 @@ package struct MinisignPublicKey: Sendable, Hashable {
                 .usage, "--trust \(given) is neither a minisign public key (RW…) nor a file",
                 hint: "give the key's base64 line or the path of its .pub file")
         }
-        let fd = try CatalogStore.openForReading(given)
+        let fd = try CatalogFiles.openForReading(given)
         defer { close(fd) }
         let bytes = try DirectoryLogFetcher.readAll(fd, name: given, limit: 4096)
         return try MinisignPublicKey(text: String(decoding: bytes, as: UTF8.self), source: given)

@@ -93,37 +93,39 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-extension CatalogStore {
-    /// The state digest of this database (docs/merge-rules.md §8).
+extension StateDigest {
+    /// The state digest of the catalog in `store` (docs/merge-rules.md §8).
     ///
     /// Computing it reads every row (about a second per million); the result is kept with the change sequence
     /// number it was computed at, so asking again before anything changes costs nothing.
-    public func stateDigest() throws -> StateDigest {
-        let (digest, seq, cached) = try read { () throws -> (StateDigest, Int64, Bool) in
-            let seq = try lastChangeSequence()
-            if let text = try metaTable.value("digest"),
-                let cached = Self.parseCachedDigest(text), cached.seq == seq
+    /// - Parameter store: the catalog to digest.
+    /// - Throws: `CatalogError` when the database cannot be read.
+    public init(of store: CatalogStore) throws {
+        let (digest, seq, cached) = try store.read { () throws -> (StateDigest, Int64, Bool) in
+            let seq = try store.lastChangeSequence()
+            if let text = try store.metaTable.value("digest"),
+                let cached = Self.parseCached(text), cached.seq == seq
             {
                 return (cached.digest, seq, true)
             }
             var digest = StateDigest()
-            try landmarkTable.forEachRow { s in
+            try store.landmarkTable.forEachRow { s in
                 let row = LandmarkRow(statement: s)
                 digest.add(StateDigest.landmarkText(row, content: LandmarkJSON.bytes(row, shape: .content)))
             }
-            try positionTable.forEachRow { s in
+            try store.positionTable.forEachRow { s in
                 digest.add(StateDigest.positionText(PositionRecord(row: s)))
             }
             return (digest, seq, false)
         }
-        if !cached && path != ":memory:" {
+        if !cached && store.path != ":memory:" {
             // A cache only: a busy or read-only database just means computing it again next time.
-            storeCache(key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)")
+            MetaTable.storeCache(key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)", beside: store)
         }
-        return digest
+        self = digest
     }
 
-    static func parseCachedDigest(_ text: String) -> (seq: Int64, digest: StateDigest)? {
+    static func parseCached(_ text: String) -> (seq: Int64, digest: StateDigest)? {
         let parts = text.split(separator: " ")
         guard parts.count == 3, let seq = Int64(parts[0]), let rows = Int64(parts[1]), parts[2].count == 32,
             let high = UInt64(parts[2].prefix(16), radix: 16), let low = UInt64(parts[2].suffix(16), radix: 16)

@@ -201,7 +201,7 @@ extension CatalogError {
         case .ioError:
             self.init(.ioError, "I/O error on the database (\(error.message)), \(path)")
         case .cantOpen, .readOnly:
-            if let problem = CatalogStore.writeAccessProblem(path) {
+            if let problem = CatalogFiles.writeAccessProblem(path) {
                 self.init(.cantCreate, "cannot open or write the database: \(problem.cause) (\(error.message)), \(path)", hint: problem.hint)
             } else {
                 self.init(.cantCreate, "cannot open or write the database: \(error.message), \(path)")

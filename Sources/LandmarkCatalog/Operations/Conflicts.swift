@@ -9,18 +9,28 @@ public enum ConflictRetention {
     public static let maxRows = 10_000
 }
 
-extension CatalogStore {
+/// The ties a catalog has recorded (`catalog conflicts`, docs/merge-rules.md §3): read them, count them,
+/// prune them (see ``ConflictRetention``).
+public struct Conflicts {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension Conflicts {
     /// The recorded ties, newest first.
     /// - Parameter limit: at most this many; nil for all that are kept (see ``ConflictRetention``).
     /// - Returns: the recorded ties.
     /// - Throws: `CatalogError` when the database cannot be read.
     public func conflicts(limit: Int? = nil) throws -> [ConflictRecord] {
-        try read { try conflictTable.all(limit: limit) }
+        try store.read { try store.conflictTable.all(limit: limit) }
     }
 
     /// How many ties are kept (see ``ConflictRetention``).
     public func conflictCount() throws -> Int {
-        try read { try conflictTable.count() }
+        try store.read { try store.conflictTable.count() }
     }
 
     /// Prunes the recorded ties to those met within `maxAgeMilliseconds` of now and, of those, the newest
@@ -32,9 +42,9 @@ extension CatalogStore {
         maxAgeMilliseconds: Int64 = ConflictRetention.maxAgeMilliseconds,
         maxRows: Int = ConflictRetention.maxRows
     ) throws -> Int {
-        try write {
-            let cutoff = Timestamp.format(milliseconds: wallClock.nowMilliseconds() - maxAgeMilliseconds)
-            return try conflictTable.prune(before: cutoff, keepingNewest: maxRows)
+        try store.write {
+            let cutoff = Timestamp.format(milliseconds: store.wallClock.nowMilliseconds() - maxAgeMilliseconds)
+            return try store.conflictTable.prune(before: cutoff, keepingNewest: maxRows)
         }
     }
 }

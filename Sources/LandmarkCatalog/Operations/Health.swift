@@ -8,7 +8,23 @@ public struct HealthCheck: Sendable, Equatable {
     public var healthy: Bool { problems.isEmpty }
 }
 
-extension CatalogStore {
+/// What an operator watches in a catalog.
+///
+/// `status`, the run ledger (`catalog log`), the health check (`status --check`) and the metrics
+/// (docs/operations.md). Each call is one read transaction.
+///
+/// ```swift
+/// let health = try CatalogMonitor(store).checkHealth()
+/// ```
+public struct CatalogMonitor {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension CatalogMonitor {
     /// Tries in a row a source may find its manifest behind its cursor before `status --check` says so.
     public static let staleRunsLimit = 3
 
@@ -34,23 +50,23 @@ extension CatalogStore {
     /// - Returns: the problems (empty when healthy) and a one-line summary.
     /// - Throws: `CatalogError` when the database cannot be read.
     public func checkHealth(maxAgeMilliseconds: Int64? = nil) throws -> HealthCheck {
-        try read {
-            let now = wallClock.nowMilliseconds()
-            let lastRun = try runLedger.run(id: try lastEndedRunID() ?? 0).map {
+        try store.read {
+            let now = store.wallClock.nowMilliseconds()
+            let lastRun = try store.runLedger.run(id: try lastEndedRunID() ?? 0).map {
                 (id: $0.id, finished: $0.finishedAt, outcome: $0.outcome, status: $0.exitStatus, message: $0.message)
             }
             guard let run = lastRun else { return HealthCheck(problems: ["no sync run is recorded yet"], summary: "") }
             let failed = [RunOutcome.failed, .interrupted].contains { $0.rawValue == run.outcome }
             let failure =
                 "the last sync (run \(run.id), finished \(run.finished)) failed with exit \(run.status)\(run.message.map { ": \($0)" } ?? "")"
-            let names = try remoteNamesBySourceKey()
+            let names = try RemoteBook(store).remoteNamesBySourceKey()
             var sourceProblems: [String] = []
-            for key in try runLedger.sourceNames(ofRun: run.id) where key != SourceLocator.standardInput.description {
+            for key in try store.runLedger.sourceNames(ofRun: run.id) where key != SourceLocator.standardInput.description {
                 let source = names[key].map { "\($0) (\(key))" } ?? key
-                if let row = try sourceTable.source(key), row.lastStatus == Int(CatalogError.Kind.untrusted.rawValue) {
+                if let row = try store.sourceTable.source(key), row.lastStatus == Int(CatalogError.Kind.untrusted.rawValue) {
                     sourceProblems.append("source \(source) last failed with exit 77 (not trusted)\(row.lastError.map { ": \($0)" } ?? "")")
                 }
-                let behind = LogReader.behindCount(try sourceTable.cursor(key))
+                let behind = LogReader.behindCount(try store.sourceTable.cursor(key))
                 if behind > Self.staleRunsLimit {
                     sourceProblems.append(
                         "source \(source) has found its manifest behind this database's cursor in \(behind) tries in a row: a copy that does not catch up, or a cursor moved too far (catalog sync --reset-cursor \(names[key] ?? key))"
@@ -66,10 +82,10 @@ extension CatalogStore {
             let limit = Durations.describe(milliseconds: maxAge)
             var problems: [String] = sourceProblems
             var checked = 0
-            for key in try runLedger.sourceNames(ofRun: run.id) where key != SourceLocator.standardInput.description {
+            for key in try store.runLedger.sourceNames(ofRun: run.id) where key != SourceLocator.standardInput.description {
                 let source = names[key].map { "\($0) (\(key))" } ?? key
                 checked += 1
-                guard let text = try sourceTable.source(key)?.lastSuccess, let last = Timestamp.parse(text) else {
+                guard let text = try store.sourceTable.source(key)?.lastSuccess, let last = Timestamp.parse(text) else {
                     problems.append("source \(source) has never had a good sync")
                     continue
                 }
@@ -80,7 +96,7 @@ extension CatalogStore {
             }
             if checked == 0 {
                 // No source to judge by: the last run that succeeded is the last good sync.
-                let good = try runLedger.lastSucceeded().map { (id: $0.id, finished: $0.finishedAt) }
+                let good = try store.runLedger.lastSucceeded().map { (id: $0.id, finished: $0.finishedAt) }
                 if let good, let finished = Timestamp.parse(good.finished) {
                     if now - finished > maxAge {
                         problems.append(

@@ -46,47 +46,47 @@ public struct CatalogMetrics: Sendable, Equatable {
     }
 }
 
-extension CatalogStore {
+extension CatalogMonitor {
     /// Reads every figure of ``CatalogMetrics`` in one read transaction.
     public func metrics() throws -> CatalogMetrics {
-        try read {
-            var m = CatalogMetrics(node: try currentNode(), schemaVersion: try schemaVersion())
-            (m.landmarks, m.landmarkTombstones) = try landmarkTable.counts()
-            (m.positions, m.positionTombstones) = try positionTable.counts()
-            m.quarantined = try quarantineTable.count()
-            m.conflictsRetained = try conflictTable.count()
-            m.changeSequence = try lastChangeSequence()
-            m.databaseBytes = try databaseBytes()
+        try store.read {
+            var m = CatalogMetrics(node: try store.currentNode(), schemaVersion: try store.schemaVersion())
+            (m.landmarks, m.landmarkTombstones) = try store.landmarkTable.counts()
+            (m.positions, m.positionTombstones) = try store.positionTable.counts()
+            m.quarantined = try store.quarantineTable.count()
+            m.conflictsRetained = try store.conflictTable.count()
+            m.changeSequence = try store.lastChangeSequence()
+            m.databaseBytes = try store.databaseBytes()
             let lastRunID = try lastEndedRunID()
-            m.lastRun = try runLedger.run(id: lastRunID ?? 0).map { r in
+            m.lastRun = try store.runLedger.run(id: lastRunID ?? 0).map { r in
                 (Timestamp.parse(r.finishedAt) ?? 0, r.outcome, r.exitStatus, r.durationMilliseconds)
             }
             // A source synced once (a typo, a one-off file) or a removed remote is not a series that alerts forever.
             let current = try sourcesInUse(lastEndedRun: lastRunID)
-            let remotes = try remoteNamesBySourceKey()
-            m.lastSuccessMilliseconds = try runLedger.lastSucceeded().flatMap { Timestamp.parse($0.finishedAt) }
-            m.runs = try runLedger.countsByOutcome()
-            let totals = try runLedger.totals()
+            let remotes = try RemoteBook(store).remoteNamesBySourceKey()
+            m.lastSuccessMilliseconds = try store.runLedger.lastSucceeded().flatMap { Timestamp.parse($0.finishedAt) }
+            m.runs = try store.runLedger.countsByOutcome()
+            let totals = try store.runLedger.totals()
             m.landmarksApplied = totals.landmarksApplied
             m.positionsApplied = totals.positionsApplied
             m.stale = totals.stale
             m.ties = totals.ties
             m.quarantinedTotal = totals.quarantined
-            let bytes = try runLedger.bytesBySource()
-            for s in try sourceTable.all() where current.contains(s.source) {
+            let bytes = try store.runLedger.bytesBySource()
+            for s in try store.sourceTable.all() where current.contains(s.source) {
                 m.sources.append(
                     CatalogMetrics.Source(
                         source: s.source, kind: s.kind ?? "", lastSuccessMilliseconds: s.lastSuccess.flatMap(Timestamp.parse),
                         lastAttemptMilliseconds: s.lastAttempt.flatMap(Timestamp.parse), lastStatus: s.lastStatus,
                         bytesFetched: bytes[s.source] ?? 0, remote: remotes[s.source]))
             }
-            m.follower = FollowerStatus.running(on: self)
+            m.follower = FollowerStatus.running(on: store)
             return m
         }
     }
 }
 
-extension CatalogStore {
+extension CatalogMonitor {
     /// The last sync run that ended, or nil: one still running has no outcome of its own yet.
     ///
     /// What `status --check` and the metrics judge (see ``lastRunID(includingRunning:)``). Call inside a
@@ -100,7 +100,7 @@ extension CatalogStore {
     /// `status` shows a run still going (`includingRunning`); the health check and the metrics look at the last that
     /// ended. Call inside a read.
     func lastRunID(includingRunning: Bool) throws -> Int64? {
-        try runLedger.lastRunID(includingRunning: includingRunning)
+        try store.runLedger.lastRunID(includingRunning: includingRunning)
     }
 
     /// The sources in use: those of the last sync run that ended (`lastEndedRun`, from
@@ -109,8 +109,8 @@ extension CatalogStore {
     ///
     /// Call inside a read.
     func sourcesInUse(lastEndedRun: Int64?) throws -> Set<String> {
-        var current = Set(try runLedger.sourceNames(ofRun: lastEndedRun ?? 0))
-        for remote in try remoteTable.all() {
+        var current = Set(try store.runLedger.sourceNames(ofRun: lastEndedRun ?? 0))
+        for remote in try store.remoteTable.all() {
             if let key = Remote.sourceKey(url: remote.url) { current.insert(key) }
         }
         return current

@@ -13,13 +13,23 @@ public struct QuarantineRelease: Sendable, Equatable {
     public init() {}
 }
 
-extension CatalogStore {
+/// The rows a catalog holds in quarantine (stamped beyond the drift allowance, docs/merge-rules.md §6):
+/// list them, release them into the catalog, drop them, and the upkeep after each sync run.
+public struct Quarantine {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension Quarantine {
     /// The quarantined rows, oldest first (by row id).
     /// - Parameter limit: at most this many rows; nil for all.
     /// - Returns: the rows with their stamps, sources and reasons.
     /// - Throws: `CatalogError` when the database cannot be read.
     public func quarantinedRows(limit: Int? = nil) throws -> [QuarantinedRow] {
-        try read { try quarantineTable.rows(limit: limit) }
+        try store.read { try store.quarantineTable.rows(limit: limit) }
     }
 
     /// Releases quarantined rows: merges them by the normal rule (last-writer-wins, ties
@@ -45,13 +55,13 @@ extension CatalogStore {
         if force && ids == nil {
             throw CatalogError(.usage, "--force applies only rows named by their id", hint: "catalog quarantine list shows them")
         }
-        return try write {
-            let now = wallClock.nowMilliseconds()
+        return try store.write {
+            let now = store.wallClock.nowMilliseconds()
             let allowance = now &+ maxDriftMilliseconds
             var selected: [QuarantinedRow] = []
             if let ids {
                 for id in Self.unique(ids) {
-                    guard let row = try quarantineTable.row(id: id) else {
+                    guard let row = try store.quarantineTable.row(id: id) else {
                         throw CatalogError(.usage, "no quarantined row \(id)", hint: "catalog quarantine list shows the rows and their ids")
                     }
                     if !force && row.stamp.wallMilliseconds > allowance {
@@ -64,15 +74,15 @@ extension CatalogStore {
                     selected.append(row)
                 }
             } else {
-                selected = try quarantineTable.rows(stampedAtOrBefore: allowance)
+                selected = try store.quarantineTable.rows(stampedAtOrBefore: allowance)
             }
             var result = QuarantineRelease()
             if !selected.isEmpty {
                 result.counts = try merge(selected, quarantineAfter: force ? Int64.max : allowance, diagnostics: diagnostics)
-                for row in selected { _ = try quarantineTable.delete(id: row.id) }
+                for row in selected { _ = try store.quarantineTable.delete(id: row.id) }
                 result.released = selected.count
             }
-            result.remaining = try quarantineTable.count()
+            result.remaining = try store.quarantineTable.count()
             return result
         }
     }
@@ -82,11 +92,11 @@ extension CatalogStore {
     /// - Returns: how many were removed.
     /// - Throws: `CatalogError` 64 when a named row is not in the quarantine (nothing is removed).
     public func dropQuarantine(rows ids: [Int64]?) throws -> Int {
-        try write {
-            guard let ids else { return try quarantineTable.deleteAll() }
+        try store.write {
+            guard let ids else { return try store.quarantineTable.deleteAll() }
             var dropped = 0
             for id in Self.unique(ids) {
-                guard try quarantineTable.delete(id: id) else {
+                guard try store.quarantineTable.delete(id: id) else {
                     throw CatalogError(
                         .usage, "no quarantined row \(id); nothing was dropped", hint: "catalog quarantine list shows the rows and their ids")
                 }
@@ -112,7 +122,7 @@ extension CatalogStore {
                     severity: .warning, message: "quarantined rows within the allowance were not released: \(error); the next sync tries again",
                     file: "", kind: "quarantine-release"))
         }
-        _ = try? pruneConflicts()
+        _ = try? Conflicts(store).pruneConflicts()
         return released
     }
 
@@ -129,15 +139,15 @@ extension CatalogStore {
         var maxSeen = HybridLogicalClock(wall: 0, counter: 0)
         for source in sources {
             let group = bySource[source] ?? []
-            var merger = try RowMerger(store: self, source: source, quarantineAfter: quarantineAfter, diagnostics: diagnostics)
+            var merger = try RowMerger(store: store, source: source, quarantineAfter: quarantineAfter, diagnostics: diagnostics)
             // The grant is the source's now, not when the row arrived: a remote narrowed since (`remote
             // add --allow`) may no longer write what it sent (issue 25; docs/trust.md §4).
-            merger.allow = try trustForSource(key: source).allow
+            merger.allow = try RemoteBook(store).trustForSource(key: source).allow
             try InMemorySnapshotFeed(name: "quarantine (\(source))", bytes: Self.snapshotDocument(group)).merge(into: &merger)
             counts = counts + merger.counts
             if (merger.maxSeen.wall, merger.maxSeen.counter) > (maxSeen.wall, maxSeen.counter) { maxSeen = merger.maxSeen }
         }
-        if maxSeen.wall > 0 || maxSeen.counter > 0 { try observeRemoteStamp(wall: maxSeen.wall, counter: maxSeen.counter) }
+        if maxSeen.wall > 0 || maxSeen.counter > 0 { try store.observeRemoteStamp(wall: maxSeen.wall, counter: maxSeen.counter) }
         return counts
     }
 

@@ -59,14 +59,30 @@ public enum UserID {
     }
 }
 
-extension CatalogStore {
+/// Where each user is in the featured carousel: set, clear and read positions in a catalog, each call one
+/// transaction of the store's (docs/cli.md §4).
+///
+/// ```swift
+/// let positions = Positions(store)
+/// try positions.setPosition(user: "ann", to: .page(2))
+/// let page = try positions.position(user: "ann")?.currentPage
+/// ```
+public struct Positions {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension Positions {
     /// Writes a local position row (a set or a tombstone) stamped `stamp`, taking the next change
     /// sequence number.
     ///
     /// A tombstone keeps the stored page and landmark.
     func writeLocalPosition(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool) throws {
-        try positionTable.writeLocal(
-            user: user, page: page, landmark: landmark, stamp: stamp, deleted: deleted, seq: try lastChangeSequence() + 1)
+        try store.positionTable.writeLocal(
+            user: user, page: page, landmark: landmark, stamp: stamp, deleted: deleted, seq: try store.lastChangeSequence() + 1)
     }
 
     /// Stores where `user` is, stamped with a fresh HLC stamp, in one transaction.
@@ -80,8 +96,8 @@ extension CatalogStore {
     @discardableResult
     public func setPosition(user: String, to target: PositionTarget) throws -> CarouselPosition {
         let user = try UserID.normalize(user)
-        return try write {
-            let featured = try landmarkTable.featuredIDs()
+        return try store.write {
+            let featured = try store.landmarkTable.featuredIDs()
             let page: Int
             switch target {
             case .page(let p):
@@ -105,7 +121,7 @@ extension CatalogStore {
                 }
                 page = index
             }
-            let stamp = try issueLocalStamp()
+            let stamp = try store.issueLocalStamp()
             try writeLocalPosition(user: user, page: Int64(page), landmark: featured[page], stamp: stamp, deleted: false)
             return Self.resolve(user: user, page: page, landmarkID: featured[page], stamp: stamp, featured: featured)
         }
@@ -115,27 +131,27 @@ extension CatalogStore {
     /// - Throws: `CatalogError.usage` for a bad user id.
     public func clearPosition(user: String) throws {
         let user = try UserID.normalize(user)
-        try write {
-            try writeLocalPosition(user: user, page: 0, landmark: nil, stamp: try issueLocalStamp(), deleted: true)
+        try store.write {
+            try writeLocalPosition(user: user, page: 0, landmark: nil, stamp: try store.issueLocalStamp(), deleted: true)
         }
     }
 
     /// `user`'s position resolved against today's featured set, or nil when there is none (never set, or cleared).
     public func position(user: String) throws -> CarouselPosition? {
         let user = try UserID.normalize(user)
-        return try read {
-            let featured = try landmarkTable.featuredIDs()
-            return try positionTable.live(user: user) { Self.resolvePosition($0, featured: featured) }
+        return try store.read {
+            let featured = try store.landmarkTable.featuredIDs()
+            return try store.positionTable.live(user: user) { Self.resolvePosition($0, featured: featured) }
         }
     }
 
     /// Every live position, resolved, ordered by user id (byte order).
     public func positions() throws -> [CarouselPosition] {
-        try read {
-            let featured = try landmarkTable.featuredIDs()
+        try store.read {
+            let featured = try store.landmarkTable.featuredIDs()
             let pages = Dictionary(uniqueKeysWithValues: featured.enumerated().map { ($1, $0) })
             var result: [CarouselPosition] = []
-            try positionTable.forEachLive { s in
+            try store.positionTable.forEachLive { s in
                 result.append(Self.resolvePosition(s, featured: featured, pageOf: { pages[$0] }))
             }
             return result
@@ -145,8 +161,8 @@ extension CatalogStore {
     /// Whether a tombstone is stored for `user` (for tests and status).
     public func hasTombstone(user: String) throws -> Bool {
         let user = try UserID.normalize(user)
-        return try read {
-            try positionTable.hasTombstone(user: user)
+        return try store.read {
+            try store.positionTable.hasTombstone(user: user)
         }
     }
 

@@ -12,7 +12,21 @@ public struct ExportSummary: Sendable, Equatable {
     public var maxSeq: Int64 = 0
 }
 
-extension CatalogStore {
+/// Writes a catalog as a snapshot (docs/snapshot-format.md): to a function taking the bytes, or to a file
+/// replaced atomically.
+///
+/// ```swift
+/// try SnapshotExporter(store).exportSnapshot(toFile: "/srv/www/catalog.json")
+/// ```
+public struct SnapshotExporter {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension SnapshotExporter {
     /// Writes the catalog — landmarks and positions, tombstones included, each with its last-writer-wins
     /// stamp — as a snapshot (docs/snapshot-format.md §1), streamed in chunks of about 64 KiB; or, with `changes`, only the
     /// rows whose change sequence number lies in that range (a delta of a snapshot log, docs/log-format.md §3).
@@ -30,7 +44,7 @@ extension CatalogStore {
     /// - Throws: whatever `output` throws; `CatalogError` for database failures.
     @discardableResult
     public func exportSnapshot(changes: ClosedRange<Int64>? = nil, _ output: ([UInt8]) throws -> Void) throws -> ExportSummary {
-        try read { try exportSnapshotInTransaction(changes: changes, output) }
+        try store.read { try exportSnapshotInTransaction(changes: changes, output) }
     }
 
     /// The export itself, inside the caller's read transaction; `progress` is called after each chunk of
@@ -56,12 +70,12 @@ extension CatalogStore {
         w.int(SnapshotFormat.version)
         w.raw(",")
         w.key("node")
-        w.string(try currentNode())
+        w.string(try store.currentNode())
         w.raw(",\n")
         w.key("landmarks")
         w.raw("[")
         var first = true
-        try landmarkTable.forEachRow(changes: changes) { s in
+        try store.landmarkTable.forEachRow(changes: changes) { s in
             w.raw(first ? "\n" : ",\n")
             first = false
             LandmarkJSON.write(LandmarkRow(statement: s), shape: .snapshot, to: &w)
@@ -74,7 +88,7 @@ extension CatalogStore {
         w.key("positions")
         w.raw("[")
         first = true
-        try positionTable.forEachRow(changes: changes) { s in
+        try store.positionTable.forEachRow(changes: changes) { s in
             w.raw(first ? "\n" : ",\n")
             first = false
             PositionRecord(row: s).writeJSON(to: &w)
@@ -101,7 +115,7 @@ extension CatalogStore {
     @discardableResult
     public func exportSnapshot(toFile path: String, progress: (CatalogProgress) -> Void = { _ in }) throws -> ExportSummary {
         let file = try AtomicFileWriter(path: path)
-        let summary = try read {
+        let summary = try store.read {
             try exportSnapshotInTransaction(
                 changes: nil,
                 progress: { rows, bytes in

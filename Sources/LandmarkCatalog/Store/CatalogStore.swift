@@ -69,7 +69,7 @@ public final class CatalogStore {
         do {
             switch access {
             case .write:
-                try prepareDirectory(for: path)
+                try CatalogFiles.prepareDirectory(for: path)
                 let connection = try retryingWhileBusy {
                     let connection = try Connection(path: path, acceptDatabase: Migrator.refuseForeign)
                     try configure(connection)
@@ -119,18 +119,6 @@ public final class CatalogStore {
         try connection.execute(sql: "PRAGMA cache_size = -32768")
     }
 
-    private static func prepareDirectory(for path: String) throws {
-        guard path != ":memory:" else { return }
-        let directory = Self.directory(of: path)
-        if !directory.isEmpty, let failure = makeDirectories(directory) {
-            throw CatalogError(.cantCreate, "cannot create the database directory: \(failure.path): \(failure.reason), \(directory)")
-        }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw CatalogError(.cantCreate, "the database path is a directory, \(path)", hint: "pass a file path with --db")
-        }
-    }
-
     private static func openReadOnly(path: String, migrator: Migrator, wallClock: any WallClock) throws -> CatalogStore {
         if path == ":memory:" {
             return try open(path: path, access: .write, wallClock: wallClock, migrations: migrator.migrations)
@@ -149,7 +137,7 @@ public final class CatalogStore {
         let pending = try migrator.pending(connection)
         if !pending.isEmpty {
             // Written by an older binary: migrate once, if this user may.
-            if access(path, W_OK) == 0 && access(directory(of: path).isEmpty ? "." : directory(of: path), W_OK) == 0 {
+            if access(path, W_OK) == 0 && access(CatalogFiles.directory(of: path).isEmpty ? "." : CatalogFiles.directory(of: path), W_OK) == 0 {
                 return try open(path: path, access: .write, wallClock: wallClock, migrations: migrator.migrations)
             }
             throw CatalogError(
@@ -171,10 +159,10 @@ public final class CatalogStore {
         do {
             return try Connection(path: path, mode: .readOnly, acceptDatabase: Migrator.refuseForeign)
         } catch let error as SQLiteError where [.cantOpen, .readOnly].contains(error.code.primary) {
-            guard isOnReadOnlyFileSystem(path) else {
+            guard CatalogFiles.isOnReadOnlyFileSystem(path) else {
                 throw CatalogError(
                     .cantCreate,
-                    "cannot read the database: SQLite needs to create \(path)-shm beside a WAL database and the directory \(directory(of: path).isEmpty ? "." : directory(of: path)) is not writable by this user (\(error.message)), \(path)",
+                    "cannot read the database: SQLite needs to create \(path)-shm beside a WAL database and the directory \(CatalogFiles.directory(of: path).isEmpty ? "." : CatalogFiles.directory(of: path)) is not writable by this user (\(error.message)), \(path)",
                     hint: "run as the database's owner, or give this user write access to the directory (the database itself can stay read-only)")
             }
             return try Connection(path: path, mode: .immutable, acceptDatabase: Migrator.refuseForeign)
@@ -189,64 +177,6 @@ public final class CatalogStore {
     /// - Throws: `SQLiteError` when it cannot be opened.
     func sideConnection(mode: Connection.Mode, busyTimeoutMilliseconds: Int32 = 5000) throws -> Connection {
         try Connection(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-    }
-
-    /// Why this user cannot open the database at `path` for writing, when the file system says so: a
-    /// read-only mount, or a file or directory this user may not write (SQLite creates `<path>-wal` and
-    /// `<path>-shm` beside the database).
-    ///
-    /// Nil when neither applies.
-    static func writeAccessProblem(_ path: String) -> (cause: String, hint: String)? {
-        guard path != ":memory:" else { return nil }
-        let directory = directory(of: path).isEmpty ? "." : directory(of: path)
-        let exists = FileManager.default.fileExists(atPath: path)
-        if isOnReadOnlyFileSystem(exists ? path : directory) {
-            return (
-                "the file system is mounted read-only",
-                "the reading commands (featured, positions, status, export, remote list, migrate --status) still work there; write to a copy on a writable file system"
-            )
-        }
-        if exists && access(path, W_OK) != 0 {
-            return (
-                "this user cannot write the database file",
-                "run as the database's owner, or give this user write access to the file and its directory"
-            )
-        }
-        if access(directory, W_OK) != 0 {
-            return (
-                "this user cannot write the directory \(directory), where SQLite keeps the -wal and -shm files",
-                "run as the database's owner, or give this user write access to the directory"
-            )
-        }
-        return nil
-    }
-
-    /// Whether `path` lies on a file system mounted read-only (`statvfs`'s `ST_RDONLY`).
-    static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
-        var info = statvfs()
-        guard statvfs(path, &info) == 0 else { return false }
-        return info.f_flag & UInt(ST_RDONLY) != 0
-    }
-
-    /// The directory part of a path ("" when it has none): `a/b/c.sqlite` → `a/b`, `/c.sqlite` → `/`.
-    public static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "" }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    /// The default database path (docs/cli.md §1): `$CATALOG_DB`, else `$XDG_DATA_HOME/landmark-catalog/catalog.sqlite`,
-    /// else `~/.local/share/landmark-catalog/catalog.sqlite`.
-    ///
-    /// Never the working directory.
-    /// - Parameter environment: the process environment.
-    /// - Returns: the path (its directory may not exist yet).
-    public static func defaultPath(environment: [String: String]) -> String {
-        if let db = environment["CATALOG_DB"], !db.isEmpty { return db }
-        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
-            return xdg + "/landmark-catalog/catalog.sqlite"
-        }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return home + "/.local/share/landmark-catalog/catalog.sqlite"
     }
 
     /// Runs `body` in one write transaction that `body` commits or rolls back, mapping SQLite failures
@@ -294,30 +224,9 @@ public final class CatalogStore {
     /// - Parameter node: 1–64 characters of `A–Z a–z 0–9 . _ -`.
     /// - Throws: `CatalogError.usage` for an invalid id.
     public func setNodeID(_ node: String) throws {
-        try Self.checkNodeID(node)
+        _ = try NodeID(validating: node)
         try write {
             try metaTable.set("node", node)
-        }
-    }
-
-    /// Checks a node id without a database (so `init --node` refuses a bad one before creating anything).
-    /// - Throws: `CatalogError.usage` unless it is 1–64 characters of `A–Z a–z 0–9 . _ -`.
-    public static func checkNodeID(_ node: String) throws {
-        _ = try NodeID(validating: node)
-    }
-
-    /// Whether the catalog database at `path` holds no data: no landmark, position, saved remote,
-    /// quarantined row or published log (only what opening it and recording runs wrote).
-    ///
-    /// Used to remove a database that a failed command created.
-    /// - Throws: `CatalogError` when it cannot be read.
-    public static func holdsNoData(path: String) throws -> Bool {
-        let store = try open(path: path, access: .read)
-        return try store.read {
-            let landmarks = try store.landmarkTable.counts()
-            let positions = try store.positionTable.counts()
-            return landmarks.live + landmarks.tombstones + positions.live + positions.tombstones + (try store.remoteTable.count())
-                + (try store.quarantineTable.count()) + (try store.publicationTable.count()) == 0
         }
     }
 

@@ -28,17 +28,27 @@ package struct DeviceRowsPage: Sendable {
     package init() {}
 }
 
-/// The store's reads and write for `catalog serve` (docs/protocol.md §3–§6): rows changed after a change
-/// sequence number, per user or all, and a device's stamped positions merged by the one last-writer-wins
-/// rule with each row's outcome. Every statement that touches the tables is here, in the store.
-extension CatalogStore {
+/// What `catalog serve` reads and writes for devices (docs/protocol.md §3–§6).
+///
+/// Rows changed after a change sequence number, per user or all, and a device's stamped positions merged
+/// by the one last-writer-wins rule with each row's outcome. It lives in `Store/`: the statements on
+/// `positions` it runs go through the store's connection.
+package struct DeviceRows {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    package init(_ store: CatalogStore) { self.store = store }
+}
+
+extension DeviceRows {
     /// This database's identity for cursors (docs/protocol.md §3): a random id kept in `catalog_meta`
     /// under `serve-id`, made the first time (a database restored from another's copy keeps it; the
     /// cursor's sequence number beyond the database's end is taken as no cursor).
     package func serveDatabaseID() throws -> String {
-        if let id = try read({ try metaTable.value("serve-id") }) { return id }
-        return try write {
-            if let id = try metaTable.value("serve-id") { return id }
+        if let id = try store.read({ try store.metaTable.value("serve-id") }) { return id }
+        return try store.write {
+            if let id = try store.metaTable.value("serve-id") { return id }
             return try newServeDatabaseIDInTransaction()
         }
     }
@@ -47,14 +57,14 @@ extension CatalogStore {
     /// (a database restored from a backup, docs/serve.md §4).
     /// - Returns: the new id.
     package func newServeDatabaseID() throws -> String {
-        try write { try newServeDatabaseIDInTransaction() }
+        try store.write { try newServeDatabaseIDInTransaction() }
     }
 
     private func newServeDatabaseIDInTransaction() throws -> String {
         var bytes = [UInt8](repeating: 0, count: 8)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
         let id = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-        try metaTable.set("serve-id", id)
+        try store.metaTable.set("serve-id", id)
         return id
     }
 
@@ -63,7 +73,7 @@ extension CatalogStore {
     ///
     /// Returns also the database's change sequence high-water mark read in the same transaction.
     package func devicePositions(user: String?, after: Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
-        try read {
+        try store.read {
             var page = DeviceRowsPage()
             var w = JSONWriter(reservingCapacity: 256)
             func add(_ s: Statement) {
@@ -74,11 +84,11 @@ extension CatalogStore {
                 page.newestWall = max(page.newestWall, s.int(PositionColumn.updatedMs))
             }
             if let user {
-                try connection.forEachRow(
+                try store.connection.forEachRow(
                     sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND seq > ?", [.text(user), .integer(after)]
                 ) { add($0) }
             } else {
-                try connection.forEachRow(
+                try store.connection.forEachRow(
                     sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? ORDER BY seq LIMIT ?",
                     [.integer(after), .integer(Int64(limit) + 1)]
                 ) { s in
@@ -90,7 +100,7 @@ extension CatalogStore {
                 }
             }
             page.rowsJSON = w.bytes
-            return (page, try lastChangeSequence())
+            return (page, try store.lastChangeSequence())
         }
     }
 
@@ -104,15 +114,15 @@ extension CatalogStore {
     /// - Returns: the number of such rows (tombstones included).
     /// - Throws: `CatalogError` from reading the database.
     package func positionsChanged(after: Int64, through: Int64, otherThan user: String) throws -> Int {
-        try read { try positionTable.changedCount(after: after, through: through, otherThan: user) }
+        try store.read { try store.positionTable.changedCount(after: after, through: through, otherThan: user) }
     }
 
     /// The landmark rows (tombstones included) changed after `after`, in change-sequence order, at most `limit`.
     package func deviceLandmarks(after: Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
-        try read {
+        try store.read {
             var page = DeviceRowsPage()
             var w = JSONWriter(reservingCapacity: 1 << 14)
-            try landmarkTable.forEachChanged(after: after, limit: limit + 1) { s in
+            try store.landmarkTable.forEachChanged(after: after, limit: limit + 1) { s in
                 if page.count == limit {
                     page.more = true
                     return
@@ -124,7 +134,7 @@ extension CatalogStore {
                 page.newestWall = max(page.newestWall, s.int(LandmarkColumn.updatedMs))
             }
             page.rowsJSON = w.bytes
-            return (page, try lastChangeSequence())
+            return (page, try store.lastChangeSequence())
         }
     }
 
@@ -132,15 +142,15 @@ extension CatalogStore {
     /// `user`), whether a landmark changed, and the high-water mark they were read through — for waking
     /// long-polls and knowing, without a read, that a user has nothing new (docs/serve.md §4).
     package func deviceChanges(after: Int64, _ user: (String, Int64) -> Void) throws -> (landmarks: Bool, highWater: Int64) {
-        try read {
-            let high = try lastChangeSequence()
+        try store.read {
+            let high = try store.lastChangeSequence()
             guard high > after else { return (false, high) }
-            try connection.forEachRow(
+            try store.connection.forEachRow(
                 sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? AND seq <= ?", [.integer(after), .integer(high)]
             ) {
                 user($0.text(PositionColumn.userID) ?? "", $0.int(PositionColumn.seq))
             }
-            return (try landmarkTable.anyChanged(after: after, through: high), high)
+            return (try store.landmarkTable.anyChanged(after: after, through: high), high)
         }
     }
 
@@ -158,15 +168,15 @@ extension CatalogStore {
     package func mergeDevicePositions(_ rows: [PositionRecord], source: String, maxDriftMilliseconds: Int64) throws -> (
         outcomes: [DeviceRowOutcome], highWater: Int64
     ) {
-        try write {
-            let quarantineAfter = wallClock.nowMilliseconds() + maxDriftMilliseconds
-            var merger = try RowMerger(store: self, source: source, quarantineAfter: quarantineAfter, diagnostics: { _ in })
+        try store.write {
+            let quarantineAfter = store.wallClock.nowMilliseconds() + maxDriftMilliseconds
+            var merger = try RowMerger(store: store, source: source, quarantineAfter: quarantineAfter, diagnostics: { _ in })
             let batch = RowBatch(reserving: false)
             batch.positions = rows
             batch.isLast = true
             try merger.apply(batch)
             if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
-                try observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
+                try store.observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
             }
             var outcomes: [DeviceRowOutcome] = []
             outcomes.reserveCapacity(rows.count)
@@ -175,7 +185,9 @@ extension CatalogStore {
                     outcomes.append(.quarantined)
                     continue
                 }
-                let stored = try connection.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(row.user)]) {
+                let stored = try store.connection.firstRow(
+                    sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(row.user)]
+                ) {
                     PositionRecord(row: $0)
                 }
                 guard let stored, stored.stamp == row.stamp else {
@@ -185,7 +197,7 @@ extension CatalogStore {
                 let same = stored.deleted == row.deleted && (row.deleted || (stored.page == row.page && stored.landmark == row.landmark))
                 outcomes.append(same ? .applied : .tie)
             }
-            return (outcomes, try lastChangeSequence())
+            return (outcomes, try store.lastChangeSequence())
         }
     }
 }

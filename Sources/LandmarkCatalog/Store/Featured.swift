@@ -1,4 +1,20 @@
-extension CatalogStore {
+/// The landmarks of a catalog, read.
+///
+/// The featured carousel's pages in order (as values, or as JSON straight from SQLite), every live
+/// landmark, one by id, and the counts. Each call is one read transaction of the store's.
+///
+/// ```swift
+/// let pages = try LandmarkReader(store).featuredLandmarks()
+/// ```
+public struct LandmarkReader {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension LandmarkReader {
     /// The featured landmarks in `id` order: the carousel's pages, page 0 first.
     ///
     /// Served from the partial index `landmarks_featured` (no table scan, no sort).
@@ -10,8 +26,8 @@ extension CatalogStore {
 
     /// Calls `body` with each featured landmark in `id` order, without holding them all in memory.
     public func forEachFeaturedLandmark(_ body: (Landmark) throws -> Void) throws {
-        try read {
-            try landmarkTable.forEachFeatured { try body(Landmark(row: $0)) }
+        try store.read {
+            try store.landmarkTable.forEachFeatured { try body(Landmark(row: $0)) }
         }
     }
 
@@ -25,8 +41,8 @@ extension CatalogStore {
     @discardableResult
     public func writeFeaturedJSON(to writer: inout JSONWriter, flush: (inout JSONWriter) throws -> Void) throws -> Int {
         var count = 0
-        try read {
-            try landmarkTable.forEachFeatured { s in
+        try store.read {
+            try store.landmarkTable.forEachFeatured { s in
                 if count > 0 { writer.byte(0x2C) }
                 count += 1
                 LandmarkJSON.write(LandmarkRow(statement: s), shape: .apple, to: &writer)
@@ -38,21 +54,21 @@ extension CatalogStore {
 
     /// The ids of the featured landmarks, in page order.
     public func featuredIDs() throws -> [Int64] {
-        try read { try landmarkTable.featuredIDs() }
+        try store.read { try store.landmarkTable.featuredIDs() }
     }
 
     /// Every live landmark, featured or not, in `id` order (tombstones left out), in one read transaction.
     public func landmarks() throws -> [Landmark] {
-        try read { try landmarkTable.allLive() }
+        try store.read { try store.landmarkTable.allLive() }
     }
 
     /// One live landmark by id, or nil (absent or a tombstone).
     public func landmark(id: Int64) throws -> Landmark? {
-        try read { try landmarkTable.live(id: id) }
+        try store.read { try store.landmarkTable.live(id: id) }
     }
 
     /// Counts of live and tombstoned landmarks.
     public func landmarkCounts() throws -> (live: Int, tombstones: Int) {
-        try read { (try landmarkTable.liveCount(), try landmarkTable.tombstoneCount()) }
+        try store.read { (try store.landmarkTable.liveCount(), try store.landmarkTable.tombstoneCount()) }
     }
 }

@@ -1,9 +1,23 @@
 import Foundation
 
-extension CatalogStore {
+/// The saved remotes of a catalog (`catalog remote`): add, change, list and remove them, and what a
+/// source's remotes require of it (trusted keys, the write grant; docs/trust.md).
+///
+/// ```swift
+/// try RemoteBook(store).addRemote(name: "origin", url: "https://example.com/catalog/")
+/// ```
+public struct RemoteBook {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension RemoteBook {
     /// The saved remotes, by name.
     public func remotes() throws -> [Remote] {
-        try read { try remoteTable.all() }
+        try store.read { try store.remoteTable.all() }
     }
 
     /// What the saved remotes of a source (by its key, ``SourceLocator/description``) require of it: the
@@ -31,13 +45,13 @@ extension CatalogStore {
     ///
     /// Two remotes of one source: the first name in order.
     public func remoteNames() throws -> [String: String] {
-        try read { try remoteNamesBySourceKey() }
+        try store.read { try remoteNamesBySourceKey() }
     }
 
     /// ``remoteNames()`` inside a transaction.
     func remoteNamesBySourceKey() throws -> [String: String] {
         var names: [String: String] = [:]
-        for remote in try remoteTable.all() {
+        for remote in try store.remoteTable.all() {
             if let key = Remote.sourceKey(url: remote.url), names[key] == nil { names[key] = remote.name }
         }
         return names
@@ -63,7 +77,7 @@ extension CatalogStore {
         trustedKeys: [String] = [], allow: WriteGrant = .all, tokenFile: String? = nil
     ) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
-        let tokenFile = tokenFile.map { Self.absolutePath($0, in: workingDirectory) }
+        let tokenFile = tokenFile.map { CatalogFiles.absolutePath($0, in: workingDirectory) }
         if tokenFile != nil {
             guard case .serve = try SourceLocator.parse(url) else {
                 throw CatalogError(
@@ -71,12 +85,12 @@ extension CatalogStore {
             }
         }
         let keys = try trustedKeys.map { try MinisignPublicKey(text: $0, source: $0).line }
-        try write {
-            if try remoteTable.remote(named: name) != nil {
+        try store.write {
+            if try store.remoteTable.remote(named: name) != nil {
                 throw CatalogError(.usage, "a remote named '\(name)' already exists", hint: "catalog remote remove \(name) first")
             }
-            try remoteTable.insert(
-                Remote(name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: tokenFile), at: wallClock.nowMilliseconds())
+            try store.remoteTable.insert(
+                Remote(name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: tokenFile), at: store.wallClock.nowMilliseconds())
         }
     }
 
@@ -91,7 +105,7 @@ extension CatalogStore {
         _ = try NodeID(validating: name, what: "remote name")
         var url = given
         if !url.isEmpty, !url.hasPrefix("/"), SourceLocator.scheme(of: url) == nil, !HubConnInfo.isKeywordString(url) {
-            url = absolutePath(url, in: workingDirectory)
+            url = CatalogFiles.absolutePath(url, in: workingDirectory)
         }
         guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
             throw CatalogError(
@@ -101,12 +115,6 @@ extension CatalogStore {
         let locator = try SourceLocator.parse(url)
         for kind in SourceKinds.all { try kind.checkRemote(locator) }
         return url
-    }
-
-    /// `path` made absolute against `directory` (already absolute: only standardized), as a saved remote's
-    /// path or token file is kept, so it means the same from cron or another working directory.
-    package static func absolutePath(_ path: String, in directory: String) -> String {
-        URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
     }
 
     /// Changes a saved remote in place: its trusted keys, write grant or token file, keeping its URL and its
@@ -127,8 +135,8 @@ extension CatalogStore {
         workingDirectory: String = FileManager.default.currentDirectoryPath
     ) throws {
         let keys = try trustedKeys?.map { try MinisignPublicKey(text: $0, source: $0).line }
-        try write {
-            guard var remote = try remoteTable.remote(named: name) else {
+        try store.write {
+            guard var remote = try store.remoteTable.remote(named: name) else {
                 throw CatalogError(.usage, "no remote named '\(name)'", hint: "catalog remote list shows the saved ones")
             }
             if let keys { remote.trustedKeys = keys }
@@ -138,9 +146,9 @@ extension CatalogStore {
                     throw CatalogError(
                         .usage, "--token-file goes with a catalog serve remote (catalog+https://HOST/v1), not \(SourceLocator.redacted(remote.url))")
                 }
-                remote.tokenFile = Self.absolutePath(tokenFile, in: workingDirectory)
+                remote.tokenFile = CatalogFiles.absolutePath(tokenFile, in: workingDirectory)
             }
-            try remoteTable.update(remote)
+            try store.remoteTable.update(remote)
         }
     }
 
@@ -152,11 +160,11 @@ extension CatalogStore {
     /// - Parameter name: the remote's name.
     /// - Throws: `CatalogError.usage` when there is no such remote.
     public func removeRemote(name: String) throws {
-        try write {
-            guard let url = try remoteTable.remote(named: name)?.url else { throw CatalogError(.usage, "no remote named '\(name)'") }
-            try remoteTable.delete(named: name)
+        try store.write {
+            guard let url = try store.remoteTable.remote(named: name)?.url else { throw CatalogError(.usage, "no remote named '\(name)'") }
+            try store.remoteTable.delete(named: name)
             guard let key = Remote.sourceKey(url: url) else { return }
-            if try !remoteTable.all().contains(where: { Remote.sourceKey(url: $0.url) == key }) { try sourceTable.delete(key) }
+            if try !store.remoteTable.all().contains(where: { Remote.sourceKey(url: $0.url) == key }) { try store.sourceTable.delete(key) }
         }
     }
 }

@@ -23,31 +23,41 @@ extension CatalogStore {
         /// A run still going has outcome `running`, no finish time and no exit status yet.
         public var lastRun: (started: String, finished: String?, outcome: String, status: Int?, message: String?)?
     }
+}
 
+extension CatalogMonitor {
     /// Counts, node id, schema version, quarantine and the last sync per source.
-    public func status() throws -> Status {
-        try read {
-            var sources = try sourceTable.all()
+    public func status() throws -> CatalogStore.Status {
+        try store.read {
+            var sources = try store.sourceTable.all()
             let inUse = try sourcesInUse(lastEndedRun: try lastEndedRunID())
-            let remotes = try remoteNamesBySourceKey()
+            let remotes = try RemoteBook(store).remoteNamesBySourceKey()
             for n in sources.indices {
                 sources[n].inUse = inUse.contains(sources[n].source)
                 sources[n].remote = remotes[sources[n].source]
             }
-            let lastRun = try runLedger.run(id: try lastRunID(includingRunning: true) ?? 0).map { r in
+            let lastRun = try store.runLedger.run(id: try lastRunID(includingRunning: true) ?? 0).map { r in
                 let running = r.outcome == RunOutcome.running.rawValue
                 return (r.startedAt, running ? nil : r.finishedAt, r.outcome, running ? nil : r.exitStatus, r.message)
             }
-            let landmarks = try landmarkTable.counts()
-            let positions = try positionTable.counts()
-            return Status(
-                node: try currentNode(),
-                schemaVersion: try schemaVersion(),
+            let landmarks = try store.landmarkTable.counts()
+            let positions = try store.positionTable.counts()
+            return CatalogStore.Status(
+                node: try store.currentNode(),
+                schemaVersion: try store.schemaVersion(),
                 landmarks: landmarks.live, landmarkTombstones: landmarks.tombstones,
                 positions: positions.live, positionTombstones: positions.tombstones,
-                quarantined: try quarantineTable.count(),
-                changeSequence: try lastChangeSequence(),
+                quarantined: try store.quarantineTable.count(),
+                changeSequence: try store.lastChangeSequence(),
                 sources: sources, lastRun: lastRun)
         }
+    }
+
+    /// The run ledger, newest first, with per-source detail (`catalog log`).
+    /// - Parameter limit: at most this many runs.
+    /// - Returns: the runs, each with its sources.
+    /// - Throws: `CatalogError` when the database cannot be read.
+    public func syncRuns(limit: Int) throws -> [SyncRun] {
+        try store.read { try store.runLedger.runs(limit: limit) }
     }
 }

@@ -226,7 +226,7 @@ package struct SourceSync {
             cursor?["lastModified"] = nil
         }
         // Trust (docs/trust.md): the keys this run and the source's remotes require, and its write grant.
-        let trust = try store.trustForSource(key: key)
+        let trust = try RemoteBook(store).trustForSource(key: key)
         var context = context
         context.trustedKeys = context.options.trustedKeys + trust.keys.filter { !context.options.trustedKeys.contains($0) }
         return SourceSyncPlan(source: source, stored: stored, cursor: cursor, context: context, allow: trust.allow)

@@ -110,7 +110,7 @@ public struct SyncRunner {
         let lock = try acquireSyncLock(requested: requested, options: options, started: started)
         // Holding the lock, no follower runs: a marker left by one that was killed is stale.
         if lock != nil { FollowMarker.remove(databasePath: path) }
-        let saved = try store.remotes()
+        let saved = try RemoteBook(store).remotes()
         let locators = try Self.locators(requested, saved: saved)
         guard !locators.isEmpty || options.publishPath != nil else {
             throw CatalogError(
@@ -171,7 +171,7 @@ public struct SyncRunner {
         store.setBusyTimeout(milliseconds: 200)
         defer { store.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds) }
         // As a run that got the lock records them: absolute paths, remotes resolved, no password.
-        let saved = (try? store.remotes()) ?? []
+        let saved = (try? RemoteBook(store).remotes()) ?? []
         let sources = requested.map { (try? SourceLocator.parse($0, remotes: saved).description) ?? redactedURL($0) }
         do {
             try ledger.recordRun(started: started, sources: sources, reports: [], outcome: .busy, status: error.exitStatus, message: error.message)
@@ -298,7 +298,8 @@ public struct SyncRunner {
         if ending.maintain {
             // Rows held back earlier that are now within the allowance are applied by the merge rule (a log
             // or a hub never delivers them again), and ties older than the retention are pruned.
-            if let released = store.maintainAfterSync(maxDriftMilliseconds: ending.options.maxDriftMilliseconds, diagnostics: diagnostics) {
+            if let released = Quarantine(store).maintainAfterSync(maxDriftMilliseconds: ending.options.maxDriftMilliseconds, diagnostics: diagnostics)
+            {
                 report.released = released
             }
         }
@@ -321,9 +322,9 @@ public struct SyncRunner {
     private func publish(to publish: String, options: SyncOptions, progress: (CatalogProgress) -> Void, into report: inout SyncReport) {
         do {
             if Self.publishesLog(publish) {
-                report.logPublish = try store.publishLog(to: publish, options: options.publish, progress: progress)
+                report.logPublish = try LogPublisher(store).publishLog(to: publish, options: options.publish, progress: progress)
             } else {
-                try store.exportSnapshot(toFile: publish, progress: progress)
+                try SnapshotExporter(store).exportSnapshot(toFile: publish, progress: progress)
             }
             report.published = publish
         } catch {

@@ -151,7 +151,7 @@ package final class SnapshotFeed: ChangeFeed {
         let decoder = SnapshotDecoder(source: name)
         let fd = self.fd
         lseek(fd, 0, SEEK_SET)
-        let total = CatalogStore.regularFileSize(fd)  // spooled HTTP bodies are regular files too
+        let total = CatalogFiles.regularFileSize(fd)  // spooled HTTP bodies are regular files too
         let reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) }
         defer { reading.finish() }
         try reading.mergeAll(into: &merger) { batch, merger in
@@ -200,13 +200,13 @@ final class FileSource: SyncSource {
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             return try readLog(DirectoryLogFetcher(directory: path, maxBytes: maxBytes), cursor: cursor, trusted: context.trustedKeys)
         }
-        let fd = try CatalogStore.openForReading(path)
+        let fd = try CatalogFiles.openForReading(path)
         var head = [UInt8](repeating: 0, count: 512)
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         if n > 0, LogManifest.looksLikeManifest(head[0..<n]) {
             close(fd)
             return try readLog(
-                DirectoryLogFetcher(directory: CatalogStore.directory(of: path), manifest: path, maxBytes: maxBytes), cursor: cursor,
+                DirectoryLogFetcher(directory: CatalogFiles.directory(of: path), manifest: path, maxBytes: maxBytes), cursor: cursor,
                 trusted: context.trustedKeys)
         }
         if !context.trustedKeys.isEmpty {

@@ -61,7 +61,7 @@ final class HubReplica: @unchecked Sendable {
     ///   A hub that is only unreachable (69) or busy (75) is not thrown: serve starts, logs it, and the
     ///   follower retries with its backoff.
     func start() throws {
-        let locator = try SourceLocator.parse(hub, remotes: (try? CatalogStore.open(path: databasePath).remotes()) ?? [])
+        let locator = try SourceLocator.parse(hub, remotes: (try? RemoteBook(CatalogStore.open(path: databasePath)).remotes()) ?? [])
         guard case .hub = locator else {
             throw CatalogError(.usage, "--hub needs a PostgreSQL hub: a postgresql:// URL or a saved remote of one, got '\(hub)'")
         }

@@ -174,7 +174,7 @@ final class LongPolls: @unchecked Sendable {
             var changes: (landmarks: Bool, highWater: Int64)?
             if wasPoked || version != lastVersion {
                 lastVersion = version
-                changes = try? store.deviceChanges(after: after) { user, seq in users[user] = max(users[user] ?? 0, seq) }
+                changes = try? DeviceRows(store).deviceChanges(after: after) { user, seq in users[user] = max(users[user] ?? 0, seq) }
             }
             condition.lock()
             if changes != nil {

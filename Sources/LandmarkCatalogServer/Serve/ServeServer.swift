@@ -36,12 +36,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         verifier = TokenVerifier(keys: options.keys)
         writer = try CatalogStore.open(path: options.databasePath)
         let mark = CursorMark(databasePath: options.databasePath)
-        var id = try writer.serveDatabaseID()
+        var id = try DeviceRows(writer).serveDatabaseID()
         let sequence = try writer.changeSequence()
         if let handedOut = mark.through(id: id), sequence < handedOut {
             // Restored from a backup: cursors up to `handedOut` were given out, and new writes would reuse
             // the numbers past `sequence`. A new id makes every old cursor another database's.
-            id = try writer.newServeDatabaseID()
+            id = try DeviceRows(writer).newServeDatabaseID()
             options.log(
                 #"{"event":"restored","message":"the database's change sequence (\#(sequence)) is behind the cursors handed out (\#(handedOut)): restored from a backup; it takes a new id, and devices and nodes read it again from the start"}"#
             )
@@ -295,11 +295,14 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         return try readers.with { store in
             var a =
                 landmarks
-                ? try store.deviceLandmarks(after: from, limit: limit)
-                : try store.devicePositions(user: user, after: from, limit: limit)
+                ? try DeviceRows(store).deviceLandmarks(after: from, limit: limit)
+                : try DeviceRows(store).devicePositions(user: user, after: from, limit: limit)
             if from > a.highWater {
                 from = 0
-                a = landmarks ? try store.deviceLandmarks(after: 0, limit: limit) : try store.devicePositions(user: user, after: 0, limit: limit)
+                a =
+                    landmarks
+                    ? try DeviceRows(store).deviceLandmarks(after: 0, limit: limit)
+                    : try DeviceRows(store).devicePositions(user: user, after: 0, limit: limit)
             }
             return a
         }
@@ -375,7 +378,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         do {
             let source = request.edge ? "serve (edge \(request.user ?? ""))" : "serve (user \(request.user ?? ""))"
             result = try writeLock.withLock {
-                try writer.mergeDevicePositions(body.positions, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
+                try DeviceRows(writer).mergeDevicePositions(body.positions, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
             }
         } catch {
             return .reply(unavailable(error))

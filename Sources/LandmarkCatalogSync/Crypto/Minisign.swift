@@ -141,7 +141,7 @@ package struct MinisignSecretKey: LogSigningKey {
     /// - Throws: `CatalogError` 66 when it is missing or unreadable, or readable or writable by the group
     ///   or others; 65 when it is not an unencrypted minisign key.
     package static func load(path: String) throws -> MinisignSecretKey {
-        let fd = try CatalogStore.openForReading(path)
+        let fd = try CatalogFiles.openForReading(path)
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw CatalogError(.noInput, "cannot read the secret key (\(errorText(errno))), \(path)") }

@@ -90,12 +90,12 @@ struct Followed {
         if Self.isDirectory(path) {
             target = (path, LogManifest.fileName)
         } else {
-            target = (CatalogStore.directory(of: path), String(path.split(separator: "/").last ?? ""))
+            target = (CatalogFiles.directory(of: path), String(path.split(separator: "/").last ?? ""))
         }
         // A directory not there (yet, or any more): watched for by its name in the nearest parent that is
         // there, so its return is seen at once (issue 25).
         while !Self.isDirectory(target.0), target.0 != "/", !target.0.isEmpty {
-            target = (CatalogStore.directory(of: target.0), String(target.0.split(separator: "/").last ?? ""))
+            target = (CatalogFiles.directory(of: target.0), String(target.0.split(separator: "/").last ?? ""))
         }
         guard watchDirectory != target.0 || watchName != target.1 else { return false }
         (watchDirectory, watchName) = target

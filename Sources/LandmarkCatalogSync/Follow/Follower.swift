@@ -82,7 +82,7 @@ final class Follower {
         interval = Int64(max(0.001, options.intervalSeconds) * 1000)
         maxBackoff = max(interval, Int64(options.maxBackoffSeconds * 1000))
         startedAt = store.wallClock.nowMilliseconds()
-        databaseDirectory = CatalogStore.directory(of: SyncLock.lockPath(for: store.path))
+        databaseDirectory = CatalogFiles.directory(of: SyncLock.lockPath(for: store.path))
         publishPending = options.sync.publishPath != nil
         context = SyncContext(store: store, options: options.sync, standardInput: -1, diagnostics: diagnostics)
         context.quietWhenUnchangedFor = options.freshnessMilliseconds
@@ -100,7 +100,7 @@ final class Follower {
     /// The sources: the SOURCE arguments, or the saved remotes when none was given.
     func resolve() throws -> [SourceLocator] {
         // Resolved as a `sync` run resolves them (the SOURCE arguments, else the saved remotes).
-        let locators = try SyncRunner.locators(requested, saved: try store.remotes())
+        let locators = try SyncRunner.locators(requested, saved: try RemoteBook(store).remotes())
         if locators.contains(.standardInput) {
             throw CatalogError(.usage, "'-' (standard input) cannot be followed", hint: "follow a file, a log directory, a URL or a hub")
         }

@@ -51,7 +51,7 @@ extension HubStatus {
     /// - Returns: one entry per hub source, by name; a hub that cannot be read has `error` set.
     /// - Throws: `CatalogError` for the local database only.
     public static func all(in store: CatalogStore, timeoutSeconds: Double = 5) throws -> [HubStatus] {
-        let saved = try store.remotes()
+        let saved = try RemoteBook(store).remotes()
         var statuses: [HubStatus] = []
         try store.read {
             for (source, cursor) in try store.sourceTable.cursors(kind: "hub") {

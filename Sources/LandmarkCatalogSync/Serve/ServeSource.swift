@@ -67,10 +67,11 @@ final class ServeSource: SyncSource {
         var after = since
         var pages: [(page: DeviceRowsPage, highWater: Int64)] = []
         while true {
-            let next = try context.store.devicePositions(user: user, after: after, limit: Self.pushBatch)
+            let next = try DeviceRows(context.store).devicePositions(user: user, after: after, limit: Self.pushBatch)
             pages.append(next)
             if !next.page.more {
-                let others = try user.map { try context.store.positionsChanged(after: since, through: next.highWater, otherThan: $0) } ?? 0
+                let others =
+                    try user.map { try DeviceRows(context.store).positionsChanged(after: since, through: next.highWater, otherThan: $0) } ?? 0
                 prepared = (token, pages, others)
                 return true
             }
@@ -172,7 +173,8 @@ final class ServeSource: SyncSource {
         var ahead = prepared?.pages[...]
         while true {
             // Read ahead on the store's thread (a follower's worker), else read here.
-            let (page, highWater) = try ahead?.popFirst() ?? context.store.devicePositions(user: user, after: after, limit: Self.pushBatch)
+            let (page, highWater) =
+                try ahead?.popFirst() ?? DeviceRows(context.store).devicePositions(user: user, after: after, limit: Self.pushBatch)
             if page.count > 0 {
                 var body = Array(#"{"positions":["#.utf8)
                 body += page.rowsJSON
@@ -200,7 +202,8 @@ final class ServeSource: SyncSource {
                             file: locator.description, kind: "quarantined"))
                 }
                 if let user,
-                    case let others = try prepared?.others ?? context.store.positionsChanged(after: since, through: highWater, otherThan: user),
+                    case let others = try prepared?.others
+                        ?? DeviceRows(context.store).positionsChanged(after: since, through: highWater, otherThan: user),
                     others > 0
                 {
                     context.diagnostics(
@@ -220,7 +223,7 @@ final class ServeSource: SyncSource {
     static func token(for locator: SourceLocator, context: SyncContext) throws -> String {
         // A sync names remotes by URL: the remotes saved with this URL must agree on their token file, or
         // one remote could run with another's token (issue 27's breaker).
-        let saved = try context.store.remotes().filter { (try? SourceLocator.parse($0.url)) == locator }
+        let saved = try RemoteBook(context.store).remotes().filter { (try? SourceLocator.parse($0.url)) == locator }
         let files = Set(saved.map { $0.tokenFile ?? "" })
         if context.options.tokenFile == nil, files.count > 1 {
             throw CatalogError(

@@ -39,11 +39,15 @@ package struct MetaTable {
 extension CatalogStore {
     /// `catalog_meta`'s statements on this store's connection.
     package var metaTable: MetaTable { MetaTable(db: connection) }
+}
 
-    /// Writes a cached value to `catalog_meta` through a side connection that waits at most 100 ms,
-    /// outside any transaction of this store's; a busy or read-only database leaves the cache as it was.
-    func storeCache(key: String, value: String) {
-        let cache = try? sideConnection(mode: access(path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
+extension MetaTable {
+    /// Writes a cached value to `catalog_meta` of `store`'s database through a side connection that waits
+    /// at most 100 ms, outside any transaction of the store's; a busy or read-only database leaves the cache
+    /// as it was.
+    static func storeCache(key: String, value: String, beside store: CatalogStore) {
+        let cache = try? store.sideConnection(
+            mode: access(store.path, W_OK) == 0 ? .readWrite : .readOnly, busyTimeoutMilliseconds: 100)
         try? cache.map { try MetaTable(db: $0).set(key, value) }
     }
 }

@@ -313,14 +313,6 @@ package struct RunLedgerTable {
 }
 
 extension CatalogStore {
-    /// The run ledger, newest first, with per-source detail (`catalog log`).
-    /// - Parameter limit: at most this many runs.
-    /// - Returns: the runs, each with its sources.
-    /// - Throws: `CatalogError` when the database cannot be read.
-    public func syncRuns(limit: Int) throws -> [SyncRun] {
-        try read { try runLedger.runs(limit: limit) }
-    }
-
     /// The run ledger's statements on this store's connection.
     package var runLedger: RunLedgerTable { RunLedgerTable(db: connection) }
 }
