@@ -470,6 +470,47 @@ struct TrustTests {
         #expect(runCLI(["remote", "add", "x", log.path, "--allow", "everything"], db: other).status == 64)
     }
 
+    /// Issue 25: moving a publisher to another host or path took `remote remove` + `remote add`, which lost the
+    /// cursor (the log read again whole).
+    @Test("remote edit --url: a moved log keeps its cursor (nothing read again); another kind starts afresh; a serve URL needs a token file")
+    func editURLKeepsTheCursor() throws {
+        let dir = Support.temporaryDirectory()
+        let a = try Trust.publisher(dir, "a")
+        let log = dir.appending(path: "log")
+        _ = try Trust.publish(a, log)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(runCLI(["remote", "add", "peer", log.path, "--allow", "positions"], db: consumer).status == 0)
+        #expect(Trust.sync(["--quiet"], db: consumer).status == 0)
+        let cursor = try dumpRows(consumer, sql: "SELECT kind, cursor, last_success_at FROM sync_sources WHERE source = '\(log.path)/manifest.json'")
+        #expect(cursor.count == 1)
+        // The publisher's directory moves (a mirror with the same files): the remote follows it.
+        let moved = dir.appending(path: "moved-log")
+        try FileManager.default.copyItem(at: log, to: moved)
+        let edit = runCLI(["remote", "edit", "peer", "--url", moved.path], db: consumer)
+        #expect(edit.status == 0 && edit.stdout.isEmpty && edit.stderr.isEmpty, "\(edit)")
+        #expect(
+            try dumpRows(consumer, sql: "SELECT kind, cursor, last_success_at FROM sync_sources WHERE source = '\(moved.path)/manifest.json'")
+                == cursor)
+        #expect(try dumpRows(consumer, sql: "SELECT count(*) FROM sync_sources WHERE source = '\(log.path)/manifest.json'") == [[.integer(0)]])
+        let list = runCLI(["remote", "list", "--json"], db: consumer)
+        #expect(list.stdout.contains(moved.path) && list.stdout.contains(#""allow":"positions""#), "\(list.stdout)")
+        let again = Trust.sync(["--json"], db: consumer)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
+        #expect(json["landmarksSeen"] as? Int == 0 && json["positionsSeen"] as? Int == 0, "read again: \(again.stdout)")
+        // A new change at the new place merges as usual.
+        _ = try Positions(a).setPosition(user: "ann-a", to: .page(0))
+        _ = try Trust.publish(a, moved)
+        #expect(Trust.sync(["--quiet"], db: consumer).status == 0)
+        #expect(try dumpRows(consumer, sql: "SELECT page FROM positions WHERE user_id = 'ann-a'") == [[.integer(0)]])
+        // Another kind (a hub): no cursor carried, the old state dropped; a serve URL needs a token file.
+        #expect(runCLI(["remote", "edit", "peer", "--url", "postgres://hub.example/catalog"], db: consumer).status == 0)
+        #expect(try dumpRows(consumer, sql: "SELECT count(*) FROM sync_sources") == [[.integer(0)]])
+        let serve = runCLI(["remote", "edit", "peer", "--url", "catalog+http://127.0.0.1:9/v1"], db: consumer)
+        #expect(serve.status == 64 && serve.stderr.contains("--token-file"), "\(serve)")
+        #expect(runCLI(["remote", "edit", "peer", "--url", "ftp://x/y"], db: consumer).status == 64)
+        #expect(runCLI(["remote", "list", "--json"], db: consumer).stdout.contains("postgres://hub.example/catalog"))
+    }
+
     /// Issue 25: with `--allow positions`, a peer that echoed back this node's own landmarks warned
     /// "not applied" for each of them at every cycle, though a row held with the same stamp changes nothing.
     @Test("--allow positions against a peer echoing this node's own landmarks: stale, not 'not allowed'; its positions merge")

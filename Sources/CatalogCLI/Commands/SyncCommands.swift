@@ -274,6 +274,10 @@ extension CatalogCLI {
 
     enum RemoteOptionsTable {
         static let noTrust = Flag("--no-trust", "Stop requiring a signature of this remote's snapshot log.")
+        static let url = Option<String>(
+            "--url", "URL",
+            "Its new URL (a log moved to another host or path, a hub or serve under another address): its cursor goes with it.",
+            completion: .file, parse: Values.nonEmpty)
     }
 
     /// Refuses a token file that cannot be read when a remote is saved, rather than at its first sync
@@ -292,21 +296,24 @@ extension CatalogCLI {
         }
     }
 
-    /// `remote set`: keys, grant or token file changed in place, the cursor kept.
-    static func runRemoteSet(_ i: Invocation) throws -> Int32 {
+    /// `remote edit` (and its earlier name `remote set`): URL, keys, grant or token file changed in place, the
+    /// cursor kept.
+    static func runRemoteEdit(_ i: Invocation) throws -> Int32 {
         let keys = try trustedKeys(i).map(\.line)
         if !keys.isEmpty && i[RemoteOptionsTable.noTrust] {
             throw UsageError(message: "--trust and --no-trust cannot be combined", path: i.parsed.path)
         }
         let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:))
         let tokenFile = i[SyncOptionsTable.tokenFile]
-        guard !keys.isEmpty || i[RemoteOptionsTable.noTrust] || allow != nil || tokenFile != nil else {
-            throw UsageError(message: "remote set needs --trust, --no-trust, --allow or --token-file", path: i.parsed.path)
+        let url = i[RemoteOptionsTable.url]
+        guard url != nil || !keys.isEmpty || i[RemoteOptionsTable.noTrust] || allow != nil || tokenFile != nil else {
+            throw UsageError(
+                message: "remote \(i.parsed.path.last ?? "edit") needs --url, --trust, --no-trust, --allow or --token-file", path: i.parsed.path)
         }
         if let tokenFile { try checkTokenFile(tokenFile) }
         let store = try existingStore(i)
         if !keys.isEmpty, let remote = try RemoteBook(store).remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
-            case .hub = try SourceLocator.parse(remote.url)
+            case .hub = try SourceLocator.parse(url ?? remote.url)
         {
             throw UsageError(
                 message:
@@ -314,7 +321,7 @@ extension CatalogCLI {
                 path: i.parsed.path)
         }
         try RemoteBook(store).updateRemote(
-            name: i[RemoteArguments.saved], trustedKeys: i[RemoteOptionsTable.noTrust] ? [] : (keys.isEmpty ? nil : keys), allow: allow,
+            name: i[RemoteArguments.saved], url: url, trustedKeys: i[RemoteOptionsTable.noTrust] ? [] : (keys.isEmpty ? nil : keys), allow: allow,
             tokenFile: tokenFile)
         return 0
     }
@@ -372,18 +379,9 @@ extension CatalogCLI {
                             name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])
                         return 0
                     }),
-                CommandSpec(
-                    name: "set", abstract: "Change a saved remote's trusted keys, write grant or token file, keeping its cursor.",
-                    discussion:
-                        "Rotating a publisher's key (docs/trust.md §5): 'remote set NAME --trust OLD --trust NEW', then '--trust NEW' alone once the publisher signs with it; the log is not read again. --trust replaces the keys; --no-trust stops requiring a signature; what is not given stays.",
-                    arguments: [RemoteArguments.saved.spec],
-                    options: [
-                        TrustOptionsTable.trust.with(help: "Trust this minisign public key instead of the saved ones (repeatable).").spec,
-                        RemoteOptionsTable.noTrust.spec, TrustOptionsTable.allow.spec,
-                        SyncOptionsTable.tokenFile.with(help: "A catalog+https:// remote (catalog+http:// for loopback only): its new token file.")
-                            .spec,
-                    ],
-                    run: runRemoteSet),
+                remoteEditSpec(
+                    name: "edit", abstract: "Change a saved remote's URL, trusted keys, write grant or token file, keeping its cursor."),
+                remoteEditSpec(name: "set", abstract: "The same as 'remote edit' (its earlier name)."),
                 CommandSpec(
                     name: "list", abstract: "List the saved remotes (passwords are never shown).",
                     options: [Options.json.spec],
@@ -396,6 +394,22 @@ extension CatalogCLI {
                         return 0
                     }),
             ])
+    }
+
+    /// `remote edit`, and `remote set` by its earlier name.
+    static func remoteEditSpec(name: String, abstract: String) -> CommandSpec {
+        CommandSpec(
+            name: name, abstract: abstract,
+            discussion:
+                "Rotating a publisher's key (docs/trust.md §5): 'remote edit NAME --trust OLD --trust NEW', then '--trust NEW' alone once the publisher signs with it; the log is not read again. --url moves the remote (its cursor goes with it when the new URL is of the same kind). --trust replaces the keys; --no-trust stops requiring a signature; what is not given stays.",
+            arguments: [RemoteArguments.saved.spec],
+            options: [
+                RemoteOptionsTable.url.spec,
+                TrustOptionsTable.trust.with(help: "Trust this minisign public key instead of the saved ones (repeatable).").spec,
+                RemoteOptionsTable.noTrust.spec, TrustOptionsTable.allow.spec,
+                SyncOptionsTable.tokenFile.with(help: "A catalog+https:// remote (catalog+http:// for loopback only): its new token file.").spec,
+            ],
+            run: runRemoteEdit)
     }
 
     static func runRemoteList(_ i: Invocation) throws -> Int32 {

@@ -117,27 +117,46 @@ extension RemoteBook {
         return url
     }
 
-    /// Changes a saved remote in place: its trusted keys, write grant or token file, keeping its URL and its
-    /// cursor (docs/trust.md §5: rotating a key without reading the log again).
+    /// Changes a saved remote in place: its URL, trusted keys, write grant or token file, keeping its cursor
+    /// (docs/trust.md §5: rotating a key, or moving to another host, without reading the log again).
     ///
-    /// A nil argument keeps the
-    /// current value; `trustedKeys: []` stops requiring a signature.
+    /// A nil argument keeps the current value; `trustedKeys: []` stops requiring a signature. A new URL of the
+    /// same kind (a log moved to another host or path, a hub or serve under another address) takes the old
+    /// URL's cursor and state, which each source checks as it reads (a log's generation, a hub's identity, a
+    /// serve's database id: another source is read from its start); one of another kind starts afresh. The old
+    /// URL's state is kept while another saved remote names it.
     /// - Parameters:
     ///   - name: the remote's name.
+    ///   - given: the new URL (as ``addRemote(name:url:workingDirectory:trustedKeys:allow:tokenFile:)`` takes
+    ///     it), or nil to keep it.
     ///   - trustedKeys: minisign public keys (base64 lines), or nil to keep them.
     ///   - allow: the kinds of rows it may write, or nil to keep it.
     ///   - tokenFile: a serve remote's token file (made absolute against `workingDirectory`), or nil to keep it.
-    ///   - workingDirectory: what a relative `tokenFile` is relative to.
-    /// - Throws: `CatalogError.usage` for no such remote, a bad key, or a token file for a remote that is
-    ///   not a serve.
+    ///   - workingDirectory: what a relative `url` or `tokenFile` is relative to.
+    /// - Throws: `CatalogError.usage` for no such remote, a bad URL or key, a token file for a remote that is
+    ///   not a serve, or a serve URL for a remote without a token file.
     public func updateRemote(
-        name: String, trustedKeys: [String]? = nil, allow: WriteGrant? = nil, tokenFile: String? = nil,
+        name: String, url given: String? = nil, trustedKeys: [String]? = nil, allow: WriteGrant? = nil, tokenFile: String? = nil,
         workingDirectory: String = FileManager.default.currentDirectoryPath
     ) throws {
         let keys = try trustedKeys?.map { try MinisignPublicKey(text: $0, source: $0).line }
+        let url = try given.map { try Self.checkedRemote(name: name, url: $0, workingDirectory: workingDirectory) }
         try store.write {
             guard var remote = try store.remoteTable.remote(named: name) else {
                 throw CatalogError(.usage, "no remote named '\(name)'", hint: "catalog remote list shows the saved ones")
+            }
+            if let url, url != remote.url {
+                try moveState(of: remote.url, to: url, leaving: name)
+                remote.url = url
+                if case .serve = try SourceLocator.parse(url) {
+                    if remote.tokenFile == nil && tokenFile == nil {
+                        throw CatalogError(
+                            .usage, "a catalog serve remote needs --token-file, \(SourceLocator.redacted(url))",
+                            hint: "catalog remote edit \(name) --url URL --token-file FILE (a file holding one JWT)")
+                    }
+                } else {
+                    remote.tokenFile = nil
+                }
             }
             if let keys { remote.trustedKeys = keys }
             if let allow { remote.allow = allow }
@@ -150,6 +169,22 @@ extension RemoteBook {
             }
             try store.remoteTable.update(remote)
         }
+    }
+
+    /// Gives the source at `newURL` the state (cursor, last sync) of `oldURL` when both are of one kind.
+    ///
+    /// Only when it has none of its own; `oldURL`'s is kept only while a remote other than `name` names it.
+    /// Call inside `write`.
+    private func moveState(of oldURL: String, to newURL: String, leaving name: String) throws {
+        guard let old = try? SourceLocator.parse(oldURL), let new = try? SourceLocator.parse(newURL), old != new else { return }
+        let sameKind: Bool
+        switch (old, new) {
+        case (.file, .file), (.http, .http), (.hub, .hub), (.serve, .serve): sameKind = true
+        default: sameKind = false
+        }
+        let shared = try store.remoteTable.all().contains { $0.name != name && Remote.sourceKey(url: $0.url) == old.description }
+        if sameKind { try store.sourceTable.copy(old.description, to: new.description) }
+        if !shared { try store.sourceTable.delete(old.description) }
     }
 
     /// Removes a saved remote and, unless another saved remote names the same source, what this database

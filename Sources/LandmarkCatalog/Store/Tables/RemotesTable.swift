@@ -71,11 +71,14 @@ package struct RemotesTable {
             ])
     }
 
-    /// Replaces the keys, grant and token file of the remote named `remote.name` (its URL and cursor stay).
+    /// Replaces the URL, keys, grant and token file of the remote named `remote.name`.
     func update(_ remote: Remote) throws {
         try db.execute(
-            sql: "UPDATE sync_remotes SET trusted_keys = ?, allow = ?, token_file = ? WHERE name = ?",
-            [.text(remote.trustedKeys.joined(separator: "\n")), .text(remote.allow.rawValue), .text(remote.tokenFile ?? ""), .text(remote.name)])
+            sql: "UPDATE sync_remotes SET url = ?, trusted_keys = ?, allow = ?, token_file = ? WHERE name = ?",
+            [
+                .text(remote.url), .text(remote.trustedKeys.joined(separator: "\n")), .text(remote.allow.rawValue), .text(remote.tokenFile ?? ""),
+                .text(remote.name),
+            ])
     }
 
     /// Removes the remote named `name`.

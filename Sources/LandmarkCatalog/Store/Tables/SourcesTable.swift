@@ -105,6 +105,17 @@ package struct SourcesTable {
             ])
     }
 
+    /// Gives source `to` the row of `from` (cursor, kind, last sync and attempt), unless `to` has one.
+    func copy(_ from: String, to: String) throws {
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO sync_sources (source, kind, cursor, last_success_at, last_outcome, last_attempt_at, last_status, last_error)
+                SELECT ?2, kind, cursor, last_success_at, last_outcome, last_attempt_at, last_status, last_error
+                FROM sync_sources WHERE source = ?1
+                """,
+            [.text(from), .text(to)])
+    }
+
     /// Forgets a source (its remote was removed).
     func delete(_ key: String) throws {
         try db.execute(sql: "DELETE FROM sync_sources WHERE source = ?", [.text(key)])
