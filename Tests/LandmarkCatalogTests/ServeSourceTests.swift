@@ -202,6 +202,14 @@ struct ServeSourceTests {
         let again = try box.run(["sync", source, "--token-file", bob], db: node)
         #expect(again.status == 0 && again.stderr.contains("1 position row of other users not pushed"), "\(again)")
         #expect(!serve.log.contains(#""status":403"#), "\(serve.log)")
+        // The token file now holds an edge token (issue 27's breaker: the node kept bob's cursor, never read
+        // the other users' rows and never pushed cy's): it reads and pushes every row, and both sides agree.
+        try ServeKeys.issue(box, key: key.privateKey, user: "node-2", extra: ["--scope", "edge"]).write(
+            toFile: bob, atomically: true, encoding: .utf8)
+        let edge = try box.run(["sync", source, "--token-file", bob], db: node)
+        #expect(edge.status == 0, "\(edge)")
+        #expect(try HubSupport.edgePositions(server) == HubSupport.edgePositions(node))
+        #expect(try HubSupport.edgePositions(node).contains { $0.hasPrefix("cy|3|") })
         #expect(serve.stop().status == 0)
     }
 

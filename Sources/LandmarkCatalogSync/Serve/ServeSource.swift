@@ -60,8 +60,9 @@ final class ServeSource: SyncSource {
     /// More to do at once: rows left to push beyond the pages read ahead, or the server's database changed.
     private(set) var wantsAgain = false
 
-    func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool {
+    func prepareDetached(since stored: SourceCursor?, context: SyncContext) throws -> Bool {
         let token = try Self.token(for: locator, context: context)
+        let cursor = Self.cursor(stored, for: token)
         let user = Self.pushUser(token)
         let since = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         var after = since
@@ -96,10 +97,31 @@ final class ServeSource: SyncSource {
         return claims?.edge == false ? claims?.user : nil
     }
 
-    func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
+    /// Who reads with `token`, as the cursor records it: `edge`, `user:SUB`, or `?` (a payload that cannot
+    /// be read).
+    static func reader(_ token: String) -> String {
+        guard let claims = Self.claims(of: token) else { return "?" }
+        return claims.edge ? "edge" : "user:" + claims.user
+    }
+
+    /// The stored cursor as `token` may go on from it.
+    ///
+    /// One kept for another reader (a user token, then an
+    /// edge one, or another user) starts the positions and the push again, since that reader saw and sent
+    /// other rows (issue 27's breaker: an edge token kept a user token's cursor and never read the other
+    /// users' rows). A cursor from before readers were recorded goes on as it is.
+    static func cursor(_ stored: SourceCursor?, for token: String) -> SourceCursor? {
+        guard var cursor = stored, let held = cursor["reader"], held != reader(token) else { return stored }
+        cursor["positions"] = nil
+        cursor["pushThrough"] = nil
+        return cursor
+    }
+
+    func fetch(since stored: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {
         let name = locator.description
         try context.requireUnsigned("a catalog serve's rows", source: name)
         let token = try prepared?.token ?? Self.token(for: locator, context: context)
+        let cursor = Self.cursor(stored, for: token)
         let client = ServeHTTP(token: token, name: name, options: context.options)
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         if !context.options.dryRun {
@@ -109,6 +131,7 @@ final class ServeSource: SyncSource {
         }
         var next = SourceCursor()
         next["pushThrough"] = String(pushThrough)
+        next["reader"] = Self.reader(token)
         var pages: [SnapshotFeed] = []
         let started = ContinuousClock.now
         for route in ["landmarks", "positions"] {
@@ -148,7 +171,9 @@ final class ServeSource: SyncSource {
         }
         nextCursor = next
         // Nothing pushed and both cursors where they were: not modified (the pages held no rows).
-        if pushCounts?.sent ?? 0 == 0, cursor != nil, next["landmarks"] == cursor?["landmarks"], next["positions"] == cursor?["positions"] {
+        if pushCounts?.sent ?? 0 == 0, let stored, stored["reader"] == next["reader"], next["landmarks"] == stored["landmarks"],
+            next["positions"] == stored["positions"]
+        {
             return nil
         }
         return [ServePullFeed(source: self, pages: pages, pushThrough: pushThrough)]
@@ -228,7 +253,7 @@ final class ServeSource: SyncSource {
         if context.options.tokenFile == nil, files.count > 1 {
             throw CatalogError(
                 .usage, "the remotes \(saved.map(\.name).sorted().joined(separator: ", ")) name \(locator.description) with different token files",
-                hint: "give --token-file, or keep one remote for this URL (catalog remote set NAME --token-file FILE)")
+                hint: "give --token-file, or keep one remote for this URL (catalog remote edit NAME --token-file FILE)")
         }
         guard let path = context.options.tokenFile ?? saved.first?.tokenFile else {
             throw CatalogError(
@@ -450,14 +475,16 @@ struct ServeHTTP {
                 hint: "the server is down or unreachable; the next run retries")
         }
         let detail = transfer.headers["www-authenticate"].map { " (\($0))" } ?? ""
+        // The server's own words (docs/protocol.md §1: every error has a JSON body), e.g. "the token has expired".
+        let said = Self.errorMessage(fd: fd).map { ": \($0)" } ?? ""
         switch status {
         case 401:
             throw CatalogError(
-                .untrusted, "the server refused the bearer token: HTTP 401\(detail), \(requestName)",
+                .untrusted, "the server refused the bearer token\(said): HTTP 401\(detail), \(requestName)",
                 hint: "the token may have expired (exp) or be signed by a key the server does not trust; put a fresh one in the token file")
         case 403:
             throw CatalogError(
-                .untrusted, "the token may not write these rows: HTTP 403, nothing of that request was written, \(requestName)",
+                .untrusted, "the token may not write these rows\(said): HTTP 403, nothing of that request was written, \(requestName)",
                 hint: "a user token writes only its user's row; a server node needs an edge token (catalog token issue --scope edge)")
         case 404:
             throw CatalogError(
@@ -465,7 +492,20 @@ struct ServeHTTP {
         case 429, 500...599:
             throw CatalogError(.unavailable, "source unavailable: HTTP \(status), \(requestName)", hint: "the next run retries")
         default:
-            throw CatalogError(.dataInvalid, "the server refused the request: HTTP \(status), \(requestName)")
+            throw CatalogError(.dataInvalid, "the server refused the request\(said): HTTP \(status), \(requestName)")
         }
+    }
+
+    /// The `error.message` of an error answer's JSON body in `fd` (its first 4 KiB), on one line.
+    ///
+    /// Nil when there is none. A server's text is shown, never a token (serve's messages hold none).
+    static func errorMessage(fd: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0, let object = try? JSONSerialization.jsonObject(with: Data(buffer[0..<n])) as? [String: Any],
+            let message = (object["error"] as? [String: Any])?["message"] as? String, !message.isEmpty
+        else { return nil }
+        let line = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+        return String(line.prefix(200))
     }
 }
