@@ -327,6 +327,29 @@ struct FollowTests {
         #expect(ContinuousClock.now - stopping < .milliseconds(2500), "SIGTERM took \(ContinuousClock.now - stopping)")
     }
 
+    /// Regression (issue 25's breaker): a hub whose PostgreSQL was frozen (SIGSTOP) held a follower's SIGTERM
+    /// for the connect timeout, 28 s: libpq's waits did not see the stop.
+    @Test("a frozen hub (accepts, never answers): SIGTERM ends the follower within 2 s, exit 0")
+    func frozenHubStopsAtOnce() throws {
+        let sandbox = try Sandbox()
+        let (_, log, b) = try Self.publisher(sandbox)
+        let frozen = try TCPListener()
+        let hub = "postgresql://postgres@127.0.0.1:\(frozen.port)/catalog_hub?sslmode=disable"
+        let follower = try sandbox.start(["sync", "--follow", hub, log, "--timeout", "120s"], db: b)
+        defer { follower.stop() }
+        // The hook: the follower's connection is waiting in the listener's backlog, unanswered.
+        let connected = Self.waitFor(20) {
+            var descriptor = pollfd(fd: frozen.fd, events: Int16(POLLIN), revents: 0)
+            return poll(&descriptor, 1, 0) > 0
+        }
+        #expect(connected != nil, "the follower never connected to the frozen hub")
+        let stopping = ContinuousClock.now
+        let run = Self.terminate(follower)
+        #expect(run.status == 0, "\(run)")
+        #expect(ContinuousClock.now - stopping < .milliseconds(2500), "SIGTERM took \(ContinuousClock.now - stopping)")
+        #expect(!run.stderr.contains("internal error"), "\(run.stderr)")
+    }
+
     /// Regression (issue 25): a followed log directory removed and re-created was not watched again: the
     /// re-creating publish waited for the next poll (17–20 s with `--interval 20s`), and so did every later one.
     @Test(

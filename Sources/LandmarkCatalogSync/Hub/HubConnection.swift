@@ -69,15 +69,17 @@ final class HubConnection {
     ///   - name: the display name used in messages.
     ///   - limits: the timeouts and sizes of this conversation, from `catalog sync`'s options.
     ///   - migrate: apply pending hub migrations (false: only check, for `status`).
-    /// - Throws: `CatalogError` — 69 unreachable, timed out or login refused; 76 a hub newer than this
-    ///   binary, a changed migration or a foreign database; 73 a role that may not create the tables; 70
-    ///   otherwise.
-    init(conninfo: String, name: String, limits: HubLimits, migrate: Bool = true) throws {
+    ///   - cancellation: a follower's stop, which ends the connection's waits within 100 ms.
+    /// - Throws: `CatalogError` — 69 unreachable, timed out, login refused or stopped; 76 a hub newer than
+    ///   this binary, a changed migration or a foreign database; 77 a role that may not create the tables;
+    ///   70 otherwise.
+    init(conninfo: String, name: String, limits: HubLimits, migrate: Bool = true, cancellation: TransferCancellation? = nil) throws {
         self.name = name
         self.limits = limits
         self.conninfo = conninfo
         let pg = try Self.mapping(name) {
-            try PGConnection(conninfo: conninfo, connectTimeoutSeconds: limits.connectSeconds, commandTimeout: limits.statement)
+            try PGConnection(
+                conninfo: conninfo, connectTimeoutSeconds: limits.connectSeconds, commandTimeout: limits.statement, cancellation: cancellation)
         }
         self.pg = pg
         let migrator = try Self.mapping(name) { try HubMigrator() }

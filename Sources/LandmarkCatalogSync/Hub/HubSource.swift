@@ -43,7 +43,7 @@ final class HubSource: SyncSource {
         let name = locator.description
         // A hub's rows are not signed (docs/trust.md §6: its roles are the hub's access control).
         try context.requireUnsigned("a PostgreSQL hub's change feed", source: name)
-        let hub = try connect(limits: HubLimits(options: options), migrate: !options.dryRun, kept: context.kept)
+        let hub = try connect(limits: HubLimits(options: options), migrate: !options.dryRun, kept: context.kept, cancellation: options.cancellation)
         connection = hub
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         var pullThrough = cursor?["pullThrough"].flatMap { Int64($0) } ?? 0
@@ -116,16 +116,20 @@ final class HubSource: SyncSource {
     ///   - limits: this poll's timeouts (a connection opened with others is not reused).
     ///   - migrate: apply pending hub migrations when opening.
     ///   - kept: the follower's kept connections, or nil.
+    ///   - cancellation: the follower's stop (a kept connection takes this poll's), or nil.
     /// - Returns: an open connection, identified.
     /// - Throws: `CatalogError` as ``HubConnection/init(conninfo:name:limits:migrate:)``.
-    private func connect(limits: HubLimits, migrate: Bool, kept: KeptConnections?) throws -> HubConnection {
+    private func connect(
+        limits: HubLimits, migrate: Bool, kept: KeptConnections?, cancellation: TransferCancellation?
+    ) throws -> HubConnection {
         let name = locator.description
-        let open = { try HubConnection(conninfo: self.conninfo, name: name, limits: limits, migrate: migrate) }
+        let open = { try HubConnection(conninfo: self.conninfo, name: name, limits: limits, migrate: migrate, cancellation: cancellation) }
         guard let kept else { return try open() }
         if let hub = kept[name] as? HubConnection, hub.conninfo == conninfo {
             // Another poll's limits (the follower's last pass): a connection of its own; the kept one stays.
             guard hub.limits == limits else { return try open() }
             kept[name] = nil
+            hub.pg.cancellation = cancellation
             // A connection left inside a transaction (a failure in the middle of a pull) is not reused.
             if hub.pg.isOpen && !hub.pg.isInTransaction {
                 let alive = try HubConnection.mapping(name) { () throws -> Bool in

@@ -16,19 +16,27 @@ extension PGConnection {
         case ready
         case expired
         case failed(String)
+        /// `cancellation` was cancelled (a follower's SIGTERM) while waiting.
+        case cancelled
     }
 
     /// Waits until `fd` is ready for `events` (readable, writable, or in error — which the next libpq call
     /// reports) or `deadline` passes.
     ///
-    /// Restarts after `EINTR`.
-    static func waitSocket(_ fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> SocketWait {
+    /// Restarts after `EINTR`. With `cancellation`, it waits in slices of at most 100 ms and returns
+    /// `.cancelled` within one of its cancel (issue 25: a follower's SIGTERM waited out a frozen hub's
+    /// connect or statement timeout, 28 s).
+    static func waitSocket(
+        _ fd: Int32, events: Int16, until deadline: ContinuousClock.Instant, cancellation: TransferCancellation? = nil
+    ) -> SocketWait {
         guard fd >= 0 else { return .failed("the connection has no socket") }
         while true {
+            if cancellation?.isCancelled == true { return .cancelled }
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else { return .expired }
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
-            let rc = poll(&descriptor, 1, Int32(clamping: milliseconds(remaining) + 1))
+            let slice = cancellation == nil ? milliseconds(remaining) + 1 : min(milliseconds(remaining) + 1, 100)
+            let rc = poll(&descriptor, 1, Int32(clamping: slice))
             if rc > 0 { return .ready }
             if rc < 0 && errno != EINTR { return .failed("poll: \(String(cString: strerror(errno)))") }
         }
@@ -113,13 +121,21 @@ extension PGConnection {
             case 1: break
             default: throw lost(conn, statement: statement)
             }
-            switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN | POLLOUT), until: deadline) {
+            switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN | POLLOUT), until: deadline, cancellation: cancellation) {
             case .ready: break
             case .expired: throw expire(statement: statement, timeout: timeout)
             case .failed(let reason): throw lost(conn, statement: statement, reason: reason)
+            case .cancelled: throw stopped(statement: statement)
             }
             guard PQconsumeInput(conn) == 1 else { throw lost(conn, statement: statement) }
         }
+    }
+
+    /// Closes the connection (a command in flight is left to the server, which rolls it back) and says the
+    /// wait was ended by a stop.
+    func stopped(statement: String?) -> PGError {
+        close()
+        return PGError(kind: .lostConnection, message: "stopped while waiting for the hub (SIGTERM)", statement: statement, target: target)
     }
 
     /// The next result of the command in flight (`PQgetResult` once `PQisBusy` says it would not block),
@@ -130,10 +146,11 @@ extension PGConnection {
         timeout: Duration
     ) throws -> OpaquePointer? {
         while PQisBusy(conn) == 1 {
-            switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN), until: deadline) {
+            switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN), until: deadline, cancellation: cancellation) {
             case .ready: break
             case .expired: throw expire(statement: statement, timeout: timeout)
             case .failed(let reason): throw lost(conn, statement: statement, reason: reason)
+            case .cancelled: throw stopped(statement: statement)
             }
             // A failed read means the connection broke; PQgetResult then returns the error (with the
             // server's SQLSTATE when it said why, 57P01 for a shutdown) without blocking.

@@ -22,6 +22,8 @@ import LandmarkCatalog
 final class PGConnection {
     /// The `PGconn`, nil once closed.
     private(set) var handle: OpaquePointer?
+    /// Ends every wait on the network within 100 ms of its cancel (a follower's SIGTERM), or nil.
+    var cancellation: TransferCancellation?
     /// The server as `host:port/dbname user` (no password): for messages, `status` and logs.
     let target: String
     /// The parsed connection string, kept to redact messages.
@@ -49,9 +51,15 @@ final class PGConnection {
     ///   - connectTimeoutSeconds: the deadline for the whole open (every host, TLS, authentication, setup),
     ///     in seconds, unless the string sets a positive `connect_timeout`, which then wins.
     ///   - commandTimeout: the default deadline of each statement (and `statement_timeout`).
+    ///   - cancellation: ends every wait on the network within 100 ms of its cancel (a follower's SIGTERM),
+    ///     the connection then closed; nil for none.
     /// - Throws: `PGError` — `.connectFailed` (with the server's SQLSTATE when it sent one: 28P01 for a
-    ///   wrong password, 3D000 for a missing database), `.timedOut` when the deadline passes.
-    init(conninfo: String, connectTimeoutSeconds: Int = 10, commandTimeout: Duration = .seconds(30)) throws {
+    ///   wrong password, 3D000 for a missing database; also a connect ended by `cancellation`), `.timedOut`
+    ///   when the deadline passes.
+    init(
+        conninfo: String, connectTimeoutSeconds: Int = 10, commandTimeout: Duration = .seconds(30),
+        cancellation: TransferCancellation? = nil
+    ) throws {
         precondition(connectTimeoutSeconds > 0, "connectTimeoutSeconds must be positive")
         precondition(commandTimeout > .zero, "commandTimeout must be positive")
         let info = try PGConnInfo(parsing: conninfo)
@@ -65,7 +73,8 @@ final class PGConnection {
         keywords.append(("client_encoding", "UTF8"))
         let seconds = given ?? connectTimeoutSeconds
         let deadline = ContinuousClock.now + .seconds(seconds)
-        let conn = try Self.open(keywords: keywords, info: info, deadline: deadline, seconds: seconds)
+        let conn = try Self.open(keywords: keywords, info: info, deadline: deadline, seconds: seconds, cancellation: cancellation)
+        self.cancellation = cancellation
         self.handle = conn
         self.connInfo = info
         self.target = Self.describeTarget(conn, info: info)
@@ -225,7 +234,7 @@ final class PGConnection {
     /// so the server's SQLSTATE can be picked out of them.
     private static func open(
         keywords: [(keyword: String, value: String)], info: PGConnInfo,
-        deadline: ContinuousClock.Instant, seconds: Int
+        deadline: ContinuousClock.Instant, seconds: Int, cancellation: TransferCancellation?
     ) throws -> OpaquePointer {
         let started = withCStringArrays(keywords.map(\.keyword), keywords.map(\.value)) { names, values in
             PQconnectStartParams(names, values, 0)
@@ -241,7 +250,7 @@ final class PGConnection {
                 switch state {
                 case PGRES_POLLING_READING, PGRES_POLLING_WRITING:
                     let events = Int16(state == PGRES_POLLING_READING ? POLLIN : POLLOUT)
-                    switch waitSocket(PQsocket(conn), events: events, until: deadline) {
+                    switch waitSocket(PQsocket(conn), events: events, until: deadline, cancellation: cancellation) {
                     case .ready: break
                     case .expired:
                         throw PGError(
@@ -249,6 +258,9 @@ final class PGConnection {
                             target: describeTarget(conn, info: info))
                     case .failed(let reason):
                         throw PGError(kind: .connectFailed, message: reason, target: describeTarget(conn, info: info))
+                    case .cancelled:
+                        throw PGError(
+                            kind: .connectFailed, message: "stopped while connecting (SIGTERM)", target: describeTarget(conn, info: info))
                     }
                 case PGRES_POLLING_ACTIVE: break  // unused by libpq; just poll again
                 default: throw connectionFailure(conn, info: info)

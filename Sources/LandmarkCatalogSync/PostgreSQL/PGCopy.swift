@@ -146,10 +146,11 @@ extension PGConnection {
         _ conn: OpaquePointer, statement: String, deadline: ContinuousClock.Instant,
         timeout: Duration
     ) throws {
-        switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN | POLLOUT), until: deadline) {
+        switch Self.waitSocket(PQsocket(conn), events: Int16(POLLIN | POLLOUT), until: deadline, cancellation: cancellation) {
         case .ready: break
         case .expired: throw expire(statement: statement, timeout: timeout)
         case .failed(let reason): throw lost(conn, statement: statement, reason: reason)
+        case .cancelled: throw stopped(statement: statement)
         }
         guard PQconsumeInput(conn) == 1 else { throw lost(conn, statement: statement) }
     }
