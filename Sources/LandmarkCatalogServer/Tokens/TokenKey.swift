@@ -36,7 +36,7 @@ package final class TokenKey: @unchecked Sendable {
             var name = [CChar](repeating: 0, count: 64)
             var length = 0
             guard EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, &name, name.count, &length) == 1,
-                String(cString: name) == "prime256v1"
+                String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
             else {
                 EVP_PKEY_free(key)
                 throw CatalogError(.usage, "\(path) is an EC key on another curve than P-256 (ES256 needs P-256)")
