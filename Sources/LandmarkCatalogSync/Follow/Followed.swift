@@ -38,9 +38,6 @@ struct Followed {
     var watchName: String?
     /// An inotify event arrived for it.
     var dirty = false
-    /// Its poll failed after SIGTERM had stopped the transfers (a hung or frozen source): the last pass does
-    /// not try it again, so the stop is not held by its timeout; its pending rows go at the next start.
-    var stoppedMidPoll = false
     /// The kinds of warning about a lasting state (``Follower/stateKinds``) it showed and still is in.
     var states = Set<String>()
 

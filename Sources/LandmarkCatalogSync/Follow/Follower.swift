@@ -258,7 +258,7 @@ final class Follower {
         let now = monotonicMilliseconds()
         let due = followed.indices.filter {
             finalPass
-                ? localChanged && followed[$0].pushes && !followed[$0].stoppedMidPoll
+                ? localChanged && followed[$0].pushes
                 : followed[$0].dirty || followed[$0].nextDue <= now + 2 || (localChanged && followed[$0].pushes)
         }
         return (due, localChanged)
@@ -350,7 +350,6 @@ final class Follower {
         // Due again while its fetch was in flight, or more to push: fetched again at once.
         followed[n].dirty = fetched != nil && (followed[n].dueAgain || fetched?.wantsAgain == true)
         followed[n].dueAgain = false
-        if r.error != nil && control.isStopping && !finalPass { followed[n].stoppedMidPoll = true }
         followed[n].polls += 1
         schedule(n, after: r, pollStarted: pollStarted, in: &cycle)
         followed[n].tried = true
