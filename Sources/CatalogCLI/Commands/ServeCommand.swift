@@ -188,9 +188,7 @@ struct ServeMarker {
     let path: String
 
     init(databasePath: String) {
-        let resolved = realpath(databasePath, nil)
-        defer { free(resolved) }
-        path = (resolved.map { String(cString: $0) } ?? databasePath) + ".serve"
+        path = CatalogFiles.besideDatabase(databasePath, suffix: ".serve")
     }
 
     /// Writes the marker, unless another live serve's is there (two serves on one database: `status`

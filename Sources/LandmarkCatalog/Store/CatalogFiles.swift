@@ -7,6 +7,15 @@ import Foundation
 /// What a catalog's files need without an open store: the default database path, a path's directory, how a
 /// file is opened for reading, why a database cannot be written, whether one holds any data.
 public enum CatalogFiles {
+    /// `<real path of the database><suffix>`: a file kept beside the database (its sync lock, a follower's or
+    /// serve's marker, serve's cursor mark), named after the file a symbolic link points to, so every path
+    /// to one database names the same file; the path as given while the database does not exist yet.
+    package static func besideDatabase(_ databasePath: String, suffix: String) -> String {
+        guard let resolved = realpath(databasePath, nil) else { return databasePath + suffix }
+        defer { free(resolved) }
+        return String(cString: resolved) + suffix
+    }
+
     /// Creates the directories of a database about to be created (`.write`), and refuses a path that is a
     /// directory.
     /// - Throws: `CatalogError.cantCreate` (73) when a directory cannot be created or the path is one.

@@ -66,7 +66,7 @@ public struct FollowerStatus: Sendable, Equatable {
 /// The follower's marker: pid, host, start, interval and poll counts, replaced atomically.
 package enum FollowMarker {
     package static func path(for databasePath: String) -> String {
-        String(SyncLock.lockPath(for: databasePath).dropLast(".sync-lock".count)) + ".sync-follow"
+        CatalogFiles.besideDatabase(databasePath, suffix: ".sync-follow")
     }
 
     package static func write(databasePath: String, status: FollowerStatus) {

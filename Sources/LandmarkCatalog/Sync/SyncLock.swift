@@ -64,7 +64,7 @@ package final class SyncLock {
     /// `<real path of the database>.sync-skipped`: runs that found the lock held and could not write
     /// their ledger row at once append one line here; the holder moves them into the ledger.
     package static func skippedPath(for databasePath: String) -> String {
-        String(lockPath(for: databasePath).dropLast(".sync-lock".count)) + ".sync-skipped"
+        CatalogFiles.besideDatabase(databasePath, suffix: ".sync-skipped")
     }
 
     /// Appends one line (`O_APPEND`: lines from several processes never interleave).
@@ -124,9 +124,7 @@ package final class SyncLock {
 
     /// `<real path of the database>.sync-lock` (the path as given when it does not exist yet).
     package static func lockPath(for databasePath: String) -> String {
-        guard let resolved = realpath(databasePath, nil) else { return databasePath + ".sync-lock" }
-        defer { free(resolved) }
-        return String(cString: resolved) + ".sync-lock"
+        CatalogFiles.besideDatabase(databasePath, suffix: ".sync-lock")
     }
 
     deinit {

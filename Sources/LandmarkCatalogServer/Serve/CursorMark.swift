@@ -14,9 +14,7 @@ struct CursorMark: Sendable {
     let path: String
 
     init(databasePath: String) {
-        let resolved = realpath(databasePath, nil)
-        defer { free(resolved) }
-        path = (resolved.map { String(cString: $0) } ?? databasePath) + ".serve-cursor"
+        path = CatalogFiles.besideDatabase(databasePath, suffix: ".serve-cursor")
     }
 
     /// The highest sequence handed out under database id `id`, or nil (no mark, another id's, unreadable).
@@ -28,12 +26,11 @@ struct CursorMark: Sendable {
         return through.int64Value
     }
 
-    /// Records `through` for `id` (a temporary file renamed over the mark: never half written); a failure
-    /// is ignored (the mark only narrows what a restore can hide).
+    /// Records `through` for `id`, atomically (``AtomicFileWriter``: never half written); a failure is
+    /// ignored (the mark only narrows what a restore can hide).
     func write(id: String, through: Int64) {
-        let temporary = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(#"{"id":"\#(id)","through":\#(through)}"#.utf8 + [0x0A]))
-        else { return }
-        if rename(temporary, path) != 0 { unlink(temporary) }
+        guard let file = try? AtomicFileWriter(path: path) else { return }
+        try? file.write(Array(#"{"id":"\#(id)","through":\#(through)}"#.utf8) + [0x0A])
+        try? file.commit()
     }
 }

@@ -36,7 +36,7 @@ final class Waiter: @unchecked Sendable {
 /// waiter is registered only when nothing was dispatched past what its own read saw, so no commit falls
 /// between a read and its wait.
 final class LongPolls: @unchecked Sendable {
-    // Safe: every stored var is touched under `condition`'s lock.
+    // Safe: every stored var is touched under `condition`'s lock, but `markOnDisk` under `markLock`.
     private let condition = NSCondition()
     private var waiters: [WaitKey: [ObjectIdentifier: Waiter]] = [:]
     private var count = 0
@@ -212,7 +212,12 @@ final class LongPolls: @unchecked Sendable {
                 }
             }
             expire()
-            noteHandedOut(final: false)
+            if let through = dueHandedOut(final: false) {
+                // The file is written outside the lock: polls and waits never wait for the disk.
+                condition.unlock()
+                writeHandedOut(through)
+                condition.lock()
+            }
         }
         condition.unlock()
     }
@@ -227,20 +232,33 @@ final class LongPolls: @unchecked Sendable {
     /// Writes the mark now (the drain's end, once no answer can give out another cursor).
     func flushHandedOut() {
         condition.lock()
-        noteHandedOut(final: true)
+        let through = dueHandedOut(final: true)
         condition.unlock()
+        if let through { writeHandedOut(through) }
     }
 
-    /// Writes the dispatched sequence to the mark when it moved, at most once a second (always at the stop).
+    /// The sequence handed out when the mark is due, else nil.
     ///
-    /// Under the lock. A cursor an answer gives out is at most a few ms past the dispatched sequence.
-    private func noteHandedOut(final: Bool) {
+    /// The dispatched sequence, or a cursor a read or a POST gave past it; due when it moved and a second
+    /// passed since the last (always at the stop). Under the lock.
+    private func dueHandedOut(final: Bool) -> Int64? {
         let now = DispatchTime.now().uptimeNanoseconds
         let through = max(dispatched, cursorMax)
-        guard through > handedOutWritten, final || now - handedOutAt >= 1_000_000_000 else { return }
+        guard through > handedOutWritten, final || now - handedOutAt >= 1_000_000_000 else { return nil }
         handedOutWritten = through
         handedOutAt = now
-        handedOut(through)
+        return through
+    }
+
+    /// Writes the mark, never an older value over a newer one (the dispatcher and the drain may both write).
+    private let markLock = NSLock()
+    private var markOnDisk: Int64 = 0
+    private func writeHandedOut(_ through: Int64) {
+        markLock.withLock {
+            guard through > markOnDisk else { return }
+            handedOut(through)
+            markOnDisk = through
+        }
     }
 
     /// A read for `key` found no row after `after` through `high`: when no change past `high` was

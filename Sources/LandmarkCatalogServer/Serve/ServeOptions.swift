@@ -49,20 +49,8 @@ package struct ServeOptions: Sendable {
     }
 }
 
-/// Writes all of `bytes` to standard error with write(2), retrying after a signal or a short write; a
+/// Writes all of `bytes` to standard error (``Spool/writeAll(_:_:)``: short writes and `EINTR` retried); a
 /// failure (a closed stderr) drops the line, as a log must not stop the server.
 package func writeStandardError(_ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { buffer in
-        var offset = 0
-        while offset < buffer.count {
-            let n = write(2, buffer.baseAddress?.advanced(by: offset), buffer.count - offset)
-            if n > 0 {
-                offset += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                return
-            }
-        }
-    }
+    _ = bytes.withUnsafeBytes { Spool.writeAll(2, $0) }
 }
