@@ -13,8 +13,8 @@ let package = Package(
         // signed logs (Ed25519 over libcrypto); call `NetworkSources.register()`.
         .library(name: "LandmarkCatalogSync", targets: ["LandmarkCatalogSync"]),
         .executable(name: "catalog", targets: ["catalog"]),
-        // The app's own sync with a `catalog serve` endpoint over URLSession (docs/protocol.md): the core
-        // and Foundation only, no libpq or libcurl of its own.
+        // The app's own sync with a `catalog serve` endpoint (docs/protocol.md): the core and Foundation,
+        // no libpq; URLSession on Apple platforms, libcurl (which FoundationNetworking links) on Linux.
         .library(name: "LandmarkCatalogClient", targets: ["LandmarkCatalogClient"]),
     ],
     targets: [
@@ -81,9 +81,12 @@ let package = Package(
             dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "CMicroHTTPD", "COpenSSLKeys"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
+        // On Linux its requests go over libcurl's multi interface (the library FoundationNetworking
+        // already links): FoundationNetworking's URLSession spins a core while a request waits
+        // (docs/swift-library.md). URLSession on Apple platforms.
         .target(
             name: "LandmarkCatalogClient",
-            dependencies: ["LandmarkCatalog"],
+            dependencies: ["LandmarkCatalog", .target(name: "CCurl", condition: .when(platforms: [.linux]))],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .target(

@@ -1,12 +1,15 @@
 // What the app's own sync costs (LandmarkCatalogClient), measured against a real `catalog serve` on 127.0.0.1:
 //
-//     catalog-device-bench CATALOG_BINARY SEEDS [--swipes N] [--idle S]
+//     catalog-device-bench CATALOG_BINARY SEEDS [--swipes N] [--idle S] [--hang S]
 //
 // 1. Two devices: two `Catalog`s on two databases, each with a `SyncSession` for one user through one serve.
-//    A's `CarouselModel` page is set (a swipe, written after the model's 250 ms coalescing); the time until
-//    B's `CarouselModel` shows it: p50, p95, max over N swipes, and whether B ends on A's last page.
-// 2. Both sessions idle for S seconds: requests per minute per session (serve's access log) and this
-//    process's CPU per session (% of one core).
+//    A's `CarouselModel` page is set (a swipe, with the default configuration); the time until B's
+//    `CarouselModel` shows it: p50, p95, max over N swipes, and whether B ends on A's last page.
+// 2. Both sessions and both models idle for S seconds: requests per minute per session (serve's access
+//    log), this process's CPU (% of one core, getrusage), and its voluntary context switches per second
+//    summed over its threads (/proc/self/task/*/status).
+// 3. One session against a server that accepts and never answers, for S seconds (--hang): CPU % of a core
+//    and requests per minute.
 // Prints a Markdown table. Run by Benchmarks/run.sh --serve.
 import Foundation
 import LandmarkCatalog
@@ -27,6 +30,7 @@ struct DeviceBench {
         }
         let swipes = option("--swipes", 50)
         let idle = option("--idle", 60)
+        let hang = option("--hang", 20)
         let work = FileManager.default.temporaryDirectory.appending(path: "device-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
@@ -107,14 +111,19 @@ struct DeviceBench {
         let endsOnLast = await modelB.currentPage == last
         latencies.sort()
 
-        // 2. Idle: requests per minute per session, CPU per session.
+        // 2. Idle: requests per minute per session; the process's CPU and context switches (two sessions
+        //    and two live models: an app holds one of each, so per app is half of it).
+        try await Task.sleep(for: .seconds(1))  // the last swipe's long-poll answers settle
         let before = serveLog().filter { $0["route"] != nil }.count
         let cpu0 = cpuSeconds()
+        let switches0 = voluntarySwitches()
         let wall0 = ContinuousClock.now
         try await Task.sleep(for: .seconds(idle))
-        let cpu = (cpuSeconds() - cpu0) / seconds(ContinuousClock.now - wall0) * 100 / 2
+        let elapsed = seconds(ContinuousClock.now - wall0)
+        let cpu = (cpuSeconds() - cpu0) / elapsed * 100
+        let switches = Double(voluntarySwitches() - switches0) / elapsed
         let requests = serveLog().filter { $0["route"] != nil }.count - before
-        let perMinute = Double(requests) / 2 / (Double(idle) / 60)
+        let perMinute = Double(requests) / 2 / (elapsed / 60)
 
         await modelA.stop()
         await modelB.stop()
@@ -123,19 +132,56 @@ struct DeviceBench {
         a.close()
         b.close()
 
+        // 3. A server that accepts and never answers.
+        let silent = try SilentServer()
+        let c = try Catalog(path: path("c.sqlite"))
+        guard let silentURL = URL(string: "http://127.0.0.1:\(silent.port)") else { throw BenchError("no URL") }
+        let sessionC = try await c.startSync(server: silentURL) { token }
+        try await Task.sleep(for: .seconds(1))
+        let hangCPU0 = cpuSeconds()
+        let hangRequests0 = silent.requests
+        let hangWall0 = ContinuousClock.now
+        try await Task.sleep(for: .seconds(hang))
+        let hangElapsed = seconds(ContinuousClock.now - hangWall0)
+        let hangCPU = (cpuSeconds() - hangCPU0) / hangElapsed * 100
+        let hangPerMinute = Double(silent.requests - hangRequests0) / (hangElapsed / 60)
+        let stopStart = ContinuousClock.now
+        await sessionC.stop()
+        let stopMs = seconds(ContinuousClock.now - stopStart) * 1000
+        c.close()
+
         func p(_ q: Double) -> Double { latencies[min(latencies.count - 1, Int((q * Double(latencies.count - 1)).rounded()))] }
         print("| case | figure | note |")
         print("| --- | --- | --- |")
         print(
             String(
                 format:
-                    "| A's CarouselModel swipe → B's CarouselModel, ms p50 / p95 / max (%d swipes) | %.0f / %.0f / %.0f | includes the 250 ms coalescing window; B ends on A's last page: %@ |",
+                    "| A's CarouselModel swipe → B's CarouselModel, ms p50 / p95 / max (%d swipes) | %.1f / %.1f / %.1f | default configuration; B ends on A's last page: %@ |",
                 swipes, p(0.5), p(0.95), latencies.last ?? 0, endsOnLast ? "yes" : "NO"))
         print(
             String(
-                format: "| an idle session over %d s: requests per minute / CPU %% of a core | %.1f / %.2f | long-poll wait %d s |",
-                idle, perMinute, cpu, SyncSession.Configuration().longPollSeconds))
+                format:
+                    "| idle over %.0f s, two sessions + two live CarouselModels in one process: requests per minute per session / CPU %% of a core / voluntary context switches per second | %.2f / %.3f / %.2f | long-poll wait %d s; target ≤ 1 / ≤ 0.5 / ≤ 1 per app |",
+                elapsed, perMinute, cpu, switches, SyncSession.Configuration().longPollSeconds))
+        print(
+            String(
+                format:
+                    "| a session against a server that accepts and never answers, %.0f s: CPU %% of a core / requests per minute / stop() ms | %.3f / %.1f / %.0f | target ≤ 0.5 %% |",
+                hangElapsed, hangCPU, hangPerMinute, stopMs))
         if !endsOnLast { exit(1) }
+    }
+
+    /// Voluntary context switches of this process, summed over its threads (/proc/self/task/*/status).
+    static func voluntarySwitches() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        var total = 0
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+                total += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+        }
+        return total
     }
 
     static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
@@ -159,6 +205,49 @@ struct DeviceBench {
         p.waitUntilExit()
         guard p.terminationStatus == 0 else { throw BenchError("\(executable) \(arguments.joined(separator: " ")) exited \(p.terminationStatus)") }
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A TCP server on 127.0.0.1 that accepts connections, reads what is sent and never answers; it counts
+/// request lines.
+final class SilentServer: @unchecked Sendable {
+    // Safe: `count` is touched only under `lock`.
+    let port: Int
+    private let lock = NSLock()
+    private var count = 0
+    var requests: Int { lock.withLock { count } }
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw BenchError("cannot listen on 127.0.0.1") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                Thread.detachNewThread { [self] in
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    while true {
+                        let n = read(client, &buffer, buffer.count)
+                        guard n > 0 else { return }
+                        let text = String(decoding: buffer[0..<n], as: UTF8.self)
+                        let lines = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("GET ") || $0.hasPrefix("POST ") }.count
+                        lock.withLock { count += lines }
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -5,49 +5,29 @@ import LandmarkCatalog
     import FoundationNetworking
 #endif
 
-/// The device side of the `/v1` requests (docs/protocol.md) over the platform's `URLSession`: it builds
-/// each request, sends the bearer token (refreshed once on a 401, §2), and turns every failure into a
-/// `CatalogError` whose `httpStatus` is the server's status (nil when it was never reached).
+/// The device side of the `/v1` requests (docs/protocol.md) over the platform's transport (``HTTPTransport``:
+/// `URLSession` on Apple platforms, libcurl on Linux): it builds each request, sends the bearer token
+/// (refreshed once on a 401, §2), and turns every failure into a `CatalogError` whose `httpStatus` is the
+/// server's status (nil when it was never reached).
 ///
 /// A token never reaches a message.
 final class ServerConnection: Sendable {
     /// The server's `/v1` base (ends in `/v1`).
     let base: URL
-    /// For requests answered at once (pushes, landmarks): at most ``requestTimeout`` without a byte.
-    let session: URLSession
-    /// For long-polls: their wait (at most 60 s, docs/protocol.md §5) longer.
-    let pollSession: URLSession
+    let transport: any HTTPTransport
     let tokens: TokenSource
-    /// Per request, at most this long between bytes (s), beyond a long-poll's wait.
+    /// Per request, at most this long (s), beyond a long-poll's wait.
     let requestTimeout: Double
     /// Set by ``close()``: no request starts after it.
-    ///
-    /// FoundationNetworking traps ("Session invalidated", URLSession.swift:575) when a task is made on an
-    /// invalidated session.
     private let closed = SessionLock(false)
-    /// Tests only: runs just before each request is handed to URLSession (a race's hook).
+    /// Tests only: runs just before each request is handed to the transport (a race's hook).
     let beforeRequest = SessionLock<(@Sendable () async -> Void)?>(nil)
 
-    init(base: URL, tokens: TokenSource, requestTimeout: Double) {
+    init(base: URL, tokens: TokenSource, requestTimeout: Double, forceURLSession: Bool = false) {
         self.base = base
         self.tokens = tokens
         self.requestTimeout = requestTimeout
-        // The session's own timeout, not only the request's: FoundationNetworking times a request out by
-        // the configuration's `timeoutIntervalForRequest` (60 s by default). A POST sent on a kept-alive
-        // connection the server had just closed was re-sent by it without its body and hung those 60 s
-        // (ClientFuzzTests, through a proxy that drops connections); now it fails after `requestTimeout`
-        // and is retried. Long-polls get a session of their own, whose bound is their wait longer.
-        func make(_ timeout: Double) -> URLSession {
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.httpMaximumConnectionsPerHost = 4
-            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-            configuration.urlCache = nil
-            configuration.httpCookieStorage = nil
-            configuration.timeoutIntervalForRequest = timeout
-            return URLSession(configuration: configuration)
-        }
-        session = make(requestTimeout)
-        pollSession = make(requestTimeout + 60)
+        transport = makeTransport(requestTimeout: requestTimeout, forceURLSession: forceURLSession)
     }
 
     /// The `/v1` base for a server URL: `https://host` and `https://host/v1` both give `https://host/v1`.
@@ -78,7 +58,7 @@ final class ServerConnection: Sendable {
     /// Sends one request with the token; on a 401 asks the token source once more and sends it again.
     /// - Parameters:
     ///   - method: the HTTP method.
-    ///   - path: the path under the server's base URL.
+    ///   - route: the `/v1` route (docs/protocol.md).
     ///   - query: the query items.
     ///   - body: the request body, if any.
     ///   - headers: more header fields.
@@ -89,9 +69,10 @@ final class ServerConnection: Sendable {
     ///   error status (the status and the server's `code` and message, §1: 401 after the refresh, 403, 4xx,
     ///   5xx); `CancellationError` when the task is cancelled.
     func send(
-        _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
+        _ method: String, _ route: DeviceRoute, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
         wait: Double = 0, accept: Set<Int> = [200]
     ) async throws -> Answer {
+        let path = route.rawValue
         var answer = try await sendOnce(method, path, query: query, body: body, headers: headers, wait: wait, token: try await tokens.current())
         if answer.answer.status == 401 {
             let fresh = try await tokens.refresh(after: answer.token)
@@ -113,48 +94,24 @@ final class ServerConnection: Sendable {
         guard let url = components?.url else {
             throw CatalogError(.usage, "cannot make a request URL from \(name) and \(path)")
         }
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: requestTimeout + wait)
-        request.httpMethod = method
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        for (field, value) in headers { request.setValue(value, forHTTPHeaderField: field) }
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
-        }
-        let data: Data
-        let response: URLResponse
+        var fields = ["Authorization": "Bearer \(token)", "Accept": "application/json"]
+        for (field, value) in headers { fields[field] = value }
+        if body != nil { fields["Content-Type"] = "application/json; charset=utf-8" }
+        let request = TransportRequest(method: method, url: url, headers: fields, body: body, timeout: requestTimeout + wait)
         if let hook = beforeRequest.withLock({ $0 }) { await hook() }
         try Task.checkCancellation()
         guard !isClosed else { throw CancellationError() }
+        let answer: TransportAnswer
         do {
-            (data, response) = try await (wait > 0 ? pollSession : session).data(for: request)
-        } catch {
+            answer = try await transport.send(request)
+        } catch let failure as TransportFailure {
             if Task.isCancelled { throw CancellationError() }
             throw CatalogError(
-                .unavailable, "cannot reach the server \(name): \(Self.describe(error))",
+                .unavailable, "cannot reach the server \(name): \(failure)",
                 hint: "the changes stay on this device and are sent when the server answers again", reason: .offline)
         }
-        guard let http = response as? HTTPURLResponse else {
-            throw CatalogError(.unavailable, "the server \(name) did not answer with HTTP", reason: .offline)
-        }
-        let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
-        return (Answer(status: http.statusCode, body: data, etag: http.value(forHTTPHeaderField: "ETag"), retryAfter: retryAfter), token)
-    }
-
-    /// A transport error's words without the URL's query (never a token: tokens go in a header).
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? URLError {
-            switch error.code {
-            case .cannotConnectToHost: return "connection refused"
-            case .timedOut: return "timed out"
-            case .notConnectedToInternet: return "not connected to the internet"
-            case .networkConnectionLost: return "the connection was lost"
-            case .cannotFindHost: return "no such host"
-            default: return "URL error \(error.code.rawValue)"
-            }
-        }
-        return "\(type(of: error))"
+        let retryAfter = answer.headers["retry-after"].flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        return (Answer(status: answer.status, body: answer.body, etag: answer.headers["etag"], retryAfter: retryAfter), token)
     }
 
     /// The error for an error answer: the status, the server's code and message (docs/protocol.md §1).
@@ -180,6 +137,12 @@ final class ServerConnection: Sendable {
             error = CatalogError(.usage, what, hint: "the token's user (sub) must be the session's user", reason: .forbidden)
         case 400, 413, 415:
             error = CatalogError(.dataInvalid, what)
+        case 502, 503, 504:
+            // A proxy in front of a stopped or restarting server (nginx's own pages are HTML, not §1's
+            // shape), or serve draining: the device is offline for now, not broken.
+            error = CatalogError(
+                .unavailable, what, hint: "the server is stopped, restarting or draining; the changes stay on this device and go when it answers",
+                reason: .offline)
         default:
             error = CatalogError(.unavailable, what)
         }
@@ -196,8 +159,7 @@ final class ServerConnection: Sendable {
     /// between a check and the invalidation would trap.
     func close() {
         closed.withLock { $0 = true }
-        session.invalidateAndCancel()
-        pollSession.invalidateAndCancel()
+        transport.close()
     }
 }
 
@@ -222,6 +184,9 @@ actor TokenSource {
         cached = nil
         return try await ask()
     }
+
+    /// Drops the token held, so the next request asks the closure (new credentials, a sign-out).
+    func reset() { cached = nil }
 
     /// Drops `refused`, so the next request asks the closure again.
     func forget(_ refused: String) {
@@ -257,15 +222,10 @@ actor TokenSource {
             throw CatalogError(
                 .usage, "the token is not a compact JWT (three dot-separated parts)", hint: "pass the user with startSync(server:user:token:)")
         }
-        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64),
-            let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let sub = claims["sub"] as? String, !sub.isEmpty
-        else {
+        guard let peek = TokenPeek.peek(token) else {
             throw CatalogError(
                 .usage, "the token's claims hold no user (a non-empty string sub)", hint: "pass the user with startSync(server:user:token:)")
         }
-        return sub
+        return peek.user
     }
 }

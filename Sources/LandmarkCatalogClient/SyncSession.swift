@@ -60,19 +60,23 @@ extension Catalog {
 /// One catalog syncing with one `catalog serve` endpoint for one user (docs/protocol.md,
 /// docs/swift-library.md "Syncing from the app").
 ///
-/// `Sendable`: share it between tasks and views.
+/// `Sendable`: share it between tasks and views; a SwiftUI view reads ``SyncStatusModel``.
 ///
 /// Offline first. A write always lands in the local database first; the rows written here that the server
 /// has not acknowledged are the outbox: the rows above a push cursor stored in the database, so they
 /// survive a restart or a kill and go when the server answers again. The push cursor moves only after the
 /// server's answer, in its own transaction; a row sent twice (an answer lost, the app killed before it
 /// recorded the answer) is stored once, because the server merges by the row's stamp (docs/protocol.md §6).
+/// When the server forgets (its database replaced or restored from a backup: its cursor names another
+/// database, §3), the user's row goes into the outbox again, whoever stamped it.
 ///
-/// Three tasks run the session: the outbox (woken by every commit, as `Catalog.observe(_:)` is), the
-/// long-poll of `GET /v1/positions` (each answer merged in one transaction with its cursor), and the
-/// landmarks (`GET /v1/landmarks` with `If-None-Match`, at start and every
-/// ``Configuration/landmarkRefreshInterval``). A failure is published in ``status`` and retried with a
-/// bounded backoff with jitter; a 401 asks the token closure once more first.
+/// Two tasks run the session: the outbox (woken by every commit of the catalog, pushed at once) and the
+/// pull: the landmarks (`GET /v1/landmarks` with `If-None-Match`, at start and every
+/// ``Configuration/landmarkRefreshInterval``) and the long-poll of `GET /v1/positions`, each answer merged
+/// in one transaction with its cursor. A failure is published in ``status`` and retried with a bounded
+/// backoff with jitter; a 401 asks the token closure once more first. An answer that makes no progress (a
+/// long-poll answered at once with nothing, a page that says `more` without moving its cursor) is backed
+/// off like a failure, so a misbehaving proxy cannot make the session spin.
 public final class SyncSession: Sendable {
     /// The bounds of a session; the defaults suit an app (an idle session sends about one request a minute).
     public struct Configuration: Sendable {
@@ -84,13 +88,15 @@ public final class SyncSession: Sendable {
         public var minimumBackoff: Double = 0.5
         /// The longest wait between retries (s).
         public var maximumBackoff: Double = 30
-        /// How long a request may go without a byte, beyond a long-poll's wait (s).
+        /// How long a request may take beyond a long-poll's wait (s).
         public var requestTimeout: Double = 30
         /// Rows from the server stamped further ahead of this device's clock are quarantined (ms, as
         /// `catalog sync --max-drift`).
         public var maxDriftMilliseconds: Int64 = 300_000
         /// Test hooks (the package's tests only).
         package var hooks = Hooks()
+        /// Send over `URLSession` on Linux too (the package's tests; an app never needs it).
+        package var forceURLSession = false
 
         public init() {}
     }
@@ -115,6 +121,8 @@ public final class SyncSession: Sendable {
     let broadcaster = StatusBroadcaster()
     let waker = Waker()
     private let tasks = SessionLock<[Task<Void, Never>]>([])
+    /// Bumped by ``retryNow()``: a task that sees it moved starts its backoff again.
+    private let retries = SessionLock<UInt64>(0)
     /// The server's last answer to a push quarantined this device's row: kept in ``status`` as its
     /// `lastError` until a push is applied, not cleared by the next long-poll's answer (a device whose
     /// clock is ahead would otherwise fall out of sync with nothing shown).
@@ -125,11 +133,13 @@ public final class SyncSession: Sendable {
         self.server = ServerConnection.base(for: server)
         self.user = user
         self.configuration = configuration
-        endpoint = ServerConnection(base: self.server, tokens: tokens, requestTimeout: configuration.requestTimeout)
+        endpoint = ServerConnection(
+            base: self.server, tokens: tokens, requestTimeout: configuration.requestTimeout, forceURLSession: configuration.forceURLSession)
         key = "\(endpoint.name) as \(user)"
     }
 
-    /// The status now (no wait): connected, pending changes, last sync, last error.
+    /// The status now (no wait): connecting, connected, offline or failing; pending changes; last sync;
+    /// last error.
     public var status: SyncStatus { broadcaster.status }
 
     /// The status now, then each change of it, until ``stop()``.
@@ -141,7 +151,7 @@ public final class SyncSession: Sendable {
     /// server (at once when there is none).
     ///
     /// While the server cannot be reached it keeps waiting: cancel the calling task to give up (the changes
-    /// stay in the outbox).
+    /// stay in the outbox), or use ``flush(timeout:)``.
     /// - Throws: `CancellationError` when cancelled; `CatalogError` 64 when the session is stopped first;
     ///   database failures.
     public func flush() async throws {
@@ -155,7 +165,42 @@ public final class SyncSession: Sendable {
         throw CatalogError(.usage, "the sync session was stopped before every change was acknowledged", hint: "start a new session")
     }
 
-    /// Stops the session: ends the long-poll and any request in flight and waits for its tasks.
+    /// Waits as ``flush()`` does, at most `timeout`: in a background task an app has a few seconds.
+    ///
+    /// ```swift
+    /// let sent = try await session.flush(timeout: .seconds(5))   // false: still in the outbox
+    /// ```
+    /// - Parameter timeout: the longest wait.
+    /// - Returns: true when every change was acknowledged, false when the time ran out first (the changes
+    ///   stay in the outbox and go when the server answers).
+    /// - Throws: `CancellationError` when cancelled; `CatalogError` 64 when the session is stopped first.
+    @discardableResult
+    public func flush(timeout: Duration) async throws -> Bool {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { [self] in
+                try await flush()
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return false
+            }
+            defer { group.cancelAll() }
+            // Both children return or throw; the first to finish decides.
+            return try await group.next() ?? false
+        }
+    }
+
+    /// Tries again now instead of waiting out the backoff: the network is back, or the app has new
+    /// credentials (the token closure is asked again before the next request).
+    public func retryNow() async {
+        await endpoint.tokens.reset()
+        retries.withLock { $0 &+= 1 }
+        waker.wake()
+    }
+
+    /// Stops the session: ends the long-poll and any request in flight, and returns within about a second
+    /// whatever the server does.
     ///
     /// What is not yet acknowledged stays in the outbox for the next session. ``statusUpdates`` end.
     public func stop() async {
@@ -163,13 +208,53 @@ public final class SyncSession: Sendable {
             defer { tasks.removeAll() }
             return tasks
         }
-        // Cancel, wait, then close: cancelling ends the requests in flight (URLSession's tasks are cancelled
-        // with the Swift task), and a session invalidated while a task could still start a request made
-        // FoundationNetworking trap ("Session invalidated"), which a test run once hit.
         for task in running { task.cancel() }
-        for task in running { await task.value }
+        // Cancelling ends the requests in flight; the tasks end at once after that. A bound all the same:
+        // stop() returns even if one of them is held (a database write behind another process's lock).
+        await Self.first(of: { for task in running { await task.value } }, orAfter: .seconds(1))
         endpoint.close()
         broadcaster.finish()
+    }
+
+    /// Signs this device's user out.
+    ///
+    /// Stops the session and, with `erasingLocalData`, removes what this device held of the user — their position row (no tombstone: nothing is sent) and this session's
+    /// cursors and outbox. The landmarks stay. For a user switch: sign out, then start a session for the
+    /// next user with their token.
+    ///
+    /// A change not yet acknowledged is dropped by an erasing sign-out: call ``flush(timeout:)`` first to
+    /// send it.
+    /// - Parameter erasingLocalData: remove the user's row and this session's state from the database.
+    /// - Throws: database failures (the session is stopped all the same).
+    public func signOut(erasingLocalData: Bool) async throws {
+        await stop()
+        await endpoint.tokens.reset()
+        guard erasingLocalData else { return }
+        _ = try await catalog.write { [user, key] in try DeviceSync(store: $0).forget(user: user, key: key) }
+    }
+
+    /// Waits for `work` or `limit`, whichever comes first (`work` goes on alone after the limit).
+    static func first(of work: @escaping @Sendable () async -> Void, orAfter limit: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = SessionLock(false)
+            @Sendable func resume() {
+                if once.withLock({ done in
+                    defer { done = true }
+                    return !done
+                }) {
+                    continuation.resume()
+                }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                resume()
+            }
+            Task {
+                await work()
+                timer.cancel()
+                resume()
+            }
+        }
     }
 
     // MARK: - Running
@@ -179,6 +264,7 @@ public final class SyncSession: Sendable {
         let pending = try await pendingRead(catalog)
         broadcaster.update {
             $0.pendingChanges = pending.count
+            $0.hasSynced = state.positionsCursor != nil
             $0.lastSyncedAt = state.lastSuccess.flatMap { Timestamp.parse($0) }.map { Date(timeIntervalSince1970: Double($0) / 1000) }
         }
         let outbox = Task { [self] in await runOutbox() }
@@ -192,18 +278,19 @@ public final class SyncSession: Sendable {
     }
 
     /// The server answered: connected, no error; the other task stops waiting out its backoff.
-    func succeeded() {
+    func succeeded(synced: Bool = false) {
         let wasConnected = broadcaster.status.isConnected
         let kept = quarantined.withLock { $0 }
         broadcaster.update {
-            $0.isConnected = true
+            $0.connection = .connected
             $0.lastSyncedAt = Date()
             $0.lastError = kept
+            if synced { $0.hasSynced = true }
         }
         if !wasConnected { waker.wake() }
     }
 
-    /// Publishes a failure and waits out the backoff.
+    /// Publishes a failure and waits out the backoff (cut short by ``retryNow()``).
     func failed(_ error: any Error, backoff: inout Backoff) async {
         var published: CatalogError
         var retryAfter: Double?
@@ -214,13 +301,16 @@ public final class SyncSession: Sendable {
         case let error as CatalogError: published = error
         default: published = CatalogError(.software, "internal error in the sync session: \(error)")
         }
-        // A refused row or request stays refused until something changes: retry at the slowest pace.
-        let refused = [400, 403, 413, 415].contains(published.httpStatus ?? 0)
+        let connection = SyncStatus.Connection(failure: published)
         broadcaster.update {
-            if published.httpStatus == nil || published.httpStatus == 401 || (published.httpStatus ?? 0) >= 500 { $0.isConnected = false }
+            $0.connection = connection
             $0.lastError = published
         }
+        // A refused row or request stays refused until something changes: retry at the slowest pace.
+        let refused = [400, 403, 413, 415].contains(published.httpStatus ?? 0)
+        let seen = retries.withLock { $0 }
         await waker.sleep(seconds: refused ? configuration.maximumBackoff : backoff.next(atLeast: retryAfter))
+        if retries.withLock({ $0 }) != seen { backoff.reset() }
     }
 
     // MARK: - The outbox
@@ -262,24 +352,14 @@ public final class SyncSession: Sendable {
     /// One `POST /v1/positions` of the outbox, then (only then) the push cursor moves (docs/protocol.md §6).
     private func push(_ pending: [PendingPosition]) async throws {
         let body = Data(("{\"positions\":[" + pending.map(\.json).joined(separator: ",") + "]}").utf8)
-        let answer = try await endpoint.send("POST", "positions", body: body)
+        let answer = try await endpoint.send("POST", .positions, body: body)
         await configuration.hooks.afterPushAnswered?()
         try Task.checkCancellation()
-        guard let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
-            let results = object["results"] as? [[String: Any]], results.count == pending.count
-        else {
-            throw CatalogError(
-                .dataInvalid, "the server \(endpoint.name) answered POST /v1/positions without one result per row (docs/protocol.md §6)")
-        }
-        let outcomes = results.map { $0["outcome"] as? String ?? "" }
-        if let unknown = outcomes.first(where: { !["applied", "stale", "tie", "quarantined"].contains($0) }) {
-            throw CatalogError(
-                .dataInvalid, "the server \(endpoint.name) answered an unknown outcome \(String(reflecting: unknown)) (docs/protocol.md §6)")
-        }
+        let outcomes = try PushAnswer.read(answer.body, rows: pending.count, server: endpoint.name)
         // Every outcome is the server's decision on that row: sending it again would change nothing.
         let through = pending.map(\.seq).max() ?? 0
         try await catalog.write { [key] in try DeviceSync(store: $0).acknowledgePositions(key: key, through: through) }
-        if outcomes.contains("quarantined") {
+        if outcomes.count(.quarantined) > 0 {
             let error = CatalogError(
                 .dataInvalid,
                 "the server \(endpoint.name) quarantined this device's position: its stamp is too far ahead of the server's clock",
@@ -287,13 +367,17 @@ public final class SyncSession: Sendable {
                     "check this device's clock; a later position set here is sent again, and is quarantined too while the device's stamps stay ahead",
                 reason: .clockAhead)
             quarantined.withLock { $0 = error }
-        } else if outcomes.contains("applied") {
+        } else if outcomes.count(.applied) > 0 {
             quarantined.withLock { $0 = nil }
         }
         succeeded()
     }
 
     // MARK: - Pulling
+
+    /// A long-poll answered with nothing and no move sooner than this fraction of its wait is no progress
+    /// (a proxy or server that does not hold long-polls): backed off like a failure.
+    static let earlyAnswerFraction = 0.5
 
     /// The landmarks now and then, and the long-poll of this user's position, until cancelled.
     private func runPull() async {
@@ -306,8 +390,14 @@ public final class SyncSession: Sendable {
                     try await pullLandmarks()
                     landmarksFetched = .now
                 }
-                try await pullPositions()
-                backoff.reset()
+                if try await pullPositions() {
+                    backoff.reset()
+                } else {
+                    // Nothing, at once: wait as after a failure, without calling it one (the status stays).
+                    let seen = retries.withLock { $0 }
+                    await waker.sleep(seconds: backoff.next())
+                    if retries.withLock({ $0 }) != seen { backoff.reset() }
+                }
             } catch let error where !(error is CancellationError) && !Task.isCancelled {
                 await failed(error, backoff: &backoff)
             } catch {
@@ -316,38 +406,29 @@ public final class SyncSession: Sendable {
         }
     }
 
-    /// One answer's cursor, whether it has more, and whether it holds rows (docs/protocol.md §4).
-    private func page(_ answer: ServerConnection.Answer, route: String) throws -> (cursor: String, more: Bool, rows: Int) {
-        guard let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any], let cursor = object["cursor"] as? String
-        else {
-            throw CatalogError(.dataInvalid, "the server \(endpoint.name) answered GET /v1/\(route) without a cursor (docs/protocol.md §4)")
-        }
-        let rows = ((object["positions"] as? [Any])?.count ?? 0) + ((object["landmarks"] as? [Any])?.count ?? 0)
-        return (cursor, object["more"] as? Bool ?? false, rows)
-    }
-
     /// Long-polls this user's position rows once (and at once again while the server has more), merging
     /// each answer with its cursor in one transaction.
-    private func pullPositions() async throws {
+    /// - Returns: whether the server made progress: rows, a moved cursor, or a wait held for its time.
+    private func pullPositions() async throws -> Bool {
         var cursor = try await catalog.read { [key] in try DeviceSync(store: $0).state(key: key) }.positionsCursor
         var wait = max(0, min(configuration.longPollSeconds, 60))
         while true {
             var query: [URLQueryItem] = []
             if let cursor { query.append(URLQueryItem(name: "after", value: cursor)) }
             query.append(URLQueryItem(name: "wait", value: String(wait)))
-            let answer = try await endpoint.send("GET", "positions", query: query, wait: Double(wait))
-            let page = try page(answer, route: "positions")
-            if page.rows > 0 || page.cursor != cursor {
-                let next = page.cursor
-                _ = try await catalog.write { [key, configuration] store in
-                    try DeviceSync(store: store).mergeAnswer(
-                        page.rows > 0 ? [UInt8](answer.body) : nil, key: key, maxDriftMilliseconds: configuration.maxDriftMilliseconds
-                    ) { $0.positionsCursor = next }
-                }
+            let asked = ContinuousClock.now
+            let answer = try await endpoint.send("GET", .positions, query: query, wait: Double(wait))
+            let merged = try await catalog.write { [key, configuration, endpoint, cursor] store in
+                try DeviceSync(store: store).mergeAnswer(
+                    [UInt8](answer.body), route: .positions, key: key, server: endpoint.name, after: cursor,
+                    maxDriftMilliseconds: configuration.maxDriftMilliseconds)
             }
+            let page = merged.page
+            let moved = page.rows > 0 || page.cursor != cursor
+            let early = ContinuousClock.now - asked < .milliseconds(Int64(Double(wait) * 1000 * Self.earlyAnswerFraction))
             cursor = page.cursor
-            succeeded()
-            guard page.more else { return }
+            succeeded(synced: !page.more)
+            guard page.more else { return moved || wait == 0 || !early }
             wait = 0
         }
     }
@@ -361,24 +442,20 @@ public final class SyncSession: Sendable {
             var query: [URLQueryItem] = []
             if let cursor { query.append(URLQueryItem(name: "after", value: cursor)) }
             let answer = try await endpoint.send(
-                "GET", "landmarks", query: query, headers: etag.map { ["If-None-Match": $0] } ?? [:], accept: [304])
+                "GET", .landmarks, query: query, headers: etag.map { ["If-None-Match": $0] } ?? [:], accept: [304])
             if answer.status == 304 {
                 succeeded()
                 return
             }
-            let page = try page(answer, route: "landmarks")
             let tag = answer.etag
-            _ = try await catalog.write { [key, configuration] store in
+            let merged = try await catalog.write { [key, configuration, endpoint, cursor] store in
                 try DeviceSync(store: store).mergeAnswer(
-                    page.rows > 0 ? [UInt8](answer.body) : nil, key: key, maxDriftMilliseconds: configuration.maxDriftMilliseconds
-                ) {
-                    $0.landmarksCursor = page.cursor
-                    $0.landmarksETag = tag
-                }
+                    [UInt8](answer.body), route: .landmarks, key: key, server: endpoint.name, after: cursor, etag: tag,
+                    maxDriftMilliseconds: configuration.maxDriftMilliseconds)
             }
             succeeded()
-            guard page.more else { return }
-            cursor = page.cursor
+            guard merged.page.more else { return }
+            cursor = merged.page.cursor
             etag = nil
         }
     }

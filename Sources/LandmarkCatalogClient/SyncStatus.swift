@@ -3,9 +3,38 @@ import LandmarkCatalog
 
 /// What a ``SyncSession`` is doing, for the line an app shows ("Syncing…", "Offline — 1 change waiting").
 public struct SyncStatus: Sendable, Equatable {
-    /// Whether the last exchange with the server succeeded (false before the first one and while the server
-    /// cannot be reached, refuses the token or answers with an error).
-    public var isConnected = false
+    /// Where the session stands with the server (docs/swift-library.md, "Showing the status").
+    public enum Connection: String, Sendable, Equatable, CaseIterable {
+        /// No answer yet since the session started (first contact).
+        case connecting
+        /// The last exchange succeeded.
+        case connected
+        /// The server cannot be reached: no network, no connection, a timeout, or a proxy's 502/503/504
+        /// (a stopped, restarting or draining server). Nothing to do but wait; writes go on locally.
+        case offline
+        /// The server refuses: 401 after a refresh (sign in again), 403 (the token's user is not the
+        /// session's), another 4xx, a 500, or an answer that is not the protocol. Someone must act.
+        case failing
+
+        /// The state a failure puts the session in: offline or failing.
+        /// - Parameter failure: the error published.
+        public init(failure: CatalogError) {
+            if failure.reason == .offline || failure.httpStatus == nil && failure.kind == .unavailable && failure.reason != .unauthorized {
+                self = .offline
+            } else {
+                self = .failing
+            }
+        }
+    }
+
+    /// Where the session stands: connecting, connected, offline or failing.
+    public var connection: Connection = .connecting
+    /// Whether the last exchange with the server succeeded (`connection == .connected`).
+    public var isConnected: Bool { connection == .connected }
+    /// Whether this device has merged a complete answer for its user from this server, ever (kept in the
+    /// database): false on a first launch until the first pull completes, so an app can show "Loading…"
+    /// instead of an empty or stale page.
+    public var hasSynced = false
     /// Position rows written on this device and not yet acknowledged by the server: the outbox
     /// (docs/protocol.md §6).
     ///

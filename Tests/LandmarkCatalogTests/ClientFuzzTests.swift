@@ -235,8 +235,10 @@ struct ClientFuzzTests {
     /// The stall the fuzzed run found: FoundationNetworking timed requests by the session's 60 s default,
     /// not by the request's own limit, so a push to a server that took it and never answered (a POST
     /// re-sent without its body on a dead kept-alive connection) hung a minute.
-    @Test("a push to a server that accepts and never answers fails after requestTimeout, not URLSession's 60 s")
-    func pushTimesOut() async throws {
+    @Test(
+        "a push to a server that accepts and never answers fails after requestTimeout, not URLSession's 60 s (libcurl, URLSession)",
+        arguments: [false, true])
+    func pushTimesOut(forceURLSession: Bool) async throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(listener >= 0)
         defer { close(listener) }
@@ -252,11 +254,12 @@ struct ClientFuzzTests {
         let port = Int(UInt16(bigEndian: bound.sin_port))
         // Connections wait in the backlog, never answered: the kernel completes the handshake.
         let connection = ServerConnection(
-            base: URL(string: "http://127.0.0.1:\(port)/v1")!, tokens: TokenSource { DeviceServer.token(user: "ann") }, requestTimeout: 1)
+            base: URL(string: "http://127.0.0.1:\(port)/v1")!, tokens: TokenSource { DeviceServer.token(user: "ann") }, requestTimeout: 1,
+            forceURLSession: forceURLSession)
         defer { connection.close() }
         let started = ContinuousClock.now
         await #expect(throws: CatalogError.self) {
-            try await bounded(30, "the push") { _ = try await connection.send("POST", "positions", body: Data(#"{"positions":[]}"#.utf8)) }
+            try await bounded(30, "the push") { _ = try await connection.send("POST", .positions, body: Data(#"{"positions":[]}"#.utf8)) }
         }
         let took = ContinuousClock.now - started
         #expect(took < .seconds(10), "the push failed after \(took)")

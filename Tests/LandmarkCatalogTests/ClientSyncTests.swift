@@ -76,7 +76,7 @@ struct ClientSyncTests {
         let answer =
             #"{"format":"landmark-catalog-snapshot","version":1,"node":"serve-1","positions":[{"counter":0,"deleted":false,"landmarkId":null,"node":"phone-b","page":0,"updatedAt":"\#(far)","user":"ann"}],"cursor":"x:9","more":false}"#
         try await reopened.write { store in
-            _ = try DeviceSync(store: store).mergeAnswer(Array(answer.utf8), key: key) { $0.positionsCursor = "x:9" }
+            _ = try DeviceSync(store: store).mergeAnswer(Array(answer.utf8), route: .positions, key: key, server: "test", after: nil)
         }
         #expect(try await reopened.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: key) }.isEmpty)
         #expect(try await reopened.position(user: "ann")?.currentPage == 0)
@@ -87,13 +87,34 @@ struct ClientSyncTests {
         await #expect(throws: CatalogError.self) {
             try await reopened.write { store in
                 _ = try DeviceSync(store: store).mergeAnswer(
-                    Array(#"{"format":"landmark-catalog-snapshot","version":1,"positions":[{"user":1}]}"#.utf8), key: key
-                ) {
-                    $0.positionsCursor = "x:10"
+                    Array(#"{"format":"landmark-catalog-snapshot","version":1,"positions":[{"user":1}],"cursor":"x:10"}"#.utf8),
+                    route: .positions, key: key, server: "test", after: "x:9")
+            }
+        }
+        // An answer without a cursor, or one that says more without moving it, changes nothing either.
+        for body in [
+            #"{"format":"landmark-catalog-snapshot","version":1,"positions":[]}"#,
+            #"{"format":"landmark-catalog-snapshot","version":1,"positions":[],"cursor":"x:9","more":true}"#,
+        ] {
+            await #expect(throws: CatalogError.self) {
+                try await reopened.write { store in
+                    _ = try DeviceSync(store: store).mergeAnswer(Array(body.utf8), route: .positions, key: key, server: "test", after: "x:9")
                 }
             }
         }
-        #expect(try await reopened.read { try DeviceSync(store: $0).state(key: key) }.positionsCursor == "x:9")
+        // A cursor naming another database: the server forgot, and the user's row (stamped by another
+        // node, merged above) is in the outbox again until acknowledged (docs/protocol.md §3).
+        let forgot = try await reopened.write { store in
+            try DeviceSync(store: store).mergeAnswer(
+                Array(#"{"format":"landmark-catalog-snapshot","version":1,"positions":[],"cursor":"y:1","more":false}"#.utf8),
+                route: .positions, key: key, server: "test", after: "x:9")
+        }
+        #expect(forgot.serverForgot && forgot.page == AnswerPage(cursor: "y:1", more: false, rows: 0))
+        let again = try await reopened.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: key) }
+        #expect(again.count == 1 && again[0].json.contains(#""node":"phone-b""#))
+        try await reopened.write { try DeviceSync(store: $0).acknowledgePositions(key: key, through: again[0].seq) }
+        #expect(try await reopened.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: key) }.isEmpty)
+        #expect(try await reopened.read { try DeviceSync(store: $0).state(key: key) }.positionsCursor == "y:1")
         reopened.close()
     }
 

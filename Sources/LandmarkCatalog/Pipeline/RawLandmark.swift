@@ -157,6 +157,9 @@ package final class RowBatch: @unchecked Sendable {
     var seen = SeenIDs()
     /// The snapshot's `node` (its publisher), once read.
     var sourceNode: String?
+    /// With the last batch of a device protocol answer: its `cursor` and `more` (docs/protocol.md §4).
+    var pageCursor: String?
+    var pageMore = false
 
     /// - Parameter reserving: reserve room for a batch of landmarks (2 MiB of text, 2,000 records) up front.
     package init(reserving: Bool = true) {

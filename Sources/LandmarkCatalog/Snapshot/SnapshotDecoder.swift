@@ -129,6 +129,10 @@ struct SnapshotDecoder {
                     }
                 case "node":
                     if case .string(let node) = try reader.readValue() { state.node = node }
+                case "cursor":  // an answer of catalog serve (docs/protocol.md §4)
+                    if case .string(let cursor) = try reader.readValue() { state.cursor = cursor }
+                case "more":
+                    if case .bool(let more) = try reader.readValue() { state.more = more }
                 default:
                     try reader.skipValue()  // generatedAt, and keys a later minor revision may add
                 }
@@ -153,6 +157,8 @@ struct SnapshotDecoder {
         }
         batch.bytesRead = reader.position.offset
         batch.sourceNode = state.node
+        batch.pageCursor = state.cursor
+        batch.pageMore = state.more
         batch.isLast = true
         _ = queue.put(batch)
     }
@@ -166,6 +172,8 @@ struct SnapshotDecoder {
         var format: String?
         var version: Int64?
         var node: String?
+        var cursor: String?
+        var more = false
         var positionErrors = 0
         let maxErrors = 20
         var errors: Int { landmarks.errors + positionErrors }

@@ -1,17 +1,5 @@
 import Foundation
 
-/// What a device's POST did to one row (docs/protocol.md §6).
-package enum DeviceRowOutcome: String, Sendable {
-    /// The stored row is this row: written now, or by an earlier try of the same request.
-    case applied
-    /// A row with a greater stamp is stored; this one was not written.
-    case stale
-    /// A row with an equal stamp and other content is stored and won the tie rule.
-    case tie
-    /// Stamped beyond the drift allowance: held in the quarantine, not applied.
-    case quarantined
-}
-
 /// One page of changed rows for a device (docs/protocol.md §4), written as snapshot rows.
 package struct DeviceRowsPage: Sendable {
     /// The rows, each a snapshot row object, separated by commas (no brackets).

@@ -14,7 +14,9 @@ import Foundation
 ///   it still carries this database's node id (a row merged from the server carries another's, and the
 ///   server has it already);
 /// - `positions`, `landmarks` — the server's opaque cursors (docs/protocol.md §3) of the last answers merged;
-/// - `landmarksETag` — the validator of the last `/v1/landmarks` answer (§4).
+/// - `landmarksETag` — the validator of the last `/v1/landmarks` answer (§4);
+/// - `resend` — the server forgot (an answer's cursor named another database than the one held,
+///   docs/protocol.md §3): the user's row is pushed again whoever stamped it, until the server answers.
 ///
 /// Each is written in the transaction that makes it true: a pull's cursor with the rows it merged, the
 /// push cursor only once the server's answer is in (never before: a kill between the commit of a write and
@@ -25,6 +27,8 @@ package struct DeviceSyncState: Sendable, Equatable {
     package var positionsCursor: String?
     package var landmarksCursor: String?
     package var landmarksETag: String?
+    /// The server forgot what it was sent: the user's row is in the outbox whatever node stamped it.
+    package var resend = false
     /// The last good exchange with the server (UTC, RFC 3339), from `sync_sources.last_success_at`.
     package var lastSuccess: String?
 
@@ -35,6 +39,7 @@ package struct DeviceSyncState: Sendable, Equatable {
         positionsCursor = cursor?["positions"]
         landmarksCursor = cursor?["landmarks"]
         landmarksETag = cursor?["landmarksETag"]
+        resend = cursor?["resend"] == "1"
         self.lastSuccess = lastSuccess
     }
 
@@ -44,6 +49,7 @@ package struct DeviceSyncState: Sendable, Equatable {
         c["positions"] = positionsCursor
         c["landmarks"] = landmarksCursor
         c["landmarksETag"] = landmarksETag
+        if resend { c["resend"] = "1" }
         return c
     }
 }
@@ -77,74 +83,121 @@ package struct DeviceSync {
     }
 
     /// The outbox for `user` under `key`: the user's row when it was written here (this node's stamp) and
-    /// is above the push cursor; empty otherwise.
+    /// is above the push cursor, or whatever stamped it while the server has forgotten (`resend`); empty
+    /// otherwise.
     ///
     /// At most one row, since a user has one position row.
     /// - Throws: `CatalogError` 64 for a bad user id; database failures.
     package func pendingPositions(user: String, key: String) throws -> [PendingPosition] {
         let user = try UserID.normalize(user)
         return try store.read {
-            let pushed = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil).pushed
-            guard let (record, seq) = try store.positionTable.row(user: user), seq > pushed, record.stamp.node == (try store.currentNode()) else {
-                return []
-            }
+            let state = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil)
+            guard let (record, seq) = try store.positionTable.row(user: user) else { return [] }
+            let node = try store.currentNode()
+            guard state.resend || (seq > state.pushed && record.stamp.node == node) else { return [] }
             return [PendingPosition(user: user, seq: seq, json: record.json)]
         }
     }
 
-    /// Records the server's answer for the outbox rows through `seq` (the push cursor only moves forward)
-    /// and the exchange as a success, in one transaction.
+    /// Records the server's answer for the outbox rows through `seq` (the push cursor only moves forward;
+    /// a re-send is done) and the exchange as a success, in one transaction.
     package func acknowledgePositions(key: String, through seq: Int64) throws {
         try store.write {
             var state = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil)
             state.pushed = max(state.pushed, seq)
+            state.resend = false
             try store.sourceTable.noteSuccess(
                 key, kind: Self.sourceKind, cursor: state.cursor, outcome: Outcome.pushed.rawValue, at: store.wallClock.nowMilliseconds())
         }
     }
 
-    /// Merges the rows of one answer of `GET /v1/positions` or `/v1/landmarks` (a snapshot document,
-    /// docs/protocol.md §4) by last-writer-wins and stores the state `update` makes, in one transaction:
-    /// the rows and the cursor that names them commit together or not at all.
+    /// What merging one answer did.
+    package struct MergedAnswer: Sendable {
+        /// The answer's cursor, `more`, and row count (docs/protocol.md §4).
+        package var page: AnswerPage
+        /// What the merge did to the rows.
+        package var counts: MergeCounts
+        /// The answer's cursor named another database than the one held: the server forgot, and the
+        /// user's row is in the outbox again (docs/protocol.md §3).
+        package var serverForgot: Bool
+    }
+
+    /// Merges one answer of `GET /v1/positions` or `/v1/landmarks` (a snapshot document with `cursor` and
+    /// `more`, docs/protocol.md §4), decoded once as it is merged by last-writer-wins, and stores its cursor
+    /// in the same transaction: the rows and the cursor that names them commit together or not at all.
+    ///
+    /// The cursor rules are applied here for every answer: a page that says `more` without moving its
+    /// cursor is refused, and a positions cursor naming another database than the one held puts the
+    /// user's row back in the outbox (`resend`). An answer with no rows that moves nothing writes nothing.
     /// - Parameters:
-    ///   - body: the answer's bytes; `nil` stores the state alone (a 304, an answer with no rows).
+    ///   - body: the answer's bytes.
+    ///   - route: `.positions` or `.landmarks`.
     ///   - key: the `sync_sources` key of this server and user.
+    ///   - server: the server's name in messages.
+    ///   - after: the cursor the request was sent with.
+    ///   - etag: a landmarks answer's `ETag`, stored with its cursor.
     ///   - maxDriftMilliseconds: rows stamped further ahead of this device's clock are quarantined.
     ///   - diagnostics: receives the warnings found in the body.
-    ///   - update: makes the state to store from the stored one.
-    /// - Returns: what merging did.
-    /// - Throws: `CatalogError` 65/76 for a body that is not a valid snapshot (nothing is written), 74/73
-    ///   when the spool file cannot be made; database failures.
-    @discardableResult
+    /// - Returns: the page, the merge's counts, and whether the server forgot.
+    /// - Throws: `CatalogError` 65/76 for a body that is not a valid answer (nothing is written); database
+    ///   failures.
     package func mergeAnswer(
-        _ body: [UInt8]?, key: String, maxDriftMilliseconds: Int64 = 300_000,
-        diagnostics: @escaping (Diagnostic) -> Void = { _ in }, update: (inout DeviceSyncState) -> Void
-    ) throws -> MergeCounts {
-        var feed: SnapshotFeed?
-        if let body {
-            let fd = try Spool.makeAnonymousFile(in: Self.spoolDirectory)
-            let code = body.withUnsafeBytes { Spool.writeAll(fd, $0) }
-            guard code == 0 else {
-                close(fd)
-                throw Spool.error(code, "cannot spool the server's answer", at: key)
-            }
-            feed = SnapshotFeed(fd: fd, name: key, owned: true)
-        }
+        _ body: [UInt8], route: DeviceRoute, key: String, server: String, after: String?, etag: String? = nil,
+        maxDriftMilliseconds: Int64 = 300_000, diagnostics: @escaping (Diagnostic) -> Void = { _ in }
+    ) throws -> MergedAnswer {
+        let feed = SnapshotFeed(bytes: body, name: "\(server)\(route.path)")
         return try store.transaction {
             let now = store.wallClock.nowMilliseconds()
-            var counts = MergeCounts()
-            if let feed {
-                var merger = try RowMerger(store: store, source: key, quarantineAfter: now + maxDriftMilliseconds, diagnostics: diagnostics)
-                try feed.merge(into: &merger)
-                if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
-                    try store.observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
-                }
-                counts = merger.counts
+            var merger = try RowMerger(store: store, source: key, quarantineAfter: now + maxDriftMilliseconds, diagnostics: diagnostics)
+            try feed.merge(into: &merger)
+            guard let cursor = feed.pageCursor else {
+                throw CatalogError(.dataInvalid, "the server \(server) answered \(route.path) without a cursor (docs/protocol.md §4)")
+            }
+            let page = AnswerPage(cursor: cursor, more: feed.pageMore, rows: merger.counts.seen)
+            try page.check(after: after, server: server)
+            if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
+                try store.observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
             }
             var state = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil)
-            update(&state)
+            let before = state
+            var forgot = false
+            switch route {
+            case .positions:
+                forgot = ServerCursor.serverForgot(held: state.positionsCursor, answered: cursor)
+                if forgot { state.resend = true }
+                state.positionsCursor = cursor
+            case .landmarks:
+                state.landmarksCursor = cursor
+                state.landmarksETag = etag
+            case .healthz:
+                break
+            }
+            let merged = MergedAnswer(page: page, counts: merger.counts, serverForgot: forgot)
+            guard page.rows > 0 || state != before else { return .rollback(merged) }
             try store.sourceTable.noteSuccess(key, kind: Self.sourceKind, cursor: state.cursor, outcome: Outcome.merged.rawValue, at: now)
-            return .commit(counts)
+            return .commit(merged)
+        }
+    }
+
+    /// A device signing its user out and erasing what it held of them.
+    ///
+    /// Removes the user's position row (no tombstone: nothing is sent) and this session's state under `key`
+    /// (its cursors and outbox), in one transaction. The landmarks stay: they are the catalog's, not the
+    /// user's.
+    package func forget(user: String, key: String) throws {
+        let user = try UserID.normalize(user)
+        try store.write {
+            try store.positionTable.forget(user: user)
+            try store.sourceTable.delete(key)
+        }
+    }
+
+    /// Records a landmarks answer of `304 Not Modified`: nothing changed since the cursor held.
+    package func noteNotModified(key: String) throws {
+        try store.write {
+            let state = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil)
+            try store.sourceTable.noteSuccess(
+                key, kind: Self.sourceKind, cursor: state.cursor, outcome: Outcome.merged.rawValue, at: store.wallClock.nowMilliseconds())
         }
     }
 
@@ -152,11 +205,5 @@ package struct DeviceSync {
     /// or an answer was merged (the raw value of ``SourceReport/Outcome/merged``).
     enum Outcome: String {
         case pushed, merged
-    }
-
-    /// Where answers are spooled before they are merged: the system's temporary directory.
-    static var spoolDirectory: String {
-        let directory = NSTemporaryDirectory()
-        return directory.isEmpty ? "/tmp" : directory
     }
 }

@@ -132,6 +132,12 @@ package final class SnapshotFeed: ChangeFeed {
     private let keeping: AnyObject?
     /// Bytes of the snapshot read so far.
     private(set) var bytesRead: Int64 = 0
+    /// A document in memory instead of `fd` (an answer of catalog serve, merged as it is decoded).
+    private let bytes: [UInt8]?
+    /// After the merge: the document's `cursor` and `more`, when it was an answer of catalog serve
+    /// (docs/protocol.md §4).
+    package private(set) var pageCursor: String?
+    package private(set) var pageMore = false
 
     /// - Parameters:
     ///   - fd: the descriptor the feed reads.
@@ -143,6 +149,16 @@ package final class SnapshotFeed: ChangeFeed {
         self.name = name
         self.owned = owned
         self.keeping = keeping
+        bytes = nil
+    }
+
+    /// A document in memory, named `name` in messages.
+    package init(bytes: [UInt8], name: String) {
+        fd = -1
+        self.name = name
+        owned = false
+        keeping = nil
+        self.bytes = bytes
     }
 
     deinit { if owned { close(fd) } }
@@ -150,13 +166,26 @@ package final class SnapshotFeed: ChangeFeed {
     package func merge(into merger: inout RowMerger) throws {
         let decoder = SnapshotDecoder(source: name)
         let fd = self.fd
-        lseek(fd, 0, SEEK_SET)
-        let total = CatalogFiles.regularFileSize(fd)  // spooled HTTP bodies are regular files too
-        let reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) }
+        let total: Int64?
+        let reading: ReadingThread
+        if let bytes {
+            total = Int64(bytes.count)
+            reading = ReadingThread { queue in
+                decoder.run(reader: JSONPullReader(bytes: bytes, options: .init(allowTrailingCommas: false, maxDepth: 64)), queue: queue)
+            }
+        } else {
+            lseek(fd, 0, SEEK_SET)
+            total = CatalogFiles.regularFileSize(fd)  // spooled HTTP bodies are regular files too
+            reading = ReadingThread { queue in decoder.run(fd: fd, queue: queue) }
+        }
         defer { reading.finish() }
         try reading.mergeAll(into: &merger) { batch, merger in
             bytesRead = Int64(batch.bytesRead)
             merger.progress(merger.counts.seen, bytesRead, total)
+            if batch.isLast {
+                pageCursor = batch.pageCursor
+                pageMore = batch.pageMore
+            }
         }
     }
 }

@@ -133,7 +133,7 @@ final class ServeListener: ChangeListener {
                     // No If-None-Match: the answer is always a body.
                     guard let page = try client.request("GET", "\(base)/\(route)\(query)", longPoll: Double(ServeListener.waitSeconds))
                     else { continue }
-                    let (next, _) = try ServeSource.cursorAndMore(page, name: "\(locator.description)/\(route)")
+                    let next = try ServeSource.page(page, name: "\(locator.description)/\(route)").cursor
                     // Rows after the cursor: the follower pulls them; this route waits for its next cursor.
                     // An empty answer (the wait ended) is asked again, with a newer cursor if one came.
                     if next != after {

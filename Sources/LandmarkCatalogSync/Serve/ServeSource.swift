@@ -93,15 +93,15 @@ final class ServeSource: SyncSource {
     /// - Parameter token: the bearer token.
     /// - Returns: the user, or nil.
     static func pushUser(_ token: String) -> String? {
-        let claims = Self.claims(of: token)
-        return claims?.edge == false ? claims?.user : nil
+        let claims = TokenPeek.peek(token)
+        return claims?.isEdge == false ? claims?.user : nil
     }
 
     /// Who reads with `token`, as the cursor records it: `edge`, `user:SUB`, or `?` (a payload that cannot
     /// be read).
     static func reader(_ token: String) -> String {
-        guard let claims = Self.claims(of: token) else { return "?" }
-        return claims.edge ? "edge" : "user:" + claims.user
+        guard let claims = TokenPeek.peek(token) else { return "?" }
+        return claims.isEdge ? "edge" : "user:" + claims.user
     }
 
     /// The stored cursor as `token` may go on from it.
@@ -149,22 +149,19 @@ final class ServeSource: SyncSource {
                 let conditional = route == "landmarks" ? after.flatMap(Self.entityTag) : nil
                 guard let page = try client.request("GET", "\(base)/\(route)\(query)", ifNoneMatch: conditional) else { break }
                 bytesFetched += page.bytes
-                let (pageCursor, more) = try Self.cursorAndMore(page, name: "\(name)/\(route)")
+                let answered = try Self.page(page, name: "\(name)/\(route)")
                 pages.append(SnapshotFeed(fd: page.fd, name: "\(name)/\(route)", owned: false, keeping: page))
-                // A page that says more follow without moving the cursor would be asked for again forever
-                // (issue 27's breaker: 440 requests a second until killed).
-                if more && pageCursor == after {
-                    throw CatalogError(.dataInvalid, "the server answered \"more\" without moving its cursor (\(pageCursor)), \(name)/\(route)")
-                }
-                after = pageCursor
-                if !more { break }
+                // A page that says more follow without moving the cursor would be asked for again forever.
+                try answered.check(after: after, server: "\(name)/\(route)")
+                after = answered.cursor
+                if !answered.more { break }
             }
             next[route] = after
         }
         // Another database behind the URL (a serve restored, replaced, or another server behind a load
         // balancer): it may lack this node's rows, so every row is pushed again by the next sync (the
         // merge keeps the newer of each; issue 25's breaker: the copies diverged for good).
-        if let old = cursor?["positions"], let new = next["positions"], Self.databaseID(old) != Self.databaseID(new) {
+        if let new = next["positions"], ServerCursor.serverForgot(held: cursor?["positions"], answered: new) {
             pushThrough = 0
             next["pushThrough"] = "0"
             wantsAgain = true
@@ -206,10 +203,10 @@ final class ServeSource: SyncSource {
                 body += Array("]}".utf8)
                 let answer = try client.request("POST", "\(base)/positions", body: body)
                 guard let answer else { preconditionFailure("a POST without If-None-Match answered as not modified") }
-                let outcomes = try Self.outcomes(answer, name: locator.description)
+                let outcomes = try PushAnswer.read(try answer.data(), rows: page.count, server: locator.description)
                 counts.sent += page.count
-                counts.written += outcomes["applied", default: 0]
-                counts.quarantined += outcomes["quarantined", default: 0]
+                counts.written += outcomes.count(.applied)
+                counts.quarantined += outcomes.count(.quarantined)
                 after = page.through
             }
             // The pages read ahead are pushed; the rest wait for the next sync, at once.
@@ -283,25 +280,6 @@ final class ServeSource: SyncSource {
         return token
     }
 
-    /// The user and scope a token speaks for, read from its payload (base64url JSON, RFC 7519) without
-    /// checking its signature: the server checks it; this only chooses which rows to push.
-    ///
-    /// - Parameter token: a compact JWS.
-    /// - Returns: `sub` and whether `scope` holds `edge`, or nil when the payload cannot be read or names no
-    ///   user.
-    static func claims(of token: String) -> (user: String, edge: Bool)? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return nil }
-        var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
-        guard let data = Data(base64Encoded: text),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let sub = object["sub"] as? String, let user = try? UserID.normalize(sub)
-        else { return nil }
-        let scope = object["scope"] as? String ?? ""
-        return (user, scope.split(separator: " ").contains("edge"))
-    }
-
     /// The entity tag the server sends for an answer through `cursor` (docs/protocol.md §4), or nil for a
     /// cursor that cannot go in a header.
     ///
@@ -312,36 +290,10 @@ final class ServeSource: SyncSource {
         return "\"\(cursor)\""
     }
 
-    /// The database a serve's cursor names (docs/protocol.md §3: `DATABASE:SEQUENCE`).
-    ///
-    /// - Parameter cursor: a cursor the server handed out.
-    /// - Returns: what comes before its last colon (the whole cursor when it has none).
-    static func databaseID(_ cursor: String) -> Substring {
-        guard let colon = cursor.lastIndex(of: ":") else { return cursor[...] }
-        return cursor[..<colon]
-    }
-
-    /// The answer's `cursor` and `more` (docs/protocol.md §4).
+    /// The answer's page: its `cursor` and `more` (docs/protocol.md §4), read without decoding its rows.
     /// - Throws: 65 when the answer has no cursor.
-    static func cursorAndMore(_ body: ServeBody, name: String) throws -> (String, Bool) {
-        let data = try body.data()
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let cursor = object["cursor"] as? String
-        else {
-            throw CatalogError(.dataInvalid, "the server's answer has no cursor (not a catalog serve?), \(name)")
-        }
-        return (cursor, object["more"] as? Bool ?? false)
-    }
-
-    /// Outcome → count, from a POST's answer (docs/protocol.md §6).
-    static func outcomes(_ body: ServeBody, name: String) throws -> [String: Int] {
-        guard let object = try? JSONSerialization.jsonObject(with: try body.data()) as? [String: Any],
-            let results = object["results"] as? [[String: Any]]
-        else {
-            throw CatalogError(.dataInvalid, "the server's answer to a push has no results, \(name)")
-        }
-        var counts: [String: Int] = [:]
-        for result in results { counts[result["outcome"] as? String ?? "", default: 0] += 1 }
-        return counts
+    static func page(_ body: ServeBody, name: String) throws -> AnswerPage {
+        try AnswerPage.read([UInt8](try body.data()), server: name)
     }
 
     static func percentEncoded(_ text: String) -> String {

@@ -38,6 +38,14 @@ package struct PositionsTable {
             ])
     }
 
+    /// Removes `user`'s row outright, with no tombstone.
+    ///
+    /// This copy forgets the user (a device signing out, docs/swift-library.md); nothing is sent anywhere,
+    /// and the servers keep their own rows.
+    func forget(user: String) throws {
+        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
+    }
+
     /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
     func live<R>(user: String, _ decode: (Statement) -> R) throws -> R? {
         try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0", [.text(user)], decode)

@@ -1,0 +1,189 @@
+import Foundation
+
+// The device protocol (docs/protocol.md) in one place: the routes, the row outcomes, an answer page and
+// its cursor rules, and what a client may read of a token without verifying it. `catalog serve`, the
+// app's `SyncSession` and the node's `catalog+http(s)` source all use these, so a rule holds for every
+// side by construction.
+
+/// A `/v1` route (docs/protocol.md §4–§7).
+package enum DeviceRoute: String, Sendable, CaseIterable {
+    case healthz, landmarks, positions
+
+    /// The path on the server: `/v1/healthz`, `/v1/landmarks`, `/v1/positions`.
+    package var path: String { "/v1/" + rawValue }
+
+    /// The methods it takes (any other: 405 with `Allow`).
+    package var methods: [String] {
+        switch self {
+        case .healthz, .landmarks: return ["GET"]
+        case .positions: return ["GET", "POST"]
+        }
+    }
+
+    /// Whether it needs a bearer token (§2); `landmarks` not when the server runs with
+    /// `--public-landmarks`.
+    package func needsToken(publicLandmarks: Bool) -> Bool {
+        switch self {
+        case .healthz: return false
+        case .landmarks: return !publicLandmarks
+        case .positions: return true
+        }
+    }
+
+    /// The route of a request path, nil when there is none.
+    package init?(path: String) {
+        guard path.hasPrefix("/v1/"), let route = DeviceRoute(rawValue: String(path.dropFirst(4))) else { return nil }
+        self = route
+    }
+}
+
+/// What a POST did to one row (docs/protocol.md §6); the raw value is the answer's `outcome`.
+package enum DeviceRowOutcome: String, Sendable, CaseIterable {
+    /// The stored row is this row: written now, or by an earlier try of the same request.
+    case applied
+    /// A row with a greater stamp is stored; this one was not written.
+    case stale
+    /// A row with an equal stamp and other content is stored and won the tie rule.
+    case tie
+    /// Stamped beyond the drift allowance: held in the quarantine, not applied.
+    case quarantined
+}
+
+/// A server's cursor (docs/protocol.md §3): `DATABASE:SEQUENCE`, opaque to clients but for one rule.
+package enum ServerCursor {
+    /// The database a cursor names: what comes before its last colon (the whole cursor when it has none).
+    package static func database(_ cursor: String) -> Substring {
+        guard let colon = cursor.lastIndex(of: ":") else { return cursor[...] }
+        return cursor[..<colon]
+    }
+
+    /// Whether the server behind a URL forgot what it was sent.
+    ///
+    /// It did when the cursor it answers with names another database than the one held (a serve restored
+    /// from a backup, its database replaced, another server behind the same name). Then every client
+    /// pushes all of its rows again (docs/protocol.md §3), and the merge keeps the newer of each. Nothing
+    /// held: nothing forgotten.
+    /// - Parameters:
+    ///   - held: the cursor of the last answer merged, if any.
+    ///   - answered: the cursor of this answer.
+    /// - Returns: true when the two name different databases.
+    package static func serverForgot(held: String?, answered: String) -> Bool {
+        guard let held else { return false }
+        return database(held) != database(answered)
+    }
+}
+
+/// One answer of `GET /v1/positions` or `/v1/landmarks` (docs/protocol.md §4): its cursor, whether more
+/// follow, and how many rows it held.
+package struct AnswerPage: Sendable, Equatable {
+    package var cursor: String
+    package var more: Bool
+    package var rows: Int
+
+    package init(cursor: String, more: Bool, rows: Int) {
+        self.cursor = cursor
+        self.more = more
+        self.rows = rows
+    }
+
+    /// Checks the page rules of §4 against the cursor `after` it was asked with.
+    /// - Throws: `CatalogError` 65 when the page says `more` without moving its cursor (asking again would
+    ///   never end).
+    package func check(after: String?, server: String) throws {
+        if more && cursor == after {
+            throw CatalogError(.dataInvalid, "the server \(server) answered \"more\" without moving its cursor (\(cursor)) (docs/protocol.md §4)")
+        }
+    }
+
+    /// Reads the envelope of an answer (its `cursor` and `more`, counting the rows without decoding them).
+    /// - Throws: `CatalogError` 65 when the answer is not a JSON object with a string `cursor`.
+    package static func read(_ bytes: [UInt8], server: String) throws -> AnswerPage {
+        let reader = JSONPullReader(bytes: bytes, options: .init(allowTrailingCommas: false, maxDepth: 64))
+        var cursor: String?
+        var more = false
+        var rows = 0
+        do {
+            try reader.beginObject()
+            while let (key, _) = try reader.nextKey() {
+                switch key {
+                case "cursor":
+                    if case .string(let text) = try reader.readValue() { cursor = text }
+                case "more":
+                    if case .bool(let flag) = try reader.readValue() { more = flag }
+                case "positions", "landmarks":
+                    guard try reader.peekKind() == .array else {
+                        try reader.skipValue()
+                        continue
+                    }
+                    try reader.beginArray()
+                    while try reader.nextElement() {
+                        try reader.skipValue()
+                        rows += 1
+                    }
+                default:
+                    try reader.skipValue()
+                }
+            }
+        } catch {
+            throw CatalogError(.dataInvalid, "the server \(server) answered with something that is not a page of rows (docs/protocol.md §4)")
+        }
+        guard let cursor else {
+            throw CatalogError(.dataInvalid, "the server \(server) answered without a cursor (not a catalog serve?) (docs/protocol.md §4)")
+        }
+        return AnswerPage(cursor: cursor, more: more, rows: rows)
+    }
+}
+
+/// The answer to `POST /v1/positions` (docs/protocol.md §6): one outcome per row, in the request's order.
+package struct PushAnswer: Sendable, Equatable {
+    package var outcomes: [DeviceRowOutcome]
+
+    /// Reads an answer to a POST of `rows` rows.
+    /// - Throws: `CatalogError` 65 when it has no `results`, not one per row, or an outcome §6 does not name.
+    package static func read(_ data: Data, rows: Int, server: String) throws -> PushAnswer {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let results = object["results"] as? [[String: Any]], results.count == rows
+        else {
+            throw CatalogError(.dataInvalid, "the server \(server) answered POST /v1/positions without one result per row (docs/protocol.md §6)")
+        }
+        var outcomes: [DeviceRowOutcome] = []
+        for result in results {
+            let text = result["outcome"] as? String ?? ""
+            guard let outcome = DeviceRowOutcome(rawValue: text) else {
+                throw CatalogError(.dataInvalid, "the server \(server) answered an unknown outcome \(String(reflecting: text)) (docs/protocol.md §6)")
+            }
+            outcomes.append(outcome)
+        }
+        return PushAnswer(outcomes: outcomes)
+    }
+
+    /// How many rows had `outcome`.
+    package func count(_ outcome: DeviceRowOutcome) -> Int { outcomes.filter { $0 == outcome }.count }
+}
+
+/// What a client reads of a bearer token without verifying it.
+///
+/// The server verifies it (docs/protocol.md §2); a client only learns whose rows it speaks for and whether
+/// it is an edge token. Never used to decide what to trust.
+package struct TokenPeek: Sendable, Equatable {
+    /// The `sub` claim, normalized as a user id.
+    package var user: String
+    /// Whether `scope` (space-separated, RFC 8693 §4.2) holds `edge`.
+    package var isEdge: Bool
+
+    /// Reads the payload of a compact JWS JWT (base64url JSON, RFC 7519 §3, RFC 7515 §7.1).
+    /// - Returns: nil when the token has not three parts, its payload is not a JSON object, or `sub` is not
+    ///   a valid user id.
+    package static func peek(_ token: String) -> TokenPeek? {
+        let parts = token.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
+        guard let data = Data(base64Encoded: text),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let sub = object["sub"] as? String, let user = try? UserID.normalize(sub)
+        else { return nil }
+        let scope = object["scope"] as? String ?? ""
+        return TokenPeek(user: user, isEdge: scope.split(separator: " ").contains("edge"))
+    }
+}
