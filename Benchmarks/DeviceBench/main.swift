@@ -7,7 +7,8 @@
 //    `CarouselModel` shows it: p50, p95, max over N swipes, and whether B ends on A's last page.
 // 2. Both sessions and both models idle for S seconds: requests per minute per session (serve's access
 //    log), this process's CPU (% of one core, getrusage), and its voluntary context switches per second
-//    summed over its threads (/proc/self/task/*/status).
+//    (getrusage's ru_nvcsw: every thread, those that ended included; /proc/self/task/*/status, which the
+//    figure was first read from, loses threads that end during the interval).
 // 3. One session against a server that accepts and never answers, for S seconds (--hang): CPU % of a core
 //    and requests per minute.
 // Prints a Markdown table. Run by Benchmarks/run.sh --serve.
@@ -171,17 +172,13 @@ struct DeviceBench {
         if !endsOnLast { exit(1) }
     }
 
-    /// Voluntary context switches of this process, summed over its threads (/proc/self/task/*/status).
+    /// Voluntary context switches of this process, all its threads, those that ended included
+    /// (getrusage's `ru_nvcsw`; summing /proc/self/task/*/status loses the threads that end meanwhile,
+    /// such as Dispatch's idle workers, and can even go down).
     static func voluntarySwitches() -> Int {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        var total = 0
-        for task in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8) else { continue }
-            for line in text.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
-                total += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
-            }
-        }
-        return total
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_nvcsw
     }
 
     static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }

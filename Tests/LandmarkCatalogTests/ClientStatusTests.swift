@@ -1,0 +1,210 @@
+import Foundation
+import Testing
+
+@testable import LandmarkCatalog
+@testable import LandmarkCatalogClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `SyncStatus` says in each state, against the real `catalog serve`, real nginx in front of a stopped
+/// or draining serve, and a socket that accepts and never answers (docs/swift-library.md "Showing the
+/// status"); and the controls an app has: retryNow, flush(timeout:), signOut, stop.
+@Suite("Client: status and control", .serialized)
+struct ClientStatusTests {
+    /// A listener on 127.0.0.1 that completes handshakes (the kernel's backlog) and never answers.
+    final class SilentListener {
+        let fd: Int32
+        let port: Int
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            self.fd = fd
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
+            guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw CatalogError(.software, "cannot listen") }
+            var length = size
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+        deinit { close(fd) }
+        // A literal URL with a numeric port always parses.
+        // swift-format-ignore: NeverForceUnwrap
+        var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    }
+
+    struct Server {
+        let box: Sandbox
+        let db: String
+        let key: (privateKey: String, publicKey: String)
+        var serve: ServeProcess
+        func token(_ user: String) throws -> String { try ServeKeys.issue(box, key: key.privateKey, user: user) }
+    }
+
+    static func server(binary: URL = Support.catalogBinary, environment: [String: String] = [:]) throws -> Server {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey], binary: binary, environment: environment)
+        return Server(box: box, db: db, key: key, serve: serve)
+    }
+
+    static func session(_ url: URL, token: String, user: String? = nil, configuration: SyncSession.Configuration = ClientSyncTests.quick())
+        async throws -> (Catalog, SyncSession)
+    {
+        let catalog = try Catalog(path: Support.temporaryDatabase())
+        let session = try await catalog.startSync(server: url, user: user, configuration: configuration) { token }
+        return (catalog, session)
+    }
+
+    @Test("connecting until the first answer (a server that never answers); then connected and hasSynced through serve")
+    func connectingThenConnected() async throws {
+        let silent = try SilentListener()
+        let (c, quiet) = try await Self.session(silent.url, token: "e30.eyJzdWIiOiJhbm4ifQ.x")
+        #expect(quiet.status.connection == .connecting && !quiet.status.hasSynced)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(quiet.status.connection == .connecting, "\(quiet.status)")
+        let stopping = ContinuousClock.now
+        await quiet.stop()
+        #expect(ContinuousClock.now - stopping < .seconds(2), "stop() took \(ContinuousClock.now - stopping)")
+        c.close()
+
+        let server = try Self.server()
+        let url = try #require(URL(string: server.serve.base))
+        let (catalog, session) = try await Self.session(url, token: try server.token("ann"))
+        #expect(await eventually { session.status.connection == .connected && session.status.hasSynced }, "\(session.status)")
+        #expect(session.status.isConnected && session.status.lastError == nil)
+        await session.stop()
+        // hasSynced is kept in the database: a new session starts with it.
+        let annToken = try server.token("ann")
+        let again = try await catalog.startSync(server: url, user: "ann", configuration: ClientSyncTests.quick()) { annToken }
+        #expect(again.status.hasSynced)
+        await again.stop()
+        catalog.close()
+        #expect(server.serve.stop().status == 0)
+    }
+
+    @Test("offline: nothing listening; a 502 from nginx in front of a stopped serve (no HTML in the message)")
+    func offlineUnreachableAndProxy() async throws {
+        let closedPort = try PostgresServer.freePort()
+        let (a, nowhere) = try await Self.session(try #require(URL(string: "http://127.0.0.1:\(closedPort)")), token: "e30.eyJzdWIiOiJhbm4ifQ.x")
+        #expect(await eventually { nowhere.status.connection == .offline }, "\(nowhere.status)")
+        #expect(nowhere.status.lastError?.reason == .offline && nowhere.status.lastError?.httpStatus == nil)
+        await nowhere.stop()
+        a.close()
+
+        guard NginxServer.available else {
+            print("skipped: nginx is not installed (apt-get install nginx-light)")
+            return
+        }
+        let server = try Self.server()
+        let nginx = try NginxServer(servePort: server.serve.port)
+        let (b, proxied) = try await Self.session(
+            try #require(URL(string: "http://127.0.0.1:\(nginx.port)")), token: try server.token("ann"))
+        #expect(await eventually { proxied.status.connection == .connected }, "\(proxied.status)")
+        #expect(server.serve.stop().status == 0)
+        #expect(await eventually { proxied.status.lastError?.httpStatus == 502 }, "\(proxied.status)")
+        #expect(proxied.status.connection == .offline && proxied.status.lastError?.reason == .offline)
+        let message = proxied.status.lastError?.message ?? ""
+        #expect(!message.contains("<") && message.contains("502"), "\(message)")
+        // A write while offline lands locally and waits.
+        try await b.setPosition(user: "ann", to: .page(2))
+        #expect(await eventually { proxied.status.pendingChanges == 1 })
+        #expect(try await proxied.flush(timeout: .milliseconds(300)) == false)
+        await proxied.stop()
+        b.close()
+    }
+
+    /// A draining serve closes its listener and its idle connections: a device sees a refused connection
+    /// (through nginx, which opens a connection per request, a 502); only a request in flight at that
+    /// moment gets serve's own 503 `draining`. Each is offline (the 503 and 504 by the rule tested below).
+    @Test("offline once serve drains and stops (SIGTERM); retryNow() reaches a server that is back before the backoff ends")
+    func drainingAndRetryNow() async throws {
+        var server = try Self.server()
+        let front = try #require(URL(string: server.serve.base))
+        var slow = ClientSyncTests.quick()
+        slow.longPollSeconds = 1
+        slow.minimumBackoff = 20
+        slow.maximumBackoff = 20
+        let (catalog, session) = try await Self.session(front, token: try server.token("ann"), configuration: slow)
+        #expect(await eventually { session.status.connection == .connected }, "\(session.status)")
+        #expect(server.serve.stop().status == 0)
+        #expect(await eventually(within: 15) { session.status.connection == .offline }, "\(session.status)")
+        #expect(session.status.lastError?.reason == .offline, "\(session.status)")
+
+        // Back on the same port: the session waits out its 20 s backoff unless told to retry now.
+        let port = server.serve.port
+        server.serve = try ServeProcess(server.box, db: server.db, keys: [server.key.publicKey], listen: "127.0.0.1:\(port)")
+        let asked = ContinuousClock.now
+        await session.retryNow()
+        #expect(await eventually(within: 8) { session.status.connection == .connected }, "\(session.status)")
+        #expect(ContinuousClock.now - asked < .seconds(8))
+        await session.stop()
+        catalog.close()
+        #expect(server.serve.stop().status == 0)
+    }
+
+    @Test("each error status's state: 502, 503, 504 and no answer are offline; 400, 401, 403, 404, 413, 429, 500 are failing")
+    func statesByStatus() {
+        for (status, expected) in [
+            (502, SyncStatus.Connection.offline), (503, .offline), (504, .offline), (400, .failing), (401, .failing), (403, .failing),
+            (404, .failing), (413, .failing), (429, .failing), (500, .failing),
+        ] {
+            let body = Data("<html><body><h1>\(status)</h1></body></html>".utf8)
+            let error = ServerConnection.failure(
+                ServerConnection.Answer(status: status, body: body, etag: nil, retryAfter: nil), method: "GET", path: "positions", server: "s")
+            #expect(SyncStatus.Connection(failure: error) == expected, "\(status): \(error)")
+            #expect(error.httpStatus == status && !error.message.contains("<html"))
+        }
+        let unreachable = CatalogError(.unavailable, "cannot reach the server s: connection refused", reason: .offline)
+        #expect(SyncStatus.Connection(failure: unreachable) == .offline)
+        #expect(SyncStatus.Connection(failure: CatalogError(.dataInvalid, "not a page of rows")) == .failing)
+    }
+
+    @Test("failing: a token the server refuses (401 after a refresh), a token of another user (403)")
+    func failing() async throws {
+        let server = try Self.server()
+        let url = try #require(URL(string: server.serve.base))
+        let other = try ServeKeys.make(server.box, "other")
+        let forged = try ServeKeys.issue(server.box, key: other.privateKey, user: "ann")
+        let (a, refused) = try await Self.session(url, token: forged)
+        #expect(await eventually { refused.status.connection == .failing }, "\(refused.status)")
+        #expect(refused.status.lastError?.httpStatus == 401 && refused.status.lastError?.reason == .unauthorized)
+        await refused.stop()
+        a.close()
+
+        let (b, wrongUser) = try await Self.session(url, token: try server.token("ann"), user: "bob")
+        #expect(try await eventually { try await b.featured().count == 4 })
+        try await b.setPosition(user: "bob", to: .page(1))
+        #expect(await eventually { wrongUser.status.lastError?.httpStatus == 403 }, "\(wrongUser.status)")
+        #expect(wrongUser.status.connection == .failing && wrongUser.status.lastError?.reason == .forbidden)
+        await wrongUser.stop()
+        b.close()
+        #expect(server.serve.stop().status == 0)
+    }
+
+    @Test("signOut(erasingLocalData:) stops the session and removes the user's row and the session's state; the landmarks stay")
+    func signOut() async throws {
+        let server = try Self.server()
+        let url = try #require(URL(string: server.serve.base))
+        let (catalog, session) = try await Self.session(url, token: try server.token("ann"))
+        #expect(try await eventually { try await catalog.featured().count == 4 })
+        try await catalog.setPosition(user: "ann", to: .page(3))
+        #expect(try await session.flush(timeout: .seconds(20)))
+        try await session.signOut(erasingLocalData: true)
+        #expect(!session.status.isRunning)
+        #expect(try await catalog.position(user: "ann") == nil)
+        #expect(try await catalog.featured().count == 4)
+        #expect(try dumpRows(catalog.path, sql: "SELECT count(*) FROM sync_sources WHERE kind = 'device'") == [[.integer(0)]])
+        // The server keeps the row: signing in again brings it back.
+        let annToken = try server.token("ann")
+        let again = try await catalog.startSync(server: url, user: nil, configuration: ClientSyncTests.quick()) { annToken }
+        #expect(try await eventually { try await catalog.position(user: "ann")?.currentPage == 3 })
+        await again.stop()
+        catalog.close()
+        #expect(server.serve.stop().status == 0)
+    }
+}
