@@ -180,15 +180,17 @@ final class DeviceServe: @unchecked Sendable {
         serve = try ServeProcess.again(on: port, box, db: db, keys: [key.publicKey])
     }
 
-    /// Stops the serve, puts the database file at `path` in the place of its database (the files beside it,
-    /// `-wal`, `-shm` and `.serve-cursor`, left as they are: a restore copies the database file alone,
-    /// docs/protocol.md §3), and starts it again on the same port.
+    /// Stops the serve, puts the database file at `path` in the place of its database (the `.serve-cursor`
+    /// beside it left as it is: a restore copies the database file alone, docs/protocol.md §3; the WAL
+    /// checkpointed first and found empty), and starts it again on the same port.
     func replaceDatabase(with path: String) throws {
         let stopped = stop()
         try #require(stopped?.status == 0, "\(String(describing: stopped))")
-        for suffix in ["-wal", "-shm"] {
-            try #require(!FileManager.default.fileExists(atPath: db + suffix) || Self.isEmptyFile(db + suffix), "\(db)\(suffix) holds frames")
-        }
+        // The WAL may still hold serve's last writes after it exits. Folded into the file here (as
+        // the next open would), so no frame of the old database is left beside the new one.
+        try Connection(path: db).executeScript(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        let wal = (try? FileManager.default.attributesOfItem(atPath: db + "-wal")[.size]) as? NSNumber
+        try #require(wal == nil || wal?.intValue == 0, "\(db)-wal holds \(String(describing: wal)) bytes")
         try #require(rename(path, db) == 0, "rename \(path) to \(db): \(String(cString: strerror(errno)))")
         try start()
     }
@@ -199,10 +201,6 @@ final class DeviceServe: @unchecked Sendable {
         let copy = box.path("restoring-\(UUID().uuidString.prefix(8)).sqlite")
         try FileManager.default.copyItem(atPath: backup, toPath: copy)
         try replaceDatabase(with: copy)
-    }
-
-    private static func isEmptyFile(_ path: String) -> Bool {
-        ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.intValue == 0
     }
 
     /// A consistent copy of the database now (`VACUUM INTO`, as `sqlite3 DB ".backup FILE"`), while it serves.
