@@ -254,7 +254,7 @@ struct ClientFuzzTests {
         let port = Int(UInt16(bigEndian: bound.sin_port))
         // Connections wait in the backlog, never answered: the kernel completes the handshake.
         let connection = ServerConnection(
-            base: URL(string: "http://127.0.0.1:\(port)/v1")!, tokens: TokenSource { DeviceServer.token(user: "ann") }, requestTimeout: 1,
+            base: URL(string: "http://127.0.0.1:\(port)/v1")!, tokens: TokenSource { unsignedToken(user: "ann") }, requestTimeout: 1,
             forceURLSession: forceURLSession)
         defer { connection.close() }
         let started = ContinuousClock.now

@@ -5,7 +5,7 @@ import Testing
 @testable import LandmarkCatalog
 
 /// The app's sync session against the real `catalog serve` (the built binary, JWTs from `catalog token
-/// issue`), not the test stand-in: two devices of one user, and a user who cannot see another's row.
+/// issue`, as in ClientSyncTests): two devices of one user, and a user who cannot see another's row.
 @Suite("Client through the real catalog serve", .serialized)
 struct ClientServeInteropTests {
     /// A real serve over a seeded database, with one token per user (`catalog token issue`).

@@ -118,8 +118,9 @@ struct ClientStatusTests {
         b.close()
     }
 
-    /// A draining serve closes its listener and its idle connections: a device sees a refused connection
-    /// (through nginx, which opens a connection per request, a 502); only a request in flight at that
+    /// A draining serve closes its listener and its idle connections.
+    ///
+    /// A device sees a refused connection (through nginx, which opens a connection per request, a 502); only a request in flight at that
     /// moment gets serve's own 503 `draining`. Each is offline (the 503 and 504 by the rule tested below).
     @Test("offline once serve drains and stops (SIGTERM); retryNow() reaches a server that is back before the backoff ends")
     func drainingAndRetryNow() async throws {

@@ -4,22 +4,12 @@ import Testing
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogClient
 
-/// LandmarkCatalogClient: the outbox over a real database, and sessions through a device endpoint on
-/// 127.0.0.1 (docs/protocol.md, docs/swift-library.md "Syncing from the app").
+/// LandmarkCatalogClient: the outbox over a real database, and sessions through a real `catalog serve` on
+/// 127.0.0.1 (the built binary over a seeded database, tokens from `catalog token issue`; docs/protocol.md,
+/// docs/swift-library.md "Syncing from the app").
 @Suite("Client: the app's sync session", .serialized)
 struct ClientSyncTests {
     static let seeds = Support.root.appending(path: "Seeds/landmarkData.json").path
-
-    /// A snapshot of the seeds, as the server's landmarks.
-    static func serverLandmarks() async throws -> String {
-        let db = Support.temporaryDatabase()
-        let catalog = try Catalog(path: db)
-        try await catalog.importLandmarks(from: .file(seeds))
-        let path = Support.temporaryDirectory().appending(path: "landmarks.json").path
-        try await catalog.export(to: path)
-        catalog.close()
-        return path
-    }
 
     /// Small bounds, so a test waits milliseconds where an app waits seconds.
     static func quick() -> SyncSession.Configuration {
@@ -31,16 +21,22 @@ struct ClientSyncTests {
         return c
     }
 
-    /// A device: an empty database and a session for `user` through `server`, once its landmarks arrived.
-    static func device(_ server: URL, user: String, path: String? = nil, configuration: SyncSession.Configuration = quick())
+    /// A device: an empty database and a session for `user` through `server` (its token from `catalog token
+    /// issue`), once its landmarks arrived.
+    static func device(_ server: DeviceServe, user: String, path: String? = nil, configuration: SyncSession.Configuration = quick())
         async throws -> (Catalog, SyncSession)
     {
         let catalog = try Catalog(path: path ?? Support.temporaryDatabase())
-        let session = try await catalog.startSync(server: server, user: nil, configuration: configuration) {
-            DeviceServer.token(user: user)
-        }
+        let token = try server.token(user)
+        let session = try await catalog.startSync(server: server.url, user: nil, configuration: configuration) { token }
         #expect(try await eventually { try await !catalog.featured().isEmpty })
         return (catalog, session)
+    }
+
+    /// The device's own row of `user` at `path` and the server's are the same row (page, landmark, stamp).
+    static func sameRow(_ server: DeviceServe, _ path: String, _ user: String) throws -> Bool {
+        guard let mine = try ClientFuzzTests.row(path, user), let theirs = try server.row(user) else { return false }
+        return mine.page == theirs.page && mine.landmark == theirs.landmark && mine.stamp == theirs.stamp && mine.deleted == theirs.deleted
     }
 
     // MARK: - The pieces
@@ -120,7 +116,7 @@ struct ClientSyncTests {
 
     @Test("the user is the token's sub, read without verifying; a token without one is refused with 64")
     func tokenSubject() throws {
-        #expect(try TokenSource.subject(of: DeviceServer.token(user: "ann")) == "ann")
+        #expect(try TokenSource.subject(of: unsignedToken(user: "ann")) == "ann")
         #expect(throws: CatalogError.self) { try TokenSource.subject(of: "not-a-jwt") }
         #expect(throws: CatalogError.self) { try TokenSource.subject(of: "e30.e30.x") }  // {} claims
     }
@@ -137,60 +133,74 @@ struct ClientSyncTests {
         #expect(backoff.next() <= 0.1)
     }
 
-    // MARK: - Through a server
+    // MARK: - Through a real serve
 
     @Test("two devices through one server: A's page reaches B, and B's model moves")
     func twoDevices() async throws {
-        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
-        let (a, sessionA) = try await Self.device(server.url, user: "ann")
-        let (b, sessionB) = try await Self.device(server.url, user: "ann")
+        let server = try DeviceServe()
+        let (pathA, pathB) = (Support.temporaryDatabase(), Support.temporaryDatabase())
+        let (a, sessionA) = try await Self.device(server, user: "ann", path: pathA)
+        let (b, sessionB) = try await Self.device(server, user: "ann", path: pathB)
         let model = await CarouselModel(catalog: b, user: "ann")
         try await a.setPosition(user: "ann", to: .page(3))
         try await bounded(60, "sessionA.flush()") { try await sessionA.flush() }
         #expect(sessionA.status.pendingChanges == 0)
+        #expect(try Self.sameRow(server, pathA, "ann"))
         #expect(try await eventually { try await b.position(user: "ann")?.currentPage == 3 })
         #expect(await eventually { await model.currentPage == 3 })
         // And back: B's page reaches A.
-        try await b.setPosition(user: "ann", to: .page(1))
+        try await b.setPosition(user: "ann", to: .page(2))
         try await bounded(60, "sessionB.flush()") { try await sessionB.flush() }
-        #expect(try await eventually { try await a.position(user: "ann")?.currentPage == 1 })
+        #expect(try await eventually { try await a.position(user: "ann")?.currentPage == 2 })
         #expect(sessionA.status.isConnected && sessionA.status.lastSyncedAt != nil && sessionA.status.lastError == nil)
-        // The device holds the landmarks and its user's row only.
+        // The device holds the landmarks and its user's row only (the server holds bob's too).
         #expect(try await b.positions().map(\.user) == ["ann"])
+        #expect(try server.row("bob")?.page == 2)
         #expect(try await b.featured() == a.featured())
-        #expect(try server.position(user: "ann")?[0] == .integer(1))
+        #expect(try server.row("ann")?.page == 2)
+        #expect(try Self.sameRow(server, pathB, "ann") && Self.sameRow(server, pathA, "ann"))
         try await bounded(60, "sessionA.stop()") { await sessionA.stop() }
         try await bounded(60, "sessionB.stop()") { await sessionB.stop() }
         #expect(!sessionA.status.isRunning)
+        #expect(server.stop()?.status == 0)
     }
 
     @Test("offline: writes land locally and are counted, then flushed when the server is back; B converges")
     func offline() async throws {
-        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
-        let (a, sessionA) = try await Self.device(server.url, user: "ann")
-        let (b, sessionB) = try await Self.device(server.url, user: "ann")
-        server.stop()
+        let server = try DeviceServe()
+        let pathA = Support.temporaryDatabase()
+        let (a, sessionA) = try await Self.device(server, user: "ann", path: pathA)
+        let (b, sessionB) = try await Self.device(server, user: "ann")
+        #expect(server.stop()?.status == 0)
         for page in [1, 2, 3, 0, 2] { try await a.setPosition(user: "ann", to: .page(page)) }
         #expect(try await a.position(user: "ann")?.currentPage == 2)
-        #expect(await eventually { sessionA.status.pendingChanges == 1 && !sessionA.status.isConnected })
+        // Drained: the long-polls were answered; the next requests find no server.
+        #expect(
+            await eventually {
+                sessionA.status.pendingChanges == 1 && !sessionA.status.isConnected && sessionA.status.lastError?.reason == .offline
+            }, "\(sessionA.status)")
         #expect(sessionA.status.lastError?.kind == .unavailable)
-        #expect(sessionA.status.lastError?.reason == .offline)
         // A flush waits while the server is away.
         let flushing = Task { try await bounded(60, "sessionA.flush()") { try await sessionA.flush() } }
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(sessionA.status.pendingChanges == 1)
+        // A new serve on the same database and port.
         try server.start()
         try await bounded(60, "flushing") { try await flushing.value }
         #expect(sessionA.status.pendingChanges == 0)
         #expect(try await eventually { try await b.position(user: "ann")?.currentPage == 2 })
-        #expect(try server.log().stamps.count == 1)  // five writes offline, one row sent: the last
+        // Five writes offline, one row sent (the last), written once.
+        #expect(try server.writes("ann").count == 1)
+        #expect(try Self.sameRow(server, pathA, "ann"))
+        #expect(server.serve?.accessLog("POST", "/v1/positions").filter { $0["status"] as? Int == 200 }.count == 1)
         try await bounded(60, "sessionA.stop()") { await sessionA.stop() }
         try await bounded(60, "sessionB.stop()") { await sessionB.stop() }
+        #expect(server.stop()?.status == 0)
     }
 
     @Test("killed between the server's answer and its record: the next session sends the row again, stored once")
     func killedBeforeAcknowledgement() async throws {
-        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let server = try DeviceServe()
         let path = Support.temporaryDatabase()
         // The first session never records an answer: it hangs where a kill would stop it.
         var hanging = Self.quick()
@@ -199,21 +209,29 @@ struct ClientSyncTests {
             answered.set(true)
             try? await Task.sleep(nanoseconds: 3_600_000_000_000)
         }
-        let (a, first) = try await Self.device(server.url, user: "ann", path: path, configuration: hanging)
+        let (a, first) = try await Self.device(server, user: "ann", path: path, configuration: hanging)
         try await a.setPosition(user: "ann", to: .page(2))
         #expect(await eventually { answered.current })
-        #expect(try server.log().stamps.count == 1)  // the server has it
-        #expect(try await a.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: first.key) }.count == 1)  // the device does not know
+        // The server has it (one write, one POST answered 200)…
+        #expect(try server.writes("ann").count == 1)
+        #expect(try Self.sameRow(server, path, "ann"))
+        let posted: @Sendable () -> [Int] = { server.accessLog("POST", "/v1/positions").compactMap { $0["status"] as? Int } }
+        #expect(await eventually { posted() == [200] }, "\(posted())")
+        // …the device does not know.
+        #expect(try await a.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: first.key) }.count == 1)
         try await bounded(60, "first.stop()") { await first.stop() }
         a.close()
         // Restarted: pending again, pushed, and the server stores it once.
-        let (again, second) = try await Self.device(server.url, user: "ann", path: path)
+        let (again, second) = try await Self.device(server, user: "ann", path: path)
         try await bounded(60, "second.flush()") { try await second.flush() }
         #expect(second.status.pendingChanges == 0)
-        #expect(try server.log().stamps.count == 1)
-        #expect(try server.position(user: "ann")?[0] == .integer(2))
+        #expect(await eventually { posted() == [200, 200] }, "sent again: \(posted())")
+        #expect(try server.writes("ann").count == 1)
+        #expect(try server.row("ann")?.page == 2)
+        #expect(try Self.sameRow(server, path, "ann"))
         try await bounded(60, "second.stop()") { await second.stop() }
         again.close()
+        #expect(server.stop()?.status == 0)
     }
 
     /// Regression (CI, 1 run in 5 under load): stop() invalidated the URLSession and then awaited its
@@ -224,11 +242,10 @@ struct ClientSyncTests {
     /// longer, for the invalidation that used to follow the cancel at once.
     @Test("stop() while a request is about to start: it ends, no request is made on the closed session")
     func stopRacingARequest() async throws {
-        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let server = try DeviceServe()
         let catalog = try Catalog(path: Support.temporaryDatabase())
-        let session = try await catalog.startSync(server: server.url, user: "ann", configuration: Self.quick()) {
-            DeviceServer.token(user: "ann")
-        }
+        let token = try server.token("ann")
+        let session = try await catalog.startSync(server: server.url, user: "ann", configuration: Self.quick()) { token }
         #expect(try await eventually { try await !catalog.featured().isEmpty })
         let entered = Locked(0)
         let endpoint = session.endpoint
@@ -240,36 +257,59 @@ struct ClientSyncTests {
                 while !endpoint.isClosed && ContinuousClock.now < until { await Task.yield() }
             }
         }
-        let before = try server.log().requests["POST /v1/positions"] ?? 0
+        let before = server.accessLog("POST", "/v1/positions").count
         try await catalog.setPosition(user: "ann", to: .page(1))
         #expect(await waitTurns { entered.current >= 1 })
         try await bounded(60, "session.stop()") { await session.stop() }
         #expect(endpoint.isClosed)
-        #expect((try server.log().requests["POST /v1/positions"] ?? 0) == before)
+        // Stopped: what the serve logs now, it has heard; it answered no POST.
+        #expect(server.stop()?.status == 0)
+        #expect(server.accessLog("POST", "/v1/positions").count == before)
+        #expect(try server.writes("ann").isEmpty)
         #expect(try await catalog.read { try DeviceSync(store: $0).pendingPositions(user: "ann", key: session.key) }.count == 1)
-        server.stop()
     }
 
     @Test("a 401 asks the token closure once more, then the error is published and retried")
     func tokenRefresh() async throws {
-        let server = try DeviceServer(landmarks: try await Self.serverLandmarks())
+        let server = try DeviceServe()
+        let (good, forged) = (try server.token("ann"), try server.forgedToken("ann"))
         let asked = Locked(0)
         let catalog = try Catalog(path: Support.temporaryDatabase())
-        // Expired tokens until the third ask: the first request's 401 is refreshed (ask 2, expired again),
-        // published, and the retry asks again (3: good).
+        // Tokens signed by another key until the third ask: the first request's 401 is refreshed (ask 2,
+        // refused again), published, and the retry asks again (3: good).
         let session = try await catalog.startSync(server: server.url, user: "ann", configuration: Self.quick()) {
             var n = 0
             asked.update {
                 $0 += 1
                 n = $0
             }
-            return DeviceServer.token(user: "ann", ttl: n < 3 ? -120 : 3600)
+            return n < 3 ? forged : good
         }
         #expect(try await eventually { try await !catalog.featured().isEmpty })
         #expect(asked.current == 3)
-        try await catalog.setPosition(user: "ann", to: .page(1))
+        let landmarks: @Sendable () -> [Int] = { server.accessLog("GET", "/v1/landmarks").compactMap { $0["status"] as? Int } }
+        #expect(await eventually { landmarks() == [401, 401, 200] }, "\(landmarks())")
+        try await catalog.setPosition(user: "ann", to: .page(3))
         try await bounded(60, "session.flush()") { try await session.flush() }
-        #expect(try server.position(user: "ann")?[0] == .integer(1))
+        #expect(try server.row("ann")?.page == 3)
+        #expect(session.status.lastError == nil)
         try await bounded(60, "session.stop()") { await session.stop() }
+
+        // A closure that keeps giving a refused token: the 401 is published, and retried (asked again).
+        let stubborn = Locked(0)
+        let other = try Catalog(path: Support.temporaryDatabase())
+        let refusing = try await other.startSync(server: server.url, user: "ann", configuration: Self.quick()) {
+            stubborn.update { $0 += 1 }
+            return forged
+        }
+        #expect(await eventually { refusing.status.lastError?.httpStatus == 401 }, "\(refusing.status)")
+        #expect(refusing.status.lastError?.reason == .unauthorized)
+        #expect(!refusing.status.isConnected)
+        #expect(await eventually { stubborn.current >= 6 }, "asked \(stubborn.current) times")
+        try await bounded(60, "refusing.stop()") { await refusing.stop() }
+        #expect(try await other.featured().isEmpty)
+        let log = server.log
+        #expect(server.stop()?.status == 0)
+        #expect(!log.contains(good) && !log.contains(forged))
     }
 }

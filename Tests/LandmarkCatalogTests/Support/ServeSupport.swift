@@ -70,6 +70,163 @@ final class ServeProcess {
         kill(started.pid, SIGKILL)
         started.process.waitUntilExit()
     }
+
+    /// A serve on `port`, the port of one just stopped (a server restarted where its clients know it),
+    /// trying the bind again for up to `seconds` while the port is still held (the old socket in TIME_WAIT).
+    static func again(
+        on port: Int, _ sandbox: Sandbox, db: String, keys: [String], extra: [String] = [], within seconds: Double = 10
+    ) throws -> ServeProcess {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while true {
+            do {
+                return try ServeProcess(sandbox, db: db, keys: keys, extra: extra, listen: "127.0.0.1:\(port)")
+            } catch let error as CatalogError where error.message.contains("cannot listen") && ContinuousClock.now < deadline {
+                usleep(50_000)
+            }
+        }
+    }
+
+    /// The access log's lines for `method route` (query left out), in order: each line's JSON object.
+    func accessLog(_ method: String, _ route: String) -> [[String: Any]] {
+        Self.accessLog(log, method, route)
+    }
+
+    /// The access log lines of `log` for `method route`.
+    static func accessLog(_ log: String, _ method: String, _ route: String) -> [[String: Any]] {
+        log.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard line.hasPrefix("{\"time\""),
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                object["method"] as? String == method, object["route"] as? String == route
+            else { return nil }
+            return object
+        }
+    }
+}
+
+/// A real `catalog serve` for the app's sync sessions (LandmarkCatalogClient): a seeded database (the seed
+/// landmarks, ann on page 1, bob on page 2), a key, and tokens from `catalog token issue`.
+///
+/// It can be stopped (the devices go offline) and started again on the same database and port, and its
+/// database replaced or restored from a backup while it is stopped. Every write the server makes to a
+/// position row is listed, in the write's own transaction, in the table `test_writes` (a trigger): a row
+/// stored twice is listed twice. Stopped by pid (``ServeProcess``) when released.
+final class DeviceServe: @unchecked Sendable {
+    // Safe: `serve` and `logs` are touched only by the test that owns the server, one call at a time; the
+    // token closures read only `tokens`, set before the first session starts.
+    let box: Sandbox
+    let db: String
+    let key: (privateKey: String, publicKey: String)
+    let port: Int
+    private(set) var serve: ServeProcess?
+    /// The access logs and events of the runs before the current one.
+    private var earlier = ""
+    private var tokens: [String: String] = [:]
+
+    init() throws {
+        box = try Sandbox()
+        db = try box.seededDatabase("server.sqlite")
+        let bob = try box.run(["position", "set", "--user", "bob", "--page", "2"], db: db)
+        try #require(bob.status == 0, "\(bob)")
+        try Self.recordWrites(db)
+        key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        port = serve.port
+        self.serve = serve
+    }
+
+    /// Lists every write to `positions` in `test_writes`.
+    static func recordWrites(_ db: String) throws {
+        try Connection(path: db).executeScript(
+            sql: """
+                CREATE TABLE IF NOT EXISTS test_writes (user_id TEXT, page INTEGER, stamp TEXT);
+                CREATE TRIGGER IF NOT EXISTS test_insert AFTER INSERT ON positions BEGIN
+                  INSERT INTO test_writes VALUES (NEW.user_id, NEW.page, NEW.updated_ms || '/' || NEW.counter || '/' || NEW.node); END;
+                CREATE TRIGGER IF NOT EXISTS test_update AFTER UPDATE ON positions BEGIN
+                  INSERT INTO test_writes VALUES (NEW.user_id, NEW.page, NEW.updated_ms || '/' || NEW.counter || '/' || NEW.node); END;
+                """)
+    }
+
+    // A literal URL with a numeric port always parses.
+    // swift-format-ignore: NeverForceUnwrap
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// `user`'s token (`catalog token issue`, an hour), the same one each time.
+    func token(_ user: String) throws -> String {
+        if let token = tokens[user] { return token }
+        let token = try ServeKeys.issue(box, key: key.privateKey, user: user)
+        tokens[user] = token
+        return token
+    }
+
+    /// A token of `user` signed by another key: refused with 401.
+    func forgedToken(_ user: String) throws -> String {
+        let other = try ServeKeys.make(box, "other-\(UUID().uuidString.prefix(8))")
+        return try ServeKeys.issue(box, key: other.privateKey, user: user)
+    }
+
+    /// Stops the serve (SIGTERM: it drains and exits 0).
+    @discardableResult
+    func stop() -> BinaryRun? {
+        guard let serve else { return nil }
+        let run = serve.stop()
+        earlier += serve.log
+        self.serve = nil
+        return run
+    }
+
+    /// Starts a new serve on the same database and port.
+    func start() throws {
+        precondition(serve == nil, "start() of a running server")
+        serve = try ServeProcess.again(on: port, box, db: db, keys: [key.publicKey])
+    }
+
+    /// Stops the serve, puts the database file at `path` in the place of its database (the `.serve-cursor`
+    /// beside it left as it is: a restore copies the database file alone, docs/protocol.md §3; the WAL
+    /// checkpointed first and found empty), and starts it again on the same port.
+    func replaceDatabase(with path: String) throws {
+        let stopped = stop()
+        try #require(stopped?.status == 0, "\(String(describing: stopped))")
+        // The WAL may still hold serve's last writes after it exits. Folded into the file here (as
+        // the next open would), so no frame of the old database is left beside the new one.
+        try Connection(path: db).executeScript(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        let wal = (try? FileManager.default.attributesOfItem(atPath: db + "-wal")[.size]) as? NSNumber
+        try #require(wal == nil || wal?.intValue == 0, "\(db)-wal holds \(String(describing: wal)) bytes")
+        try #require(rename(path, db) == 0, "rename \(path) to \(db): \(String(cString: strerror(errno)))")
+        try start()
+    }
+
+    /// Stops the serve, copies `backup` over its database file alone (not the `.serve-cursor` beside it,
+    /// docs/protocol.md §3), and starts it again on the same port; the backup stays.
+    func restore(from backup: String) throws {
+        let copy = box.path("restoring-\(UUID().uuidString.prefix(8)).sqlite")
+        try FileManager.default.copyItem(atPath: backup, toPath: copy)
+        try replaceDatabase(with: copy)
+    }
+
+    /// A consistent copy of the database now (`VACUUM INTO`, as `sqlite3 DB ".backup FILE"`), while it serves.
+    func backup(_ name: String = "backup.sqlite") throws -> String {
+        let path = box.path(name)
+        try Connection(path: db).executeScript(sql: "VACUUM INTO '\(path)'")
+        return path
+    }
+
+    /// The access logs and events of every run so far.
+    var log: String { earlier + (serve?.log ?? "") }
+
+    /// The access log lines of every run for `method route`.
+    func accessLog(_ method: String, _ route: String) -> [[String: Any]] { ServeProcess.accessLog(log, method, route) }
+
+    /// The server's row of `user`: page, landmark, stamp, deleted (nil when it holds none).
+    func row(_ user: String) throws -> (page: Int64, landmark: Int64?, stamp: ClientFuzzTests.Stamp, deleted: Int64)? {
+        try ClientFuzzTests.row(db, user)
+    }
+
+    /// The stamps of the writes the server made to `user`'s row since it was made, in order.
+    func writes(_ user: String) throws -> [String] {
+        try dumpRows(db, sql: "SELECT stamp FROM test_writes WHERE user_id = '\(user)' ORDER BY rowid").compactMap {
+            if case .text(let stamp) = $0.first { stamp } else { nil }
+        }
+    }
 }
 
 /// What curl got.
