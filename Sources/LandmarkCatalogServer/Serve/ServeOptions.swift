@@ -1,5 +1,6 @@
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 /// What `catalog serve` was asked to do (docs/serve.md).
 package struct ServeOptions: Sendable {
@@ -34,6 +35,8 @@ package struct ServeOptions: Sendable {
     package var node = ""
     /// Tests only: called after a POST's rows are committed, before the answer is sent.
     package var afterPostCommit: (@Sendable () -> Void)?
+    /// Tests only: with `hub`, the follower's ``FollowOptions/pushStartHook`` (a SIGTERM while a push is in flight).
+    package var hubPushStart: (@Sendable (FollowControl) -> Void)?
     /// Access log and diagnostics go here (stderr).
     package var log: @Sendable (String) -> Void = { line in
         var bytes = Array(line.utf8)

@@ -68,7 +68,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             let polls = polls
             let replica = try HubReplica(
                 hub: hub, databasePath: options.databasePath, maxDriftMilliseconds: options.maxDriftMilliseconds, log: options.log,
-                onApplied: { polls.poke() })
+                onApplied: { polls.poke() }, pushStart: options.hubPushStart)
             try replica.start()
             self.replica = replica
             metrics.hubState = { replica.currentState }

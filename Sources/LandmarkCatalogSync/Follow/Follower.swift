@@ -287,6 +287,7 @@ final class Follower {
         for n in due {
             // SIGTERM / SIGINT: the source in hand has finished (each is one transaction); stop here.
             if control.isStopping && !finalPass { break }
+            if !finalPass && followed[n].pushPending { options.pushStartHook?(control) }
             poll(n, in: &cycle)
         }
         if first { awaitFirstFetches(in: &cycle) }
