@@ -81,6 +81,15 @@ struct ServeHubTests {
         let stopped = two.stop()
         #expect(stopped.status == 0, "\(stopped)")
         #expect(try HubSupport.scalar(server, name, "SELECT page FROM positions WHERE user_id = 'bob'") == "4", "\(two.log.suffix(2000))")
+        // One's drain pushes; it does not pull. So before one stops, wait for it to have pulled that row:
+        // the hub's NOTIFY wakes one's follower, whose commit wakes this long-poll (1 run in 20 beside a CPU
+        // hog stopped one first, and its database lacked the row).
+        let bobOnOne = try ServeCurl.get(one.base + url, token: bob)
+        var page = ServeRows.positions(bobOnOne).first?["page"] as? Int
+        if page != 4, let after = bobOnOne.json?["cursor"] as? String {
+            page = ServeRows.positions(try ServeCurl.get(one.base + url + "?after=\(after)&wait=30", token: bob)).first?["page"] as? Int
+        }
+        #expect(page == 4, "one pulled bob's last row")
         #expect(one.stop().status == 0)
         #expect(try HubSupport.edgePositions(first) == HubSupport.hubPositions(server, name))
         #expect(try HubSupport.edgePositions(second) == HubSupport.hubPositions(server, name))
