@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// `catalog serve` (SPEC §16, docs/protocol.md) tested as a device would use it: the built binary on
+/// `catalog serve` (docs/protocol.md, docs/serve.md) tested as a device would use it: the built binary on
 /// 127.0.0.1, real curl, keys from openssl, tokens from `catalog token issue` and from PyJWT.
 @Suite("serve", .serialized)
 struct ServeTests {

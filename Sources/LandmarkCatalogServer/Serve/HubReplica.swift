@@ -3,7 +3,7 @@ import Foundation
 import LandmarkCatalog
 @_spi(Testing) import LandmarkCatalogSync
 
-/// `serve --hub` (docs/serve.md §7): this server's database kept in step with a PostgreSQL hub by the
+/// `serve --hub` (docs/serve.md §8): this server's database kept in step with a PostgreSQL hub by the
 /// follower of `sync --follow` (docs/live-sync.md), run on a thread of the server.
 ///
 /// A POST commits to this database and is answered; the follower sees the commit at once (inotify on the

@@ -29,7 +29,7 @@ package struct ServeOptions: Sendable {
     /// HTTP limits.
     package var limits = HTTPLimits()
     /// `--hub`: a PostgreSQL hub's URL or a saved remote's name this database is kept in step with
-    /// (docs/serve.md §7), or nil to serve this database alone.
+    /// (docs/serve.md §8), or nil to serve this database alone.
     package var hub: String?
     /// The node name put in answers (`node` of the snapshot envelope).
     package var node = ""
