@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// `catalog serve` (SPEC §16, docs/protocol.md) tested as a device would use it: the built binary on
+/// `catalog serve` (docs/protocol.md, docs/serve.md) tested as a device would use it: the built binary on
 /// 127.0.0.1, real curl, keys from openssl, tokens from `catalog token issue` and from PyJWT.
 @Suite("serve", .serialized)
 struct ServeTests {
@@ -96,6 +96,61 @@ struct ServeTests {
         #expect(try ServeCurl.get(serve.base + "/v1/healthz").status == 200)
         let run = serve.stop()
         #expect(run.status == 0)
+        for (_, token) in tokens { #expect(!run.stderr.contains(token)) }
+    }
+
+    /// Regression: a validly signed token with `exp` 2^63−1 crashed serve.
+    ///
+    /// It trapped on `exp + leeway` (an arithmetic overflow), so any holder of a signing key could stop it.
+    /// Each time claim is now a NumericDate within 1970…9999 or refused, and `iat` is checked
+    /// (docs/protocol.md §2).
+    @Test("time claims at their edges (exp 2^63−1, 1e300, −1; nbf near 2^63; iat a year ahead or a string): 401, serve up")
+    func timeClaimEdges() throws {
+        try #require(ServeKeys.pyjwtAvailable, "PyJWT is missing: scripts/setup installs python3-jwt")
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let tokens = try ServeKeys.pyjwt(privateKey: key.privateKey, publicKey: key.publicKey, otherKey: key.privateKey, alg: "EdDSA", user: "ann")
+        let url = serve.base + "/v1/positions"
+        let good = try #require(tokens["good"])
+        let refused: [(name: String, reason: String)] = [
+            ("exp-int64-max", "the token's exp is out of range: a NumericDate is from 0 to 253402300799 (the year 9999)"),
+            ("exp-1e300", "the token's exp is out of range: a NumericDate is from 0 to 253402300799 (the year 9999)"),
+            ("exp-negative", "the token's exp is out of range: a NumericDate is from 0 to 253402300799 (the year 9999)"),
+            ("nbf-int64-max", "the token's nbf is out of range: a NumericDate is from 0 to 253402300799 (the year 9999)"),
+            ("iat-next-year", "the token was issued in the future (iat)"),
+            ("iat-string", "the token's iat is not a NumericDate (a JSON number of seconds)"),
+        ]
+        let before = try dumpPositions(db)
+        for (name, reason) in refused {
+            let token = try #require(tokens[name], "\(name)")
+            // Twice: the second answer comes from the verified-token cache where the claims were sound.
+            for method in ["GET", "GET again", "POST"] {
+                let r =
+                    method == "POST"
+                    ? try ServeCurl.post(url, token: token, body: ServeRows.body(user: "ann", page: 9)) : try ServeCurl.get(url, token: token)
+                #expect(r.status == 401, "\(name) \(method): \(r)")
+                #expect(r.headers["www-authenticate"] == #"Bearer realm="catalog", error="invalid_token""#, "\(name)")
+                let error = r.json?["error"] as? [String: Any]
+                #expect(error?["status"] as? Int == 401, "\(name): \(r.body)")
+                #expect(error?["code"] as? String == "invalid_token", "\(name): \(r.body)")
+                #expect(error?["message"] as? String == reason, "\(name): \(r.body)")
+            }
+            // Still serving: the next request is answered.
+            let next = try ServeCurl.get(url, token: good)
+            #expect(next.status == 200, "after \(name): \(next)")
+        }
+        #expect(try dumpPositions(db) == before)
+        // Fractions are cut, and an iat within the 60 s leeway is taken.
+        for name in ["good-fractions", "iat-within-leeway"] {
+            let token: String = try #require(tokens[name], "\(name)")
+            let r = try ServeCurl.get(url, token: token)
+            #expect(r.status == 200, "\(name): \(r)")
+        }
+        let run = serve.stop()
+        #expect(run.status == 0, "\(run)")
+        #expect(!run.stderr.contains("Fatal error") && !run.stderr.contains("overflow"), "\(run.stderr.suffix(2000))")
         for (_, token) in tokens { #expect(!run.stderr.contains(token)) }
     }
 

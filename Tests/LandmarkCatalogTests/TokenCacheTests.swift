@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import LandmarkCatalog
 @testable import LandmarkCatalogServer
 
 /// The verified-token cache (docs/serve.md §3): a token's signature is checked once, its times on every
@@ -33,6 +34,30 @@ struct TokenCacheTests {
         let later = try TokenIssuer.issue(key: key, user: "bob", ttl: 600, scope: "edge", now: now + 1000)
         #expect(verifier.verify(later, now: now) == .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")))
         #expect(try verifier.verify(later, now: now + 1000).get() == TokenIdentity(user: "bob", isEdge: true, expires: now + 1600))
+    }
+
+    @Test("claim times never overflow: a clock at Int64's ends, the cache's filter, a ttl past the year 9999")
+    func timesNeverOverflow() throws {
+        let sandbox = try Sandbox()
+        let (privatePath, publicPath) = try ServeKeys.make(sandbox, "k")
+        let key = try TokenKey.loadPrivate(path: privatePath)
+        let verifier = TokenVerifier(keys: [try TokenKey.loadPublic(path: publicPath)], cacheCapacity: 1)
+        let now: Int64 = 1_800_000_000
+        let token = try TokenIssuer.issue(key: key, user: "ann", ttl: 600, scope: nil, now: now)
+        // `now + leeway` and `exp + leeway` saturate: expired at the clock's top, not valid yet at its bottom.
+        #expect(verifier.verify(token, now: .max) == .failure(TokenRefusal(reason: "the token has expired")))
+        #expect(verifier.verify(token, now: .min) == .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")))
+        // The cache full (capacity 1): storing another runs its `exp + leeway` filter, without a trap.
+        let other = try TokenIssuer.issue(key: key, user: "bob", ttl: 600, scope: nil, now: now)
+        #expect(try verifier.verify(other, now: now).get().user == "bob")
+        #expect(verifier.verified.count == 1)
+        // The issuer refuses times outside 1970…9999 instead of overflowing `now + ttl`.
+        #expect(throws: CatalogError.self) { try TokenIssuer.issue(key: key, user: "ann", ttl: .max, scope: nil, now: now) }
+        #expect(throws: CatalogError.self) { try TokenIssuer.issue(key: key, user: "ann", ttl: 600, scope: nil, now: -1) }
+        #expect(throws: CatalogError.self) {
+            try TokenIssuer.issue(key: key, user: "ann", ttl: 1, scope: nil, now: TokenVerifier.numericDates.upperBound)
+        }
+        #expect(try TokenIssuer.issue(key: key, user: "ann", ttl: 0, scope: nil, now: TokenVerifier.numericDates.upperBound).count > 0)
     }
 
     @Test("the cache is bounded: past its capacity it is emptied, and every token still verifies")

@@ -3,7 +3,9 @@
 
 Usage: jwt_tokens.py PRIVATE_PEM PUBLIC_PEM OTHER_PRIVATE_PEM ALG USER
 Prints one line per case, "NAME TOKEN": good, expired, nbf-future, other-key, alg-none, hs256-public-key,
-changed-payload, no-sub, edge, garbled-header.
+changed-payload, no-sub, edge, garbled-header; the time claims at their edges (docs/protocol.md §2), each
+validly signed: exp-int64-max, exp-1e300, exp-negative, nbf-int64-max, iat-next-year, iat-string (refused),
+and good-fractions, iat-within-leeway (taken).
 """
 import base64
 import hashlib
@@ -53,5 +55,15 @@ claims = json.loads(base64.urlsafe_b64decode(good[1] + "=" * (-len(good[1]) % 4)
 claims["sub"] = "b" + user[1:]
 cases["changed-payload"] = good[0] + "." + b64(json.dumps(claims, separators=(",", ":")).encode()) + "." + good[2]
 cases["garbled-header"] = "!!" + good[0][2:] + "." + good[1] + "." + good[2]
+# The time claims at their edges, each validly signed (PyJWT checks no claim when it encodes).
+year = 365 * 86400
+cases["exp-int64-max"] = sign({"sub": user, "iat": now, "exp": 9223372036854775807})
+cases["exp-1e300"] = sign({"sub": user, "iat": now, "exp": 1e300})
+cases["exp-negative"] = sign({"sub": user, "exp": -1})
+cases["nbf-int64-max"] = sign(dict(base, nbf=9223372036854775000))
+cases["iat-next-year"] = sign({"sub": user, "iat": now + year, "exp": now + year + 600})
+cases["iat-string"] = sign({"sub": user, "iat": str(now), "exp": now + 600})
+cases["good-fractions"] = sign({"sub": user, "iat": now + 0.25, "nbf": now - 0.5, "exp": now + 600.75})
+cases["iat-within-leeway"] = sign({"sub": user, "iat": now + 30, "exp": now + 600})
 for name, token in cases.items():
     print(name, token)

@@ -140,6 +140,7 @@ extension CatalogCLI {
         if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
         options.hub = i[ServeOptionsTable.hub]
         options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
+        options.hubPushStart = i.context.testHooks.serveHubPushStart
         // Every connection is a descriptor, and so is each reader's database: below the cap, say so once.
         let wanted = options.limits.connections + 128
         let files = raiseOpenFileLimit(wanted: wanted)

@@ -96,15 +96,20 @@ public final class MemorySink: OutputSink {
     public var followDiagnosticsWindowSeconds: Double?
     /// `serve`: called after a POST's rows are committed, before the answer is sent (a server killed there).
     public var serveAfterPostCommit: (@Sendable () -> Void)?
+    /// `serve --hub`: called before the follower's poll that pushes this database's changes to the hub, with
+    /// the follower's control (a SIGTERM that comes while the push is in flight).
+    public var serveHubPushStart: (@Sendable (FollowControl) -> Void)?
     public init(
         backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0, followCycleEnd: (@Sendable (FollowControl) -> Void)? = nil,
-        followDiagnosticsWindowSeconds: Double? = nil, serveAfterPostCommit: (@Sendable () -> Void)? = nil
+        followDiagnosticsWindowSeconds: Double? = nil, serveAfterPostCommit: (@Sendable () -> Void)? = nil,
+        serveHubPushStart: (@Sendable (FollowControl) -> Void)? = nil
     ) {
         self.backoffSeconds = backoffSeconds
         self.pauseBeforeCommitMilliseconds = pauseBeforeCommitMilliseconds
         self.followCycleEnd = followCycleEnd
         self.followDiagnosticsWindowSeconds = followDiagnosticsWindowSeconds
         self.serveAfterPostCommit = serveAfterPostCommit
+        self.serveHubPushStart = serveHubPushStart
     }
 }
 

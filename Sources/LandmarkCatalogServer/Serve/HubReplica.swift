@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 import LandmarkCatalog
-import LandmarkCatalogSync
+@_spi(Testing) import LandmarkCatalogSync
 
-/// `serve --hub` (docs/serve.md §7): this server's database kept in step with a PostgreSQL hub by the
+/// `serve --hub` (docs/serve.md §8): this server's database kept in step with a PostgreSQL hub by the
 /// follower of `sync --follow` (docs/live-sync.md), run on a thread of the server.
 ///
 /// A POST commits to this database and is answered; the follower sees the commit at once (inotify on the
@@ -18,6 +18,7 @@ final class HubReplica: @unchecked Sendable {
     private let maxDriftMilliseconds: Int64
     private let log: @Sendable (String) -> Void
     private let onApplied: @Sendable () -> Void
+    private let pushStart: (@Sendable (FollowControl) -> Void)?
     private let control: FollowControl
     private let lock = NSLock()
     private let firstCycle = DispatchSemaphore(value: 0)
@@ -37,16 +38,18 @@ final class HubReplica: @unchecked Sendable {
     ///   - maxDriftMilliseconds: rows pulled from the hub stamped further ahead are quarantined.
     ///   - log: where the replica's JSON event lines go (serve's stderr).
     ///   - onApplied: called after a cycle that merged rows from the hub, to wake long-polls at once.
+    ///   - pushStart: tests only, the follower's ``FollowOptions/pushStartHook``.
     /// - Throws: `CatalogError.cantCreate` (73) when the follower's wake-up pipe cannot be made.
     init(
         hub: String, databasePath: String, maxDriftMilliseconds: Int64, log: @escaping @Sendable (String) -> Void,
-        onApplied: @escaping @Sendable () -> Void
+        onApplied: @escaping @Sendable () -> Void, pushStart: (@Sendable (FollowControl) -> Void)? = nil
     ) throws {
         self.hub = hub
         self.databasePath = databasePath
         self.maxDriftMilliseconds = maxDriftMilliseconds
         self.log = log
         self.onApplied = onApplied
+        self.pushStart = pushStart
         control = try FollowControl()
     }
 
@@ -67,6 +70,7 @@ final class HubReplica: @unchecked Sendable {
         }
         var followOptions = FollowOptions()
         followOptions.sync.maxDriftMilliseconds = maxDriftMilliseconds
+        followOptions.pushStartHook = pushStart
         let options = followOptions
         lock.withLock { running = true }
         let control = control

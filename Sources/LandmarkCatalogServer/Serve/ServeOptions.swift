@@ -1,5 +1,6 @@
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 /// What `catalog serve` was asked to do (docs/serve.md).
 package struct ServeOptions: Sendable {
@@ -28,12 +29,14 @@ package struct ServeOptions: Sendable {
     /// HTTP limits.
     package var limits = HTTPLimits()
     /// `--hub`: a PostgreSQL hub's URL or a saved remote's name this database is kept in step with
-    /// (docs/serve.md §7), or nil to serve this database alone.
+    /// (docs/serve.md §8), or nil to serve this database alone.
     package var hub: String?
     /// The node name put in answers (`node` of the snapshot envelope).
     package var node = ""
     /// Tests only: called after a POST's rows are committed, before the answer is sent.
     package var afterPostCommit: (@Sendable () -> Void)?
+    /// Tests only: with `hub`, the follower's ``FollowOptions/pushStartHook`` (a SIGTERM while a push is in flight).
+    package var hubPushStart: (@Sendable (FollowControl) -> Void)?
     /// Access log and diagnostics go here (stderr).
     package var log: @Sendable (String) -> Void = { line in
         var bytes = Array(line.utf8)

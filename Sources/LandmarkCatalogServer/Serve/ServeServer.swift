@@ -1,7 +1,7 @@
 import Foundation
 import LandmarkCatalog
 
-/// `catalog serve` (SPEC §16, docs/protocol.md, docs/serve.md): the device protocol over one database, on an
+/// `catalog serve` (docs/protocol.md, docs/serve.md): the device protocol over one database, on an
 /// ``HTTPDaemon``.
 ///
 /// Reads run on a small pool of read-only connections (WAL: never blocked by a write); POSTs
@@ -60,7 +60,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// Starts listening (and the metrics listener, when asked).
     ///
     /// With `--hub`, the hub is followed first and its first pull done before the port is bound, so a
-    /// fresh server never answers with an empty catalog (docs/serve.md §7).
+    /// fresh server never answers with an empty catalog (docs/serve.md §8).
     /// - Throws: `CatalogError` 69 when a port cannot be bound; with `--hub`, what ``HubReplica/start()``
     ///   throws (64, 73, 75, 76, 77).
     package func start() throws {
@@ -68,7 +68,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             let polls = polls
             let replica = try HubReplica(
                 hub: hub, databasePath: options.databasePath, maxDriftMilliseconds: options.maxDriftMilliseconds, log: options.log,
-                onApplied: { polls.poke() })
+                onApplied: { polls.poke() }, pushStart: options.hubPushStart)
             try replica.start()
             self.replica = replica
             metrics.hubState = { replica.currentState }
@@ -94,7 +94,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// The port of the metrics listener (0 without one).
     package var metricsPort: Int { metricsDaemon?.port ?? 0 }
 
-    /// SIGTERM's drain (SPEC §16): stop accepting, answer every long-poll, close the idle keep-alive
+    /// SIGTERM's drain (docs/serve.md §7): stop accepting, answer every long-poll, close the idle keep-alive
     /// connections and the ones whose body has not all arrived (nothing of those was written), let the
     /// requests in hand finish (writes commit or roll back whole), then stop.
     ///

@@ -11,7 +11,7 @@ package struct TokenIdentity: Sendable, Equatable {
     package var expires: Int64
 }
 
-/// The tokens a ``TokenVerifier`` has verified (exact bytes → identity and `nbf`), at most `capacity`; when
+/// The tokens a ``TokenVerifier`` has verified (exact bytes → identity, `nbf` and `iat`), at most `capacity`; when
 /// full, the entries that have expired are dropped, and if none has, all of them (the next request of each
 /// device verifies its token once more).
 ///
@@ -20,7 +20,7 @@ package final class VerifiedTokens: @unchecked Sendable {
     // Safe: `entries` is touched only while `lock` is held.
     package static let defaultCapacity = 20_000
     private let lock = NSLock()
-    private var entries: [String: (identity: TokenIdentity, nbf: Int64?)] = [:]
+    private var entries: [String: (identity: TokenIdentity, nbf: Int64?, iat: Int64?)] = [:]
     let capacity: Int
 
     init(capacity: Int) { self.capacity = max(0, capacity) }
@@ -28,17 +28,17 @@ package final class VerifiedTokens: @unchecked Sendable {
     /// Verified tokens held now.
     package var count: Int { lock.withLock { entries.count } }
 
-    func lookup(_ token: String) -> (identity: TokenIdentity, nbf: Int64?)? { lock.withLock { entries[token] } }
+    func lookup(_ token: String) -> (identity: TokenIdentity, nbf: Int64?, iat: Int64?)? { lock.withLock { entries[token] } }
 
-    func store(_ token: String, identity: TokenIdentity, nbf: Int64?) {
+    func store(_ token: String, identity: TokenIdentity, nbf: Int64?, iat: Int64?) {
         guard capacity > 0 else { return }
         lock.withLock {
             if entries.count >= capacity {
                 let now = Int64(Date().timeIntervalSince1970)
-                entries = entries.filter { $0.value.identity.expires + TokenVerifier.leeway >= now }
+                entries = entries.filter { TokenVerifier.plusLeeway($0.value.identity.expires) >= now }
                 if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
             }
-            entries[token] = (identity, nbf)
+            entries[token] = (identity, nbf, iat)
         }
     }
 }
@@ -52,12 +52,18 @@ package struct TokenRefusal: Error, Sendable, Equatable {
 /// rotation, docs/serve.md §5).
 ///
 /// The algorithm is the key's: a token whose header names another (`none`,
-/// `HS256`, …) is refused whatever it is signed with (RFC 8725 §2.1, §3.1). `exp` is required, `nbf` is
-/// checked when present, both with a leeway of 60 s; `sub` must be a non-empty user id.
+/// `HS256`, …) is refused whatever it is signed with (RFC 8725 §2.1, §3.1). `exp` is required, `nbf` and
+/// `iat` are checked when present, all with a leeway of 60 s and each a NumericDate within
+/// ``numericDates``; `sub` must be a non-empty user id (docs/protocol.md §2).
 package struct TokenVerifier: Sendable {
     package let keys: [TokenKey]
-    /// Seconds of clock skew allowed on `exp` and `nbf` (docs/protocol.md §2).
+    /// Seconds of clock skew allowed on `exp`, `nbf` and `iat` (docs/protocol.md §2).
     package static let leeway: Int64 = 60
+    /// The NumericDates a token's `exp`, `nbf` and `iat` may hold (docs/protocol.md §2).
+    ///
+    /// 1970-01-01T00:00:00Z through 9999-12-31T23:59:59Z. Any other is refused, so no time arithmetic on a
+    /// claim can overflow (a validly signed `exp` of 2^63−1 trapped serve on `exp + leeway`).
+    package static let numericDates: ClosedRange<Int64> = 0...253_402_300_799
     /// A longer token is refused before any work (a JWT with these claims is a few hundred bytes).
     package static let maxLength = 8192
 
@@ -82,14 +88,21 @@ package struct TokenVerifier: Sendable {
     ///   - now: the time in seconds since the epoch.
     /// - Returns: the token's user and scope, or why it is refused (a 401's reason, docs/serve.md §2).
     package func verify(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
-        if let hit = verified.lookup(token) { return Self.checkTimes(hit.identity, nbf: hit.nbf, now: now) }
+        if let hit = verified.lookup(token) { return Self.checkTimes(hit.identity, nbf: hit.nbf, iat: hit.iat, now: now) }
         return verifyFully(token, now: now)
     }
 
-    /// `exp` and `nbf` against `now`, with the leeway.
-    private static func checkTimes(_ identity: TokenIdentity, nbf: Int64?, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
-        guard now <= identity.expires + leeway else { return .failure(TokenRefusal(reason: "the token has expired")) }
-        if let nbf, now + leeway < nbf { return .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")) }
+    /// `time` plus the leeway, saturating at `Int64.max` (never a trap, whatever `now` a caller passes).
+    static func plusLeeway(_ time: Int64) -> Int64 {
+        let (sum, overflow) = time.addingReportingOverflow(leeway)
+        return overflow ? .max : sum
+    }
+
+    /// `exp`, `nbf` and `iat` against `now`, with the leeway.
+    private static func checkTimes(_ identity: TokenIdentity, nbf: Int64?, iat: Int64?, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
+        guard now <= plusLeeway(identity.expires) else { return .failure(TokenRefusal(reason: "the token has expired")) }
+        if let nbf, plusLeeway(now) < nbf { return .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")) }
+        if let iat, plusLeeway(now) < iat { return .failure(TokenRefusal(reason: "the token was issued in the future (iat)")) }
         return .success(identity)
     }
 
@@ -114,12 +127,20 @@ package struct TokenVerifier: Sendable {
             return refuse("the token's signature does not verify")
         }
         guard let claims = Self.object(payloadBytes) else { return refuse("the token's payload is not a JSON object") }
-        guard let exp = Self.numericDate(claims["exp"]) else { return refuse("the token has no exp (a NumericDate)") }
-        var nbf: Int64?
-        if claims["nbf"] != nil {
-            guard let value = Self.numericDate(claims["nbf"]) else { return refuse("the token's nbf is not a NumericDate") }
-            nbf = value
+        var dates: [String: Int64] = [:]
+        for name in ["exp", "nbf", "iat"] {
+            switch Self.numericDate(claims[name]) {
+            case .absent: continue
+            case .valid(let value): dates[name] = value
+            case .notNumber: return refuse("the token's \(name) is not a NumericDate (a JSON number of seconds)")
+            case .outOfRange:
+                return refuse(
+                    "the token's \(name) is out of range: a NumericDate is from 0 to \(Self.numericDates.upperBound) (the year 9999)")
+            }
         }
+        guard let exp = dates["exp"] else { return refuse("the token has no exp (a NumericDate)") }
+        let nbf = dates["nbf"]
+        let iat = dates["iat"]
         guard case .string(let sub)? = claims["sub"], !sub.isEmpty else { return refuse("the token names no user (sub)") }
         guard let user = try? UserID.normalize(sub) else { return refuse("the token's sub is not a valid user id") }
         var edge = false
@@ -130,8 +151,8 @@ package struct TokenVerifier: Sendable {
         let identity = TokenIdentity(user: user, isEdge: edge, expires: exp)
         // Cached once its signature and claims are sound, whatever the time says now: a token not valid yet
         // becomes valid by the clock alone, and an expired one stays refused by `checkTimes`.
-        verified.store(token, identity: identity, nbf: nbf)
-        return Self.checkTimes(identity, nbf: nbf, now: now)
+        verified.store(token, identity: identity, nbf: nbf, iat: iat)
+        return Self.checkTimes(identity, nbf: nbf, iat: iat, now: now)
     }
 
     /// A short, safe rendering of a header value for a message (never the token).
@@ -150,13 +171,25 @@ package struct TokenVerifier: Sendable {
         return out
     }
 
-    /// A NumericDate (RFC 7519 §2): a JSON number of seconds; fractions are cut.
-    private static func numericDate(_ value: JSONValue?) -> Int64? {
-        guard case .number(let n)? = value else { return nil }
-        if let i = n.int64Value { return i }
+    /// What a time claim holds.
+    private enum DateClaim {
+        case absent
+        case valid(Int64)
+        /// A string, `null`, an object…
+        case notNumber
+        /// A number not finite or outside ``TokenVerifier/numericDates``.
+        case outOfRange
+    }
+
+    /// A NumericDate (RFC 7519 §2): a JSON number of seconds within ``numericDates``; fractions are cut.
+    private static func numericDate(_ value: JSONValue?) -> DateClaim {
+        guard let value else { return .absent }
+        guard case .number(let n) = value else { return .notNumber }
+        if let i = n.int64Value { return numericDates.contains(i) ? .valid(i) : .outOfRange }
+        // Range-checked as a Double before the conversion, which traps outside Int64.
         let d = n.doubleValue
-        guard d.isFinite, abs(d) < 1e15 else { return nil }
-        return Int64(d.rounded(.down))
+        guard d.isFinite, d >= Double(numericDates.lowerBound), d < Double(numericDates.upperBound) + 1 else { return .outOfRange }
+        return .valid(Int64(d.rounded(.down)))
     }
 }
 
@@ -171,8 +204,13 @@ package enum TokenIssuer {
     ///   - scope: `scope`, or nil.
     ///   - now: seconds since the epoch.
     /// - Returns: the token, `header.claims.signature` in base64url.
-    /// - Throws: `CatalogError` when the key cannot sign.
+    /// - Throws: `CatalogError` when the key cannot sign, or 64 when `now` or `now + ttl` is not a
+    ///   NumericDate serve takes (``TokenVerifier/numericDates``).
     package static func issue(key: TokenKey, user: String, ttl: Int64, scope: String?, now: Int64) throws -> String {
+        let (exp, overflow) = now.addingReportingOverflow(ttl)
+        guard !overflow, TokenVerifier.numericDates.contains(now), TokenVerifier.numericDates.contains(exp) else {
+            throw CatalogError(.usage, "the token's times (now \(now), exp now plus \(ttl) s) are outside 1970 to the year 9999")
+        }
         var w = JSONWriter()
         w.raw("{\"alg\":")
         w.string(key.algorithm.rawValue)
@@ -186,7 +224,7 @@ package enum TokenIssuer {
         w.raw(",\"nbf\":")
         w.int(now)
         w.raw(",\"exp\":")
-        w.int(now + ttl)
+        w.int(exp)
         if let scope {
             w.raw(",\"scope\":")
             w.string(scope)

@@ -29,6 +29,9 @@ public struct FollowOptions: Sendable {
     public var signingKeyFile: String?
     /// Test hook: called at the end of every cycle, after its ledger row, before the follower waits.
     @_spi(Testing) public var cycleEndHook: (@Sendable (FollowControl) -> Void)?
+    /// Test hook: called before a poll (not the last pass's) of a hub or serve that has this database's
+    /// changes to push, with the follower's control (a SIGTERM that comes while that push is in flight).
+    @_spi(Testing) public var pushStartHook: (@Sendable (FollowControl) -> Void)?
 
     public init() {}
 }

@@ -48,6 +48,16 @@ struct Followed {
     /// Due again while its fetch was in flight (this database changed, a long-poll woke): polled again
     /// as soon as that fetch is merged.
     var dueAgain = false
+    /// A source that pushes: the follower's change count (``Follower/changes``) when it last had something
+    /// to push (this database changed, or another source merged rows).
+    ///
+    /// A push cut by SIGTERM (or not started because of it) leaves this ahead of ``pushedThrough``, so
+    /// the last pass still pushes (docs/live-sync.md §5).
+    var pushWanted: Int64 = 0
+    /// The change count at the start of its last poll that succeeded (its push covered those changes).
+    var pushedThrough: Int64 = 0
+    /// The change count when the fetch in flight was planned (its rows to push read).
+    var inFlightChanges: Int64 = 0
 
     var isHub: Bool { if case .hub = locator { return true } else { return false } }
     /// A source fetched on a worker thread, so that a hung or slow server holds up no other source
@@ -70,6 +80,8 @@ struct Followed {
         default: return false
         }
     }
+    /// It pushes, and has something to push that no successful poll has sent yet.
+    var pushPending: Bool { pushes && pushedThrough < pushWanted }
 
     init(_ locator: SourceLocator) {
         self.locator = locator

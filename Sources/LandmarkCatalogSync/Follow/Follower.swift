@@ -52,6 +52,12 @@ final class Follower {
     // After SIGTERM / SIGINT one last pass publishes and pushes what other processes committed and
     // was not sent yet (docs/live-sync.md §3), polling nothing else.
     var finalPass = false
+    /// Counts what this follower saw that the sources it pushes to must get.
+    ///
+    /// A commit by another process (`data_version` moved), rows merged from another source. Each pushing
+    /// source keeps the count it wants pushed and the count its last successful poll covered
+    /// (``Followed/pushPending``).
+    var changes: Int64 = 0
     /// The longest an HTTP request of the last pass may take (s): SIGTERM ends the follower within about 2 s.
     static let finalPushSeconds = 1.5
 
@@ -254,14 +260,24 @@ final class Follower {
         if let version = try? store.read({ try store.dataVersion() }), version != dataVersion {
             dataVersion = version
             localChanged = true
+            wantPush(except: nil)
         }
         let now = monotonicMilliseconds()
+        // The last pass pushes to every source with a push pending: this database changed since the last
+        // look, or a push seen due earlier was cut by the stop, or not reached before it — a POST that
+        // `serve --hub` answered just before SIGTERM (docs/serve.md §8) is on the hub when serve exits 0.
         let due = followed.indices.filter {
             finalPass
-                ? localChanged && followed[$0].pushes
+                ? followed[$0].pushPending
                 : followed[$0].dirty || followed[$0].nextDue <= now + 2 || (localChanged && followed[$0].pushes)
         }
         return (due, localChanged)
+    }
+
+    /// Notes that the sources that push (all but `source`) have something to push now.
+    func wantPush(except source: Int?) {
+        changes += 1
+        for h in followed.indices where followed[h].pushes && h != source { followed[h].pushWanted = changes }
     }
 
     /// One cycle: polls the sources due (and the hubs that must push what merged), releases quarantined
@@ -271,6 +287,7 @@ final class Follower {
         for n in due {
             // SIGTERM / SIGINT: the source in hand has finished (each is one transaction); stop here.
             if control.isStopping && !finalPass { break }
+            if !finalPass && followed[n].pushPending { options.pushStartHook?(control) }
             poll(n, in: &cycle)
         }
         if first { awaitFirstFetches(in: &cycle) }
@@ -324,6 +341,8 @@ final class Follower {
             context.options.deadlineSeconds = min(context.options.deadlineSeconds, Self.finalPushSeconds)
         }
         var pollStarted = monotonicMilliseconds()
+        // What this poll's push covers: the changes seen so far (a fetch merged now: those seen when it was planned).
+        var covers = changes
         var fetched: DetachedFetch?
         if followed[n].detached && !finalPass {
             // On a worker thread: started now, merged in the cycle after it finished.
@@ -332,13 +351,14 @@ final class Follower {
                     (followed[n].dirty, followed[n].dueAgain) = (false, true)
                     return
                 }
-                (fetched, pollStarted) = (job, followed[n].inFlightSince)
+                (fetched, pollStarted, covers) = (job, followed[n].inFlightSince, followed[n].inFlightChanges)
                 followed[n].inFlight = nil
             } else if startFetch(n, context: context) {
                 return
             }
         }
         let r = fetched.map { SourceSync(store: store).syncReporting($0, context: context) } ?? syncSayingStatesOnce(n, context: &context)
+        if r.error == nil { followed[n].pushedThrough = max(followed[n].pushedThrough, covers) }
         if r.error == nil && !stamps.stamps.isEmpty {
             // Committed: each row's stamp to now is its write-to-visible lag.
             let committed = store.wallClock.nowMilliseconds()
@@ -368,6 +388,7 @@ final class Follower {
         cycle.polled[n] = r
         cycle.pushNeeded.remove(n)
         if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
+            wantPush(except: n)
             for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
         }
     }
@@ -431,6 +452,7 @@ final class Follower {
         followed[n].inFlight = job
         followed[n].dueAgain = false
         followed[n].inFlightSince = monotonicMilliseconds()
+        followed[n].inFlightChanges = changes
         followed[n].dirty = false
         // Not due again until it finished (its end wakes the follower).
         followed[n].nextDue = Int64.max / 2

@@ -63,12 +63,40 @@ let serveAfterPostCommit: (@Sendable () -> Void)? = environment["CATALOG_TEST_SE
         while true { pause() }
     }
 }
+/// `CATALOG_TEST_SERVE_HUB_PUSH_START`: a file serve creates once, when `serve --hub`'s follower is about to
+/// push this database's changes to the hub; the follower then waits (at most 60 s) until it is stopped, as
+/// the drain of a SIGTERM stops it, and the push goes on with its transfers cut (a SIGTERM while the push
+/// of a POST just answered is in flight).
+final class PushStartHook: @unchecked Sendable {
+    // Safe: `done` is only touched under `lock`.
+    private let lock = NSLock()
+    private var done = false
+    let marker: String
+
+    init(marker: String) { self.marker = marker }
+
+    func run(_ control: FollowControl) {
+        let first = lock.withLock {
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        _ = FileManager.default.createFile(atPath: marker, contents: Data("pushing\n".utf8))
+        let deadline = Date().addingTimeInterval(60)
+        while !control.isStopping, Date() < deadline { usleep(5_000) }
+    }
+}
+
+let serveHubPushStart: (@Sendable (FollowControl) -> Void)? = environment["CATALOG_TEST_SERVE_HUB_PUSH_START"].map { marker in
+    let hook = PushStartHook(marker: marker)
+    return { @Sendable control in hook.run(control) }
+}
 let hooks = TestHooks(
     backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
     pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0,
     followCycleEnd: followCycleEnd,
     followDiagnosticsWindowSeconds: environment["CATALOG_TEST_FOLLOW_DIAGNOSTICS_WINDOW_S"].flatMap(Double.init),
-    serveAfterPostCommit: serveAfterPostCommit)
+    serveAfterPostCommit: serveAfterPostCommit, serveHubPushStart: serveHubPushStart)
 let status = CatalogCLI.run(
     Array(CommandLine.arguments.dropFirst()),
     context: CLIContext(
