@@ -129,20 +129,16 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     package func begin(_ request: HTTPRequest) -> HTTPAction {
         stateLock.withLock { active += 1 }
         let method = request.method
-        switch request.path {
-        case "/v1/healthz":
-            request.route = "/v1/healthz"
-            guard method == "GET" || method == "HEAD" else { return .reply(methodNotAllowed("GET")) }
-            return .readBody
-        case "/v1/positions":
-            request.route = "/v1/positions"
-            guard method == "GET" || method == "POST" else { return .reply(methodNotAllowed("GET, POST")) }
-        case "/v1/landmarks":
-            request.route = "/v1/landmarks"
-            guard method == "GET" else { return .reply(methodNotAllowed("GET")) }
-        default:
+        // The routes, their methods and whether they need a token: docs/protocol.md, as DeviceRoute says.
+        guard let route = DeviceRoute(path: request.path) else {
             return .reply(error(404, "not_found", "no such route; see docs/protocol.md"))
         }
+        request.route = route.path
+        // HEAD is GET without a body (RFC 9110 §9.3.2), for health checks.
+        guard route.methods.contains(method) || (route == .healthz && method == "HEAD") else {
+            return .reply(methodNotAllowed(route.methods.joined(separator: ", ")))
+        }
+        if route == .healthz { return .readBody }
         if isDraining {
             return .reply(error(503, "draining", "the server is stopping; try again", headers: ["Retry-After": "1"]))
         }
@@ -150,7 +146,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             return .reply(
                 error(503, "unavailable", "the server has not received the catalog from its hub yet; try again", headers: ["Retry-After": "5"]))
         }
-        if !(request.route == "/v1/landmarks" && options.publicLandmarks) {
+        if route.needsToken(publicLandmarks: options.publicLandmarks) {
             if let refusal = authenticate(request) { return .reply(refusal) }
         }
         if method == "POST" {
@@ -168,7 +164,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     }
 
     package func complete(_ request: HTTPRequest) -> HTTPAction {
-        if request.route == "/v1/healthz" {
+        if request.route == DeviceRoute.healthz.path {
             let hub = replica.map { #","hub":"\#($0.currentState)""# } ?? ""
             if isDraining { return .reply(json(503, #"{"status":"draining"\#(hub)}"#, ["Retry-After": "1"])) }
             if isAwaitingHub { return .reply(json(503, #"{"status":"starting"\#(hub)}"#, ["Retry-After": "5"])) }
@@ -228,7 +224,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     // MARK: Reading (docs/protocol.md §3–§5)
 
     private func get(_ request: HTTPRequest) -> HTTPAction {
-        let landmarks = request.route == "/v1/landmarks"
+        let landmarks = request.route == DeviceRoute.landmarks.path
         var after: Int64 = 0
         if let cursor = request.query("after") {
             guard let parsed = parseCursor(cursor) else {
