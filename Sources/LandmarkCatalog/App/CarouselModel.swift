@@ -11,10 +11,12 @@ import Observation
 /// ```
 ///
 /// - Setting ``currentPage`` shows the page at once and writes the position through, anchored to the
-///   landmark on that page and HLC-stamped. A burst of swipes is coalesced: the write goes out
-///   ``coalescingWindow`` (250 ms) after the last change, and at most ``maximumWriteDelay`` (1 s) after
-///   the first unsent one, so a continuous run of swipes still stores a page every second. The last page
-///   set is always the one stored. ``flush()`` sends a pending write now and waits for it.
+///   landmark on that page and HLC-stamped. The first change after a quiet moment is written at once (a
+///   swipe reaches the user's other devices in the network's time); only a burst is coalesced: a change
+///   within ``Configuration/coalescingWindow`` (250 ms) of the last write waits until the window after
+///   the last change ends, and at most ``Configuration/maximumWriteDelay`` (1 s) after the first unsent
+///   one, so a continuous run of swipes still stores a page every second. The last page set is always
+///   the one stored. ``flush()`` sends a pending write now and waits for it.
 /// - A newer position for this user from anywhere (another device's page merged by a `catalog sync`, a
 ///   `catalog position set`) moves ``currentPage``; while a local change is unsent or being written,
 ///   the local change wins (it is the newer one and will be stored with a newer stamp).
@@ -26,10 +28,22 @@ import Observation
 @Observable
 @MainActor
 public final class CarouselModel {
-    /// How long after the last change of ``currentPage`` its write goes out.
-    public static let coalescingWindow: Duration = .milliseconds(250)
-    /// How long an unsent change may wait while changes keep coming.
-    public static let maximumWriteDelay: Duration = .seconds(1)
+    /// How a model writes a burst of page changes.
+    public struct Configuration: Sendable, Equatable {
+        /// How long a burst lasts without a change.
+        ///
+        /// A change this soon after the last write (or the last change of a burst) joins the burst and is
+        /// written when this long has passed without a change; a change after a quiet moment this long is
+        /// written at once.
+        public var coalescingWindow: Duration = .milliseconds(250)
+        /// How long an unsent change may wait while changes keep coming.
+        public var maximumWriteDelay: Duration = .seconds(1)
+
+        public init() {}
+    }
+
+    /// How this model coalesces writes.
+    @ObservationIgnored public let configuration: Configuration
 
     /// The catalog this model reads and writes.
     @ObservationIgnored public let catalog: Catalog
@@ -60,6 +74,8 @@ public final class CarouselModel {
     @ObservationIgnored private var newestStamp: HLCStamp?
     @ObservationIgnored private var unsent = false
     @ObservationIgnored private var firstUnsent: ContinuousClock.Instant?
+    /// When the last write was started: a change within the window after it joins a burst.
+    @ObservationIgnored private var lastWriteStarted: ContinuousClock.Instant?
     @ObservationIgnored private var writesInFlight = 0
     @ObservationIgnored private var timer: Task<Void, Never>?
     @ObservationIgnored private var lastWrite: Task<Void, Never>?
@@ -67,10 +83,16 @@ public final class CarouselModel {
     /// A page set before the first read arrived: applied (and written) once the pages are known.
     @ObservationIgnored private var requestedBeforeLoad: Int?
 
-    /// Starts observing `user`'s carousel in `catalog`.
-    public init(catalog: Catalog, user: String) {
+    /// Starts observing `user`'s carousel in `catalog`, with the default ``Configuration``.
+    public convenience init(catalog: Catalog, user: String) {
+        self.init(catalog: catalog, user: user, configuration: Configuration())
+    }
+
+    /// Starts observing `user`'s carousel in `catalog`, coalescing writes as `configuration` says.
+    public init(catalog: Catalog, user: String, configuration: Configuration) {
         self.catalog = catalog
         self.user = user
+        self.configuration = configuration
         observation = Task { [weak self, catalog, user] in
             var backoff = 0.25
             while !Task.isCancelled {
@@ -115,6 +137,7 @@ public final class CarouselModel {
     public func stop() {
         observation?.cancel()
         timer?.cancel()
+        timer = nil
         unsent = false
     }
 
@@ -132,11 +155,17 @@ public final class CarouselModel {
         anchor = (p, pages[p].id)
         unsent = true
         let now = ContinuousClock.now
+        // After a quiet moment (no write started within the window, none waiting): write now.
+        if timer == nil, lastWriteStarted.map({ now - $0 >= configuration.coalescingWindow }) ?? true {
+            startWrite()
+            return
+        }
         if firstUnsent == nil { firstUnsent = now }
-        let deadline = min(now + Self.coalescingWindow, (firstUnsent ?? now) + Self.maximumWriteDelay)
+        let deadline = min(now + configuration.coalescingWindow, (firstUnsent ?? now) + configuration.maximumWriteDelay)
         timer?.cancel()
         timer = Task { [weak self] in
             do { try await Task.sleep(until: deadline) } catch { return }
+            self?.timer = nil
             self?.startWrite()
         }
     }
@@ -146,6 +175,7 @@ public final class CarouselModel {
         guard unsent, let anchor else { return }
         unsent = false
         firstUnsent = nil
+        lastWriteStarted = .now
         writesInFlight += 1
         let previous = lastWrite
         lastWrite = Task { [weak self, catalog, user] in
