@@ -282,7 +282,7 @@ public final class SyncSession: Sendable {
         let wasConnected = broadcaster.status.isConnected
         let kept = quarantined.withLock { $0 }
         broadcaster.update {
-            $0.connection = .connected
+            $0.state = .connected
             $0.lastSyncedAt = Date()
             $0.lastError = kept
             if synced { $0.hasSynced = true }
@@ -301,9 +301,9 @@ public final class SyncSession: Sendable {
         case let error as CatalogError: published = error
         default: published = CatalogError(.software, "internal error in the sync session: \(error)")
         }
-        let connection = SyncStatus.Connection(failure: published)
+        let state = SyncStatus.State(failure: published)
         broadcaster.update {
-            $0.connection = connection
+            $0.state = state
             $0.lastError = published
         }
         // A refused row or request stays refused until something changes: retry at the slowest pace.

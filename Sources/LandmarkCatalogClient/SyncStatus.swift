@@ -4,7 +4,7 @@ import LandmarkCatalog
 /// What a ``SyncSession`` is doing, for the line an app shows ("Syncing…", "Offline — 1 change waiting").
 public struct SyncStatus: Sendable, Equatable {
     /// Where the session stands with the server (docs/swift-library.md, "Showing the status").
-    public enum Connection: String, Sendable, Equatable, CaseIterable {
+    public enum State: String, Sendable, Equatable, CaseIterable {
         /// No answer yet since the session started (first contact).
         case connecting
         /// The last exchange succeeded.
@@ -28,9 +28,9 @@ public struct SyncStatus: Sendable, Equatable {
     }
 
     /// Where the session stands: connecting, connected, offline or failing.
-    public var connection: Connection = .connecting
-    /// Whether the last exchange with the server succeeded (`connection == .connected`).
-    public var isConnected: Bool { connection == .connected }
+    public var state: State = .connecting
+    /// Whether the last exchange with the server succeeded (`state == .connected`).
+    public var isConnected: Bool { state == .connected }
     /// Whether this device has merged a complete answer for its user from this server, ever (kept in the
     /// database): false on a first launch until the first pull completes, so an app can show "Loading…"
     /// instead of an empty or stale page.

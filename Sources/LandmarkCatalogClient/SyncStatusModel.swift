@@ -7,7 +7,7 @@ import Observation
 /// ```swift
 /// @State private var sync = SyncStatusModel(session: session)
 /// var body: some View {
-///     switch sync.status.connection {
+///     switch sync.status.state {
 ///     case .connecting: Text("Connecting…")
 ///     case .connected: Text(sync.status.pendingChanges == 0 ? "Up to date" : "Syncing…")
 ///     case .offline: Text("Offline — \(sync.status.pendingChanges) waiting")

@@ -104,8 +104,11 @@ struct ClientMisbehavingServerTests {
     /// What holds whatever the server does.
     static func checkBounds(_ run: Run) {
         #expect(run.perMinute <= 120, "\(run)")
-        #expect(run.slowestWrite <= .seconds(1), "\(run)")
-        #expect(run.stopTook <= .seconds(1), "\(run)")
+        // A write never waits on the network: a blocked one would wait out a request (30 s against the
+        // server that hangs). 5 s leaves room for a loaded test run; alone they take milliseconds.
+        #expect(run.slowestWrite <= .seconds(5), "\(run)")
+        // stop() gives its tasks at most 1 s; the rest is scheduling on a loaded test run.
+        #expect(run.stopTook <= .seconds(2), "\(run)")
         #expect(!run.requests.isEmpty, "\(run)")
     }
 

@@ -64,9 +64,9 @@ struct ClientStatusTests {
     func connectingThenConnected() async throws {
         let silent = try SilentListener()
         let (c, quiet) = try await Self.session(silent.url, token: "e30.eyJzdWIiOiJhbm4ifQ.x")
-        #expect(quiet.status.connection == .connecting && !quiet.status.hasSynced)
+        #expect(quiet.status.state == .connecting && !quiet.status.hasSynced)
         try await Task.sleep(for: .milliseconds(500))
-        #expect(quiet.status.connection == .connecting, "\(quiet.status)")
+        #expect(quiet.status.state == .connecting, "\(quiet.status)")
         let stopping = ContinuousClock.now
         await quiet.stop()
         #expect(ContinuousClock.now - stopping < .seconds(2), "stop() took \(ContinuousClock.now - stopping)")
@@ -75,7 +75,7 @@ struct ClientStatusTests {
         let server = try Self.server()
         let url = try #require(URL(string: server.serve.base))
         let (catalog, session) = try await Self.session(url, token: try server.token("ann"))
-        #expect(await eventually { session.status.connection == .connected && session.status.hasSynced }, "\(session.status)")
+        #expect(await eventually { session.status.state == .connected && session.status.hasSynced }, "\(session.status)")
         #expect(session.status.isConnected && session.status.lastError == nil)
         await session.stop()
         // hasSynced is kept in the database: a new session starts with it.
@@ -91,7 +91,7 @@ struct ClientStatusTests {
     func offlineUnreachableAndProxy() async throws {
         let closedPort = try PostgresServer.freePort()
         let (a, nowhere) = try await Self.session(try #require(URL(string: "http://127.0.0.1:\(closedPort)")), token: "e30.eyJzdWIiOiJhbm4ifQ.x")
-        #expect(await eventually { nowhere.status.connection == .offline }, "\(nowhere.status)")
+        #expect(await eventually { nowhere.status.state == .offline }, "\(nowhere.status)")
         #expect(nowhere.status.lastError?.reason == .offline && nowhere.status.lastError?.httpStatus == nil)
         await nowhere.stop()
         a.close()
@@ -104,10 +104,10 @@ struct ClientStatusTests {
         let nginx = try NginxServer(servePort: server.serve.port)
         let (b, proxied) = try await Self.session(
             try #require(URL(string: "http://127.0.0.1:\(nginx.port)")), token: try server.token("ann"))
-        #expect(await eventually { proxied.status.connection == .connected }, "\(proxied.status)")
+        #expect(await eventually { proxied.status.state == .connected }, "\(proxied.status)")
         #expect(server.serve.stop().status == 0)
         #expect(await eventually { proxied.status.lastError?.httpStatus == 502 }, "\(proxied.status)")
-        #expect(proxied.status.connection == .offline && proxied.status.lastError?.reason == .offline)
+        #expect(proxied.status.state == .offline && proxied.status.lastError?.reason == .offline)
         let message = proxied.status.lastError?.message ?? ""
         #expect(!message.contains("<") && message.contains("502"), "\(message)")
         // A write while offline lands locally and waits.
@@ -131,9 +131,9 @@ struct ClientStatusTests {
         slow.minimumBackoff = 20
         slow.maximumBackoff = 20
         let (catalog, session) = try await Self.session(front, token: try server.token("ann"), configuration: slow)
-        #expect(await eventually { session.status.connection == .connected }, "\(session.status)")
+        #expect(await eventually { session.status.state == .connected }, "\(session.status)")
         #expect(server.serve.stop().status == 0)
-        #expect(await eventually(within: 15) { session.status.connection == .offline }, "\(session.status)")
+        #expect(await eventually(within: 15) { session.status.state == .offline }, "\(session.status)")
         #expect(session.status.lastError?.reason == .offline, "\(session.status)")
 
         // Back on the same port: the session waits out its 20 s backoff unless told to retry now.
@@ -141,7 +141,7 @@ struct ClientStatusTests {
         server.serve = try ServeProcess(server.box, db: server.db, keys: [server.key.publicKey], listen: "127.0.0.1:\(port)")
         let asked = ContinuousClock.now
         await session.retryNow()
-        #expect(await eventually(within: 8) { session.status.connection == .connected }, "\(session.status)")
+        #expect(await eventually(within: 8) { session.status.state == .connected }, "\(session.status)")
         #expect(ContinuousClock.now - asked < .seconds(8))
         await session.stop()
         catalog.close()
@@ -151,18 +151,18 @@ struct ClientStatusTests {
     @Test("each error status's state: 502, 503, 504 and no answer are offline; 400, 401, 403, 404, 413, 429, 500 are failing")
     func statesByStatus() {
         for (status, expected) in [
-            (502, SyncStatus.Connection.offline), (503, .offline), (504, .offline), (400, .failing), (401, .failing), (403, .failing),
+            (502, SyncStatus.State.offline), (503, .offline), (504, .offline), (400, .failing), (401, .failing), (403, .failing),
             (404, .failing), (413, .failing), (429, .failing), (500, .failing),
         ] {
             let body = Data("<html><body><h1>\(status)</h1></body></html>".utf8)
             let error = ServerConnection.failure(
                 ServerConnection.Answer(status: status, body: body, etag: nil, retryAfter: nil), method: "GET", path: "positions", server: "s")
-            #expect(SyncStatus.Connection(failure: error) == expected, "\(status): \(error)")
+            #expect(SyncStatus.State(failure: error) == expected, "\(status): \(error)")
             #expect(error.httpStatus == status && !error.message.contains("<html"))
         }
         let unreachable = CatalogError(.unavailable, "cannot reach the server s: connection refused", reason: .offline)
-        #expect(SyncStatus.Connection(failure: unreachable) == .offline)
-        #expect(SyncStatus.Connection(failure: CatalogError(.dataInvalid, "not a page of rows")) == .failing)
+        #expect(SyncStatus.State(failure: unreachable) == .offline)
+        #expect(SyncStatus.State(failure: CatalogError(.dataInvalid, "not a page of rows")) == .failing)
     }
 
     @Test("failing: a token the server refuses (401 after a refresh), a token of another user (403)")
@@ -172,7 +172,7 @@ struct ClientStatusTests {
         let other = try ServeKeys.make(server.box, "other")
         let forged = try ServeKeys.issue(server.box, key: other.privateKey, user: "ann")
         let (a, refused) = try await Self.session(url, token: forged)
-        #expect(await eventually { refused.status.connection == .failing }, "\(refused.status)")
+        #expect(await eventually { refused.status.state == .failing }, "\(refused.status)")
         #expect(refused.status.lastError?.httpStatus == 401 && refused.status.lastError?.reason == .unauthorized)
         await refused.stop()
         a.close()
@@ -181,7 +181,7 @@ struct ClientStatusTests {
         #expect(try await eventually { try await b.featured().count == 4 })
         try await b.setPosition(user: "bob", to: .page(1))
         #expect(await eventually { wrongUser.status.lastError?.httpStatus == 403 }, "\(wrongUser.status)")
-        #expect(wrongUser.status.connection == .failing && wrongUser.status.lastError?.reason == .forbidden)
+        #expect(wrongUser.status.state == .failing && wrongUser.status.lastError?.reason == .forbidden)
         await wrongUser.stop()
         b.close()
         #expect(server.serve.stop().status == 0)

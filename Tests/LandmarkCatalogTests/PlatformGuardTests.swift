@@ -4,7 +4,8 @@ import Testing
 /// The app-side products are portable (issue 28, SPEC.md §17): in `LandmarkCatalog` and
 /// `LandmarkCatalogClient` every Glibc, inotify and epoll use (and Linux's `st_mtim`) sits inside
 /// `#if os(Linux)`; Package.swift declares iOS and macOS; libcrypto (CCrypto) is linked and imported on
-/// Linux only (CryptoKit elsewhere).
+/// Linux only (CryptoKit elsewhere), and so is libcurl (CCurl: the client's transport on Linux, `URLSession`
+/// elsewhere).
 @Suite("Architecture: the app-side products build on Darwin")
 struct PlatformGuardTests {
     static let appSideFolders = ["Sources/LandmarkCatalog/", "Sources/LandmarkCatalogClient/"]
@@ -13,7 +14,7 @@ struct PlatformGuardTests {
     /// (it is true on other Glibc systems without a Darwin path; os(Linux) says what is meant).
     static func unguarded(_ text: String, path: String) -> [String] {
         // Simple word boundaries: the default (Unicode's) finds none inside `info.st_mtim.tv_sec`.
-        let linuxOnly = /\bGlibc\b|inotify|epoll|\bst_mtim\b|\bCCrypto\b/.wordBoundaryKind(.simple)
+        let linuxOnly = /\bGlibc\b|inotify|epoll|\bst_mtim\b|\bCCrypto\b|\bCCurl\b/.wordBoundaryKind(.simple)
         // One entry per open #if: whether the branch being read is an os(Linux) branch.
         var stack: [(condition: String, linux: Bool)] = []
         var found: [String] = []
@@ -36,7 +37,7 @@ struct PlatformGuardTests {
         return found
     }
 
-    @Test("no Glibc, inotify, epoll, st_mtim or CCrypto outside #if os(Linux) in LandmarkCatalog and LandmarkCatalogClient")
+    @Test("no Glibc, inotify, epoll, st_mtim, CCrypto or CCurl outside #if os(Linux) in LandmarkCatalog and LandmarkCatalogClient")
     func linuxNamesAreGuarded() throws {
         let files = try TableHomeTests.sources().filter { file in Self.appSideFolders.contains { file.path.hasPrefix($0) } }
         #expect(files.count > 50)
@@ -68,7 +69,7 @@ struct PlatformGuardTests {
             ])
     }
 
-    /// The app-side targets whose dependencies name CCrypto other than on Linux alone.
+    /// The app-side targets whose dependencies name CCrypto or CCurl other than on Linux alone.
     static func cryptoOffLinux(_ manifest: String) -> [String] {
         ["LandmarkCatalog", "LandmarkCatalogClient"].filter { target in
             // The target's declaration, up to the next entry of `targets:` (indented 8 spaces).
@@ -76,13 +77,13 @@ struct PlatformGuardTests {
             let rest = manifest[start.upperBound...]
             let body = rest[..<(rest.range(of: "\n        .")?.lowerBound ?? rest.endIndex)]
             guard body.contains("dependencies:") else { return true }
-            let mentions = body.matches(of: /"CCrypto"/).count
-            let linuxOnly = body.matches(of: /\.target\(name: "CCrypto", condition: \.when\(platforms: \[\.linux\]\)\)/).count
+            let mentions = body.matches(of: /"(CCrypto|CCurl)"/).count
+            let linuxOnly = body.matches(of: /\.target\(name: "(CCrypto|CCurl)", condition: \.when\(platforms: \[\.linux\]\)\)/).count
             return mentions != linuxOnly
         }
     }
 
-    @Test("Package.swift declares iOS and macOS, and links CCrypto into the app-side products on Linux only")
+    @Test("Package.swift declares iOS and macOS, and links CCrypto and CCurl into the app-side products on Linux only")
     func packageDeclaresPlatformsAndLinuxOnlyCrypto() throws {
         let manifest = try String(contentsOf: Support.root.appending(path: "Package.swift"), encoding: .utf8)
         let platforms = try #require(manifest.firstMatch(of: /platforms:\s*\[([^\]]*)\]/))
@@ -90,12 +91,15 @@ struct PlatformGuardTests {
         #expect(manifest.contains(#".target(name: "CCrypto", condition: .when(platforms: [.linux]))"#))
         #expect(Self.cryptoOffLinux(manifest) == [])
         #expect(Self.cryptoOffLinux("") == ["LandmarkCatalog", "LandmarkCatalogClient"])  // not found is a failure
-        // Planted: the client linking libcrypto everywhere, the core without the condition.
-        let plantedClient = manifest.replacingOccurrences(
-            of: #"name: "LandmarkCatalogClient",\#n            dependencies: ["LandmarkCatalog"]"#,
-            with: #"name: "LandmarkCatalogClient",\#n            dependencies: ["LandmarkCatalog", "CCrypto"]"#)
-        #expect(plantedClient != manifest)
-        #expect(Self.cryptoOffLinux(plantedClient) == ["LandmarkCatalogClient"])
+        #expect(manifest.contains(#".target(name: "CCurl", condition: .when(platforms: [.linux]))"#))
+        // Planted: the client linking libcrypto, or libcurl, everywhere; the core without the condition.
+        for planted in [#""CCrypto""#, #""CCurl""#] {
+            let plantedClient = manifest.replacingOccurrences(
+                of: #"name: "LandmarkCatalogClient",\#n            dependencies: ["LandmarkCatalog""#,
+                with: #"name: "LandmarkCatalogClient",\#n            dependencies: ["LandmarkCatalog", \#(planted)"#)
+            #expect(plantedClient != manifest)
+            #expect(Self.cryptoOffLinux(plantedClient) == ["LandmarkCatalogClient"])
+        }
         let plantedCore = manifest.replacingOccurrences(
             of: #".target(name: "CCrypto", condition: .when(platforms: [.linux]))"#, with: #""CCrypto""#)
         #expect(Self.cryptoOffLinux(plantedCore) == ["LandmarkCatalog"])
