@@ -22,7 +22,9 @@
 #                                a POST's p50/p95, POST → another client's long-poll p50/p95, 10,000 idle
 #                                long-polls' RSS and CPU (--quick: 2,000); see Benchmarks/serve.py. Then two
 #                                devices' CarouselModels through one serve (swipe → other device, p50/p95 over 50)
-#                                and an idle session's requests a minute and CPU; see Benchmarks/DeviceBench.
+#                                and, idle 60 s (--quick: 20), the requests a minute, CPU and voluntary context
+#                                switches of a process holding sessions and live CarouselModels, then a session
+#                                against a server that never answers (60 s; --quick: 10); see Benchmarks/DeviceBench.
 #                                Then two `serve --hub` on a throwaway PostgreSQL: POST → long-poll across them
 #                                (p50/p95 over 100) beside one server; see Benchmarks/serve_hub.py.
 #                                Results: Benchmarks/results/serve.md
@@ -132,13 +134,13 @@ start_hub() {
 
 
 if $serve_only; then
-    users_n=1000000; polls=10000; hold=30; device_idle=120
-    if $quick; then users_n=10000; polls=2000; hold=5; device_idle=20; fi
+    users_n=1000000; polls=10000; hold=30; device_idle=60; device_hang=60
+    if $quick; then users_n=10000; polls=2000; hold=5; device_idle=20; device_hang=10; fi
     [ -s "$data/positions-$users_n.json" ] || python3 Benchmarks/generate.py positions "$users_n" "$data/positions-$users_n.json" >&2
     python3 Benchmarks/serve.py "$bin" Seeds/landmarkData.json "$data/positions-$users_n.json" --polls "$polls" --seconds "$hold" \
         | tee Benchmarks/results/serve.md
     # The app's own sync: two devices' CarouselModels through one serve, and an idle session (Benchmarks/DeviceBench).
-    "$(dirname "$bin")/catalog-device-bench" "$bin" Seeds/landmarkData.json --swipes 50 --idle "$device_idle" \
+    "$(dirname "$bin")/catalog-device-bench" "$bin" Seeds/landmarkData.json --swipes 50 --idle "$device_idle" --hang "$device_hang" \
         | tail -n +3 | tee -a Benchmarks/results/serve.md
     # Two serve processes on one PostgreSQL hub: write-to-visible across them (Benchmarks/serve_hub.py).
     start_hub servehub
