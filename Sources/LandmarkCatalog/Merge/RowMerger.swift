@@ -156,6 +156,16 @@ package struct RowMerger {
         }
         let row = try store.quarantineTable.insert(
             identity, source: source, at: now, rowJSON: rowJSON(), reason: reason, deleted: deleted, tieContent: content)
+        let dropped = try store.quarantineTable.prune(kind: kind, key: key, keeping: Self.quarantinedPerKey)
+        if dropped > 0 {
+            diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "dropped \(dropped) older held \(dropped == 1 ? "row" : "rows") of \(kind) \(key): at most \(Self.quarantinedPerKey) are held per key, the greatest stamps",
+                    file: source, id: kind == "landmark" ? Int64(key) : nil, kind: "quarantine-dropped",
+                    details: Self.keyDetails(kind: kind, key: key) + [.init("dropped", String(dropped))]))
+        }
         diagnostics(
             Diagnostic(
                 severity: .warning,
@@ -164,6 +174,9 @@ package struct RowMerger {
                 details: Self.keyDetails(kind: kind, key: key) + [.init("stamp", stamp.description), .init("row", String(row))]))
         return true
     }
+
+    /// Held rows kept per landmark or user: the greatest stamps (docs/limits.md).
+    static let quarantinedPerKey = 8
 
     /// Records a tie in the conflicts table; reports it only the first time it is settled this way.
     private func recordTie(

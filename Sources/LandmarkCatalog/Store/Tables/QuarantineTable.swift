@@ -127,6 +127,23 @@ package struct QuarantineTable {
         return db.lastInsertRowID
     }
 
+    /// Keeps the `limit` greatest stamps held for `kind` and `key` and removes the others; returns how many
+    /// it removed.
+    ///
+    /// Of one key only the greatest stamp can win once applied (docs/merge-rules.md §1), so older held rows
+    /// of that key say nothing a newer one does not: the bound stops one writer (a device whose clock runs a
+    /// year ahead, a token posting row after row) from filling the disk (docs/limits.md). Uses the
+    /// `UNIQUE (kind, row_key, …)` index.
+    func prune(kind: String, key: String, keeping limit: Int) throws -> Int {
+        try db.execute(
+            sql: """
+                DELETE FROM sync_quarantine WHERE kind = ?1 AND row_key = ?2 AND id NOT IN (
+                    SELECT id FROM sync_quarantine WHERE kind = ?1 AND row_key = ?2
+                    ORDER BY updated_ms DESC, counter DESC, node DESC LIMIT ?3)
+                """, [.text(kind), .text(key), .integer(Int64(limit))])
+        return db.changes
+    }
+
     /// Replaces held row `id` with another delivery of its key and stamp.
     func replace(id: Int64, source: String, at now: Int64, rowJSON: String, reason: String, deleted: Bool, tieContent: [UInt8]) throws {
         try db.execute(
