@@ -84,4 +84,151 @@ struct ObserveTests {
         }
         catalog.close()
     }
+
+    // MARK: - Commits found through the OS
+
+    /// Records the monitor's checks (why, and whether they found a change).
+    final class Checks: Sendable {
+        let list = Protected<[(cause: ChangeMonitor.CheckCause, changed: Bool)]>([])
+        init(_ monitor: ChangeMonitor) {
+            let list = list
+            monitor.hooks.withLock { $0.didCheck = { cause, changed in list.withLock { $0.append((cause, changed)) } } }
+        }
+        func contains(_ cause: ChangeMonitor.CheckCause, changed: Bool? = nil) -> Bool {
+            list.withLock { $0.contains { $0.cause == cause && (changed == nil || $0.changed == changed) } }
+        }
+        func reset() { list.withLock { $0.removeAll() } }
+    }
+
+    @Test("another connection's commit, in this process or another, wakes an observer through a file event")
+    func otherConnections() async throws {
+        let (catalog, db) = try await CatalogLibraryTests.seededCatalog()
+        let checks = Checks(catalog.monitor)
+        let seen = CatalogLibraryTests.Collector(catalog.observe { try await $0.position(user: "u")?.currentPage })
+        #expect(await seen.wait(for: 1))
+        // The thread has started watching (and made its first check): what it finds next comes from an event.
+        #expect(await waitTurns { checks.contains(.start) })
+        checks.reset()
+
+        // Another connection in this process: not a write through `catalog`, so only the OS tells.
+        let store = try CatalogStore.open(path: db)
+        try Positions(store).setPosition(user: "u", to: .page(2))
+        #expect(await seen.wait(for: 2))
+        #expect(seen.last == 2)
+        // Found by the check an event started, or by one of the checks just after it (the commit's last
+        // WAL write comes before it is published in the shared memory index).
+        #expect(checks.contains(.fileEvent, changed: true) || checks.contains(.afterFileEvent, changed: true))
+
+        // Another process.
+        let run = try await runProcessAsync(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u", "--page", "3"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(await seen.wait(for: 3))
+        #expect(seen.last == 3)
+        // inotify worked: no check came from the once-a-second fallback.
+        #expect(!checks.contains(.interval))
+        seen.task.cancel()
+        catalog.close()
+    }
+
+    @Test("a database replaced by rename is seen through a file event, and read from the new file")
+    func replacedByRename() async throws {
+        let (catalog, db) = try await CatalogLibraryTests.seededCatalog()
+        let checks = Checks(catalog.monitor)
+        let seen = CatalogLibraryTests.Collector(catalog.observe { try await $0.featured().map(\.id) })
+        #expect(await seen.wait(for: 1))
+        #expect(seen.last == [1001, 1003, 1006, 1010])
+        #expect(await waitTurns { checks.contains(.start) })
+        let other = Support.temporaryDatabase()
+        #expect(runCLI(["import", try landmarkFile(featured: [1001, 1002])], db: other).status == 0)
+        // A restore done right: the old -wal and -shm go first (SQLite would read a stale -wal into the new
+        // file), then the new database is renamed over the old one in one step.
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) }
+        #expect(rename(other, db) == 0)
+        #expect(await seen.wait(for: 2))
+        #expect(seen.last == [1001, 1002])
+        #expect(checks.contains(.fileEvent, changed: true) || checks.contains(.afterFileEvent, changed: true))
+        seen.task.cancel()
+        catalog.close()
+    }
+
+    /// The sum over threads of `voluntary_ctxt_switches` in `/proc/PID/task/*/status`, by thread id.
+    static func voluntarySwitches(pid: Int32) -> [String: Int] {
+        let tasks = "/proc/\(pid)/task"
+        var result: [String: Int] = [:]
+        for tid in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
+            guard let status = try? String(contentsOfFile: "\(tasks)/\(tid)/status", encoding: .utf8) else { continue }
+            for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+                result[tid] = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
+            }
+        }
+        return result
+    }
+
+    /// Whether a thread of `pid` is in `poll(fds, 2, -1)`: ChangeMonitor's thread, idle.
+    ///
+    /// `/proc/PID/task/TID/syscall` is the system call's number and arguments; 7 is `poll` on x86_64 (elsewhere
+    /// the test settles for a thread in a poll of any timeout).
+    static func blocksInPollForever(pid: Int32) -> Bool {
+        let tasks = "/proc/\(pid)/task"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).contains { tid in
+            #if arch(x86_64)
+                let call = ((try? String(contentsOfFile: "\(tasks)/\(tid)/syscall", encoding: .utf8)) ?? "").split(separator: " ")
+                return call.count > 3 && call[0] == "7" && call[2] == "0x2" && call[3] == "0xffffffff"
+            #else
+                return ((try? String(contentsOfFile: "\(tasks)/\(tid)/wchan", encoding: .utf8)) ?? "").hasPrefix("poll_schedule")
+            #endif
+        }
+    }
+
+    /// Before: the monitor thread woke every 50 ms to run `PRAGMA data_version` (40 wake-ups in 2 s).
+    ///
+    /// Measured in a process of its own, the `Carousel` example (a `CarouselModel`, its observation, a
+    /// thread blocked reading keys), so the other tests' threads do not count. It counts switches, not
+    /// time, so a loaded machine does not change it; Swift's dispatch runtime itself wakes its manager
+    /// thread once a second (a program that only used `DispatchQueue.global()` once does so too), hence 4.
+    @Test("an idle observer and CarouselModel make no wake-ups: at most 4 voluntary switches in 2 s")
+    func idleWakeUps() async throws {
+        let (catalog, db) = try await CatalogLibraryTests.seededCatalog()
+        catalog.close()
+        let carousel = Support.catalogBinary.deletingLastPathComponent().appending(path: "Carousel")
+        try #require(FileManager.default.isExecutableFile(atPath: carousel.path), "build the Carousel example first")
+        let process = Process()
+        let keys = Pipe()
+        let screen = Pipe()
+        process.executableURL = carousel
+        process.arguments = ["--db", db, "--user", "u"]
+        process.standardInput = keys
+        process.standardOutput = screen
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        let drawn = Protected("")
+        Thread.detachNewThread {
+            while true {
+                let data = screen.fileHandleForReading.availableData
+                if data.isEmpty { return }
+                drawn.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            }
+        }
+        let pid = process.processIdentifier
+        // Loaded (its first read drawn), and its monitor thread blocks in poll() with no timeout (the checks
+        // that follow the start's file events are over).
+        #expect(await waitTurns { drawn.withLock { $0.contains("page 0 of 4") } })
+        #expect(await waitTurns { Self.blocksInPollForever(pid: pid) })
+        let before = Self.voluntarySwitches(pid: pid)
+        try await Task.sleep(for: .seconds(2))
+        let after = Self.voluntarySwitches(pid: pid)
+        // Per thread: a thread that ended meanwhile (an idle dispatch worker retiring) must not subtract.
+        let switches = after.reduce(0) { sum, entry in sum + max(0, entry.value - (before[entry.key] ?? 0)) }
+        #expect(switches <= 4, "\(switches) voluntary context switches in 2 s, by thread before \(before) after \(after)")
+
+        // And it was live all along: another process's page moves it.
+        let run = try await runProcessAsync(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u", "--page", "2"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(await waitTurns { drawn.withLock { $0.contains("page 2 of 4") } })
+        try keys.fileHandleForWriting.close()  // end of input: it flushes and exits
+    }
 }
