@@ -85,6 +85,31 @@ struct ObserveTests {
         catalog.close()
     }
 
+    // MARK: - This process's writes
+
+    /// With nothing observing, the monitor's thread does not run: only `noteLocalWrite()` can move the
+    /// generation, so this shows each write path calls it (observers need no file event for them).
+    @Test("every write path of Catalog wakes observers directly when it returns")
+    func localWritesWake() async throws {
+        let (catalog, db) = try await CatalogLibraryTests.seededCatalog()
+        let monitor = catalog.monitor
+        let snapshot = URL(fileURLWithPath: db).deletingLastPathComponent().appending(path: "self.json").path
+        try await catalog.export(to: snapshot)
+        let writes: [(String, @Sendable () async throws -> Void)] = [
+            ("setPosition", { _ = try await catalog.setPosition(user: "u", to: .page(1)) }),
+            ("clearPosition", { try await catalog.clearPosition(user: "u") }),
+            ("importLandmarks", { _ = try await catalog.importLandmarks(from: .file(CatalogLibraryTests.seeds.path)) }),
+            ("write {}", { _ = try await catalog.write { try Positions($0).setPosition(user: "v", to: .page(2)) } }),
+            ("sync", { _ = try await catalog.sync([snapshot]) }),
+        ]
+        for (name, write) in writes {
+            let before = monitor.currentGeneration
+            try await write()
+            #expect(monitor.currentGeneration == before + 1, "\(name)")
+        }
+        catalog.close()
+    }
+
     // MARK: - Commits found through the OS
 
     /// Records the monitor's checks (why, and whether they found a change).

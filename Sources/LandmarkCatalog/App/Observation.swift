@@ -550,10 +550,10 @@ private func closeDescriptor(_ fd: Int32) {
         }
 
         deinit {
-            queue.sync {
-                directory?.cancel()
-                for source in files { source.cancel() }
-            }
+            // Not through `queue`: the last release may come from a handler running on it. Nothing else
+            // touches the sources now (the handlers hold `self` weakly); `cancel()` may be called anywhere.
+            directory?.cancel()
+            for source in files { source.cancel() }
             close(fd)
             close(poke)
         }
