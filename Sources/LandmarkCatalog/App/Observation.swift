@@ -143,14 +143,16 @@ final class ChangeMonitor: @unchecked Sendable {
 
     /// How often the thread checks when there are no file events (no inotify, no dispatch sources): 1 s.
     static let fallbackInterval: Int32 = 1000
-    /// When the thread checks again after the last file event, in ms after the check before (5, 20, 100 and
-    /// 500 ms after the event).
+    /// When the thread checks again after the last file event, in ms after the check before (1, 5, 20, 100
+    /// and 500 ms after the event).
     ///
     /// A WAL commit's last `write` to `-wal` comes before SQLite publishes the commit in the shared-memory
     /// index (a store to mapped memory, which makes no file event): a check that runs between the two finds
     /// nothing, and nothing would come to check again. With one check per event, 2 of 7 runs of
-    /// `ObserveTests` beside `CatalogLibraryTests` on the shared 2-core machine missed a commit so.
-    static let settleDelays: [Int32] = [5, 15, 80, 400]
+    /// `ObserveTests` beside `CatalogLibraryTests` on the shared 2-core machine missed a commit so. The
+    /// thread usually wakes at the commit's first write, before it is published: with 5 ms first, another
+    /// process's commit reached `catalog watch` in 5.2 ms p50 (release build), so the first is 1 ms.
+    static let settleDelays: [Int32] = [1, 4, 15, 80, 400]
 
     let path: String
     private let condition = NSCondition()
