@@ -176,6 +176,24 @@ struct ObserveTests {
         catalog.close()
     }
 
+    @Test("without file events (inotify refused) another connection's commit is found by the check once a second")
+    func fallbackInterval() async throws {
+        let (catalog, db) = try await CatalogLibraryTests.seededCatalog()
+        let checks = Checks(catalog.monitor)
+        catalog.monitor.hooks.withLock { $0.withoutFileEvents = true }
+        let seen = CatalogLibraryTests.Collector(catalog.observe { try await $0.position(user: "u")?.currentPage })
+        #expect(await seen.wait(for: 1))
+        #expect(await waitTurns { checks.contains(.start) })
+        let store = try CatalogStore.open(path: db)
+        try Positions(store).setPosition(user: "u", to: .page(1))
+        #expect(await seen.wait(for: 2))
+        #expect(seen.last == 1)
+        #expect(checks.contains(.interval, changed: true))
+        #expect(!checks.contains(.fileEvent))
+        seen.task.cancel()
+        catalog.close()
+    }
+
     /// The sum over threads of `voluntary_ctxt_switches` in `/proc/PID/task/*/status`, by thread id.
     static func voluntarySwitches(pid: Int32) -> [String: Int] {
         let tasks = "/proc/\(pid)/task"

@@ -182,6 +182,8 @@ final class ChangeMonitor: @unchecked Sendable {
         var willCancel: (@Sendable () -> Void)?
         /// Runs on the thread after each of its checks: why it checked, and whether it found a change.
         var didCheck: (@Sendable (CheckCause, Bool) -> Void)?
+        /// When true, a thread that starts goes without file events, as when inotify fails.
+        var withoutFileEvents = false
     }
 
     /// Why the thread checked.
@@ -367,7 +369,7 @@ final class ChangeMonitor: @unchecked Sendable {
     /// The thread: watch, check once (a commit since the subscriber's baseline), then check on each file
     /// event until nobody observes.
     private func run(wakeRead: Int32) {
-        var events = FileEvents(path: path)
+        var events = hooks.withLock { $0.withoutFileEvents } ? nil : FileEvents(path: path)
         // The delays of the checks still to come after the last file event.
         var settling: [Int32] = []
         checkAndBump(.start)
