@@ -6,7 +6,10 @@
 //    of the observed user's page: time until all N have yielded (p50, p95 over the commits), against
 //    the time until one observer alone yields.
 // 2. The process's CPU with N idle observers over S seconds, as % of one core.
-// 3. `featured()` from 8 tasks for S seconds, calls per second, against `catalog featured --json` run as a
+// 3. Idle wake-ups: the process's voluntary context switches per second (summed over
+//    /proc/self/task/*/status) over S seconds with one observer and one `CarouselModel`, against the same
+//    process with nothing observing (the Swift runtime's own floor: libdispatch wakes once a second).
+// 4. `featured()` from 8 tasks for S seconds, calls per second, against `catalog featured --json` run as a
 //    process (what a script gets), per second.
 // Prints a Markdown table. Run by Benchmarks/run.sh --observe.
 import Foundation
@@ -35,7 +38,8 @@ struct AppBench {
         let catalog = try Catalog(path: path)
         try await catalog.importLandmarks(from: .file(seeds))
         let pageCount = try await catalog.featured().count
-        let other = try CatalogStore.open(path: path)  // "another connection": found by PRAGMA data_version
+        // "Another connection": seen through inotify on the directory, then PRAGMA data_version.
+        let other = try CatalogStore.open(path: path)
 
         // 1. Commit → every observer yielded.
         func latencies(observing n: Int) async throws -> [Double] {
@@ -73,7 +77,20 @@ struct AppBench {
         let idleShare = (cpuSeconds() - cpuBefore) / elapsed(since: wallBefore) * 100
         for task in idleTasks { task.cancel() }
 
-        // 3. featured() from 8 tasks against the CLI per process.
+        // 3. Idle wake-ups, nothing observing, then one observer and one CarouselModel. A second lets the
+        // cancelled observers end (and the monitor's thread with them), and the started ones settle (the
+        // monitor checks again up to 0.5 s after the last file event).
+        try await Task.sleep(for: .seconds(1))
+        let floor = try await switchesPerSecond(over: seconds)
+        let observer = Task { for try await _ in catalog.observe({ try await $0.featured().count }) {} }
+        let model = await MainActor.run { CarouselModel(catalog: catalog, user: "bench-idle") }
+        while !(await MainActor.run { model.isLoaded }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .seconds(1))
+        let observed = try await switchesPerSecond(over: seconds)
+        observer.cancel()
+        await MainActor.run { model.stop() }
+
+        // 4. featured() from 8 tasks against the CLI per process.
         let readsStart = ContinuousClock.now
         let reads = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<8 {
@@ -114,9 +131,34 @@ struct AppBench {
         print("| same, p95 | \(ms(p(many, 0.95))) | 1 observer \(ms(p(one, 0.95))) | \(String(format: "%.2f", p(many, 0.95) / p(one, 0.95))) |")
         print("| \(observers) idle observers, process CPU over \(seconds) s | \(String(format: "%.2f", idleShare)) % of a core | | |")
         print(
+            "| idle process with 1 observer + 1 CarouselModel, voluntary context switches over \(seconds) s | \(String(format: "%.2f", observed))/s | nothing observing: \(String(format: "%.2f", floor))/s | \(floor > 0 ? String(format: "%.2f", observed / floor) : "–") |"
+        )
+        print(
             "| featured() from 8 tasks | \(Int(readRate)) calls/s | `catalog featured --json` processes: \(String(format: "%.1f", cliRate))/s | \(String(format: "%.0f", readRate / cliRate))× |"
         )
         catalog.close()
+    }
+
+    /// This process's voluntary context switches per second over `seconds`: each thread's
+    /// `voluntary_ctxt_switches` (/proc/self/task/TID/status) at the end less at the start, summed (a thread
+    /// that ended meanwhile counts for nothing, rather than subtracting its total).
+    static func switchesPerSecond(over seconds: Int) async throws -> Double {
+        func sample() -> [String: Int] {
+            var result: [String: Int] = [:]
+            for tid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+                guard let status = try? String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8) else { continue }
+                for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+                    result[tid] = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
+                }
+            }
+            return result
+        }
+        let before = sample()
+        let start = ContinuousClock.now
+        try await Task.sleep(for: .seconds(seconds))
+        let after = sample()
+        let switches = after.reduce(0) { sum, entry in sum + max(0, entry.value - (before[entry.key] ?? 0)) }
+        return Double(switches) / elapsed(since: start)
     }
 
     /// User + system CPU time of this process, in seconds.

@@ -128,9 +128,13 @@ struct CatalogErrorTests {
     func modelNotFeaturedFallback() async throws {
         let (catalog, _) = try await Self.catalog()
         let without1007 = try landmarkFile(featured: [1001, 1002, 1004])
-        let model = CarouselModel(catalog: catalog, user: "ann")
+        // A window far longer than the test: a change after the first write is held until `flush()`.
+        let held = CarouselModel.Configuration(coalescingWindow: .seconds(600), maximumWriteDelay: .seconds(600))
+        let model = CarouselModel(catalog: catalog, user: "ann", configuration: held)
         #expect(await CatalogLibraryTests.eventually { model.pageCount == 3 })
-        model.currentPage = 2  // landmark 1007; written 250 ms later, behind the import on the writer queue
+        model.currentPage = 1  // the first change after a quiet moment: written at once
+        await model.flush()
+        model.currentPage = 2  // landmark 1007; held, then written by flush() behind the import
         try await catalog.importLandmarks(from: .file(without1007))
         await model.flush()
         let stored = try #require(try await catalog.position(user: "ann"))

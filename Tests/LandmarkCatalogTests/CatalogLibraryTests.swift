@@ -398,34 +398,6 @@ struct CatalogLibraryTests {
         #expect(model.lastError == nil)
     }
 
-    @Test("CarouselModel: the first change after a quiet moment is stored at once; one within the window waits for it or flush()")
-    @MainActor
-    func modelWritesTheFirstChangeAtOnce() async throws {
-        let (catalog, _) = try await Self.seededCatalog()
-        var configuration = CarouselModel.Configuration()
-        configuration.coalescingWindow = .seconds(30)
-        configuration.maximumWriteDelay = .seconds(60)
-        let model = CarouselModel(catalog: catalog, user: "u-1", configuration: configuration)
-        #expect(await Self.eventually { model.isLoaded })
-        model.currentPage = 2
-        // Stored long before a 30 s window could end: the leading edge.
-        var stored = false
-        let asked = ContinuousClock.now
-        while !stored && ContinuousClock.now - asked < .seconds(10) {
-            stored = try await catalog.position(user: "u-1")?.currentPage == 2
-            if !stored { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(stored, "the first change was not stored within 10 s of a 30 s window")
-        model.currentPage = 3
-        // Within the window: held (a burst), shown here, not stored until the window ends or flush().
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(model.currentPage == 3)
-        #expect(try await catalog.position(user: "u-1")?.currentPage == 2)
-        await model.flush()
-        #expect(try await catalog.position(user: "u-1")?.currentPage == 3)
-        #expect(model.configuration == configuration)
-    }
-
     @Test("CarouselModel: a newer position from another connection moves currentPage")
     @MainActor
     func modelFollowsRemote() async throws {

@@ -11,12 +11,13 @@ import Observation
 /// ```
 ///
 /// - Setting ``currentPage`` shows the page at once and writes the position through, anchored to the
-///   landmark on that page and HLC-stamped. The first change after a quiet moment is written at once (a
-///   swipe reaches the user's other devices in the network's time); only a burst is coalesced: a change
-///   within ``Configuration/coalescingWindow`` (250 ms) of the last write waits until the window after
-///   the last change ends, and at most ``Configuration/maximumWriteDelay`` (1 s) after the first unsent
-///   one, so a continuous run of swipes still stores a page every second. The last page set is always
-///   the one stored. ``flush()`` sends a pending write now and waits for it.
+///   landmark on that page and HLC-stamped. The first change after a quiet moment is written at once
+///   (leading edge), so a swipe reaches the database, and another device, without waiting. Changes that
+///   come while a write is in flight, or within ``Configuration/coalescingWindow`` (250 ms)
+///   after the last write, are coalesced: the last of them is written when the window after the last
+///   change ends (trailing edge), and at most ``Configuration/maximumWriteDelay`` (1 s) after
+///   the first of them, so a continuous run of swipes still stores a page every second. The last page set
+///   is always the one stored. ``flush()`` sends a pending write now and waits for it.
 /// - A newer position for this user from anywhere (another device's page merged by a `catalog sync`, a
 ///   `catalog position set`) moves ``currentPage``; while a local change is unsent or being written,
 ///   the local change wins (it is the newer one and will be stored with a newer stamp).
@@ -28,22 +29,30 @@ import Observation
 @Observable
 @MainActor
 public final class CarouselModel {
-    /// How a model writes a burst of page changes.
-    public struct Configuration: Sendable, Equatable {
-        /// How long a burst lasts without a change.
-        ///
-        /// A change this soon after the last write (or the last change of a burst) joins the burst and is
-        /// written when this long has passed without a change; a change after a quiet moment this long is
-        /// written at once.
-        public var coalescingWindow: Duration = .milliseconds(250)
-        /// How long an unsent change may wait while changes keep coming.
-        public var maximumWriteDelay: Duration = .seconds(1)
+    /// How the model coalesces the writes of ``currentPage``.
+    public struct Configuration: Sendable {
+        /// How long after a write a change is held (and how long after the last held change it is written):
+        /// 250 ms by default.
+        public var coalescingWindow: Duration
+        /// How long a held change may wait while changes keep coming: 1 s by default.
+        public var maximumWriteDelay: Duration
 
-        public init() {}
+        /// - Parameters:
+        ///   - coalescingWindow: the window after a write within which changes are held, and after the last
+        ///     held change before it is written (250 ms).
+        ///   - maximumWriteDelay: the longest a held change waits while changes keep coming (1 s).
+        public init(coalescingWindow: Duration = .milliseconds(250), maximumWriteDelay: Duration = .seconds(1)) {
+            self.coalescingWindow = coalescingWindow
+            self.maximumWriteDelay = maximumWriteDelay
+        }
     }
 
-    /// How this model coalesces writes.
-    @ObservationIgnored public let configuration: Configuration
+    /// The default ``Configuration/coalescingWindow``.
+    @available(*, deprecated, message: "use Configuration().coalescingWindow")
+    public static let coalescingWindow: Duration = .milliseconds(250)
+    /// The default ``Configuration/maximumWriteDelay``.
+    @available(*, deprecated, message: "use Configuration().maximumWriteDelay")
+    public static let maximumWriteDelay: Duration = .seconds(1)
 
     /// The catalog this model reads and writes.
     @ObservationIgnored public let catalog: Catalog
@@ -72,10 +81,11 @@ public final class CarouselModel {
     @ObservationIgnored private var anchor: (page: Int, landmark: Int64?)?
     /// The newest position stamp seen or written: older positions are not applied.
     @ObservationIgnored private var newestStamp: HLCStamp?
+    @ObservationIgnored private let configuration: Configuration
     @ObservationIgnored private var unsent = false
     @ObservationIgnored private var firstUnsent: ContinuousClock.Instant?
-    /// When the last write was started: a change within the window after it joins a burst.
-    @ObservationIgnored private var lastWriteStarted: ContinuousClock.Instant?
+    /// When the last write was started: a change within the window after it is held.
+    @ObservationIgnored private var lastWriteStart: ContinuousClock.Instant?
     @ObservationIgnored private var writesInFlight = 0
     @ObservationIgnored private var timer: Task<Void, Never>?
     @ObservationIgnored private var lastWrite: Task<Void, Never>?
@@ -83,7 +93,8 @@ public final class CarouselModel {
     /// A page set before the first read arrived: applied (and written) once the pages are known.
     @ObservationIgnored private var requestedBeforeLoad: Int?
 
-    /// Starts observing `user`'s carousel in `catalog`, with the default ``Configuration``.
+    /// Starts observing `user`'s carousel in `catalog`, with the default ``Configuration``
+    /// (250 ms window, 1 s at most).
     public convenience init(catalog: Catalog, user: String) {
         self.init(catalog: catalog, user: user, configuration: Configuration())
     }
@@ -137,7 +148,6 @@ public final class CarouselModel {
     public func stop() {
         observation?.cancel()
         timer?.cancel()
-        timer = nil
         unsent = false
     }
 
@@ -153,11 +163,12 @@ public final class CarouselModel {
         let p = min(max(requested, 0), pages.count - 1)
         if p != page { page = p }
         anchor = (p, pages[p].id)
-        unsent = true
         let now = ContinuousClock.now
-        // After a quiet moment (no write started within the window, none waiting): write now.
-        if timer == nil, lastWriteStarted.map({ now - $0 >= configuration.coalescingWindow }) ?? true {
-            startWrite()
+        // Quiet: nothing held, nothing being written, and the window after the last write is over.
+        let quiet = !unsent && writesInFlight == 0 && lastWriteStart.map { now - $0 >= configuration.coalescingWindow } ?? true
+        unsent = true
+        guard !quiet else {
+            startWrite()  // the leading edge: the swipe is stored now
             return
         }
         if firstUnsent == nil { firstUnsent = now }
@@ -165,7 +176,6 @@ public final class CarouselModel {
         timer?.cancel()
         timer = Task { [weak self] in
             do { try await Task.sleep(until: deadline) } catch { return }
-            self?.timer = nil
             self?.startWrite()
         }
     }
@@ -175,7 +185,9 @@ public final class CarouselModel {
         guard unsent, let anchor else { return }
         unsent = false
         firstUnsent = nil
-        lastWriteStarted = .now
+        timer?.cancel()
+        timer = nil
+        lastWriteStart = ContinuousClock.now
         writesInFlight += 1
         let previous = lastWrite
         lastWrite = Task { [weak self, catalog, user] in
