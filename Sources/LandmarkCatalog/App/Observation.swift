@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
@@ -461,7 +461,7 @@ final class ChangeMonitor: @unchecked Sendable {
 
 /// `close(2)`, named so inside types that have a `close()` of their own.
 private func closeDescriptor(_ fd: Int32) {
-    #if canImport(Glibc)
+    #if os(Linux)
         _ = Glibc.close(fd)
     #elseif canImport(Darwin)
         _ = Darwin.close(fd)
