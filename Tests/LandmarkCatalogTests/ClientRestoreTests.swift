@@ -58,6 +58,31 @@ struct ClientRestoreTests {
         #expect(server.stop()?.status == 0)
     }
 
+    /// Found by a breaker: a device long-polling with the default 55 s wait learned only when the wait
+    /// ended that the server had another database, when that database held no row for the user (serve
+    /// held a request whose cursor named another database like any other). Now such a request is answered
+    /// at once with the new database's cursor.
+    @Test("a device with the default 55 s long-poll, the database replaced by one without the user's row: pushed again within 10 s")
+    func deviceAfterReplaceWithoutTheUser() async throws {
+        let server = try DeviceServe()
+        let fresh = try server.box.seededDatabase("fresh.sqlite")
+        let path = Support.temporaryDatabase()
+        var configuration = ClientSyncTests.quick()
+        configuration.longPollSeconds = 55
+        let (a, sessionA) = try await ClientSyncTests.device(server, user: "cara", path: path, configuration: configuration)
+        try await a.setPosition(user: "cara", to: .page(2))
+        try await bounded(60, "sessionA.flush()") { try await sessionA.flush() }
+        #expect(try Self.serverHoldsDeviceRow(server, path, "cara"))
+        #expect(try dumpRows(fresh, sql: "SELECT count(*) FROM positions WHERE user_id = 'cara'") == [[.integer(0)]])
+
+        try server.replaceDatabase(with: fresh)
+        let held = try await eventually(within: 10) { try Self.serverHoldsDeviceRow(server, path, "cara") }
+        #expect(held, "not pushed again within 10 s: \(Self.rows(server, path, "cara"))")
+        try await bounded(60, "sessionA.stop()") { await sessionA.stop() }
+        a.close()
+        #expect(server.stop()?.status == 0)
+    }
+
     @Test("a device, the server's database restored from an earlier backup: the device's newest row is pushed again")
     func deviceAfterRestore() async throws {
         let server = try DeviceServe()

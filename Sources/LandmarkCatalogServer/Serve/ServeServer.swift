@@ -226,11 +226,15 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private func get(_ request: HTTPRequest) -> HTTPAction {
         let landmarks = request.route == DeviceRoute.landmarks.path
         var after: Int64 = 0
+        // A cursor of another database (this one replaced, restored, moved): answered at once, rows or not,
+        // so the client learns from the new cursor that the server forgot and pushes again (docs/protocol.md §3).
+        var foreign = false
         if let cursor = request.query("after") {
             guard let parsed = parseCursor(cursor) else {
                 return .reply(error(400, "invalid_parameter", "after is not a cursor this server hands out", field: "after"))
             }
-            after = parsed
+            after = parsed.seq
+            foreign = !parsed.sameDatabase
         }
         var waitSeconds = 0
         if let text = request.query("wait") {
@@ -256,7 +260,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 answer = (DeviceRowsPage(), high)
             } else {
                 do {
+                    let asked = after
                     answer = try read(landmarks: landmarks, user: user, after: &after, limit: limit)
+                    if after != asked { foreign = true }  // past this database's end: another database's cursor
                 } catch {
                     return .reply(unavailable(error))
                 }
@@ -267,7 +273,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 }
             }
             let now = DispatchTime.now().uptimeNanoseconds
-            if answer.page.count == 0, waitSeconds > 0, !isDraining {
+            if answer.page.count == 0, waitSeconds > 0, !isDraining, !foreign {
                 let until = request.waitUntil ?? now + UInt64(waitSeconds) * 1_000_000_000
                 request.waitUntil = until
                 if now < until {
@@ -336,8 +342,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         return HTTPReply(status: 200, headers: headers, body: w.bytes)
     }
 
-    /// The sequence number in a cursor of this database; 0 for another database's; nil when it is no cursor.
-    private func parseCursor(_ text: String) -> Int64? {
+    /// The sequence number in a cursor of this database (0 for another database's) and whether it is this
+    /// database's; nil when it is no cursor.
+    private func parseCursor(_ text: String) -> (seq: Int64, sameDatabase: Bool)? {
         guard let colon = text.lastIndex(of: ":") else { return nil }
         let id = text[..<colon]
         let seqText = text[text.index(after: colon)...]
@@ -345,7 +352,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy(alphanumeric),
             !seqText.isEmpty, seqText.utf8.count <= 18, seqText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let seq = Int64(seqText)
         else { return nil }
-        return id == databaseID ? seq : 0
+        return id == databaseID ? (seq, true) : (0, false)
     }
 
     // MARK: Writing (docs/protocol.md §6)
