@@ -58,7 +58,9 @@ struct ClientRestoreTests {
         #expect(server.stop()?.status == 0)
     }
 
-    /// Found by a breaker: a device long-polling with the default 55 s wait learned only when the wait
+    /// Found by a breaker: a long-poll learned of a replaced database only when its wait ended.
+    ///
+    /// A device long-polling with the default 55 s wait learned only when the wait
     /// ended that the server had another database, when that database held no row for the user (serve
     /// held a request whose cursor named another database like any other). Now such a request is answered
     /// at once with the new database's cursor.
