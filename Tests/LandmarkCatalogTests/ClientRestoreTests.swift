@@ -85,6 +85,46 @@ struct ClientRestoreTests {
         #expect(server.stop()?.status == 0)
     }
 
+    /// Found by a breaker: serve killed within a second of a write leaves its `.serve-cursor` mark a
+    /// second behind, so a backup taken in that second restores unnoticed (same id, no `restored` event).
+    ///
+    /// Emulated without the race: after a clean stop the mark is set back to the backup's sequence, as a
+    /// kill -9 in that second leaves it. The device's cursor is then ahead of anything the server can
+    /// answer; the answer's cursor goes back, which only a database that went back does, and the device
+    /// pushes again (docs/protocol.md §3).
+    @Test("a device, a restore serve could not notice (its mark a second behind): the answer goes back, the device pushes again")
+    func deviceAfterUnnoticedRestore() async throws {
+        let server = try DeviceServe()
+        let path = Support.temporaryDatabase()
+        let (a, sessionA) = try await ClientSyncTests.device(server, user: "ann", path: path)
+        try await a.setPosition(user: "ann", to: .page(1))
+        try await bounded(60, "sessionA.flush()") { try await sessionA.flush() }
+        let backup = try server.backup()
+        let backedUp = try #require(try dumpRows(backup, sql: "SELECT max(seq) FROM positions").first?.first)
+        try await a.setPosition(user: "ann", to: .page(2))
+        try await bounded(60, "sessionA.flush()") { try await sessionA.flush() }
+        #expect(try server.row("ann")?.page == 2)
+
+        let stopped = server.stop()
+        try #require(stopped?.status == 0)
+        let markPath = server.db + ".serve-cursor"
+        let mark = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: markPath))) as? [String: Any])
+        let id = try #require(mark["id"] as? String)
+        guard case .integer(let through) = backedUp else { throw CatalogError(.software, "no sequence in the backup") }
+        try Data(#"{"id":"\#(id)","through":\#(through)}"#.utf8).write(to: URL(fileURLWithPath: markPath))
+        // The backup in place of the database file alone, as `DeviceServe.replaceDatabase` does.
+        try Connection(path: server.db).executeScript(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        let copy = server.box.path("unnoticed.sqlite")
+        try FileManager.default.copyItem(atPath: backup, toPath: copy)
+        try #require(rename(copy, server.db) == 0)
+        try server.start()
+        #expect(server.serve?.log.contains(#""event":"restored""#) == false, "serve noticed it after all")
+        #expect(await eventually(within: 10) { (try? server.row("ann")?.page) == 2 }, "\(Self.rows(server, path, "ann"))")
+        try await bounded(60, "sessionA.stop()") { await sessionA.stop() }
+        a.close()
+        #expect(server.stop()?.status == 0)
+    }
+
     @Test("a device, the server's database restored from an earlier backup: the device's newest row is pushed again")
     func deviceAfterRestore() async throws {
         let server = try DeviceServe()

@@ -60,16 +60,25 @@ package enum ServerCursor {
     /// Whether the server behind a URL forgot what it was sent.
     ///
     /// It did when the cursor it answers with names another database than the one held (a serve restored
-    /// from a backup, its database replaced, another server behind the same name). Then every client
-    /// pushes all of its rows again (docs/protocol.md §3), and the merge keeps the newer of each. Nothing
-    /// held: nothing forgotten.
+    /// from a backup, its database replaced, another server behind the same name), or the same database at
+    /// an earlier point than the one held: a server's answer never goes back in its sequence unless its
+    /// database went back (restored in a way serve could not notice, docs/protocol.md §3). Then every client
+    /// pushes all of its rows again, and the merge keeps the newer of each. Nothing held: nothing forgotten.
     /// - Parameters:
     ///   - held: the cursor of the last answer merged, if any.
     ///   - answered: the cursor of this answer.
-    /// - Returns: true when the two name different databases.
+    /// - Returns: true when the two name different databases, or the answer is behind the cursor held.
     package static func serverForgot(held: String?, answered: String) -> Bool {
         guard let held else { return false }
-        return database(held) != database(answered)
+        guard database(held) == database(answered) else { return true }
+        guard let was = sequence(held), let now = sequence(answered) else { return false }
+        return now < was
+    }
+
+    /// The change sequence a cursor names: what follows its last colon, when it is a whole number.
+    package static func sequence(_ cursor: String) -> Int64? {
+        guard let colon = cursor.lastIndex(of: ":") else { return nil }
+        return Int64(cursor[cursor.index(after: colon)...])
     }
 }
 
