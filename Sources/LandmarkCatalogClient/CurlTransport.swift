@@ -158,6 +158,8 @@
             check(ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
             check(ccurl_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout * 1000))))
             check(ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(request.timeout, 30) * 1000))))
+            // An answer that says it is over the bound is refused before a byte of it is read.
+            check(ccurl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(CurlTransport.maximumBody)))
             check(ccurl_setopt_string(easy, CURLOPT_USERAGENT, "LandmarkCatalogClient/\(CatalogVersion.string)"))
             // "Expect: 100-continue" would hold a POST's body until the server answers it.
             var fields = request.headers.map { "\($0.key): \($0.value)" } + ["Expect:"]
@@ -230,8 +232,11 @@
         /// The answer, or why there is none.
         func result(_ code: CURLcode) -> Result<TransportAnswer, any Error> {
             guard code == CURLE_OK else {
-                if tooLarge { return .failure(TransportFailure(description: "the answer is larger than 64 MiB")) }
-                return .failure(TransportFailure(description: Self.describe(code)))
+                if tooLarge || code == CURLE_FILESIZE_EXCEEDED {
+                    return .failure(TransportFailure(description: "the answer is larger than 64 MiB", isOffline: false))
+                }
+                let tls = [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE]
+                return .failure(TransportFailure(description: Self.describe(code), isOffline: !tls.contains(code)))
             }
             var status = 0
             _ = ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)

@@ -22,10 +22,14 @@ struct TransportAnswer: Sendable {
     var headers: [String: String]
 }
 
-/// Why a request got no HTTP answer (the server unreachable, the connection lost, a timeout): words for
-/// a message, never a URL's query or a token.
+/// Why a request got no HTTP answer: words for a message, never a URL's query or a token.
 struct TransportFailure: Error, CustomStringConvertible {
     var description: String
+    /// Whether waiting can cure it: offline.
+    ///
+    /// True for the server unreachable, the connection lost, a timeout; false for a certificate that does
+    /// not verify or an answer over the size bound: someone must act.
+    var isOffline = true
 }
 
 /// What sends a session's requests: Apple's `URLSession` on Apple platforms, libcurl's multi interface on

@@ -106,6 +106,11 @@ final class ServerConnection: Sendable {
             answer = try await transport.send(request)
         } catch let failure as TransportFailure {
             if Task.isCancelled { throw CancellationError() }
+            guard failure.isOffline else {
+                throw CatalogError(
+                    .unavailable, "the server \(name) cannot be used: \(failure)",
+                    hint: "check the server's certificate and address; the changes stay on this device")
+            }
             throw CatalogError(
                 .unavailable, "cannot reach the server \(name): \(failure)",
                 hint: "the changes stay on this device and are sent when the server answers again", reason: .offline)
@@ -167,8 +172,55 @@ final class ServerConnection: Sendable {
 actor TokenSource {
     private let fetch: @Sendable () async throws -> String
     private var cached: String?
+    /// How long the closure may take (s): one that never returns would hold the session in
+    /// "connecting" with nothing said.
+    let timeout: Double
 
-    init(_ fetch: @escaping @Sendable () async throws -> String) { self.fetch = fetch }
+    init(timeout: Double = 30, _ fetch: @escaping @Sendable () async throws -> String) {
+        self.fetch = fetch
+        self.timeout = timeout
+    }
+
+    struct TokenTimeout: Error { var seconds: Double }
+
+    /// `fetch`'s result, or ``TokenTimeout`` after `seconds`, or `CancellationError` when the caller is
+    /// cancelled (the closure goes on alone then, its result unused).
+    static func bounded(_ fetch: @escaping @Sendable () async throws -> String, seconds: Double) async throws -> String {
+        typealias Waiting = CheckedContinuation<String, any Error>
+        // The first result wins; a result that comes before the continuation is registered waits for it.
+        let state = SessionLock<(waiting: Waiting?, result: Result<String, any Error>?)>((nil, nil))
+        @Sendable func finish(_ result: Result<String, any Error>) {
+            let waiting = state.withLock { state -> Waiting? in
+                guard state.result == nil else { return nil }
+                state.result = result
+                defer { state.waiting = nil }
+                return state.waiting
+            }
+            waiting?.resume(with: result)
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: Waiting) in
+                let early = state.withLock { state -> Result<String, any Error>? in
+                    if state.result == nil { state.waiting = continuation }
+                    return state.result
+                }
+                if let early {
+                    continuation.resume(with: early)
+                    return
+                }
+                let timer = Task {
+                    try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                    finish(.failure(TokenTimeout(seconds: seconds)))
+                }
+                Task {
+                    do { finish(.success(try await fetch())) } catch { finish(.failure(error)) }
+                    timer.cancel()
+                }
+            }
+        } onCancel: {
+            finish(.failure(CancellationError()))
+        }
+    }
 
     /// The token to send: the one held, or a new one from the closure.
     /// - Throws: `CatalogError` 69 (`httpStatus` 401) when the closure throws or gives an empty token.
@@ -196,7 +248,13 @@ actor TokenSource {
     private func ask() async throws -> String {
         let token: String
         do {
-            token = try await fetch()
+            token = try await Self.bounded(fetch, seconds: timeout)
+        } catch let error as TokenTimeout {
+            var failure = CatalogError(
+                .unavailable, "the token closure did not return within \(Int(error.seconds)) s",
+                hint: "the closure must return a token or throw; it is asked again at the next try", reason: .unauthorized)
+            failure.httpStatus = 401
+            throw failure
         } catch {
             if error is CancellationError { throw error }
             var failure = CatalogError(.unavailable, "the token closure failed: \(error)", hint: "sign in again", reason: .unauthorized)

@@ -47,7 +47,7 @@ extension Catalog {
         server: URL, user: String?, configuration: SyncSession.Configuration = SyncSession.Configuration(),
         token: @escaping @Sendable () async throws -> String
     ) async throws -> SyncSession {
-        let tokens = TokenSource(token)
+        let tokens = TokenSource(timeout: configuration.requestTimeout, token)
         let named: String
         if let user { named = user } else { named = try TokenSource.subject(of: try await tokens.current()) }
         let resolved = try UserID.normalize(named)
@@ -277,21 +277,47 @@ public final class SyncSession: Sendable {
         { [user, key] catalog in try await catalog.read { try DeviceSync(store: $0).pendingPositions(user: user, key: key) } }
     }
 
-    /// The server answered: connected, no error; the other task stops waiting out its backoff.
-    func succeeded(synced: Bool = false) {
+    /// The two tasks, each with its own last failure: one's success does not hide the other's failure (a
+    /// pull refused while pushes go through would flicker between "connected" and the error).
+    enum Side: Sendable { case push, pull }
+    private let failures = SessionLock<[Side: CatalogError]>([:])
+
+    /// `side`'s exchange succeeded: its failure is gone; connected unless the other side still fails; the
+    /// other task stops waiting out its backoff.
+    func succeeded(_ side: Side, synced: Bool = false) {
         let wasConnected = broadcaster.status.isConnected
         let kept = quarantined.withLock { $0 }
+        let other = failures.withLock { failures -> CatalogError? in
+            failures[side] = nil
+            return failures.values.first
+        }
         broadcaster.update {
-            $0.state = .connected
+            $0.state = other.map(SyncStatus.State.init(failure:)) ?? .connected
             $0.lastSyncedAt = Date()
-            $0.lastError = kept
+            $0.lastError = other ?? kept
             if synced { $0.hasSynced = true }
         }
         if !wasConnected { waker.wake() }
     }
 
-    /// Publishes a failure and waits out the backoff (cut short by ``retryNow()``).
-    func failed(_ error: any Error, backoff: inout Backoff) async {
+    /// `side` has nothing to do (an empty outbox): whatever failed there is moot.
+    func idle(_ side: Side) {
+        guard
+            let other = failures.withLock({ failures -> CatalogError?? in
+                guard failures.removeValue(forKey: side) != nil else { return .none }
+                return .some(failures.values.first)
+            })
+        else { return }
+        guard broadcaster.status.state != .connecting else { return }
+        let kept = quarantined.withLock { $0 }
+        broadcaster.update {
+            $0.state = other.map(SyncStatus.State.init(failure:)) ?? .connected
+            $0.lastError = other ?? kept
+        }
+    }
+
+    /// Publishes `side`'s failure and waits out the backoff (cut short by ``retryNow()``).
+    func failed(_ side: Side, _ error: any Error, backoff: inout Backoff) async {
         var published: CatalogError
         var retryAfter: Double?
         switch error {
@@ -302,6 +328,7 @@ public final class SyncSession: Sendable {
         default: published = CatalogError(.software, "internal error in the sync session: \(error)")
         }
         let state = SyncStatus.State(failure: published)
+        failures.withLock { $0[side] = published }
         broadcaster.update {
             $0.state = state
             $0.lastError = published
@@ -322,14 +349,14 @@ public final class SyncSession: Sendable {
             do {
                 for try await pending in catalog.observe(pendingRead) {
                     broadcaster.update { $0.pendingChanges = pending.count }
-                    if !pending.isEmpty { try await pushUntilEmpty(backoff: &backoff) }
+                    if pending.isEmpty { idle(.push) } else { try await pushUntilEmpty(backoff: &backoff) }
                 }
                 return  // the catalog was closed, or the task cancelled
             } catch is CancellationError {
                 return
             } catch {
                 if Task.isCancelled { return }
-                await failed(error, backoff: &backoff)
+                await failed(.push, error, backoff: &backoff)
             }
         }
     }
@@ -339,12 +366,15 @@ public final class SyncSession: Sendable {
             try Task.checkCancellation()
             let pending = try await pendingRead(catalog)
             broadcaster.update { $0.pendingChanges = pending.count }
-            guard !pending.isEmpty else { return }
+            guard !pending.isEmpty else {
+                idle(.push)
+                return
+            }
             do {
                 try await push(pending)
                 backoff.reset()
             } catch let error where !(error is CancellationError) && !Task.isCancelled {
-                await failed(error, backoff: &backoff)
+                await failed(.push, error, backoff: &backoff)
             }
         }
     }
@@ -370,7 +400,7 @@ public final class SyncSession: Sendable {
         } else if outcomes.count(.applied) > 0 {
             quarantined.withLock { $0 = nil }
         }
-        succeeded()
+        succeeded(.push)
     }
 
     // MARK: - Pulling
@@ -399,7 +429,7 @@ public final class SyncSession: Sendable {
                     if retries.withLock({ $0 }) != seen { backoff.reset() }
                 }
             } catch let error where !(error is CancellationError) && !Task.isCancelled {
-                await failed(error, backoff: &backoff)
+                await failed(.pull, error, backoff: &backoff)
             } catch {
                 return
             }
@@ -427,7 +457,7 @@ public final class SyncSession: Sendable {
             let moved = page.rows > 0 || page.cursor != cursor
             let early = ContinuousClock.now - asked < .milliseconds(Int64(Double(wait) * 1000 * Self.earlyAnswerFraction))
             cursor = page.cursor
-            succeeded(synced: !page.more)
+            succeeded(.pull, synced: !page.more)
             guard page.more else { return moved || wait == 0 || !early }
             wait = 0
         }
@@ -444,7 +474,7 @@ public final class SyncSession: Sendable {
             let answer = try await endpoint.send(
                 "GET", .landmarks, query: query, headers: etag.map { ["If-None-Match": $0] } ?? [:], accept: [304])
             if answer.status == 304 {
-                succeeded()
+                succeeded(.pull)
                 return
             }
             let tag = answer.etag
@@ -453,7 +483,7 @@ public final class SyncSession: Sendable {
                     [UInt8](answer.body), route: .landmarks, key: key, server: endpoint.name, after: cursor, etag: tag,
                     maxDriftMilliseconds: configuration.maxDriftMilliseconds)
             }
-            succeeded()
+            succeeded(.pull)
             guard merged.page.more else { return }
             cursor = merged.page.cursor
             etag = nil

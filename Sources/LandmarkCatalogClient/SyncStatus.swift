@@ -13,17 +13,14 @@ public struct SyncStatus: Sendable, Equatable {
         /// (a stopped, restarting or draining server). Nothing to do but wait; writes go on locally.
         case offline
         /// The server refuses: 401 after a refresh (sign in again), 403 (the token's user is not the
-        /// session's), another 4xx, a 500, or an answer that is not the protocol. Someone must act.
+        /// session's), another 4xx, a 500, an answer that is not the protocol or over 64 MiB, a TLS
+        /// certificate that does not verify. Someone must act.
         case failing
 
         /// The state a failure puts the session in: offline or failing.
         /// - Parameter failure: the error published.
         public init(failure: CatalogError) {
-            if failure.reason == .offline || failure.httpStatus == nil && failure.kind == .unavailable && failure.reason != .unauthorized {
-                self = .offline
-            } else {
-                self = .failing
-            }
+            self = failure.reason == .offline ? .offline : .failing
         }
     }
 

@@ -119,11 +119,11 @@ struct ClientStatusTests {
         b.close()
     }
 
-    /// A draining serve closes its listener and its idle connections.
+    /// A serve that is gone is a refused connection (through nginx, a 502, tested above): offline.
     ///
-    /// A device sees a refused connection (through nginx, which opens a connection per request, a 502); only a request in flight at that
-    /// moment gets serve's own 503 `draining`. Each is offline (the 503 and 504 by the rule tested below).
-    @Test("offline once serve drains and stops (SIGTERM); retryNow() reaches a server that is back before the backoff ends")
+    /// A draining serve closes its listener and idle connections; only a request in flight at that moment
+    /// gets serve's own 503 `draining` (offline by the rule tested below).
+    @Test("offline once serve is gone (killed with -9); retryNow() reaches a server that is back before the backoff ends")
     func drainingAndRetryNow() async throws {
         var server = try Self.server()
         let front = try #require(URL(string: server.serve.base))
@@ -133,7 +133,9 @@ struct ClientStatusTests {
         slow.maximumBackoff = 20
         let (catalog, session) = try await Self.session(front, token: try server.token("ann"), configuration: slow)
         #expect(await eventually { session.status.state == .connected }, "\(session.status)")
-        #expect(server.serve.stop().status == 0)
+        // Killed, not drained: a draining serve answers the open long-poll at once with nothing, which the
+        // session waits out as no progress (here its 20 s backoff) before it asks again and finds it gone.
+        server.serve.kill9()
         #expect(await eventually(within: 15) { session.status.state == .offline }, "\(session.status)")
         #expect(session.status.lastError?.reason == .offline, "\(session.status)")
 
@@ -186,6 +188,74 @@ struct ClientStatusTests {
         await wrongUser.stop()
         b.close()
         #expect(server.serve.stop().status == 0)
+    }
+
+    /// Found by a breaker: a self-signed certificate was shown as offline ("nothing to do"), though waiting
+    /// never cures it.
+    @Test("failing: a TLS certificate that does not verify (a self-signed server); the message says TLS")
+    func failingOnTLS() async throws {
+        let server = try HostileServer(tls: true)
+        defer { server.stop() }
+        let (catalog, session) = try await Self.session(try #require(URL(string: server.url(""))), token: "e30.eyJzdWIiOiJhbm4ifQ.x")
+        #expect(await eventually { session.status.state == .failing }, "\(session.status)")
+        #expect(session.status.lastError?.message.contains("TLS") == true, "\(session.status)")
+        await session.stop()
+        catalog.close()
+    }
+
+    /// Found by a breaker: a token closure that never returns held the session in "connecting" with
+    /// nothing said; it is now bounded by `requestTimeout`.
+    @Test("failing: a token closure that never returns is given requestTimeout, then reported; stop() still returns")
+    func tokenClosureThatHangs() async throws {
+        let server = try Self.server()
+        let url = try #require(URL(string: server.serve.base))
+        var configuration = ClientSyncTests.quick()
+        configuration.requestTimeout = 1
+        let catalog = try Catalog(path: Support.temporaryDatabase())
+        let session = try await catalog.startSync(server: url, user: "ann", configuration: configuration) {
+            try await Task.sleep(for: .seconds(3600))
+            return "never"
+        }
+        #expect(await eventually { session.status.state == .failing }, "\(session.status)")
+        #expect(session.status.lastError?.reason == .unauthorized && session.status.lastError?.message.contains("did not return") == true)
+        let stopping = ContinuousClock.now
+        await session.stop()
+        #expect(ContinuousClock.now - stopping < .seconds(2))
+        catalog.close()
+        #expect(server.serve.stop().status == 0)
+    }
+
+    /// Found by a breaker: the status flickered while pushes went through and the pull kept failing.
+    ///
+    /// Against a server whose pages say `more` without moving their cursor, every applied push cleared the
+    /// pull's error, and the status flipped between connected and failing 31
+    /// times in 40 s. One task's success no longer hides the other's failure.
+    @Test("a pull that keeps failing while pushes go through: the status stays failing, no flicker")
+    func noFlicker() async throws {
+        let server = try ClientMisbehavingServerTests.Server(mode: "stuck-more")
+        defer { server.stop() }
+        let catalog = try Catalog(path: Support.temporaryDatabase())
+        try await catalog.importLandmarks(from: .file(ClientSyncTests.seeds))
+        var configuration = ClientSyncTests.quick()
+        configuration.minimumBackoff = 0.2
+        configuration.maximumBackoff = 0.4
+        let session = try await catalog.startSync(server: server.url, user: "ann", configuration: configuration) {
+            unsignedToken(user: "ann")
+        }
+        #expect(await eventually { session.status.state == .failing }, "\(session.status)")
+        let states = Task { () -> [SyncStatus.State] in
+            var seen: [SyncStatus.State] = []
+            for await status in session.statusUpdates { seen.append(status.state) }
+            return seen
+        }
+        for page in [1, 2, 3] {
+            try await catalog.setPosition(user: "ann", to: .page(page))
+            #expect(await eventually { session.status.pendingChanges == 0 }, "\(session.status)")
+        }
+        await session.stop()
+        let seen = await states.value
+        #expect(!seen.contains(.connected), "\(seen)")
+        catalog.close()
     }
 
     @Test("signOut(erasingLocalData:) stops the session and removes the user's row and the session's state; the landmarks stay")
