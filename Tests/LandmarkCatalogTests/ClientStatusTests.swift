@@ -69,7 +69,9 @@ struct ClientStatusTests {
         #expect(quiet.status.state == .connecting, "\(quiet.status)")
         let stopping = ContinuousClock.now
         await quiet.stop()
-        #expect(ContinuousClock.now - stopping < .seconds(2), "stop() took \(ContinuousClock.now - stopping)")
+        // stop() gives its tasks 1 s; a loaded test run adds scheduling (3.9 s seen with the whole suite and
+        // a CPU hog on 2 cores). What it must never do is wait out the request (30 s).
+        #expect(ContinuousClock.now - stopping < .seconds(10), "stop() took \(ContinuousClock.now - stopping)")
         c.close()
 
         let server = try Self.server()
@@ -129,8 +131,8 @@ struct ClientStatusTests {
         let front = try #require(URL(string: server.serve.base))
         var slow = ClientSyncTests.quick()
         slow.longPollSeconds = 1
-        slow.minimumBackoff = 20
-        slow.maximumBackoff = 20
+        slow.minimumBackoff = 60
+        slow.maximumBackoff = 60
         let (catalog, session) = try await Self.session(front, token: try server.token("ann"), configuration: slow)
         #expect(await eventually { session.status.state == .connected }, "\(session.status)")
         // Killed, not drained: a draining serve answers the open long-poll at once with nothing, which the
@@ -139,13 +141,13 @@ struct ClientStatusTests {
         #expect(await eventually(within: 15) { session.status.state == .offline }, "\(session.status)")
         #expect(session.status.lastError?.reason == .offline, "\(session.status)")
 
-        // Back on the same port: the session waits out its 20 s backoff unless told to retry now.
+        // Back on the same port: the session waits out its 60 s backoff unless told to retry now.
         let port = server.serve.port
         server.serve = try ServeProcess(server.box, db: server.db, keys: [server.key.publicKey], listen: "127.0.0.1:\(port)")
         let asked = ContinuousClock.now
         await session.retryNow()
-        #expect(await eventually(within: 8) { session.status.state == .connected }, "\(session.status)")
-        #expect(ContinuousClock.now - asked < .seconds(8))
+        #expect(await eventually(within: 25) { session.status.state == .connected }, "\(session.status)")
+        #expect(ContinuousClock.now - asked < .seconds(25))
         await session.stop()
         catalog.close()
         #expect(server.serve.stop().status == 0)
@@ -220,7 +222,7 @@ struct ClientStatusTests {
         #expect(session.status.lastError?.reason == .unauthorized && session.status.lastError?.message.contains("did not return") == true)
         let stopping = ContinuousClock.now
         await session.stop()
-        #expect(ContinuousClock.now - stopping < .seconds(2))
+        #expect(ContinuousClock.now - stopping < .seconds(10))
         catalog.close()
         #expect(server.serve.stop().status == 0)
     }

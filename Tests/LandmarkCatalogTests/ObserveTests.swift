@@ -230,7 +230,7 @@ struct ObserveTests {
     /// time, so a loaded machine does not change it; Swift's dispatch runtime itself wakes its manager
     /// thread once a second (a program that only used `DispatchQueue.global()` once does so too), hence 4.
     @Test(
-        "an idle observer and CarouselModel make no wake-ups: at most 4 voluntary switches in 2 s",
+        "an idle observer and CarouselModel make no wake-ups of their own: about libdispatch's 1 a second",
         .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/task"), "counts switches in /proc (Linux)"))
     func idleWakeUps() async throws {
         let (catalog, db) = try await CatalogLibraryTests.seededCatalog()
@@ -264,11 +264,19 @@ struct ObserveTests {
         #expect(await waitTurns { drawn.withLock { $0.contains("page 0 of 4") } })
         #expect(await waitTurns { Self.blocksInPollForever(pid: pid) })
         let before = Self.voluntarySwitches(pid: pid)
+        let started = ContinuousClock.now
         try await Task.sleep(for: .seconds(2))
         let after = Self.voluntarySwitches(pid: pid)
+        let elapsed = ContinuousClock.now - started
         // Per thread: a thread that ended meanwhile (an idle dispatch worker retiring) must not subtract.
         let switches = after.reduce(0) { sum, entry in sum + max(0, entry.value - (before[entry.key] ?? 0)) }
-        #expect(switches <= 4, "\(switches) voluntary context switches in 2 s, by thread before \(before) after \(after)")
+        // libdispatch's workqueue monitor wakes any Linux process that used Dispatch once a second
+        // (docs/performance.md §6); on a loaded test run the 2 s sleep can last longer. The 50 ms poll
+        // this replaces made 20 a second.
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let bound = Int(seconds * 1.5) + 2
+        #expect(
+            switches <= bound, "\(switches) voluntary context switches in \(elapsed) (bound \(bound)), by thread before \(before) after \(after)")
 
         // And it was live all along: another process's page moves it.
         let run = try await runProcessAsync(Support.catalogBinary, ["--db", db, "position", "set", "--user", "u", "--page", "2"])
