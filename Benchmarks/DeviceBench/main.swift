@@ -53,7 +53,7 @@ struct DeviceBench {
         let serve = Process()
         serve.executableURL = URL(fileURLWithPath: binary)
         serve.arguments = ["--db", path("server.sqlite"), "serve", "--listen", "127.0.0.1:0", "--auth-key", path("key.pub")]
-        FileManager.default.createFile(atPath: path("serve.log"), contents: nil)
+        _ = FileManager.default.createFile(atPath: path("serve.log"), contents: nil)
         serve.standardError = try FileHandle(forWritingTo: work.appending(path: "serve.log"))
         serve.standardOutput = FileHandle.nullDevice
         try serve.run()
@@ -93,22 +93,22 @@ struct DeviceBench {
             if waited > 3000 { throw BenchError("the devices never got the landmarks") }
             try await Task.sleep(for: .milliseconds(10))
         }
-        let modelA = await CarouselModel(catalog: a, user: "ann")
-        let modelB = await CarouselModel(catalog: b, user: "ann")
-        while await !(modelA.isLoaded && modelB.isLoaded) { try await Task.sleep(for: .milliseconds(10)) }
-        let pages = await modelA.pageCount
+        let modelA = CarouselModel(catalog: a, user: "ann")
+        let modelB = CarouselModel(catalog: b, user: "ann")
+        while !(modelA.isLoaded && modelB.isLoaded) { try await Task.sleep(for: .milliseconds(10)) }
+        let pages = modelA.pageCount
         guard pages >= 2 else { throw BenchError("fewer than 2 featured landmarks") }
 
         // 1. A's swipe → B's model.
         var latencies: [Double] = []
-        var last = await modelA.currentPage
+        var last = modelA.currentPage
         for _ in 0..<swipes {
             var page = Int.random(in: 0..<pages)
             if page == last { page = (page + 1) % pages }
             last = page
             let start = ContinuousClock.now
             await MainActor.run { modelA.currentPage = page }
-            while await modelB.currentPage != page {
+            while modelB.currentPage != page {
                 if ContinuousClock.now - start > .seconds(30) { throw BenchError("B never showed page \(page)") }
                 try await Task.sleep(for: .milliseconds(2))
             }
@@ -116,7 +116,7 @@ struct DeviceBench {
             try await Task.sleep(for: .milliseconds(Int.random(in: 300...700)))
         }
         await modelA.flush()
-        let endsOnLast = await modelB.currentPage == last
+        let endsOnLast = modelB.currentPage == last
         latencies.sort()
 
         // 2. Idle: requests per minute per session; the process's CPU and context switches (two sessions
@@ -142,8 +142,8 @@ struct DeviceBench {
         let requests = serveLog().filter { $0["route"] != nil }.count - before
         let perMinute = Double(requests) / 2 / (elapsed / 60)
 
-        await modelA.stop()
-        await modelB.stop()
+        modelA.stop()
+        modelB.stop()
         await sessionA.stop()
         await sessionB.stop()
         a.close()

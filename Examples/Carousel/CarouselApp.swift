@@ -22,12 +22,40 @@ struct CarouselApp {
         var server: URL?
         var tokenFile: String?
         let usage = "usage: Carousel [--db PATH] [--user ID] [--server URL --token-file FILE]\n"
+        let help = """
+            \(usage)
+            The tutorial's PageView on a terminal: the featured landmark on the current page and a page control.
+            Keys: ← → (or h l) move, q quits (the unsent page is flushed first).
+
+              --db PATH          the catalog (default: $CATALOG_DB, else $XDG_DATA_HOME/landmark-catalog/catalog.sqlite,
+                                 else ~/.local/share/landmark-catalog/catalog.sqlite)
+              --user ID          whose page (default: the token's sub with --server, else $USER)
+              --server URL       sync with a catalog serve (its base URL), with:
+              --token-file FILE  a file holding the bearer token, read again after a 401
+
+            """
+        func value(_ option: String) -> String {
+            guard let value = arguments.popFirst(), !value.hasPrefix("--") else {
+                FileHandle.standardError.write(Data("Carousel: \(option) needs a value\n\(usage)".utf8))
+                exit(64)
+            }
+            return value
+        }
         while let argument = arguments.popFirst() {
             switch argument {
-            case "--db": path = arguments.popFirst() ?? path
-            case "--user": named = arguments.popFirst()
-            case "--server": server = arguments.popFirst().flatMap { URL(string: $0) }
-            case "--token-file": tokenFile = arguments.popFirst()
+            case "--help", "-h":
+                FileHandle.standardOutput.write(Data(help.utf8))
+                exit(0)
+            case "--db": path = value("--db")
+            case "--user": named = value("--user")
+            case "--server":
+                let text = value("--server")
+                guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+                    FileHandle.standardError.write(Data("Carousel: --server \(text) is not an http(s) URL\n\(usage)".utf8))
+                    exit(64)
+                }
+                server = url
+            case "--token-file": tokenFile = value("--token-file")
             default:
                 FileHandle.standardError.write(Data(usage.utf8))
                 exit(64)

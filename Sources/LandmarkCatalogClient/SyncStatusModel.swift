@@ -5,10 +5,12 @@ import Observation
 /// (docs/swift-library.md, "Showing the status").
 ///
 /// ```swift
-/// @State private var sync = SyncStatusModel(session: session)
+/// @State private var sync: SyncStatusModel
+/// init(session: SyncSession) { _sync = State(initialValue: SyncStatusModel(session: session)) }
 /// var body: some View {
 ///     switch sync.status.state {
 ///     case .connecting: Text("Connecting…")
+///     case .connected where sync.status.lastError?.reason == .clockAhead: Text("Check this device's clock")
 ///     case .connected: Text(sync.status.pendingChanges == 0 ? "Up to date" : "Syncing…")
 ///     case .offline: Text("Offline — \(sync.status.pendingChanges) waiting")
 ///     case .failing: Text(sync.status.lastError?.message ?? "Sync failed")

@@ -10,8 +10,9 @@ import Testing
 ///
 /// Each runs a session with the default bounds (minimumBackoff 0.5 s, maximumBackoff 30 s) for
 /// ``window`` seconds while the device writes, and asks what an app needs whatever the server does: at
-/// most 120 requests a minute (counted in the server's own log), every local write back within 1 s, and
-/// `stop()` back within 1 s.
+/// most 120 requests a minute (counted in the server's own log), every local write back without waiting on
+/// the network, and `stop()` back promptly (the bounds in ``checkBounds(_:)`` leave room for a loaded run;
+/// the quiet figures are Benchmarks/DeviceBench's).
 @Suite("Client: misbehaving servers", .serialized)
 struct ClientMisbehavingServerTests {
     /// How long each session runs.
