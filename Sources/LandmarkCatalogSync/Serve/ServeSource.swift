@@ -77,7 +77,7 @@ final class ServeSource: SyncSource {
                 return true
             }
             // More than is read ahead (a node's first sync): these pages now, the rest by the next syncs
-            // (issue 25's breaker: the whole sync ran on the follower's thread, a hung serve holding every
+            // (the whole sync once ran on the follower's thread, a hung serve holding every
             // other source for --timeout).
             if pages.count == Self.preparedPages {
                 prepared = (token, pages, 0)
@@ -108,7 +108,7 @@ final class ServeSource: SyncSource {
     ///
     /// One kept for another reader (a user token, then an
     /// edge one, or another user) starts the positions and the push again, since that reader saw and sent
-    /// other rows (issue 27's breaker: an edge token kept a user token's cursor and never read the other
+    /// other rows (an edge token once kept a user token's cursor and never read the other
     /// users' rows). A cursor from before readers were recorded goes on as it is.
     static func cursor(_ stored: SourceCursor?, for token: String) -> SourceCursor? {
         guard var cursor = stored, let held = cursor["reader"], held != reader(token) else { return stored }
@@ -160,7 +160,7 @@ final class ServeSource: SyncSource {
         }
         // Another database behind the URL (a serve restored, replaced, or another server behind a load
         // balancer): it may lack this node's rows, so every row is pushed again by the next sync (the
-        // merge keeps the newer of each; issue 25's breaker: the copies diverged for good).
+        // merge keeps the newer of each; docs/protocol.md §3).
         if let new = next["positions"], ServerCursor.serverForgot(held: cursor?["positions"], answered: new) {
             pushThrough = 0
             next["pushThrough"] = "0"
@@ -244,7 +244,7 @@ final class ServeSource: SyncSource {
     /// - Throws: 64 when there is none, 66 when the file cannot be read or is empty.
     static func token(for locator: SourceLocator, context: SyncContext) throws -> String {
         // A sync names remotes by URL: the remotes saved with this URL must agree on their token file, or
-        // one remote could run with another's token (issue 27's breaker).
+        // one remote could run with another's token (docs/protocol.md §9).
         let saved = try RemoteBook(context.store).remotes().filter { (try? SourceLocator.parse($0.url)) == locator }
         let files = Set(saved.map { $0.tokenFile ?? "" })
         if context.options.tokenFile == nil, files.count > 1 {
