@@ -335,8 +335,14 @@ public final class SyncSession: Sendable {
         }
         // A refused row or request stays refused until something changes: retry at the slowest pace.
         let refused = [400, 403, 413, 415].contains(published.httpStatus ?? 0)
+        await waitOut(refused ? configuration.maximumBackoff : backoff.next(atLeast: retryAfter), backoff: &backoff)
+    }
+
+    /// Sleeps `seconds` (cut short by the other task's success or ``retryNow()``); after a ``retryNow()``
+    /// the backoff starts again.
+    private func waitOut(_ seconds: Double, backoff: inout Backoff) async {
         let seen = retries.withLock { $0 }
-        await waker.sleep(seconds: refused ? configuration.maximumBackoff : backoff.next(atLeast: retryAfter))
+        await waker.sleep(seconds: seconds)
         if retries.withLock({ $0 }) != seen { backoff.reset() }
     }
 
@@ -424,9 +430,7 @@ public final class SyncSession: Sendable {
                     backoff.reset()
                 } else {
                     // Nothing, at once: wait as after a failure, without calling it one (the status stays).
-                    let seen = retries.withLock { $0 }
-                    await waker.sleep(seconds: backoff.next())
-                    if retries.withLock({ $0 }) != seen { backoff.reset() }
+                    await waitOut(backoff.next(), backoff: &backoff)
                 }
             } catch let error where !(error is CancellationError) && !Task.isCancelled {
                 await failed(.pull, error, backoff: &backoff)

@@ -239,19 +239,9 @@ struct ClientFuzzTests {
         "a push to a server that accepts and never answers fails after requestTimeout, not URLSession's 60 s (libcurl, URLSession)",
         arguments: [false, true])
     func pushTimesOut(forceURLSession: Bool) async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(listener >= 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, size) } } == 0)
-        try #require(listen(listener, 8) == 0)
-        var bound = sockaddr_in()
-        var length = size
-        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
-        let port = Int(UInt16(bigEndian: bound.sin_port))
+        let listener = try ClientStatusTests.SilentListener()
+        defer { withExtendedLifetime(listener) {} }
+        let port = listener.port
         // Connections wait in the backlog, never answered: the kernel completes the handshake.
         let connection = ServerConnection(
             base: URL(string: "http://127.0.0.1:\(port)/v1")!, tokens: TokenSource { unsignedToken(user: "ann") }, requestTimeout: 1,

@@ -88,7 +88,7 @@ struct ClientMisbehavingServerTests {
         var slowest = Duration.zero
         for quarter in 0..<4 {
             let writing = ContinuousClock.now
-            try await bounded(30, "setPosition") { try await catalog.setPosition(user: "ann", to: .page(quarter % 4)) }
+            _ = try await bounded(30, "setPosition") { try await catalog.setPosition(user: "ann", to: .page(quarter % 4)) }
             slowest = max(slowest, ContinuousClock.now - writing)
             // The window's length, not an order of events: the session runs on its own meanwhile.
             try await Task.sleep(until: started + .milliseconds(Int((window * Double(quarter + 1) / 4) * 1000)), clock: .continuous)

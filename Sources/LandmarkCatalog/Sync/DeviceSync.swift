@@ -192,15 +192,6 @@ package struct DeviceSync {
         }
     }
 
-    /// Records a landmarks answer of `304 Not Modified`: nothing changed since the cursor held.
-    package func noteNotModified(key: String) throws {
-        try store.write {
-            let state = DeviceSyncState(cursor: try store.sourceTable.cursor(key), lastSuccess: nil)
-            try store.sourceTable.noteSuccess(
-                key, kind: Self.sourceKind, cursor: state.cursor, outcome: Outcome.merged.rawValue, at: store.wallClock.nowMilliseconds())
-        }
-    }
-
     /// The last outcome a session's row in `sync_sources` records: the server answered for the outbox,
     /// or an answer was merged (the raw value of ``SourceReport/Outcome/merged``).
     enum Outcome: String {
