@@ -238,3 +238,80 @@ struct CursorTests {
         #expect(runCLI(["sync", log.path, "--trust", line], db: consumer).status == 0)
     }
 }
+
+/// A source is the log its name resolves to now (docs/log-format.md §6): a remote whose symbolic link is
+/// re-pointed to another node's log read nothing of it ("older than generation … this database has read",
+/// 4 of 4 runs), and one log reached by two names showed as two sources in `status`.
+@Suite("Sync: a source is the log its name resolves to", .serialized)
+struct SourceResolutionTests {
+    /// A publisher `name` whose clock is `offset` ms from `testNow`, with `user` on page `page`, published into `dir/log-NAME`.
+    static func node(_ dir: URL, _ name: String, offset: Int64, user: String, page: Int) throws -> URL {
+        let store = try LogTests.store(dir, name, clock: ManualClock(testNow + offset))
+        _ = try Importer(store).importLandmarks(from: .file(Support.fixture("valid.json")))
+        _ = try Positions(store).setPosition(user: user, to: .page(page))
+        let log = dir.appending(path: "log-\(name)")
+        _ = try Trust.publish(store, log)
+        return log
+    }
+
+    static func page(_ db: String, _ user: String) throws -> [[SQLValue]] {
+        try dumpRows(db, sql: "SELECT page FROM positions WHERE user_id = '\(user)'")
+    }
+
+    @Test("a remote's symbolic link re-pointed to an older node's log: that log merges on the next sync")
+    func repointedLink() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // The older node's generation sorts first: the newer node's cursor took it for an old copy.
+        let older = try Self.node(dir, "b", offset: -86_400_000, user: "bob-b", page: 0)
+        let newer = try Self.node(dir, "a", offset: 0, user: "ann-a", page: 1)
+        let link = dir.appending(path: "peer").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: newer.path)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(runCLI(["remote", "add", "peer", link], db: consumer).status == 0)
+        let first = Trust.sync(["peer"], db: consumer)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try Self.page(consumer, "ann-a") == [[.integer(1)]])
+        try FileManager.default.removeItem(atPath: link)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: older.path)
+        let second = Trust.sync(["peer", "--json"], db: consumer)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(!second.stderr.contains("older than generation"), "\(second.stderr)")
+        #expect(try Self.page(consumer, "bob-b") == [[.integer(0)]], "\(second.stdout)")
+    }
+
+    @Test("a directory replaced by another node's log under the same path: read from its base, not taken for an old copy")
+    func replacedDirectory() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let older = try Self.node(dir, "b", offset: -86_400_000, user: "bob-b", page: 0)
+        let newer = try Self.node(dir, "a", offset: 0, user: "ann-a", page: 1)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(Trust.sync([newer.path], db: consumer).status == 0)
+        try FileManager.default.removeItem(at: newer)
+        try FileManager.default.moveItem(at: older, to: newer)
+        let again = Trust.sync([newer.path], db: consumer)
+        #expect(again.status == 0 && !again.stderr.contains("older than generation"), "\(again.stderr)")
+        #expect(try Self.page(consumer, "bob-b") == [[.integer(0)]])
+    }
+
+    @Test("one log by its path and by a symbolic link: one source in status, one cursor")
+    func twoNamesOneSource() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = try Self.node(dir, "a", offset: 0, user: "ann-a", page: 1)
+        let link = dir.appending(path: "alias").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: log.path)
+        let consumer = dir.appending(path: "consumer.sqlite").path
+        #expect(Trust.sync([log.path], db: consumer).status == 0)
+        let viaLink = Trust.sync([link + "/", "--json"], db: consumer)
+        #expect(viaLink.status == 0, "\(viaLink.stderr)")
+        // The same cursor: nothing fetched again.
+        #expect(viaLink.stdout.contains(#""outcome":"not-modified""#), "\(viaLink.stdout)")
+        let sources = try dumpRows(consumer, sql: "SELECT source FROM sync_sources")
+        let resolved = SourceLocator.identity(ofKey: log.path) + "/manifest.json"
+        #expect(sources == [[.text(resolved)]], "\(sources)")
+        let status = runCLI(["status", "--json"], db: consumer)
+        #expect(status.stdout.components(separatedBy: "manifest.json").count == 2, "\(status.stdout)")
+    }
+}

@@ -169,6 +169,13 @@ package struct LogReader {
         (cursor?["retired"] ?? "").split(separator: " ").map(String.init)
     }
 
+    /// `cursor` when it was stored reading a log of `node` (or before cursors named their node), else nil:
+    /// a cursor says how far this database has read one node's log, and nothing of another's.
+    static func ofNode(_ node: String, _ cursor: SourceCursor?) -> SourceCursor? {
+        guard let cursor, let read = cursor["node"], read != node else { return cursor }
+        return nil
+    }
+
     /// How many superseded generations a cursor remembers.
     static let maxRetired = 16
 
@@ -223,26 +230,30 @@ package struct LogReader {
             }
             let manifest = try LogManifest.parse(bytes ?? [], source: fetcher.manifestName)
             if let error = Self.unproven(manifest, source: fetcher.manifestName) { throw error }
+            // Another node's log under this name (a link or a mount re-pointed): the cursor is not of this
+            // log, so it is read from its base (docs/log-format.md §6).
+            let ours = Self.ofNode(manifest.node, cursor)
             // A manifest behind the cursor (same generation, lower `through`: a CDN or a mirror serving an
             // old copy, a directory restored from a backup) is not a change: nothing is fetched, the cursor
             // stays, and files it names that are gone are no error.
-            if let note = Self.behind(manifest, cursor: cursor) {
+            if let note = Self.behind(manifest, cursor: ours) {
                 // Counted, so that `status --check` says so when it lasts (docs/operations.md §3).
-                var kept = cursor
-                kept?["behind"] = String(Self.behindCount(cursor) + 1)
+                var kept = ours
+                kept?["behind"] = String(Self.behindCount(ours) + 1)
                 return (nil, kept, note)
             }
             var next = SourceCursor()
-            var retired = Self.retired(cursor)
-            if let left = cursor?["generation"], left != manifest.generation {
+            var retired = Self.retired(ours)
+            if let left = ours?["generation"], left != manifest.generation {
                 retired = Array((retired.filter { $0 != left } + [left]).suffix(Self.maxRetired))
             }
             if !retired.isEmpty { next["retired"] = retired.joined(separator: " ") }
+            next["node"] = manifest.node
             next["generation"] = manifest.generation
             next["through"] = String(manifest.through)
             next["etag"] = manifestValidators?.etag
             next["lastModified"] = manifestValidators?.lastModified
-            guard let files = Self.plan(manifest, cursor: cursor) else { return (nil, next, nil) }
+            guard let files = Self.plan(manifest, cursor: ours) else { return (nil, next, nil) }
             // A manifest names any size it likes: nothing over the limit is fetched at all.
             if let big = files.first(where: { $0.bytes > fetcher.maxBytes }) {
                 throw CatalogError(

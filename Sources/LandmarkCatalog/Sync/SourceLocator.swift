@@ -73,7 +73,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
                 if let host = url.host, !host.isEmpty, host != "localhost" {
                     throw CatalogError(.usage, "file URL names another host '\(host)': \(text)", hint: "use file:///path for a local file")
                 }
-                return .file(path: normalizedFilePath(url.path))
+                return .file(path: normalizedFilePath(resolvingLinks(url.path)))
             default:
                 throw CatalogError(
                     .usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))",
@@ -82,7 +82,27 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         }
         if HubConnInfo.isKeywordString(text), !FileManager.default.fileExists(atPath: text) { return .hub(conninfo: text) }
         let path = text.hasPrefix("/") ? text : (workingDirectory.hasSuffix("/") ? workingDirectory : workingDirectory + "/") + text
-        return .file(path: normalizedFilePath(URL(fileURLWithPath: path).standardizedFileURL.path))
+        return .file(path: normalizedFilePath(resolvingLinks(URL(fileURLWithPath: path).standardizedFileURL.path)))
+    }
+
+    /// `path` with the symbolic links of its longest existing prefix resolved (realpath(3)) and the rest, not
+    /// there yet, as written: a source is the file or log its path resolves to now (docs/log-format.md §6),
+    /// so a link re-pointed to another node's log is that log, with its own cursor, and one log reached by
+    /// two names is one source.
+    static func resolvingLinks(_ path: String) -> String {
+        var missing: [String] = []
+        var head = path
+        while true {
+            if let resolved = realpath(head, nil) {
+                defer { free(resolved) }
+                let base = String(cString: resolved)
+                guard !missing.isEmpty else { return base }
+                return (base == "/" ? "" : base) + "/" + missing.reversed().joined(separator: "/")
+            }
+            guard head != "/", let slash = head.lastIndex(of: "/") else { return path }
+            missing.append(String(head[head.index(after: slash)...]))
+            head = slash == head.startIndex ? "/" : String(head[..<slash])
+        }
     }
 
     /// A snapshot log's directory stands for its manifest, so `DIR` and `DIR/manifest.json` are one
@@ -104,7 +124,8 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The key the source's cursor and last good sync are stored under, and its name in messages,
-    /// `status` and the run ledger: a path, a URL without its password, or `<stdin>`.
+    /// `status` and the run ledger: a path (its symbolic links resolved when parsed), a URL without its
+    /// password, or `<stdin>`.
     public var description: String {
         switch self {
         case .standardInput: return "<stdin>"
@@ -127,20 +148,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         var path = key
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         if path.hasSuffix("/" + LogManifest.fileName) { path.removeLast(LogManifest.fileName.count + 1) }
-        // The longest prefix that exists, with its links resolved; the rest (not there yet) as written.
-        var missing: [String] = []
-        var head = path
-        while true {
-            if let resolved = realpath(head, nil) {
-                defer { free(resolved) }
-                let base = String(cString: resolved)
-                guard !missing.isEmpty else { return base }
-                return (base == "/" ? "" : base) + "/" + missing.reversed().joined(separator: "/")
-            }
-            guard head != "/", let slash = head.lastIndex(of: "/") else { return path }
-            missing.append(String(head[head.index(after: slash)...]))
-            head = slash == head.startIndex ? "/" : String(head[..<slash])
-        }
+        return resolvingLinks(path)
     }
 
     /// The kind recorded with the source: `stdin`, `file`, `http`, `hub`, `serve`.
