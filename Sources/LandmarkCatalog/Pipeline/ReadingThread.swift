@@ -9,8 +9,8 @@ package final class BatchQueue: @unchecked Sendable {
     private var cancelled = false
     private let capacity = 1
     /// Position storage the writer gave back once merged (emptied, its capacity kept), for the reader's
-    /// next batch: the same two or three buffers of ~9 MB go round for a whole snapshot, instead of a
-    /// new one per 100,000 rows allocated on the reading thread and freed on the writing one — which
+    /// next batch: the same two or three buffers of ~2 MB go round for a whole snapshot, instead of a
+    /// new one per batch of rows allocated on the reading thread and freed on the writing one — which
     /// glibc's allocator keeps rather than returns (1M positions: ~13 MB more peak RSS, varying run to run).
     private var spare: [[PositionRecord]] = []
 

@@ -18,7 +18,7 @@ struct SnapshotDecoder {
     /// The source's name in messages.
     let source: String
     /// Position rows per batch: the merger sorts each batch by user id before applying it.
-    static let positionBatchSize = 100_000
+    static let positionBatchSize = 25_000
 
     /// Reads the snapshot on `fd` to its end, putting batches on `queue`; the last has `isLast` set.
     /// - Parameters:
