@@ -220,3 +220,69 @@ struct ImportTests {
         #expect(result.stderr.contains("UTF-16"))
     }
 }
+
+/// A first import builds the database beside its path with no journal and moves it into place
+/// (docs/performance.md §2): nothing at the path until it is complete, nothing left on a failure.
+@Suite("Import: a new database built whole, then moved into place")
+struct NewDatabaseBuildTests {
+    @Test("a first import: the database in WAL mode at its path, no build file left, a re-import writes nothing")
+    func firstImport() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appending(path: "new/catalog.sqlite").path
+        let r = runCLI(["import", Support.fixture("valid.json")], db: db)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: db + ".building"))
+        #expect(try dumpRows(db, sql: "PRAGMA journal_mode") == [[.text("wal")]])
+        #expect(try dumpRows(db, sql: "PRAGMA integrity_check") == [[.text("ok")]])
+        #expect(try dumpRows(db, sql: "SELECT count(*) FROM landmarks") == [[.integer(5)]])
+        let again = runCLI(["import", Support.fixture("valid.json"), "--json"], db: db)
+        #expect(again.stdout.contains(#""unchanged":5"#), "\(again.stdout)")
+    }
+
+    @Test("an invalid file: 65, nothing at the path and no build file")
+    func refused() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appending(path: "catalog.sqlite").path
+        let r = runCLI(["import", Support.fixture("latitude-91.json")], db: db)
+        #expect(r.status == 65, "\(r.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("a build file a killed import left is started again; one another build holds makes it write the usual way")
+    func leftoverAndHeld() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appending(path: "catalog.sqlite").path
+        try Data("half a database".utf8).write(to: URL(fileURLWithPath: db + ".building"))
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: db + ".building"))
+        #expect(try dumpRows(db, sql: "SELECT count(*) FROM landmarks") == [[.integer(5)]])
+
+        let other = dir.appending(path: "other.sqlite").path
+        let held = open(other + ".building", O_RDWR | O_CREAT, 0o644)
+        defer { close(held) }
+        #expect(flock(held, LOCK_EX) == 0)
+        #expect(runCLI(["import", Support.fixture("valid.json")], db: other).status == 0)
+        #expect(try dumpRows(other, sql: "SELECT count(*) FROM landmarks") == [[.integer(5)]])
+    }
+
+    @Test("a database that appears at the path during the build is never replaced: 75, the build removed")
+    func appearedMeanwhile() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appending(path: "catalog.sqlite").path
+        #expect(throws: CatalogError.self) {
+            _ = try NewDatabaseBuild.build(path: path, wallClock: ManualClock(testNow)) { store in
+                _ = try Importer(store).importLandmarks(from: .file(Support.fixture("valid.json")))
+                _ = try CatalogStore.open(path: path)  // another process created it meanwhile
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: path + ".building"))
+        #expect(try dumpRows(path, sql: "SELECT count(*) FROM landmarks") == [[.integer(0)]])
+        let exists = try NewDatabaseBuild.build(path: path, wallClock: ManualClock(testNow)) { _ in 1 }
+        #expect(exists == nil)
+    }
+}

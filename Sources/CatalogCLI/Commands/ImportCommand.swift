@@ -39,12 +39,17 @@ extension CatalogCLI {
         let source: LandmarkCatalog.ImportSource = .descriptor(file ?? i.context.stdinFD, name: file == nil ? "<stdin>" : argument)
         // A dry run against a database that does not exist yet runs against an empty one in memory, so a
         // mistyped path leaves nothing behind.
-        let store = i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore()
         let options = LandmarkCatalog.ImportOptions(strict: i[ImportOptions.strict], prune: i[ImportOptions.prune], dryRun: i[Options.dryRun])
         let progress = i.makeProgressLine(label: "importing")
-        let summary = try Importer(store).importLandmarks(from: source, options: options, diagnostics: i.report) { p in
-            progress.update(records: p.records, bytes: p.bytes, total: p.totalBytes)
+        let run = { (store: CatalogStore) in
+            try Importer(store).importLandmarks(from: source, options: options, diagnostics: i.report) { p in
+                progress.update(records: p.records, bytes: p.bytes, total: p.totalBytes)
+            }
         }
+        // A first import builds the database beside its path and moves it into place: every page written
+        // once, not twice (docs/performance.md §2).
+        let built = i[Options.dryRun] ? nil : try NewDatabaseBuild.build(path: i.databasePath, wallClock: i.context.wallClock, run)
+        let summary = try built ?? run(i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore())
         progress.clear()
         if i[Options.json] {
             var o = JSONObject()

@@ -159,7 +159,10 @@ struct ImportWriter {
     /// Writes every batch of `queue`; `shouldStop` is asked after each one (true throws `CancellationError`).
     mutating func run(queue: BatchQueue, shouldStop: () -> Bool = { false }, progress: (Int, Int64) -> Void) throws {
         let table = store.landmarkTable
-        let preImage = store.path == ":memory:" ? nil : try PreImage(store: store)
+        // Nothing stored, nothing to compare with (and a new database built without a journal,
+        // NewDatabaseBuild, has no committed state for a second connection to read).
+        let empty = try store.path == ":memory:" || table.maxID() == nil
+        let preImage = empty ? nil : try PreImage(store: store)
         let tombstonesBefore = try table.tombstoneCount()
         let stamp = try store.peekLocalStamp()
         nextSeq = try store.lastChangeSequence() + 1
