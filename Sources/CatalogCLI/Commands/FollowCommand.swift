@@ -45,13 +45,13 @@ extension CatalogCLI {
         // Each kind of warning shows at most --max-diagnostics lines an hour (a window), then a count.
         let window = ContinuousClock.Duration.milliseconds(Int64((i.context.testHooks.followDiagnosticsWindowSeconds ?? 3600) * 1000))
         let windowStarted = Mutable(ContinuousClock.now)
-        // Sources whose failure was printed: a later good poll prints that they recovered (issue 25: an
+        // Sources whose failure was printed: a later good poll prints that they recovered (an
         // operator saw the failure and never its end).
         let failing = Mutable(Set<String>())
         let started = Mutable(false)
         try SyncRunner(store: store).follow(sources: i[SyncArguments.sources], options: options, control: control, diagnostics: i.report) { cycle in
             // Each cycle's line goes out as it is made, to a pipe or journald too, not when the follower
-            // exits (issue 25: 0 bytes for 90 s on a pipe, then everything at SIGTERM).
+            // exits (0 bytes for 90 s on a pipe, then everything at SIGTERM).
             defer {
                 i.stdout.flush()
                 if ContinuousClock.now - windowStarted.value >= window {

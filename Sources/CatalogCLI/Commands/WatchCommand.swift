@@ -55,7 +55,7 @@ extension CatalogCLI {
             defer { state.finished.signal() }
             do {
                 // A value can change where its line does not (a featured landmark renamed: the text line
-                // lists ids only); such a line is not printed again (issue 25).
+                // lists ids only); such a line is not printed again.
                 var last: [UInt8]?
                 func show(_ line: [UInt8]) -> Bool {
                     guard line != last else { return true }

@@ -115,7 +115,7 @@ final class Reporter {
 
     /// Ends a window of a long-running command (`sync --follow`): the summary lines of ``finish()``, then
     /// every kind may show `limit` lines again, so a follower's warnings are bounded per window, not
-    /// silenced for the rest of its life after the first `limit` (issue 25).
+    /// silenced for the rest of its life after the first `limit`.
     func closeWindow() {
         finish()
         counts.removeAll()

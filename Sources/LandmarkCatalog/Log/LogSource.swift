@@ -117,7 +117,7 @@ package struct LogReader {
     /// Why the manifest's ranges are not what its files prove, or nil (docs/log-format.md §7): each file's
     /// name states its generation, its range and its hash (`base-<generation>-<through>-<sha256 prefix>.json`,
     /// `delta-<generation>-<from>-<through>-<sha256 prefix>.json`, as the publisher names them, §1), so a
-    /// manifest that claims more than its files cover (a forged `through`, issue 25: one at Int64.max froze
+    /// manifest that claims more than its files cover (a forged `through`: one at Int64.max froze
     /// the cursor) is refused before its cursor can be stored.
     static func unproven(_ manifest: LogManifest, source: String) -> CatalogError? {
         let files = [(manifest.base, false)] + manifest.deltas.map { ($0, true) }
@@ -155,7 +155,7 @@ package struct LogReader {
                 "the manifest is of generation \(manifest.generation), which this database has read and left for generation \(generation): an old copy or a replay; nothing fetched, the cursor kept"
         }
         // Superseded: a generation started before the cursor's (publishers' names sort by start), never
-        // read here (issue 25: a host flipping between two made a reader fetch the older one's base, then
+        // read here (a host flipping between two made a reader fetch the older one's base, then
         // take the newer one for a replay and stay on the older one).
         guard LogManifest.isPublisherGeneration(manifest.generation), LogManifest.isPublisherGeneration(generation),
             manifest.generation < generation

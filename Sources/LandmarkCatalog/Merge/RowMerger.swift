@@ -231,7 +231,7 @@ package struct RowMerger {
                 counts.positionsSeen += 1
                 if !allow.allowsPositions {
                     // A row this node already holds with the same stamp (a peer echoing it back) writes
-                    // nothing: stale, as it would be with the grant, not a violation (issue 25).
+                    // nothing: stale, as it would be with the grant, not a violation.
                     if try Self.storedStamp(.text(row.user), select: select, PositionColumn.updatedMs, PositionColumn.counter, PositionColumn.node)
                         == row.stamp
                     {

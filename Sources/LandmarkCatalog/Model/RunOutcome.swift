@@ -14,7 +14,7 @@ package enum RunOutcome: String, Sendable, CaseIterable {
     /// Its process died while it was `running` (marked so by the next run).
     case interrupted
 
-    /// The one rule for an ended run, `catalog sync`'s and a `--follow` cycle's (issue 26).
+    /// The one rule for an ended run, `catalog sync`'s and a `--follow` cycle's.
     ///
     /// - Parameters:
     ///   - sources: the sources the ledger row lists.

@@ -141,7 +141,7 @@ extension Quarantine {
             let group = bySource[source] ?? []
             var merger = try RowMerger(store: store, source: source, quarantineAfter: quarantineAfter, diagnostics: diagnostics)
             // The grant is the source's now, not when the row arrived: a remote narrowed since (`remote
-            // add --allow`) may no longer write what it sent (issue 25; docs/trust.md §4).
+            // add --allow`) may no longer write what it sent (docs/trust.md §4).
             merger.allow = try RemoteBook(store).trustForSource(key: source).allow
             try InMemorySnapshotFeed(name: "quarantine (\(source))", bytes: Self.snapshotDocument(group)).merge(into: &merger)
             counts = counts + merger.counts

@@ -137,7 +137,7 @@ package struct Migrator {
     ///
     /// Both counts come from one statement, so from one read snapshot: counted by two, a process opening a
     /// new database while another migrates it could see no ledger, then the other's tables, and refuse a
-    /// catalog as foreign (issue 8, the concurrent first run).
+    /// catalog as foreign (the concurrent first run).
     static func refuseForeign(_ db: Connection) throws {
         // One statement, so the ledger and the other objects are seen in one snapshot.
         let foreign = try db.scalarInt(

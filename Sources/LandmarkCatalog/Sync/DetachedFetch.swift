@@ -13,7 +13,7 @@ struct SourceSyncPlan {
     let allow: WriteGrant
 }
 
-/// A follower's fetch of one HTTP source on a worker thread (docs/live-sync.md §3; issue 25: one hung
+/// A follower's fetch of one HTTP source on a worker thread (docs/live-sync.md §3: one hung
 /// server held every other source's merge for 28 s).
 ///
 /// ``SourceSync/detachedFetch(_:context:)`` reads the cursor and trust on the store's thread; ``run()``

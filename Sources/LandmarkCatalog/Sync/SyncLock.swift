@@ -47,7 +47,7 @@ package final class SyncLock {
             guard reason == EWOULDBLOCK else {
                 throw CatalogError(.cantCreate, "cannot lock (\(String(cString: strerror(reason)))), \(path)")
             }
-            // A follower holds the lock for its whole life: cron's next run would meet it too (issue 25).
+            // A follower holds the lock for its whole life: cron's next run would meet it too.
             let hint =
                 holder.hasSuffix(", following")
                 ? "a follower (sync --follow) syncs this database; add the source to its saved remotes and send it SIGHUP, or stop it first; nothing was changed"
@@ -81,7 +81,7 @@ package final class SyncLock {
     ///
     /// The lines are moved aside first (`.taking`), so runs that note themselves meanwhile append to a
     /// fresh file. When `record` throws, that line and the ones after it are kept in `.taking` for the
-    /// next try, which takes them first (issue 25: they were deleted whether or not they were recorded).
+    /// next try, which takes them first (they were deleted whether or not they were recorded).
     ///
     /// - Parameters:
     ///   - databasePath: the database's path, as for ``skippedPath(for:)``.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A sync run, the one `catalog sync` and each `catalog sync --follow` cycle go through (issue 26).
+/// A sync run, the one `catalog sync` and each `catalog sync --follow` cycle go through.
 ///
 /// A run is **begun** (the sync lock, the sources resolved once, the ledger's `running` row), takes **one
 /// step per source** (fetched, merged in one transaction with last-writer-wins, its cursor stored with
@@ -196,7 +196,7 @@ public struct SyncRunner {
     ///
     /// Once the database is found busy (another process's write lock outlived the busy timeout), the
     /// sources left are not tried and the run's own bookkeeping waits briefly, so the run ends within
-    /// about one busy timeout instead of one per write (issue 17: six in a row took 30 s).
+    /// about one busy timeout instead of one per write (six in a row took 30 s).
     /// - Parameters:
     ///   - run: the begun run (its sources, what was typed, the saved remotes).
     ///   - context: what each source's sync needs.

@@ -47,7 +47,7 @@ package struct SyncContext {
     }
 }
 
-/// Connections sources keep open between a follower's polls, by source key (issue 26: one PostgreSQL
+/// Connections sources keep open between a follower's polls, by source key (one PostgreSQL
 /// connection per followed hub, not one per poll).
 ///
 /// Opaque to the core: a source kind stores its own objects here and checks them before reuse. Used on

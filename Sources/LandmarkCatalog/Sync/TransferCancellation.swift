@@ -3,7 +3,7 @@ import Foundation
 /// Ends a follower's network transfers and retry waits from another thread (docs/live-sync.md §3).
 ///
 /// A follower fetches HTTP sources on worker threads and long-polls `catalog serve`; on SIGTERM each
-/// transfer must end within about a second whatever the server does (issue 25: a hung GET held the exit
+/// transfer must end within about a second whatever the server does (a hung GET held the exit
 /// for 28 s). The HTTP code checks ``isCancelled`` from libcurl's progress callback, which libcurl calls
 /// at least once a second even when no byte arrives, and waits between retries with ``sleep(seconds:)``.
 package final class TransferCancellation: @unchecked Sendable {

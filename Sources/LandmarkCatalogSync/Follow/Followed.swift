@@ -60,8 +60,8 @@ struct Followed {
     var inFlightChanges: Int64 = 0
 
     var isHub: Bool { if case .hub = locator { return true } else { return false } }
-    /// A source fetched on a worker thread, so that a hung or slow server holds up no other source
-    /// (issue 25): HTTP, whose fetch reads no database, and a serve, whose token and rows to push are
+    /// A source fetched on a worker thread, so that a hung or slow server holds up no other source:
+    /// HTTP, whose fetch reads no database, and a serve, whose token and rows to push are
     /// read before (``SyncSource/prepareDetached(since:context:)``).
     var detached: Bool {
         switch locator {
@@ -105,7 +105,7 @@ struct Followed {
             target = (CatalogFiles.directory(of: path), String(path.split(separator: "/").last ?? ""))
         }
         // A directory not there (yet, or any more): watched for by its name in the nearest parent that is
-        // there, so its return is seen at once (issue 25).
+        // there, so its return is seen at once.
         while !Self.isDirectory(target.0), target.0 != "/", !target.0.isEmpty {
             target = (CatalogFiles.directory(of: target.0), String(target.0.split(separator: "/").last ?? ""))
         }

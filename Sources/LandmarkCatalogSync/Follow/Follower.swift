@@ -179,7 +179,7 @@ final class Follower {
     func watchAll() {
         guard let watcher else { return }
         var masks: [String: UInt32] = [databaseDirectory: UInt32(IN_MODIFY)]
-        // IN_MOVE_SELF: a directory renamed away keeps its watch; the watcher drops it (issue 25's breaker).
+        // IN_MOVE_SELF: a directory renamed away keeps its watch; the watcher drops it.
         let logMask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_MOVE_SELF)
         for f in followed { if let d = f.watchDirectory { masks[d, default: 0] |= logMask } }
         let missing = masks.filter { watched[$0.key] != $0.value }
@@ -236,7 +236,7 @@ final class Follower {
                 }
             }
             // A watched directory removed (its watch dropped by the kernel): its sources watch for its
-            // name in the parent, so its return is seen at once, and look once more now (issue 25: the
+            // name in the parent, so its return is seen at once, and look once more now (the
             // re-created directory waited for the interval, and a source's grown backoff).
             for d in dropped {
                 watched[d] = nil
@@ -312,7 +312,7 @@ final class Follower {
         cycle.report = report
         // `data_version` is not read again here: this connection's own commits never move it, so
         // a change seen at the next check is another process's commit made during this cycle,
-        // which must be published and pushed (docs/live-sync.md §3; issue 25: reading it here took
+        // which must be published and pushed (docs/live-sync.md §3: reading it here took
         // up such a commit unseen).
         options.cycleEndHook?(control)
         // `--reset-cursor` is for the first poll of each source only.
@@ -334,7 +334,7 @@ final class Follower {
         if !first { context.appliedStamp = { stamps.add($0) } }
         // The last pass's pushes are not cancelled (SIGTERM ended only the transfers in hand), but an HTTP
         // push gets at most `finalPushSeconds`, so that a hung serve cannot hold the exit for --timeout
-        // (issue 25's breaker: 31 s); what it could not push stays here for the next run.
+        // (31 s); what it could not push stays here for the next run.
         if finalPass {
             context.options.cancellation = nil
             context.options.timeoutSeconds = min(context.options.timeoutSeconds, Self.finalPushSeconds)
@@ -505,7 +505,7 @@ final class Follower {
                 continue
             }
             // A source never synced yet (its first fetch still in flight on a worker) has no state to
-            // show: it is not "not modified" (issue 25's breaker: a hung source counted as healthy).
+            // show: it is not "not modified" (a hung source counted as healthy).
             guard followed[n].tried else { continue }
             var r = SourceReport(source: followed[n].locator.description, outcome: followed[n].lastError == nil ? .notModified : .failed)
             r.error = followed[n].lastError

@@ -6,7 +6,7 @@ extension Follower {
     /// after a poll without it (the state changed and came back).
     ///
     /// `pull-only`: a hub role that may only read (docs/hub.md §4) is said at every `sync` run, but a
-    /// follower polls every interval (issue 25: it warned at every poll).
+    /// follower polls every interval (it warned at every poll).
     static let stateKinds: Set<String> = ["pull-only"]
 
     /// Syncs source `n` as ``SourceSync/syncReporting(_:context:failed:)`` does, showing a warning of a

@@ -106,8 +106,8 @@ final class HubPullFeed: ChangeFeed {
         if let failure = merger.failure() { throw failure }
         if mark == nil, hub.hasHistory, through > 0, !dryRun {
             // No history row at or below the cursor: `hub_history` was emptied by hand. Without a mark a
-            // later restore of an older backup went unnoticed once another edge pushed past this cursor
-            // (issue 25), so the history starts again here, as hub migration 2's baseline row does. A role
+            // later restore of an older backup went unnoticed once another edge pushed past this cursor,
+            // so the history starts again here, as hub migration 2's baseline row does. A role
             // that may not insert leaves it to the next one that may.
             mark = try? HubConnection.mapping(name) {
                 let token = try pg.execute(sql: HubSQL.noteBaseline, [.integer(through)]).text(0, 0)

@@ -24,7 +24,7 @@ extension PGConnection {
     /// reports) or `deadline` passes.
     ///
     /// Restarts after `EINTR`. With `cancellation`, it waits in slices of at most 100 ms and returns
-    /// `.cancelled` within one of its cancel (issue 25: a follower's SIGTERM waited out a frozen hub's
+    /// `.cancelled` within one of its cancel (a follower's SIGTERM waited out a frozen hub's
     /// connect or statement timeout, 28 s).
     static func waitSocket(
         _ fd: Int32, events: Int16, until deadline: ContinuousClock.Instant, cancellation: TransferCancellation? = nil
