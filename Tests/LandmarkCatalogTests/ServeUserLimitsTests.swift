@@ -159,6 +159,9 @@ extension ServeTests {
         // ann's cursor, from the start or from where she was, is where it was.
         let again = try ServeCurl.get(url, token: ann)
         #expect(again.json?["cursor"] as? String == cursor && ServeRows.positions(again).count == 1, "\(again)")
+        // A POST of ann's that changes nothing (an older row: stale) answers ann's cursor, not the database's.
+        let stale = try ServeCurl.post(url, token: ann, body: ServeRows.body(user: "ann", page: 1, wall: 1000, node: "phone-a"))
+        #expect(stale.body.contains(#""outcome":"stale""#) && stale.json?["cursor"] as? String == cursor, "\(stale)")
         let nothing = try ServeCurl.get(url + "?after=\(cursor)", token: ann)
         #expect(nothing.json?["cursor"] as? String == cursor && ServeRows.positions(nothing).isEmpty, "\(nothing)")
         // An edge token's cursor is the database's: it moved.
