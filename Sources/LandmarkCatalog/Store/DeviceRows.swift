@@ -99,7 +99,9 @@ extension DeviceRows {
     /// - Throws: `CatalogError` from reading the database.
     package func positionSequence(user: String) throws -> Int64 {
         try store.read {
-            try store.connection.firstRow(sql: "SELECT seq FROM positions WHERE user_id = ?", [.text(user)]) { $0.int(0) } ?? 0
+            try store.connection.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)]) {
+                $0.int(PositionColumn.seq)
+            } ?? 0
         }
     }
 

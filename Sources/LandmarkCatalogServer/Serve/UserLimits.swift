@@ -19,7 +19,7 @@ final class UserLimits: @unchecked Sendable {
 
     init(maxInHand: Int, rate: Double, burst: Int) {
         self.maxInHand = maxInHand
-        self.rate = rate
+        self.rate = max(rate, 0.001)  // a rate of 0 would never refill: one every 1,000 s at least
         self.burst = Double(burst)
     }
 
@@ -56,7 +56,7 @@ final class UserLimits: @unchecked Sendable {
                 bucket.tokens -= 1
                 return nil
             }
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+            return max(1, Int(min(86_400, ((1 - bucket.tokens) / rate).rounded(.up))))
         }
     }
 
