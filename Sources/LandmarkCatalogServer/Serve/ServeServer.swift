@@ -237,18 +237,19 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// token (a server node) is not limited.
     private func admit(_ request: HTTPRequest) -> HTTPReply? {
         guard let user = request.user, !request.edge else { return nil }
+        guard userLimits.enter(user) else {
+            return error(
+                429, "too_many_requests", "this user has \(options.maxRequestsPerUser) requests open already; try again when one is answered",
+                headers: ["Retry-After": "1"])
+        }
+        // Counted from here, so a refusal below is let go by `finished` like any answer.
+        request.holdsUserSlot = true
         if request.method == "POST", let wait = userLimits.takePost(user) {
             return error(
                 429, "rate_limited",
                 "more than \(options.postBurst) POSTs at once, or \(HTTPText.rate(options.postRate)) a second, for this user; try again",
                 headers: ["Retry-After": String(wait)])
         }
-        guard userLimits.enter(user) else {
-            return error(
-                429, "too_many_requests", "this user has \(options.maxRequestsPerUser) requests open already; try again when one is answered",
-                headers: ["Retry-After": "1"])
-        }
-        request.holdsUserSlot = true
         return nil
     }
 
