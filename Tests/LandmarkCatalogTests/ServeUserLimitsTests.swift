@@ -66,6 +66,37 @@ extension ServeTests {
         #expect(run.status == 0, "\(run)")
     }
 
+    @Test("--max-connections-per-user 2: a slot comes back when its request ends, a 429 included")
+    func userSlotsAreGivenBack() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(
+            box, db: db, keys: [key.publicKey], extra: ["--max-connections-per-user", "2", "--post-burst", "1"], metrics: true)
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let url = serve.base + "/v1/positions"
+        let cursor = try #require(try ServeCurl.get(url, token: ann).json?["cursor"] as? String)
+        let polls = (0..<2).compactMap { _ in RawSocket(port: serve.port) }
+        for p in polls {
+            #expect(p.send("GET /v1/positions?after=\(cursor)&wait=2 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(ann)\r\n\r\n"))
+        }
+        try waitForLongPolls(serve, count: 2)
+        #expect(try ServeCurl.get(url, token: ann).status == 429)
+        // The two waits end (empty answers): their slots are free again.
+        for p in polls { #expect(p.readResponse(within: 20).hasPrefix("HTTP/1.1 200")) }
+        #expect(try ServeCurl.get(url, token: ann).status == 200)
+        // A POST over the rate is refused, and its slot let go too: two GETs after it still fit.
+        #expect(try ServeCurl.post(url, token: ann, body: ServeRows.body(user: "ann", page: 2)).status == 200)
+        #expect(try ServeCurl.post(url, token: ann, body: ServeRows.body(user: "ann", page: 3)).errorCode == "rate_limited")
+        let held = try #require(RawSocket(port: serve.port))
+        let cursorNow = try #require(try ServeCurl.get(url, token: ann).json?["cursor"] as? String)
+        #expect(held.send("GET /v1/positions?after=\(cursorNow)&wait=30 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(ann)\r\n\r\n"))
+        try waitForLongPolls(serve, count: 1)
+        #expect(try ServeCurl.get(url, token: ann).status == 200)
+        let run = serve.stop()
+        #expect(run.status == 0, "\(run)")
+    }
+
     @Test("--post-burst 3 --post-rate 1: a 4th POST at once is 429 rate_limited, Retry-After 1; another user's is applied")
     func postsPerUserAreRateLimited() throws {
         let box = try Sandbox()
