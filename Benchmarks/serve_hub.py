@@ -50,7 +50,9 @@ def start_serve(name, db):
     port = free_port()
     log_path = f"{work}/{name}.log"
     serve = subprocess.Popen([binary, "--db", db, "serve", "--listen", f"127.0.0.1:{port}", "--auth-key",
-                              f"{work}/key.pub", "--hub", hub], stderr=open(log_path, "w"), stdout=subprocess.DEVNULL)
+                              f"{work}/key.pub", "--hub", hub,
+                              # One user's POSTs back to back: above the per-user POST rate (docs/serve.md §3).
+                              "--post-burst", "1000000"], stderr=open(log_path, "w"), stdout=subprocess.DEVNULL)
     children.append(serve)
     deadline = time.time() + 60
     while '"listening"' not in open(log_path).read():

@@ -52,7 +52,11 @@ struct DeviceBench {
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let serve = Process()
         serve.executableURL = URL(fileURLWithPath: binary)
-        serve.arguments = ["--db", path("server.sqlite"), "serve", "--listen", "127.0.0.1:0", "--auth-key", path("key.pub")]
+        serve.arguments = [
+            "--db", path("server.sqlite"), "serve", "--listen", "127.0.0.1:0", "--auth-key", path("key.pub"),
+            // The swipes of one user back to back: above the per-user POST rate (docs/serve.md §3).
+            "--post-burst", "1000000",
+        ]
         _ = FileManager.default.createFile(atPath: path("serve.log"), contents: nil)
         serve.standardError = try FileHandle(forWritingTo: work.appending(path: "serve.log"))
         serve.standardOutput = FileHandle.nullDevice

@@ -2,7 +2,8 @@
 #define CMICROHTTPD_SHIM_H
 // GNU libmicrohttpd (Debian: libmicrohttpd-dev, 0.9.75): the HTTP/1.1 server under `catalog serve`
 // (docs/serve.md §1). MHD_start_daemon and MHD_get_connection_info are variadic, which Swift cannot
-// call: the two wrappers below pass fixed arguments on. Nothing else is wrapped.
+// call: the two wrappers below pass fixed arguments on. One more helper sums the sizes of the headers MHD
+// parsed (its iterator is a C callback), for the header bound of docs/serve.md §3. Nothing else is wrapped.
 #include <stdint.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -36,6 +37,25 @@ static inline struct MHD_Daemon *catalog_mhd_start(
 static inline int catalog_mhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+static enum MHD_Result catalog_mhd_add_header_size(
+    void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, const char *value, size_t value_size) {
+    (void)kind;
+    (void)key;
+    (void)value;
+    // A header line: name, ": ", value, CRLF.
+    *(size_t *)cls += key_size + value_size + 4;
+    return MHD_YES;
+}
+
+/// The bytes of the request's header lines and query arguments as MHD parsed them (names, values and
+/// their separators).
+static inline size_t catalog_mhd_header_bytes(struct MHD_Connection *connection) {
+    size_t total = 0;
+    MHD_get_connection_values_n(
+        connection, (enum MHD_ValueKind)(MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND), catalog_mhd_add_header_size, &total);
+    return total;
 }
 
 /// The port the daemon listens on (for --listen 127.0.0.1:0).

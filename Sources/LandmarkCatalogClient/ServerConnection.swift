@@ -142,6 +142,13 @@ final class ServerConnection: Sendable {
             error = CatalogError(.usage, what, hint: "the token's user (sub) must be the session's user", reason: .forbidden)
         case 400, 413, 415:
             error = CatalogError(.dataInvalid, what)
+        case 429:
+            // serve's per-user limits (docs/serve.md §3): too many requests at once or POSTs too fast. Nothing
+            // is wrong; the session waits out Retry-After and sends again.
+            error = CatalogError(
+                .unavailable, what,
+                hint: "the server asked this device to slow down; the changes stay on this device and go after the wait it gave (Retry-After)",
+                reason: .offline)
         case 502, 503, 504:
             // A proxy in front of a stopped or restarting server (nginx's own pages are HTML, not §1's
             // shape), or serve draining: the device is offline for now, not broken.

@@ -10,10 +10,12 @@ public struct SyncStatus: Sendable, Equatable {
         /// The last exchange succeeded.
         case connected
         /// The server cannot be reached: no network, no connection, a timeout, or a proxy's 502/503/504
-        /// (a stopped, restarting or draining server). Nothing to do but wait; writes go on locally.
+        /// (a stopped, restarting or draining server); or it asked this device to slow down (429, its
+        /// per-user limits, docs/serve.md §3; the session waits out `Retry-After`). Nothing to do but wait;
+        /// writes go on locally.
         case offline
         /// The server refuses: 401 after a refresh (sign in again), 403 (the token's user is not the
-        /// session's), another 4xx, a 500, an answer that is not the protocol or over 64 MiB, a TLS
+        /// session's), another 4xx but 429, a 500, an answer that is not the protocol or over 64 MiB, a TLS
         /// certificate that does not verify. Someone must act.
         case failing
 

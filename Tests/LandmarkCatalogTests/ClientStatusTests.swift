@@ -153,11 +153,11 @@ struct ClientStatusTests {
         #expect(server.serve.stop().status == 0)
     }
 
-    @Test("each error status's state: 502, 503, 504 and no answer are offline; 400, 401, 403, 404, 413, 429, 500 are failing")
+    @Test("each error status's state: 429, 502, 503, 504 and no answer are offline; 400, 401, 403, 404, 413, 500 are failing")
     func statesByStatus() {
         for (status, expected) in [
             (502, SyncStatus.State.offline), (503, .offline), (504, .offline), (400, .failing), (401, .failing), (403, .failing),
-            (404, .failing), (413, .failing), (429, .failing), (500, .failing),
+            (404, .failing), (413, .failing), (429, .offline), (500, .failing),
         ] {
             let body = Data("<html><body><h1>\(status)</h1></body></html>".utf8)
             let error = ServerConnection.failure(
@@ -280,5 +280,45 @@ struct ClientStatusTests {
         await again.stop()
         catalog.close()
         #expect(server.serve.stop().status == 0)
+    }
+}
+
+extension ClientStatusTests {
+    @Test("429 from serve's POST rate: offline (not failing) while it lasts, Retry-After waited out, the row then taken")
+    func rateLimitedIsWaitedOut() async throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey], extra: ["--post-burst", "1", "--post-rate", "1"])
+        var configuration = ClientSyncTests.quick()
+        configuration.maximumBackoff = 5  // above the server's Retry-After (1 s), which the session honours
+        let (catalog, session) = try await Self.session(
+            try #require(URL(string: serve.base)), token: try ServeKeys.issue(box, key: key.privateKey, user: "ann"),
+            configuration: configuration)
+        #expect(await eventually { session.status.state == .connected }, "\(session.status)")
+        try await catalog.setPosition(user: "ann", to: .page(2))
+        #expect(await eventually { session.status.pendingChanges == 0 }, "\(session.status)")
+        // Another POST of ann's (an old row: stale) takes the one allowance; the device's next write finds
+        // none: 429, which is a wait, not a failure.
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        _ = try ServeCurl.post(serve.base + "/v1/positions", token: ann, body: ServeRows.body(user: "ann", page: 1, wall: 1000))
+        try await catalog.setPosition(user: "ann", to: .page(3))
+        #expect(await eventually { session.status.lastError?.httpStatus == 429 }, "\(session.status)")
+        #expect(session.status.state == .offline && session.status.lastError?.reason == .offline, "\(session.status)")
+        #expect(session.status.lastError?.message.contains("rate_limited") == true, "\(session.status)")
+        // Then it goes: the server's row is the device's, the session connected again.
+        #expect(await eventually { session.status.pendingChanges == 0 && session.status.state == .connected }, "\(session.status)")
+        #expect(try ClientFuzzTests.row(db, "ann")?.page == 3)
+        await session.stop()
+        catalog.close()
+        let run = serve.stop()
+        #expect(run.status == 0, "\(run)")
+        // The retry came no sooner than Retry-After (1 s) after the refusal (the access log's times).
+        let posts = ServeProcess.accessLog(run.stderr, "POST", "/v1/positions")
+        let refused = try #require(posts.firstIndex { $0["status"] as? Int == 429 }, "\(posts)")
+        let retried = try #require(posts[(refused + 1)...].first { $0["status"] as? Int == 200 }, "\(posts)")
+        func milliseconds(_ line: [String: Any]) -> Int64? { (line["time"] as? String).flatMap(Timestamp.parse) }
+        let gap = (milliseconds(retried) ?? 0) - (milliseconds(posts[refused]) ?? 0)
+        #expect(gap >= 900, "retried \(gap) ms after the 429")
     }
 }

@@ -148,6 +148,18 @@ extension ServeTests {
         let tooLarge = try ServeCurl.post(base + "/v1/positions", token: ann, body: "@" + big)
         #expect(tooLarge.status == 413 && tooLarge.errorCode == "body_too_large", "\(tooLarge)")  // JSON, as serve's own
         #expect(tooLarge.headers["content-type"]?.hasPrefix("application/json") == true, "\(tooLarge)")
+        // nginx's own refusals of headers too large and of a body it cannot parse: JSON too.
+        let pad = "X-Pad: " + String(repeating: "a", count: 40 * 1024)
+        let headers = try ServeCurl.get(base + "/v1/positions", token: ann, headers: [pad])
+        #expect(headers.status == 431 && headers.errorCode == "headers_too_large", "\(headers)")
+        for request in [
+            "POST /v1/positions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n"
+        ] {
+            let raw = try #require(RawSocket(port: nginx.port))
+            #expect(raw.send(request))
+            let malformed = raw.readToClose(within: 10).text
+            #expect(malformed.hasPrefix("HTTP/1.1 400") && malformed.contains(#""code":"malformed_request""#), "\(malformed)")
+        }
         #expect(try ServeCurl.get(base + "/v1/healthz").status == 200)
         #expect(serve.stop().status == 0)
     }
@@ -170,7 +182,8 @@ extension ServeTests {
         let box = try Sandbox()
         let db = try box.seededDatabase()
         let key = try ServeKeys.make(box, "k")
-        let serve = try ServeProcess(box, db: db, keys: [key.publicKey])
+        // 200 POSTs of one user in a row: over the default POST rate (docs/serve.md §3), which is not under test.
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey], extra: ["--post-burst", "1000"])
         let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
         let writer = try #require(RawSocket(port: serve.port))
         let reader = try #require(RawSocket(port: serve.port))

@@ -42,6 +42,16 @@ extension CatalogCLI {
             "--hub", "URL",
             "Keep this database in step with a PostgreSQL hub (a postgresql:// URL or a saved remote), so several serve processes serve one fleet (docs/serve.md §8).",
             parse: Values.nonEmpty)
+        static let maxConnectionsPerUser = Option<Int>(
+            "--max-connections-per-user", "N",
+            "Answer 429 to a user's request beyond N open ones, long-polls included (default 64; edge tokens are not counted).",
+            parse: Values.integer(1...1_000_000))
+        static let postRate = Option<Int>(
+            "--post-rate", "N", "Refill each user's POST allowance at N a second; an empty one is 429 (default 5).",
+            parse: Values.integer(1...1_000_000))
+        static let postBurst = Option<Int>(
+            "--post-burst", "N", "Let each user make N POSTs at once before --post-rate applies (default 20).",
+            parse: Values.integer(1...1_000_000))
         static let threads = Option<Int>("--threads", "N", "HTTP worker threads (default 2).", parse: Values.integer(1...64))
     }
 
@@ -75,7 +85,8 @@ extension CatalogCLI {
                 ServeOptionsTable.listen.spec, ServeOptionsTable.authKey.spec, ServeOptionsTable.publicLandmarks.spec,
                 ServeOptionsTable.maxDrift.spec, ServeOptionsTable.metricsListen.spec, ServeOptionsTable.maxConnections.spec,
                 ServeOptionsTable.headerTimeout.spec, ServeOptionsTable.bodyTimeout.spec, ServeOptionsTable.maxBody.spec,
-                ServeOptionsTable.maxRows.spec, ServeOptionsTable.threads.spec, ServeOptionsTable.hub.spec,
+                ServeOptionsTable.maxRows.spec, ServeOptionsTable.maxConnectionsPerUser.spec, ServeOptionsTable.postRate.spec,
+                ServeOptionsTable.postBurst.spec, ServeOptionsTable.threads.spec, ServeOptionsTable.hub.spec,
             ],
             run: runServe)
     }
@@ -138,6 +149,9 @@ extension CatalogCLI {
         if let d = i[ServeOptionsTable.bodyTimeout] { options.limits.bodySeconds = d }
         if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
         if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
+        if let n = i[ServeOptionsTable.maxConnectionsPerUser] { options.maxRequestsPerUser = n }
+        if let n = i[ServeOptionsTable.postRate] { options.postRate = Double(n) }
+        if let n = i[ServeOptionsTable.postBurst] { options.postBurst = n }
         options.hub = i[ServeOptionsTable.hub]
         options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
         options.hubPushStart = i.context.testHooks.serveHubPushStart

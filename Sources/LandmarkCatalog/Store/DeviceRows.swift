@@ -92,6 +92,19 @@ extension DeviceRows {
         }
     }
 
+    /// The change sequence number of `user`'s position row (tombstone included): a user token's cursor
+    /// (docs/protocol.md §3).
+    /// - Parameter user: the row's user.
+    /// - Returns: the row's sequence number, or 0 when there is no row of `user`.
+    /// - Throws: `CatalogError` from reading the database.
+    package func positionSequence(user: String) throws -> Int64 {
+        try store.read {
+            try store.connection.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)]) {
+                $0.int(PositionColumn.seq)
+            } ?? 0
+        }
+    }
+
     /// How many position rows of users other than `user` changed after `after` and through `through`: the
     /// rows a push with `user`'s token leaves out (docs/protocol.md §9).
     ///

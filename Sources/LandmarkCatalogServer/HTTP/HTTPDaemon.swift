@@ -19,8 +19,17 @@ package struct HTTPLimits: Sendable {
     package var idleSeconds = 60
     /// A body larger than this is refused with 413.
     package var bodyBytes = 1 << 20
+    /// A request line and headers larger than this are refused by the service with a JSON 431.
+    ///
+    /// MHD is given room for more (`connectionMemory`), so that it hands such a request on instead of
+    /// answering with its own HTML page (docs/serve.md §3).
+    package var headerBytes = 32 * 1024
     /// MHD's memory per connection (headers and read buffer; MHD_OPTION_CONNECTION_MEMORY_LIMIT).
-    package var connectionMemory = 32 * 1024
+    ///
+    /// Headers that do not fit get MHD's own 431. An idle connection costs little of it, but one that has
+    /// answered a request holds all of it (MHD clears the pool between requests): about 64 KiB of RSS per
+    /// kept-alive connection, measured in docs/serve.md §3.
+    package var connectionMemory = 64 * 1024
     /// MHD's worker threads (each with its own epoll set).
     package var threads = 2
 
@@ -192,6 +201,7 @@ package final class HTTPDaemon: @unchecked Sendable {
     ) -> MHD_Result {
         guard let raw = context.pointee else {
             let request = HTTPRequest(connection: connection, method: method, path: url)
+            request.headerBytes = method.utf8.count + url.utf8.count + catalog_mhd_header_bytes(connection)
             context.pointee = Unmanaged.passRetained(request).toOpaque()
             setDue(connection, nil)
             switch service.begin(request) {

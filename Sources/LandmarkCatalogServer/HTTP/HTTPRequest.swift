@@ -31,6 +31,11 @@ package final class HTTPRequest: @unchecked Sendable {
     package var body: [UInt8] = []
     /// The body went over the limit: the rest is dropped and the answer is 413.
     package var bodyTooLarge = false
+    /// The size of the request line's method and target and of the header lines, as MHD parsed them: the
+    /// service refuses it over ``HTTPLimits/headerBytes`` (docs/serve.md §3).
+    package var headerBytes = 0
+    /// The request counts against its user's requests in hand (docs/serve.md §3) until it is finished.
+    package var holdsUserSlot = false
     /// The handler is waiting for the body, or has answered.
     var readingBody = false
     var answered = false
@@ -103,6 +108,11 @@ enum HTTPText {
         guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
         let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) ?? first
         return String(text[first...last])
+    }
+
+    /// A rate as written on the command line: `5`, `0.5`.
+    static func rate(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
     /// A non-negative number with two decimals ("12.05"); negative values print as 0.00.

@@ -53,9 +53,9 @@ final class LongPolls: @unchecked Sendable {
     private let probe: DataVersionProbe
     private let probeMilliseconds: Int
     private let metrics: ServeMetrics
-    /// What the dispatched changes and the reads prove (``nothingNew(for:after:)``): for each user in it, a
-    /// sequence number no position change of theirs is past (their newest change dispatched, or a cursor a
-    /// read found nothing after); for the others, `indexBase`; and the newest position change of all.
+    /// What the dispatched changes and the reads prove (``nothingNew(for:after:)``): for each user in it, the
+    /// sequence number of their row (their newest change dispatched, or what a read found; 0: no row); the
+    /// others are read; and the newest position change of all (edge tokens' polls).
     private var indexBase: Int64
     private var newestByUser: [String: Int64] = [:]
     private var newestPosition: Int64
@@ -95,7 +95,9 @@ final class LongPolls: @unchecked Sendable {
         defer { condition.unlock() }
         guard !stopping, indexBase != .max, pokes == pokesDispatched, after <= dispatched else { return nil }
         switch key {
-        case .user(let user): return (newestByUser[user] ?? indexBase) <= after ? dispatched : nil
+        // A user's cursor is its row's sequence (docs/protocol.md §3): nothing new when the row is known to
+        // be at it. A cursor past the row is no "nothing new" (it starts again), so it is read.
+        case .user(let user): return newestByUser[user] == after ? dispatched : nil
         case .allPositions: return newestPosition <= after ? dispatched : nil
         case .landmarks: return nil
         }
@@ -261,16 +263,16 @@ final class LongPolls: @unchecked Sendable {
         }
     }
 
-    /// A read for `key` found no row after `after` through `high`: when no change past `high` was
-    /// dispatched for that user, nothing of theirs is past `after`, and the next poll with that cursor
-    /// needs no read (a device whose last change is older than the server's start).
-    func learnNothingNew(for key: WaitKey, after: Int64, through high: Int64) {
-        guard case .user(let user) = key else { return }
+    /// A read through `high` found `user`'s row at sequence `row` (0: no row): when no change of theirs
+    /// past `high` was dispatched, that is where the row is, and the next poll with that cursor needs no
+    /// read.
+    func learnRow(of user: String, at row: Int64, through high: Int64) {
         condition.lock()
         defer { condition.unlock() }
-        guard indexBase != .max, high >= indexBase, after < indexBase || newestByUser[user] != nil else { return }
+        // Before `indexBase` the index may have forgotten a dispatched change of this user.
+        guard indexBase != .max, high >= indexBase else { return }
         if let newest = newestByUser[user], newest > high { return }  // dispatched past the read: unknown
-        newestByUser[user] = min(newestByUser[user] ?? .max, after)
+        newestByUser[user] = row
         trimIndex(at: dispatched)
     }
 

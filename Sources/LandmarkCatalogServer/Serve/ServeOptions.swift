@@ -28,6 +28,16 @@ package struct ServeOptions: Sendable {
     package var metricsPort = 0
     /// HTTP limits.
     package var limits = HTTPLimits()
+    /// One user's requests in hand at most, long-polls included (`--max-connections-per-user`).
+    ///
+    /// One more is refused with 429 `too_many_requests` (docs/serve.md §3). Edge tokens are not counted.
+    package var maxRequestsPerUser = 64
+    /// One user's POSTs go through a token bucket (`--post-rate`, `--post-burst`).
+    ///
+    /// It is refilled at `postRate` a second up to `postBurst`; an empty bucket is 429 `rate_limited`
+    /// (docs/serve.md §3). Edge tokens are not limited.
+    package var postRate = 5.0
+    package var postBurst = 20
     /// `--hub`: a PostgreSQL hub's URL or a saved remote's name this database is kept in step with
     /// (docs/serve.md §8), or nil to serve this database alone.
     package var hub: String?

@@ -13,6 +13,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     let verifier: TokenVerifier
     package let metrics = ServeMetrics()
     let polls: LongPolls
+    let userLimits: UserLimits
     private let writer: CatalogStore
     private let writeLock = NSLock()
     private let readers: ReaderPool
@@ -34,6 +35,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     package init(options: ServeOptions) throws {
         self.options = options
         verifier = TokenVerifier(keys: options.keys)
+        userLimits = UserLimits(maxInHand: options.maxRequestsPerUser, rate: options.postRate, burst: options.postBurst)
         writer = try CatalogStore.open(path: options.databasePath)
         let mark = CursorMark(databasePath: options.databasePath)
         var id = try DeviceRows(writer).serveDatabaseID()
@@ -134,6 +136,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             return .reply(error(404, "not_found", "no such route; see docs/protocol.md"))
         }
         request.route = route.path
+        // MHD took headers up to its larger memory bound; ours is smaller, and answered in the protocol's
+        // shape (docs/serve.md §3).
+        if request.headerBytes > options.limits.headerBytes {
+            return .reply(
+                error(431, "headers_too_large", "the request line and headers are over \(options.limits.headerBytes) bytes"))
+        }
         // HEAD is GET without a body (RFC 9110 §9.3.2), for health checks.
         guard route.methods.contains(method) || (route == .healthz && method == "HEAD") else {
             return .reply(methodNotAllowed(route.methods.joined(separator: ", ")))
@@ -148,6 +156,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         }
         if route.needsToken(publicLandmarks: options.publicLandmarks) {
             if let refusal = authenticate(request) { return .reply(refusal) }
+            if let refusal = admit(request) { return .reply(refusal) }
         }
         if method == "POST" {
             let type = request.header("Content-Type")?.lowercased() ?? ""
@@ -175,6 +184,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
 
     package func finished(_ request: HTTPRequest, completedNormally: Bool) {
         stateLock.withLock { active -= 1 }
+        if request.holdsUserSlot, let user = request.user { userLimits.leave(user) }
         metrics.request(route: request.route, status: request.status)
         var w = JSONWriter(reservingCapacity: 192)
         w.raw("{\"time\":")
@@ -219,6 +229,28 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             request.edge = identity.isEdge
             return nil
         }
+    }
+
+    /// nil when the token's user may have this request now (counted in hand until it is finished), else the 429.
+    ///
+    /// Refused: over the user's requests in hand, or a POST over the user's rate (docs/serve.md §3). An edge
+    /// token (a server node) is not limited.
+    private func admit(_ request: HTTPRequest) -> HTTPReply? {
+        guard let user = request.user, !request.edge else { return nil }
+        guard userLimits.enter(user) else {
+            return error(
+                429, "too_many_requests", "this user has \(options.maxRequestsPerUser) requests open already; try again when one is answered",
+                headers: ["Retry-After": "1"])
+        }
+        // Counted from here, so a refusal below is let go by `finished` like any answer.
+        request.holdsUserSlot = true
+        if request.method == "POST", let wait = userLimits.takePost(user) {
+            return error(
+                429, "rate_limited",
+                "more than \(options.postBurst) POSTs at once, or \(HTTPText.rate(options.postRate)) a second, for this user; try again",
+                headers: ["Retry-After": String(wait)])
+        }
+        return nil
     }
 
     // MARK: Reading (docs/protocol.md §3–§5)
@@ -266,11 +298,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 } catch {
                     return .reply(unavailable(error))
                 }
-                if answer.page.count == 0 {
-                    polls.learnNothingNew(for: key, after: after, through: answer.highWater)
-                } else {
-                    polls.noteCursor(answer.page.through)
+                if let user {
+                    // The page holds the user's row exactly when it is past the cursor; else the row is at
+                    // the cursor (the only other answer, `read` says).
+                    polls.learnRow(of: user, at: answer.page.count > 0 ? answer.page.through : after, through: answer.highWater)
                 }
+                if answer.page.count > 0 { polls.noteCursor(answer.page.through) }
             }
             let now = DispatchTime.now().uptimeNanoseconds
             if answer.page.count == 0, waitSeconds > 0, !isDraining, !foreign {
@@ -291,9 +324,27 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
 
     /// One page of rows after `after` from the database, and its high-water mark; a cursor past the
     /// database's end (restored or replaced) starts again at 0 (docs/protocol.md §3).
+    ///
+    /// A user token's cursor is its row's change sequence (docs/protocol.md §3), so it moves with that
+    /// row alone: the row is answered when its sequence is past the cursor, nothing when it is at it, and a
+    /// cursor past it (a database restored, or a cursor this server never gave the user) starts again at
+    /// 0 — decided by the user's row alone, so no cursor a user sends can tell how far other users' writes
+    /// have moved the database.
     private func read(landmarks: Bool, user: String?, after: inout Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
         var from = after
         defer { after = from }
+        if let user, !landmarks {
+            return try readers.with { store in
+                var a = try DeviceRows(store).devicePositions(user: user, after: 0, limit: limit)
+                let row = a.page.count > 0 ? a.page.through : 0
+                if row == from {
+                    a.page = DeviceRowsPage()
+                } else if row < from {
+                    from = 0
+                }
+                return a
+            }
+        }
         return try readers.with { store in
             var a =
                 landmarks
@@ -386,6 +437,11 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         } catch {
             return .reply(unavailable(error))
         }
+        // A user's cursor is its row's sequence (docs/protocol.md §3): what others wrote does not move it.
+        var cursor = result.highWater
+        if !request.edge, let user = request.user {
+            cursor = (try? writeLock.withLock { try DeviceRows(writer).positionSequence(user: user) }) ?? 0
+        }
         polls.noteCursor(result.highWater)
         options.afterPostCommit?()
         polls.poke()
@@ -401,7 +457,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             w.raw("}")
         }
         w.raw("],\"cursor\":")
-        w.string("\(databaseID):\(result.highWater)")
+        w.string("\(databaseID):\(cursor)")
         w.raw("}\n")
         return .reply(HTTPReply(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: w.bytes))
     }
