@@ -26,6 +26,9 @@ package struct ServeOptions: Sendable {
     /// Where Prometheus metrics are served (`GET /metrics`), or nil.
     package var metricsHost: String?
     package var metricsPort = 0
+    /// Where the operator's page is served (docs/serve.md §10), or nil.
+    package var adminHost: String?
+    package var adminPort = 0
     /// HTTP limits.
     package var limits = HTTPLimits()
     /// `--hub`: a PostgreSQL hub's URL or a saved remote's name this database is kept in step with
