@@ -297,6 +297,8 @@ extension ServeServer {
             case let outcome?: why.append("The last push, at \(at) by \(by): \(outcome).")
             case nil: why.append("The last push, at \(at) by \(by), was refused with HTTP \(push.status): nothing was written.")
             }
+        } else {
+            w.raw("null")
         }
         if report.quarantinedCount > 0 {
             why.append(
