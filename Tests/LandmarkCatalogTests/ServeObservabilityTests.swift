@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogServer
 
 #if os(Linux)
     import Glibc
@@ -276,5 +277,61 @@ struct ServeObservabilityTests {
         let size = (try? FileManager.default.attributesOfItem(atPath: png)[.size] as? NSNumber)?.intValue ?? 0
         #expect(size > 10_000, "a screenshot at \(png): \(size) bytes")
         #expect(serve.stop().status == 0)
+    }
+}
+
+/// The bounded structures behind the metrics and the page, in-process.
+@Suite("Serve: active users, the request history and the per-user record stay bounded and right")
+struct ServeFiguresTests {
+    @Test("active users: exact for a handful, within 5 % for 100,000, per window, and nothing kept per user")
+    func activeUsers() {
+        let users = ActiveUsers()
+        let now = 1_800_000_000.0
+        func hash(_ s: String) -> UInt64 {
+            var h = Hasher()
+            h.combine(s)
+            return UInt64(bitPattern: Int64(h.finalize()))
+        }
+        for i in 0..<3 { for _ in 0..<10 { users.add(hash: hash("u\(i)"), now: now) } }
+        #expect(users.estimate(minutes: 5, now: now) == 3)
+        // 100,000 users over the hour: 20 minutes ago and now.
+        for i in 0..<50_000 { users.add(hash: hash("a\(i)"), now: now - 1200) }
+        for i in 50_000..<100_000 { users.add(hash: hash("a\(i)"), now: now) }
+        let hour = users.estimate(minutes: 60, now: now)
+        let five = users.estimate(minutes: 5, now: now)
+        #expect(abs(hour - 100_003) < 5_000, "\(hour)")
+        #expect(abs(five - 50_003) < 2_500, "\(five)")
+        // An hour later every minute has aged out.
+        #expect(users.estimate(minutes: 60, now: now + 3700) == 0)
+    }
+
+    @Test("the per-user record keeps the last pull and push, and at most its capacity of users")
+    func userActivity() {
+        let activity = UserActivity()
+        activity.pulled("ann", agent: "Phone/1", status: 200, polled: true)
+        activity.pushed("ann", agent: "Tablet/2", status: 200, outcome: "stale", edge: false)
+        let ann = activity.record("ann")
+        #expect(ann.pull?.agent == "Phone/1" && ann.pull?.longPoll == true)
+        #expect(ann.push?.outcome == "stale" && ann.push?.agent == "Tablet/2")
+        for i in 0..<(UserActivity.capacity + 10) { activity.pulled("u\(i)", agent: nil, status: 200, polled: false) }
+        #expect(activity.count <= UserActivity.capacity)
+        #expect(activity.record("u\(UserActivity.capacity + 9)").pull != nil, "the newest is kept")
+    }
+
+    @Test("the request history: 360 buckets of 10 s ending now, the requests counted in the current one")
+    func history() {
+        let history = RequestHistory()
+        history.add(status: 200, seconds: 0.002, longPolls: 3)
+        history.add(status: 503, seconds: 0.004, longPolls: 1)
+        history.add(status: 401, seconds: nil, longPolls: 0)
+        let buckets = history.buckets()
+        #expect(buckets.count == 360)
+        #expect(buckets.last.map { $0.start + 10 > Int(Date().timeIntervalSince1970) } == true)
+        // The three fall in the current bucket, or across a 10-s boundary in the two last.
+        let recent = buckets.suffix(2)
+        #expect(recent.map(\.requests).reduce(0, +) == 3 && buckets.map(\.requests).reduce(0, +) == 3)
+        #expect(recent.map(\.serverErrors).reduce(0, +) == 1 && recent.map(\.unauthorized).reduce(0, +) == 1)
+        #expect(recent.map(\.maxSeconds).max() == 0.004 && recent.map(\.longPolls).max() == 3)
+        if let one = recent.last, one.requests == 3 { #expect(abs(one.meanSeconds - 0.003) < 1e-9) }
     }
 }
