@@ -172,6 +172,13 @@ struct ServeObservabilityTests {
     static func adminServe() throws -> (serve: ServeProcess, admin: String, ann: String, bob: String) {
         let box = try Sandbox()
         let db = try box.seededDatabase()
+        // One source with a good sync: a peer's snapshot, saved as the remote "peer".
+        let peer = try box.seededDatabase("peer.sqlite")
+        let snapshot = box.path("peer.json")
+        #expect(try box.run(["export", "--output", snapshot], db: peer).status == 0)
+        #expect(try box.run(["remote", "add", "peer", snapshot], db: db).status == 0)
+        let synced = try box.run(["sync", "peer"], db: db)
+        #expect(synced.status == 0, "\(synced)")
         let key = try ServeKeys.make(box, "k")
         let serve = try ServeProcess(box, db: db, keys: [key.publicKey], metrics: true, admin: true)
         let admin = "http://127.0.0.1:\(try #require(serve.adminPort))"
@@ -217,6 +224,9 @@ struct ServeObservabilityTests {
         #expect(s["quarantined"] as? Int == 1)
         #expect(s["ready"] as? Bool == true)
         #expect(s["hub"] is NSNull)
+        let sources = try #require(s["sources"] as? [[String: Any]])
+        #expect(sources.count == 1 && sources.first?["remote"] as? String == "peer" && sources.first?["lastStatus"] as? Int == 0, "\(sources)")
+        #expect(sources.first?["lastSuccess"] is String)
         #expect(!summary.body.contains(ann) && !summary.body.contains(bob))
 
         let user = try ServeCurl.get(admin + "/api/users/ann")
@@ -268,6 +278,7 @@ struct ServeObservabilityTests {
         #expect(html.contains(#"id="user-quarantined">1<"#))
         #expect(html.contains("TestPhone/1.0 (ann") && html.contains("was quarantined"))
         #expect(html.contains("<polyline"), "the charts are drawn")
+        #expect(html.contains("peer.json") && html.contains(#"<td class="ok">0</td>"#), "the source and its last status")
         try FileManager.default.createDirectory(at: Self.outputDirectory, withIntermediateDirectories: true)
         let png = Self.outputDirectory.appending(path: "serve-admin-page.png").path
         try? FileManager.default.removeItem(atPath: png)

@@ -66,15 +66,16 @@ package final class ServeMetrics: @unchecked Sendable {
     /// in a long-poll (its duration then goes to the long-poll histogram, not the request one).
     func request(route: String, status: Int, seconds: Double = 0, polled: Bool = false) {
         let s = max(0, seconds)
-        lock.withLock {
+        let open = lock.withLock {
             requests[RequestKey(route: route, status: status), default: 0] += 1
             if polled {
                 pollDurations[route, default: Histogram(Self.pollBounds)].add(s)
             } else {
                 durations[route, default: Histogram(Self.durationBounds)].add(s)
             }
+            return openLongPolls
         }
-        history.add(status: status, seconds: polled ? nil : s, longPolls: longPolls)
+        history.add(status: status, seconds: polled ? nil : s, longPolls: open)
     }
 
     /// A request refused with 401 for `cause`.
