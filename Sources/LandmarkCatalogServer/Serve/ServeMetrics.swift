@@ -60,6 +60,7 @@ package final class ServeMetrics: @unchecked Sendable {
     /// The per-10-seconds history the operator's page draws (docs/serve.md §10).
     package let history = RequestHistory()
 
+    /// No requests yet; ``longPollLimit`` and ``databasePath`` are set by the server.
     package init() {}
 
     /// One answered request: its route, status and seconds from its headers to its end; `polled`: it waited
@@ -329,7 +330,9 @@ final class ActiveUsers {
 package final class RequestHistory: @unchecked Sendable {
     // Safe: every stored var is touched under `lock`.
     private let lock = NSLock()
+    /// A bucket's span in seconds.
     package static let seconds = 10
+    /// The buckets kept: an hour.
     package static let slots = 360
     private var slotStart = [Int](repeating: -1, count: RequestHistory.slots)
     private var counts = [Int](repeating: 0, count: RequestHistory.slots)
@@ -342,7 +345,9 @@ package final class RequestHistory: @unchecked Sendable {
 
     /// One bucket: its start (seconds since the epoch) and figures.
     package struct Bucket: Sendable {
+        /// Seconds since the epoch, a multiple of ``RequestHistory/seconds``.
         package var start: Int
+        /// Requests answered in the bucket, and of them the 5xx and the 401s.
         package var requests = 0
         package var serverErrors = 0
         package var unauthorized = 0
