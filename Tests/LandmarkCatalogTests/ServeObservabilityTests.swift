@@ -106,6 +106,43 @@ struct ServeObservabilityTests {
         #expect(serve.stop().status == 0)
     }
 
+    @Test("catalog_serve_ready: 0 after a POST found the database locked past its busy timeout, 1 once a write succeeds")
+    func readiness() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey], metrics: true, admin: true)
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let metrics = "http://127.0.0.1:\(try #require(serve.metricsPort))/metrics"
+        let summary = "http://127.0.0.1:\(try #require(serve.adminPort))/api/summary"
+        #expect(try ServeCurl.get(metrics).body.contains("\ncatalog_serve_ready 1\n"))
+        // Another process holds the write lock longer than serve's busy timeout.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = [
+            "-c",
+            "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
+                + "print('locked', flush=True)\ntime.sleep(12)\nc.execute('ROLLBACK')",
+            db,
+        ]
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
+        #expect(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("locked"))
+        let refused = try ServeCurl.post(serve.base + "/v1/positions", token: ann, body: ServeRows.body(user: "ann", page: 5))
+        #expect(refused.status == 503, "\(refused)")
+        #expect(try ServeCurl.get(metrics).body.contains("\ncatalog_serve_ready 0\n"))
+        let s = try #require(try ServeCurl.get(summary).json)
+        #expect(s["ready"] as? Bool == false && s["notReady"] as? String == "the last write to the database failed", "\(s)")
+        kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        let written = try ServeCurl.post(serve.base + "/v1/positions", token: ann, body: ServeRows.body(user: "ann", page: 5))
+        #expect(written.status == 200, "\(written)")
+        #expect(try ServeCurl.get(metrics).body.contains("\ncatalog_serve_ready 1\n"))
+        #expect(serve.stop().status == 0)
+    }
+
     /// The exposition's samples: prometheus_client's parser when python3 has it (the reference reading of
     /// the format), else the lines read here.
     static func samples(_ text: String) throws -> [PrometheusParser.Sample] {
