@@ -54,6 +54,11 @@ struct ServeObservabilityTests {
         for token in [ann, bob, forged] { #expect(!scrape.body.contains(token), "a token in the metrics") }
         #expect(!scrape.body.contains("ann") && !scrape.body.contains("bob"), "a user in the metrics")
 
+        if let promtool = Self.promtool {
+            // Prometheus' own linter: names, units, suffixes and HELP text by its conventions.
+            let lint = try runProcess(URL(fileURLWithPath: promtool), ["check", "metrics"], stdin: Data(scrape.body.utf8))
+            #expect(lint.status == 0 && lint.stdout.isEmpty && lint.stderr.isEmpty, "\(lint)")
+        }
         let samples = try Self.samples(scrape.body)
         func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
             samples.first { $0.name == name && $0.labels == labels }?.value
