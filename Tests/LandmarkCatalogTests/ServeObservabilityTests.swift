@@ -181,11 +181,14 @@ struct ServeObservabilityTests {
         let tool = URL(fileURLWithPath: try #require(Self.promtool))
         let check = try runProcess(tool, ["check", "rules", dir.appending(path: "catalog.rules.yml").path])
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
-        #expect(check.stdout.contains("SUCCESS: 7 rules found"), "\(check.stdout)")
+        #expect(check.stdout.contains("SUCCESS: 8 rules found"), "\(check.stdout)")
         let test = try runProcess(tool, ["test", "rules", dir.appending(path: "catalog.rules.test.yml").path])
         #expect(test.status == 0, "\(test.stdout)\(test.stderr)")
         let rules = try String(contentsOf: dir.appending(path: "catalog.rules.yml"), encoding: .utf8)
-        for alert in ["CatalogServeDown", "CatalogServeNotReady", "CatalogServeErrors", "CatalogServeWriteToVisibleSlow", "CatalogSourceStale"] {
+        for alert in [
+            "CatalogServeDown", "CatalogServeNotReady", "CatalogServeErrors", "CatalogServeWriteToVisibleSlow", "CatalogSourceStale",
+            "CatalogServeAuthRefusals",
+        ] {
             #expect(rules.contains("alert: \(alert)"))
         }
         // Each metric a rule reads is one serve or status --prometheus exports (docs/serve.md §6, operations.md §4).
@@ -264,6 +267,8 @@ struct ServeObservabilityTests {
         #expect(history.map { $0[3] }.reduce(0, +) == 1)
         #expect((s["activeUsers"] as? [String: Int])?["5m"] == 2)
         #expect(s["quarantined"] as? Int == 1)
+        let refusals = try #require(s["refusals"] as? [String: Int])
+        #expect(refusals["missing"] == 1 && refusals.values.reduce(0, +) == 1 && refusals.count == 9, "\(refusals)")
         #expect(s["ready"] as? Bool == true)
         #expect(s["hub"] is NSNull)
         let sources = try #require(s["sources"] as? [[String: Any]])
@@ -316,6 +321,7 @@ struct ServeObservabilityTests {
         #expect(html.contains(#"id="unauthorized-hour">1<"#))
         #expect(html.contains(#"id="active-5m">2<"#))
         #expect(html.contains(#"id="quarantined">1<"#))
+        #expect(html.contains(#"id="refusals">missing 1<"#))
         #expect(html.contains(#"id="user-page">3<"#), "the look-up of ann: \(html.suffix(4000))")
         #expect(html.contains(#"id="user-quarantined">1<"#))
         #expect(html.contains("TestPhone/1.0 (ann") && html.contains("was quarantined"))

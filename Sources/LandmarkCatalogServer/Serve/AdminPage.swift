@@ -147,6 +147,13 @@ extension ServeServer {
         w.int(Int64(active.fiveMinutes))
         w.raw(#","1h":"#)
         w.int(Int64(active.hour))
+        w.raw(#"},"refusals":{"#)
+        for (i, r) in metrics.refusalsByCause.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.string(r.cause.rawValue)
+            w.raw(":")
+            w.int(Int64(r.count))
+        }
         w.raw(#"},"usersRecorded":"#)
         w.int(Int64(activity.count))
         if let bytes = ServeMetrics.databaseBytes(options.databasePath) {

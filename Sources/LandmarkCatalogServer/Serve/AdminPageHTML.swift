@@ -35,6 +35,7 @@ let adminPageHTML = #"""
     <tr><th>Requests, last hour</th><td class="big" id="requests-hour">–</td></tr>
     <tr><th>Requests since start</th><td id="requests-total">–</td></tr>
     <tr><th>Active users (5 min / 1 h)</th><td><span id="active-5m">–</span> / <span id="active-1h">–</span></td></tr>
+    <tr><th>401s since start, by cause</th><td id="refusals">–</td></tr>
     <tr><th>Long-polls open / cap</th><td><span id="long-polls">–</span> / <span id="long-polls-limit">–</span></td></tr>
     <tr><th>Position rows</th><td id="positions">–</td></tr>
     <tr><th>Quarantined rows</th><td id="quarantined">–</td></tr>
@@ -81,6 +82,8 @@ let adminPageHTML = #"""
       const hour = sum(requests);
       set("requests-hour", hour); set("requests-hour-caption", hour); set("errors-hour", sum(errors)); set("unauthorized-hour", sum(unauthorized));
       set("requests-total", s.requestsTotal);
+      const causes = Object.entries(s.refusals || {}).filter(([, n]) => n > 0).map(([c, n]) => c + " " + n);
+      set("refusals", causes.length ? causes.join(", ") : "none");
       set("active-5m", s.activeUsers["5m"]); set("active-1h", s.activeUsers["1h"]);
       set("long-polls", s.longPolls); set("long-polls-limit", s.longPollsLimit);
       set("positions", s.positions ?? "?"); set("quarantined", s.quarantined ?? "?");

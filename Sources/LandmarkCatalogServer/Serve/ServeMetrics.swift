@@ -115,6 +115,11 @@ package final class ServeMetrics: @unchecked Sendable {
         return lock.withLock { (users.estimate(minutes: 5, now: now), users.estimate(minutes: 60, now: now)) }
     }
 
+    /// 401s so far by cause, in ``AuthRefusalCause`` order.
+    package var refusalsByCause: [(cause: AuthRefusalCause, count: Int)] {
+        lock.withLock { AuthRefusalCause.allCases.map { ($0, refusals[$0.index]) } }
+    }
+
     /// Requests answered so far, all routes.
     package var requestsTotal: Int { lock.withLock { requests.values.reduce(0, +) } }
 
