@@ -57,10 +57,21 @@ let adminPageHTML = #"""
     const set = (id, v) => { $(id).textContent = String(v); };
     function el(tag, text, cls) { const e = document.createElement(tag); if (text !== undefined) e.textContent = String(text); if (cls) e.className = cls; return e; }
     function bytes(n) { if (n >= 1 << 30) return (n / (1 << 30)).toFixed(1) + " GiB"; if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB"; if (n >= 1024) return (n / 1024).toFixed(1) + " KiB"; return n + " B"; }
-    function draw(svgId, series, colors) {
+    function draw(svgId, series, colors, bars) {
       const svg = $(svgId); while (svg.firstChild) svg.removeChild(svg.firstChild);
       let top = 1; for (const s of series) for (const v of s) top = Math.max(top, v);
       series.forEach((s, k) => {
+        if (bars && k === 0) {
+          s.forEach((v, i) => {
+            if (v <= 0) return;
+            const r = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+            const h = v * 96 / top;
+            r.setAttribute("x", (i * 360 / s.length).toFixed(1)); r.setAttribute("width", Math.max(1, 360 / s.length).toFixed(1));
+            r.setAttribute("y", (98 - h).toFixed(1)); r.setAttribute("height", h.toFixed(1)); r.setAttribute("fill", colors[k]);
+            svg.appendChild(r);
+          });
+          return;
+        }
         const p = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
         p.setAttribute("points", s.map((v, i) => (i * 360 / Math.max(1, s.length - 1)).toFixed(1) + "," + (98 - v * 96 / top).toFixed(1)).join(" "));
         p.setAttribute("fill", "none"); p.setAttribute("stroke", colors[k]); p.setAttribute("stroke-width", "1.5"); p.setAttribute("vector-effect", "non-scaling-stroke");
@@ -93,7 +104,7 @@ let adminPageHTML = #"""
       let weighted = 0, timed = 0; h.forEach((b) => { if (b[4] > 0) { weighted += b[4] * b[1]; timed += b[1]; } });
       set("latency-mean", timed ? (weighted / timed).toFixed(2) + " ms" : "–"); set("latency-max", Math.max(0, ...max).toFixed(2) + " ms");
       set("polls-max", Math.max(0, ...polls));
-      draw("svg-requests", [requests, errors], ["#2d6cdf", "#c0262d"]);
+      draw("svg-requests", [requests, errors], ["#2d6cdf", "#c0262d"], true);
       draw("svg-latency", [mean, max], ["#17803d", "#e08a00"]);
       draw("svg-polls", [polls], ["#7a3ccf"]);
       const table = $("sources-table"); while (table.rows.length > 1) table.deleteRow(1);
@@ -124,7 +135,9 @@ let adminPageHTML = #"""
       out.appendChild(el("h2", "Why the row is what it is"));
       const ul = el("ul"); ul.id = "user-why"; u.why.forEach((w) => ul.appendChild(el("li", w))); out.appendChild(ul);
       if (u.quarantined.length) {
+        out.appendChild(el("h2", "Quarantined rows (newest first)"));
         const q = el("table"); q.id = "user-quarantine"; out.appendChild(q);
+        const head = q.insertRow(); ["row", "stamped", "node", "source", "reason"].forEach((h) => head.appendChild(el("th", h)));
         u.quarantined.forEach((x) => { const tr = q.insertRow(); [x.id, x.updatedAt, x.node, x.source, x.reason].forEach((v) => tr.appendChild(el("td", v))); });
       }
     }
