@@ -21,18 +21,18 @@ struct TokenCacheTests {
         #expect(verifier.verified.count == 1)
         #expect(try verifier.verify(token, now: now + 600).get().expires == now + 600)
         // From the cache: past exp plus the 60 s leeway it is refused as it would be when verified afresh.
-        #expect(verifier.verify(token, now: now + 661) == .failure(TokenRefusal(reason: "the token has expired")))
+        #expect(verifier.verify(token, now: now + 661) == .failure(TokenRefusal(reason: "the token has expired", cause: .expired)))
 
         // One changed byte of the signature: not the cached token, so verified, and refused.
         var bytes = Array(token.utf8)
         bytes[bytes.count - 2] = bytes[bytes.count - 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         let forged = String(decoding: bytes, as: UTF8.self)
-        #expect(verifier.verify(forged, now: now) == .failure(TokenRefusal(reason: "the token's signature does not verify")))
+        #expect(verifier.verify(forged, now: now) == .failure(TokenRefusal(reason: "the token's signature does not verify", cause: .badSignature)))
         #expect(verifier.verified.count == 1)
 
         // nbf in the future: refused now, valid once the clock gets there.
         let later = try TokenIssuer.issue(key: key, user: "bob", ttl: 600, scope: "edge", now: now + 1000)
-        #expect(verifier.verify(later, now: now) == .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")))
+        #expect(verifier.verify(later, now: now) == .failure(TokenRefusal(reason: "the token is not valid yet (nbf)", cause: .notYetValid)))
         #expect(try verifier.verify(later, now: now + 1000).get() == TokenIdentity(user: "bob", isEdge: true, expires: now + 1600))
     }
 
@@ -45,8 +45,8 @@ struct TokenCacheTests {
         let now: Int64 = 1_800_000_000
         let token = try TokenIssuer.issue(key: key, user: "ann", ttl: 600, scope: nil, now: now)
         // `now + leeway` and `exp + leeway` saturate: expired at the clock's top, not valid yet at its bottom.
-        #expect(verifier.verify(token, now: .max) == .failure(TokenRefusal(reason: "the token has expired")))
-        #expect(verifier.verify(token, now: .min) == .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")))
+        #expect(verifier.verify(token, now: .max) == .failure(TokenRefusal(reason: "the token has expired", cause: .expired)))
+        #expect(verifier.verify(token, now: .min) == .failure(TokenRefusal(reason: "the token is not valid yet (nbf)", cause: .notYetValid)))
         // The cache full (capacity 1): storing another runs its `exp + leeway` filter, without a trap.
         let other = try TokenIssuer.issue(key: key, user: "bob", ttl: 600, scope: nil, now: now)
         #expect(try verifier.verify(other, now: now).get().user == "bob")

@@ -25,6 +25,12 @@ extension CatalogCLI {
         static let metricsListen = Option<String>(
             "--metrics-listen", "ADDR:PORT", "Serve Prometheus metrics at GET /metrics on this address (keep it private).",
             parse: Values.nonEmpty)
+        static let adminListen = Option<String>(
+            "--admin-listen", "ADDR:PORT",
+            "Serve the operator's page (charts, one user's row) on this address: loopback only, reach it through an SSH tunnel (docs/serve.md).",
+            parse: Values.nonEmpty)
+        static let adminAnyAddress = Flag(
+            "--admin-any-address", "Let --admin-listen take an address other than loopback (the page has no login: keep it private).")
         static let maxConnections = Option<Int>(
             "--max-connections", "N", "Accept no connection beyond N open ones: more wait unanswered until one closes (default 12000).",
             parse: Values.integer(1...1_000_000))
@@ -83,7 +89,8 @@ extension CatalogCLI {
                 """,
             options: [
                 ServeOptionsTable.listen.spec, ServeOptionsTable.authKey.spec, ServeOptionsTable.publicLandmarks.spec,
-                ServeOptionsTable.maxDrift.spec, ServeOptionsTable.metricsListen.spec, ServeOptionsTable.maxConnections.spec,
+                ServeOptionsTable.maxDrift.spec, ServeOptionsTable.metricsListen.spec, ServeOptionsTable.adminListen.spec,
+                ServeOptionsTable.adminAnyAddress.spec, ServeOptionsTable.maxConnections.spec,
                 ServeOptionsTable.headerTimeout.spec, ServeOptionsTable.bodyTimeout.spec, ServeOptionsTable.maxBody.spec,
                 ServeOptionsTable.maxRows.spec, ServeOptionsTable.maxConnectionsPerUser.spec, ServeOptionsTable.postRate.spec,
                 ServeOptionsTable.postBurst.spec, ServeOptionsTable.threads.spec, ServeOptionsTable.hub.spec,
@@ -141,6 +148,20 @@ extension CatalogCLI {
             options.metricsHost = host
             options.metricsPort = port
         }
+        if let a = i[ServeOptionsTable.adminListen] {
+            let (host, port) = try hostPort(a, option: "--admin-listen", path: i.parsed.path)
+            // The page shows users' rows and devices and has no login: loopback unless asked otherwise.
+            guard host.hasPrefix("127.") || i[ServeOptionsTable.adminAnyAddress] else {
+                throw UsageError(
+                    message: "--admin-listen takes a loopback address (127.0.0.1:PORT), got '\(a)': the page has no login; "
+                        + "reach it through an SSH tunnel, or add --admin-any-address",
+                    path: i.parsed.path)
+            }
+            options.adminHost = host
+            options.adminPort = port
+        } else if i[ServeOptionsTable.adminAnyAddress] {
+            throw UsageError(message: "--admin-any-address needs --admin-listen", path: i.parsed.path)
+        }
         options.publicLandmarks = i[ServeOptionsTable.publicLandmarks]
         if let d = i[ServeOptionsTable.maxDrift] { options.maxDriftMilliseconds = Int64(d * 1000) }
         if let n = i[ServeOptionsTable.maxConnections] { options.limits.connections = n }
@@ -184,7 +205,7 @@ extension CatalogCLI {
         }
         defer { marker.remove() }
         options.log(
-            #"{"event":"listening","listen":"\#(options.host):\#(server.port)"\#(options.metricsHost.map { #","metrics":"\#($0):\#(server.metricsPort)""# } ?? "")}"#
+            #"{"event":"listening","listen":"\#(options.host):\#(server.port)"\#(options.metricsHost.map { #","metrics":"\#($0):\#(server.metricsPort)""# } ?? "")\#(options.adminHost.map { #","admin":"\#($0):\#(server.adminPort)""# } ?? "")}"#
         )
         while sem_wait(serveStopSemaphore) != 0 && errno == EINTR {}
         options.log(#"{"event":"draining"}"#)

@@ -202,3 +202,39 @@ extension DeviceRows {
         }
     }
 }
+
+/// One user's position row and what the quarantine holds for them, for serve's operator page
+/// (docs/serve.md §10).
+package struct DeviceUserReport: Sendable {
+    /// The stored row: page, landmark, stamp, tombstone flag and change sequence number; nil when the
+    /// database holds no row of the user.
+    package var row: (page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, seq: Int64)?
+    /// The user's quarantined position rows, newest first (at most the limit asked).
+    package var quarantined: [QuarantinedRow] = []
+    /// How many quarantined position rows the user has in all.
+    package var quarantinedCount = 0
+}
+
+extension DeviceRows {
+    /// `user`'s row and quarantined rows (at most `limit` of those), read in one transaction.
+    /// - Throws: `CatalogError` from reading the database.
+    package func userReport(_ user: String, limit: Int = 20) throws -> DeviceUserReport {
+        try store.read {
+            var report = DeviceUserReport()
+            try store.connection.forEachRow(
+                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)]
+            ) { s in
+                let r = PositionRecord(row: s)
+                report.row = (r.page, r.landmark, r.stamp, r.deleted, s.int(PositionColumn.seq))
+            }
+            try store.connection.forEachRow(
+                sql: "SELECT \(QuarantineColumn.selectList) FROM sync_quarantine WHERE kind = 'position' AND row_key = ? ORDER BY id DESC LIMIT ?",
+                [.text(user), .integer(Int64(limit))]
+            ) { report.quarantined.append(QuarantinedRow(row: $0)) }
+            report.quarantinedCount = Int(
+                try store.connection.scalarInt(
+                    sql: "SELECT count(*) FROM sync_quarantine WHERE kind = 'position' AND row_key = ?", [.text(user)]) ?? 0)
+            return report
+        }
+    }
+}

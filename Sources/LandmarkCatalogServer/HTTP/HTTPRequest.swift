@@ -45,6 +45,8 @@ package final class HTTPRequest: @unchecked Sendable {
     package var user: String?
     /// The token's scope holds `edge`.
     package var edge = false
+    /// The `User-Agent` of a positions request with a token (at most 160 bytes), for the operator's page.
+    package var agent: String?
     /// A long-poll's end (monotonic ns), once it began waiting.
     package var waitUntil: UInt64?
     package var status = 0

@@ -26,6 +26,11 @@ package struct ServeOptions: Sendable {
     /// Where Prometheus metrics are served (`GET /metrics`), or nil.
     package var metricsHost: String?
     package var metricsPort = 0
+    /// Where the operator's page is served (docs/serve.md §10), or nil; a loopback address unless the
+    /// command line said `--admin-any-address`.
+    package var adminHost: String?
+    /// The operator's page's port (0: any free one).
+    package var adminPort = 0
     /// HTTP limits.
     package var limits = HTTPLimits()
     /// One user's requests in hand at most, long-polls included (`--max-connections-per-user`).

@@ -16,7 +16,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     let userLimits: UserLimits
     private let writer: CatalogStore
     private let writeLock = NSLock()
-    private let readers: ReaderPool
+    let readers: ReaderPool
     let databaseID: String
     let node: String
     private let stateLock = NSLock()
@@ -25,7 +25,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private var daemon: HTTPDaemon?
     private var metricsDaemon: HTTPDaemon?
     private var metricsService: MetricsService?
-    private var replica: HubReplica?
+    private var adminDaemon: HTTPDaemon?
+    /// The last pull and push of each user recently seen, for the operator's page (docs/serve.md §10).
+    let activity = UserActivity()
+    /// The last POST failed to write (the database busy, full or read-only): not ready until one succeeds.
+    private var writeFailing = false
+    private(set) var replica: HubReplica?
     /// With `--hub` over a database that held nothing at start: until the hub's first pull, every route but
     /// healthz is 503 (a fresh server never answers with an empty catalog, docs/serve.md §8).
     private var awaitingHub: Bool
@@ -57,6 +62,8 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         polls = try LongPolls(
             path: options.databasePath, probeMilliseconds: options.probeMilliseconds, metrics: metrics,
             handedOut: { mark.write(id: markID, through: $0) })
+        metrics.longPollLimit = options.limits.connections
+        metrics.databasePath = options.databasePath
     }
 
     /// Starts listening (and the metrics listener, when asked).
@@ -75,6 +82,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             self.replica = replica
             metrics.hubState = { replica.currentState }
         }
+        metrics.readiness = { [weak self] in self?.isReady ?? false }
         let d = HTTPDaemon(service: self, limits: options.limits, log: options.log)
         try d.start(host: options.host, port: options.port)
         daemon = d
@@ -89,12 +97,22 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             metricsService = service
             metricsDaemon = m
         }
+        if let host = options.adminHost {
+            var limits = HTTPLimits()
+            limits.connections = 32
+            limits.threads = 1
+            let a = HTTPDaemon(service: AdminService(server: self), limits: limits, log: options.log)
+            try a.start(host: host, port: options.adminPort)
+            adminDaemon = a
+        }
     }
 
     /// The port the device protocol listens on.
     package var port: Int { daemon?.port ?? 0 }
     /// The port of the metrics listener (0 without one).
     package var metricsPort: Int { metricsDaemon?.port ?? 0 }
+    /// The port of the operator's page (0 without one).
+    package var adminPort: Int { adminDaemon?.port ?? 0 }
 
     /// SIGTERM's drain (docs/serve.md §7): stop accepting, answer every long-poll, close the idle keep-alive
     /// connections and the ones whose body has not all arrived (nothing of those was written), let the
@@ -114,6 +132,22 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         // After the last writes: the follower's last pass pushes them to the hub.
         replica?.stop()
         metricsDaemon?.stop()
+        adminDaemon?.stop()
+    }
+
+    /// Whether serve takes requests now, as far as it knows: not draining, not awaiting its hub's first
+    /// pull, and its last write did not fail (`catalog_serve_ready`, docs/serve.md §6).
+    var isReady: Bool {
+        guard !isDraining, !isAwaitingHub else { return false }
+        return !stateLock.withLock { writeFailing }
+    }
+
+    /// Why serve is not ready, or nil when it is.
+    var notReadyReason: String? {
+        if isDraining { return "draining" }
+        if isAwaitingHub { return "awaiting the hub's first pull" }
+        if stateLock.withLock({ writeFailing }) { return "the last write to the database failed" }
+        return nil
     }
 
     private var isDraining: Bool { stateLock.withLock { draining } }
@@ -156,6 +190,10 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         }
         if route.needsToken(publicLandmarks: options.publicLandmarks) {
             if let refusal = authenticate(request) { return .reply(refusal) }
+            if let user = request.user {
+                metrics.seen(user: user)
+                if route == .positions { request.agent = request.header("User-Agent").map { String(decoding: $0.utf8.prefix(160), as: UTF8.self) } }
+            }
             if let refusal = admit(request) { return .reply(refusal) }
         }
         if method == "POST" {
@@ -185,7 +223,15 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     package func finished(_ request: HTTPRequest, completedNormally: Bool) {
         stateLock.withLock { active -= 1 }
         if request.holdsUserSlot, let user = request.user { userLimits.leave(user) }
-        metrics.request(route: request.route, status: request.status)
+        metrics.request(
+            route: request.route, status: request.status, seconds: request.elapsedMilliseconds / 1000, polled: request.waitUntil != nil)
+        if request.route == DeviceRoute.positions.path, let user = request.user, !request.edge {
+            if request.method == "GET" {
+                activity.pulled(user, agent: request.agent, status: request.status, polled: request.waitUntil != nil)
+            } else if request.method == "POST", request.status != 200 {
+                activity.pushed(user, agent: request.agent, status: request.status, outcome: nil, edge: false)
+            }
+        }
         var w = JSONWriter(reservingCapacity: 192)
         w.raw("{\"time\":")
         Timestamp.write(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), to: &w)
@@ -211,6 +257,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// nil when the request carries a valid token (its user then set on the request), else the 401.
     private func authenticate(_ request: HTTPRequest) -> HTTPReply? {
         guard let header = request.header("Authorization") else {
+            metrics.refused(.missing)
             return error(
                 401, "invalid_token", "this route needs Authorization: Bearer TOKEN",
                 headers: ["WWW-Authenticate": #"Bearer realm="catalog""#])
@@ -218,11 +265,13 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         let invalid = ["WWW-Authenticate": #"Bearer realm="catalog", error="invalid_token""#]
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            metrics.refused(.notBearer)
             return error(401, "invalid_token", "the Authorization header is not a Bearer token", headers: invalid)
         }
         let token = HTTPText.trimmingBlanks(parts[1])
         switch verifier.verify(token, now: Int64(Date().timeIntervalSince1970)) {
         case .failure(let refusal):
+            metrics.refused(refusal.cause)
             return error(401, "invalid_token", refusal.reason, headers: invalid)
         case .success(let identity):
             request.user = identity.user
@@ -435,7 +484,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 try DeviceRows(writer).mergeDevicePositions(body.positions, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
             }
         } catch {
+            stateLock.withLock { writeFailing = true }
             return .reply(unavailable(error))
+        }
+        stateLock.withLock { writeFailing = false }
+        for (i, outcome) in result.outcomes.enumerated().prefix(100) {
+            activity.pushed(users[i], agent: request.agent, status: 200, outcome: outcome.rawValue, edge: request.edge)
         }
         // A user's cursor is its row's sequence (docs/protocol.md §3): what others wrote does not move it.
         var cursor = result.highWater

@@ -46,6 +46,13 @@ package final class VerifiedTokens: @unchecked Sendable {
 /// Why a token was refused: said in the 401's error body, never with the token in it.
 package struct TokenRefusal: Error, Sendable, Equatable {
     package var reason: String
+    /// The reason's kind, for the refusals metric (docs/serve.md §6).
+    package var cause: AuthRefusalCause = .malformed
+
+    package init(reason: String, cause: AuthRefusalCause = .malformed) {
+        self.reason = reason
+        self.cause = cause
+    }
 }
 
 /// Verifies compact JWS JWTs (RFC 7519, RFC 7515) against one or more PEM public keys (two during a key
@@ -100,14 +107,18 @@ package struct TokenVerifier: Sendable {
 
     /// `exp`, `nbf` and `iat` against `now`, with the leeway.
     private static func checkTimes(_ identity: TokenIdentity, nbf: Int64?, iat: Int64?, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
-        guard now <= plusLeeway(identity.expires) else { return .failure(TokenRefusal(reason: "the token has expired")) }
-        if let nbf, plusLeeway(now) < nbf { return .failure(TokenRefusal(reason: "the token is not valid yet (nbf)")) }
-        if let iat, plusLeeway(now) < iat { return .failure(TokenRefusal(reason: "the token was issued in the future (iat)")) }
+        guard now <= plusLeeway(identity.expires) else { return .failure(TokenRefusal(reason: "the token has expired", cause: .expired)) }
+        if let nbf, plusLeeway(now) < nbf { return .failure(TokenRefusal(reason: "the token is not valid yet (nbf)", cause: .notYetValid)) }
+        if let iat, plusLeeway(now) < iat {
+            return .failure(TokenRefusal(reason: "the token was issued in the future (iat)", cause: .issuedInFuture))
+        }
         return .success(identity)
     }
 
     private func verifyFully(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
-        func refuse(_ reason: String) -> Result<TokenIdentity, TokenRefusal> { .failure(TokenRefusal(reason: reason)) }
+        func refuse(_ reason: String, _ cause: AuthRefusalCause = .malformed) -> Result<TokenIdentity, TokenRefusal> {
+            .failure(TokenRefusal(reason: reason, cause: cause))
+        }
         guard token.utf8.count <= Self.maxLength else { return refuse("the token is too long") }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return refuse("the token is not a compact JWS (three base64url parts)") }
@@ -115,16 +126,17 @@ package struct TokenVerifier: Sendable {
             let signature = Base64URL.decode(parts[2])
         else { return refuse("the token is not base64url") }
         guard let header = Self.object(headerBytes) else { return refuse("the token's header is not a JSON object") }
-        guard case .string(let alg)? = header["alg"] else { return refuse("the token's header names no alg") }
+        guard case .string(let alg)? = header["alg"] else { return refuse("the token's header names no alg", .algorithm) }
         if header["crit"] != nil { return refuse("the token's header has crit extensions this server does not know") }
         let candidates = keys.filter { $0.algorithm.rawValue == alg }
         guard !candidates.isEmpty else {
             return refuse(
-                "the token's alg \(Self.quoted(alg)) is not this server's (\(Set(keys.map(\.algorithm.rawValue)).sorted().joined(separator: ", ")))")
+                "the token's alg \(Self.quoted(alg)) is not this server's (\(Set(keys.map(\.algorithm.rawValue)).sorted().joined(separator: ", ")))",
+                .algorithm)
         }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         guard candidates.contains(where: { $0.verify(signature, of: signingInput) }) else {
-            return refuse("the token's signature does not verify")
+            return refuse("the token's signature does not verify", .badSignature)
         }
         guard let claims = Self.object(payloadBytes) else { return refuse("the token's payload is not a JSON object") }
         var dates: [String: Int64] = [:]
@@ -138,11 +150,11 @@ package struct TokenVerifier: Sendable {
                     "the token's \(name) is out of range: a NumericDate is from 0 to \(Self.numericDates.upperBound) (the year 9999)")
             }
         }
-        guard let exp = dates["exp"] else { return refuse("the token has no exp (a NumericDate)") }
+        guard let exp = dates["exp"] else { return refuse("the token has no exp (a NumericDate)", .claims) }
         let nbf = dates["nbf"]
         let iat = dates["iat"]
-        guard case .string(let sub)? = claims["sub"], !sub.isEmpty else { return refuse("the token names no user (sub)") }
-        guard let user = try? UserID.normalize(sub) else { return refuse("the token's sub is not a valid user id") }
+        guard case .string(let sub)? = claims["sub"], !sub.isEmpty else { return refuse("the token names no user (sub)", .claims) }
+        guard let user = try? UserID.normalize(sub) else { return refuse("the token's sub is not a valid user id", .claims) }
         var edge = false
         if let scope = claims["scope"] {
             guard case .string(let text) = scope else { return refuse("the token's scope is not a string") }

@@ -17,19 +17,22 @@ final class ServeProcess {
     let started: StartedProcess
     let port: Int
     let metricsPort: Int?
+    /// The operator's page's port (`--admin-listen`), when asked for.
+    let adminPort: Int?
     private var stopped = false
 
     init(
-        _ sandbox: Sandbox, db: String, keys: [String], extra: [String] = [], metrics: Bool = false, listen: String = "127.0.0.1:0",
-        binary: URL = Support.catalogBinary, environment: [String: String] = [:]
+        _ sandbox: Sandbox, db: String, keys: [String], extra: [String] = [], metrics: Bool = false, admin: Bool = false,
+        listen: String = "127.0.0.1:0", binary: URL = Support.catalogBinary, environment: [String: String] = [:]
     ) throws {
         self.sandbox = sandbox
         self.db = db
         var arguments = ["serve", "--listen", listen] + keys.flatMap { ["--auth-key", $0] } + extra
         if metrics { arguments += ["--metrics-listen", "127.0.0.1:0"] }
+        if admin { arguments += ["--admin-listen", "127.0.0.1:0"] }
         started = try sandbox.start(arguments, db: db, binary: binary, environment: environment)
         let deadline = Date().addingTimeInterval(20)
-        var found: (Int, Int?)?
+        var found: (Int, Int?, Int?)?
         while found == nil, Date() < deadline, started.process.isRunning {
             let log = String(decoding: (try? Data(contentsOf: started.stderr)) ?? Data(), as: UTF8.self)
             if let line = log.split(separator: "\n").first(where: { $0.contains(#""event":"listening""#) }),
@@ -37,7 +40,8 @@ final class ServeProcess {
                 let listen = object["listen"] as? String, let port = Int(listen.split(separator: ":").last ?? "")
             {
                 let m = (object["metrics"] as? String).flatMap { Int($0.split(separator: ":").last ?? "") }
-                found = (port, m)
+                let a = (object["admin"] as? String).flatMap { Int($0.split(separator: ":").last ?? "") }
+                found = (port, m, a)
             } else {
                 usleep(20_000)
             }
@@ -48,6 +52,7 @@ final class ServeProcess {
         }
         port = found.0
         metricsPort = found.1
+        adminPort = found.2
     }
 
     deinit { if !stopped { started.stop() } }
