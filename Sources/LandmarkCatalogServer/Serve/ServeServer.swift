@@ -25,6 +25,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private var metricsDaemon: HTTPDaemon?
     private var metricsService: MetricsService?
     private var replica: HubReplica?
+    private var watch: ServeWatch?
     /// With `--hub` over a database that held nothing at start: until the hub's first pull, every route but
     /// healthz is 503 (a fresh server never answers with an empty catalog, docs/serve.md §8).
     private var awaitingHub: Bool
@@ -33,7 +34,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// - Throws: `CatalogError` from opening the database.
     package init(options: ServeOptions) throws {
         self.options = options
-        verifier = TokenVerifier(keys: options.keys)
+        verifier = TokenVerifier(keys: options.keys, revoked: RevokedTokens())
         writer = try CatalogStore.open(path: options.databasePath)
         let mark = CursorMark(databasePath: options.databasePath)
         var id = try DeviceRows(writer).serveDatabaseID()
@@ -73,6 +74,11 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             self.replica = replica
             metrics.hubState = { replica.currentState }
         }
+        let heartbeat = options.heartbeat.map { beat in { @Sendable [weak self] in beat(self?.notReadyReason()) } }
+        let watch = ServeWatch(
+            databasePath: options.databasePath, hub: options.hub, revoked: verifier.revoked, log: options.log, heartbeat: heartbeat)
+        try watch.start()
+        self.watch = watch
         let d = HTTPDaemon(service: self, limits: options.limits, log: options.log)
         try d.start(host: options.host, port: options.port)
         daemon = d
@@ -111,10 +117,24 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         polls.flushHandedOut()
         // After the last writes: the follower's last pass pushes them to the hub.
         replica?.stop()
+        watch?.stop()
         metricsDaemon?.stop()
     }
 
     private var isDraining: Bool { stateLock.withLock { draining } }
+
+    /// Why this server should not be sent traffic now (`GET /v1/readyz`, docs/serve.md §9), or nil.
+    ///
+    /// Not ready while draining, waiting for its hub's first pull, its hub not reached (the follower failing, or
+    /// the hub's revocations unreadable), or its database not writable (a read-only file, directory or
+    /// file system). Cheap: a few flags and two `stat`s, no database read.
+    package func notReadyReason() -> String? {
+        if isDraining { return "draining: the server is stopping" }
+        if isAwaitingHub { return "starting: the catalog has not been received from the hub yet" }
+        if let replica, replica.currentState != "ok" { return "the hub is not reached (\(replica.currentState))" }
+        if let problem = watch?.hubProblem { return "the hub is not reached: \(problem)" }
+        return DatabaseWritability.problem(path: options.databasePath)
+    }
 
     /// Whether a fresh `--hub` server still waits for its first pull (cleared once the hub is reached).
     private var isAwaitingHub: Bool {
@@ -135,10 +155,10 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         }
         request.route = route.path
         // HEAD is GET without a body (RFC 9110 §9.3.2), for health checks.
-        guard route.methods.contains(method) || (route == .healthz && method == "HEAD") else {
+        guard route.methods.contains(method) || ((route == .healthz || route == .readyz) && method == "HEAD") else {
             return .reply(methodNotAllowed(route.methods.joined(separator: ", ")))
         }
-        if route == .healthz { return .readBody }
+        if route == .healthz || route == .readyz { return .readBody }
         if isDraining {
             return .reply(error(503, "draining", "the server is stopping; try again", headers: ["Retry-After": "1"]))
         }
@@ -169,6 +189,14 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             if isDraining { return .reply(json(503, #"{"status":"draining"\#(hub)}"#, ["Retry-After": "1"])) }
             if isAwaitingHub { return .reply(json(503, #"{"status":"starting"\#(hub)}"#, ["Retry-After": "5"])) }
             return .reply(json(200, #"{"status":"ok"\#(hub)}"#))
+        }
+        if request.route == DeviceRoute.readyz.path {
+            guard let reason = notReadyReason() else { return .reply(json(200, #"{"status":"ready"}"#)) }
+            var w = JSONWriter(reservingCapacity: 128)
+            w.raw(#"{"status":"not_ready","reason":"#)
+            w.string(reason)
+            w.raw("}")
+            return .reply(json(503, String(decoding: w.bytes, as: UTF8.self), ["Retry-After": "5"]))
         }
         return request.method == "POST" ? post(request) : get(request)
     }
