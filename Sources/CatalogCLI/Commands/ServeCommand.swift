@@ -66,8 +66,9 @@ extension CatalogCLI {
             abstract: "Serve this database to devices over HTTP: each token reads and writes only its user's row (docs/protocol.md).",
             discussion: """
                 Routes: GET /v1/landmarks, GET and POST /v1/positions (partial replication: a user token sees its own row,
-                an edge token every row), &wait=SECONDS long-polls, GET /v1/healthz. Every route but healthz needs
-                Authorization: Bearer JWT verified with --auth-key. One JSON access-log line per request goes to stderr.
+                an edge token every row), &wait=SECONDS long-polls, GET /v1/healthz (alive) and /v1/readyz (ready: the
+                database writable, the hub reached, not draining). Every route but those two needs Authorization: Bearer
+                JWT verified with --auth-key; tokens revoked with 'catalog token revoke' are refused within 5 s. One JSON access-log line per request goes to stderr.
                 SIGTERM or SIGINT drains (long-polls answered, writes finished, and with --hub pushed) and exits 0. TLS
                 comes from nginx in front: contrib/nginx/serve.conf. With --hub, each serve keeps its own database, follows
                 the hub as sync --follow does (pushing each POST at once, pulling on the hub's NOTIFY), and holds this

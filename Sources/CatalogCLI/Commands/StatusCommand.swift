@@ -33,7 +33,9 @@ extension CatalogCLI {
                 without sources the last good run is older than DURATION. A failed run whose sources all
                 synced within DURATION is healthy, and the line says the last run failed. Runs that found
                 the lock held (75) are not the last run, for status, --check and --prometheus alike. Saved
-                remotes are named beside their URL (in the metrics, by a remote label).
+                remotes are named beside their URL (in the metrics, by a remote label). On a node that serves,
+                a running serve that checked itself within 30 s and is ready counts as healthy without any sync
+                run; one that is not running, silent for longer, or not ready (its /v1/readyz reason) is not.
                 --prometheus prints gauges and counters for node_exporter's textfile collector; with --output
                 the file is replaced atomically.
                 """,
