@@ -1,4 +1,4 @@
--- Bearer tokens revoked with `catalog token revoke` (docs/serve.md §5): a running serve refuses them.
+-- Bearer tokens revoked with `catalog token revoke` (docs/serve.md §10): a running serve refuses them.
 -- kind 'user': every token of user `subject` issued (iat) before `before_s` (s since the epoch), and every
 -- token of that user without iat; kind 'jti': the token whose jti is `subject` (`before_s` unused, 0).
 -- A row stays until `catalog token revoke --lift` removes it.

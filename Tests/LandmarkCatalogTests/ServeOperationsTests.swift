@@ -10,7 +10,7 @@ import Testing
     import Glibc
 #endif
 
-/// Operating `catalog serve` (docs/serve.md §5, §9; docs/operations.md §3, §8): token revocation, readiness,
+/// Operating `catalog serve` (docs/serve.md §10, §11; docs/operations.md §3, §12): token revocation, readiness,
 /// `status --check` on a node that only serves, and `catalog backup` while devices write, against the real
 /// binary, curl and (for `--hub`) a PostgreSQL of the test's own.
 @Suite("serve operations", .serialized)

@@ -23,7 +23,7 @@ extension CatalogCLI {
         static let force = Flag("--force", "Replace FILE if it exists.")
     }
 
-    /// `token revoke` and `token revocations` (docs/serve.md §5).
+    /// `token revoke` and `token revocations` (docs/serve.md §10).
     static var tokenRevocationCommands: [CommandSpec] {
         [
             CommandSpec(
@@ -68,7 +68,7 @@ extension CatalogCLI {
                 The copy holds every commit made before it began (SQLite's VACUUM INTO: one read, no writer waits). It is
                 written beside FILE and renamed onto it, so FILE is whole or absent; an existing FILE is kept unless
                 --force. The copy gets a new serve database id: a serve started on it hands out cursors of another
-                database, and devices push their rows again (docs/operations.md §8).
+                database, and devices push their rows again (docs/operations.md §12).
                 """,
             options: [BackupOptions.output.spec, BackupOptions.force.spec],
             run: runBackup)
@@ -116,6 +116,9 @@ extension CatalogCLI {
     }
 
     static func runTokenRevocations(_ i: Invocation) throws -> Int32 {
+        guard i.databaseExists || i[RevokeOptions.hub] != nil else {
+            throw CatalogError(.noInput, "no catalog database, \(i.databasePath)", hint: "check --db / CATALOG_DB, or pass --hub")
+        }
         let store = i.databaseExists ? try i.openStore(.read) : nil
         var rows: [(source: String, revocation: TokenRevocation)] = try (store.map { try TokenRevocations($0).all() } ?? []).map {
             ("database", $0)

@@ -4,7 +4,7 @@ import Foundation
     import Glibc
 #endif
 
-/// `catalog backup --output FILE` (docs/operations.md §8): a consistent copy of a database taken while
+/// `catalog backup --output FILE` (docs/operations.md §12): a consistent copy of a database taken while
 /// others write to it.
 ///
 /// The copy is SQLite's `VACUUM INTO` (https://sqlite.org/lang_vacuum.html#vacuuminto): one read

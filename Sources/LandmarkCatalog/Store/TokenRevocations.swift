@@ -1,4 +1,4 @@
-/// The bearer-token revocations of this database (`catalog token revoke`, docs/serve.md §5): what
+/// The bearer-token revocations of this database (`catalog token revoke`, docs/serve.md §10): what
 /// `catalog serve` refuses, read again whenever `PRAGMA data_version` moves.
 ///
 /// Each call is one transaction.

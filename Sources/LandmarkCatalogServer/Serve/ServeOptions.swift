@@ -33,7 +33,7 @@ package struct ServeOptions: Sendable {
     package var hub: String?
     /// The node name put in answers (`node` of the snapshot envelope).
     package var node = ""
-    /// Called every few seconds while serve runs, with why it is not ready (nil: ready, docs/serve.md §9):
+    /// Called every few seconds while serve runs, with why it is not ready (nil: ready, docs/serve.md §11):
     /// `catalog serve` records it for `catalog status --check` (docs/operations.md §3).
     package var heartbeat: (@Sendable (_ notReady: String?) -> Void)?
     /// Tests only: called after a POST's rows are committed, before the answer is sent.

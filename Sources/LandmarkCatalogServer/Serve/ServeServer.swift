@@ -123,7 +123,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
 
     private var isDraining: Bool { stateLock.withLock { draining } }
 
-    /// Why this server should not be sent traffic now (`GET /v1/readyz`, docs/serve.md §9), or nil.
+    /// Why this server should not be sent traffic now (`GET /v1/readyz`, docs/serve.md §11), or nil.
     ///
     /// Not ready while draining, waiting for its hub's first pull, its hub not reached (the follower failing, or
     /// the hub's revocations unreadable), or its database not writable (a read-only file, directory or

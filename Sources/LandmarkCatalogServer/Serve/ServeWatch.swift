@@ -3,7 +3,7 @@ import Foundation
 import LandmarkCatalog
 import LandmarkCatalogSync
 
-/// serve's background checks (docs/serve.md §5, §9): the revocations in force, read again from the
+/// serve's background checks (docs/serve.md §10, §11): the revocations in force, read again from the
 /// database when `PRAGMA data_version` moved (every second) and, with `--hub`, from the hub every second;
 /// and the heartbeat `catalog status --check` reads, every few seconds.
 ///
@@ -138,7 +138,7 @@ final class ServeWatch: @unchecked Sendable {
     }
 }
 
-/// Whether serve can write its database, without writing (`GET /v1/readyz`, docs/serve.md §9).
+/// Whether serve can write its database, without writing (`GET /v1/readyz`, docs/serve.md §11).
 enum DatabaseWritability {
     /// Why the database at `path` cannot be written, or nil: the file has no write permission bit (even
     /// for root, who `access(2)` would let through: an operator's `chmod a-w` means "no writes"), this

@@ -76,7 +76,7 @@ package struct TokenVerifier: Sendable {
     ///
     /// Shared by copies of this verifier.
     let verified: VerifiedTokens
-    /// The revocations in force (docs/serve.md §5), checked on every request, cached token or not.
+    /// The revocations in force (docs/serve.md §10), checked on every request, cached token or not.
     ///
     /// Shared by copies of this verifier.
     package let revoked: RevokedTokens

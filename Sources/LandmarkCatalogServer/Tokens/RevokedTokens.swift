@@ -1,7 +1,7 @@
 import Foundation
 import LandmarkCatalog
 
-/// The revocations in force for a running serve (docs/serve.md §5): the database's and, with `--hub`, the
+/// The revocations in force for a running serve (docs/serve.md §10): the database's and, with `--hub`, the
 /// hub's, held in memory and replaced by ``ServeWatch`` when either changes, so the check on each request
 /// is two dictionary look-ups and never a read.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import LandmarkCatalog
 
-/// The token revocations of a PostgreSQL hub (`hub_token_revocations`, docs/serve.md §5): recorded by
+/// The token revocations of a PostgreSQL hub (`hub_token_revocations`, docs/serve.md §10): recorded by
 /// `catalog token revoke --hub`, read every second by each `serve --hub` of the hub, so every server of a
 /// fleet refuses a revoked token within seconds.
 ///

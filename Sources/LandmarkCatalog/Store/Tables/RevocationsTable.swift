@@ -1,7 +1,7 @@
-/// Token revocations (`token_revocations`, `catalog token revoke`, docs/serve.md §5): the row type, the
+/// Token revocations (`token_revocations`, `catalog token revoke`, docs/serve.md §10): the row type, the
 /// column map and every statement that touches the table.
 
-/// One revocation in force: serve refuses the tokens it names (docs/serve.md §5).
+/// One revocation in force: serve refuses the tokens it names (docs/serve.md §10).
 package struct TokenRevocation: Sendable, Equatable, Hashable {
     /// What a revocation names.
     package enum Kind: String, Sendable, CaseIterable {
