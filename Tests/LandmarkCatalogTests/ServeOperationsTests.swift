@@ -182,6 +182,8 @@ struct ServeOperationsTests {
         #expect(serving.status == 0, "\(serving)")
         #expect(serving.stdout.hasPrefix("healthy: serving 127.0.0.1:\(serve.port) since "), "\(serving)")
         #expect(serving.stdout.contains("(pid \(serve.pid)), ready at "), "\(serving)")
+        let shown = try box.run(["status"], db: db)
+        #expect(shown.stdout.contains(#/serving: +127\.0\.0\.1:\d+ since .*; checked at .*: ready\n/#), "\(shown)")
         // Read-only: the next heartbeat (every 5 s) says so.
         chmod(db, 0o444)
         let notReady = try HubSupport.wait(seconds: 30) { try box.run(["status", "--check"], db: db).status == 69 }

@@ -149,7 +149,8 @@ extension CatalogCLI {
         if let serving = ServeMarker(databasePath: store.path).read() {
             out +=
                 serving.alive
-                ? "serving:     \(serving.listen) since \(serving.since) (pid \(serving.pid) on \(serving.host))\n"
+                ? "serving:     \(serving.listen) since \(serving.since) (pid \(serving.pid) on \(serving.host))"
+                    + (serving.checked.map { "; checked at \($0): \(serving.state ?? "ready")" } ?? "") + "\n"
                 : "serving:     no: the serve started at \(serving.since) (pid \(serving.pid)) is not running\n"
         }
         for src in s.sources where src.inUse {
