@@ -325,6 +325,13 @@ struct ServeHubOperationsTests {
         }
         #expect(one.stop(limit: 60).status == 0)
         #expect(two.stop(limit: 60).status == 0)
-        for log in [one.log, two.log] { #expect(!log.contains(ann) && !log.contains(bob), "no token in the log") }
+        // Restarted while the hub is down: the copy of the hub's revocations kept in its database is in force
+        // from the first request.
+        #expect(try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations") == [[.text("hub"), .text("user"), .text("ann")]])
+        let again = try ServeProcess(box, db: one.db, keys: [key.publicKey], extra: ["--hub", uri])
+        #expect(try ServeCurl.get(again.base + "/v1/positions", token: ann).status == 401)
+        #expect(try ServeCurl.get(again.base + "/v1/positions", token: bob).status == 200)
+        #expect(again.stop(limit: 60).status == 0)
+        for log in [one.log, two.log, again.log] { #expect(!log.contains(ann) && !log.contains(bob), "no token in the log") }
     }
 }

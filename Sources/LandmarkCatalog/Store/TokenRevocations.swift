@@ -9,22 +9,33 @@ package struct TokenRevocations {
     /// Works on `store`.
     package init(_ store: CatalogStore) { self.store = store }
 
-    /// Every revocation in force, by kind and subject.
+    /// The revocations recorded in this database, by kind and subject; with `hubCopy`, also the copy a
+    /// `serve --hub` keeps of its hub's (every revocation serve enforces).
     /// - Throws: `CatalogError` when the database cannot be read.
-    package func all() throws -> [TokenRevocation] {
-        try store.read { try store.revocationsTable.all() }
+    package func all(hubCopy: Bool = false) throws -> [TokenRevocation] {
+        try store.read { try store.revocationsTable.all(source: hubCopy ? nil : "database") }
     }
 
     /// Records `revocation` (replacing one of the same kind and subject), in one transaction.
     /// - Throws: `CatalogError` when the database cannot be written.
     package func revoke(_ revocation: TokenRevocation) throws {
-        try store.write { try store.revocationsTable.upsert(revocation) }
+        try store.write { try store.revocationsTable.upsert(revocation, source: "database") }
     }
 
     /// Removes the revocation of `kind` and `subject`, in one transaction.
     /// - Returns: whether there was one.
     /// - Throws: `CatalogError` when the database cannot be written.
     package func lift(kind: TokenRevocation.Kind, subject: String) throws -> Bool {
-        try store.write { try store.revocationsTable.delete(kind: kind, subject: subject) }
+        try store.write { try store.revocationsTable.delete(kind: kind, subject: subject, source: "database") }
+    }
+
+    /// Replaces the copy of the hub's revocations with `revocations`, in one transaction: a `serve --hub`
+    /// restarted while its hub is down enforces them from its first request (docs/serve.md §10).
+    /// - Throws: `CatalogError` when the database cannot be written.
+    package func replaceHubCopy(with revocations: [TokenRevocation]) throws {
+        try store.write {
+            try store.revocationsTable.deleteAll(source: "hub")
+            for revocation in revocations { try store.revocationsTable.upsert(revocation, source: "hub") }
+        }
     }
 }

@@ -9,7 +9,8 @@ import LandmarkCatalogSync
 ///
 /// Requests never wait on it: they look at ``RevokedTokens`` in memory.
 final class ServeWatch: @unchecked Sendable {
-    // Safe: `local`, `hub`, `hubFailure`, `stopped` are used under `lock`; the rest is set in `init`.
+    // Safe: `local`, `hub`, `hubFailure`, `stopped`, `threads` are used under `lock`; `hubCopy` is set in `start`
+    // before the hub's thread starts and used by that thread alone; the rest is set in `init`.
     private let databasePath: String
     private let hubName: String?
     private let revoked: RevokedTokens
@@ -20,6 +21,8 @@ final class ServeWatch: @unchecked Sendable {
     private var hub: [TokenRevocation] = []
     private var hubFailure: String?
     private var stopped = false
+    /// With a hub: the connection the hub's revocations are copied into the database through (the hub's thread only).
+    private var hubCopy: CatalogStore?
     private let ended = DispatchSemaphore(value: 0)
     private var threads = 0
     /// How often the revocations are looked at.
@@ -46,11 +49,12 @@ final class ServeWatch: @unchecked Sendable {
     /// - Throws: `CatalogError` when the database's revocations cannot be read.
     func start() throws {
         let store = try CatalogStore.open(path: databasePath, access: .read)
-        let first = try TokenRevocations(store).all()
+        let first = try TokenRevocations(store).all(hubCopy: true)
         lock.withLock { local = first }
         var hubReader: HubRevocations?
         if let hubName {
             let reader = try HubRevocations(hub: hubName, remotes: (try? RemoteBook(store).remotes()) ?? [], timeoutSeconds: 5)
+            hubCopy = try CatalogStore.open(path: databasePath)
             pollHub(reader)
             hubReader = reader
         }
@@ -96,7 +100,7 @@ final class ServeWatch: @unchecked Sendable {
             tick += 1
             if let version = try? store.read({ try store.dataVersion() }), version != seen {
                 seen = version
-                if let rows = try? TokenRevocations(store).all() {
+                if let rows = try? TokenRevocations(store).all(hubCopy: true) {
                     let changed = lock.withLock {
                         defer { local = rows }
                         return local != rows
@@ -115,7 +119,14 @@ final class ServeWatch: @unchecked Sendable {
                 defer { (hub, hubFailure) = (rows, nil) }
                 return hub != rows
             }
-            if changed { publish() }
+            if changed {
+                publish()
+                // Kept in the database too; a failure is retried at the next change (the set in memory holds).
+                if let hubCopy, (try? TokenRevocations(hubCopy).replaceHubCopy(with: rows)) == nil {
+                    log(#"{"event":"revocations","state":"failing","message":"cannot keep a copy of the hub's token revocations in the database"}"#)
+                    lock.withLock { hub = [] }
+                }
+            }
         } catch {
             let message = (error as? CatalogError)?.message ?? "\(error)"
             let first = lock.withLock {

@@ -29,7 +29,7 @@ package struct TokenRevocation: Sendable, Equatable, Hashable {
 
 /// `token_revocations`' columns, in select-list order.
 package enum RevocationColumn: Int32, TableColumn {
-    case kind, subject, beforeS, revokedAt
+    case kind, subject, beforeS, revokedAt, source
 
     package static let tableName = "token_revocations"
 }
@@ -47,29 +47,42 @@ extension TokenRevocation {
 package struct RevocationsTable {
     let db: Connection
 
-    /// Every revocation, by kind and subject.
-    func all() throws -> [TokenRevocation] {
+    /// The revocations recorded here (`source` `database`) or the copy of the hub's (`hub`), or with nil
+    /// both, by kind and subject.
+    func all(source: String?) throws -> [TokenRevocation] {
         var rows: [TokenRevocation] = []
-        try db.forEachRow(sql: "SELECT \(RevocationColumn.selectList) FROM token_revocations ORDER BY kind, subject") {
-            rows.append(TokenRevocation(row: $0))
-        }
+        let filter = source == nil ? "" : " WHERE source = ?"
+        try db.forEachRow(
+            sql: "SELECT \(RevocationColumn.selectList) FROM token_revocations\(filter) ORDER BY kind, subject, source",
+            source.map { [.text($0)] } ?? []
+        ) { rows.append(TokenRevocation(row: $0)) }
         return rows
     }
 
-    /// Records `revocation`, replacing the one of the same kind and subject.
-    func upsert(_ revocation: TokenRevocation) throws {
+    /// Records `revocation` from `source`, replacing the one of the same source, kind and subject.
+    func upsert(_ revocation: TokenRevocation, source: String) throws {
         try db.execute(
             sql: """
-                INSERT INTO token_revocations (\(RevocationColumn.selectList)) VALUES (?, ?, ?, ?)
-                ON CONFLICT (kind, subject) DO UPDATE SET before_s = excluded.before_s, revoked_at = excluded.revoked_at
+                INSERT INTO token_revocations (\(RevocationColumn.selectList)) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (source, kind, subject) DO UPDATE SET before_s = excluded.before_s, revoked_at = excluded.revoked_at
                 """,
-            [.text(revocation.kind.rawValue), .text(revocation.subject), .integer(revocation.before), .text(revocation.revokedAt)])
+            [
+                .text(revocation.kind.rawValue), .text(revocation.subject), .integer(revocation.before), .text(revocation.revokedAt),
+                .text(source),
+            ])
     }
 
-    /// Removes the revocation of `kind` and `subject`; whether there was one.
-    func delete(kind: TokenRevocation.Kind, subject: String) throws -> Bool {
-        try db.execute(sql: "DELETE FROM token_revocations WHERE kind = ? AND subject = ?", [.text(kind.rawValue), .text(subject)])
+    /// Removes `source`'s revocation of `kind` and `subject`; whether there was one.
+    func delete(kind: TokenRevocation.Kind, subject: String, source: String) throws -> Bool {
+        try db.execute(
+            sql: "DELETE FROM token_revocations WHERE source = ? AND kind = ? AND subject = ?",
+            [.text(source), .text(kind.rawValue), .text(subject)])
         return db.changes > 0
+    }
+
+    /// Removes every revocation of `source`.
+    func deleteAll(source: String) throws {
+        try db.execute(sql: "DELETE FROM token_revocations WHERE source = ?", [.text(source)])
     }
 }
 
