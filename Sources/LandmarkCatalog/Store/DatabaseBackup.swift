@@ -1,6 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
+#if os(Linux)
     import Glibc
 #endif
 

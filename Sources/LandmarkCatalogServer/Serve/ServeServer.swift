@@ -77,7 +77,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         let heartbeat = options.heartbeat.map { beat in { @Sendable [weak self] in beat(self?.notReadyReason()) } }
         let watch = ServeWatch(
             databasePath: options.databasePath, hub: options.hub, revoked: verifier.revoked, log: options.log, heartbeat: heartbeat)
-        try watch.start()
+        do {
+            try watch.start()
+        } catch {
+            replica?.stop()
+            throw error
+        }
         self.watch = watch
         let d = HTTPDaemon(service: self, limits: options.limits, log: options.log)
         try d.start(host: options.host, port: options.port)
