@@ -268,6 +268,7 @@ struct ServeOperationsTests {
         let answer = try ServeCurl.get(restored.base + "/v1/positions?after=\(cursor)", token: edge)
         #expect(answer.status == 200, "\(answer)")
         let newCursor = try #require(answer.json?["cursor"] as? String)
+        #expect(ServerCursor.database(newCursor) != ServerCursor.database(cursor), "another database's cursor: \(cursor) → \(newCursor)")
         #expect(ServerCursor.serverForgot(held: cursor, answered: newCursor), "\(cursor) → \(newCursor)")
         #expect(restored.stop().status == 0)
 
