@@ -70,6 +70,13 @@ struct ServeOperationsTests {
                 "jti/carol-phone/<null>/database", "user/ann/2001-01-01T00:00:00.000Z/database",
             ])
 
+        // prune: ann's revocation (a time long past) can refuse no token that lives at most 30 days; carol's jti,
+        // recorded now, may still.
+        let pruned = try box.run(["token", "prune", "--max-ttl", "30d"], db: db)
+        #expect(pruned.stdout == "removed 1 revocation that can refuse no token any more\n", "\(pruned)")
+        #expect(try box.run(["token", "revocations"], db: db).stdout.contains("user") == false)
+        #expect(try box.run(["token", "prune"], db: db).status == 64, "--max-ttl is required")
+
         // --lift: served again.
         let lifted = try box.run(["token", "revoke", "--id", "carol-phone", "--lift"], db: db)
         #expect(lifted.stdout == "lifted the revocation of the token with jti carol-phone\n", "\(lifted)")
@@ -313,6 +320,11 @@ struct ServeHubOperationsTests {
         #expect(
             listed.status == 0 && listed.stdout.contains(#""kind":"user","revokedAt":"#)
                 && listed.stdout.contains(#""source":"hub","subject":"ann""#), "\(listed)")
+
+        // prune --hub: a revocation long past goes, ann's stays.
+        #expect(try box.run(["token", "revoke", "--user", "old", "--before", "2001-01-01T00:00:00Z", "--hub", uri]).status == 0)
+        let pruned = try box.run(["token", "prune", "--max-ttl", "1d", "--hub", uri], db: box.path("operator.sqlite"))
+        #expect(pruned.stdout == "removed 1 revocation that can refuse no token any more\n", "\(pruned)")
 
         server.stop()
         for serve in [one, two] {

@@ -11,6 +11,9 @@ extension CatalogCLI {
             "--before", "TIME",
             "With --user: revoke the tokens issued (iat) before TIME, an RFC 3339 date-time (default: now); later ones stay good.",
             parse: Values.dateTimeSeconds)
+        static let maxTTL = Option<Double>(
+            "--max-ttl", "DURATION", "The longest any token lives (exp minus iat; 1h, 30d).", parse: Values.duration(atMost: 31_536_000)
+        ).mandatory
         static let lift = Flag("--lift", "Remove the revocation of --user or --id instead (its tokens are served again).")
         static let hub = Option<String>(
             "--hub", "URL",
@@ -52,6 +55,16 @@ extension CatalogCLI {
                     }
                 },
                 run: runTokenRevoke),
+            CommandSpec(
+                name: "prune",
+                abstract: "Remove the revocations that can refuse no token any more, given no token lives longer than --max-ttl.",
+                discussion: """
+                    A user's revocation refuses tokens issued before its time, so once --max-ttl (plus the 60 s leeway)
+                    has passed since that time, every token it refused has expired; a jti's, once --max-ttl has passed
+                    since it was recorded. Those are removed from this database and, with --hub, from the hub.
+                    """,
+                options: [RevokeOptions.maxTTL.spec, RevokeOptions.hub.spec],
+                run: runTokenPrune),
             CommandSpec(
                 name: "revocations",
                 abstract: "List the token revocations in force: this database's and, with --hub, the hub's.",
@@ -112,6 +125,24 @@ extension CatalogCLI {
         let tokens =
             kind == .user ? "the tokens of user \(subject) issued before \(Timestamp.format(milliseconds: before * 1000))" : what
         i.stdout.line("revoked \(tokens); a running serve refuses them within 5 s")
+        return 0
+    }
+
+    static func runTokenPrune(_ i: Invocation) throws -> Int32 {
+        let hub = i[RevokeOptions.hub]
+        guard i.databaseExists || hub != nil else {
+            throw CatalogError(.noInput, "no catalog database, \(i.databasePath)", hint: "check --db / CATALOG_DB, or pass --hub")
+        }
+        let now = i.context.wallClock.nowMilliseconds() / 1000
+        let lifetime = Int64(i[RevokeOptions.maxTTL].rounded(.up)) + 60
+        let store = i.databaseExists ? try i.openStore() : nil
+        var removed = try store.map { try TokenRevocations($0).prune(now: now, maxLifetime: lifetime) } ?? 0
+        if let hub {
+            let reader = try HubRevocations(hub: hub, remotes: (try store.map { try RemoteBook($0).remotes() }) ?? [])
+            defer { reader.close() }
+            removed += try reader.prune(now: now, maxLifetime: lifetime)
+        }
+        i.stdout.line("removed \(plural(removed, "revocation")) that can refuse no token any more")
         return 0
     }
 

@@ -29,6 +29,17 @@ package struct TokenRevocations {
         try store.write { try store.revocationsTable.delete(kind: kind, subject: subject, source: "database") }
     }
 
+    /// Removes, in one transaction, the revocations that can refuse no token any more when no token lives
+    /// longer than `maxLifetime` s (docs/serve.md §10): every token they refused has expired.
+    /// - Parameters:
+    ///   - now: seconds since the epoch.
+    ///   - maxLifetime: the longest a token lives (`exp` − `iat`), plus the leeway, in s.
+    /// - Returns: how many were removed.
+    /// - Throws: `CatalogError` when the database cannot be written.
+    package func prune(now: Int64, maxLifetime: Int64) throws -> Int {
+        try store.write { try store.revocationsTable.deleteSpent(now: now, maxLifetime: maxLifetime) }
+    }
+
     /// Replaces the copy of the hub's revocations with `revocations`, in one transaction: a `serve --hub`
     /// restarted while its hub is down enforces them from its first request (docs/serve.md §10).
     /// - Throws: `CatalogError` when the database cannot be written.

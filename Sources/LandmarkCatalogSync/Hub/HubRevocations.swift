@@ -71,6 +71,22 @@ package final class HubRevocations {
         }
     }
 
+    /// Removes the hub's revocations that can refuse no token any more when no token lives longer than
+    /// `maxLifetime` s (as ``TokenRevocations/prune(now:maxLifetime:)``), one statement.
+    /// - Returns: how many were removed.
+    /// - Throws: `CatalogError` as ``all()``.
+    package func prune(now: Int64, maxLifetime: Int64) throws -> Int {
+        try using { hub in
+            try hub.pg.execute(
+                sql: """
+                    DELETE FROM hub_token_revocations
+                    WHERE (kind = 'user' AND before_s <= $1) OR (kind = 'jti' AND revoked_at <= to_timestamp($1))
+                    RETURNING 1
+                    """, [.integer(now - maxLifetime)]
+            ).rowCount
+        }
+    }
+
     /// Closes the connection (the next call opens another).
     package func close() {
         hub?.pg.close()

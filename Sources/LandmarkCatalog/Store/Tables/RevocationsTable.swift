@@ -80,6 +80,20 @@ package struct RevocationsTable {
         return db.changes > 0
     }
 
+    /// Removes the revocations recorded here that can refuse no token any more: a user's whose time is
+    /// `maxLifetime` s or more before `now`, a `jti`'s recorded that long ago (its token was issued before);
+    /// how many.
+    func deleteSpent(now: Int64, maxLifetime: Int64) throws -> Int {
+        let limit = now - maxLifetime
+        try db.execute(
+            sql: """
+                DELETE FROM token_revocations WHERE source = 'database'
+                AND ((kind = 'user' AND before_s <= ?) OR (kind = 'jti' AND revoked_at <= ?))
+                """,
+            [.integer(limit), .text(Timestamp.format(milliseconds: limit * 1000))])
+        return db.changes
+    }
+
     /// Removes every revocation of `source`.
     func deleteAll(source: String) throws {
         try db.execute(sql: "DELETE FROM token_revocations WHERE source = ?", [.text(source)])
