@@ -63,7 +63,9 @@ extension CatalogCLI {
                     has passed since that time, every token it refused has expired; a jti's, once --max-ttl has passed
                     since it was recorded. Those are removed from this database and, with --hub, from the hub.
                     """,
-                options: [RevokeOptions.maxTTL.spec, RevokeOptions.hub.spec],
+                options: [
+                    RevokeOptions.maxTTL.spec, RevokeOptions.hub.with(help: "Also prune this hub's (a postgresql:// URL or a saved remote).").spec,
+                ],
                 run: runTokenPrune),
             CommandSpec(
                 name: "revocations",
