@@ -33,7 +33,8 @@ struct TokenCacheTests {
         // nbf in the future: refused now, valid once the clock gets there.
         let later = try TokenIssuer.issue(key: key, user: "bob", ttl: 600, scope: "edge", now: now + 1000)
         #expect(verifier.verify(later, now: now) == .failure(TokenRefusal(reason: "the token is not valid yet (nbf)", cause: .notYetValid)))
-        #expect(try verifier.verify(later, now: now + 1000).get() == TokenIdentity(user: "bob", isEdge: true, expires: now + 1600))
+        #expect(
+            try verifier.verify(later, now: now + 1000).get() == TokenIdentity(user: "bob", isEdge: true, expires: now + 1600, issuedAt: now + 1000))
     }
 
     @Test("claim times never overflow: a clock at Int64's ends, the cache's filter, a ttl past the year 9999")

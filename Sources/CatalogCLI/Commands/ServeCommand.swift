@@ -72,6 +72,8 @@ extension CatalogCLI {
         static let scope = Option<String>(
             "--scope", "WORDS", "The scope claim: 'edge' lets the token read and write every row (a server node).",
             parse: Values.nonEmpty)
+        static let id = Option<String>(
+            "--id", "JTI", "The jti claim: a token id 'token revoke --id JTI' can revoke alone.", parse: Values.nonEmpty)
     }
 
     static var serveCommand: CommandSpec {
@@ -80,8 +82,9 @@ extension CatalogCLI {
             abstract: "Serve this database to devices over HTTP: each token reads and writes only its user's row (docs/protocol.md).",
             discussion: """
                 Routes: GET /v1/landmarks, GET and POST /v1/positions (partial replication: a user token sees its own row,
-                an edge token every row), &wait=SECONDS long-polls, GET /v1/healthz. Every route but healthz needs
-                Authorization: Bearer JWT verified with --auth-key. One JSON access-log line per request goes to stderr.
+                an edge token every row), &wait=SECONDS long-polls, GET /v1/healthz (alive) and /v1/readyz (ready: the
+                database writable, the hub reached, not draining). Every route but those two needs Authorization: Bearer
+                JWT verified with --auth-key; tokens revoked with 'catalog token revoke' are refused within 5 s. One JSON access-log line per request goes to stderr.
                 SIGTERM or SIGINT drains (long-polls answered, writes finished, and with --hub pushed) and exits 0. TLS
                 comes from nginx in front: contrib/nginx/serve.conf. With --hub, each serve keeps its own database, follows
                 the hub as sync --follow does (pushing each POST at once, pulling on the hub's NOTIFY), and holds this
@@ -101,18 +104,21 @@ extension CatalogCLI {
     static var tokenCommand: CommandSpec {
         CommandSpec(
             name: "token",
-            abstract: "Issue bearer tokens for catalog serve (for tests and small deployments).",
+            abstract: "Issue bearer tokens for catalog serve (for tests and small deployments) and revoke them.",
             subcommands: [
                 CommandSpec(
                     name: "issue",
                     abstract: "Print a JWT for --user signed with --key (its algorithm is the key's).",
                     discussion: """
-                        The claims are sub, iat, nbf, exp (now plus --ttl) and, with --scope, scope. An app's own login
+                        The claims are sub, iat, nbf, exp (now plus --ttl) and, with --scope and --id, scope and jti. An app's own login
                         service normally issues tokens with its JWT library; docs/serve.md shows how.
                         """,
-                    options: [TokenOptionsTable.key.spec, TokenOptionsTable.user.spec, TokenOptionsTable.ttl.spec, TokenOptionsTable.scope.spec],
+                    options: [
+                        TokenOptionsTable.key.spec, TokenOptionsTable.user.spec, TokenOptionsTable.ttl.spec, TokenOptionsTable.scope.spec,
+                        TokenOptionsTable.id.spec,
+                    ],
                     run: runTokenIssue)
-            ])
+            ] + tokenRevocationCommands)
     }
 
     static func runTokenIssue(_ i: Invocation) throws -> Int32 {
@@ -120,7 +126,8 @@ extension CatalogCLI {
         let user = try UserID.normalize(i[TokenOptionsTable.user])
         let ttl = Int64((i[TokenOptionsTable.ttl] ?? 3600).rounded(.up))
         let now = i.context.wallClock.nowMilliseconds() / 1000
-        i.stdout.line(try TokenIssuer.issue(key: key, user: user, ttl: ttl, scope: i[TokenOptionsTable.scope], now: now))
+        i.stdout.line(
+            try TokenIssuer.issue(key: key, user: user, ttl: ttl, scope: i[TokenOptionsTable.scope], now: now, id: i[TokenOptionsTable.id]))
         return 0
     }
 
@@ -176,6 +183,9 @@ extension CatalogCLI {
         options.hub = i[ServeOptionsTable.hub]
         options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
         options.hubPushStart = i.context.testHooks.serveHubPushStart
+        let marker = ServeMarker(databasePath: i.databasePath)
+        let clock = i.context.wallClock
+        options.heartbeat = { notReady in marker.beat(now: clock.nowMilliseconds(), notReady: notReady) }
         // Every connection is a descriptor, and so is each reader's database: below the cap, say so once.
         let wanted = options.limits.connections + 128
         let files = raiseOpenFileLimit(wanted: wanted)
@@ -199,7 +209,6 @@ extension CatalogCLI {
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
         defer { for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) } }
         try server.start()
-        let marker = ServeMarker(databasePath: i.databasePath)
         if let other = marker.write(listen: "\(options.host):\(server.port)", now: i.context.wallClock.nowMilliseconds()) {
             options.log(#"{"event":"warning","message":"another serve (pid \#(other)) serves this database; status shows that one"}"#)
         }
@@ -218,9 +227,11 @@ extension CatalogCLI {
 /// Posted by serve's SIGTERM and SIGINT handler; waited on by `ServeCommand.run`.
 nonisolated(unsafe) private let serveStopSemaphore: UnsafeMutablePointer<sem_t> = .allocate(capacity: 1)
 
-/// `<real path of the database>.serve`: who serves this database (pid, host, since, address), for `status`;
-/// removed when serve exits (a killed serve leaves it, and `status` says its pid is gone).
-struct ServeMarker {
+/// `<real path of the database>.serve`: who serves this database (pid, host, since, address), for `status`,
+/// and serve's heartbeat (when it last checked itself, and whether it was ready), for `status --check`
+/// (docs/operations.md §3); removed when serve exits (a killed serve leaves it, and `status` says its pid
+/// is gone).
+struct ServeMarker: Sendable {
     let path: String
 
     init(databasePath: String) {
@@ -234,9 +245,20 @@ struct ServeMarker {
     @discardableResult
     func write(listen: String, now: Int64) -> Int32? {
         if let other = read(), other.alive, other.pid != getpid() { return other.pid }
-        let text = "\(getpid())\n\(ProcessInfo.processInfo.hostName)\n\(Timestamp.format(milliseconds: now))\n\(listen)\n"
+        let since = Timestamp.format(milliseconds: now)
+        let text = "\(getpid())\n\(ProcessInfo.processInfo.hostName)\n\(since)\n\(listen)\n\(since)\nready\n"
         try? text.write(toFile: path, atomically: true, encoding: .utf8)
         return nil
+    }
+
+    /// The heartbeat: records that this serve checked itself at `now` and why it is not ready (nil: it is),
+    /// when the marker is this process's.
+    func beat(now: Int64, notReady: String?) {
+        guard let marker = read(), marker.pid == getpid() else { return }
+        let state = notReady.map { "not ready: " + $0.replacingOccurrences(of: "\n", with: " ") } ?? "ready"
+        let text =
+            "\(marker.pid)\n\(marker.host)\n\(marker.since)\n\(marker.listen)\n\(Timestamp.format(milliseconds: now))\n\(state)\n"
+        try? text.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
     /// Removes the marker if it is still this process's: a second serve on the same database (which
@@ -246,12 +268,13 @@ struct ServeMarker {
         unlink(path)
     }
 
-    /// (pid, host, since, listen, alive) when a marker is there.
-    func read() -> (pid: Int32, host: String, since: String, listen: String, alive: Bool)? {
+    /// (pid, host, since, listen, alive, the last heartbeat, and its state: `ready` or `not ready: …`) when a
+    /// marker is there (an older serve's has no heartbeat).
+    func read() -> (pid: Int32, host: String, since: String, listen: String, alive: Bool, checked: String?, state: String?)? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         let lines = text.split(separator: "\n").map(String.init)
         guard lines.count >= 4, let pid = Int32(lines[0]) else { return nil }
         let alive = lines[1] != ProcessInfo.processInfo.hostName || kill(pid, 0) == 0 || errno == EPERM
-        return (pid, lines[1], lines[2], lines[3], alive)
+        return (pid, lines[1], lines[2], lines[3], alive, lines.count >= 6 ? lines[4] : nil, lines.count >= 6 ? lines[5] : nil)
     }
 }

@@ -33,7 +33,9 @@ extension CatalogCLI {
                 without sources the last good run is older than DURATION. A failed run whose sources all
                 synced within DURATION is healthy, and the line says the last run failed. Runs that found
                 the lock held (75) are not the last run, for status, --check and --prometheus alike. Saved
-                remotes are named beside their URL (in the metrics, by a remote label).
+                remotes are named beside their URL (in the metrics, by a remote label). On a node that serves,
+                a running serve that checked itself within 30 s and is ready counts as healthy without any sync
+                run; one that is not running, silent for longer, or not ready (its /v1/readyz reason) is not.
                 --prometheus prints gauges and counters for node_exporter's textfile collector; with --output
                 the file is replaced atomically.
                 """,
@@ -147,7 +149,8 @@ extension CatalogCLI {
         if let serving = ServeMarker(databasePath: store.path).read() {
             out +=
                 serving.alive
-                ? "serving:     \(serving.listen) since \(serving.since) (pid \(serving.pid) on \(serving.host))\n"
+                ? "serving:     \(serving.listen) since \(serving.since) (pid \(serving.pid) on \(serving.host))"
+                    + (serving.checked.map { "; checked at \($0): \(serving.state ?? "ready")" } ?? "") + "\n"
                 : "serving:     no: the serve started at \(serving.since) (pid \(serving.pid)) is not running\n"
         }
         for src in s.sources where src.inUse {
@@ -169,6 +172,7 @@ extension CatalogCLI {
     /// `status --check`: one line, and 0 or ``unhealthyStatus``.
     static func runStatusCheck(_ i: Invocation, store: CatalogStore) throws -> Int32 {
         var health = try CatalogMonitor(store).checkHealth(maxAgeMilliseconds: i[StatusOptions.maxAge].map { Int64(($0 * 1000).rounded(.up)) })
+        serveHealth(&health, store: store, now: i.context.wallClock.nowMilliseconds())
         // A follower that was killed (its marker left behind, its pid gone) syncs nothing any more.
         if let follower = FollowerStatus.running(on: store) {
             if !follower.alive {
@@ -189,6 +193,38 @@ extension CatalogCLI {
 }
 
 extension CatalogCLI {
+    /// How old serve's heartbeat may be before `status --check` says serve stopped checking itself (it beats
+    /// every 5 s).
+    static let serveHeartbeatLimitMilliseconds: Int64 = 30_000
+
+    /// `status --check` on a node that serves (docs/operations.md §3): a serve whose heartbeat is fresh and
+    /// ready makes a node without any sync run healthy; a serve that is not running, has not checked itself
+    /// within ``serveHeartbeatLimitMilliseconds`` or is not ready is a problem.
+    static func serveHealth(_ health: inout HealthCheck, store: CatalogStore, now: Int64) {
+        guard let serving = ServeMarker(databasePath: store.path).read() else { return }
+        let started = "the serve started at \(serving.since) (pid \(serving.pid))"
+        var problem: String?
+        if !serving.alive {
+            problem = "\(started) is not running"
+        } else if let checked = serving.checked, let at = Timestamp.parse(checked), let state = serving.state {
+            if now - at > serveHeartbeatLimitMilliseconds {
+                problem = "\(started) has not checked itself since \(checked) (\(Durations.describe(milliseconds: now - at)) ago)"
+            } else if state != "ready" {
+                problem = "\(started) is \(state)"
+            }
+        }
+        if let problem {
+            health.problems.insert(problem, at: 0)
+            return
+        }
+        // A node that only serves records no sync run: serving, and ready, is its health.
+        let syncless = ["no sync run is recorded yet", "no sync run has succeeded yet"]
+        let hadRun = !health.problems.contains(where: syncless.contains)
+        health.problems.removeAll(where: syncless.contains)
+        let line = "serving \(serving.listen) since \(serving.since) (pid \(serving.pid)), ready at \(serving.checked ?? serving.since)"
+        if health.healthy { health.summary = hadRun && !health.summary.isEmpty ? health.summary + "; " + line : "healthy: " + line }
+    }
+
     /// `status --json`'s `follower`: nil (written `null`), or pid, host, since, interval, alive and polls per source.
     static func followerJSON(_ f: FollowerStatus?) -> JSONObject? {
         guard let f else { return nil }

@@ -114,7 +114,8 @@ public enum CatalogCLI {
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand,
                 remoteCommand,
-                keyCommand, tokenCommand, serveCommand, statusCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand, initCommand,
+                keyCommand, tokenCommand, serveCommand, statusCommand, backupCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand,
+                initCommand,
                 completionsCommand,
                 manCommand,
             ])

@@ -7,15 +7,15 @@ import Foundation
 
 /// A `/v1` route (docs/protocol.md §4–§7).
 package enum DeviceRoute: String, Sendable, CaseIterable {
-    case healthz, landmarks, positions
+    case healthz, readyz, landmarks, positions
 
-    /// The path on the server: `/v1/healthz`, `/v1/landmarks`, `/v1/positions`.
+    /// The path on the server: `/v1/healthz`, `/v1/readyz`, `/v1/landmarks`, `/v1/positions`.
     package var path: String { "/v1/" + rawValue }
 
     /// The methods it takes (any other: 405 with `Allow`).
     package var methods: [String] {
         switch self {
-        case .healthz, .landmarks: return ["GET"]
+        case .healthz, .readyz, .landmarks: return ["GET"]
         case .positions: return ["GET", "POST"]
         }
     }
@@ -24,7 +24,7 @@ package enum DeviceRoute: String, Sendable, CaseIterable {
     /// `--public-landmarks`.
     package func needsToken(publicLandmarks: Bool) -> Bool {
         switch self {
-        case .healthz: return false
+        case .healthz, .readyz: return false
         case .landmarks: return !publicLandmarks
         case .positions: return true
         }

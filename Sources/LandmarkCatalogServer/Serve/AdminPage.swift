@@ -1,7 +1,7 @@
 import Foundation
 import LandmarkCatalog
 
-/// The last pull and the last push of each user seen recently (docs/serve.md §10), for the operator's page:
+/// The last pull and the last push of each user seen recently (docs/serve.md §12), for the operator's page:
 /// when, the device's `User-Agent`, the status and, for a push, the row's outcome.
 ///
 /// Bounded: at most ``capacity`` users; past it the older half (by last request) is dropped. Never a token.
@@ -63,7 +63,7 @@ final class UserActivity: @unchecked Sendable {
     private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }
 
-/// The operator's page on `--admin-listen` (docs/serve.md §10): `GET /` and `GET /users/ID` (the page, one
+/// The operator's page on `--admin-listen` (docs/serve.md §12): `GET /` and `GET /users/ID` (the page, one
 /// HTML document with its script and styles inline), `GET /api/summary` and `GET /api/users/ID` (JSON).
 ///
 /// Never on the public listener; a request whose `Host` is a name other than `localhost` is refused (a DNS
@@ -132,7 +132,7 @@ extension ServeServer {
         w.raw(#","startedAt":"#)
         w.int(Int64(metrics.startTime))
         w.raw(#","ready":"#)
-        let reason = notReadyReason
+        let reason = notReadyReason()
         w.bool(reason == nil)
         w.raw(#","notReady":"#)
         w.string(reason)

@@ -1,4 +1,4 @@
-/// The operator's page (docs/serve.md §10): one HTML document, its styles and script inline.
+/// The operator's page (docs/serve.md §12): one HTML document, its styles and script inline.
 ///
 /// No framework and no build step. The script reads `/api/summary` (and `/api/users/ID` on `/users/ID`) and draws the
 /// charts as SVG; every value goes in as text (`textContent`), never as markup.

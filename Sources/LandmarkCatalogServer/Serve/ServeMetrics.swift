@@ -57,7 +57,7 @@ package final class ServeMetrics: @unchecked Sendable {
         set { lock.withLock { readinessSource = newValue } }
     }
     private var readinessSource: (@Sendable () -> Bool)?
-    /// The per-10-seconds history the operator's page draws (docs/serve.md §10).
+    /// The per-10-seconds history the operator's page draws (docs/serve.md §12).
     package let history = RequestHistory()
 
     /// No requests yet; ``longPollLimit`` and ``databasePath`` are set by the server.
@@ -331,7 +331,7 @@ final class ActiveUsers {
 }
 
 /// The last hour of requests in 10-second buckets (360 of them, fixed memory), for the operator's page
-/// (docs/serve.md §10): answered, 5xx, 401, the summed and the largest duration, long-polls open.
+/// (docs/serve.md §12): answered, 5xx, 401, the summed and the largest duration, long-polls open.
 package final class RequestHistory: @unchecked Sendable {
     // Safe: every stored var is touched under `lock`.
     private let lock = NSLock()

@@ -26,7 +26,7 @@ package struct ServeOptions: Sendable {
     /// Where Prometheus metrics are served (`GET /metrics`), or nil.
     package var metricsHost: String?
     package var metricsPort = 0
-    /// Where the operator's page is served (docs/serve.md §10), or nil; a loopback address unless the
+    /// Where the operator's page is served (docs/serve.md §12), or nil; a loopback address unless the
     /// command line said `--admin-any-address`.
     package var adminHost: String?
     /// The operator's page's port (0: any free one).
@@ -48,6 +48,9 @@ package struct ServeOptions: Sendable {
     package var hub: String?
     /// The node name put in answers (`node` of the snapshot envelope).
     package var node = ""
+    /// Called every few seconds while serve runs, with why it is not ready (nil: ready, docs/serve.md §11):
+    /// `catalog serve` records it for `catalog status --check` (docs/operations.md §3).
+    package var heartbeat: (@Sendable (_ notReady: String?) -> Void)?
     /// Tests only: called after a POST's rows are committed, before the answer is sent.
     package var afterPostCommit: (@Sendable () -> Void)?
     /// Tests only: with `hub`, the follower's ``FollowOptions/pushStartHook`` (a SIGTERM while a push is in flight).

@@ -26,11 +26,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private var metricsDaemon: HTTPDaemon?
     private var metricsService: MetricsService?
     private var adminDaemon: HTTPDaemon?
-    /// The last pull and push of each user recently seen, for the operator's page (docs/serve.md §10).
+    /// The last pull and push of each user recently seen, for the operator's page (docs/serve.md §12).
     let activity = UserActivity()
     /// The last POST failed to write (the database busy, full or read-only): not ready until one succeeds.
     private var writeFailing = false
     private(set) var replica: HubReplica?
+    private var watch: ServeWatch?
     /// With `--hub` over a database that held nothing at start: until the hub's first pull, every route but
     /// healthz is 503 (a fresh server never answers with an empty catalog, docs/serve.md §8).
     private var awaitingHub: Bool
@@ -39,7 +40,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// - Throws: `CatalogError` from opening the database.
     package init(options: ServeOptions) throws {
         self.options = options
-        verifier = TokenVerifier(keys: options.keys)
+        verifier = TokenVerifier(keys: options.keys, revoked: RevokedTokens())
         userLimits = UserLimits(maxInHand: options.maxRequestsPerUser, rate: options.postRate, burst: options.postBurst)
         writer = try CatalogStore.open(path: options.databasePath)
         let mark = CursorMark(databasePath: options.databasePath)
@@ -83,6 +84,16 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             metrics.hubState = { replica.currentState }
         }
         metrics.readiness = { [weak self] in self?.isReady ?? false }
+        let heartbeat = options.heartbeat.map { beat in { @Sendable [weak self] in beat(self?.notReadyReason()) } }
+        let watch = ServeWatch(
+            databasePath: options.databasePath, hub: options.hub, revoked: verifier.revoked, log: options.log, heartbeat: heartbeat)
+        do {
+            try watch.start()
+        } catch {
+            replica?.stop()
+            throw error
+        }
+        self.watch = watch
         let d = HTTPDaemon(service: self, limits: options.limits, log: options.log)
         try d.start(host: options.host, port: options.port)
         daemon = d
@@ -131,26 +142,27 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         polls.flushHandedOut()
         // After the last writes: the follower's last pass pushes them to the hub.
         replica?.stop()
+        watch?.stop()
         metricsDaemon?.stop()
         adminDaemon?.stop()
     }
 
-    /// Whether serve takes requests now, as far as it knows: not draining, not awaiting its hub's first
-    /// pull, and its last write did not fail (`catalog_serve_ready`, docs/serve.md §6).
-    var isReady: Bool {
-        guard !isDraining, !isAwaitingHub else { return false }
-        return !stateLock.withLock { writeFailing }
-    }
-
-    /// Why serve is not ready, or nil when it is.
-    var notReadyReason: String? {
-        if isDraining { return "draining" }
-        if isAwaitingHub { return "awaiting the hub's first pull" }
-        if stateLock.withLock({ writeFailing }) { return "the last write to the database failed" }
-        return nil
-    }
+    /// Whether serve takes requests now (`catalog_serve_ready`, docs/serve.md §6): ``notReadyReason()`` is nil.
+    var isReady: Bool { notReadyReason() == nil }
 
     private var isDraining: Bool { stateLock.withLock { draining } }
+
+    /// Why this server should not be sent traffic now (`GET /v1/readyz`, docs/serve.md §11), or nil: draining,
+    /// awaiting its hub's first pull, the hub not reached (or its revocations unreadable), its last write
+    /// failed (busy, full), or its database not writable (a read-only file, directory or mount).
+    package func notReadyReason() -> String? {
+        if isDraining { return "draining: the server is stopping" }
+        if isAwaitingHub { return "starting: the catalog has not been received from the hub yet" }
+        if let replica, replica.currentState != "ok" { return "the hub is not reached (\(replica.currentState))" }
+        if let problem = watch?.hubProblem { return "the hub is not reached: \(problem)" }
+        if stateLock.withLock({ writeFailing }) { return "the last write to the database failed" }
+        return DatabaseWritability.problem(path: options.databasePath)
+    }
 
     /// Whether a fresh `--hub` server still waits for its first pull (cleared once the hub is reached).
     private var isAwaitingHub: Bool {
@@ -177,10 +189,10 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 error(431, "headers_too_large", "the request line and headers are over \(options.limits.headerBytes) bytes"))
         }
         // HEAD is GET without a body (RFC 9110 §9.3.2), for health checks.
-        guard route.methods.contains(method) || (route == .healthz && method == "HEAD") else {
+        guard route.methods.contains(method) || ((route == .healthz || route == .readyz) && method == "HEAD") else {
             return .reply(methodNotAllowed(route.methods.joined(separator: ", ")))
         }
-        if route == .healthz { return .readBody }
+        if route == .healthz || route == .readyz { return .readBody }
         if isDraining {
             return .reply(error(503, "draining", "the server is stopping; try again", headers: ["Retry-After": "1"]))
         }
@@ -216,6 +228,14 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             if isDraining { return .reply(json(503, #"{"status":"draining"\#(hub)}"#, ["Retry-After": "1"])) }
             if isAwaitingHub { return .reply(json(503, #"{"status":"starting"\#(hub)}"#, ["Retry-After": "5"])) }
             return .reply(json(200, #"{"status":"ok"\#(hub)}"#))
+        }
+        if request.route == DeviceRoute.readyz.path {
+            guard let reason = notReadyReason() else { return .reply(json(200, #"{"status":"ready"}"#)) }
+            var w = JSONWriter(reservingCapacity: 128)
+            w.raw(#"{"status":"not_ready","reason":"#)
+            w.string(reason)
+            w.raw("}")
+            return .reply(json(503, String(decoding: w.bytes, as: UTF8.self), ["Retry-After": "5"]))
         }
         return request.method == "POST" ? post(request) : get(request)
     }

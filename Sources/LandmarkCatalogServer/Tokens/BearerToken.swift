@@ -9,6 +9,10 @@ package struct TokenIdentity: Sendable, Equatable {
     package var isEdge: Bool
     /// `exp`, in seconds since the epoch.
     package var expires: Int64
+    /// `iat`, in seconds since the epoch, when the token has one (a user's revocation compares it).
+    package var issuedAt: Int64? = nil
+    /// `jti`, when the token has one (`catalog token revoke --id`).
+    package var tokenID: String? = nil
 }
 
 /// The tokens a ``TokenVerifier`` has verified (exact bytes → identity, `nbf` and `iat`), at most `capacity`; when
@@ -79,10 +83,15 @@ package struct TokenVerifier: Sendable {
     ///
     /// Shared by copies of this verifier.
     let verified: VerifiedTokens
+    /// The revocations in force (docs/serve.md §10), checked on every request, cached token or not.
+    ///
+    /// Shared by copies of this verifier.
+    package let revoked: RevokedTokens
 
-    package init(keys: [TokenKey], cacheCapacity: Int = VerifiedTokens.defaultCapacity) {
+    package init(keys: [TokenKey], cacheCapacity: Int = VerifiedTokens.defaultCapacity, revoked: RevokedTokens = RevokedTokens()) {
         self.keys = keys
         verified = VerifiedTokens(capacity: cacheCapacity)
+        self.revoked = revoked
     }
 
     /// The identity in `token`, or the refusal.
@@ -94,9 +103,17 @@ package struct TokenVerifier: Sendable {
     ///   - token: the compact JWS, as the `Authorization: Bearer` header carried it.
     ///   - now: the time in seconds since the epoch.
     /// - Returns: the token's user and scope, or why it is refused (a 401's reason, docs/serve.md §2).
+    /// A revoked token is refused whether it was cached or not: the revocations are looked at after the
+    /// cache, on every request.
     package func verify(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
-        if let hit = verified.lookup(token) { return Self.checkTimes(hit.identity, nbf: hit.nbf, iat: hit.iat, now: now) }
-        return verifyFully(token, now: now)
+        let result: Result<TokenIdentity, TokenRefusal>
+        if let hit = verified.lookup(token) {
+            result = Self.checkTimes(hit.identity, nbf: hit.nbf, iat: hit.iat, now: now)
+        } else {
+            result = verifyFully(token, now: now)
+        }
+        if case .success(let identity) = result, let refusal = revoked.refusal(identity) { return .failure(refusal) }
+        return result
     }
 
     /// `time` plus the leeway, saturating at `Int64.max` (never a trap, whatever `now` a caller passes).
@@ -160,7 +177,12 @@ package struct TokenVerifier: Sendable {
             guard case .string(let text) = scope else { return refuse("the token's scope is not a string") }
             edge = text.split(separator: " ").contains("edge")
         }
-        let identity = TokenIdentity(user: user, isEdge: edge, expires: exp)
+        var tokenID: String?
+        if let jti = claims["jti"] {
+            guard case .string(let text) = jti, !text.isEmpty else { return refuse("the token's jti is not a non-empty string") }
+            tokenID = text
+        }
+        let identity = TokenIdentity(user: user, isEdge: edge, expires: exp, issuedAt: iat, tokenID: tokenID)
         // Cached once its signature and claims are sound, whatever the time says now: a token not valid yet
         // becomes valid by the clock alone, and an expired one stays refused by `checkTimes`.
         verified.store(token, identity: identity, nbf: nbf, iat: iat)
@@ -206,7 +228,7 @@ package struct TokenVerifier: Sendable {
 }
 
 /// Signs tokens for `catalog token issue` (docs/serve.md §5): the header `{"alg":…,"typ":"JWT"}` and the
-/// claims `sub`, `iat`, `nbf`, `exp` and, when given, `scope`.
+/// claims `sub`, `iat`, `nbf`, `exp` and, when given, `scope` and `jti`.
 package enum TokenIssuer {
     /// A compact JWS JWT.
     /// - Parameters:
@@ -215,10 +237,11 @@ package enum TokenIssuer {
     ///   - ttl: seconds until `exp`.
     ///   - scope: `scope`, or nil.
     ///   - now: seconds since the epoch.
+    ///   - id: `jti`, or nil (`catalog token revoke --id` revokes one token by it).
     /// - Returns: the token, `header.claims.signature` in base64url.
     /// - Throws: `CatalogError` when the key cannot sign, or 64 when `now` or `now + ttl` is not a
     ///   NumericDate serve takes (``TokenVerifier/numericDates``).
-    package static func issue(key: TokenKey, user: String, ttl: Int64, scope: String?, now: Int64) throws -> String {
+    package static func issue(key: TokenKey, user: String, ttl: Int64, scope: String?, now: Int64, id: String? = nil) throws -> String {
         let (exp, overflow) = now.addingReportingOverflow(ttl)
         guard !overflow, TokenVerifier.numericDates.contains(now), TokenVerifier.numericDates.contains(exp) else {
             throw CatalogError(.usage, "the token's times (now \(now), exp now plus \(ttl) s) are outside 1970 to the year 9999")
@@ -240,6 +263,10 @@ package enum TokenIssuer {
         if let scope {
             w.raw(",\"scope\":")
             w.string(scope)
+        }
+        if let id {
+            w.raw(",\"jti\":")
+            w.string(id)
         }
         w.raw("}")
         let input = Base64URL.encode(header) + "." + Base64URL.encode(w.bytes)

@@ -56,9 +56,13 @@ final class PostgresServer: @unchecked Sendable {
     /// - Throws: why it could not start (with the end of its log).
     static func running() throws -> PostgresServer { try shared.get() }
 
+    /// A server of its own that a test may stop (``stop()``: a hub that goes down); stopped at exit too.
+    static func throwaway() throws -> PostgresServer { try PostgresServer() }
+
     let port: Int
     let directory: URL
     let socketDirectory: String
+    private var control: (process: Process, stdin: FileHandle)?
 
     private init() throws {
         guard let bin = Self.binDirectory else { throw CatalogError(.software, "no PostgreSQL server binaries") }
@@ -121,8 +125,11 @@ final class PostgresServer: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        serverToStop = (process, stdin.fileHandleForWriting, directory)
-        atexit { stopServerAtExit() }
+        control = (process, stdin.fileHandleForWriting)
+        serversLock.withLock {
+            if serversToStop.isEmpty { atexit { stopServerAtExit() } }
+            serversToStop.append((process, stdin.fileHandleForWriting, directory))
+        }
 
         let admin = "host=\(socketDirectory) port=\(port) user=postgres dbname=postgres"
         var lastError: (any Error)?
@@ -151,6 +158,15 @@ final class PostgresServer: @unchecked Sendable {
     /// A keyword/value string for `database` on 127.0.0.1.
     func keywords(database: String, user: String = "postgres") -> String {
         "host=127.0.0.1 port=\(port) dbname=\(database) user=\(user)"
+    }
+
+    /// Stops the server (a fast shutdown through its wrapper) and waits for it, at most 20 s.
+    func stop() {
+        guard let wrapper = control else { return }
+        control = nil
+        try? wrapper.stdin.close()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while wrapper.process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
     }
 
     /// Creates an empty database with a fresh name and returns its name.
@@ -204,18 +220,23 @@ final class PostgresServer: @unchecked Sendable {
     }
 }
 
-/// The server the `atexit` handler stops: the wrapper, its stdin and the directory.
-nonisolated(unsafe) private var serverToStop: (process: Process, stdin: FileHandle, directory: URL)?
+/// The servers the `atexit` handler stops: each wrapper, its stdin and the directory (under `serversLock`).
+nonisolated(unsafe) private var serversToStop: [(process: Process, stdin: FileHandle, directory: URL)] = []
+private let serversLock = NSLock()
 
-/// Closes the wrapper's stdin (it stops the server and removes the directory), waits up to 15 s, and
+/// Closes each wrapper's stdin (it stops the server and removes the directory), waits up to 15 s, and
 /// removes the directory if it is still there.
 private func stopServerAtExit() {
-    guard let server = serverToStop else { return }
-    serverToStop = nil
-    try? server.stdin.close()
+    let servers = serversLock.withLock {
+        defer { serversToStop = [] }
+        return serversToStop
+    }
+    for server in servers { try? server.stdin.close() }
     let deadline = ContinuousClock.now + .seconds(15)
-    while server.process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
-    try? FileManager.default.removeItem(at: server.directory)
+    for server in servers {
+        while server.process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+        try? FileManager.default.removeItem(at: server.directory)
+    }
 }
 
 /// A TCP socket listening on 127.0.0.1 on a kernel-chosen port, which never accepts: the kernel completes
