@@ -141,6 +141,7 @@ extension CatalogCLI {
         options.hub = i[ServeOptionsTable.hub]
         options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
         options.hubPushStart = i.context.testHooks.serveHubPushStart
+        if let ms = i.context.testHooks.serveProbeMilliseconds { options.probeMilliseconds = ms }
         // Every connection is a descriptor, and so is each reader's database: below the cap, say so once.
         let wanted = options.limits.connections + 128
         let files = raiseOpenFileLimit(wanted: wanted)

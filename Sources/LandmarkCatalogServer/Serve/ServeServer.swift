@@ -251,20 +251,34 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             }
             limit = min(n, options.pageLimit)
         }
+        // A landmark page's ETag that a read found since the last landmark change was dispatched: a
+        // matching If-None-Match is answered 304 with no read and nothing built (docs/serve.md §4). A page
+        // with no rows, asked with a wait, waits instead (below).
+        let asked = LandmarkPage(after: after, limit: limit)
+        if landmarks, let tag = polls.landmarkTag(asked), waitSeconds == 0 || !tag.empty,
+            request.header("If-None-Match", is: tag.etag)
+        {
+            return .reply(tag.notModified)
+        }
         let user: String? = request.edge ? nil : request.user
         let key: WaitKey = landmarks ? .landmarks : user.map(WaitKey.user) ?? .allPositions
         for _ in 0..<8 {
             var answer: (page: DeviceRowsPage, highWater: Int64)
+            var tagEpoch: UInt64?
             // "Nothing new" proven by the changes already dispatched: no read (docs/serve.md §4).
             if let high = polls.nothingNew(for: key, after: after) {
                 answer = (DeviceRowsPage(), high)
             } else {
                 do {
-                    let asked = after
+                    if landmarks { tagEpoch = polls.landmarkTagEpoch }
+                    let before = after
                     answer = try read(landmarks: landmarks, user: user, after: &after, limit: limit)
-                    if after != asked { foreign = true }  // past this database's end: another database's cursor
+                    if after != before { foreign = true }  // past this database's end: another database's cursor
                 } catch {
                     return .reply(unavailable(error))
+                }
+                if let epoch = tagEpoch, !foreign, after == asked.after {
+                    rememberTag(of: answer.page, for: asked, epoch: epoch)
                 }
                 if answer.page.count == 0 {
                     polls.learnNothingNew(for: key, after: after, through: answer.highWater)
@@ -308,6 +322,13 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             }
             return a
         }
+    }
+
+    /// Keeps the ETag a read found for landmark page `asked`, with its 304 made once (``LongPolls/rememberLandmarkTag(_:for:epoch:)``).
+    private func rememberTag(of page: DeviceRowsPage, for asked: LandmarkPage, epoch: UInt64) {
+        let etag = "\"\(databaseID):\(page.count > 0 ? page.through : asked.after)\""
+        guard let notModified = HTTPReply(status: 304, headers: [("ETag", etag), ("Cache-Control", "no-cache")]).prepared() else { return }
+        polls.rememberLandmarkTag(LandmarkTag(etag: Array(etag.utf8), empty: page.count == 0, notModified: notModified), for: asked, epoch: epoch)
     }
 
     private func page(_ page: DeviceRowsPage, after: Int64, landmarks: Bool, request: HTTPRequest) -> HTTPReply {
