@@ -56,6 +56,10 @@ final class LongPolls: @unchecked Sendable {
     private let probeLock = NSLock()
     /// The probe's data version that every commit dispatched was read through (nil: unknown, a read failed).
     private var dispatchedVersion: Int64?
+    /// The database's wal-index header, mapped (nil: none; the data version is asked instead), and its value
+    /// when every commit it shows had been dispatched.
+    private let stamp: WALIndexStamp?
+    private var dispatchedStamp: WALIndexStamp.Header?
     private var lastVersion: Int64?
     private let probeMilliseconds: Int
     private let metrics: ServeMetrics
@@ -91,7 +95,9 @@ final class LongPolls: @unchecked Sendable {
         probe = try DataVersionProbe(path: path)
         self.probeMilliseconds = probeMilliseconds
         self.metrics = metrics
-        // The version first: every commit it counts is in the sequence read next.
+        // The stamp and the version first: every commit they show is in the sequence read next.
+        stamp = WALIndexStamp(databasePath: path)
+        dispatchedStamp = stamp?.read()
         lastVersion = probe.version()
         dispatchedVersion = lastVersion
         dispatched = try store.changeSequence()
@@ -123,8 +129,8 @@ final class LongPolls: @unchecked Sendable {
     /// another process not dispatched yet; the database went back; the drain).
     ///
     /// Unlike ``nothingNew(for:after:)``, a commit the dispatcher has not read yet is never hidden: the
-    /// data version is asked each time (`PRAGMA data_version`, a few µs), so the next conditional GET after
-    /// a commit reads (docs/serve.md §4).
+    /// wal-index header is compared each time (``WALIndexStamp``, a few loads; without one, `PRAGMA
+    /// data_version`), so the next conditional GET after a commit reads (docs/serve.md §4).
     func landmarkTag(_ page: LandmarkPage) -> LandmarkTag? {
         condition.lock()
         guard !stopping, indexBase != .max, pokes == pokesDispatched, let known = dispatchedVersion, let tag = landmarkTags[page]
@@ -132,10 +138,13 @@ final class LongPolls: @unchecked Sendable {
             condition.unlock()
             return nil
         }
+        let knownStamp = dispatchedStamp
         condition.unlock()
-        // Any commit since, by any process, moved the data version: the dispatcher has not read it yet, so the
-        // tag proves nothing; it is asked to look now, and this request reads.
-        guard probeLock.withLock({ probe.version() }) == known else {
+        // Any commit since, by any process, moved the wal-index header (or the data version, without one):
+        // the dispatcher has not read it yet, so the tag proves nothing; it is asked to look now, and this
+        // request reads.
+        let current = stamp.map { stamp in knownStamp != nil && stamp.read() == knownStamp } ?? (probeLock.withLock({ probe.version() }) == known)
+        guard current else {
             condition.lock()
             condition.signal()
             condition.unlock()
@@ -234,6 +243,8 @@ final class LongPolls: @unchecked Sendable {
             let pokesSeen = pokes
             let after = dispatched
             condition.unlock()
+            // The header before the version: a commit it shows, the version counts.
+            let stampSeen = stamp?.read()
             let version = probeLock.withLock { probe.version() }
             var users: [String: Int64] = [:]
             var changes: (landmarks: Bool, highWater: Int64)?
@@ -246,11 +257,16 @@ final class LongPolls: @unchecked Sendable {
                 pokesDispatched = pokesSeen
                 lastVersion = version
                 dispatchedVersion = version
+                dispatchedStamp = stampSeen
             } else if look {
                 // The read failed: the commits are looked for again at the next turn.
                 if wasPoked { poked = true }
                 lastVersion = nil
                 dispatchedVersion = nil
+                dispatchedStamp = nil
+            } else if version != nil, version == dispatchedVersion {
+                // Nothing committed since the last read (a checkpoint may have moved the header).
+                dispatchedStamp = stampSeen
             }
             if let changes, changes.highWater < dispatched {
                 // The database went back (restored or replaced under a running server): the index proves
