@@ -37,7 +37,8 @@ final class Waiter: @unchecked Sendable {
 /// between a read and its wait.
 final class LongPolls: @unchecked Sendable {
     // Safe: every stored var is touched under `condition`'s lock, but `markOnDisk` under `markLock`, `probe`
-    // under `probeLock`, and `lastVersion` read by the dispatcher alone outside it.
+    // under `probeLock` (but its `walIndexHeader()`, memory only), and `lastVersion` read by the dispatcher
+    // alone outside it.
     private let condition = NSCondition()
     private var waiters: [WaitKey: [ObjectIdentifier: Waiter]] = [:]
     private var count = 0
@@ -56,10 +57,10 @@ final class LongPolls: @unchecked Sendable {
     private let probeLock = NSLock()
     /// The probe's data version that every commit dispatched was read through (nil: unknown, a read failed).
     private var dispatchedVersion: Int64?
-    /// The database's wal-index header, mapped (nil: none; the data version is asked instead), and its value
-    /// when every commit it shows had been dispatched.
-    private let stamp: WALIndexStamp?
-    private var dispatchedStamp: WALIndexStamp.Header?
+    /// The database's wal-index header when every commit it shows had been dispatched (nil: unknown, or no
+    /// wal-index, when the data version is asked instead).
+    private var dispatchedStamp: WALIndexHeader?
+    private let hasWALIndex: Bool
     private var lastVersion: Int64?
     private let probeMilliseconds: Int
     private let metrics: ServeMetrics
@@ -95,9 +96,9 @@ final class LongPolls: @unchecked Sendable {
         probe = try DataVersionProbe(path: path)
         self.probeMilliseconds = probeMilliseconds
         self.metrics = metrics
-        // The stamp and the version first: every commit they show is in the sequence read next.
-        stamp = WALIndexStamp(databasePath: path)
-        dispatchedStamp = stamp?.read()
+        // The wal-index header and the version first: every commit they show is in the sequence read next.
+        dispatchedStamp = probe.walIndexHeader()
+        hasWALIndex = dispatchedStamp != nil
         lastVersion = probe.version()
         dispatchedVersion = lastVersion
         dispatched = try store.changeSequence()
@@ -129,7 +130,7 @@ final class LongPolls: @unchecked Sendable {
     /// another process not dispatched yet; the database went back; the drain).
     ///
     /// Unlike ``nothingNew(for:after:)``, a commit the dispatcher has not read yet is never hidden: the
-    /// wal-index header is compared each time (``WALIndexStamp``, a few loads; without one, `PRAGMA
+    /// wal-index header is compared each time (``WALIndexHeader``, a few loads; without one, `PRAGMA
     /// data_version`), so the next conditional GET after a commit reads (docs/serve.md §4).
     func landmarkTag(_ page: LandmarkPage) -> LandmarkTag? {
         condition.lock()
@@ -143,7 +144,8 @@ final class LongPolls: @unchecked Sendable {
         // Any commit since, by any process, moved the wal-index header (or the data version, without one):
         // the dispatcher has not read it yet, so the tag proves nothing; it is asked to look now, and this
         // request reads.
-        let current = stamp.map { stamp in knownStamp != nil && stamp.read() == knownStamp } ?? (probeLock.withLock({ probe.version() }) == known)
+        let current =
+            hasWALIndex ? knownStamp != nil && probe.walIndexHeader() == knownStamp : probeLock.withLock({ probe.version() }) == known
         guard current else {
             condition.lock()
             condition.signal()
@@ -244,7 +246,7 @@ final class LongPolls: @unchecked Sendable {
             let after = dispatched
             condition.unlock()
             // The header before the version: a commit it shows, the version counts.
-            let stampSeen = stamp?.read()
+            let stampSeen = probe.walIndexHeader()
             let version = probeLock.withLock { probe.version() }
             var users: [String: Int64] = [:]
             var changes: (landmarks: Bool, highWater: Int64)?
