@@ -205,15 +205,22 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 401, "invalid_token", "this route needs Authorization: Bearer TOKEN",
                 headers: ["WWW-Authenticate": #"Bearer realm="catalog""#])
         }
-        let invalid = ["WWW-Authenticate": #"Bearer realm="catalog", error="invalid_token""#]
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            return error(401, "invalid_token", "the Authorization header is not a Bearer token", headers: invalid)
+        let invalid = { ["WWW-Authenticate": #"Bearer realm="catalog", error="invalid_token""#] }
+        // What devices send, `Bearer TOKEN`: no split, no lower-casing (the same token as below; the seven
+        // characters dropped must be the seven bytes, not a space joined to a combining mark).
+        let rest = header.dropFirst(7)
+        let plain = header.utf8.starts(with: "Bearer ".utf8) && rest.utf8.count == header.utf8.count - 7
+        var token = plain ? HTTPText.trimmingBlanks(rest) : ""
+        if token.isEmpty {
+            let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+                return error(401, "invalid_token", "the Authorization header is not a Bearer token", headers: invalid())
+            }
+            token = HTTPText.trimmingBlanks(parts[1])
         }
-        let token = HTTPText.trimmingBlanks(parts[1])
         switch verifier.verify(token, now: Int64(Date().timeIntervalSince1970)) {
         case .failure(let refusal):
-            return error(401, "invalid_token", refusal.reason, headers: invalid)
+            return error(401, "invalid_token", refusal.reason, headers: invalid())
         case .success(let identity):
             request.user = identity.user
             request.edge = identity.isEdge
