@@ -18,7 +18,8 @@
 #                                minute; see Benchmarks/follow.py. Results: Benchmarks/results/follow.md
 #   Benchmarks/run.sh --serve    only `catalog serve` (wrk, Python http.client, real nginx): a fresh device's
 #                                bootstrap of one user among 1M (--quick: 10k) against syncing the published log,
-#                                an authenticated "nothing new" poll against nginx's static 304 (requests/s),
+#                                authenticated "nothing new" polls (landmarks with If-None-Match: 304, with and
+#                                without a cursor; positions) against nginx's static 304 (requests/s, 3 rounds),
 #                                a POST's p50/p95, POST → another client's long-poll p50/p95, 10,000 idle
 #                                long-polls' RSS and CPU (--quick: 2,000); see Benchmarks/serve.py. Then two
 #                                devices' CarouselModels through one serve (swipe → other device, p50/p95 over 50)
