@@ -350,9 +350,10 @@ package final class DataVersionProbe {
     /// - Throws: `CatalogError` or `SQLiteError` when it cannot be opened.
     package init(path: String) throws {
         connection = try CatalogStore.readOnlyConnection(path)
-        // A first read attaches the connection to the wal-index.
+        // A first read attaches the connection to the wal-index; only a WAL database has one (asking for it
+        // otherwise would create a `-shm`).
         _ = try? connection.scalarInt(sql: "PRAGMA data_version")
-        walIndex = connection.walIndexRegion()
+        walIndex = (try? connection.scalarText(sql: "PRAGMA journal_mode")) == "wal" ? connection.walIndexRegion() : nil
     }
 
     /// The data version now, or nil when it cannot be read (the probe should then be opened again).
