@@ -18,7 +18,8 @@
 #                                minute; see Benchmarks/follow.py. Results: Benchmarks/results/follow.md
 #   Benchmarks/run.sh --serve    only `catalog serve` (wrk, Python http.client, real nginx): a fresh device's
 #                                bootstrap of one user among 1M (--quick: 10k) against syncing the published log,
-#                                an authenticated "nothing new" poll against nginx's static 304 (requests/s),
+#                                authenticated "nothing new" polls (landmarks with If-None-Match: 304, with and
+#                                without a cursor; positions) against nginx's static 304 (requests/s, 3 rounds),
 #                                a POST's p50/p95, POST → another client's long-poll p50/p95, 10,000 idle
 #                                long-polls' RSS and CPU (--quick: 2,000); see Benchmarks/serve.py. Then two
 #                                devices' CarouselModels through one serve (swipe → other device, p50/p95 over 50)
@@ -28,6 +29,9 @@
 #                                Then two `serve --hub` on a throwaway PostgreSQL: POST → long-poll across them
 #                                (p50/p95 over 100) beside one server; see Benchmarks/serve_hub.py.
 #                                Results: Benchmarks/results/serve.md
+#   Benchmarks/run.sh --serve --nothing-new   only the "nothing new" polls (landmarks with If-None-Match, with
+#                                and without a cursor; positions) against nginx's static 304, interleaved
+#                                over 5 rounds; Benchmarks/results/serve-nothing-new.md
 #   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
 #   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
 #                                    Debian when missing; skipped with a note when it cannot be)
@@ -49,6 +53,7 @@ log_only=false
 observe_only=false
 follow_only=false
 serve_only=false
+nothing_new=false
 log_size=""
 plot=false
 for argument in "$@"; do
@@ -59,9 +64,10 @@ for argument in "$@"; do
         --observe) observe_only=true ;;
         --follow) follow_only=true ;;
         --serve) serve_only=true ;;
+        --nothing-new) nothing_new=true ;;
         --log-size=[0-9]*) log_only=true; log_size=${argument#--log-size=} ;;
         --plot) plot=true ;;
-        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow | --serve] [--plot]" >&2; exit 64 ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow | --serve [--nothing-new]] [--plot]" >&2; exit 64 ;;
     esac
 done
 if [ -n "$log_size" ] && [ "$log_size" -lt 10000 ]; then
@@ -137,6 +143,11 @@ if $serve_only; then
     users_n=1000000; polls=10000; hold=30; device_idle=60; device_hang=60
     if $quick; then users_n=10000; polls=2000; hold=5; device_idle=20; device_hang=10; fi
     [ -s "$data/positions-$users_n.json" ] || python3 Benchmarks/generate.py positions "$users_n" "$data/positions-$users_n.json" >&2
+    if $nothing_new; then
+        python3 Benchmarks/serve.py "$bin" Seeds/landmarkData.json "$data/positions-$users_n.json" --nothing-new --rounds 5 \
+            | tee Benchmarks/results/serve-nothing-new.md
+        exit 0
+    fi
     python3 Benchmarks/serve.py "$bin" Seeds/landmarkData.json "$data/positions-$users_n.json" --polls "$polls" --seconds "$hold" \
         | tee Benchmarks/results/serve.md
     # The app's own sync: two devices' CarouselModels through one serve, and an idle session (Benchmarks/DeviceBench).

@@ -242,6 +242,51 @@ extension ServeTests {
     }
 }
 
+/// The landmarks ETag answered from memory (docs/serve.md §4): a change to the landmarks by any writer makes
+/// the next conditional GET read.
+extension ServeTests {
+    @Test("a landmarks 304 from memory: another process's import makes the very next conditional GET 200 with the new ETag")
+    func landmarksTagFollowsAnotherProcess() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        // The dispatcher probes every 10 minutes: only the check each conditional GET makes can see the import.
+        let serve = try ServeProcess(
+            box, db: db, keys: [key.publicKey], binary: Support.harnessBinary, environment: ["CATALOG_TEST_SERVE_PROBE_MS": "600000"])
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let full = try ServeCurl.get(serve.base + "/v1/landmarks", token: ann)
+        let etag = try #require(full.headers["etag"])
+        let cursor = try #require(full.json?["cursor"] as? String)
+        #expect(etag == "\"\(cursor)\"", "\(full.headers)")
+        func conditional(_ query: String, _ tag: String) throws -> CurlResult {
+            try ServeCurl.get(serve.base + "/v1/landmarks" + query, token: ann, headers: ["If-None-Match: \(tag)"])
+        }
+        // The whole catalog's page and the page after its cursor (what sync asks), three times each: the first
+        // reads, the others are answered from what it found.
+        for _ in 0..<3 {
+            let whole = try conditional("", etag)
+            #expect(whole.status == 304 && whole.headers["etag"] == etag && whole.body.isEmpty, "\(whole)")
+            let after = try conditional("?after=\(cursor)", etag)
+            #expect(after.status == 304 && after.headers["etag"] == etag, "\(after)")
+        }
+        let seeds = try String(contentsOf: Support.root.appending(path: "Seeds/landmarkData.json"), encoding: .utf8)
+        let renamed = try box.write(seeds.replacingOccurrences(of: "\"Half Dome\"", with: "\"Half Dome (renamed)\""), to: "renamed.json")
+        #expect(try box.run(["import", "--quiet", renamed], db: db).status == 0)
+        // At once, without waiting for the dispatcher: both pages read again, with the renamed row.
+        let whole = try conditional("", etag)
+        #expect(whole.status == 200 && whole.body.contains("Half Dome (renamed)"), "\(whole)")
+        let newTag = try #require(whole.headers["etag"])
+        #expect(newTag != etag)
+        let after = try conditional("?after=\(cursor)", etag)
+        #expect(after.status == 200 && (after.json?["landmarks"] as? [Any])?.count == 1, "\(after)")
+        #expect(after.headers["etag"] == newTag, "\(after.headers)")
+        // The new ETag is 304 again, and the old one stays 200.
+        for _ in 0..<3 { #expect(try conditional("", newTag).status == 304) }
+        #expect(try conditional("", etag).status == 200)
+        #expect(serve.stop().status == 0)
+    }
+}
+
 /// Issue 27's breaker: a server database restored from a backup kept its id, so the cursors handed out after
 /// the backup stayed valid and the rows written over their sequence numbers never reached the devices.
 extension ServeTests {

@@ -96,6 +96,41 @@ struct ServeHubTests {
         for log in [one.log, two.log] { #expect(!log.contains(ann) && !log.contains(bob), "no token in the log") }
     }
 
+    @Test("a landmark imported beside one server reaches the other through the hub: its next conditional GET is 200 with the new ETag")
+    func landmarksTagFollowsAHubPull() throws {
+        let (uri, _) = try HubSupport.makeHub(server)
+        let box = try Sandbox()
+        let first = try box.seededDatabase("one.sqlite")
+        let second = box.path("two.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let one = try ServeProcess(box, db: first, keys: [key.publicKey], extra: ["--hub", uri])
+        // Two's dispatcher probes every 10 minutes: a pull is seen by its poke and by the check each conditional
+        // GET makes, not by the probe.
+        let two = try ServeProcess(
+            box, db: second, keys: [key.publicKey], extra: ["--hub", uri], binary: Support.harnessBinary,
+            environment: ["CATALOG_TEST_SERVE_PROBE_MS": "600000"])
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let full = try ServeCurl.get(two.base + "/v1/landmarks", token: ann)
+        let etag = try #require(full.headers["etag"])
+        for _ in 0..<3 {
+            #expect(try ServeCurl.get(two.base + "/v1/landmarks", token: ann, headers: ["If-None-Match: \(etag)"]).status == 304)
+        }
+        // Another process imports a renamed landmark into one's database; one pushes it, two pulls it.
+        let seeds = try String(contentsOf: Support.root.appending(path: "Seeds/landmarkData.json"), encoding: .utf8)
+        let renamed = try box.write(seeds.replacingOccurrences(of: "\"Half Dome\"", with: "\"Half Dome (renamed)\""), to: "renamed.json")
+        #expect(try box.run(["import", "--quiet", renamed], db: first).status == 0)
+        let pulled = try HubSupport.wait {
+            try dumpRows(second, sql: "SELECT count(*) FROM landmarks WHERE name = 'Half Dome (renamed)'") == [[.integer(1)]]
+        }
+        #expect(pulled, "two never pulled the renamed landmark")
+        let changed = try ServeCurl.get(two.base + "/v1/landmarks", token: ann, headers: ["If-None-Match: \(etag)"])
+        #expect(changed.status == 200 && changed.body.contains("Half Dome (renamed)"), "\(changed)")
+        #expect(changed.headers["etag"] != nil && changed.headers["etag"] != etag, "\(changed.headers)")
+        let twoStopped = two.stop()
+        #expect(twoStopped.status == 0, "\(twoStopped) \(two.log.suffix(2000))")
+        #expect(one.stop().status == 0)
+    }
+
     /// Regression: a POST answered just before SIGTERM was missing from the hub after serve exited 0.
     ///
     /// Under a CPU hog, 1 run in ~3 of `twoServers` failed so. The follower's push of it was in flight when the drain

@@ -186,6 +186,7 @@ extension CatalogCLI {
         let marker = ServeMarker(databasePath: i.databasePath)
         let clock = i.context.wallClock
         options.heartbeat = { notReady in marker.beat(now: clock.nowMilliseconds(), notReady: notReady) }
+        if let ms = i.context.testHooks.serveProbeMilliseconds { options.probeMilliseconds = ms }
         // Every connection is a descriptor, and so is each reader's database: below the cap, say so once.
         let wanted = options.limits.connections + 128
         let files = raiseOpenFileLimit(wanted: wanted)

@@ -99,11 +99,15 @@ public final class MemorySink: OutputSink {
     /// `serve --hub`: called before the follower's poll that pushes this database's changes to the hub, with
     /// the follower's control (a SIGTERM that comes while the push is in flight).
     public var serveHubPushStart: (@Sendable (FollowControl) -> Void)?
+    /// `serve`: how often the long-poll dispatcher probes the database for other processes' commits (ms;
+    /// 50 when nil), made long so a test sees what is answered before the dispatcher has read a commit.
+    public var serveProbeMilliseconds: Int?
     public init(
         backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0, followCycleEnd: (@Sendable (FollowControl) -> Void)? = nil,
         followDiagnosticsWindowSeconds: Double? = nil, serveAfterPostCommit: (@Sendable () -> Void)? = nil,
-        serveHubPushStart: (@Sendable (FollowControl) -> Void)? = nil
+        serveHubPushStart: (@Sendable (FollowControl) -> Void)? = nil, serveProbeMilliseconds: Int? = nil
     ) {
+        self.serveProbeMilliseconds = serveProbeMilliseconds
         self.backoffSeconds = backoffSeconds
         self.pauseBeforeCommitMilliseconds = pauseBeforeCommitMilliseconds
         self.followCycleEnd = followCycleEnd

@@ -105,6 +105,22 @@ package final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// The first 32 KiB region of this connection's wal-index (its `-shm` file,
+    /// https://sqlite.org/walformat.html) as SQLite itself maps it for this process (the VFS's `xShmMap`,
+    /// never extending the file), or nil: no WAL, nothing mapped yet, a VFS without shared memory.
+    ///
+    /// Valid while this connection is open. No descriptor of the file is opened here: closing one would drop
+    /// every POSIX lock this process holds on it, SQLite's included.
+    func walIndexRegion() -> UnsafeRawPointer? {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK, let file,
+            let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2, let map = methods.pointee.xShmMap
+        else { return nil }
+        var region: UnsafeMutableRawPointer?
+        guard map(file, 0, 32_768, 0, &region) == SQLITE_OK, let region else { return nil }
+        return UnsafeRawPointer(region)
+    }
+
     /// The cached prepared statement for `sql`, prepared on first use, reset.
     private func cachedStatement(sql: String) throws -> Statement {
         if let statement = cache[sql] {

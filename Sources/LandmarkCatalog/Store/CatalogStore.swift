@@ -343,11 +343,23 @@ extension CatalogStore {
 /// connection or process committed.
 package final class DataVersionProbe {
     private let connection: Connection
+    /// The wal-index's first region as SQLite maps it (``WALIndexHeader``), or nil.
+    private let walIndex: UnsafeRawPointer?
 
     /// Opens `path` read-only (as ``CatalogStore/readOnlyConnection(_:)`` does).
     /// - Throws: `CatalogError` or `SQLiteError` when it cannot be opened.
-    package init(path: String) throws { connection = try CatalogStore.readOnlyConnection(path) }
+    package init(path: String) throws {
+        connection = try CatalogStore.readOnlyConnection(path)
+        // A first read attaches the connection to the wal-index; only a WAL database has one (asking for it
+        // otherwise would create a `-shm`).
+        _ = try? connection.scalarInt(sql: "PRAGMA data_version")
+        walIndex = (try? connection.scalarText(sql: "PRAGMA journal_mode")) == "wal" ? connection.walIndexRegion() : nil
+    }
 
     /// The data version now, or nil when it cannot be read (the probe should then be opened again).
     package func version() -> Int64? { try? connection.scalarInt(sql: "PRAGMA data_version") }
+
+    /// The wal-index header's first copy now, read from memory (no SQLite call, no system call; safe from any
+    /// thread); nil when the database has no wal-index mapped (not WAL, opened immutable).
+    package func walIndexHeader() -> WALIndexHeader? { walIndex.map(WALIndexHeader.init(reading:)) }
 }

@@ -240,6 +240,9 @@ package final class HTTPDaemon: @unchecked Sendable {
         request.answered = true
         request.status = reply.status
         request.bytesSent = reply.body.count
+        if let prepared = reply.response {
+            return MHD_queue_response(request.mhdConnection, UInt32(reply.status), prepared.pointer)
+        }
         let response = reply.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
         }

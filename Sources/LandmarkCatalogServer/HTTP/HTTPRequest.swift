@@ -6,12 +6,48 @@ package struct HTTPReply: Sendable {
     package var status: Int
     package var headers: [(String, String)] = []
     package var body: [UInt8] = []
+    /// The same answer made into an MHD response once (``prepared()``): queued as it is, nothing copied.
+    var response: PreparedResponse?
 
     package init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
+
+    /// This answer with its MHD response made now, for one given many times over byte for byte.
+    ///
+    /// A 304 of an unchanged ETag (docs/serve.md §4): each time it is queued as it is, with no copy of the
+    /// body and no header added. nil when MHD cannot make it (no memory); the answer is then made per
+    /// request.
+    func prepared() -> HTTPReply? {
+        guard let response = PreparedResponse(self) else { return nil }
+        var reply = self
+        reply.response = response
+        return reply
+    }
+}
+
+/// An MHD response made once and queued on any number of connections, from any MHD thread: MHD counts its
+/// references (under the response's own lock) and frees it after the last answer sent with it and this
+/// object's release (MHD_destroy_response).
+final class PreparedResponse: @unchecked Sendable {
+    // Safe: `pointer` is never changed after `init`; MHD guards the response's reference count itself.
+    let pointer: OpaquePointer
+
+    init?(_ reply: HTTPReply) {
+        let made = reply.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let made else { return nil }
+        for (name, value) in reply.headers where MHD_add_response_header(made, name, value) != .YES {
+            MHD_destroy_response(made)
+            return nil
+        }
+        pointer = made
+    }
+
+    deinit { MHD_destroy_response(pointer) }
 }
 
 /// One request on one connection, from its headers to its end (MHD's `req_cls`).
@@ -64,6 +100,16 @@ package final class HTTPRequest: @unchecked Sendable {
     /// A request header (case-insensitive name), only while the handler runs.
     package func header(_ name: String) -> String? {
         MHD_lookup_connection_value(mhdConnection, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    /// Whether request header `name` (case-insensitive) holds exactly `value`'s bytes, with no `String` made;
+    /// only while the handler runs.
+    func header(_ name: String, is value: [UInt8]) -> Bool {
+        guard let text = MHD_lookup_connection_value(mhdConnection, .HEADER_KIND, name) else { return false }
+        return value.withUnsafeBytes { v in
+            guard let bytes = v.baseAddress else { return text.pointee == 0 }
+            return strlen(text) == v.count && memcmp(text, bytes, v.count) == 0
+        }
     }
 
     /// A query parameter, percent-decoded by MHD; only while the handler runs.

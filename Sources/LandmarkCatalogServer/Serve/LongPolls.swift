@@ -36,7 +36,9 @@ final class Waiter: @unchecked Sendable {
 /// waiter is registered only when nothing was dispatched past what its own read saw, so no commit falls
 /// between a read and its wait.
 final class LongPolls: @unchecked Sendable {
-    // Safe: every stored var is touched under `condition`'s lock, but `markOnDisk` under `markLock`.
+    // Safe: every stored var is touched under `condition`'s lock, but `markOnDisk` under `markLock`, `probe`
+    // under `probeLock` (but its `walIndexHeader()`, memory only), and `lastVersion` read by the dispatcher
+    // alone outside it.
     private let condition = NSCondition()
     private var waiters: [WaitKey: [ObjectIdentifier: Waiter]] = [:]
     private var count = 0
@@ -50,7 +52,16 @@ final class LongPolls: @unchecked Sendable {
     private var stopping = false
     private var thread: Thread?
     private let store: CatalogStore
+    /// Used under `probeLock` (by the dispatcher, and by ``landmarkTag(_:)`` on MHD's threads).
     private let probe: DataVersionProbe
+    private let probeLock = NSLock()
+    /// The probe's data version that every commit dispatched was read through (nil: unknown, a read failed).
+    private var dispatchedVersion: Int64?
+    /// The database's wal-index header when every commit it shows had been dispatched (nil: unknown, or no
+    /// wal-index, when the data version is asked instead).
+    private var dispatchedStamp: WALIndexHeader?
+    private let hasWALIndex: Bool
+    private var lastVersion: Int64?
     private let probeMilliseconds: Int
     private let metrics: ServeMetrics
     /// What the dispatched changes and the reads prove (``nothingNew(for:after:)``): for each user in it, the
@@ -71,6 +82,13 @@ final class LongPolls: @unchecked Sendable {
     /// The highest sequence an answer read from the database or a POST gave out in a cursor (answers from
     /// the index give out at most `dispatched`).
     private var cursorMax: Int64 = 0
+    /// The landmark pages' ETags (``LandmarkTag``) that reads found since the last landmark change was
+    /// dispatched, by the page asked for; emptied when one is dispatched or the database goes back.
+    private var landmarkTags: [LandmarkPage: LandmarkTag] = [:]
+    /// Moves each time `landmarkTags` is emptied: a read begun before the move does not fill it.
+    private var landmarkEpoch: UInt64 = 0
+    /// Landmark pages held at most (a cursor and a limit each; devices share a few): past it they start again.
+    static let landmarkTagLimit = 1024
 
     init(path: String, probeMilliseconds: Int, metrics: ServeMetrics, handedOut: @escaping @Sendable (Int64) -> Void = { _ in }) throws {
         self.handedOut = handedOut
@@ -78,6 +96,11 @@ final class LongPolls: @unchecked Sendable {
         probe = try DataVersionProbe(path: path)
         self.probeMilliseconds = probeMilliseconds
         self.metrics = metrics
+        // The wal-index header and the version first: every commit they show is in the sequence read next.
+        dispatchedStamp = probe.walIndexHeader()
+        hasWALIndex = dispatchedStamp != nil
+        lastVersion = probe.version()
+        dispatchedVersion = lastVersion
         dispatched = try store.changeSequence()
         handedOutWritten = dispatched
         indexBase = dispatched
@@ -101,6 +124,60 @@ final class LongPolls: @unchecked Sendable {
         case .allPositions: return newestPosition <= after ? dispatched : nil
         case .landmarks: return nil
         }
+    }
+
+    /// The ETag of landmark page `page` as a read since the last landmark change dispatched found it, so a
+    /// conditional GET is answered without a read; nil when none is held, or when nothing can be proved
+    /// now (the database's data version moved past what the dispatcher read: a commit of this server or
+    /// another process not dispatched yet; the database went back; the drain).
+    ///
+    /// Unlike ``nothingNew(for:after:)``, a commit the dispatcher has not read yet is never hidden: the
+    /// wal-index header is compared each time (``WALIndexHeader``, a few loads; without one, `PRAGMA
+    /// data_version`), so the next conditional GET after a commit reads (docs/serve.md §4).
+    func landmarkTag(_ page: LandmarkPage) -> LandmarkTag? {
+        condition.lock()
+        guard !stopping, indexBase != .max, pokes == pokesDispatched, let known = dispatchedVersion, let tag = landmarkTags[page]
+        else {
+            condition.unlock()
+            return nil
+        }
+        let knownStamp = dispatchedStamp
+        condition.unlock()
+        // Any commit since, by any process, moved the wal-index header (or the data version, without one):
+        // the dispatcher has not read it yet, so the tag proves nothing; it is asked to look now, and this
+        // request reads.
+        let current =
+            hasWALIndex ? knownStamp != nil && probe.walIndexHeader() == knownStamp : probeLock.withLock({ probe.version() }) == known
+        guard current else {
+            condition.lock()
+            condition.signal()
+            condition.unlock()
+            return nil
+        }
+        return tag
+    }
+
+    /// Taken before a read of landmarks, for ``rememberLandmarkTag(_:for:epoch:)``.
+    var landmarkTagEpoch: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return landmarkEpoch
+    }
+
+    /// A read begun at `epoch` (``landmarkTagEpoch``) found `tag` for `page`: kept unless a landmark change
+    /// was dispatched since the read began (it may not have seen it).
+    func rememberLandmarkTag(_ tag: LandmarkTag, for page: LandmarkPage, epoch: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard epoch == landmarkEpoch, !stopping, indexBase != .max else { return }
+        if landmarkTags.count >= Self.landmarkTagLimit { landmarkTags = [:] }
+        landmarkTags[page] = tag
+    }
+
+    /// Landmarks changed (or may have): every ETag held is forgotten (under the lock).
+    private func forgetLandmarkTags() {
+        landmarkTags = [:]
+        landmarkEpoch &+= 1
     }
 
     func start() {
@@ -161,7 +238,6 @@ final class LongPolls: @unchecked Sendable {
     }
 
     private func run() {
-        var lastVersion = probe.version()
         condition.lock()
         while !stopping {
             _ = condition.wait(until: Date().addingTimeInterval(Double(probeMilliseconds) / 1000))
@@ -171,23 +247,36 @@ final class LongPolls: @unchecked Sendable {
             let pokesSeen = pokes
             let after = dispatched
             condition.unlock()
-            let version = probe.version()
+            // The header before the version: a commit it shows, the version counts.
+            let stampSeen = probe.walIndexHeader()
+            let version = probeLock.withLock { probe.version() }
             var users: [String: Int64] = [:]
             var changes: (landmarks: Bool, highWater: Int64)?
-            if wasPoked || version != lastVersion {
-                lastVersion = version
+            let look = wasPoked || version != lastVersion
+            if look {
                 changes = try? DeviceRows(store).deviceChanges(after: after) { user, seq in users[user] = max(users[user] ?? 0, seq) }
             }
             condition.lock()
             if changes != nil {
                 pokesDispatched = pokesSeen
-            } else if wasPoked {
-                poked = true  // the read failed: the poked commit is looked for again at the next turn
+                lastVersion = version
+                dispatchedVersion = version
+                dispatchedStamp = stampSeen
+            } else if look {
+                // The read failed: the commits are looked for again at the next turn.
+                if wasPoked { poked = true }
+                lastVersion = nil
+                dispatchedVersion = nil
+                dispatchedStamp = nil
+            } else if version != nil, version == dispatchedVersion {
+                // Nothing committed since the last read (a checkpoint may have moved the header).
+                dispatchedStamp = stampSeen
             }
             if let changes, changes.highWater < dispatched {
                 // The database went back (restored or replaced under a running server): the index proves
                 // nothing any more; every poll reads.
                 indexBase = .max
+                forgetLandmarkTags()
             }
             if let changes, changes.highWater > dispatched {
                 dispatched = changes.highWater
@@ -206,6 +295,7 @@ final class LongPolls: @unchecked Sendable {
                         resume(w)
                     }
                 }
+                if changes.landmarks { forgetLandmarkTags() }
                 if changes.landmarks, let group = waiters.removeValue(forKey: .landmarks) {
                     for (_, w) in group {
                         w.woken = true
@@ -316,5 +406,29 @@ final class LongPolls: @unchecked Sendable {
             waiters[key] = group.isEmpty ? nil : group
         }
         nextExpiry = earliest
+    }
+}
+
+/// A landmark page as a GET asks for it: the cursor's sequence number (0 without one, or for another
+/// database's) and the limit (docs/protocol.md §4).
+struct LandmarkPage: Hashable, Sendable {
+    var after: Int64
+    var limit: Int
+}
+
+/// What a read found for a ``LandmarkPage``: its ETag, whether it held no rows, and the 304 made once
+/// for it.
+final class LandmarkTag: Sendable {
+    /// The ETag's value, quoted (`"<database id>:<sequence>"`), as bytes.
+    let etag: [UInt8]
+    /// The page had no rows (a long-poll would wait on it).
+    let empty: Bool
+    /// The 304 for a request whose `If-None-Match` is this ETag.
+    let notModified: HTTPReply
+
+    init(etag: [UInt8], empty: Bool, notModified: HTTPReply) {
+        self.etag = etag
+        self.empty = empty
+        self.notModified = notModified
     }
 }

@@ -282,17 +282,24 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 401, "invalid_token", "this route needs Authorization: Bearer TOKEN",
                 headers: ["WWW-Authenticate": #"Bearer realm="catalog""#])
         }
-        let invalid = ["WWW-Authenticate": #"Bearer realm="catalog", error="invalid_token""#]
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            metrics.refused(.notBearer)
-            return error(401, "invalid_token", "the Authorization header is not a Bearer token", headers: invalid)
+        let invalid = { ["WWW-Authenticate": #"Bearer realm="catalog", error="invalid_token""#] }
+        // What devices send, `Bearer TOKEN`: no split, no lower-casing (the same token as below; the seven
+        // characters dropped must be the seven bytes, not a space joined to a combining mark).
+        let rest = header.dropFirst(7)
+        let plain = header.utf8.starts(with: "Bearer ".utf8) && rest.utf8.count == header.utf8.count - 7
+        var token = plain ? HTTPText.trimmingBlanks(rest) : ""
+        if token.isEmpty {
+            let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+                metrics.refused(.notBearer)
+                return error(401, "invalid_token", "the Authorization header is not a Bearer token", headers: invalid())
+            }
+            token = HTTPText.trimmingBlanks(parts[1])
         }
-        let token = HTTPText.trimmingBlanks(parts[1])
         switch verifier.verify(token, now: Int64(Date().timeIntervalSince1970)) {
         case .failure(let refusal):
             metrics.refused(refusal.cause)
-            return error(401, "invalid_token", refusal.reason, headers: invalid)
+            return error(401, "invalid_token", refusal.reason, headers: invalid())
         case .success(let identity):
             request.user = identity.user
             request.edge = identity.isEdge
@@ -352,20 +359,34 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             }
             limit = min(n, options.pageLimit)
         }
+        // A landmark page's ETag that a read found since the last landmark change was dispatched: a
+        // matching If-None-Match is answered 304 with no read and nothing built (docs/serve.md §4). A page
+        // with no rows, asked with a wait, waits instead (below).
+        let asked = LandmarkPage(after: after, limit: limit)
+        if landmarks, let tag = polls.landmarkTag(asked), waitSeconds == 0 || !tag.empty,
+            request.header("If-None-Match", is: tag.etag)
+        {
+            return .reply(tag.notModified)
+        }
         let user: String? = request.edge ? nil : request.user
         let key: WaitKey = landmarks ? .landmarks : user.map(WaitKey.user) ?? .allPositions
         for _ in 0..<8 {
             var answer: (page: DeviceRowsPage, highWater: Int64)
+            var tagEpoch: UInt64?
             // "Nothing new" proven by the changes already dispatched: no read (docs/serve.md §4).
             if let high = polls.nothingNew(for: key, after: after) {
                 answer = (DeviceRowsPage(), high)
             } else {
                 do {
-                    let asked = after
+                    if landmarks { tagEpoch = polls.landmarkTagEpoch }
+                    let before = after
                     answer = try read(landmarks: landmarks, user: user, after: &after, limit: limit)
-                    if after != asked { foreign = true }  // past this database's end: another database's cursor
+                    if after != before { foreign = true }  // past this database's end: another database's cursor
                 } catch {
                     return .reply(unavailable(error))
+                }
+                if let epoch = tagEpoch, !foreign, after == asked.after {
+                    rememberTag(of: answer.page, for: asked, epoch: epoch)
                 }
                 if let user {
                     // The page holds the user's row exactly when it is past the cursor; else the row is at
@@ -428,6 +449,13 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             }
             return a
         }
+    }
+
+    /// Keeps the ETag a read found for landmark page `asked`, with its 304 made once (``LongPolls/rememberLandmarkTag(_:for:epoch:)``).
+    private func rememberTag(of page: DeviceRowsPage, for asked: LandmarkPage, epoch: UInt64) {
+        let etag = "\"\(databaseID):\(page.count > 0 ? page.through : asked.after)\""
+        guard let notModified = HTTPReply(status: 304, headers: [("ETag", etag), ("Cache-Control", "no-cache")]).prepared() else { return }
+        polls.rememberLandmarkTag(LandmarkTag(etag: Array(etag.utf8), empty: page.count == 0, notModified: notModified), for: asked, epoch: epoch)
     }
 
     private func page(_ page: DeviceRowsPage, after: Int64, landmarks: Bool, request: HTTPRequest) -> HTTPReply {

@@ -91,12 +91,15 @@ let serveHubPushStart: (@Sendable (FollowControl) -> Void)? = environment["CATAL
     let hook = PushStartHook(marker: marker)
     return { @Sendable control in hook.run(control) }
 }
+/// `CATALOG_TEST_SERVE_PROBE_MS`: how often serve's long-poll dispatcher probes for other processes' commits
+/// (a long interval: what serve answers before the dispatcher has read a commit).
 let hooks = TestHooks(
     backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
     pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0,
     followCycleEnd: followCycleEnd,
     followDiagnosticsWindowSeconds: environment["CATALOG_TEST_FOLLOW_DIAGNOSTICS_WINDOW_S"].flatMap(Double.init),
-    serveAfterPostCommit: serveAfterPostCommit, serveHubPushStart: serveHubPushStart)
+    serveAfterPostCommit: serveAfterPostCommit, serveHubPushStart: serveHubPushStart,
+    serveProbeMilliseconds: environment["CATALOG_TEST_SERVE_PROBE_MS"].flatMap(Int.init))
 let status = CatalogCLI.run(
     Array(CommandLine.arguments.dropFirst()),
     context: CLIContext(
