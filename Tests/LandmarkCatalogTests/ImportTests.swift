@@ -269,12 +269,23 @@ struct NewDatabaseBuildTests {
         #expect(try dumpRows(other, sql: "SELECT count(*) FROM landmarks") == [[.integer(5)]])
     }
 
-    @Test("a database that appears at the path during the build is never replaced: 75, the build removed")
+    @Test("a first import through a symbolic link (to a file not there yet): written through the link, not 75")
+    func throughALink() throws {
+        let dir = Support.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let link = dir.appending(path: "link.sqlite").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: dir.appending(path: "target.sqlite").path)
+        let r = runCLI(["import", Support.fixture("valid.json")], db: link)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try dumpRows(dir.appending(path: "target.sqlite").path, sql: "SELECT count(*) FROM landmarks") == [[.integer(5)]])
+    }
+
+    @Test("a database that appears at the path during the build is never replaced: Appeared, the build removed")
     func appearedMeanwhile() throws {
         let dir = Support.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appending(path: "catalog.sqlite").path
-        #expect(throws: CatalogError.self) {
+        #expect(throws: NewDatabaseBuild.Appeared.self) {
             _ = try NewDatabaseBuild.build(path: path, wallClock: ManualClock(testNow)) { store in
                 _ = try Importer(store).importLandmarks(from: .file(Support.fixture("valid.json")))
                 _ = try CatalogStore.open(path: path)  // another process created it meanwhile

@@ -268,7 +268,7 @@ struct ServeObservabilityTests {
         #expect((s["activeUsers"] as? [String: Int])?["5m"] == 2)
         #expect(s["quarantined"] as? Int == 1)
         let refusals = try #require(s["refusals"] as? [String: Int])
-        #expect(refusals["missing"] == 1 && refusals.values.reduce(0, +) == 1 && refusals.count == 9, "\(refusals)")
+        #expect(refusals["missing"] == 1 && refusals.values.reduce(0, +) == 1 && refusals.count == AuthRefusalCause.allCases.count, "\(refusals)")
         #expect(s["ready"] as? Bool == true)
         #expect(s["hub"] is NSNull)
         let sources = try #require(s["sources"] as? [[String: Any]])

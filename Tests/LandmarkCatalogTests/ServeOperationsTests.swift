@@ -51,6 +51,10 @@ struct ServeOperationsTests {
         #expect(try ServeCurl.get(url, token: bob).status == 200, "another user's token is still served")
         // Landmarks need a token too: refused alike.
         #expect(try ServeCurl.get(serve.base + "/v1/landmarks", token: ann).status == 401)
+        // A token issued once the command returned is good (iat counts whole seconds: the command waits out
+        // the second its cut-off falls in; a new operator's script got a token refused as revoked).
+        let fresh = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        #expect(try ServeCurl.get(url, token: fresh).status == 200, "a token issued after the revocation is served")
 
         // --before a time past: tokens issued after it (ann's) are good again.
         let past = try box.run(["token", "revoke", "--user", "ann", "--before", "2001-01-01T00:00:00Z"], db: db)
@@ -101,7 +105,7 @@ struct ServeOperationsTests {
             TokenRevocation(kind: .user, subject: "ann", before: 1000, revokedAt: ""),
             TokenRevocation(kind: .jti, subject: "j", before: 0, revokedAt: ""),
         ])
-        #expect(revoked.refusal(TokenIdentity(user: "ann", isEdge: false, expires: 5000)) != nil, "no iat: revoked")
+        #expect(revoked.refusal(TokenIdentity(user: "ann", isEdge: false, expires: 5000))?.cause == .revoked, "no iat: revoked")
         #expect(revoked.refusal(TokenIdentity(user: "ann", isEdge: false, expires: 5000, issuedAt: 999)) != nil)
         #expect(revoked.refusal(TokenIdentity(user: "ann", isEdge: false, expires: 5000, issuedAt: 1000)) == nil)
         #expect(revoked.refusal(TokenIdentity(user: "bob", isEdge: false, expires: 5000, tokenID: "j")) != nil)
@@ -285,6 +289,15 @@ struct ServeOperationsTests {
         #expect(try box.run(["backup", "--output", output, "--force"], db: db).status == 0)
         #expect(try box.run(["backup", "--output", "-"], db: db).status == 64)
         #expect(try box.run(["backup", "--output", db], db: db).status == 73)
+        // Never over the database's own WAL (a breaker's --force lost acknowledged writes), nor over a device.
+        #expect(try box.run(["backup", "--output", db + "-wal", "--force"], db: db).status == 73)
+        #expect(try box.run(["backup", "--output", "/dev/null", "--force"], db: db).status == 73)
+        // A directory not there: said so, with the --output given (it named a temporary file and blamed
+        // permissions to a new operator).
+        let noDirectory = try box.run(["backup", "--output", box.path("no-such-dir/copy.sqlite")], db: db)
+        #expect(
+            noDirectory.status == 73 && noDirectory.stderr.contains("does not exist") && noDirectory.stderr.contains("no-such-dir/copy.sqlite"),
+            "\(noDirectory)")
     }
 }
 

@@ -48,7 +48,15 @@ extension CatalogCLI {
         }
         // A first import builds the database beside its path and moves it into place: every page written
         // once, not twice (docs/performance.md §2).
-        let built = i[Options.dryRun] ? nil : try NewDatabaseBuild.build(path: i.databasePath, wallClock: i.context.wallClock, run)
+        // Only a file can be read again, should another command create the database meanwhile.
+        var built: LandmarkCatalog.ImportSummary?
+        if !i[Options.dryRun], let file, CatalogFiles.regularFileSize(file) != nil {
+            do {
+                built = try NewDatabaseBuild.build(path: i.databasePath, wallClock: i.context.wallClock, run)
+            } catch is NewDatabaseBuild.Appeared {
+                lseek(file, 0, SEEK_SET)
+            }
+        }
         let summary = try built ?? run(i[Options.dryRun] ? try i.openStoreForDryRun() : try i.openStore())
         progress.clear()
         if i[Options.json] {

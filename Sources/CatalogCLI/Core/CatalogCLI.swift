@@ -207,9 +207,13 @@ struct CreatedDatabase {
     /// it holds no landmark, position, remote or quarantined row; then the directories made for it, if empty.
     func removeIfEmpty() {
         let fm = FileManager.default
-        guard !existed, fm.fileExists(atPath: path), (try? CatalogFiles.holdsNoData(path: path)) == true else { return }
-        for suffix in ["", "-wal", "-shm", "-journal", ".sync-lock", ".sync-skipped", ".sync-skipped.taking"] {
-            try? fm.removeItem(atPath: path + suffix)
+        guard !existed else { return }
+        // A first import builds the database beside its path (NewDatabaseBuild): refused, it left none.
+        if fm.fileExists(atPath: path) {
+            guard (try? CatalogFiles.holdsNoData(path: path)) == true else { return }
+            for suffix in ["", "-wal", "-shm", "-journal", ".sync-lock", ".sync-skipped", ".sync-skipped.taking"] {
+                try? fm.removeItem(atPath: path + suffix)
+            }
         }
         for directory in missingDirectories.reversed() {
             guard (try? fm.contentsOfDirectory(atPath: directory))?.isEmpty == true else { break }

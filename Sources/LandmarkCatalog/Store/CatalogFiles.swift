@@ -105,7 +105,7 @@ public enum CatalogFiles {
     }
 
     /// The size of the regular file open at `fd`, or nil (a pipe, a terminal).
-    static func regularFileSize(_ fd: Int32) -> Int64? {
+    package static func regularFileSize(_ fd: Int32) -> Int64? {
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int64(info.st_size)

@@ -30,10 +30,32 @@ package struct DatabaseBackup {
         if URL(fileURLWithPath: path).resolvingSymlinksInPath().path == source {
             throw CatalogError(.cantCreate, "--output is the database itself, \(path)", hint: "write the backup to another file")
         }
+        // Never over a file the database lives by (its WAL: a breaker's --force lost acknowledged writes), nor
+        // over anything but a regular file (`--output /dev/null --force` replaced the device).
+        let sidecars = ["-wal", "-shm", "-journal", ".serve", ".serve-cursor", ".sync-lock", ".building"]
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        if let suffix = sidecars.first(where: { resolved == source + $0 }) {
+            throw CatalogError(.cantCreate, "--output is the database's own \(suffix) file, \(path)", hint: "write the backup to another file")
+        }
+        var info = stat()
+        if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            throw CatalogError(.cantCreate, "--output is not a regular file, \(path)", hint: "write the backup to a new file")
+        }
         if !replacing && FileManager.default.fileExists(atPath: path) {
             throw CatalogError(.cantCreate, "\(path) exists; refusing to replace it", hint: "choose another --output, or pass --force")
         }
         let directory = CatalogFiles.directory(of: path).isEmpty ? "." : CatalogFiles.directory(of: path)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CatalogError(
+                .cantCreate, "cannot write the backup: its directory \(directory) does not exist, \(path)",
+                hint: "create the directory first (mkdir -p \(directory))")
+        }
+        guard access(directory, W_OK) == 0 else {
+            throw CatalogError(
+                .cantCreate, "cannot write the backup: this user cannot write its directory \(directory), \(path)",
+                hint: "write it where this user may, or run as a user who may write \(directory)")
+        }
         let temporary = directory + "/.\(URL(fileURLWithPath: path).lastPathComponent).backup-\(getpid())"
         defer {
             for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
@@ -42,7 +64,8 @@ package struct DatabaseBackup {
         do {
             try store.connection.execute(sql: "VACUUM INTO ?", [.text(temporary)])
         } catch let error as SQLiteError {
-            throw CatalogError(error, path: temporary)
+            if [.busy, .locked].contains(error.code.primary) { throw CatalogError(error, path: store.path) }
+            throw CatalogError(.cantCreate, "cannot write the backup (\(error.message)), \(path)", hint: "check the disk's free space and the directory")
         }
         do {
             // Its own scope: the copy's connection is closed (its WAL checkpointed away) before the rename.

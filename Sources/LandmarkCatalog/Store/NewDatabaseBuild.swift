@@ -12,8 +12,12 @@ import Foundation
 /// Nothing is lost on a failure: until the build is complete the database's own path holds nothing, and
 /// the build file (`PATH.building`, locked with `flock(2)` while in use) is removed, or found stale and
 /// reused by the next build. Once complete, it is switched back to WAL, made durable (`fsync`), and
-/// linked into place with `link(2)`, which never replaces a database that appeared meanwhile.
+/// linked into place with `link(2)`, which never replaces a database that appeared meanwhile (the caller
+/// then writes into that one).
 package enum NewDatabaseBuild {
+    /// A database appeared at the path while the build ran; the build was removed, nothing else written.
+    package struct Appeared: Error {}
+
     /// Builds the database at `path` with `body`, when neither it nor its WAL exists.
     ///
     /// - Parameters:
@@ -22,12 +26,14 @@ package enum NewDatabaseBuild {
     ///   - body: the writes (one transaction of its own); its store is closed after it returns.
     /// - Returns: what `body` returned; nil when the database (or another build of it) exists, so the
     ///   caller writes into it the usual way.
-    /// - Throws: what opening the store or `body` throws (nothing is left at `path`); `CatalogError` 75
-    ///   when a database appeared at `path` while this one was built, 74 when the build cannot be made
-    ///   durable or moved into place.
+    /// - Throws: what opening the store or `body` throws (nothing is left at `path`); ``Appeared`` when a
+    ///   database appeared at `path` while this one was built (another command's first run: write into it
+    ///   the usual way); `CatalogError` 74 when the build cannot be made durable or moved into place.
     package static func build<T>(path: String, wallClock: any WallClock, _ body: (CatalogStore) throws -> T) throws -> T? {
         let fm = FileManager.default
-        guard path != ":memory:", !fm.fileExists(atPath: path), !fm.fileExists(atPath: path + "-wal") else { return nil }
+        // Nothing at all at the path: a symbolic link (dangling too) is opened the usual way, through the link.
+        var info = stat()
+        guard path != ":memory:", lstat(path, &info) != 0, errno == ENOENT, !fm.fileExists(atPath: path + "-wal") else { return nil }
         try CatalogFiles.prepareDirectory(for: path)
         let building = path + ".building"
         let lock = open(building, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -59,11 +65,7 @@ package enum NewDatabaseBuild {
             throw CatalogError(.ioError, "cannot make the new database durable (\(String(cString: strerror(errno)))), \(path)")
         }
         guard link(building, path) == 0 else {
-            if errno == EEXIST {
-                throw CatalogError(
-                    .tempFail, "a database appeared at \(path) while this one was built; nothing of this command was written",
-                    hint: "run it again: it then writes into that database")
-            }
+            if errno == EEXIST { throw Appeared() }
             throw CatalogError(.ioError, "cannot move the new database into place (\(String(cString: strerror(errno)))), \(path)")
         }
         done = true

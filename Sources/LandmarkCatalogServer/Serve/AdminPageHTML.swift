@@ -143,7 +143,11 @@ let adminPageHTML = #"""
     }
     $("user-form").addEventListener("submit", (e) => { e.preventDefault(); const id = $("user-input").value.trim(); if (id) { history.pushState(null, "", "/users/" + encodeURIComponent(id)); lookUp(id); } });
     const m = location.pathname.match(/^\/users\/(.+)$/);
-    if (m) { const id = decodeURIComponent(m[1]); $("user-input").value = id; lookUp(id).catch((e) => set("user-result", String(e))); }
+    if (m) {
+      let id = m[1];
+      try { id = decodeURIComponent(m[1]); } catch (e) { /* a malformed %-escape: looked up as written */ }
+      $("user-input").value = id; lookUp(id).catch((e) => set("user-result", String(e)));
+    }
     summary().catch((e) => set("updated", "cannot read /api/summary: " + e));
     setInterval(() => summary().catch(() => {}), 10000);
     </script>

@@ -248,6 +248,8 @@ package enum AuthRefusalCause: String, CaseIterable, Sendable {
     case issuedInFuture = "issued_in_future"
     /// `exp` or `sub` missing, or `sub` not a user id.
     case claims
+    /// Revoked by `catalog token revoke` (docs/serve.md §10).
+    case revoked
 
     var index: Int { Self.allCases.firstIndex(of: self) ?? 0 }
 }

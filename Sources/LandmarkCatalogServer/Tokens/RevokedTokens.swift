@@ -40,6 +40,6 @@ package final class RevokedTokens: @unchecked Sendable {
             guard let iat = identity.issuedAt else { return true }
             return iat < before
         }
-        return revoked ? TokenRefusal(reason: "the token was revoked (catalog token revoke); ask for a new one") : nil
+        return revoked ? TokenRefusal(reason: "the token was revoked (catalog token revoke); ask for a new one", cause: .revoked) : nil
     }
 }
