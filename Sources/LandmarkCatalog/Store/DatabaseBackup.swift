@@ -65,7 +65,8 @@ package struct DatabaseBackup {
             try store.connection.execute(sql: "VACUUM INTO ?", [.text(temporary)])
         } catch let error as SQLiteError {
             if [.busy, .locked].contains(error.code.primary) { throw CatalogError(error, path: store.path) }
-            throw CatalogError(.cantCreate, "cannot write the backup (\(error.message)), \(path)", hint: "check the disk's free space and the directory")
+            throw CatalogError(
+                .cantCreate, "cannot write the backup (\(error.message)), \(path)", hint: "check the disk's free space and the directory")
         }
         do {
             // Its own scope: the copy's connection is closed (its WAL checkpointed away) before the rename.
