@@ -65,6 +65,7 @@ package struct DatabaseBackup {
             try store.connection.execute(sql: "VACUUM INTO ?", [.text(temporary)])
         } catch let error as SQLiteError {
             if [.busy, .locked].contains(error.code.primary) { throw CatalogError(error, path: store.path) }
+            if [.full, .ioError].contains(error.code.primary) { throw CatalogError(error, path: path) }
             throw CatalogError(
                 .cantCreate, "cannot write the backup (\(error.message)), \(path)", hint: "check the disk's free space and the directory")
         }
