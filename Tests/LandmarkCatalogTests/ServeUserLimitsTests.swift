@@ -208,6 +208,15 @@ extension ServeTests {
             #expect(Date().timeIntervalSince(t) < 10, "answered after \(Date().timeIntervalSince(t)) s")
             #expect(r.json?["cursor"] as? String == cursor && ServeRows.positions(r).count == 1, "\(r)")
         }
+        // Nor with a landmarks cursor: one past the newest landmark is answered from the start however far
+        // bob's writes moved the database (a breaker found the sequence by bisection, and by If-None-Match).
+        let landmarks = try ServeCurl.get(serve.base + "/v1/landmarks", token: ann)
+        let landmarksCursor = try #require(landmarks.json?["cursor"] as? String)
+        let newest = try #require(ServerCursor.sequence(landmarksCursor))
+        for probe in [newest + 1, newest + 3] {
+            let r = try ServeCurl.get(serve.base + "/v1/landmarks?after=\(base):\(probe)", token: ann)
+            #expect(r.json?["cursor"] as? String == landmarksCursor && (r.json?["landmarks"] as? [Any])?.isEmpty == false, "\(r)")
+        }
         // ann's long-poll stays open through bob's writes, and answers ann's next row.
         let poll = try #require(RawSocket(port: serve.port))
         #expect(poll.send("GET /v1/positions?after=\(cursor)&wait=30 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(ann)\r\n\r\n"))

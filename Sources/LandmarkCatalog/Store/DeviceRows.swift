@@ -139,6 +139,11 @@ extension DeviceRows {
         }
     }
 
+    /// The change sequence number of the newest landmark row (0: none). A landmarks cursor past it is not
+    /// one this database handed out for its landmarks (docs/protocol.md §3), whatever positions were
+    /// written since: so no cursor tells how far the positions of others have moved the sequence.
+    package func landmarksThrough() throws -> Int64 { try store.read { try store.landmarkTable.maxSeq() } }
+
     /// What changed after `after`: each changed position's user and change sequence number (passed to
     /// `user`), whether a landmark changed, and the high-water mark they were read through — for waking
     /// long-polls and knowing, without a read, that a user has nothing new (docs/serve.md §4).

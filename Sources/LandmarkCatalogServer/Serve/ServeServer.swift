@@ -435,6 +435,19 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 return a
             }
         }
+        if landmarks {
+            // The landmarks' cursor is their own newest row's: one past it starts again, never probes how
+            // far other users' positions moved the database's sequence (docs/protocol.md §3).
+            return try readers.with { store in
+                let rows = DeviceRows(store)
+                var a = try rows.deviceLandmarks(after: from, limit: limit)
+                if a.page.count == 0, from > 0, try from > rows.landmarksThrough() {
+                    from = 0
+                    a = try rows.deviceLandmarks(after: 0, limit: limit)
+                }
+                return a
+            }
+        }
         return try readers.with { store in
             var a =
                 landmarks
