@@ -66,6 +66,46 @@ extension ServeTests {
         #expect(run.status == 0, "\(run)")
     }
 
+    /// A breaker held --max-connections with one token's idle kept-alive connections (one request each, then
+    /// silence): another user went unanswered.
+    @Test("--max-connections-per-user 2: a user's third and fourth kept-alive connections are closed once answered; others are not")
+    func idleConnectionsPerUserAreBounded() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: db, keys: [key.publicKey], extra: ["--max-connections-per-user", "2"])
+        let ann = try ServeKeys.issue(box, key: key.privateKey, user: "ann")
+        let bob = try ServeKeys.issue(box, key: key.privateKey, user: "bob")
+        func request(_ token: String) -> String {
+            "GET /v1/positions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        }
+        var kept: [RawSocket] = []
+        for i in 0..<4 {
+            let socket = try #require(RawSocket(port: serve.port))
+            #expect(socket.send(request(ann)))
+            let answer = socket.readToClose(within: 1.5)
+            #expect(answer.text.hasPrefix("HTTP/1.1 200"), "\(i): \(answer.text)")
+            // The first two stay open between requests; past the cap, each is answered, then closed.
+            #expect(answer.closed == (i >= 2), "\(i): \(answer.text)")
+            #expect(answer.text.lowercased().contains("connection: close") == (i >= 2), "\(i): \(answer.text)")
+            if !answer.closed { kept.append(socket) }
+        }
+        let other = try #require(RawSocket(port: serve.port))
+        #expect(other.send(request(bob)))
+        #expect(other.readToClose(within: 1.5).closed == false, "another user's connection is kept")
+        // One of ann's closes: a new one of hers is kept again.
+        kept.removeFirst()
+        // The server learns of the close from its event loop: a few tries, each a new connection.
+        var keptAgain: RawSocket?
+        for _ in 0..<10 where keptAgain == nil {
+            guard let socket = RawSocket(port: serve.port), socket.send(request(ann)) else { continue }
+            if !socket.readToClose(within: 1).closed { keptAgain = socket }
+        }
+        #expect(keptAgain != nil, "ann's count went down when one of her connections closed")
+        let run = serve.stop()
+        #expect(run.status == 0, "\(run)")
+    }
+
     @Test("--max-connections-per-user 2: a slot comes back when its request ends, a 429 included")
     func userSlotsAreGivenBack() throws {
         let box = try Sandbox()

@@ -69,6 +69,10 @@ package final class HTTPDaemon: @unchecked Sendable {
     private let lock = NSLock()
     /// Open connections: their socket and, while no request is in progress, when its headers are due.
     private var connections: [UnsafeMutableRawPointer: (fd: Int32, due: UInt64?)] = [:]
+    /// The user whose token the last request on each connection carried (``own(_:by:)``), and how many open
+    /// connections each such user holds, under `lock`.
+    private var owners: [UnsafeMutableRawPointer: String] = [:]
+    private var ownedCount: [String: Int] = [:]
     private var sweeper: Thread?
     private var stopping = false
     /// The port it listens on.
@@ -183,8 +187,32 @@ package final class HTTPDaemon: @unchecked Sendable {
                 connections[key] = (fd, DispatchTime.now().uptimeNanoseconds + UInt64(limits.headerSeconds * 1e9))
             } else {
                 connections[key] = nil
+                if let user = owners.removeValue(forKey: key) { disown(user) }
             }
         }
+    }
+
+    /// Counts `request`'s connection as `user`'s (a connection counts for the user of its latest request).
+    /// - Returns: how many open connections `user` holds with this one.
+    package func own(_ request: HTTPRequest, by user: String) -> Int {
+        let key = UnsafeMutableRawPointer(request.mhdConnection)
+        return lock.withLock {
+            guard connections[key] != nil else { return 0 }
+            if let previous = owners[key] {
+                if previous == user { return ownedCount[user] ?? 1 }
+                disown(previous)
+            }
+            owners[key] = user
+            let n = (ownedCount[user] ?? 0) + 1
+            ownedCount[user] = n
+            return n
+        }
+    }
+
+    /// One connection fewer for `user`; call under `lock`.
+    private func disown(_ user: String) {
+        let n = (ownedCount[user] ?? 1) - 1
+        ownedCount[user] = n > 0 ? n : nil
     }
 
     /// The body of the request on `connection` is due by `due` (nil: nothing is due, the service has it).
@@ -240,7 +268,7 @@ package final class HTTPDaemon: @unchecked Sendable {
         request.answered = true
         request.status = reply.status
         request.bytesSent = reply.body.count
-        if let prepared = reply.response {
+        if let prepared = reply.response, !request.closeAfter {
             return MHD_queue_response(request.mhdConnection, UInt32(reply.status), prepared.pointer)
         }
         let response = reply.body.withUnsafeBytes { bytes in
@@ -249,6 +277,8 @@ package final class HTTPDaemon: @unchecked Sendable {
         guard let response else { return .NO }
         defer { MHD_destroy_response(response) }
         for (name, value) in reply.headers { _ = MHD_add_response_header(response, name, value) }
+        // MHD closes the connection once this answer is sent (RFC 9112 §9.6).
+        if request.closeAfter { _ = MHD_add_response_header(response, "Connection", "close") }
         return MHD_queue_response(request.mhdConnection, UInt32(reply.status), response)
     }
 

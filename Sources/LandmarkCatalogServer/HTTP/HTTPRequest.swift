@@ -58,6 +58,9 @@ final class PreparedResponse: @unchecked Sendable {
 package final class HTTPRequest: @unchecked Sendable {
     /// MHD's connection: valid until the request completes.
     let mhdConnection: OpaquePointer
+    /// Answer with `Connection: close`: its user holds more connections than `--max-connections-per-user`
+    /// (docs/serve.md §3).
+    package var closeAfter = false
     package let method: String
     /// The path without the query.
     package let path: String

@@ -313,6 +313,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// token (a server node) is not limited.
     private func admit(_ request: HTTPRequest) -> HTTPReply? {
         guard let user = request.user, !request.edge else { return nil }
+        // Idle kept-alive connections count too: past the cap, this one is closed once answered, so one
+        // user cannot hold the server's connections between requests (docs/serve.md §3).
+        if let daemon, daemon.own(request, by: user) > options.maxRequestsPerUser { request.closeAfter = true }
         guard userLimits.enter(user) else {
             return error(
                 429, "too_many_requests", "this user has \(options.maxRequestsPerUser) requests open already; try again when one is answered",
