@@ -139,7 +139,9 @@ extension DeviceRows {
         }
     }
 
-    /// The change sequence number of the newest landmark row (0: none). A landmarks cursor past it is not
+    /// The change sequence number of the newest landmark row (0: none).
+    ///
+    /// A landmarks cursor past it is not
     /// one this database handed out for its landmarks (docs/protocol.md §3), whatever positions were
     /// written since: so no cursor tells how far the positions of others have moved the sequence.
     package func landmarksThrough() throws -> Int64 { try store.read { try store.landmarkTable.maxSeq() } }
