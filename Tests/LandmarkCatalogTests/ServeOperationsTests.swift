@@ -334,6 +334,12 @@ struct ServeHubOperationsTests {
             listed.status == 0 && listed.stdout.contains(#""kind":"user","revokedAt":"#)
                 && listed.stdout.contains(#""source":"hub","subject":"ann""#), "\(listed)")
 
+        // Revoked from one node and lifted from another (a breaker's: the first node kept a row of its own and
+        // went on refusing what the fleet had lifted), then revoked again.
+        #expect(try box.run(["token", "revoke", "--user", "carl", "--hub", uri], db: one.db).status == 0)
+        #expect(try box.run(["token", "revoke", "--user", "carl", "--lift", "--hub", uri], db: two.db).status == 0)
+        #expect(try dumpRows(one.db, sql: "SELECT count(*) FROM token_revocations WHERE source = 'database'") == [[.integer(0)]])
+
         // prune --hub: a revocation long past goes, ann's stays.
         #expect(try box.run(["token", "revoke", "--user", "old", "--before", "2001-01-01T00:00:00Z", "--hub", uri]).status == 0)
         let pruned = try box.run(["token", "prune", "--max-ttl", "1d", "--hub", uri], db: box.path("operator.sqlite"))

@@ -122,8 +122,13 @@ extension CatalogCLI {
         }
         let before = kind == .user ? (i[RevokeOptions.before] ?? now + 1) : 0
         let revocation = TokenRevocation(kind: kind, subject: subject, before: before, revokedAt: Timestamp.format(milliseconds: now * 1000))
-        if let store { try TokenRevocations(store).revoke(revocation) }
-        try hubRevocations?.revoke(revocation)
+        // With --hub the hub holds it alone (each serve --hub keeps its own copy of the hub's): a local row
+        // too could not be lifted from another node, and that node would go on refusing what the fleet lifted.
+        if let hubRevocations {
+            try hubRevocations.revoke(revocation)
+        } else if let store {
+            try TokenRevocations(store).revoke(revocation)
+        }
         if kind == .user, i[RevokeOptions.before] == nil {
             // `iat` counts whole seconds: the cut-off is the next one, so a token issued after this command
             // returns (a script revoking and issuing anew) is good, never refused with the leaked ones.
