@@ -181,6 +181,27 @@ struct ServeOperationsTests {
         #expect(posted.wait(timeout: .now() + 20) == .success)
     }
 
+    /// A breaker's: the second serve of a database never wrote the marker, so once the first stopped,
+    /// `status --check` said unhealthy while the second served and was ready.
+    @Test("two serves of one database: once the first stops, the second's heartbeat takes the marker and status --check is healthy")
+    func secondServeTakesTheMarker() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let first = try ServeProcess(box, db: db, keys: [key.publicKey])
+        let second = try ServeProcess(box, db: db, keys: [key.publicKey])
+        #expect(try box.run(["status", "--check"], db: db).stdout.contains("127.0.0.1:\(first.port) "))
+        #expect(first.stop().status == 0)
+        // The next heartbeat (every 5 s) writes the second's marker.
+        let healthy = try HubSupport.wait(seconds: 30) {
+            let r = try box.run(["status", "--check"], db: db)
+            return r.status == 0 && r.stdout.contains("127.0.0.1:\(second.port) ") && r.stdout.contains("(pid \(second.pid))")
+        }
+        let last = try box.run(["status", "--check"], db: db)
+        #expect(healthy, "\(last)")
+        #expect(second.stop().status == 0)
+    }
+
     @Test("status --check on a node that only serves: healthy while serve runs and is ready; not when read-only, stale, killed or stopped")
     func statusCheckWhileServing() throws {
         let box = try Sandbox()

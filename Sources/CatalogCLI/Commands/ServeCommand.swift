@@ -232,8 +232,13 @@ nonisolated(unsafe) private let serveStopSemaphore: UnsafeMutablePointer<sem_t> 
 /// and serve's heartbeat (when it last checked itself, and whether it was ready), for `status --check`
 /// (docs/operations.md §3); removed when serve exits (a killed serve leaves it, and `status` says its pid
 /// is gone).
-struct ServeMarker: Sendable {
+final class ServeMarker: @unchecked Sendable {
+    // Safe: `mine` is touched under `lock`.
     let path: String
+    private let lock = NSLock()
+    /// This serve's address and start, once it listens: the heartbeat writes the marker with them when no
+    /// other live serve holds it (the first of two stopped; a killed one's pid gone).
+    private var mine: (listen: String, since: String)?
 
     init(databasePath: String) {
         path = CatalogFiles.besideDatabase(databasePath, suffix: ".serve")
@@ -245,8 +250,9 @@ struct ServeMarker: Sendable {
     /// - Returns: the pid of that other serve, or nil when written.
     @discardableResult
     func write(listen: String, now: Int64) -> Int32? {
-        if let other = read(), other.alive, other.pid != getpid() { return other.pid }
         let since = Timestamp.format(milliseconds: now)
+        lock.withLock { mine = (listen, since) }
+        if let other = read(), other.alive, other.pid != getpid() { return other.pid }
         let text = "\(getpid())\n\(ProcessInfo.processInfo.hostName)\n\(since)\n\(listen)\n\(since)\nready\n"
         try? text.write(toFile: path, atomically: true, encoding: .utf8)
         return nil
@@ -255,10 +261,13 @@ struct ServeMarker: Sendable {
     /// The heartbeat: records that this serve checked itself at `now` and why it is not ready (nil: it is),
     /// when the marker is this process's.
     func beat(now: Int64, notReady: String?) {
-        guard let marker = read(), marker.pid == getpid() else { return }
+        guard let mine = lock.withLock({ mine }) else { return }
+        // Another live serve's marker stays; one of no live serve (the first of two stopped, or was killed
+        // and its pid is gone) is taken over, so `status --check` sees this one.
+        if let marker = read(), marker.pid != getpid(), marker.alive { return }
         let state = notReady.map { "not ready: " + $0.replacingOccurrences(of: "\n", with: " ") } ?? "ready"
         let text =
-            "\(marker.pid)\n\(marker.host)\n\(marker.since)\n\(marker.listen)\n\(Timestamp.format(milliseconds: now))\n\(state)\n"
+            "\(getpid())\n\(ProcessInfo.processInfo.hostName)\n\(mine.since)\n\(mine.listen)\n\(Timestamp.format(milliseconds: now))\n\(state)\n"
         try? text.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
