@@ -365,6 +365,12 @@ struct ServeHubOperationsTests {
         #expect(try box.run(["token", "revoke", "--user", "old", "--before", "2001-01-01T00:00:00Z", "--hub", uri]).status == 0)
         let pruned = try box.run(["token", "prune", "--max-ttl", "1d", "--hub", uri], db: box.path("operator.sqlite"))
         #expect(pruned.stdout == "removed 1 revocation that can refuse no token any more\n", "\(pruned)")
+        // Each serve's copy of the hub's follows it (read every second): ann's alone, before the hub stops.
+        let mirrored = try HubSupport.wait(seconds: 15) {
+            try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations") == [[.text("hub"), .text("user"), .text("ann")]]
+        }
+        let copy = try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations")
+        #expect(mirrored, "\(copy)")
 
         server.stop()
         for serve in [one, two] {
