@@ -433,7 +433,9 @@ struct ServeHTTP {
         case 401:
             throw CatalogError(
                 .untrusted, "the server refused the bearer token\(said): HTTP 401\(detail), \(requestName)",
-                hint: "the token may have expired (exp) or be signed by a key the server does not trust; put a fresh one in the token file")
+                hint:
+                    "the token may have expired (exp), been revoked (catalog token revoke) or be signed by a key the server does not trust; put a fresh one in the token file"
+            )
         case 403:
             throw CatalogError(
                 .untrusted, "the token may not write these rows\(said): HTTP 403, nothing of that request was written, \(requestName)",
