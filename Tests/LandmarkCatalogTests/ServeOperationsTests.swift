@@ -51,6 +51,12 @@ struct ServeOperationsTests {
         #expect(try ServeCurl.get(url, token: bob).status == 200, "another user's token is still served")
         // Landmarks need a token too: refused alike.
         #expect(try ServeCurl.get(serve.base + "/v1/landmarks", token: ann).status == 401)
+        // A node syncing with the revoked token is told so (serve's body was dropped and the hint said "expired").
+        let tokenFile = box.path("ann.jwt")
+        try ann.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        chmod(tokenFile, 0o600)
+        let node = try box.run(["sync", "catalog+http://127.0.0.1:\(serve.port)/v1", "--token-file", tokenFile], db: box.path("node.sqlite"))
+        #expect(node.status == 77 && node.stderr.contains("the token was revoked"), "\(node)")
         // A token issued once the command returned is good (iat counts whole seconds: the command waits out
         // the second its cut-off falls in; a new operator's script got a token refused as revoked).
         let fresh = try ServeKeys.issue(box, key: key.privateKey, user: "ann")

@@ -43,6 +43,11 @@ final class HTTPTransfer {
     private(set) var stop: Stop?
     /// Whether the last response's header block ended (later lines are chunked trailers).
     private var headersComplete = false
+    /// How much of a non-2xx body to keep in the spool file (bytes; 0: none), for a server whose errors
+    /// have a JSON body worth quoting (docs/protocol.md §1); the transfer must not be retried after one.
+    var errorBodyLimit = 0
+    /// Bytes of a non-2xx body written to the spool file (not counted in ``bodyBytes``).
+    private var errorBytes = 0
 
     /// - Parameters:
     ///   - fd: the spool file (not owned).
@@ -136,6 +141,10 @@ final class HTTPTransfer {
     /// - Returns: false to stop the transfer: over `maxBytes`, a failed spool write, or a non-2xx body.
     private func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard (200...299).contains(status) else {
+            if errorBodyLimit > 0, errorBytes + bytes.count <= errorBodyLimit, Spool.writeAll(fd, bytes) == 0 {
+                errorBytes += bytes.count
+                return true
+            }
             stop = .unwantedBody
             return false
         }

@@ -401,6 +401,8 @@ struct ServeHTTP {
         var keep = false
         defer { if !keep { close(fd) } }
         let transfer = HTTPTransfer(fd: fd, maxBytes: options.maxBytes)
+        // serve's refusals say why in a small JSON body (a revoked token, a field): kept to quote it.
+        transfer.errorBodyLimit = 4096
         try transfer.install(on: easy)
         try easy.install(cancellation: options.cancellation)
         let code = try payload.withUnsafeBufferPointer { buffer -> CURLcode in
