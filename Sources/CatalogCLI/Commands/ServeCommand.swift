@@ -198,7 +198,7 @@ extension CatalogCLI {
         let server = try ServeServer(options: options)
         // A real handler, not a Dispatch signal source: libdispatch's signalfd sees a signal only while every
         // thread blocks it, and with SIG_IGN set a thread that does not (libmicrohttpd's, the runtime's)
-        // drops it; a SIGTERM under load was lost that way and serve was SIGKILLed (issue 27). sem_post is
+        // drops it; a SIGTERM under load was lost that way and serve was SIGKILLed. sem_post is
         // async-signal-safe (POSIX signal-safety(7)).
         sem_init(serveStopSemaphore, 0, 0)
         for number in [SIGTERM, SIGINT] { signal(number) { _ in sem_post(serveStopSemaphore) } }

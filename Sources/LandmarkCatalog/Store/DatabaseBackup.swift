@@ -30,7 +30,7 @@ package struct DatabaseBackup {
         if URL(fileURLWithPath: path).resolvingSymlinksInPath().path == source {
             throw CatalogError(.cantCreate, "--output is the database itself, \(path)", hint: "write the backup to another file")
         }
-        // Never over a file the database lives by (its WAL: a breaker's --force lost acknowledged writes), nor
+        // Never over a file the database lives by (its WAL: a --force over it lost acknowledged writes), nor
         // over anything but a regular file (`--output /dev/null --force` replaced the device).
         let sidecars = ["-wal", "-shm", "-journal", ".serve", ".serve-cursor", ".sync-lock", ".building"]
         let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path

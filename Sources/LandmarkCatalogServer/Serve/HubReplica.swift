@@ -104,7 +104,7 @@ final class HubReplica: @unchecked Sendable {
         guard lock.withLock({ running }) else { return }
         control.stop()
         let ended = finished.wait(timeout: .now() + timeoutSeconds) == .success
-        // Said at exit so an operator knows nothing is lost (issue 27's breaker: a SIGTERM while the hub was
+        // Said at exit so an operator knows nothing is lost (a SIGTERM while the hub was
         // down said nothing): what was not pushed stays here and goes at the next start.
         if !ended || currentState == "failing" {
             log(
