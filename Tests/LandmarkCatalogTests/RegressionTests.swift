@@ -44,6 +44,10 @@ struct RegressionTests {
         let result = try runProcess(Support.catalogBinary, ["--db", "b", "init"], in: dir)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(FileManager.default.fileExists(atPath: dir.appending(path: "b").path))
+        // A first import builds the database beside its path and syncs the directory: it trapped there too.
+        let imported = try runProcess(Support.catalogBinary, ["--db", "c", "import", Support.fixture("valid.json")], in: dir)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try dumpRows(dir.appending(path: "c").path, sql: "SELECT count(*) FROM landmarks") == [[.integer(5)]])
         #expect(CatalogFiles.directory(of: "b") == "")
         #expect(CatalogFiles.directory(of: "/b") == "/")
         #expect(CatalogFiles.directory(of: "x/y/b") == "x/y")

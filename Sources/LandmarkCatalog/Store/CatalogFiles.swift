@@ -68,6 +68,16 @@ public enum CatalogFiles {
         return info.f_flag & UInt(ST_RDONLY) != 0
     }
 
+    /// Makes a rename or link in `path`'s directory durable (`fsync(2)` of the directory); a directory that
+    /// cannot be opened is left as it is.
+    package static func syncDirectory(of path: String) {
+        let parent = directory(of: path)
+        let fd = open(parent.isEmpty ? "." : parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
     /// The directory part of a path ("" when it has none): `a/b/c.sqlite` → `a/b`, `/c.sqlite` → `/`.
     public static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "" }

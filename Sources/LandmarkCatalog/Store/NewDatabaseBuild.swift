@@ -70,12 +70,7 @@ package enum NewDatabaseBuild {
         }
         done = true
         unlink(building)
-        let parent = (path as NSString).deletingLastPathComponent
-        let directory = open(parent.isEmpty ? "." : parent, O_RDONLY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
+        CatalogFiles.syncDirectory(of: path)
         return result
     }
 }

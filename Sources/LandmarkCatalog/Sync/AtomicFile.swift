@@ -124,12 +124,7 @@ package final class AtomicFileWriter {
             throw CatalogError(.cantCreate, "cannot replace \(path): \(String(cString: strerror(errno)))")
         }
         committed = true
-        guard syncDirectory else { return }
-        let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
+        if syncDirectory { CatalogFiles.syncDirectory(of: path) }
     }
 
     /// Makes the content durable (fsync) and closes the file, before ``commit(as:syncDirectory:)`` renames
