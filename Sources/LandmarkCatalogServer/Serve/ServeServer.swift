@@ -366,18 +366,6 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private func read(landmarks: Bool, user: String?, after: inout Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
         var from = after
         defer { after = from }
-        if let user, !landmarks {
-            return try readers.with { store in
-                var a = try DeviceRows(store).devicePositions(user: user, after: 0, limit: limit)
-                let row = a.page.count > 0 ? a.page.through : 0
-                if row == from {
-                    a.page = DeviceRowsPage()
-                } else if row < from {
-                    from = 0
-                }
-                return a
-            }
-        }
         if landmarks {
             // The landmarks' cursor is their own newest row's: one past it starts again, never probes how
             // far other users' positions moved the database's sequence (docs/protocol.md §3).
@@ -391,17 +379,24 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
                 return a
             }
         }
+        if let user {
+            return try readers.with { store in
+                var a = try DeviceRows(store).devicePositions(user: user, after: 0, limit: limit)
+                let row = a.page.count > 0 ? a.page.through : 0
+                if row == from {
+                    a.page = DeviceRowsPage()
+                } else if row < from {
+                    from = 0
+                }
+                return a
+            }
+        }
+        // An edge token: every position, by the database's own point.
         return try readers.with { store in
-            var a =
-                landmarks
-                ? try DeviceRows(store).deviceLandmarks(after: from, limit: limit)
-                : try DeviceRows(store).devicePositions(user: user, after: from, limit: limit)
+            var a = try DeviceRows(store).devicePositions(user: nil, after: from, limit: limit)
             if from > a.highWater {
                 from = 0
-                a =
-                    landmarks
-                    ? try DeviceRows(store).deviceLandmarks(after: 0, limit: limit)
-                    : try DeviceRows(store).devicePositions(user: user, after: 0, limit: limit)
+                a = try DeviceRows(store).devicePositions(user: nil, after: 0, limit: limit)
             }
             return a
         }
