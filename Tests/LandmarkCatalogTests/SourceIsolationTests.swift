@@ -108,13 +108,13 @@ struct SourceIsolationTests {
             }
             let duringMerge = random.next() % 2 == 0
             let planted = "/planted/\(failure)-\(round)"
-            store.sourceFactory = { locator in
+            var options = SyncOptions()
+            options.sourceFactory = { locator in
                 if case .file(let path) = locator, path == planted { return PlantedSource(path: path, failure: failure, duringMerge: duringMerge) }
                 return nil
             }
             var sources = goods
             sources.insert(planted, at: Int(random.next() % UInt64(goods.count + 1)))
-            var options = SyncOptions()
             let published = dir.appending(path: "published.json").path
             options.publishPath = published
             let report = try SyncRunner(store: store).sync(sources: sources, options: options)

@@ -89,9 +89,9 @@ extension LogPublisher {
         progress: (CatalogProgress) -> Void = { _ in }
     ) throws -> PublishReport {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
-        if let scheme = SourceLocator.scheme(of: directory) {
+        if let scheme = urlScheme(of: directory) {
             throw CatalogError(
-                .usage, "cannot publish to \(scheme):// (\(SourceLocator.redacted(directory))): publish writes a local directory",
+                .usage, "cannot publish to \(scheme):// (\(redactedURL(directory))): publish writes a local directory",
                 hint: "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
         }
         if let failure = makeDirectories(directory) {

@@ -129,3 +129,11 @@ public enum LastWriterWins {
             + content.map { "\($0) \(greaterContentWinsTie ? "DESC" : "ASC")" }).joined(separator: ", ")
     }
 }
+
+extension PositionRecord {
+    /// The tie rule's content order: the greater page, then the greater landmark (null lowest).
+    func compareContent(page storedPage: Int64, landmark storedLandmark: Int64?) -> LastWriterWins.ContentOrder {
+        if page != storedPage { return page < storedPage ? .less : .greater }
+        return LastWriterWins.order(landmark ?? Int64.min, storedLandmark ?? Int64.min)
+    }
+}

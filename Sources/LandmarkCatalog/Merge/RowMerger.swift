@@ -82,7 +82,7 @@ package struct RowMerger {
     /// The error that fails the source when the decoder found any.
     package func failure() -> CatalogError? {
         guard errors > 0 else { return nil }
-        let isHub = SourceLocator.scheme(of: source)?.hasPrefix("postgres") == true || HubConnInfo.isKeywordString(source)
+        let isHub = urlScheme(of: source)?.hasPrefix("postgres") == true || HubConnInfo.isKeywordString(source)
         let what = isHub ? "holds rows that are not valid" : "is not a valid snapshot"
         return CatalogError(
             .dataInvalid,

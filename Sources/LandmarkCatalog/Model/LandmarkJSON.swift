@@ -231,7 +231,7 @@ extension LandmarkJSON {
             case .coordinate:
                 if a.double(column) != b.double(column) { return false }
             case .text, .extra:
-                let equal = a.withText(column) { x in b.withText(column) { y in PreImage.equal(x, y) } }
+                let equal = a.withText(column) { x in b.withText(column) { y in OptionalBytes.equal(x, y) } }
                 if !equal { return false }
             case .stamp:
                 continue

@@ -24,8 +24,6 @@ public final class CatalogStore {
     public let path: String
     /// The wall clock stamps are drawn from (injected in tests).
     public let wallClock: any WallClock
-    /// Test hook: makes the source for a locator instead of the built-in kinds when it returns one.
-    var sourceFactory: ((SourceLocator) -> (any SyncSource)?)?
     /// Whether this store was opened for reading only (``Access/read``).
     public let isReadOnly: Bool
 

@@ -72,7 +72,7 @@ package struct DatabaseBackup {
         do {
             // Its own scope: the copy's connection is closed (its WAL checkpointed away) before the rename.
             let copy = try CatalogStore.open(path: temporary, wallClock: store.wallClock)
-            _ = try DeviceRows(copy).newServeDatabaseID()
+            _ = try copy.write { try copy.metaTable.newServeID() }
             try copy.connection.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
             try copy.connection.execute(sql: "PRAGMA journal_mode = DELETE")
         } catch let error as SQLiteError {

@@ -67,19 +67,9 @@ final class PreImage {
         for column in LandmarkColumn.boolColumns where record.has(column) && scan.bool(column) != record.flag(column) { return false }
         return batch.withView(record) { view in
             for column in LandmarkColumn.textColumns where column == .name || record.has(column) {
-                guard Self.equal(view.slot(column.textSlot), scan.textBytes(column)) else { return false }
+                guard OptionalBytes.equal(view.slot(column.textSlot), scan.textBytes(column)) else { return false }
             }
             return true
         }
-    }
-
-    /// Whether two optional byte strings are equal (nil is SQL NULL).
-    @inline(__always)
-    static func equal(_ a: UnsafeBufferPointer<UInt8>?, _ b: UnsafeBufferPointer<UInt8>?) -> Bool {
-        guard let a else { return b == nil }
-        guard let b, a.count == b.count else { return false }
-        // Non-empty buffers (the only ones compared) have base addresses.
-        // swift-format-ignore: NeverForceUnwrap
-        return a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
     }
 }

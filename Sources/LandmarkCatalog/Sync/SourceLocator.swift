@@ -114,14 +114,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The URL scheme of `text` (lowercased) when it starts like `scheme://`.
-    public static func scheme(of text: String) -> String? {
-        guard let range = text.range(of: "://") else { return nil }
-        let scheme = text[..<range.lowerBound]
-        guard let first = scheme.first, first.isASCII, first.isLetter,
-            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") })
-        else { return nil }
-        return scheme.lowercased()
-    }
+    public static func scheme(of text: String) -> String? { urlScheme(of: text) }
 
     /// The key the source's cursor and last good sync are stored under, and its name in messages,
     /// `status` and the run ledger: a path (its symbolic links resolved when parsed), a URL without its

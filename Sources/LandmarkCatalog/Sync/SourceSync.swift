@@ -143,8 +143,8 @@ package struct SourceSync {
         quiet.diagnostics = { [weak fetch] in fetch?.keep($0) }
         quiet.progress = { _ in }
         do {
-            let first = try plan(try makeSource(locator), context: quiet)
-            let again = try plan(try makeSource(locator), context: quiet, freshLook: true)
+            let first = try plan(try makeSource(locator, context: quiet), context: quiet)
+            let again = try plan(try makeSource(locator, context: quiet), context: quiet, freshLook: true)
             guard try first.source.prepareDetached(since: first.cursor, context: first.context),
                 try again.source.prepareDetached(since: again.cursor, context: again.context)
             else { return nil }
@@ -170,19 +170,19 @@ package struct SourceSync {
         _ locator: SourceLocator, context: SyncContext,
         made: (any SyncSource) -> Void
     ) throws -> (SourceReport.Outcome, MergeCounts) {
-        let source = try makeSource(locator)
+        let source = try makeSource(locator, context: context)
         made(source)
         do {
             return try syncOne(source, context: context)
         } catch is LogFileGone {
-            let again = try makeSource(locator)
+            let again = try makeSource(locator, context: context)
             made(again)
             return try syncOne(again, context: context, freshLook: true)
         }
     }
 
-    func makeSource(_ locator: SourceLocator) throws -> any SyncSource {
-        if let made = store.sourceFactory?(locator) { return made }
+    func makeSource(_ locator: SourceLocator, context: SyncContext) throws -> any SyncSource {
+        if let made = context.options.sourceFactory?(locator) { return made }
         switch locator {
         case .standardInput: return StandardInputSource()
         case .file(let path): return FileSource(path: path)

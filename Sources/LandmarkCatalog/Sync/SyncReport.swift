@@ -28,6 +28,8 @@ public struct SyncOptions: Sendable {
     public var publishPath: String?
     /// How a snapshot log is published.
     public var publish = PublishOptions()
+    /// Test hook: makes the source for a locator instead of the built-in kinds when it returns one.
+    package var sourceFactory: (@Sendable (SourceLocator) -> (any SyncSource)?)?
     /// `sync --trust KEY` (docs/trust.md §3): for this run, every source must be a snapshot log signed by
     /// one of these keys (besides the keys its saved remote trusts).
     package var trustedKeys: [MinisignPublicKey] = []

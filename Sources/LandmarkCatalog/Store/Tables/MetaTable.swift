@@ -22,6 +22,17 @@ package struct MetaTable {
             [.text(key), .text(value)])
     }
 
+    /// Gives this database a new random `serve-id` (16 hex digits), its identity for serve's cursors
+    /// (docs/protocol.md §3).
+    /// - Returns: the new id.
+    func newServeID() throws -> String {
+        var bytes = [UInt8](repeating: 0, count: 8)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        let id = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        try set("serve-id", id)
+        return id
+    }
+
     /// The clock's persisted state (zero before the first write).
     func clock() throws -> HybridLogicalClock {
         try db.firstRow(sql: "SELECT wall_ms, counter FROM hlc_clock WHERE id = 1") { s in

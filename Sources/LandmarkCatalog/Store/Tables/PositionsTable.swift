@@ -64,6 +64,28 @@ package struct PositionsTable {
             changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
     }
 
+    /// `user`'s row when its change sequence number is after `after` (a device's pull with a user token,
+    /// docs/protocol.md §4), passed to `body` (selecting ``PositionColumn/selectList``).
+    func forEachChanged(user: String, after: Int64, _ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND seq > ?", [.text(user), .integer(after)], body)
+    }
+
+    /// The rows changed after `after`, in change-sequence order, at most `limit`, each passed to `body`
+    /// (selecting ``PositionColumn/selectList``).
+    func forEachChanged(after: Int64, limit: Int, _ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? ORDER BY seq LIMIT ?",
+            [.integer(after), .integer(Int64(limit))], body)
+    }
+
+    /// The rows with change sequence numbers in `after + 1 ... through`, in no particular order, each passed
+    /// to `body` (selecting ``PositionColumn/selectList``): what woke a long-poll (docs/serve.md §4).
+    func forEachChanged(after: Int64, through: Int64, _ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? AND seq <= ?", [.integer(after), .integer(through)], body)
+    }
+
     /// `user`'s row, tombstone included, with its change sequence number; nil when none is stored (the
     /// device outbox's read, docs/protocol.md §6).
     func row(user: String) throws -> (record: PositionRecord, seq: Int64)? {

@@ -170,6 +170,21 @@ package struct QuarantineTable {
 
     /// How many rows are held.
     func count() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM sync_quarantine") ?? 0) }
+
+    /// `user`'s quarantined position rows, newest first, at most `limit`.
+    func positions(user: String, limit: Int) throws -> [QuarantinedRow] {
+        var rows: [QuarantinedRow] = []
+        try db.forEachRow(
+            sql: "SELECT \(QuarantineColumn.selectList) FROM sync_quarantine WHERE kind = 'position' AND row_key = ? ORDER BY id DESC LIMIT ?",
+            [.text(user), .integer(Int64(limit))]
+        ) { rows.append(QuarantinedRow(row: $0)) }
+        return rows
+    }
+
+    /// How many position rows of `user` the quarantine holds.
+    func positionCount(user: String) throws -> Int {
+        Int(try db.scalarInt(sql: "SELECT count(*) FROM sync_quarantine WHERE kind = 'position' AND row_key = ?", [.text(user)]) ?? 0)
+    }
 }
 
 extension CatalogStore {

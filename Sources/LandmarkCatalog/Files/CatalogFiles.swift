@@ -99,21 +99,6 @@ public enum CatalogFiles {
         return home + "/.local/share/landmark-catalog/catalog.sqlite"
     }
 
-    /// Whether the catalog database at `path` holds no data: no landmark, position, saved remote,
-    /// quarantined row or published log (only what opening it and recording runs wrote).
-    ///
-    /// Used to remove a database that a failed command created.
-    /// - Throws: `CatalogError` when it cannot be read.
-    public static func holdsNoData(path: String) throws -> Bool {
-        let store = try CatalogStore.open(path: path, access: .read)
-        return try store.read {
-            let landmarks = try store.landmarkTable.counts()
-            let positions = try store.positionTable.counts()
-            return landmarks.live + landmarks.tombstones + positions.live + positions.tombstones + (try store.remoteTable.count())
-                + (try store.quarantineTable.count()) + (try store.publicationTable.count()) == 0
-        }
-    }
-
     /// The size of the regular file open at `fd`, or nil (a pipe, a terminal).
     package static func regularFileSize(_ fd: Int32) -> Int64? {
         var info = stat()

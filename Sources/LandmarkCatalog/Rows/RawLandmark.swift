@@ -103,12 +103,6 @@ package struct PositionRecord: Sendable {
     /// Where it was read (line and column; the byte offset is not kept), when it came from a file.
     var position: SourcePosition? { line == 0 ? nil : SourcePosition(line: Int(line), column: Int(column), offset: 0) }
 
-    /// The tie rule's content order: the greater page, then the greater landmark (null lowest).
-    func compareContent(page storedPage: Int64, landmark storedLandmark: Int64?) -> LastWriterWins.ContentOrder {
-        if page != storedPage { return page < storedPage ? .less : .greater }
-        return LastWriterWins.order(landmark ?? Int64.min, storedLandmark ?? Int64.min)
-    }
-
     /// The snapshot row (docs/snapshot-format.md §3), keys sorted: the one writer of this shape.
     func writeJSON(to w: inout JSONWriter) {
         w.raw("{\"counter\":")

@@ -106,3 +106,14 @@ private func redactedKeywords(_ s: String) -> String {
 private func isPasswordKeyword(_ keyword: Substring) -> Bool {
     keyword.lowercased().contains("password")
 }
+
+/// The URL scheme of `text` (lowercased) when it starts like `scheme://` (RFC 3986 §3.1: a letter, then
+/// letters, digits, `+`, `-` or `.`).
+package func urlScheme(of text: String) -> String? {
+    guard let range = text.range(of: "://") else { return nil }
+    let scheme = text[..<range.lowerBound]
+    guard let first = scheme.first, first.isASCII, first.isLetter,
+        scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") })
+    else { return nil }
+    return scheme.lowercased()
+}

@@ -19,8 +19,8 @@ package struct DeviceRowsPage: Sendable {
 /// What `catalog serve` reads and writes for devices (docs/protocol.md §3–§6).
 ///
 /// Rows changed after a change sequence number, per user or all, and a device's stamped positions merged
-/// by the one last-writer-wins rule with each row's outcome. It lives in `Store/`: the statements on
-/// `positions` it runs go through the store's connection.
+/// by the one last-writer-wins rule with each row's outcome. Its statements are the table
+/// modules' (`Store/Tables/`).
 package struct DeviceRows {
     /// The store it works on.
     let store: CatalogStore
@@ -37,7 +37,7 @@ extension DeviceRows {
         if let id = try store.read({ try store.metaTable.value("serve-id") }) { return id }
         return try store.write {
             if let id = try store.metaTable.value("serve-id") { return id }
-            return try newServeDatabaseIDInTransaction()
+            return try store.metaTable.newServeID()
         }
     }
 
@@ -45,15 +45,7 @@ extension DeviceRows {
     /// (a database restored from a backup, docs/serve.md §4).
     /// - Returns: the new id.
     package func newServeDatabaseID() throws -> String {
-        try store.write { try newServeDatabaseIDInTransaction() }
-    }
-
-    private func newServeDatabaseIDInTransaction() throws -> String {
-        var bytes = [UInt8](repeating: 0, count: 8)
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
-        let id = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-        try store.metaTable.set("serve-id", id)
-        return id
+        try store.write { try store.metaTable.newServeID() }
     }
 
     /// The position rows changed after `after` (docs/protocol.md §4): `user`'s row alone, or with nil every
@@ -72,14 +64,9 @@ extension DeviceRows {
                 page.newestWall = max(page.newestWall, s.int(PositionColumn.updatedMs))
             }
             if let user {
-                try store.connection.forEachRow(
-                    sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND seq > ?", [.text(user), .integer(after)]
-                ) { add($0) }
+                try store.positionTable.forEachChanged(user: user, after: after) { add($0) }
             } else {
-                try store.connection.forEachRow(
-                    sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? ORDER BY seq LIMIT ?",
-                    [.integer(after), .integer(Int64(limit) + 1)]
-                ) { s in
+                try store.positionTable.forEachChanged(after: after, limit: limit + 1) { s in
                     if page.count == limit {
                         page.more = true
                     } else {
@@ -98,11 +85,7 @@ extension DeviceRows {
     /// - Returns: the row's sequence number, or 0 when there is no row of `user`.
     /// - Throws: `CatalogError` from reading the database.
     package func positionSequence(user: String) throws -> Int64 {
-        try store.read {
-            try store.connection.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)]) {
-                $0.int(PositionColumn.seq)
-            } ?? 0
-        }
+        try store.read { try store.positionTable.row(user: user)?.seq ?? 0 }
     }
 
     /// How many position rows of users other than `user` changed after `after` and through `through`: the
@@ -153,9 +136,7 @@ extension DeviceRows {
         try store.read {
             let high = try store.lastChangeSequence()
             guard high > after else { return (false, high) }
-            try store.connection.forEachRow(
-                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE seq > ? AND seq <= ?", [.integer(after), .integer(high)]
-            ) {
+            try store.positionTable.forEachChanged(after: after, through: high) {
                 user($0.text(PositionColumn.userID) ?? "", $0.int(PositionColumn.seq))
             }
             return (try store.landmarkTable.anyChanged(after: after, through: high), high)
@@ -193,11 +174,7 @@ extension DeviceRows {
                     outcomes.append(.quarantined)
                     continue
                 }
-                let stored = try store.connection.firstRow(
-                    sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(row.user)]
-                ) {
-                    PositionRecord(row: $0)
-                }
+                let stored = try store.positionTable.row(user: row.user)?.record
                 guard let stored, stored.stamp == row.stamp else {
                     outcomes.append(.stale)
                     continue
@@ -228,19 +205,11 @@ extension DeviceRows {
     package func userReport(_ user: String, limit: Int = 20) throws -> DeviceUserReport {
         try store.read {
             var report = DeviceUserReport()
-            try store.connection.forEachRow(
-                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)]
-            ) { s in
-                let r = PositionRecord(row: s)
-                report.row = (r.page, r.landmark, r.stamp, r.deleted, s.int(PositionColumn.seq))
+            if let (r, seq) = try store.positionTable.row(user: user) {
+                report.row = (r.page, r.landmark, r.stamp, r.deleted, seq)
             }
-            try store.connection.forEachRow(
-                sql: "SELECT \(QuarantineColumn.selectList) FROM sync_quarantine WHERE kind = 'position' AND row_key = ? ORDER BY id DESC LIMIT ?",
-                [.text(user), .integer(Int64(limit))]
-            ) { report.quarantined.append(QuarantinedRow(row: $0)) }
-            report.quarantinedCount = Int(
-                try store.connection.scalarInt(
-                    sql: "SELECT count(*) FROM sync_quarantine WHERE kind = 'position' AND row_key = ?", [.text(user)]) ?? 0)
+            report.quarantined = try store.quarantineTable.positions(user: user, limit: limit)
+            report.quarantinedCount = try store.quarantineTable.positionCount(user: user)
             return report
         }
     }

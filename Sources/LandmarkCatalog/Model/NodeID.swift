@@ -25,7 +25,7 @@ public struct NodeID: RawRepresentable, Sendable, Hashable, CustomStringConverti
     public static let rule = "1–64 characters of A–Z a–z 0–9 . _ -"
 
     /// Whether `bytes` (UTF-8) is a valid node id.
-    @inline(__always) public static func isValid<C: Collection>(utf8 bytes: C) -> Bool where C.Element == UInt8 {
+    @inline(__always) public static func isValid<C: Collection<UInt8>>(utf8 bytes: C) -> Bool {
         !bytes.isEmpty && bytes.count <= 64 && bytes.allSatisfy(isIDByte)
     }
 
