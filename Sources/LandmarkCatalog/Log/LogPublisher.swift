@@ -90,9 +90,12 @@ extension LogPublisher {
     ) throws -> PublishReport {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
         if let scheme = SourceLocator.scheme(of: directory) {
+            // A kind that takes pushes is kept in step by syncing with it; anything else is served from a directory.
+            let kind = SourceKinds.kind(claiming: scheme).flatMap { $0.capabilities.contains(.pushes) ? $0 : nil }
             throw CatalogError(
                 .usage, "cannot publish to \(scheme):// (\(SourceLocator.redacted(directory))): publish writes a local directory",
-                hint: "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
+                hint: kind.map { "a \($0.name) takes this database's changes when synced with: catalog sync \(SourceLocator.redacted(directory))" }
+                    ?? "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
         }
         if let failure = makeDirectories(directory) {
             // The path that failed is named once: it is the directory itself, or one above it.

@@ -108,7 +108,7 @@ extension HubSchemaReport {
     ///   unreachable, timed out or login refused; 73 a role that may not create the tables; 76 a hub newer
     ///   than this binary, a changed migration or a foreign database.
     public static func migrate(conninfo: String, timeoutSeconds: Double = 30) throws -> HubSchemaReport {
-        let name = SourceLocator.hub(conninfo: conninfo).description
+        let name = HubSourceKind.locator(conninfo).description
         let seconds = max(timeoutSeconds, 0.001)
         let statement = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))
         let hub = try HubConnection(
