@@ -613,7 +613,7 @@ struct HostileSyncTests {
             #expect(run.stderr.contains("catalog: error: unsupported scheme 'ftp://' in SOURCE ftp://x/y"), "\(run.stderr)")
             #expect(
                 run.stderr.contains(
-                    "hint: a SOURCE is a path, file://, http://, https://, postgres://, postgresql://, 'host=H dbname=D', catalog+https://, - or a saved remote's name"
+                    "hint: a SOURCE is a path, file://, http://, https://, postgres://, postgresql://, 'host=H dbname=D', catalog+https://, catalog+http:// (loopback only), - or a saved remote's name"
                 )
             )
         }

@@ -54,7 +54,7 @@ extension HubStatus {
         let saved = try RemoteBook(store).remotes()
         var statuses: [HubStatus] = []
         try store.read {
-            for (source, cursor) in try store.sourceTable.cursors(kind: "hub") {
+            for (source, cursor) in try store.sourceTable.cursors(kind: HubSourceKind().name) {
                 statuses.append(
                     HubStatus(
                         source: source, hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],

@@ -11,8 +11,8 @@ import LandmarkCatalog
 struct ServeSourceKind: SourceKind {
     var name: String { "serve" }
     var schemes: [String] { ["catalog+https", "catalog+http"] }
-    /// `catalog+http://` is for this machine only: the hint and the remote help name the TLS form.
-    var forms: [String] { ["catalog+https://"] }
+    /// `catalog+http://` is for this machine only, and the hint and the remote help say so.
+    var forms: [String] { ["catalog+https://", "catalog+http:// (loopback only)"] }
     var help: String {
         "a catalog serve (catalog+https://HOST/v1 with --token-file: positions pushed, then pulled; catalog+http:// only for 127.0.0.1, localhost or ::1, since it sends the token in clear text)"
     }
