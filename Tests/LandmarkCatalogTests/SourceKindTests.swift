@@ -156,6 +156,18 @@ struct SourceKindTests {
         #expect(Followed(http).detached && !Followed(http).pushes && !Followed(http).listens)
         #expect(hub.kind?.trustRefusal?.contains("not signed") == true && http.kind?.trustRefusal == nil)
         #expect(hub.kind?.invalidRows == "holds rows that are not valid" && serve.kind?.invalidRows == "is not a valid snapshot")
+        // The publisher: a kind that takes pushes is synced with, anything else served from a directory.
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["init"], db: db).status == 0)
+        let toHub = runCLI(["publish", "postgres://h/db"], db: db)
+        #expect(toHub.status == 64 && toHub.stderr.contains("hint: a hub takes this database's changes when synced with"), "\(toHub)")
+        let toHTTP = runCLI(["publish", "https://h.example/log"], db: db)
+        #expect(toHTTP.status == 64 && toHTTP.stderr.contains("hint: publish into a directory"), "\(toHTTP)")
+        // A program on the core alone registers no kind: the hint says where the others come from.
+        #expect(
+            SourceKinds.sourceForms([])
+                == "a SOURCE is a path, file://, - or a saved remote's name; network sources need LandmarkCatalogSync and its NetworkSources.register()"
+        )
         // The CLI's help lists every kind it registers, from their declarations.
         let help = runCLI(["sync", "--help"]).stdout
         for kind in NetworkSources.kinds { #expect(help.replacingOccurrences(of: "\n", with: " ").contains(kind.help), "\(kind.name)") }
