@@ -612,7 +612,9 @@ struct HostileSyncTests {
             #expect(run.status == 64, "\(command): \(run)")
             #expect(run.stderr.contains("catalog: error: unsupported scheme 'ftp://' in SOURCE ftp://x/y"), "\(run.stderr)")
             #expect(
-                run.stderr.contains("hint: a SOURCE is a path, file://, http://, https://, postgres://, catalog+https://, - or a saved remote's name")
+                run.stderr.contains(
+                    "hint: a SOURCE is a path, file://, http://, https://, postgres://, postgresql://, 'host=H dbname=D', catalog+https://, catalog+http:// (loopback only), - or a saved remote's name"
+                )
             )
         }
         #expect(

@@ -32,7 +32,7 @@ struct HubFileTests {
         ])
     func locators(text: String, isHub: Bool) throws {
         let locator = try SourceLocator.parse(text, workingDirectory: "/tmp")
-        if case .hub(let conninfo) = locator { #expect(isHub && conninfo == text) } else { #expect(!isHub, "\(locator)") }
+        if let conninfo = HubSourceKind.conninfo(of: locator) { #expect(isHub && conninfo == text) } else { #expect(!isHub, "\(locator)") }
     }
 
     @Test("COPY text written straight from bytes: integers without a String, text escaped, NUL refused")

@@ -36,7 +36,7 @@ extension CatalogCLI {
         if let hub = i[MigrateOptions.hub] {
             // A remote's name means its URL (its password, if it keeps one, stays inside).
             let remotes = i.databaseExists ? ((try? RemoteBook(i.openStore(.read)).remotes()) ?? []) : []
-            guard case .hub(let conninfo) = try SourceLocator.parse(hub, remotes: remotes) else {
+            guard let conninfo = HubSourceKind.conninfo(of: try SourceLocator.parse(hub, remotes: remotes)) else {
                 let what =
                     remotes.contains { $0.name == hub }
                     ? "the remote '\(hub)' is not a hub"

@@ -53,6 +53,7 @@ extension CatalogCLI {
         if options.rotateKey && options.signingKey == nil {
             throw UsageError(message: "--rotate-key goes with --sign", path: i.parsed.path)
         }
+        if let refusal = SourceKinds.publishRefusal(i[PublishArguments.directory]) { throw refusal }
         let store = try i.openStore(i.databaseExists ? .write : .read)
         let progress = i.makeProgressLine(label: "writing")
         let report = try LogPublisher(store).publishLog(to: i[PublishArguments.directory], options: options) { progress.update($0) }

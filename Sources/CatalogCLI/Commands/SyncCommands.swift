@@ -1,5 +1,6 @@
 import Foundation
 @_spi(Testing) import LandmarkCatalog
+import LandmarkCatalogSync
 
 extension CatalogCLI {
     static var exportCommand: CommandSpec {
@@ -67,6 +68,35 @@ extension CatalogCLI {
             parse: Values.int64(1...Int64.max))
     }
 
+    /// The SOURCEs `sync` and `remote add` list in their help, from the declarations of the kinds the
+    /// CLI registers (``NetworkSources/kinds``), so a new kind is listed without an edit here; the same in
+    /// any process, so the help stays golden whatever else a test registers.
+    enum SourceHelp {
+        /// `sync`'s list: the core's own forms, then each kind's ``SourceKind/help`` phrase.
+        static var sources: String {
+            (["a path", "file://", "- (standard input)"] + NetworkSources.kinds.map(\.help)).joined(separator: ", ")
+        }
+
+        /// `remote add`'s URL: `file://`, each kind's ``SourceKind/forms``, or a path.
+        static var remoteURL: String {
+            (["file://"] + NetworkSources.kinds.flatMap(\.forms)).joined(separator: ", ") + " or a path (made absolute)."
+        }
+
+        /// `text` broken into lines of at most `width` characters at spaces, as the help prints discussions.
+        static func wrapped(_ text: String, width: Int = 104) -> String {
+            var lines: [String] = []
+            var line = ""
+            for word in text.split(separator: " ") {
+                if !line.isEmpty && line.count + 1 + word.count > width {
+                    lines.append(line)
+                    line = ""
+                }
+                line += (line.isEmpty ? "" : " ") + word
+            }
+            return (lines + [line]).joined(separator: "\n")
+        }
+    }
+
     /// `sync`'s arguments (also read by `sync --follow`), declared once.
     enum SyncArguments {
         static let sources = Argument<String>("source", "Sources or remote names (default: every saved remote).", completion: .remote).repeating
@@ -76,21 +106,16 @@ extension CatalogCLI {
         CommandSpec(
             name: "sync",
             abstract: "Pull peers' snapshots and logs and merge them with last-writer-wins, each source on its own.",
-            discussion: """
-                SOURCE is a path, file://, http://, https://, - (standard input), a PostgreSQL hub (postgres://,
-                postgresql:// or a libpq keyword string: this node's changes are pushed, then the hub's pulled), a
-                catalog serve (catalog+https://HOST/v1 with --token-file: positions pushed, then pulled;
-                catalog+http:// only for 127.0.0.1, localhost or ::1, since it sends the token in clear text) or a saved
-                remote's name; with none, every saved remote. HTTP sources use conditional GET (ETag /
-                Last-Modified): a 304 is success with nothing to do. Each source is merged in its own transaction:
-                a source that is unavailable or bad changes nothing and is reported, the others still merge and
-                --publish still runs; the exit status is the first failure's. One sync at a time per database: an
-                overlapping run exits 75 at once. Rows stamped more than --max-drift ahead of this machine's clock
-                are quarantined and reported, never applied. With --follow it keeps running and holds the lock
-                (a timer's sync meanwhile exits 75): the ledger gets a run for each cycle that changed something
-                or in which a source failed anew or recovered; a failing source is retried after the interval,
-                doubling up to 1m.
-                """,
+            discussion: SourceHelp.wrapped(
+                "SOURCE is \(SourceHelp.sources) or a saved remote's name; with none, every saved remote. HTTP sources use"
+                    + " conditional GET (ETag / Last-Modified): a 304 is success with nothing to do. Each source is merged in"
+                    + " its own transaction: a source that is unavailable or bad changes nothing and is reported, the others"
+                    + " still merge and --publish still runs; the exit status is the first failure's. One sync at a time per"
+                    + " database: an overlapping run exits 75 at once. Rows stamped more than --max-drift ahead of this"
+                    + " machine's clock are quarantined and reported, never applied. With --follow it keeps running and"
+                    + " holds the lock (a timer's sync meanwhile exits 75): the ledger gets a run for each cycle that"
+                    + " changed something or in which a source failed anew or recovered; a failing source is retried after"
+                    + " the interval, doubling up to 1m."),
             arguments: [SyncArguments.sources.spec],
             options: [
                 SyncOptionsTable.publish.spec, Options.dryRun.spec, Options.json.with(help: "Print the run's report as JSON.").spec,
@@ -312,13 +337,8 @@ extension CatalogCLI {
         }
         if let tokenFile { try checkTokenFile(tokenFile) }
         let store = try existingStore(i)
-        if !keys.isEmpty, let remote = try RemoteBook(store).remotes().first(where: { $0.name == i[RemoteArguments.saved] }),
-            case .hub = try SourceLocator.parse(url ?? remote.url)
-        {
-            throw UsageError(
-                message:
-                    "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)",
-                path: i.parsed.path)
+        if !keys.isEmpty, let remote = try RemoteBook(store).remotes().first(where: { $0.name == i[RemoteArguments.saved] }) {
+            try checkTrustApplies(url ?? remote.url, path: i.parsed.path)
         }
         try RemoteBook(store).updateRemote(
             name: i[RemoteArguments.saved], url: url, trustedKeys: i[RemoteOptionsTable.noTrust] ? [] : (keys.isEmpty ? nil : keys), allow: allow,
@@ -326,13 +346,18 @@ extension CatalogCLI {
         return 0
     }
 
+    /// Refuses `--trust` for a remote whose kind cannot carry a signed log (``SourceKind/trustRefusal``).
+    /// - Throws: `UsageError` with the kind's reason.
+    static func checkTrustApplies(_ url: String, path: [String]) throws {
+        if let refusal = try SourceLocator.parse(url).kind?.trustRefusal {
+            throw UsageError(message: "--trust applies to snapshot logs; \(refusal)", path: path)
+        }
+    }
+
     /// `remote add` and `remote remove`'s arguments, declared once.
     enum RemoteArguments {
         static let name = Argument<String>("name", "1–64 of A–Z a–z 0–9 . _ -")
-        static let url = Argument<String>(
-            "url",
-            "http://, https://, file://, postgres://, postgresql://, catalog+https:// (catalog+http:// for loopback only), 'host=H dbname=D' or a path (made absolute).",
-            completion: .file)
+        static let url = Argument<String>("url", SourceHelp.remoteURL, completion: .file)
         /// `remote remove`'s: an existing remote (completed from the saved ones).
         static let saved = Argument<String>("name", "The remote's name.", completion: .remote)
     }
@@ -343,7 +368,7 @@ extension CatalogCLI {
             abstract: "Manage the saved remotes that 'catalog sync' pulls when given no SOURCE.",
             subcommands: [
                 CommandSpec(
-                    name: "add", abstract: "Save a remote: a name and an http(s)://, file://, postgres(ql):// URL, libpq keyword string or path.",
+                    name: "add", abstract: "Save a remote: a name and a SOURCE's URL, connection string or path.",
                     discussion:
                         "With --trust, the remote's snapshot log is merged only when its manifest is signed by one of the keys (else 77, nothing merged); with --allow, only rows of that kind are applied.",
                     arguments: [RemoteArguments.name.spec, RemoteArguments.url.spec],
@@ -359,21 +384,17 @@ extension CatalogCLI {
                         // A bad name or URL is refused before the database is opened: it creates nothing.
                         let (name, url) = (i[RemoteArguments.name], i[RemoteArguments.url])
                         let saved = try RemoteBook.checkedRemote(name: name, url: url)
-                        if case .serve = try SourceLocator.parse(saved) {
+                        let locator = try SourceLocator.parse(saved)
+                        if locator.capabilities.contains(.bearerToken) {
                             guard let tokenFile = i[SyncOptionsTable.tokenFile] else {
                                 throw CatalogError(
-                                    .usage, "a catalog serve remote needs --token-file, \(SourceLocator.redacted(saved))",
+                                    .usage, "a \(locator.kindName) remote needs --token-file, \(SourceLocator.redacted(saved))",
                                     hint: "catalog remote add \(name) \(SourceLocator.redacted(saved)) --token-file FILE (a file holding one JWT)")
                             }
                             try checkTokenFile(tokenFile)
                         }
                         let keys = try trustedKeys(i).map(\.line)
-                        if !keys.isEmpty, case .hub = try SourceLocator.parse(url) {
-                            throw UsageError(
-                                message:
-                                    "--trust applies to snapshot logs; a PostgreSQL hub's rows are not signed (its roles are its access control, docs/trust.md §6)",
-                                path: i.parsed.path)
-                        }
+                        if !keys.isEmpty { try checkTrustApplies(url, path: i.parsed.path) }
                         let allow = i[TrustOptionsTable.allow].flatMap(WriteGrant.init(rawValue:)) ?? .all
                         try RemoteBook(i.openStore()).addRemote(
                             name: name, url: url, trustedKeys: keys, allow: allow, tokenFile: i[SyncOptionsTable.tokenFile])

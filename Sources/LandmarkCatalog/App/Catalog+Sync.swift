@@ -17,7 +17,7 @@ extension Catalog {
     /// - Parameters:
     ///   - sources: paths, log directories or manifests, `-`, or saved remote names; empty means the saved
     ///     remotes. `http(s)://` URLs and PostgreSQL hubs need the `LandmarkCatalogSync` library and its
-    ///     `NetworkSources.register()` (without it such a source fails alone with 64).
+    ///     `NetworkSources.register()` (without it such a SOURCE is an unsupported scheme: 64).
     ///   - options: dry run, drift allowance, HTTP limits, the publish path (``SyncOptions``).
     ///   - progress: called on the sync's thread while a source merges (phase `.merging`) and while
     ///     `--publish` writes (phase `.writing`).

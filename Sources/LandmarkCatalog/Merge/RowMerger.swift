@@ -39,6 +39,9 @@ package struct RowMerger {
     /// This database's node id, and whether a source published under it was reported.
     private let localNode: String
     private var clashReported = false
+    /// What ``failure()`` says of the source after its name when rows failed to decode: its kind's words
+    /// (``SourceKind/invalidRows``).
+    package var invalidRows = "is not a valid snapshot"
     /// The kinds of rows the source may write (docs/trust.md §4); the others are counted, reported and skipped.
     package var allow = WriteGrant.all
 
@@ -82,11 +85,9 @@ package struct RowMerger {
     /// The error that fails the source when the decoder found any.
     package func failure() -> CatalogError? {
         guard errors > 0 else { return nil }
-        let isHub = urlScheme(of: source)?.hasPrefix("postgres") == true || HubConnInfo.isKeywordString(source)
-        let what = isHub ? "holds rows that are not valid" : "is not a valid snapshot"
         return CatalogError(
             .dataInvalid,
-            "\(source) \(what) (\(errors == 1 ? "1 error" : errors > maxErrors ? "more than \(maxErrors) errors" : "\(errors) errors")); nothing was merged from it"
+            "\(source) \(invalidRows) (\(errors == 1 ? "1 error" : errors > maxErrors ? "more than \(maxErrors) errors" : "\(errors) errors")); nothing was merged from it"
         )
     }
 

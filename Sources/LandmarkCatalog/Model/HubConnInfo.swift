@@ -4,7 +4,7 @@
 ///
 /// libpq "Connection Strings", Keyword/Value Connection Strings
 /// (https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING-KEYWORD-VALUE).
-enum HubConnInfo {
+package enum HubConnInfo {
     /// The keywords a hub's connection string starts with in practice (libpq "Parameter Key Words").
     static let leadingKeywords: Set<String> = [
         "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service", "connect_timeout", "sslmode",
@@ -17,7 +17,7 @@ enum HubConnInfo {
     ///
     /// A path never starts like that by accident often enough to matter; an existing file of that
     /// name still wins (see `SourceLocator.parse`).
-    static func isKeywordString(_ text: String) -> Bool {
+    package static func isKeywordString(_ text: String) -> Bool {
         let trimmed = text.drop { $0 == " " || $0 == "\t" }
         let keyword = trimmed.prefix { $0.isASCII && ($0.isLetter || $0 == "_") }
         guard !keyword.isEmpty, leadingKeywords.contains(keyword.lowercased()) else { return false }

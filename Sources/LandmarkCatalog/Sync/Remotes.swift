@@ -71,19 +71,14 @@ extension RemoteBook {
     ///   - tokenFile: for a `catalog+https://HOST/v1` remote, the file holding its bearer token (docs/protocol.md
     ///     §9); the path is saved (made absolute), the token is read at each sync and never stored.
     /// - Throws: `CatalogError.usage` for a bad name or URL (a hub's connection string is parsed as
-    ///   libpq parses it), a name already taken, or a `tokenFile` for a remote that is not a serve.
+    ///   libpq parses it), a name already taken, or a `tokenFile` for a remote whose kind takes no bearer token.
     public func addRemote(
         name: String, url given: String, workingDirectory: String = FileManager.default.currentDirectoryPath,
         trustedKeys: [String] = [], allow: WriteGrant = .all, tokenFile: String? = nil
     ) throws {
         let url = try Self.checkedRemote(name: name, url: given, workingDirectory: workingDirectory)
         let tokenFile = tokenFile.map { CatalogFiles.absolutePath($0, in: workingDirectory) }
-        if tokenFile != nil {
-            guard case .serve = try SourceLocator.parse(url) else {
-                throw CatalogError(
-                    .usage, "--token-file goes with a catalog serve remote (catalog+https://HOST/v1), not \(SourceLocator.redacted(url))")
-            }
-        }
+        if tokenFile != nil { try Self.requireBearerToken(url) }
         let keys = try trustedKeys.map { try MinisignPublicKey(text: $0, source: $0).line }
         try store.write {
             if try store.remoteTable.remote(named: name) != nil {
@@ -104,16 +99,15 @@ extension RemoteBook {
     ) throws -> String {
         _ = try NodeID(validating: name, what: "remote name")
         var url = given
-        if !url.isEmpty, !url.hasPrefix("/"), SourceLocator.scheme(of: url) == nil, !HubConnInfo.isKeywordString(url) {
+        let bare = SourceKinds.kind(claimingBare: url) != nil
+        if !url.isEmpty, !url.hasPrefix("/"), SourceLocator.scheme(of: url) == nil, !bare {
             url = CatalogFiles.absolutePath(url, in: workingDirectory)
         }
-        guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || HubConnInfo.isKeywordString(url), url != "/" else {
-            throw CatalogError(
-                .usage, "invalid remote URL '\(redactedURL(url))': use http://, https://, file://, postgres://, a keyword string or a path")
+        guard url.hasPrefix("/") || SourceLocator.scheme(of: url) != nil || bare, url != "/" else {
+            throw CatalogError(.usage, "invalid remote URL '\(redactedURL(url))'", hint: SourceKinds.sourceForms())
         }
         // Refuses other schemes, file://host/…, a URL without a host, …
-        let locator = try SourceLocator.parse(url)
-        for kind in SourceKinds.all { try kind.checkRemote(locator) }
+        if case .claimed(let claim) = try SourceLocator.parse(url) { try claim.kind.checkRemote(claim) }
         return url
     }
 
@@ -134,7 +128,7 @@ extension RemoteBook {
     ///   - tokenFile: a serve remote's token file (made absolute against `workingDirectory`), or nil to keep it.
     ///   - workingDirectory: what a relative `url` or `tokenFile` is relative to.
     /// - Throws: `CatalogError.usage` for no such remote, a bad URL or key, a token file for a remote that is
-    ///   not a serve, or a serve URL for a remote without a token file.
+    ///   of a kind that takes no bearer token, or a URL of a kind that does for a remote without a token file.
     public func updateRemote(
         name: String, url given: String? = nil, trustedKeys: [String]? = nil, allow: WriteGrant? = nil, tokenFile: String? = nil,
         workingDirectory: String = FileManager.default.currentDirectoryPath
@@ -148,10 +142,11 @@ extension RemoteBook {
             if let url, url != remote.url {
                 try moveState(of: remote.url, to: url, leaving: name)
                 remote.url = url
-                if case .serve = try SourceLocator.parse(url) {
+                let locator = try SourceLocator.parse(url)
+                if locator.capabilities.contains(.bearerToken) {
                     if remote.tokenFile == nil && tokenFile == nil {
                         throw CatalogError(
-                            .usage, "a catalog serve remote needs --token-file, \(SourceLocator.redacted(url))",
+                            .usage, "a \(locator.kindName) remote needs --token-file, \(SourceLocator.redacted(url))",
                             hint: "catalog remote edit \(name) --url URL --token-file FILE (a file holding one JWT)")
                     }
                 } else {
@@ -161,13 +156,22 @@ extension RemoteBook {
             if let keys { remote.trustedKeys = keys }
             if let allow { remote.allow = allow }
             if let tokenFile {
-                guard case .serve = try SourceLocator.parse(remote.url) else {
-                    throw CatalogError(
-                        .usage, "--token-file goes with a catalog serve remote (catalog+https://HOST/v1), not \(SourceLocator.redacted(remote.url))")
-                }
+                try Self.requireBearerToken(remote.url)
                 remote.tokenFile = CatalogFiles.absolutePath(tokenFile, in: workingDirectory)
             }
             try store.remoteTable.update(remote)
+        }
+    }
+
+    /// Refuses a `--token-file` for a remote whose kind takes no bearer token (``SourceCapabilities/bearerToken``).
+    /// - Throws: `CatalogError.usage` naming the URL (redacted).
+    private static func requireBearerToken(_ url: String) throws {
+        guard try SourceLocator.parse(url).capabilities.contains(.bearerToken) else {
+            let kinds = SourceKinds.all.filter { $0.capabilities.contains(.bearerToken) }
+            throw CatalogError(
+                .usage,
+                "--token-file goes with a remote of a kind that takes a bearer token (\(kinds.flatMap(\.forms).joined(separator: ", "))), not \(SourceLocator.redacted(url))"
+            )
         }
     }
 
@@ -177,11 +181,7 @@ extension RemoteBook {
     /// Call inside `write`.
     private func moveState(of oldURL: String, to newURL: String, leaving name: String) throws {
         guard let old = try? SourceLocator.parse(oldURL), let new = try? SourceLocator.parse(newURL), old != new else { return }
-        let sameKind: Bool
-        switch (old, new) {
-        case (.file, .file), (.http, .http), (.hub, .hub), (.serve, .serve): sameKind = true
-        default: sameKind = false
-        }
+        let sameKind = old.kindName == new.kindName
         let shared = try store.remoteTable.all().contains { $0.name != name && Remote.sourceKey(url: $0.url) == old.description }
         if sameKind { try store.sourceTable.copy(old.description, to: new.description) }
         if !shared { try store.sourceTable.delete(old.description) }

@@ -4,8 +4,9 @@ import Foundation
     import Glibc
 #endif
 
-/// Where a SOURCE points, parsed once (docs/cli.md §7): a path, `file://`, `http(s)://`, `-`, a PostgreSQL hub
-/// (`postgres://`, `postgresql://`), or the name of a saved remote (resolved to its URL first).
+/// Where a SOURCE points, parsed once (docs/cli.md §7): a path, `file://`, `-`, a SOURCE a registered
+/// ``SourceKind`` claims (`http(s)://`, a PostgreSQL hub, a `catalog serve`), or the name of a saved remote
+/// (resolved to its URL first).
 ///
 /// What a file or URL holds — a snapshot (§6) or a snapshot log's manifest (§10) — is decided by its content.
 public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
@@ -13,15 +14,14 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     case standardInput
     /// A local path (absolute): a snapshot file, a log's `manifest.json`, or a log directory.
     case file(path: String)
-    /// An `http://` or `https://` URL: a snapshot or a log manifest.
-    case http(url: String)
-    /// A PostgreSQL hub: a libpq URI or keyword/value string (`host=… dbname=…`).
-    case hub(conninfo: String)
-    /// A `catalog serve` (docs/protocol.md), written `catalog+https://HOST/v1` (or `catalog+http://`);
-    /// `base` is the `https://HOST/v1` it stands for, without a trailing slash.
-    case serve(base: String)
+    /// A SOURCE a registered kind claimed by its scheme or form (docs/architecture.md §4): an `http(s)://`
+    /// URL, a PostgreSQL hub, a `catalog serve`, or any kind a program registers.
+    case claimed(ClaimedSource)
 
     /// Parses a SOURCE.
+    ///
+    /// A URL's scheme picks the registered kind that claims it (``SourceKinds``); a text without a scheme is
+    /// `-`, a kind's bare form (a libpq keyword string) unless a file of that name exists, or a path.
     ///
     /// - Parameters:
     ///   - text: the argument.
@@ -29,8 +29,8 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     ///     (write `./NAME` for a local file of that name), so a cron line means the same wherever it runs.
     ///   - workingDirectory: where a relative path is resolved (so each file has one key in `status`).
     /// - Returns: the source it names.
-    /// - Throws: `CatalogError.usage` (64) for an unsupported scheme (`ftp://…`), a malformed URL, a
-    ///   `file://` URL naming another host, or an empty string.
+    /// - Throws: `CatalogError.usage` (64) for a scheme no registered kind claims (`ftp://…`), a malformed
+    ///   URL (as its kind says), a `file://` URL naming another host, or an empty string.
     public static func parse(_ text: String, remotes: [Remote] = [], workingDirectory: String = FileManager.default.currentDirectoryPath) throws
         -> SourceLocator
     {
@@ -40,49 +40,30 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         guard !text.isEmpty else { throw CatalogError(.usage, "a SOURCE is empty") }
         if text == "-" { return .standardInput }
         if let scheme = Self.scheme(of: text) {
-            switch scheme {
-            case "http", "https":
-                guard let url = URL(string: text), let host = url.host, !host.isEmpty else {
-                    throw CatalogError(.usage, "not a valid URL: \(redactedURL(text))")
-                }
-                // A log's directory URL stands for its manifest: one source, one cursor, either way.
-                return .http(url: text.hasSuffix("/") ? text + LogManifest.fileName : text)
-            case "postgres", "postgresql":
-                return .hub(conninfo: text)
-            case "catalog+http", "catalog+https":
-                var base = String(text.dropFirst("catalog+".count))
-                while base.hasSuffix("/") { base.removeLast() }
-                guard let url = URL(string: base), let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil,
-                    url.user == nil
-                else {
-                    throw CatalogError(
-                        .usage, "not a valid catalog serve URL: \(redactedURL(text))",
-                        hint: "write catalog+https://HOST/v1 (no query, fragment or user; the token comes from --token-file)")
-                }
-                // A bearer token goes with every request: in clear text only to this machine.
-                if scheme == "catalog+http", !["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased()) {
-                    throw CatalogError(
-                        .usage, "catalog+http:// sends the bearer token in clear text; it is only for this machine, not \(host)",
-                        hint: "use catalog+https://\(host)/… (TLS, as nginx in front of serve gives)")
-                }
-                return .serve(base: base)
-            case "file":
-                guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else {
-                    throw CatalogError(.usage, "not a valid file URL: \(text)")
-                }
-                if let host = url.host, !host.isEmpty, host != "localhost" {
-                    throw CatalogError(.usage, "file URL names another host '\(host)': \(text)", hint: "use file:///path for a local file")
-                }
-                return .file(path: normalizedFilePath(resolvingLinks(url.path)))
-            default:
+            guard scheme != "file" else { return .file(path: try filePath(ofURL: text)) }
+            guard let kind = SourceKinds.kind(claiming: scheme) else {
                 throw CatalogError(
-                    .usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))",
-                    hint: "a SOURCE is a path, file://, http://, https://, postgres://, catalog+https://, - or a saved remote's name")
+                    .usage, "unsupported scheme '\(scheme)://' in SOURCE \(redactedURL(text))", hint: SourceKinds.sourceForms())
             }
+            return .claimed(try kind.locate(text))
         }
-        if HubConnInfo.isKeywordString(text), !FileManager.default.fileExists(atPath: text) { return .hub(conninfo: text) }
+        if let kind = SourceKinds.kind(claimingBare: text), !FileManager.default.fileExists(atPath: text) {
+            return .claimed(try kind.locate(text))
+        }
         let path = text.hasPrefix("/") ? text : (workingDirectory.hasSuffix("/") ? workingDirectory : workingDirectory + "/") + text
         return .file(path: normalizedFilePath(resolvingLinks(URL(fileURLWithPath: path).standardizedFileURL.path)))
+    }
+
+    /// The local path a `file://` URL names, its links resolved and a log directory standing for its manifest.
+    /// - Throws: `CatalogError.usage` for a malformed URL or one naming another host.
+    private static func filePath(ofURL text: String) throws -> String {
+        guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else {
+            throw CatalogError(.usage, "not a valid file URL: \(text)")
+        }
+        if let host = url.host, !host.isEmpty, host != "localhost" {
+            throw CatalogError(.usage, "file URL names another host '\(host)': \(text)", hint: "use file:///path for a local file")
+        }
+        return normalizedFilePath(resolvingLinks(url.path))
     }
 
     /// `path` with the symbolic links of its longest existing prefix resolved (realpath(3)) and the rest, not
@@ -117,15 +98,13 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
     public static func scheme(of text: String) -> String? { urlScheme(of: text) }
 
     /// The key the source's cursor and last good sync are stored under, and its name in messages,
-    /// `status` and the run ledger: a path (its symbolic links resolved when parsed), a URL without its
-    /// password, or `<stdin>`.
+    /// `status` and the run ledger: a path (its symbolic links resolved when parsed), `<stdin>`, or what
+    /// the claiming kind made of its text (a URL without its password).
     public var description: String {
         switch self {
         case .standardInput: return "<stdin>"
         case .file(let path): return path
-        case .http(let url): return redactedURL(url)
-        case .hub(let conninfo): return redactedURL(conninfo)
-        case .serve(let base): return "catalog+" + base
+        case .claimed(let claim): return claim.key
         }
     }
 
@@ -144,16 +123,23 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
         return resolvingLinks(path)
     }
 
-    /// The kind recorded with the source: `stdin`, `file`, `http`, `hub`, `serve`.
-    var kindName: String {
+    /// The kind recorded with the source: `stdin`, `file`, or the claiming kind's name (`http`, `hub`,
+    /// `serve`, …).
+    package var kindName: String {
         switch self {
         case .standardInput: return "stdin"
         case .file: return "file"
-        case .http: return "http"
-        case .hub: return "hub"
-        case .serve: return "serve"
+        case .claimed(let claim): return claim.kind.name
         }
     }
+
+    /// The kind that claimed it, nil for the core's own (a path, `-`).
+    package var kind: (any SourceKind)? {
+        if case .claimed(let claim) = self { return claim.kind } else { return nil }
+    }
+
+    /// What its kind can do (``SourceCapabilities``); the core's own sources declare none.
+    package var capabilities: SourceCapabilities { kind?.capabilities ?? [] }
 }
 
 extension SourceLocator {

@@ -186,13 +186,7 @@ package struct SourceSync {
         switch locator {
         case .standardInput: return StandardInputSource()
         case .file(let path): return FileSource(path: path)
-        case .http, .hub, .serve:
-            for kind in SourceKinds.all {
-                if let made = kind.makeSource(locator) { return made }
-            }
-            throw CatalogError(
-                .usage, "\(locator.kindName) sources need the LandmarkCatalogSync library, which this program does not link: \(locator.description)",
-                hint: "link LandmarkCatalogSync and call NetworkSources.register()")
+        case .claimed(let claim): return claim.kind.makeSource(claim)
         }
     }
 
@@ -261,6 +255,7 @@ package struct SourceSync {
                 store: store, source: key, quarantineAfter: now + options.maxDriftMilliseconds,
                 diagnostics: context.diagnostics)
             merger.allow = plan.allow
+            if let kind = locator.kind { merger.invalidRows = kind.invalidRows }
             merger.appliedStamp = context.appliedStamp
             merger.progress = { rows, bytes, total in
                 context.progress(CatalogProgress(records: rows, bytes: bytes, totalBytes: total, phase: .merging, subject: key))

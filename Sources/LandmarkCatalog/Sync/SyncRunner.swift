@@ -321,6 +321,7 @@ public struct SyncRunner {
     ///   - report: gains what was published, or the failure.
     private func publish(to publish: String, options: SyncOptions, progress: (CatalogProgress) -> Void, into report: inout SyncReport) {
         do {
+            if let refusal = SourceKinds.publishRefusal(publish) { throw refusal }
             if Self.publishesLog(publish) {
                 report.logPublish = try LogPublisher(store).publishLog(to: publish, options: options.publish, progress: progress)
             } else {

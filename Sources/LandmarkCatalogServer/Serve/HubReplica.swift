@@ -65,7 +65,7 @@ final class HubReplica: @unchecked Sendable {
     ///   follower retries with its backoff.
     func start() throws {
         let locator = try SourceLocator.parse(hub, remotes: (try? RemoteBook(CatalogStore.open(path: databasePath)).remotes()) ?? [])
-        guard case .hub = locator else {
+        guard HubSourceKind.conninfo(of: locator) != nil else {
             throw CatalogError(.usage, "--hub needs a PostgreSQL hub: a postgresql:// URL or a saved remote of one, got '\(hub)'")
         }
         var followOptions = FollowOptions()

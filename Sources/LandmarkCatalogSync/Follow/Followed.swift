@@ -59,27 +59,15 @@ struct Followed {
     /// The change count when the fetch in flight was planned (its rows to push read).
     var inFlightChanges: Int64 = 0
 
-    var isHub: Bool { if case .hub = locator { return true } else { return false } }
-    /// A source fetched on a worker thread, so that a hung or slow server holds up no other source:
-    /// HTTP, whose fetch reads no database, and a serve, whose token and rows to push are
-    /// read before (``SyncSource/prepareDetached(since:context:)``).
-    var detached: Bool {
-        switch locator {
-        case .http, .serve: return true
-        default: return false
-        }
-    }
+    /// A source fetched on a worker thread, so that a hung or slow server holds up no other source: its
+    /// kind fetches without the store (``SourceCapabilities/fetchesDetached``: HTTP, a serve).
+    var detached: Bool { locator.capabilities.contains(.fetchesDetached) }
     /// A source that can tell the follower it changed (``SourceKind/makeListener(_:options:)``): a hub's
     /// LISTEN, a serve's long-poll.
-    var listens: Bool { pushes }
+    var listens: Bool { locator.capabilities.contains(.notifies) }
     /// A source this database's changes are pushed to (a hub, a `catalog serve`): polled at once when this
     /// database changed, and after another source merged rows.
-    var pushes: Bool {
-        switch locator {
-        case .hub, .serve: return true
-        default: return false
-        }
-    }
+    var pushes: Bool { locator.capabilities.contains(.pushes) }
     /// It pushes, and has something to push that no successful poll has sent yet.
     var pushPending: Bool { pushes && pushedThrough < pushWanted }
 

@@ -195,27 +195,23 @@ final class Follower {
         for (n, f) in followed.enumerated() where f.listens && f.tried && f.lastError == nil {
             let key = f.locator.description
             guard listeners[key] == nil, !cannotListen.contains(key), listenRetry[key, default: 0] <= now else { continue }
-            for kind in SourceKinds.all {
-                do {
-                    if let listener = try kind.makeListener(f.locator, options: options.sync) {
-                        listeners[key] = listener
-                        // A push between the last poll and LISTEN sent no notification here: poll once more.
-                        followed[n].dirty = true
-                        break
-                    }
-                } catch let unsupported as ListenUnsupported {
-                    cannotListen.insert(key)
-                    diagnostics(
-                        Diagnostic(
-                            severity: .warning,
-                            message:
-                                "cannot LISTEN to the hub: \(unsupported.reason); it is polled every \(Durations.describe(milliseconds: interval))",
-                            file: key, kind: "listen"))
-                    break
-                } catch {
-                    listenRetry[key] = now + maxBackoff
-                    break
+            guard case .claimed(let claim) = f.locator else { continue }
+            do {
+                if let listener = try claim.kind.makeListener(claim, options: options.sync) {
+                    listeners[key] = listener
+                    // A push between the last poll and LISTEN sent no notification here: poll once more.
+                    followed[n].dirty = true
                 }
+            } catch let unsupported as ListenUnsupported {
+                cannotListen.insert(key)
+                diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message:
+                            "cannot listen to the \(claim.kind.name) for changes: \(unsupported.reason); it is polled every \(Durations.describe(milliseconds: interval))",
+                        file: key, kind: "listen"))
+            } catch {
+                listenRetry[key] = now + maxBackoff
             }
         }
         let keys = Set(followed.map(\.locator.description))

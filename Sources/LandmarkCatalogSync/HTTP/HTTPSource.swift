@@ -17,7 +17,7 @@ final class HTTPSource: SyncSource {
     init(url: String) {
         // A URL ending in `/` names a snapshot log's directory: its manifest.
         self.url = url.hasSuffix("/") ? url + LogManifest.fileName : url
-        self.locator = .http(url: url)
+        self.locator = HTTPSourceKind.locator(url)
     }
 
     func fetch(since cursor: SourceCursor?, context: SyncContext) throws -> [any ChangeFeed]? {

@@ -18,11 +18,11 @@ package final class HubRevocations {
     ///   - timeoutSeconds: the deadline of connecting and of each statement.
     /// - Throws: `CatalogError` 64 when `hub` is not a PostgreSQL hub.
     package init(hub: String, remotes: [Remote], timeoutSeconds: Double = 5) throws {
-        guard case .hub(let conninfo) = try SourceLocator.parse(hub, remotes: remotes) else {
+        guard let conninfo = HubSourceKind.conninfo(of: try SourceLocator.parse(hub, remotes: remotes)) else {
             throw CatalogError(.usage, "--hub needs a PostgreSQL hub: a postgresql:// URL or a saved remote of one, got '\(hub)'")
         }
         self.conninfo = conninfo
-        name = SourceLocator.hub(conninfo: conninfo).description
+        name = HubSourceKind.locator(conninfo).description
         let seconds = max(timeoutSeconds, 0.001)
         let statement = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))
         limits = HubLimits(connectSeconds: max(1, Int(seconds.rounded(.up))), statement: statement, bulk: statement)

@@ -34,7 +34,7 @@ final class HubSource: SyncSource {
 
     init(conninfo: String, hooks: HubTestHooks = HubTestHooks()) {
         self.conninfo = conninfo
-        self.locator = .hub(conninfo: conninfo)
+        self.locator = HubSourceKind.locator(conninfo)
         self.hooks = hooks
     }
 

@@ -54,7 +54,7 @@ extension HubStatus {
         let saved = try RemoteBook(store).remotes()
         var statuses: [HubStatus] = []
         try store.read {
-            for (source, cursor) in try store.sourceTable.cursors(kind: "hub") {
+            for (source, cursor) in try store.sourceTable.cursors(kind: HubSourceKind().name) {
                 statuses.append(
                     HubStatus(
                         source: source, hubID: cursor?["hub"], lastPushAt: cursor?["pushedAt"],
@@ -108,7 +108,7 @@ extension HubSchemaReport {
     ///   unreachable, timed out or login refused; 73 a role that may not create the tables; 76 a hub newer
     ///   than this binary, a changed migration or a foreign database.
     public static func migrate(conninfo: String, timeoutSeconds: Double = 30) throws -> HubSchemaReport {
-        let name = SourceLocator.hub(conninfo: conninfo).description
+        let name = HubSourceKind.locator(conninfo).description
         let seconds = max(timeoutSeconds, 0.001)
         let statement = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))
         let hub = try HubConnection(

@@ -9,18 +9,46 @@ import LandmarkCatalog
 /// `catalog+https://HOST/v1` (and `catalog+http://`): a `catalog serve` as a sync source (docs/protocol.md
 /// §9), for a server node holding an edge token (`--scope edge`: every row) or a user token (that user's row).
 struct ServeSourceKind: SourceKind {
-    func makeSource(_ locator: SourceLocator) -> (any SyncSource)? {
-        if case .serve(let base) = locator { return ServeSource(base: base) }
-        return nil
+    var name: String { "serve" }
+    var schemes: [String] { ["catalog+https", "catalog+http"] }
+    /// `catalog+http://` is for this machine only, and the hint and the remote help say so.
+    var forms: [String] { ["catalog+https://", "catalog+http:// (loopback only)"] }
+    var help: String {
+        "a catalog serve (catalog+https://HOST/v1 with --token-file: positions pushed, then pulled; catalog+http:// only for 127.0.0.1, localhost or ::1, since it sends the token in clear text)"
+    }
+    /// Its token and rows to push are read before the fetch (``ServeSource/prepareDetached(since:context:)``);
+    /// it pushes on each sync, long-polls for a follower, and is reached with a bearer token.
+    var capabilities: SourceCapabilities { [.fetchesDetached, .pushes, .notifies, .bearerToken] }
+
+    /// A serve's URL: it reads the `https://HOST/v1` it stands for, stored as `catalog+` and that.
+    ///
+    /// `catalog+https://HOST/v1` without query, fragment or user (the token comes from `--token-file`), no
+    /// trailing slash kept; `catalog+http://` only to this machine, since a bearer token goes with every
+    /// request.
+    func locate(_ text: String) throws -> ClaimedSource {
+        var base = String(text.dropFirst("catalog+".count))
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: base), let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil, url.user == nil
+        else {
+            throw CatalogError(
+                .usage, "not a valid catalog serve URL: \(SourceLocator.redacted(text))",
+                hint: "write catalog+https://HOST/v1 (no query, fragment or user; the token comes from --token-file)")
+        }
+        if SourceLocator.scheme(of: text) == "catalog+http", !["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased()) {
+            throw CatalogError(
+                .usage, "catalog+http:// sends the bearer token in clear text; it is only for this machine, not \(host)",
+                hint: "use catalog+https://\(host)/… (TLS, as nginx in front of serve gives)")
+        }
+        return claim(base, key: "catalog+" + base)
     }
 
-    func checkRemote(_ locator: SourceLocator) throws {}
+    /// The locator of the serve at `base` (`https://HOST/v1`).
+    static func locator(_ base: String) -> SourceLocator { .claimed(ServeSourceKind().claim(base, key: "catalog+" + base)) }
 
-    func failure(_ error: any Error, source: String) -> CatalogError? { nil }
+    func makeSource(_ claim: ClaimedSource) -> any SyncSource { ServeSource(base: claim.text) }
 
-    func makeListener(_ locator: SourceLocator, options: SyncOptions) throws -> (any ChangeListener)? {
-        guard case .serve(let base) = locator else { return nil }
-        return try ServeListener(locator: locator, base: base, options: options)
+    func makeListener(_ claim: ClaimedSource, options: SyncOptions) throws -> (any ChangeListener)? {
+        try ServeListener(locator: .claimed(claim), base: claim.text, options: options)
     }
 }
 
@@ -46,7 +74,7 @@ final class ServeSource: SyncSource {
 
     init(base: String) {
         self.base = base
-        locator = .serve(base: base)
+        locator = ServeSourceKind.locator(base)
     }
 
     /// What ``prepareDetached(since:context:)`` read for a fetch on another thread: the token, every page
