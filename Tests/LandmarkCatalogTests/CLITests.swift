@@ -48,6 +48,7 @@ struct CLITests {
             ReadingCase(
                 arguments: ["featured", "--json", "--max-diagnostics", "5", "--log-format", "json"], parses: true, logFormat: "json", limit: 5),
             ReadingCase(arguments: ["help", "featrued", "--log-format", "json", "--max-diagnostics=3"], parses: false, logFormat: "json", limit: 3),
+            ReadingCase(arguments: ["help", "--log-format", "json"], parses: false, logFormat: "json", limit: 20),
             ReadingCase(arguments: ["sync", "--bogus", "--max-diagnostics", "0"], parses: false, logFormat: nil, limit: 0),
             ReadingCase(arguments: ["featured", "--page", "--log-format", "json"], parses: false, logFormat: "json", limit: 20),
             ReadingCase(arguments: ["--log-format=json", "--log-format", "text", "featured"], parses: false, logFormat: "json", limit: 20),

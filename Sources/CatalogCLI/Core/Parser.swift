@@ -78,9 +78,12 @@ private struct ArgumentReader {
                 try read(word)
             } catch {
                 // The first error is the one reported; later words are read for the global options only.
-                if failure == nil {
-                    failure = error
+                guard failure == nil else { continue }
+                failure = error
+                if help != nil {
+                    // A word `help` took for a command's name may be a global option (`help --log-format json`).
                     help = nil
+                    try? read(word)
                 }
             }
         }
