@@ -1,7 +1,7 @@
-import CatalogCLI
 import Foundation
 import Testing
 
+@testable import CatalogCLI
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
 
@@ -30,6 +30,35 @@ struct CLITests {
         ])
     func usageErrors(_ arguments: [String]) {
         #expect(runCLI(arguments).status == 64)
+    }
+
+    /// One reading of a command line: what it says of the diagnostics' format and limit.
+    struct ReadingCase: Sendable, CustomStringConvertible {
+        var arguments: [String]
+        var parses: Bool
+        var logFormat: String?
+        var limit: Int
+        var description: String { arguments.joined(separator: " ") }
+    }
+
+    @Test(
+        "the command line is read once: --log-format and --max-diagnostics come from the parser, also after a usage error",
+        arguments: [
+            ReadingCase(arguments: ["featured"], parses: true, logFormat: nil, limit: 20),
+            ReadingCase(
+                arguments: ["featured", "--json", "--max-diagnostics", "5", "--log-format", "json"], parses: true, logFormat: "json", limit: 5),
+            ReadingCase(arguments: ["help", "featrued", "--log-format", "json", "--max-diagnostics=3"], parses: false, logFormat: "json", limit: 3),
+            ReadingCase(arguments: ["help", "--log-format", "json"], parses: false, logFormat: "json", limit: 20),
+            ReadingCase(arguments: ["sync", "--bogus", "--max-diagnostics", "0"], parses: false, logFormat: nil, limit: 0),
+            ReadingCase(arguments: ["featured", "--page", "--log-format", "json"], parses: false, logFormat: "json", limit: 20),
+            ReadingCase(arguments: ["--log-format=json", "--log-format", "text", "featured"], parses: false, logFormat: "json", limit: 20),
+            ReadingCase(arguments: ["import", "--", "--log-format", "json"], parses: false, logFormat: nil, limit: 20),
+        ])
+    func readOnce(_ c: ReadingCase) {
+        let reading = Parser.read(c.arguments, root: CatalogCLI.rootCommand)
+        #expect(((try? reading.outcome.get()) != nil) == c.parses)
+        #expect(reading.logFormat == c.logFormat)
+        #expect(reading.diagnosticLimit == c.limit)
     }
 
     @Test("help comes from the declarations: catalog --help, help COMMAND, COMMAND --help")

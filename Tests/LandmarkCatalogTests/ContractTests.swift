@@ -5,8 +5,8 @@ import Testing
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
 
-/// Golden files: every `--help` text and `featured` (table and JSON) compared byte for byte with
-/// `Tests/Golden/`.
+/// Golden files: every `--help` text, the shell completion scripts and `featured` (table and JSON)
+/// compared byte for byte with `Tests/Golden/`.
 ///
 /// Run with `CATALOG_UPDATE_GOLDEN=1` to rewrite them after an intended change (then read the diff
 /// before committing).
@@ -55,6 +55,14 @@ struct GoldenTests {
         for line in lines where line.contains("catalog+https://") {
             #expect(line.contains("catalog+http://") && (line.contains("loopback") || line.contains("127.0.0.1")), "\(path): \(line)")
         }
+    }
+
+    /// The scripts come from one generator walking the command table with each shell's syntax: a change to
+    /// the generator, a shell's syntax or the table shows here as a diff to read.
+    @Test("each shell's completion script equals its golden file", arguments: Completions.shells)
+    func completions(_ shell: String) throws {
+        // A fixed version: the scripts name it in their header, and a release should not touch the files.
+        try Self.golden("completions/\(shell)", Completions.script(for: shell, root: CatalogCLI.rootCommand, version: "VERSION"))
     }
 
     @Test("no golden help file is left without its command")

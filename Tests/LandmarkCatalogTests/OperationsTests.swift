@@ -148,7 +148,8 @@ struct BoundedDiagnosticsTests {
         "usage errors and status --check under --log-format json are one JSON object each",
         arguments: [
             ["--log-format", "json", "featrued"], ["--log-format=json", "import"], ["sync", "--bogus", "--log-format", "json"],
-            ["--log-format", "json", "quarantine", "drop"],
+            ["--log-format", "json", "quarantine", "drop"], ["help", "featrued", "--log-format", "json"],
+            ["featured", "--page", "--log-format", "json"],
         ])
     func usageErrors(_ arguments: [String]) throws {
         let result = runCLI(arguments, db: Support.temporaryDatabase())

@@ -140,49 +140,7 @@ extension CatalogCLI {
     }
 
     static func runServe(_ i: Invocation) throws -> Int32 {
-        let keys = try i.parsed.all(ServeOptionsTable.authKey).map { try TokenKey.loadPublic(path: $0) }
-        // A mistyped --db would otherwise be created and served empty: every device would see no landmarks.
-        // With --hub the hub fills a new database before the port is bound (docs/serve.md §8).
-        guard i.databaseExists || i[ServeOptionsTable.hub] != nil else {
-            throw CatalogError(
-                .noInput, "no catalog database, \(i.databasePath)",
-                hint: "check --db / CATALOG_DB; to serve a new catalog, fill it first: catalog --db \(i.databasePath) import landmarkData.json")
-        }
-        var options = ServeOptions(databasePath: i.databasePath, keys: keys)
-        (options.host, options.port) = try hostPort(i[ServeOptionsTable.listen], option: "--listen", path: i.parsed.path)
-        if let m = i[ServeOptionsTable.metricsListen] {
-            let (host, port) = try hostPort(m, option: "--metrics-listen", path: i.parsed.path)
-            options.metricsHost = host
-            options.metricsPort = port
-        }
-        if let a = i[ServeOptionsTable.adminListen] {
-            let (host, port) = try hostPort(a, option: "--admin-listen", path: i.parsed.path)
-            // The page shows users' rows and devices and has no login: loopback unless asked otherwise.
-            guard host.hasPrefix("127.") || i[ServeOptionsTable.adminAnyAddress] else {
-                throw UsageError(
-                    message: "--admin-listen takes a loopback address (127.0.0.1:PORT), got '\(a)': the page has no login; "
-                        + "reach it through an SSH tunnel, or add --admin-any-address",
-                    path: i.parsed.path)
-            }
-            options.adminHost = host
-            options.adminPort = port
-        } else if i[ServeOptionsTable.adminAnyAddress] {
-            throw UsageError(message: "--admin-any-address needs --admin-listen", path: i.parsed.path)
-        }
-        options.publicLandmarks = i[ServeOptionsTable.publicLandmarks]
-        if let d = i[ServeOptionsTable.maxDrift] { options.maxDriftMilliseconds = Int64(d * 1000) }
-        if let n = i[ServeOptionsTable.maxConnections] { options.limits.connections = n }
-        if let n = i[ServeOptionsTable.threads] { options.limits.threads = n }
-        if let d = i[ServeOptionsTable.headerTimeout] { options.limits.headerSeconds = d }
-        if let d = i[ServeOptionsTable.bodyTimeout] { options.limits.bodySeconds = d }
-        if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
-        if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
-        if let n = i[ServeOptionsTable.maxConnectionsPerUser] { options.maxRequestsPerUser = n }
-        if let n = i[ServeOptionsTable.postRate] { options.postRate = Double(n) }
-        if let n = i[ServeOptionsTable.postBurst] { options.postBurst = n }
-        options.hub = i[ServeOptionsTable.hub]
-        options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
-        options.hubPushStart = i.context.testHooks.serveHubPushStart
+        var options = try serveOptions(i)
         let marker = ServeMarker(databasePath: i.databasePath)
         let clock = i.context.wallClock
         options.heartbeat = { notReady in marker.beat(now: clock.nowMilliseconds(), notReady: notReady) }
@@ -222,6 +180,65 @@ extension CatalogCLI {
         server.drain()
         options.log(#"{"event":"stopped"}"#)
         return 0
+    }
+
+    /// serve's options from the command line (and the test hooks); refuses a database that is not there
+    /// (unless `--hub` fills it) and addresses that are not `HOST:PORT`.
+    static func serveOptions(_ i: Invocation) throws -> ServeOptions {
+        let keys = try i.parsed.all(ServeOptionsTable.authKey).map { try TokenKey.loadPublic(path: $0) }
+        // A mistyped --db would otherwise be created and served empty: every device would see no landmarks.
+        // With --hub the hub fills a new database before the port is bound (docs/serve.md §8).
+        guard i.databaseExists || i[ServeOptionsTable.hub] != nil else {
+            throw CatalogError(
+                .noInput, "no catalog database, \(i.databasePath)",
+                hint: "check --db / CATALOG_DB; to serve a new catalog, fill it first: catalog --db \(i.databasePath) import landmarkData.json")
+        }
+        var options = ServeOptions(databasePath: i.databasePath, keys: keys)
+        (options.host, options.port) = try hostPort(i[ServeOptionsTable.listen], option: "--listen", path: i.parsed.path)
+        if let m = i[ServeOptionsTable.metricsListen] {
+            let (host, port) = try hostPort(m, option: "--metrics-listen", path: i.parsed.path)
+            options.metricsHost = host
+            options.metricsPort = port
+        }
+        if let (host, port) = try adminAddress(i) {
+            options.adminHost = host
+            options.adminPort = port
+        }
+        options.publicLandmarks = i[ServeOptionsTable.publicLandmarks]
+        if let d = i[ServeOptionsTable.maxDrift] { options.maxDriftMilliseconds = Int64(d * 1000) }
+        if let n = i[ServeOptionsTable.maxConnections] { options.limits.connections = n }
+        if let n = i[ServeOptionsTable.threads] { options.limits.threads = n }
+        if let d = i[ServeOptionsTable.headerTimeout] { options.limits.headerSeconds = d }
+        if let d = i[ServeOptionsTable.bodyTimeout] { options.limits.bodySeconds = d }
+        if let n = i[ServeOptionsTable.maxBody] { options.limits.bodyBytes = n }
+        if let n = i[ServeOptionsTable.maxRows] { options.maxRows = n }
+        if let n = i[ServeOptionsTable.maxConnectionsPerUser] { options.maxRequestsPerUser = n }
+        if let n = i[ServeOptionsTable.postRate] { options.postRate = Double(n) }
+        if let n = i[ServeOptionsTable.postBurst] { options.postBurst = n }
+        options.hub = i[ServeOptionsTable.hub]
+        options.afterPostCommit = i.context.testHooks.serveAfterPostCommit
+        options.hubPushStart = i.context.testHooks.serveHubPushStart
+        return options
+    }
+
+    /// `--admin-listen`'s address, or nil; a usage error for an address other than loopback without
+    /// `--admin-any-address`, or for `--admin-any-address` alone.
+    static func adminAddress(_ i: Invocation) throws -> (String, Int)? {
+        if let a = i[ServeOptionsTable.adminListen] {
+            let (host, port) = try hostPort(a, option: "--admin-listen", path: i.parsed.path)
+            // The page shows users' rows and devices and has no login: loopback unless asked otherwise.
+            guard host.hasPrefix("127.") || i[ServeOptionsTable.adminAnyAddress] else {
+                throw UsageError(
+                    message: "--admin-listen takes a loopback address (127.0.0.1:PORT), got '\(a)': the page has no login; "
+                        + "reach it through an SSH tunnel, or add --admin-any-address",
+                    path: i.parsed.path)
+            }
+            return (host, port)
+        }
+        if i[ServeOptionsTable.adminAnyAddress] {
+            throw UsageError(message: "--admin-any-address needs --admin-listen", path: i.parsed.path)
+        }
+        return nil
     }
 }
 

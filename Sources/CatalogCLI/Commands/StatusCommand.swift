@@ -71,66 +71,95 @@ extension CatalogCLI {
             }
             return 0
         }
-        let s = try CatalogMonitor(store).status()
-        let digest = try StateDigest(of: store)
-        let conflicts = try Conflicts(store).conflictCount()
-        let hubs = try HubStatus.all(in: store)
-        let remotes = try RemoteBook(store).remoteNames()
+        let facts = try StatusFacts(store)
         if i[Options.json] {
-            var o = JSONObject()
-            o.set("changeSequence", s.changeSequence)
-            o.set("conflicts", conflicts)
-            o.set("database", store.path)
-            o.set("digest", digest.hex)
-            o.set("digestRows", digest.rows)
-            o.set("follower", followerJSON(FollowerStatus.running(on: store)))
-            o.set("hubs", objects: hubStatusJSON(hubs, local: digest, remotes: remotes))
-            o.set("landmarkTombstones", s.landmarkTombstones)
-            o.set("landmarks", s.landmarks)
-            o.set(
-                "lastRun",
-                s.lastRun.map { r in
-                    var run = JSONObject()
-                    run.set("exitStatus", r.status.map(Int64.init))
-                    run.set("finishedAt", r.finished)
-                    run.set("message", r.message)
-                    run.set("outcome", r.outcome)
-                    run.set("startedAt", r.started)
-                    return run
-                })
-            o.set("node", s.node)
-            o.set("positionTombstones", s.positionTombstones)
-            o.set("positions", s.positions)
-            o.set("quarantined", s.quarantined)
-            o.set("schemaVersion", s.schemaVersion)
-            o.set(
-                "sources",
-                objects: s.sources.map { src in
-                    var source = JSONObject()
-                    source.set("inUse", src.inUse)
-                    source.set("kind", src.kind)
-                    source.set("lastAttemptAt", src.lastAttempt)
-                    source.set("lastError", src.lastError)
-                    source.set("lastOutcome", src.outcome)
-                    source.set("lastStatus", src.lastStatus)
-                    source.set("lastSuccessAt", src.lastSuccess)
-                    source.set("remote", src.remote)
-                    source.set("source", src.source)
-                    return source
-                })
-            i.stdout.write(o.bytes + [0x0A])
-            return 0
+            i.stdout.write(statusJSON(facts).bytes + [0x0A])
+        } else {
+            i.stdout.write(statusText(facts))
         }
+        return 0
+    }
+
+    /// What `status` shows, read from the store once.
+    struct StatusFacts {
+        let store: CatalogStore
+        let status: CatalogStore.Status
+        let digest: StateDigest
+        let conflicts: Int
+        let hubs: [HubStatus]
+        /// Saved remotes' names by source.
+        let remotes: [String: String]
+
+        init(_ store: CatalogStore) throws {
+            self.store = store
+            status = try CatalogMonitor(store).status()
+            digest = try StateDigest(of: store)
+            conflicts = try Conflicts(store).conflictCount()
+            hubs = try HubStatus.all(in: store)
+            remotes = try RemoteBook(store).remoteNames()
+        }
+    }
+
+    /// `status --json`: one object, keys sorted.
+    static func statusJSON(_ facts: StatusFacts) -> JSONObject {
+        let s = facts.status
+        var o = JSONObject()
+        o.set("changeSequence", s.changeSequence)
+        o.set("conflicts", facts.conflicts)
+        o.set("database", facts.store.path)
+        o.set("digest", facts.digest.hex)
+        o.set("digestRows", facts.digest.rows)
+        o.set("follower", followerJSON(FollowerStatus.running(on: facts.store)))
+        o.set("hubs", objects: hubStatusJSON(facts.hubs, local: facts.digest, remotes: facts.remotes))
+        o.set("landmarkTombstones", s.landmarkTombstones)
+        o.set("landmarks", s.landmarks)
+        o.set(
+            "lastRun",
+            s.lastRun.map { r in
+                var run = JSONObject()
+                run.set("exitStatus", r.status.map(Int64.init))
+                run.set("finishedAt", r.finished)
+                run.set("message", r.message)
+                run.set("outcome", r.outcome)
+                run.set("startedAt", r.started)
+                return run
+            })
+        o.set("node", s.node)
+        o.set("positionTombstones", s.positionTombstones)
+        o.set("positions", s.positions)
+        o.set("quarantined", s.quarantined)
+        o.set("schemaVersion", s.schemaVersion)
+        o.set(
+            "sources",
+            objects: s.sources.map { src in
+                var source = JSONObject()
+                source.set("inUse", src.inUse)
+                source.set("kind", src.kind)
+                source.set("lastAttemptAt", src.lastAttempt)
+                source.set("lastError", src.lastError)
+                source.set("lastOutcome", src.outcome)
+                source.set("lastStatus", src.lastStatus)
+                source.set("lastSuccessAt", src.lastSuccess)
+                source.set("remote", src.remote)
+                source.set("source", src.source)
+                return source
+            })
+        return o
+    }
+
+    /// `status`'s text: the counts, then the last run, the follower and serve, the sources and the hubs.
+    static func statusText(_ facts: StatusFacts) -> String {
+        let s = facts.status
         var out = """
-            database:    \(store.path)
+            database:    \(facts.store.path)
             node:        \(s.node)
             schema:      version \(s.schemaVersion)
             landmarks:   \(s.landmarks) live, \(plural(s.landmarkTombstones, "tombstone"))
             positions:   \(s.positions) live, \(plural(s.positionTombstones, "tombstone"))
             changes:     \(s.changeSequence)
-            digest:      \(digest)
+            digest:      \(facts.digest)
             quarantine:  \(plural(s.quarantined, "row"))
-            conflicts:   \(conflicts) kept
+            conflicts:   \(facts.conflicts) kept
 
             """
         if let r = s.lastRun, let finished = r.finished, let status = r.status {
@@ -140,6 +169,24 @@ extension CatalogCLI {
         } else {
             out += "last sync:   never\n"
         }
+        out += processesText(facts.store)
+        for src in s.sources where src.inUse {
+            // Messages quote keys and paths from other machines' files: control characters are shown escaped.
+            out +=
+                "source:      \(Table.escaped(sourceLabel(src.source, facts.remotes))) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
+            if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
+            out += "\n"
+        }
+        let idle = s.sources.filter { !$0.inUse }.count
+        if idle > 0 {
+            out += "other:       \(plural(idle, "source")) synced before, not in the last run and not a remote (status --json lists them)\n"
+        }
+        return out + hubStatusText(facts.hubs, local: facts.digest, remotes: facts.remotes)
+    }
+
+    /// `status`'s lines for the follower and serve running on this database, when they have a marker.
+    static func processesText(_ store: CatalogStore) -> String {
+        var out = ""
         if let follower = FollowerStatus.running(on: store) {
             out +=
                 follower.alive
@@ -153,20 +200,7 @@ extension CatalogCLI {
                     + (serving.checked.map { "; checked at \($0): \(serving.state ?? "ready")" } ?? "") + "\n"
                 : "serving:     no: the serve started at \(serving.since) (pid \(serving.pid)) is not running\n"
         }
-        for src in s.sources where src.inUse {
-            // Messages quote keys and paths from other machines' files: control characters are shown escaped.
-            out +=
-                "source:      \(Table.escaped(sourceLabel(src.source, remotes))) last good \(src.lastSuccess ?? "never"); last attempt \(src.outcome ?? "-")"
-            if let error = src.lastError { out += "; last error: \(Table.escaped(error))" }
-            out += "\n"
-        }
-        let idle = s.sources.filter { !$0.inUse }.count
-        if idle > 0 {
-            out += "other:       \(plural(idle, "source")) synced before, not in the last run and not a remote (status --json lists them)\n"
-        }
-        out += hubStatusText(hubs, local: digest, remotes: remotes)
-        i.stdout.write(out)
-        return 0
+        return out
     }
 
     /// `status --check`: one line, and 0 or ``unhealthyStatus``.

@@ -133,6 +133,26 @@ extension CatalogCLI {
     }
 
     static func runSync(_ i: Invocation) throws -> Int32 {
+        let options = try syncOptions(i)
+        if i[SyncOptionsTable.follow] { return try runFollow(i, options: options) }
+        let (report, remotes) = try syncOnce(i, options: options)
+        for source in report.sources {
+            if let error = source.error {
+                i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source, bounded: true)
+            }
+        }
+        if let error = report.publishError { i.reporter.error(error.message, hint: error.hint) }
+        if i[Options.json] {
+            i.stdout.write(reportJSON(report, remotes: remotes))
+        } else if !i[Options.quiet] {
+            i.stdout.line(syncSummary(report))
+        }
+        return report.exitStatus
+    }
+
+    /// `sync`'s options from the command line (and the test hooks); a usage error for `--sign` without a
+    /// log to sign or a `--publish` that is not local.
+    static func syncOptions(_ i: Invocation) throws -> SyncOptions {
         var options = SyncOptions()
         options.dryRun = i[Options.dryRun]
         options.publishPath = i[SyncOptionsTable.publish]
@@ -151,11 +171,17 @@ extension CatalogCLI {
         if options.publish.signingKey != nil, options.publishPath.map(SyncRunner.publishesLog) != true {
             throw UsageError(message: "--sign signs a snapshot log: give --publish DIR too", path: i.parsed.path)
         }
-
         if let target = options.publishPath, let scheme = SourceLocator.scheme(of: target) {
             throw UsageError(message: "--publish writes a local file or directory, not \(scheme):// (\(redacted(target)))", path: i.parsed.path)
         }
-        if i[SyncOptionsTable.follow] { return try runFollow(i, options: options) }
+        return options
+    }
+
+    /// One sync run: the report, and the saved remotes' names by source.
+    ///
+    /// With `--json`, a run that could not start (the lock held, the database unusable, a SOURCE that is
+    /// not one) still prints one object before its error is thrown.
+    static func syncOnce(_ i: Invocation, options: SyncOptions) throws -> (SyncReport, remotes: [String: String]) {
         let report: SyncReport
         var remotes: [String: String] = [:]
         do {
@@ -175,46 +201,39 @@ extension CatalogCLI {
             i.stdout.write(reportJSON(SyncReport(dryRun: options.dryRun), stoppedBy: error))
             throw error
         }
-        for source in report.sources {
-            if let error = source.error {
-                i.reporter.error(error.message, hint: error.hint, kind: "source-failed", source: source.source, bounded: true)
-            }
+        return (report, remotes)
+    }
+
+    /// `sync`'s one line: sources by outcome, the counts, then what was pushed, released and published.
+    static func syncSummary(_ report: SyncReport) -> String {
+        let merged = report.sources.filter { $0.outcome == .merged }.count
+        let failed = report.sources.filter { $0.outcome == .failed }.count
+        let notModified = report.sources.count - merged - failed
+        var line = report.dryRun ? "dry run, nothing written: " : ""
+        line +=
+            "\(plural(report.sources.count, "source")) (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
+        line += describe(report.counts)
+        let pushing = report.sources.filter { $0.pushed != nil }
+        if !pushing.isEmpty {
+            let pushes = pushing.compactMap(\.pushed)
+            let sent = pushes.map(\.sent).reduce(0, +)
+            let written = pushes.map(\.written).reduce(0, +)
+            let serves = pushing.filter { $0.source.hasPrefix("catalog+") }.count
+            let target =
+                pushing.count == 1
+                ? (serves == 1 ? "the server" : "the hub")
+                : serves == 0 ? "\(pushing.count) hubs" : "\(pushing.count) hubs and servers"
+            line += "; pushed \(plural(sent, "row")) to \(target) (\(written) written)"
         }
-        if let error = report.publishError { i.reporter.error(error.message, hint: error.hint) }
-        let c = report.counts
-        if i[Options.json] {
-            i.stdout.write(reportJSON(report, remotes: remotes))
-        } else if !i[Options.quiet] {
-            let merged = report.sources.filter { $0.outcome == .merged }.count
-            let failed = report.sources.filter { $0.outcome == .failed }.count
-            let notModified = report.sources.count - merged - failed
-            var line = report.dryRun ? "dry run, nothing written: " : ""
-            line +=
-                "\(plural(report.sources.count, "source")) (\(merged) merged, \(notModified) not modified\(failed > 0 ? ", \(failed) failed" : "")): "
-            line += describe(c)
-            let pushing = report.sources.filter { $0.pushed != nil }
-            if !pushing.isEmpty {
-                let pushes = pushing.compactMap(\.pushed)
-                let sent = pushes.map(\.sent).reduce(0, +)
-                let written = pushes.map(\.written).reduce(0, +)
-                let serves = pushing.filter { $0.source.hasPrefix("catalog+") }.count
-                let target =
-                    pushing.count == 1
-                    ? (serves == 1 ? "the server" : "the hub")
-                    : serves == 0 ? "\(pushing.count) hubs" : "\(pushing.count) hubs and servers"
-                line += "; pushed \(plural(sent, "row")) to \(target) (\(written) written)"
-            }
-            if report.released.released > 0 {
-                line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
-            }
-            if let log = report.logPublish {
-                line += log.changed ? "; published \(log.directory) through change \(log.manifest.through)" : "; \(log.directory) unchanged"
-            } else if let published = report.published {
-                line += "; published \(published)"
-            }
-            i.stdout.line(line)
+        if report.released.released > 0 {
+            line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
         }
-        return report.exitStatus
+        if let log = report.logPublish {
+            line += log.changed ? "; published \(log.directory) through change \(log.manifest.through)" : "; \(log.directory) unchanged"
+        } else if let published = report.published {
+            line += "; published \(published)"
+        }
+        return line
     }
 
     /// Before a sync creates a database: a run that could only fail creates nothing.

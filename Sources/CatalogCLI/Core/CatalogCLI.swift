@@ -20,10 +20,12 @@ public enum CatalogCLI {
     public static func run(_ arguments: [String], context: CLIContext) -> Int32 {
         // The command line syncs over HTTP and with PostgreSQL hubs too (LandmarkCatalogSync).
         NetworkSources.register()
+        // The one reading of the command line; it says how diagnostics are written, usage errors included.
+        let root = rootCommand
+        let reading = Parser.read(arguments, root: root)
         let reporter = Reporter(
-            stderr: context.stderr, format: logFormat(in: arguments) == "json" ? .json : .text,
-            limit: diagnosticLimit(in: arguments))
-        let status = dispatch(arguments, context: context, reporter: reporter)
+            stderr: context.stderr, format: reading.logFormat == "json" ? .json : .text, limit: reading.diagnosticLimit)
+        let status = dispatch(reading, root: root, context: context, reporter: reporter)
         context.stdout.flush()
         defer { context.stderr.flush() }
         reporter.finish()
@@ -35,29 +37,10 @@ public enum CatalogCLI {
         return status
     }
 
-    /// `--log-format`'s value, read before parsing so usage errors are written in that format too.
-    static func logFormat(in arguments: [String]) -> String? {
-        for (i, a) in arguments.enumerated() {
-            if a == "--" { break }
-            if a.hasPrefix("--log-format=") { return String(a.dropFirst("--log-format=".count)) }
-            if a == "--log-format", i + 1 < arguments.count { return arguments[i + 1] }
-        }
-        return nil
-    }
-
-    static func diagnosticLimit(in arguments: [String]) -> Int {
-        for (i, a) in arguments.enumerated() {
-            if a == "--" { break }
-            if a.hasPrefix("--max-diagnostics="), let n = Int(a.dropFirst("--max-diagnostics=".count)), n >= 0 { return n }
-            if a == "--max-diagnostics", i + 1 < arguments.count, let n = Int(arguments[i + 1]), n >= 0 { return n }
-        }
-        return 20
-    }
-
-    static func dispatch(_ arguments: [String], context: CLIContext, reporter: Reporter) -> Int32 {
-        let root = rootCommand
+    /// Runs what `reading` found, or reports its usage error; returns the exit status.
+    static func dispatch(_ reading: CommandLineReading, root: CommandSpec, context: CLIContext, reporter: Reporter) -> Int32 {
         do {
-            let (command, parsed) = try Parser.parse(arguments, root: root)
+            let (command, parsed) = try reading.outcome.get()
             if parsed[GlobalOptions.help] {
                 context.stdout.write(Help.render(command, path: parsed.path, footer: parsed.path.isEmpty ? exitStatusHelp : nil))
                 return 0

@@ -88,6 +88,39 @@ extension LogPublisher {
         to directory: String, options: PublishOptions = PublishOptions(),
         progress: (CatalogProgress) -> Void = { _ in }
     ) throws -> PublishReport {
+        let dir = try openLogDirectory(directory)
+        let lock = try DirectoryLock(path: dir + "/.catalog-publish.lock")
+        defer { withExtendedLifetime(lock) {} }
+        let log = try readLogState(dir, options: options)
+        var report = PublishReport(
+            directory: dir, changed: false, newGeneration: false,
+            manifest: log.continuing ?? log.existing
+                ?? LogManifest(
+                    node: log.node, generation: "", through: 0,
+                    base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
+        report.missing = log.missing
+        if let continuing = log.continuing, continuing.through == log.current {
+            // Unchanged: the manifest and its signature (by this key, as readLogState checked) keep their bytes.
+            report.signedBy = options.signingKey?.publicKey.id
+            report.removed = try removeUnreferenced(in: dir, manifest: continuing, now: log.now, grace: options.graceSeconds)
+            return report
+        }
+        let (manifest, retired) = try extendLog(log, options: options, report: &report, progress: progress)
+        try writeManifest(manifest, at: log.manifestPath, options: options, report: &report)
+        try store.write {
+            try store.publicationTable.record(
+                directory: dir, Publication(generation: manifest.generation, through: manifest.through), retired: retired, at: log.now)
+        }
+        report.changed = true
+        report.manifest = manifest
+        report.removed = try removeUnreferenced(in: dir, manifest: manifest, now: log.now, grace: options.graceSeconds)
+        return report
+    }
+
+    /// The log directory, created as needed, as its real path; refuses a URL and a directory this user
+    /// cannot write.
+    /// - Throws: `CatalogError` 64 for an empty path or a URL, 73 when it cannot be created, resolved or written.
+    private func openLogDirectory(_ directory: String) throws -> String {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
         if let scheme = urlScheme(of: directory) {
             throw CatalogError(
@@ -114,8 +147,29 @@ extension LogPublisher {
                 .cantCreate, "cannot write the log directory (\(errorText(errno))), \(dir)",
                 hint: "publish where this user may write, or give it write access to the directory")
         }
-        let lock = try DirectoryLock(path: dir + "/.catalog-publish.lock")
-        defer { withExtendedLifetime(lock) {} }
+        return dir
+    }
+
+    /// What a publish starts from: the directory's manifest, this database's record of its last publish,
+    /// and the manifest it continues, if any.
+    private struct LogState {
+        let dir: String
+        let now: Int64
+        let manifestPath: String
+        let node: String
+        /// The directory's manifest, if it is one.
+        let existing: LogManifest?
+        /// This database's change sequence now.
+        let current: Int64
+        /// The manifest this publish continues: nil for a new generation.
+        let continuing: LogManifest?
+        /// Files `existing` names that are gone or of another size.
+        let missing: [String]
+    }
+
+    /// Reads the directory's manifest and this database's record of it; refuses another node's log and a
+    /// manifest another key signed (``checkOneSigner(_:key:options:directory:)``).
+    private func readLogState(_ dir: String, options: PublishOptions) throws -> LogState {
         let now = store.wallClock.nowMilliseconds()
         let manifestPath = dir + "/" + LogManifest.fileName
         let existingBytes = FileManager.default.contents(atPath: manifestPath).map(Array.init)
@@ -157,22 +211,21 @@ extension LogPublisher {
             }.map(\.name)
             if !missing.isEmpty { continuing = nil }
         }
-        var report = PublishReport(
-            directory: dir, changed: false, newGeneration: false,
-            manifest: continuing ?? existing
-                ?? LogManifest(
-                    node: node, generation: "", through: 0,
-                    base: .init(name: "", bytes: 0, sha256: "", from: 0, through: 0), deltas: []))
-        report.missing = missing
-        if let continuing, continuing.through == current {
-            // Unchanged: the manifest and its signature (by this key, checked above) keep their bytes.
-            report.signedBy = options.signingKey?.publicKey.id
-            report.removed = try removeUnreferenced(in: dir, manifest: continuing, now: now, grace: options.graceSeconds)
-            return report
-        }
+        return LogState(
+            dir: dir, now: now, manifestPath: manifestPath, node: node, existing: existing, current: current, continuing: continuing,
+            missing: missing)
+    }
+
+    /// The manifest after this publish, and the files it no longer names: a new delta on the manifest
+    /// continued (its deltas merged into one past ``PublishOptions/maxDeltas``), or a new generation when
+    /// there is none or the deltas outgrew the base.
+    private func extendLog(
+        _ log: LogState, options: PublishOptions, report: inout PublishReport, progress: (CatalogProgress) -> Void
+    ) throws -> (LogManifest, retired: [String]) {
+        let (dir, node, now, existing) = (log.dir, log.node, log.now, log.existing)
         var retired: [String] = []
         var manifest: LogManifest
-        if let m = continuing {
+        if let m = log.continuing {
             manifest = m
             var delta = try writeLogFile(in: dir, generation: m.generation, after: m.through, report: &report, progress: progress)
             manifest.deltas.append(delta)
@@ -194,6 +247,12 @@ extension LogPublisher {
         }
         let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
         retired = Array(Set(retired).subtracting(named)).sorted()
+        return (manifest, retired)
+    }
+
+    /// Writes the manifest atomically, and its signature first (or removes a signature that would no
+    /// longer match).
+    private func writeManifest(_ manifest: LogManifest, at manifestPath: String, options: PublishOptions, report: inout PublishReport) throws {
         // The signature goes first (docs/trust.md §2): a reader that meets the new signature with the old
         // manifest, or the reverse, takes one fresh look. Publishing unsigned removes a signature that
         // would no longer match, so readers are told "not signed" rather than "bad signature".
@@ -219,14 +278,6 @@ extension LogPublisher {
         try file.commit()
         report.written.append(LogManifest.fileName)
         report.bytesWritten += Int64(manifest.bytes.count)
-        try store.write {
-            try store.publicationTable.record(
-                directory: dir, Publication(generation: manifest.generation, through: manifest.through), retired: retired, at: now)
-        }
-        report.changed = true
-        report.manifest = manifest
-        report.removed = try removeUnreferenced(in: dir, manifest: manifest, now: now, grace: options.graceSeconds)
-        return report
     }
 
     /// Refuses to sign over a manifest that another key signed (docs/trust.md §2), unless the key is being

@@ -192,43 +192,14 @@ package struct LogReader {
     package func fetch(since cursor: SourceCursor?, manifestBytes: [UInt8]? = nil, validators: HTTPValidators? = nil)
         throws -> (feeds: [any ChangeFeed]?, cursor: SourceCursor?, note: String?)
     {
-        var freshLook = false
-        var raceLook = false
-        var raceLooks = 0
-        var bytes = manifestBytes
-        var manifestValidators = validators
+        var looks = ManifestLooks()
+        var given = manifestBytes
+        var givenValidators = validators
         while true {
-            if bytes == nil {
-                let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
-                let sent = freshLook || raceLook || (stored.etag == nil && stored.lastModified == nil) ? nil : stored
-                guard let fetched = try fetcher.fetchManifest(validators: sent) else {
-                    return (nil, cursor, nil)  // 304: nothing new
-                }
-                bytes = fetched.bytes
-                manifestValidators = fetched.validators
+            guard let (bytes, manifestValidators) = try trustedManifest(given, validators: givenValidators, cursor: cursor, looks: &looks) else {
+                return (nil, cursor, nil)  // 304: nothing new
             }
-            // The signature is checked before the manifest is believed (docs/trust.md §3). A trusted key's
-            // signature of another version (a publisher between writing the signature and the manifest)
-            // means one fresh look at both.
-            if let (error, race, otherVersion) = try untrusted(bytes ?? []) {
-                // One fresh look; a few more (backing off, under a second in all) while the signature's
-                // authentic trusted comment names another version: a busy publisher, not a forgery.
-                guard race, raceLooks < (otherVersion ? 5 : 1) else {
-                    var error = error
-                    if raceLook {
-                        error.message = error.message.replacingOccurrences(of: "; nothing merged", with: ", also after a fresh look; nothing merged")
-                    }
-                    throw error
-                }
-                // The publisher renames the signature and the manifest microseconds apart: a moment later
-                // both are of one version.
-                raceLook = true
-                bytes = nil
-                usleep(20_000 << UInt32(raceLooks))
-                raceLooks += 1
-                continue
-            }
-            let manifest = try LogManifest.parse(bytes ?? [], source: fetcher.manifestName)
+            let manifest = try LogManifest.parse(bytes, source: fetcher.manifestName)
             if let error = Self.unproven(manifest, source: fetcher.manifestName) { throw error }
             // Another node's log under this name (a link or a mount re-pointed): the cursor is not of this
             // log, so it is read from its base (docs/log-format.md §6).
@@ -242,17 +213,7 @@ package struct LogReader {
                 kept?["behind"] = String(Self.behindCount(ours) + 1)
                 return (nil, kept, note)
             }
-            var next = SourceCursor()
-            var retired = Self.retired(ours)
-            if let left = ours?["generation"], left != manifest.generation {
-                retired = Array((retired.filter { $0 != left } + [left]).suffix(Self.maxRetired))
-            }
-            if !retired.isEmpty { next["retired"] = retired.joined(separator: " ") }
-            next["node"] = manifest.node
-            next["generation"] = manifest.generation
-            next["through"] = String(manifest.through)
-            next["etag"] = manifestValidators?.etag
-            next["lastModified"] = manifestValidators?.lastModified
+            let next = Self.cursor(after: manifest, ours: ours, validators: manifestValidators)
             guard let files = Self.plan(manifest, cursor: ours) else { return (nil, next, nil) }
             // A manifest names any size it likes: nothing over the limit is fetched at all.
             if let big = files.first(where: { $0.bytes > fetcher.maxBytes }) {
@@ -265,7 +226,7 @@ package struct LogReader {
                 let feeds = try files.map { try fetcher.fetchFile($0) }
                 return (feeds, next, nil)
             } catch let gone as LogFileGone {
-                guard !freshLook else {
+                guard !looks.fresh else {
                     throw CatalogError(
                         .unavailable,
                         "the log file \(gone.name) named by \(fetcher.manifestName) is not there, also after a fresh look at the manifest",
@@ -273,10 +234,76 @@ package struct LogReader {
                             "the publisher may be removing files too early, and the next run tries again; if the file is gone for good, run 'catalog publish' on the publisher: it starts a new generation when files its manifest names are missing"
                     )
                 }
-                freshLook = true
-                bytes = nil
+                looks.fresh = true
+                given = nil
+                givenValidators = manifestValidators
             }
         }
+    }
+
+    /// The fresh looks one fetch has taken at the manifest.
+    struct ManifestLooks {
+        /// A file the manifest named was gone: the manifest is fetched again, unconditionally.
+        var fresh = false
+        /// The signature was of another version: both are fetched again, unconditionally.
+        var race = false
+        var raceLooks = 0
+    }
+
+    /// The manifest's bytes and validators, once its signature is trusted (docs/trust.md §3): `given`, or
+    /// fetched (conditionally, with the cursor's validators, unless a fresh look is asked); nil on a 304.
+    ///
+    /// A trusted key's signature of another version (a publisher between writing the signature and the
+    /// manifest) means one fresh look at both; a few more, backing off, while its trusted comment names
+    /// another version.
+    /// - Throws: `CatalogError` when the manifest cannot be fetched or is not signed by a trusted key.
+    func trustedManifest(_ given: [UInt8]?, validators: HTTPValidators?, cursor: SourceCursor?, looks: inout ManifestLooks) throws
+        -> (bytes: [UInt8], validators: HTTPValidators?)?
+    {
+        var bytes = given
+        var manifestValidators = validators
+        while true {
+            if bytes == nil {
+                let stored = HTTPValidators(etag: cursor?["etag"], lastModified: cursor?["lastModified"])
+                let sent = looks.fresh || looks.race || (stored.etag == nil && stored.lastModified == nil) ? nil : stored
+                guard let fetched = try fetcher.fetchManifest(validators: sent) else { return nil }
+                bytes = fetched.bytes
+                manifestValidators = fetched.validators
+            }
+            guard let (error, race, otherVersion) = try untrusted(bytes ?? []) else { return (bytes ?? [], manifestValidators) }
+            // One fresh look; a few more (backing off, under a second in all) while the signature's
+            // authentic trusted comment names another version: a busy publisher, not a forgery.
+            guard race, looks.raceLooks < (otherVersion ? 5 : 1) else {
+                var error = error
+                if looks.race {
+                    error.message = error.message.replacingOccurrences(of: "; nothing merged", with: ", also after a fresh look; nothing merged")
+                }
+                throw error
+            }
+            // The publisher renames the signature and the manifest microseconds apart: a moment later
+            // both are of one version.
+            looks.race = true
+            bytes = nil
+            usleep(20_000 << UInt32(looks.raceLooks))
+            looks.raceLooks += 1
+        }
+    }
+
+    /// The cursor to store once `manifest`'s files are merged: its node, generation and `through`, its
+    /// validators, and the generations left behind (at most ``maxRetired``).
+    static func cursor(after manifest: LogManifest, ours: SourceCursor?, validators: HTTPValidators?) -> SourceCursor {
+        var next = SourceCursor()
+        var retired = Self.retired(ours)
+        if let left = ours?["generation"], left != manifest.generation {
+            retired = Array((retired.filter { $0 != left } + [left]).suffix(Self.maxRetired))
+        }
+        if !retired.isEmpty { next["retired"] = retired.joined(separator: " ") }
+        next["node"] = manifest.node
+        next["generation"] = manifest.generation
+        next["through"] = String(manifest.through)
+        next["etag"] = validators?.etag
+        next["lastModified"] = validators?.lastModified
+        return next
     }
 }
 

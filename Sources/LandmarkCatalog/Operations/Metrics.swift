@@ -135,109 +135,138 @@ package enum PrometheusText {
         var suffixes: [String] = []
     }
 
+    /// One sample's labels and value.
+    typealias Sample = (labels: [(String, String)], value: String)
+
     /// The exposition of `m`, ending in a newline.
     package static func render(_ m: CatalogMetrics) -> String {
-        var families: [Family] = []
-        func add(_ name: String, _ type: String, _ help: String, _ samples: [(labels: [(String, String)], value: String)]) {
-            families.append(Family(name: name, type: type, help: help, samples: samples))
-        }
-        func one(_ value: String) -> [(labels: [(String, String)], value: String)] { [([], value)] }
+        exposition(runFamilies(m) + rowFamilies(m) + sourceFamilies(m) + (m.follower.map(followerFamilies) ?? []))
+    }
 
-        add(
+    /// One sample without labels.
+    static func one(_ value: String) -> [Sample] { [([], value)] }
+
+    /// This database, and its sync runs from the ledger.
+    static func runFamilies(_ m: CatalogMetrics) -> [Family] {
+        var families: [Family] = []
+        families.add(
             "catalog_info", "gauge", "This database: node id and schema version (the value is always 1).",
             [([("node", m.node), ("schema_version", String(m.schemaVersion)), ("version", CatalogVersion.string)], "1")])
         if let run = m.lastRun {
-            add(
+            families.add(
                 "catalog_last_run_timestamp_seconds", "gauge", "When the last sync run finished, in seconds since the epoch.",
                 one(seconds(run.finishedMilliseconds)))
-            add(
+            families.add(
                 "catalog_last_run_success", "gauge", "1 when the last sync run succeeded (ok or not-modified), else 0.",
                 one([RunOutcome.ok, .notModified].contains { $0.rawValue == run.outcome } ? "1" : "0"))
-            add(
+            families.add(
                 "catalog_last_run_exit_status", "gauge", "The exit status of the last sync run (0 success, 69 unavailable, 75 busy, ...).",
                 one(String(run.exitStatus)))
-            add("catalog_last_run_duration_seconds", "gauge", "How long the last sync run took, in seconds.", one(seconds(run.durationMilliseconds)))
+            families.add(
+                "catalog_last_run_duration_seconds", "gauge", "How long the last sync run took, in seconds.", one(seconds(run.durationMilliseconds)))
         }
         if let last = m.lastSuccessMilliseconds {
-            add(
+            families.add(
                 "catalog_last_success_timestamp_seconds", "gauge", "When the last successful sync run finished, in seconds since the epoch.",
                 one(seconds(last)))
         }
-        add(
+        families.add(
             "catalog_sync_runs_total", "counter", "Sync runs recorded in the run ledger, by outcome.",
             m.runs.map { ([("outcome", $0.outcome)], String($0.count)) })
-        add(
+        return families
+    }
+
+    /// Rows held, and rows merged by sync runs.
+    static func rowFamilies(_ m: CatalogMetrics) -> [Family] {
+        var families: [Family] = []
+        families.add(
             "catalog_landmarks", "gauge", "Landmark rows, live and tombstones.",
             [([("state", "live")], String(m.landmarks)), ([("state", "tombstone")], String(m.landmarkTombstones))])
-        add(
+        families.add(
             "catalog_positions", "gauge", "Carousel position rows, live and tombstones.",
             [([("state", "live")], String(m.positions)), ([("state", "tombstone")], String(m.positionTombstones))])
-        add(
+        families.add(
             "catalog_quarantined_rows", "gauge", "Rows held in quarantine (stamped beyond the allowed clock drift); see catalog quarantine list.",
             one(String(m.quarantined)))
-        add("catalog_conflicts_retained", "gauge", "Ties kept for catalog conflicts (30 days, at most 10000).", one(String(m.conflictsRetained)))
-        add("catalog_change_sequence", "gauge", "The local change sequence's high-water mark.", one(String(m.changeSequence)))
-        add("catalog_database_bytes", "gauge", "The database file's size in bytes (without the WAL).", one(String(m.databaseBytes)))
-        add(
+        families.add(
+            "catalog_conflicts_retained", "gauge", "Ties kept for catalog conflicts (30 days, at most 10000).", one(String(m.conflictsRetained)))
+        families.add("catalog_change_sequence", "gauge", "The local change sequence's high-water mark.", one(String(m.changeSequence)))
+        families.add("catalog_database_bytes", "gauge", "The database file's size in bytes (without the WAL).", one(String(m.databaseBytes)))
+        families.add(
             "catalog_rows_applied_total", "counter", "Rows merged by sync runs that changed the database, by kind.",
             [([("kind", "landmark")], String(m.landmarksApplied)), ([("kind", "position")], String(m.positionsApplied))])
-        add("catalog_rows_stale_total", "counter", "Rows sync runs read that did not win (older or repeated).", one(String(m.stale)))
-        add("catalog_ties_total", "counter", "Ties (equal stamps, different content) settled by the fixed rule in sync runs.", one(String(m.ties)))
-        add(
+        families.add("catalog_rows_stale_total", "counter", "Rows sync runs read that did not win (older or repeated).", one(String(m.stale)))
+        families.add(
+            "catalog_ties_total", "counter", "Ties (equal stamps, different content) settled by the fixed rule in sync runs.", one(String(m.ties)))
+        families.add(
             "catalog_rows_quarantined_total", "counter",
             "Rows found beyond the allowed clock drift by sync runs (a held row delivered again counts again).", one(String(m.quarantinedTotal)))
+        return families
+    }
+
+    /// Per source: its last good sync and attempt, and the bytes fetched.
+    static func sourceFamilies(_ m: CatalogMetrics) -> [Family] {
+        var families: [Family] = []
         // A saved remote's source also carries its name (`remote="peer"`); others have no such label.
         func labels(_ s: CatalogMetrics.Source) -> [(String, String)] {
             [("kind", s.kind)] + (s.remote.map { [("remote", $0)] } ?? []) + [("source", s.source)]
         }
-        add(
+        families.add(
             "catalog_source_last_success_timestamp_seconds", "gauge",
             "When the source last had a good sync, in seconds since the epoch (0 when it never had one).",
             m.sources.map { (labels($0), $0.lastSuccessMilliseconds.map(seconds) ?? "0") })
-        add(
+        families.add(
             "catalog_source_last_attempt_timestamp_seconds", "gauge", "When the source was last tried, in seconds since the epoch.",
             m.sources.compactMap { s in s.lastAttemptMilliseconds.map { (labels(s), seconds($0)) } })
-        add(
+        families.add(
             "catalog_source_last_status", "gauge", "The exit status of the source's last attempt (0 when good).",
             m.sources.compactMap { s in s.lastStatus.map { (labels(s), String($0)) } })
-        add(
+        families.add(
             "catalog_source_up", "gauge", "1 when the source's last attempt was good, else 0.",
             m.sources.map { (labels($0), $0.lastStatus == 0 ? "1" : "0") })
-        add(
+        families.add(
             "catalog_source_fetched_bytes_total", "counter", "Bytes fetched from the source by the sync runs in the ledger.",
             m.sources.map { (labels($0), String($0.bytesFetched)) })
-        if let f = m.follower {
-            add(
-                "catalog_follower_up", "gauge",
-                "1 while sync --follow runs on this database (its pid alive), 0 when its marker was left by one that stopped.",
-                one(f.alive ? "1" : "0"))
-            add(
-                "catalog_follow_polls_total", "counter", "Polls of each source by the running follower since it started (written every 10 s).",
-                f.sources.map { ([("source", $0.source)], String($0.polls)) })
-            add(
-                "catalog_follow_failed_polls_total", "counter", "Polls of each source by the running follower that failed.",
-                f.sources.map { ([("source", $0.source)], String($0.failures)) })
-            // A histogram (Prometheus text format): cumulative buckets, then sum and count, per source.
-            var lag: [(labels: [(String, String)], value: String)] = []
-            for s in f.sources {
-                var cumulative: Int64 = 0
-                for (i, n) in s.lagBuckets.enumerated() {
-                    cumulative += n
-                    let le = i < FollowerStatus.lagBoundsMilliseconds.count ? seconds(FollowerStatus.lagBoundsMilliseconds[i]) : "+Inf"
-                    lag.append(([("source", s.source), ("le", le)], String(cumulative)))
-                }
-            }
-            let sums = f.sources.map { (labels: [("source", $0.source)], value: seconds($0.lagSumMilliseconds)) }
-            let counts = f.sources.map { (labels: [("source", $0.source)], value: String($0.lagCount)) }
-            families.append(
-                Family(
-                    name: "catalog_follow_lag_seconds", type: "histogram",
-                    help: "Write-to-visible lag of rows the follower merged (a row's stamp to its local commit), per source, since it started.",
-                    samples: lag + sums + counts,
-                    suffixes: Array(repeating: "_bucket", count: lag.count) + Array(repeating: "_sum", count: sums.count)
-                        + Array(repeating: "_count", count: counts.count)))
-        }
+        return families
+    }
 
+    /// The running follower: whether it is up, its polls, and the lag of what it merged.
+    static func followerFamilies(_ f: FollowerStatus) -> [Family] {
+        var families: [Family] = []
+        families.add(
+            "catalog_follower_up", "gauge",
+            "1 while sync --follow runs on this database (its pid alive), 0 when its marker was left by one that stopped.",
+            one(f.alive ? "1" : "0"))
+        families.add(
+            "catalog_follow_polls_total", "counter", "Polls of each source by the running follower since it started (written every 10 s).",
+            f.sources.map { ([("source", $0.source)], String($0.polls)) })
+        families.add(
+            "catalog_follow_failed_polls_total", "counter", "Polls of each source by the running follower that failed.",
+            f.sources.map { ([("source", $0.source)], String($0.failures)) })
+        // A histogram (Prometheus text format): cumulative buckets, then sum and count, per source.
+        var lag: [Sample] = []
+        for s in f.sources {
+            var cumulative: Int64 = 0
+            for (i, n) in s.lagBuckets.enumerated() {
+                cumulative += n
+                let le = i < FollowerStatus.lagBoundsMilliseconds.count ? seconds(FollowerStatus.lagBoundsMilliseconds[i]) : "+Inf"
+                lag.append(([("source", s.source), ("le", le)], String(cumulative)))
+            }
+        }
+        let sums = f.sources.map { (labels: [("source", $0.source)], value: seconds($0.lagSumMilliseconds)) }
+        let counts = f.sources.map { (labels: [("source", $0.source)], value: String($0.lagCount)) }
+        families.append(
+            Family(
+                name: "catalog_follow_lag_seconds", type: "histogram",
+                help: "Write-to-visible lag of rows the follower merged (a row's stamp to its local commit), per source, since it started.",
+                samples: lag + sums + counts,
+                suffixes: Array(repeating: "_bucket", count: lag.count) + Array(repeating: "_sum", count: sums.count)
+                    + Array(repeating: "_count", count: counts.count)))
+        return families
+    }
+
+    /// The text of `families`, skipping those without samples.
+    static func exposition(_ families: [Family]) -> String {
         var out = ""
         for f in families where !f.samples.isEmpty {
             out += "# HELP \(f.name) \(escapeHelp(f.help))\n# TYPE \(f.name) \(f.type)\n"
@@ -281,5 +310,12 @@ package enum PrometheusText {
         digits = String(repeating: "0", count: 3 - digits.count) + digits
         while digits.hasSuffix("0") { digits.removeLast() }
         return "\(sign)\(magnitude / 1000).\(digits)"
+    }
+}
+
+extension [PrometheusText.Family] {
+    /// Appends a family without suffixes.
+    fileprivate mutating func add(_ name: String, _ type: String, _ help: String, _ samples: [PrometheusText.Sample]) {
+        append(PrometheusText.Family(name: name, type: type, help: help, samples: samples))
     }
 }

@@ -122,6 +122,35 @@ extension ServeServer {
     /// `/api/summary`: the last hour in 10-second buckets, the gauges, the hub and the sources.
     func adminSummary() -> String {
         var w = JSONWriter(reservingCapacity: 32_768)
+        summaryGauges(&w)
+        summaryDatabase(&w)
+        w.raw(#","bucketSeconds":"#)
+        w.int(Int64(RequestHistory.seconds))
+        w.raw(#","history":["#)
+        for (i, b) in metrics.history.buckets().enumerated() {
+            if i > 0 { w.raw(",") }
+            w.raw("[")
+            w.int(Int64(b.start))
+            w.raw(",")
+            w.int(Int64(b.requests))
+            w.raw(",")
+            w.int(Int64(b.serverErrors))
+            w.raw(",")
+            w.int(Int64(b.unauthorized))
+            w.raw(",")
+            w.raw(HTTPText.twoDecimals(b.meanSeconds * 1000))
+            w.raw(",")
+            w.raw(HTTPText.twoDecimals(b.maxSeconds * 1000))
+            w.raw(",")
+            w.int(Int64(b.longPolls))
+            w.raw("]")
+        }
+        w.raw(#"],"historyColumns":["start","requests","serverErrors","unauthorized","meanMs","maxMs","longPolls"]}"#)
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+
+    /// The summary's first keys: version, node, times, readiness, requests, users and refusals.
+    private func summaryGauges(_ w: inout JSONWriter) {
         let now = Date().timeIntervalSince1970
         w.raw(#"{"version":"#)
         w.string(CatalogVersion.string)
@@ -156,6 +185,11 @@ extension ServeServer {
         }
         w.raw(#"},"usersRecorded":"#)
         w.int(Int64(activity.count))
+    }
+
+    /// The summary's database keys: its files' sizes, the hub's state, the row counts and the sources (or
+    /// the error that kept them from being read).
+    private func summaryDatabase(_ w: inout JSONWriter) {
         if let bytes = ServeMetrics.databaseBytes(options.databasePath) {
             w.raw(#","databaseBytes":{"main":"#)
             w.int(bytes.main)
@@ -174,50 +208,32 @@ extension ServeServer {
             w.raw(#","quarantined":"#)
             w.int(Int64(m.quarantined))
             w.raw(#","sources":["#)
-            for (i, s) in m.sources.enumerated() {
-                if i > 0 { w.raw(",") }
-                w.raw(#"{"source":"#)
-                w.string(s.source)
-                w.raw(#","kind":"#)
-                w.string(s.kind)
-                w.raw(#","remote":"#)
-                w.string(s.remote)
-                w.raw(#","lastSuccess":"#)
-                w.string(s.lastSuccessMilliseconds.map { Timestamp.format(milliseconds: $0) })
-                w.raw(#","lastAttempt":"#)
-                w.string(s.lastAttemptMilliseconds.map { Timestamp.format(milliseconds: $0) })
-                w.raw(#","lastStatus":"#)
-                w.int(s.lastStatus.map(Int64.init))
-                w.raw("}")
-            }
+            Self.sourcesJSON(&w, m.sources)
             w.raw("]")
         } catch {
             w.raw(#","databaseError":"#)
             w.string("\(error)")
         }
-        w.raw(#","bucketSeconds":"#)
-        w.int(Int64(RequestHistory.seconds))
-        w.raw(#","history":["#)
-        for (i, b) in metrics.history.buckets().enumerated() {
+    }
+
+    /// The summary's `sources`' objects, comma-separated.
+    private static func sourcesJSON(_ w: inout JSONWriter, _ sources: [CatalogMetrics.Source]) {
+        for (i, s) in sources.enumerated() {
             if i > 0 { w.raw(",") }
-            w.raw("[")
-            w.int(Int64(b.start))
-            w.raw(",")
-            w.int(Int64(b.requests))
-            w.raw(",")
-            w.int(Int64(b.serverErrors))
-            w.raw(",")
-            w.int(Int64(b.unauthorized))
-            w.raw(",")
-            w.raw(HTTPText.twoDecimals(b.meanSeconds * 1000))
-            w.raw(",")
-            w.raw(HTTPText.twoDecimals(b.maxSeconds * 1000))
-            w.raw(",")
-            w.int(Int64(b.longPolls))
-            w.raw("]")
+            w.raw(#"{"source":"#)
+            w.string(s.source)
+            w.raw(#","kind":"#)
+            w.string(s.kind)
+            w.raw(#","remote":"#)
+            w.string(s.remote)
+            w.raw(#","lastSuccess":"#)
+            w.string(s.lastSuccessMilliseconds.map { Timestamp.format(milliseconds: $0) })
+            w.raw(#","lastAttempt":"#)
+            w.string(s.lastAttemptMilliseconds.map { Timestamp.format(milliseconds: $0) })
+            w.raw(#","lastStatus":"#)
+            w.int(s.lastStatus.map(Int64.init))
+            w.raw("}")
         }
-        w.raw(#"],"historyColumns":["start","requests","serverErrors","unauthorized","meanMs","maxMs","longPolls"]}"#)
-        return String(decoding: w.bytes, as: UTF8.self)
     }
 
     /// `/api/users/ID`: the user's row, their last pull and push, their quarantined rows, and why the row is
@@ -240,6 +256,28 @@ extension ServeServer {
         w.raw(#"{"user":"#)
         w.string(user)
         w.raw(#","row":"#)
+        Self.userRowJSON(&w, report, user: user, why: &why)
+        w.raw(#","lastPull":"#)
+        Self.pullJSON(&w, pull)
+        w.raw(#","lastPush":"#)
+        Self.pushJSON(&w, push, why: &why)
+        if report.quarantinedCount > 0 {
+            why.append(
+                "\(report.quarantinedCount) row(s) of \(user) are in the quarantine (stamped too far ahead), not applied: catalog quarantine list; they are released when their time comes."
+            )
+        }
+        w.raw(#","quarantinedCount":"#)
+        w.int(Int64(report.quarantinedCount))
+        w.raw(#","quarantined":["#)
+        Self.quarantinedJSON(&w, report.quarantined)
+        w.raw(#"],"why":"#)
+        w.stringArray(why)
+        w.raw("}")
+        return (200, String(decoding: w.bytes, as: UTF8.self))
+    }
+
+    /// The user's stored row as an object (or `null`), and why it is what it is.
+    private static func userRowJSON(_ w: inout JSONWriter, _ report: DeviceUserReport, user: String, why: inout [String]) {
         if let row = report.row {
             let stamp = "\(Timestamp.format(milliseconds: row.stamp.wallMilliseconds)) counter \(row.stamp.counter) node \(row.stamp.node)"
             w.raw(#"{"page":"#)
@@ -266,7 +304,10 @@ extension ServeServer {
             w.raw("null")
             why.append("This database holds no row for \(user): no device of theirs has pushed one here, and no sync brought one.")
         }
-        w.raw(#","lastPull":"#)
+    }
+
+    /// The user's last pull as an object, or `null`.
+    private static func pullJSON(_ w: inout JSONWriter, _ pull: UserActivity.Pull?) {
         if let pull {
             w.raw(#"{"at":"#)
             w.string(Timestamp.format(milliseconds: pull.at))
@@ -280,7 +321,10 @@ extension ServeServer {
         } else {
             w.raw("null")
         }
-        w.raw(#","lastPush":"#)
+    }
+
+    /// The user's last push as an object (or `null`), and what became of it.
+    private static func pushJSON(_ w: inout JSONWriter, _ push: UserActivity.Push?, why: inout [String]) {
         if let push {
             let at = Timestamp.format(milliseconds: push.at)
             w.raw(#"{"at":"#)
@@ -307,15 +351,11 @@ extension ServeServer {
         } else {
             w.raw("null")
         }
-        if report.quarantinedCount > 0 {
-            why.append(
-                "\(report.quarantinedCount) row(s) of \(user) are in the quarantine (stamped too far ahead), not applied: catalog quarantine list; they are released when their time comes."
-            )
-        }
-        w.raw(#","quarantinedCount":"#)
-        w.int(Int64(report.quarantinedCount))
-        w.raw(#","quarantined":["#)
-        for (i, q) in report.quarantined.enumerated() {
+    }
+
+    /// The user's quarantined rows' objects, comma-separated.
+    private static func quarantinedJSON(_ w: inout JSONWriter, _ rows: [QuarantinedRow]) {
+        for (i, q) in rows.enumerated() {
             if i > 0 { w.raw(",") }
             w.raw(#"{"id":"#)
             w.int(q.id)
@@ -333,9 +373,5 @@ extension ServeServer {
             w.string(q.reason)
             w.raw("}")
         }
-        w.raw(#"],"why":"#)
-        w.stringArray(why)
-        w.raw("}")
-        return (200, String(decoding: w.bytes, as: UTF8.self))
     }
 }
