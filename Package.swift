@@ -105,9 +105,23 @@ let package = Package(
             name: "catalog-device-bench", dependencies: ["LandmarkCatalog", "LandmarkCatalogClient"], path: "Benchmarks/DeviceBench"),
         // `catalog` with the test suite's hooks (never shipped): see Tests/Support/CatalogTestHarness/main.swift.
         .executableTarget(name: "catalog-test-harness", dependencies: ["CatalogCLI"], path: "Tests/Support/CatalogTestHarness"),
+        // The tests: one target per library (docs/architecture.md §2), each on the shared support (throwaway
+        // PostgreSQL and nginx servers, serve and catalog processes, snapshot builders).
+        .target(
+            name: "CatalogTestSupport",
+            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer", "CatalogCLI", "LandmarkCatalogClient"],
+            path: "Tests/CatalogTestSupport"
+        ),
+        .testTarget(name: "LandmarkCatalogTests", dependencies: ["CatalogTestSupport", "LandmarkCatalog", "LandmarkCatalogSync", "CatalogCLI"]),
+        .testTarget(name: "LandmarkCatalogSyncTests", dependencies: ["CatalogTestSupport", "LandmarkCatalog", "LandmarkCatalogSync", "CatalogCLI"]),
         .testTarget(
-            name: "LandmarkCatalogTests",
-            dependencies: ["LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer", "CatalogCLI", "LandmarkCatalogClient"]
+            name: "LandmarkCatalogServerTests",
+            dependencies: ["CatalogTestSupport", "LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer"]
+        ),
+        .testTarget(name: "LandmarkCatalogClientTests", dependencies: ["CatalogTestSupport", "LandmarkCatalog", "LandmarkCatalogClient"]),
+        .testTarget(
+            name: "CatalogCLITests",
+            dependencies: ["CatalogTestSupport", "LandmarkCatalog", "LandmarkCatalogSync", "LandmarkCatalogServer", "CatalogCLI"]
         ),
         // A small program on the core library alone: what an app links (the tests check with ldd that
         // it needs neither libpq nor libcurl).

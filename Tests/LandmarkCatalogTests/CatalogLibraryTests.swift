@@ -1,4 +1,5 @@
 @_spi(Testing) import CatalogCLI
+import CatalogTestSupport
 import Foundation
 import LandmarkCatalogSync
 import Testing

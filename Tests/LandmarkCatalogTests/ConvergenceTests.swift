@@ -1,23 +1,9 @@
+import CatalogTestSupport
 import Foundation
 import Testing
 
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-
-/// Every row of both replicated tables, stamps included: equal dumps mean converged stores.
-func canonicalDump(_ store: CatalogStore) throws -> [[SQLValue]] {
-    var rows: [[SQLValue]] = []
-    // `seq` is each database's own change sequence: not replicated, so not compared.
-    for sql in [
-        "SELECT \(LandmarkColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM landmarks ORDER BY id",
-        "SELECT \(PositionColumn.selectList.replacingOccurrences(of: ", seq", with: "")) FROM positions ORDER BY user_id",
-    ] {
-        let s = try store.connection.makeStatement(sql: sql)
-        while try s.step() { rows.append((0..<s.columnCount).map { s.value($0) }) }
-        rows.append([.text("--")])
-    }
-    return rows
-}
 
 @Suite("Sync: convergence property")
 struct ConvergenceTests {

@@ -1,4 +1,5 @@
 import CatalogCLI
+import CatalogTestSupport
 import Foundation
 import Testing
 

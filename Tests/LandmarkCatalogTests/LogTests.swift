@@ -1,3 +1,4 @@
+import CatalogTestSupport
 import Foundation
 import Testing
 
@@ -7,40 +8,22 @@ import Testing
 /// Snapshot logs (docs/log-format.md): publishing, reading from a cursor, generations, tampering, failures.
 @Suite("Snapshot logs")
 struct LogTests {
-    static func store(_ dir: URL, _ name: String, clock: ManualClock = ManualClock(testNow)) throws -> CatalogStore {
-        let store = try CatalogStore.open(path: dir.appending(path: "\(name).sqlite").path, wallClock: clock)
-        try store.setNodeID("node-\(name)")
-        return store
-    }
-
-    static func manifest(_ log: URL) throws -> LogManifest {
-        let path = log.appending(path: "manifest.json").path
-        return try LogManifest.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path))), source: path)
-    }
-
-    static func sha256(_ url: URL) throws -> String { SHA256.hex(SHA256.hash(Array(try Data(contentsOf: url)))) }
-
-    static func mtime(_ url: URL) throws -> timespec {
-        var info = stat()
-        #expect(stat(url.path, &info) == 0)
-        return info.st_mtim
-    }
 
     @Test("publish writes a base, then one delta per change set with sizes and hashes; nothing changed writes nothing")
     func publishing() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a")
+        let a = try LogFixtures.store(dir, "a")
         let first = try LogPublisher(a).publishLog(to: log.path)
         #expect(first.changed && first.newGeneration)
         #expect(first.manifest.through == 0)
         // Nothing changed: nothing written, the manifest keeps its bytes and its modification time.
-        let before = (try Data(contentsOf: log.appending(path: "manifest.json")), try Self.mtime(log.appending(path: "manifest.json")))
+        let before = (try Data(contentsOf: log.appending(path: "manifest.json")), try LogFixtures.mtime(log.appending(path: "manifest.json")))
         usleep(20_000)
         let again = try LogPublisher(a).publishLog(to: log.path)
         #expect(!again.changed && again.written.isEmpty)
         #expect(try Data(contentsOf: log.appending(path: "manifest.json")) == before.0)
-        let after = try Self.mtime(log.appending(path: "manifest.json"))
+        let after = try LogFixtures.mtime(log.appending(path: "manifest.json"))
         #expect(after.tv_sec == before.1.tv_sec && after.tv_nsec == before.1.tv_nsec)
 
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
@@ -48,7 +31,7 @@ struct LogTests {
         #expect(one.changed)
         #expect(try Positions(a).setPosition(user: "ann", to: .page(0)).pageCount > 0)
         let two = try LogPublisher(a).publishLog(to: log.path)
-        let m = try Self.manifest(log)
+        let m = try LogFixtures.manifest(log)
         #expect(m == two.manifest)
         // A change set of 5 imported rows exceeds the empty base: that publish started a new generation.
         #expect(one.newGeneration)
@@ -58,7 +41,7 @@ struct LogTests {
         for file in [m.base] + m.deltas {
             let url = log.appending(path: file.name)
             #expect(try Data(contentsOf: url).count == Int(file.bytes))
-            #expect(try Self.sha256(url) == file.sha256)
+            #expect(try LogFixtures.sha256(url) == file.sha256)
         }
         // The delta holds the one changed row, and is a v1 snapshot any reader can merge.
         let delta = try String(contentsOf: log.appending(path: m.deltas[0].name), encoding: .utf8)
@@ -70,8 +53,8 @@ struct LogTests {
     func onlyNewDeltas() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a")
-        let b = try Self.store(dir, "b")
+        let a = try LogFixtures.store(dir, "a")
+        let b = try LogFixtures.store(dir, "b")
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         _ = try LogPublisher(a).publishLog(to: log.path)
         let initial = try SyncRunner(store: b).sync(sources: [log.path])
@@ -96,8 +79,8 @@ struct LogTests {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
         let clock = ManualClock(testNow)
-        let a = try Self.store(dir, "a", clock: clock)
-        let b = try Self.store(dir, "b")
+        let a = try LogFixtures.store(dir, "a", clock: clock)
+        let b = try LogFixtures.store(dir, "b")
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         let g1 = try LogPublisher(a).publishLog(to: log.path).manifest
         _ = try SyncRunner(store: b).sync(sources: [log.path])
@@ -131,8 +114,8 @@ struct LogTests {
     func compaction() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a")
-        let b = try Self.store(dir, "b")
+        let a = try LogFixtures.store(dir, "a")
+        let b = try LogFixtures.store(dir, "b")
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         var options = PublishOptions()
         options.maxDeltas = 3
@@ -155,8 +138,8 @@ struct LogTests {
     func tampered() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a")
-        let b = try Self.store(dir, "b")
+        let a = try LogFixtures.store(dir, "a")
+        let b = try LogFixtures.store(dir, "b")
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         _ = try LogPublisher(a).publishLog(to: log.path)
         _ = try SyncRunner(store: b).sync(sources: [log.path])
@@ -180,8 +163,8 @@ struct LogTests {
     func fileGone() throws {
         let dir = Support.temporaryDirectory()
         let log = dir.appending(path: "log")
-        let a = try Self.store(dir, "a")
-        let b = try Self.store(dir, "b")
+        let a = try LogFixtures.store(dir, "a")
+        let b = try LogFixtures.store(dir, "b")
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         let m = try LogPublisher(a).publishLog(to: log.path).manifest
         try FileManager.default.removeItem(at: log.appending(path: m.base.name))
@@ -201,7 +184,7 @@ struct LogTests {
         #expect(r.status == 69, "\(r.stderr)")
         #expect(r.stdout.contains("2 sources (1 merged, 0 not modified, 1 failed)"))
         #expect(try dumpPositions(db).count == 1)
-        #expect(try Self.manifest(URL(fileURLWithPath: log)).through == 1)
+        #expect(try LogFixtures.manifest(URL(fileURLWithPath: log)).through == 1)
         // With no SOURCE and no remote, --publish just publishes.
         #expect(runCLI(["sync", "--publish", log], db: db).status == 0)
     }
@@ -210,7 +193,7 @@ struct LogTests {
     func stableExport() throws {
         let dir = Support.temporaryDirectory()
         let clock = ManualClock(testNow)
-        let a = try Self.store(dir, "a", clock: clock)
+        let a = try LogFixtures.store(dir, "a", clock: clock)
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("unknown-keys-crlf.json")))
         try Positions(a).setPosition(user: "Zoé", to: .page(0))
         var first: [UInt8] = []
@@ -259,7 +242,7 @@ struct LogConvergenceTests {
         for i in 0..<3 {
             let clock = ManualClock(testNow + Int64.random(in: -60_000...60_000, using: &rng))
             clocks.append(clock)
-            stores.append(try LogTests.store(dir, "s\(i)", clock: clock))
+            stores.append(try LogFixtures.store(dir, "s\(i)", clock: clock))
             logs.append(dir.appending(path: "log\(i)"))
         }
         var staleManifests: [[URL]] = [[], [], []]

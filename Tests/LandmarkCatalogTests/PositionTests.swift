@@ -1,23 +1,9 @@
+import CatalogTestSupport
 import Foundation
 import Testing
 
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-
-/// Writes a landmark file with ids 1001…1012 (like Apple's) where exactly `featured` are featured.
-func landmarkFile(featured: Set<Int64>, ids: ClosedRange<Int64> = 1001...1012, renamed: [Int64: String] = [:]) throws -> String {
-    var records: [[String: Any]] = []
-    for id in ids {
-        records.append([
-            "id": id, "name": renamed[id] ?? "Landmark \(id)", "category": "Lakes", "state": "Alaska", "park": "Park \(id)",
-            "isFeatured": featured.contains(id), "isFavorite": false, "imageName": "l\(id)",
-            "coordinates": ["latitude": 60.0 + Double(id - 1000) / 100, "longitude": -150.0],
-        ])
-    }
-    let url = Support.temporaryDirectory().appending(path: "landmarks.json")
-    try JSONSerialization.data(withJSONObject: records, options: [.sortedKeys]).write(to: url)
-    return url.path
-}
 
 @Suite("Positions")
 struct PositionTests {

@@ -1,3 +1,4 @@
+import CatalogTestSupport
 import Foundation
 import Testing
 
@@ -141,7 +142,7 @@ struct SourceIsolationTests {
     func logFileRemovedMidMerge() throws {
         let dir = Support.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let a = try LogTests.store(dir, "a")
+        let a = try LogFixtures.store(dir, "a")
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         var positions: [String] = []
         for i in 0..<3_000 { positions.append(positionRow("bulk-\(i)", page: 0, at: "2026-11-29T01:00:00Z")) }
@@ -150,9 +151,9 @@ struct SourceIsolationTests {
         _ = try LogPublisher(a).publishLog(to: log.path)
         try Positions(a).setPosition(user: "late", to: .page(0))
         _ = try LogPublisher(a).publishLog(to: log.path)
-        let delta = try #require(try LogTests.manifest(log).deltas.last)
+        let delta = try #require(try LogFixtures.manifest(log).deltas.last)
         let good = try writeTemporary(snapshot(positions: [positionRow("good", page: 1, at: "2026-11-29T01:00:00Z")]), name: "good.json")
-        let b = try LogTests.store(dir, "b")
+        let b = try LogFixtures.store(dir, "b")
         var options = SyncOptions()
         let published = dir.appending(path: "b-log").path
         options.publishPath = published
@@ -184,7 +185,7 @@ struct SourceIsolationTests {
     /// A log directory, a consumer that read it to its end, and the manifest as it was one publish
     /// before (an old copy).
     static func staleLog(_ dir: URL) throws -> (log: URL, consumer: CatalogStore, old: Data, newest: Data) {
-        let a = try LogTests.store(dir, "a")
+        let a = try LogFixtures.store(dir, "a")
         _ = try Importer(a).importLandmarks(from: .file(Support.fixture("valid.json")))
         let log = dir.appending(path: "log")
         _ = try LogPublisher(a).publishLog(to: log.path)
@@ -194,7 +195,7 @@ struct SourceIsolationTests {
         try Positions(a).setPosition(user: "two", to: .page(1))
         _ = try LogPublisher(a).publishLog(to: log.path)
         let newest = try Data(contentsOf: log.appending(path: "manifest.json"))
-        let b = try LogTests.store(dir, "b")
+        let b = try LogFixtures.store(dir, "b")
         return (log, b, old, newest)
     }
 
@@ -399,7 +400,7 @@ struct MissingLogFileTests {
         #expect(runCLI(["publish", log], db: a).status == 0)
         #expect(runCLI(["position", "set", "--user", "ann", "--page", "1"], db: a).status == 0)
         #expect(runCLI(["publish", log], db: a).status == 0)
-        let delta = try #require(try LogTests.manifest(URL(fileURLWithPath: log)).deltas.last)
+        let delta = try #require(try LogFixtures.manifest(URL(fileURLWithPath: log)).deltas.last)
         try FileManager.default.removeItem(atPath: log + "/" + delta.name)
         let broken = runCLI(["sync", log], db: b)
         #expect(broken.status == 69 && broken.stderr.contains("catalog publish"), "\(broken.stderr)")

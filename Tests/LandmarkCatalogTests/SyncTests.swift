@@ -1,44 +1,9 @@
+import CatalogTestSupport
 import Foundation
 import Testing
 
 @testable import LandmarkCatalog
 @testable import LandmarkCatalogSync
-
-/// A snapshot document built by hand.
-func snapshot(
-    node: String = "n-test", landmarks: [String] = [], positions: [String] = [], version: Int = 1,
-    format: String = "landmark-catalog-snapshot"
-) -> String {
-    """
-    {"format": "\(format)", "version": \(version), "node": "\(node)", "generatedAt": "2026-11-30T01:02:03.456Z",
-     "landmarks": [\(landmarks.joined(separator: ",\n"))],
-     "positions": [\(positions.joined(separator: ",\n"))]}
-    """
-}
-
-func positionRow(
-    _ user: String, page: Int, landmark: Int? = nil, at: String, counter: Int = 0, node: String = "n-test",
-    deleted: Bool = false
-) -> String {
-    #"{"user": "\#(user)", "page": \#(page), "landmarkId": \#(landmark.map(String.init) ?? "null"), "updatedAt": "\#(at)", "counter": \#(counter), "node": "\#(node)", "deleted": \#(deleted)}"#
-}
-
-func landmarkRow(
-    _ id: Int, name: String, featured: Bool = true, at: String, counter: Int = 0, node: String = "n-test",
-    deleted: Bool = false
-) -> String {
-    #"{"id": \#(id), "name": "\#(name)", "category": "Lakes", "city": null, "state": "Alaska", "park": null, "description": null, "imageName": "x", "isFeatured": \#(featured), "isFavorite": false, "coordinates": {"latitude": 61.2, "longitude": -149.9}, "updatedAt": "\#(at)", "counter": \#(counter), "node": "\#(node)", "deleted": \#(deleted)}"#
-}
-
-/// Writes `text` to a new temporary file and returns its path.
-func writeTemporary(_ text: String, name: String = "snapshot.json") throws -> String {
-    let url = Support.temporaryDirectory().appending(path: name)
-    try text.write(to: url, atomically: true, encoding: .utf8)
-    return url.path
-}
-
-/// 2026-11-30T00:00:00Z in ms; the tests' "now".
-let testNow: Int64 = 1_795_996_800_000
 
 /// Issue 25: `SyncLock.takeSkipped` deleted the noted runs before they were recorded, so a ledger that
 /// refused one lost it and every line after it.
