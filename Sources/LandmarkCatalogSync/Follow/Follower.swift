@@ -293,7 +293,7 @@ final class Follower {
         if first { awaitFirstFetches(in: &cycle) }
         // Hubs polled before rows merged from another source (or not due) push those rows now.
         for h in cycle.pushNeeded.sorted() where !control.isStopping || finalPass { poll(h, in: &cycle) }
-        let applied = cycle.report.counts.landmarksApplied + cycle.report.counts.positionsApplied > 0
+        let applied = cycle.report.counts.applied > 0
         let monotonicNow = monotonicMilliseconds()
         let maintain = applied || monotonicNow - lastMaintenance >= 60_000
         if maintain { lastMaintenance = monotonicNow }
@@ -387,7 +387,7 @@ final class Follower {
         cycle.report.counts = cycle.report.counts + r.counts
         cycle.polled[n] = r
         cycle.pushNeeded.remove(n)
-        if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
+        if r.counts.applied > 0 {
             wantPush(except: n)
             for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
         }
@@ -492,7 +492,7 @@ final class Follower {
     /// outcomes is the outcome rule's input (a cycle that only published or pushed is `ok`).
     func ledgerRow(_ cycle: Cycle) -> SyncRunner.LedgerRow? {
         let report = cycle.report
-        let applied = report.counts.landmarksApplied + report.counts.positionsApplied > 0
+        let applied = report.counts.applied > 0
         let pushedWritten = report.sources.compactMap(\.pushed).map(\.written).reduce(0, +)
         let changed =
             applied || report.counts.quarantined > 0 || report.counts.notAllowed > 0 || pushedWritten > 0
