@@ -70,9 +70,9 @@ final class ServerConnection: Sendable {
     ///   5xx); `CancellationError` when the task is cancelled.
     func send(
         _ method: String, _ route: DeviceRoute, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
-        wait: Double = 0, accept: Set<Int> = [200]
+        wait: Double = 0, accept: Set<Int> = [200], path explicitPath: String? = nil
     ) async throws -> Answer {
-        let path = route.rawValue
+        let path = explicitPath ?? route.rawValue
         var answer = try await sendOnce(method, path, query: query, body: body, headers: headers, wait: wait, token: try await tokens.current())
         if answer.answer.status == 401 {
             let fresh = try await tokens.refresh(after: answer.token)

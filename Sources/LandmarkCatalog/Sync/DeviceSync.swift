@@ -192,6 +192,15 @@ package struct DeviceSync {
         }
     }
 
+    /// Removes the rows the server refused as erased (docs/erasure.md §1) that are unchanged since they
+    /// were sent: the account they belonged to is gone, so this copy forgets them too (no tombstone).
+    /// A row written since is a new user's and stays.
+    package func dropErased(_ rows: [PendingPosition]) throws {
+        try store.write {
+            for row in rows { _ = try store.positionTable.forget(user: row.user, ifSeq: row.seq) }
+        }
+    }
+
     /// The last outcome a session's row in `sync_sources` records: the server answered for the outbox,
     /// or an answer was merged (the raw value of ``SourceReport/Outcome/merged``).
     enum Outcome: String {

@@ -72,6 +72,13 @@ package struct PositionsTable {
         return users
     }
 
+    /// Removes `user`'s row when its change sequence number is still `seq` (a row the server refused as
+    /// erased, unchanged since it was sent); returns whether it was removed.
+    func forget(user: String, ifSeq seq: Int64) throws -> Bool {
+        try db.execute(sql: "DELETE FROM positions WHERE user_id = ? AND seq = ?", [.text(user), .integer(seq)])
+        return db.changes > 0
+    }
+
     /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
     func live<R>(user: String, _ decode: (Statement) -> R) throws -> R? {
         try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0", [.text(user)], decode)
