@@ -64,6 +64,7 @@ final class ServerConnection: Sendable {
     ///   - headers: more header fields.
     ///   - wait: the long-poll's wait (s), added to the timeout.
     ///   - accept: statuses answered without an error (200 always; 304 for a conditional GET).
+    ///   - explicitPath: the path relative to `/v1/` when it is not the route's own (`users/me`).
     /// - Returns: the answer's status and body, with its `ETag` and `Retry-After`.
     /// - Throws: `CatalogError` 69 (`httpStatus` nil) when the server cannot be reached; ``Failure`` for an
     ///   error status (the status and the server's `code` and message, §1: 401 after the refresh, 403, 4xx,

@@ -192,8 +192,9 @@ package struct DeviceSync {
         }
     }
 
-    /// Removes the rows the server refused as erased (docs/erasure.md §1) that are unchanged since they
-    /// were sent: the account they belonged to is gone, so this copy forgets them too (no tombstone).
+    /// Removes the rows the server refused as erased that are unchanged since they were sent.
+    ///
+    /// docs/erasure.md §1: the account they belonged to is gone, so this copy forgets them too (no tombstone).
     /// A row written since is a new user's and stays.
     package func dropErased(_ rows: [PendingPosition]) throws {
         try store.write {
