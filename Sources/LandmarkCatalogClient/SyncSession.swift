@@ -233,7 +233,7 @@ public final class SyncSession: Sendable {
         _ = try await catalog.write { [user, key] in try DeviceSync(store: $0).forget(user: user, key: key) }
     }
 
-    /// Erases this session's user everywhere: `DELETE /v1/users/me` on the server (docs/protocol.md §7a),
+    /// Erases this session's user everywhere: `DELETE /v1/users/me` on the server (docs/protocol.md §6a),
     /// then, once the server has answered, clears this device's copy of the user (their row, this
     /// session's cursors and outbox) and signs the session out (``signOut(erasingLocalData:)``).
     ///

@@ -14,7 +14,7 @@ package struct ErasureRecord: Sendable, Equatable {
         self.index = index
     }
 
-    /// The snapshot row (docs/snapshot-format.md §4), keys sorted: the one writer of this shape.
+    /// The snapshot row (docs/snapshot-format.md §3), keys sorted: the one writer of this shape.
     func writeJSON(to w: inout JSONWriter) {
         w.raw("{\"counter\":")
         w.int(stamp.counter)

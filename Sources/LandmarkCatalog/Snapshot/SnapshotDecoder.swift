@@ -226,7 +226,7 @@ struct SnapshotDecoder {
             }
         }
 
-        /// Reads one erasure record (docs/snapshot-format.md §4): `userHash` (64 lowercase hex digits),
+        /// Reads one erasure record (docs/snapshot-format.md §3): `userHash` (64 lowercase hex digits),
         /// `updatedAt`, `counter` (may be absent: 0) and `node`.
         mutating func readErasure(_ reader: JSONPullReader, index: Int, batch: RowBatch) throws -> ErasureRecord? {
             let at = reader.position

@@ -6,7 +6,7 @@ public struct ExportSummary: Sendable, Equatable {
     public var landmarks = 0
     /// Position rows written (tombstones included).
     public var positions = 0
-    /// Erasure records written (docs/snapshot-format.md §4).
+    /// Erasure records written (docs/snapshot-format.md §3).
     public var erasures = 0
     /// Bytes written.
     public var bytes: Int64 = 0

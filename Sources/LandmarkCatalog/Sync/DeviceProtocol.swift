@@ -9,7 +9,7 @@ import Foundation
 package enum DeviceRoute: String, Sendable, CaseIterable {
     case healthz, readyz, landmarks, positions
     /// `/v1/users/me` (the token's user) and `/v1/users/ID` (an edge token): `DELETE` erases the user
-    /// (docs/protocol.md §7a). Its path in logs and metrics is `/v1/users`, never a user id.
+    /// (docs/protocol.md §6a). Its path in logs and metrics is `/v1/users`, never a user id.
     case users
 
     /// The path on the server: `/v1/healthz`, `/v1/readyz`, `/v1/landmarks`, `/v1/positions`, `/v1/users`.

@@ -516,7 +516,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         return .reply(HTTPReply(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: w.bytes))
     }
 
-    // MARK: Erasing (docs/protocol.md §7a)
+    // MARK: Erasing (docs/protocol.md §6a)
 
     /// `DELETE /v1/users/me` (the token's user) or `/v1/users/ID` (an edge token, or a user token naming
     /// its own user): erases the user (docs/erasure.md), one transaction, and wakes the long-polls.
