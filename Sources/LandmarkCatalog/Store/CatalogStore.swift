@@ -274,7 +274,7 @@ public final class CatalogStore {
     ///
     /// Read from the two `seq` indexes, so it costs two B-tree descents.
     package func lastChangeSequence() throws -> Int64 {
-        max(try landmarkTable.maxSeq(), try positionTable.maxSeq(), try erasureTable.maxSeq())
+        max(try landmarkTable.maxSeq(), try positionTable.maxSeq(), try erasureTable.maxSeq(), try metaTable.changeFloor())
     }
 
     /// The change sequence's high-water mark, for `status` and publishing.

@@ -52,6 +52,8 @@ extension Collector {
             let stored = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
             let horizon = max(stored, store.wallClock.nowMilliseconds() - age)
             var summary = CollectionSummary(horizonMilliseconds: horizon)
+            // The removed rows may hold the newest numbers: they are not handed out again.
+            try store.metaTable.raiseChangeFloor(to: try store.lastChangeSequence())
             summary.landmarkTombstones = try store.landmarkTable.collectTombstones(before: horizon)
             summary.positionTombstones = try store.positionTable.collectTombstones(before: horizon)
             summary.erasures = try store.erasureTable.collect(before: horizon)

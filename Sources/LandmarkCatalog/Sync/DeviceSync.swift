@@ -198,6 +198,7 @@ package struct DeviceSync {
     /// A row written since is a new user's and stays.
     package func dropErased(_ rows: [PendingPosition]) throws {
         try store.write {
+            try store.metaTable.raiseChangeFloor(to: try store.lastChangeSequence())
             for row in rows { _ = try store.positionTable.forget(user: row.user, ifSeq: row.seq) }
         }
     }
