@@ -74,6 +74,18 @@ final class HubPullFeed: ChangeFeed {
                     try pipelined(
                         pg, sql: HubSQL.pullPositions, range, batch: Self.positionBatch,
                         decode: { try self.positionBatch($0, through: &$1) }, into: &merger))
+                // Erasures (docs/erasure.md): few, read in one statement; the merger deletes the users' older rows.
+                let erasures = try pg.execute(sql: HubSQL.pullErasures, range, timeout: hub.limits.bulk)
+                if erasures.rowCount > 0 {
+                    let batch = RowBatch(reserving: false)
+                    for row in 0..<erasures.rowCount {
+                        guard let hash = erasures.text(row, 0), let stamp = try Self.stamp(erasures, row: row, updatedMs: 1, counter: 2, node: 3)
+                        else { continue }
+                        batch.erasures.append(ErasureRecord(userHash: hash, stamp: stamp))
+                        through = max(through, try erasures.int64(row, 4) ?? 0)
+                    }
+                    try merger.apply(batch)
+                }
                 if !due.landmarks.isEmpty {
                     try pg.forEachBatch(
                         sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],

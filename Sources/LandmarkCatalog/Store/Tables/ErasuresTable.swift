@@ -41,7 +41,7 @@ package struct ErasuresTable {
 
     /// Every record in hash order — or only those whose change sequence number is in `changes` — each
     /// passed to `body` with its change sequence number.
-    func forEachRecord(changes: ClosedRange<Int64>? = nil, _ body: (ErasureRecord, Int64) throws -> Void) throws {
+    package func forEachRecord(changes: ClosedRange<Int64>? = nil, _ body: (ErasureRecord, Int64) throws -> Void) throws {
         try db.forEachRow(
             sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures\(changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2") ORDER BY user_hash",
             changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? []
