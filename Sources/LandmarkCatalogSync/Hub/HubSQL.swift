@@ -94,8 +94,9 @@ enum HubSQL {
         WHERE (excluded.updated_ms, excluded.counter, excluded.node) > (hub_erasures.updated_ms, hub_erasures.counter, hub_erasures.node)
         """
 
-    /// Deletes the position of the user whose hash is `$1` when stamped at or before `$2`–`$4` (an erasure
-    /// applied). A scan of the positions: erasures are rare, and no index can hold the hash.
+    /// Deletes the position of the user whose hash is `$1` when stamped at or before `$2`–`$4`.
+    ///
+    /// An erasure applied. A scan of the positions: erasures are rare, and no index can hold the hash.
     static let eraseUser = """
         DELETE FROM positions WHERE \(userHash("user_id")) = $1 AND (updated_ms, counter, node) <= ($2, $3, $4)
         """
