@@ -47,6 +47,11 @@ final class Follower {
     var publishPending: Bool
     var lastPublishError: String?
     var lastMaintenance: Int64 = 0
+    /// When this follower last collected tombstones and erasure records (monotonic ms; nil: not yet, the
+    /// first collection comes a day after it started).
+    var lastCollection: Int64?
+    /// How often a follower collects (`catalog gc` with the default horizon, docs/erasure.md §4): daily.
+    static let collectionInterval: Int64 = 86_400_000
     var context: SyncContext
 
     // After SIGTERM / SIGINT one last pass publishes and pushes what other processes committed and
@@ -297,6 +302,15 @@ final class Follower {
         let monotonicNow = monotonicMilliseconds()
         let maintain = applied || monotonicNow - lastMaintenance >= 60_000
         if maintain { lastMaintenance = monotonicNow }
+        if let last = lastCollection {
+            if monotonicNow - last >= Self.collectionInterval {
+                lastCollection = monotonicNow
+                // A failure (the database busy) waits for the next day: collecting late loses nothing.
+                _ = try? Collector(store).collect(vacuum: false)
+            }
+        } else {
+            lastCollection = monotonicNow
+        }
         // Published when this database changed (here, by another process, or by the quarantine upkeep),
         // or a publish is pending.
         let ending = SyncRunner.Ending(
