@@ -8,8 +8,9 @@ public struct CollectionSummary: Sendable, Equatable {
     public var positionTombstones = 0
     /// Erasure records removed.
     public var erasures = 0
-    /// The database file's size before and after (bytes; after the vacuum).
+    /// The database file's size before the collection, in bytes.
     public var bytesBefore: Int64 = 0
+    /// The database file's size after the collection and its vacuum, in bytes.
     public var bytesAfter: Int64 = 0
 
     /// Everything removed.
