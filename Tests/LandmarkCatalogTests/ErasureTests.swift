@@ -206,6 +206,21 @@ struct ErasureTests {
         #expect(try StateDigest(of: other) != StateDigest(of: store), "below the horizon the two hold different rows")
     }
 
+    @Test("Catalog.eraseUser: the row goes, the erasure is kept by hash, a later write is a new user's")
+    func catalogEraseUser() async throws {
+        let catalog = try Catalog(path: Support.temporaryDatabase())
+        try await catalog.importLandmarks(from: .file(Support.root.appending(path: "Seeds/landmarkData.json").path))
+        try await catalog.setPosition(user: Self.user, to: .page(2))
+        let summary = try await catalog.eraseUser(Self.user)
+        #expect(summary.removedRow)
+        #expect(try await catalog.position(user: Self.user) == nil)
+        #expect(try await catalog.read { try UserErasure($0).isErased(Self.user) })
+        let snapshot = String(decoding: try await catalog.exportSnapshot(), as: UTF8.self)
+        #expect(snapshot.contains(ErasureRule.userHash(Self.user)) && !snapshot.contains(Self.user))
+        try await catalog.setPosition(user: Self.user, to: .page(1))
+        #expect(try await catalog.position(user: Self.user)?.currentPage == 1)
+    }
+
     @Test("catalog gc --horizon 0s: every tombstone collected, the file vacuumed")
     func gcCommand() throws {
         let box = try Sandbox()
