@@ -64,15 +64,16 @@ final class ServerConnection: Sendable {
     ///   - headers: more header fields.
     ///   - wait: the long-poll's wait (s), added to the timeout.
     ///   - accept: statuses answered without an error (200 always; 304 for a conditional GET).
+    ///   - explicitPath: the path relative to `/v1/` when it is not the route's own (`users/me`).
     /// - Returns: the answer's status and body, with its `ETag` and `Retry-After`.
     /// - Throws: `CatalogError` 69 (`httpStatus` nil) when the server cannot be reached; ``Failure`` for an
     ///   error status (the status and the server's `code` and message, §1: 401 after the refresh, 403, 4xx,
     ///   5xx); `CancellationError` when the task is cancelled.
     func send(
         _ method: String, _ route: DeviceRoute, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
-        wait: Double = 0, accept: Set<Int> = [200]
+        wait: Double = 0, accept: Set<Int> = [200], path explicitPath: String? = nil
     ) async throws -> Answer {
-        let path = route.rawValue
+        let path = explicitPath ?? route.rawValue
         var answer = try await sendOnce(method, path, query: query, body: body, headers: headers, wait: wait, token: try await tokens.current())
         if answer.answer.status == 401 {
             let fresh = try await tokens.refresh(after: answer.token)

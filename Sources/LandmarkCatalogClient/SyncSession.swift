@@ -233,6 +233,20 @@ public final class SyncSession: Sendable {
         _ = try await catalog.write { [user, key] in try DeviceSync(store: $0).forget(user: user, key: key) }
     }
 
+    /// Erases this session's user everywhere: `DELETE /v1/users/me` on the server (docs/protocol.md §6a),
+    /// then, once the server has answered, clears this device's copy of the user (their row, this
+    /// session's cursors and outbox) and signs the session out (``signOut(erasingLocalData:)``).
+    ///
+    /// The server's erasure wins over every row of the user stamped before it on every node: a device
+    /// of the user that was offline meanwhile has its old rows refused as erased, and they leave its outbox.
+    /// What the app shows afterwards: the account and its data were deleted (docs/erasure.md §6).
+    /// - Throws: the server's refusal or a network failure (nothing is cleared then: call again);
+    ///   database failures while clearing.
+    public func eraseUser() async throws {
+        _ = try await endpoint.send("DELETE", .users, path: DeviceRoute.eraseMePath)
+        try await signOut(erasingLocalData: true)
+    }
+
     /// Waits for `work` or `limit`, whichever comes first (`work` goes on alone after the limit).
     static func first(of work: @escaping @Sendable () async -> Void, orAfter limit: Duration) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -395,6 +409,9 @@ public final class SyncSession: Sendable {
         // Every outcome is the server's decision on that row: sending it again would change nothing.
         let through = pending.map(\.seq).max() ?? 0
         try await catalog.write { [key] in try DeviceSync(store: $0).acknowledgePositions(key: key, through: through) }
+        // A row refused as erased: the user's account was erased on the server; this copy forgets it too.
+        let erased = zip(pending, outcomes.outcomes).filter { $0.1 == .erased }.map(\.0)
+        if !erased.isEmpty { try await catalog.write { try DeviceSync(store: $0).dropErased(erased) } }
         if outcomes.count(.quarantined) > 0 {
             let error = CatalogError(
                 .dataInvalid,

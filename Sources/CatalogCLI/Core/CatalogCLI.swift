@@ -97,6 +97,7 @@ public enum CatalogCLI {
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand,
                 remoteCommand,
+                userCommand, gcCommand,
                 keyCommand, tokenCommand, serveCommand, statusCommand, backupCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand,
                 initCommand,
                 completionsCommand,

@@ -307,6 +307,21 @@ public final class Catalog: Sendable {
         try await write { try Positions($0).clearPosition(user: user) }
     }
 
+    /// Erases `user` from this catalog: an erasure record that wins over every row of the user stamped
+    /// before it on every copy that syncs with this one (snapshots, logs, the hub), the user's row and
+    /// what the catalog recorded about them removed, the freed bytes zeroed and the WAL truncated
+    /// (docs/erasure.md).
+    ///
+    /// An app that syncs through `catalog serve` erases on the server with `SyncSession.eraseUser()`
+    /// (LandmarkCatalogClient), which also clears this device's copy and signs the session out.
+    /// - Returns: the erasure's stamp and what was removed.
+    /// - Throws: `CatalogError` 64 for a bad user id; 73 for a read-only catalog; 75 when the database
+    ///   stays busy for 5 s.
+    @discardableResult
+    public func eraseUser(_ user: String) async throws -> ErasureSummary {
+        try await write { try UserErasure($0).eraseUser(user) }
+    }
+
     /// Imports a `landmarkData.json` file (docs/cli.md §2) in one transaction, on the writer thread.
     ///
     /// Reads run meanwhile and see the state before the import until it commits. Cancelling the calling

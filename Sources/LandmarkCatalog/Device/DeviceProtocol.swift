@@ -8,8 +8,11 @@ import Foundation
 /// A `/v1` route (docs/protocol.md §4–§7).
 package enum DeviceRoute: String, Sendable, CaseIterable {
     case healthz, readyz, landmarks, positions
+    /// `/v1/users/me` (the token's user) and `/v1/users/ID` (an edge token): `DELETE` erases the user
+    /// (docs/protocol.md §6a). Its path in logs and metrics is `/v1/users`, never a user id.
+    case users
 
-    /// The path on the server: `/v1/healthz`, `/v1/readyz`, `/v1/landmarks`, `/v1/positions`.
+    /// The path on the server: `/v1/healthz`, `/v1/readyz`, `/v1/landmarks`, `/v1/positions`, `/v1/users`.
     package var path: String { "/v1/" + rawValue }
 
     /// The methods it takes (any other: 405 with `Allow`).
@@ -17,8 +20,21 @@ package enum DeviceRoute: String, Sendable, CaseIterable {
         switch self {
         case .healthz, .readyz, .landmarks: return ["GET"]
         case .positions: return ["GET", "POST"]
+        case .users: return ["DELETE"]
         }
     }
+
+    /// The user a `/v1/users/…` path names: `me`, or a percent-decoded user id; nil for another path.
+    package static func erasureTarget(path: String) -> String? {
+        let prefix = "/v1/users/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let rest = String(path.dropFirst(prefix.count))
+        guard !rest.isEmpty, !rest.contains("/") else { return nil }
+        return rest.removingPercentEncoding
+    }
+
+    /// The path the token's own user is erased at, relative to `/v1/`.
+    package static let eraseMePath = "users/me"
 
     /// Whether it needs a bearer token (§2); `landmarks` not when the server runs with
     /// `--public-landmarks`.
@@ -26,13 +42,17 @@ package enum DeviceRoute: String, Sendable, CaseIterable {
         switch self {
         case .healthz, .readyz: return false
         case .landmarks: return !publicLandmarks
-        case .positions: return true
+        case .positions, .users: return true
         }
     }
 
     /// The route of a request path, nil when there is none.
     package init?(path: String) {
-        guard path.hasPrefix("/v1/"), let route = DeviceRoute(rawValue: String(path.dropFirst(4))) else { return nil }
+        if Self.erasureTarget(path: path) != nil {
+            self = .users
+            return
+        }
+        guard path.hasPrefix("/v1/"), path != "/v1/users", let route = DeviceRoute(rawValue: String(path.dropFirst(4))) else { return nil }
         self = route
     }
 }
@@ -47,6 +67,12 @@ package enum DeviceRowOutcome: String, Sendable, CaseIterable {
     case tie
     /// Stamped beyond the drift allowance: held in the quarantine, not applied.
     case quarantined
+    /// The row's user was erased at or after its stamp: refused, never stored (docs/erasure.md §1). The
+    /// device drops it from its outbox.
+    case erased
+    /// Stamped before the server's collection horizon for a user with no row: refused (docs/erasure.md §4).
+    /// The device re-reads its state.
+    case expired
 }
 
 /// A server's cursor (docs/protocol.md §3): `DATABASE:SEQUENCE`, opaque to clients but for one rule.

@@ -160,6 +160,8 @@ extension DeviceRows {
         try store.write {
             let quarantineAfter = store.wallClock.nowMilliseconds() + maxDriftMilliseconds
             var merger = try RowMerger(store: store, source: source, quarantineAfter: quarantineAfter, diagnostics: { _ in })
+            var refusals: [String: ErasureRule.Refusal] = [:]
+            merger.refused = { user, stamp, why in refusals["\(user)\u{0}\(stamp)"] = why }
             let batch = RowBatch(reserving: false)
             batch.positions = rows
             batch.isLast = true
@@ -172,6 +174,10 @@ extension DeviceRows {
             for row in rows {
                 if row.stamp.wallMilliseconds > quarantineAfter {
                     outcomes.append(.quarantined)
+                    continue
+                }
+                if let why = refusals["\(row.user)\u{0}\(row.stamp)"] {
+                    outcomes.append(why == .erased ? .erased : .expired)
                     continue
                 }
                 let stored = try store.positionTable.row(user: row.user)?.record

@@ -169,7 +169,7 @@ package struct DeviceSync {
             case .landmarks:
                 state.landmarksCursor = cursor
                 state.landmarksETag = etag
-            case .healthz, .readyz:
+            case .healthz, .readyz, .users:
                 break
             }
             let merged = MergedAnswer(page: page, counts: merger.counts, serverForgot: forgot)
@@ -189,6 +189,17 @@ package struct DeviceSync {
         try store.write {
             try store.positionTable.forget(user: user)
             try store.sourceTable.delete(key)
+        }
+    }
+
+    /// Removes the rows the server refused as erased that are unchanged since they were sent.
+    ///
+    /// docs/erasure.md §1: the account they belonged to is gone, so this copy forgets them too (no tombstone).
+    /// A row written since is a new user's and stays.
+    package func dropErased(_ rows: [PendingPosition]) throws {
+        try store.write {
+            try store.metaTable.raiseChangeFloor(to: try store.lastChangeSequence())
+            for row in rows { _ = try store.positionTable.forget(user: row.user, ifSeq: row.seq) }
         }
     }
 

@@ -6,6 +6,8 @@ public struct ExportSummary: Sendable, Equatable {
     public var landmarks = 0
     /// Position rows written (tombstones included).
     public var positions = 0
+    /// Erasure records written (docs/snapshot-format.md §3).
+    public var erasures = 0
     /// Bytes written.
     public var bytes: Int64 = 0
     /// The largest change sequence number among the rows written (0 when none).
@@ -98,6 +100,19 @@ extension SnapshotExporter {
             if w.bytes.count >= 1 << 16 { try flush() }
         }
         w.raw("],\n")
+        // Erasure records, only when there are any: a snapshot without them keeps the bytes it always had.
+        first = true
+        try store.erasureTable.forEachRecord(changes: changes) { record, seq in
+            if first { w.key("erasures") }
+            w.raw(first ? "[\n" : ",\n")
+            first = false
+            record.writeJSON(to: &w)
+            summary.erasures += 1
+            newest = max(newest, record.stamp.wallMilliseconds)
+            summary.maxSeq = max(summary.maxSeq, seq)
+            if w.bytes.count >= 1 << 16 { try flush() }
+        }
+        if !first { w.raw("],\n") }
         w.key("generatedAt")
         if newest == Int64.min { w.raw("null") } else { Timestamp.write(milliseconds: newest, to: &w) }
         w.raw("}\n")

@@ -211,6 +211,9 @@ extension LogPublisher {
             }.map(\.name)
             if !missing.isEmpty { continuing = nil }
         }
+        // An erasure since the last publish starts a new generation (docs/erasure.md §3): the fresh base holds
+        // no row of the erased user, and the files that held them are removed after the grace period.
+        if let m = continuing, try store.read({ try store.erasureTable.maxSeq() }) > m.through { continuing = nil }
         return LogState(
             dir: dir, now: now, manifestPath: manifestPath, node: node, existing: existing, current: current, continuing: continuing,
             missing: missing)

@@ -44,6 +44,12 @@ package struct RowMerger {
     package var invalidRows = "is not a valid snapshot"
     /// The kinds of rows the source may write (docs/trust.md §4); the others are counted, reported and skipped.
     package var allow = WriteGrant.all
+    /// This node's collection horizon (ms since the epoch, UTC; 0 before any): ``ErasureRule``.
+    let horizonMilliseconds: Int64
+    /// Whether any erasure record is stored: rows are checked against them only then.
+    private var anyErasure: Bool
+    /// Called with each refused row's user (positions) and why, for answers that name each row's outcome.
+    package var refused: ((_ user: String, _ stamp: HLCStamp, _ why: ErasureRule.Refusal) -> Void)?
 
     init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws {
         self.store = store
@@ -54,6 +60,8 @@ package struct RowMerger {
         firstSeq = nextSeq
         storedMaxID = try store.landmarkTable.maxID()
         localNode = try store.currentNode()
+        horizonMilliseconds = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
+        anyErasure = try store.erasureTable.count() > 0
     }
 
     /// Applies a decoded batch: its diagnostics, then its landmarks, then its positions.
@@ -73,6 +81,10 @@ package struct RowMerger {
         }
         guard errors == 0 else { return }  // the source will fail and roll back: skip the writes
         if !batch.landmarks.isEmpty { try applyLandmarks(batch) }
+        if !batch.erasures.isEmpty {
+            try applyErasures(batch.erasures)
+            batch.erasures.removeAll()
+        }
         if !batch.positions.isEmpty {
             batch.positions.sort { $0.user < $1.user }  // NFC strings: scalar order, which is UTF-8 byte order
             try applyPositions(batch.positions)
@@ -263,6 +275,13 @@ package struct RowMerger {
                     storedLandmark = select.optionalInt(PositionColumn.landmarkID)
                 }
                 select.rewind()
+                if let why = ErasureRule.refusal(
+                    row: row.stamp, erasure: anyErasure ? try store.erasureTable.stamp(userHash: ErasureRule.userHash(row.user)) : nil,
+                    hasStoredRow: stored != nil, horizonMilliseconds: horizonMilliseconds)
+                {
+                    refuse(why, user: row.user, stamp: row.stamp)
+                    continue
+                }
                 let decision = LastWriterWins.decide(incoming: row.stamp, incomingDeleted: row.deleted, stored: stored) {
                     row.compareContent(page: storedPage, landmark: storedLandmark)
                 }
@@ -296,6 +315,65 @@ package struct RowMerger {
                 counts.positionsApplied += 1
                 appliedStamp?(row.stamp.wallMilliseconds)
             }
+        }
+    }
+
+    // MARK: Erasures
+
+    /// Counts a refused row (erased or expired: outcomes, not errors; docs/erasure.md).
+    private mutating func refuse(_ why: ErasureRule.Refusal, user: String?, stamp: HLCStamp) {
+        switch why {
+        case .erased: counts.erased += 1
+        case .expired: counts.expired += 1
+        }
+        if let user { refused?(user, stamp, why) }
+    }
+
+    /// Applies erasure records by ``ErasureRule``: each one greater than the user's stored erasure is stored
+    /// with the next change sequence number, and then every row of an erased user stamped at or before it
+    /// is removed, with what the node recorded about the user (``UserTraces``).
+    ///
+    /// The records name users by hash, so the users' rows are found by hashing the stored user ids: one
+    /// pass over the positions per batch that carries erasures.
+    private mutating func applyErasures(_ records: [ErasureRecord]) throws {
+        var applied: [String: HLCStamp] = [:]
+        for record in records {
+            counts.erasuresSeen += 1
+            if !allow.allowsPositions {
+                if try store.erasureTable.stamp(userHash: record.userHash) == record.stamp {
+                    counts.stale += 1
+                } else {
+                    notAllowed(kind: "erasure", key: record.userHash, id: nil)
+                }
+                continue
+            }
+            guard record.stamp.wallMilliseconds <= quarantineAfter else {
+                // An erasure from beyond the drift limit is not held: it would win over rows not yet written.
+                counts.quarantined += 1
+                diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message: "not applied: erasure \(record.userHash) stamped \(record.stamp), beyond the allowed clock drift",
+                        file: source, kind: "quarantined"))
+                continue
+            }
+            note(record.stamp)
+            guard ErasureRule.replaces(record.stamp, stored: try store.erasureTable.stamp(userHash: record.userHash)) else {
+                counts.stale += 1
+                continue
+            }
+            try store.erasureTable.upsert(record, seq: nextSeq)
+            nextSeq += 1
+            counts.erasuresApplied += 1
+            anyErasure = true
+            applied[record.userHash] = record.stamp
+            appliedStamp?(record.stamp.wallMilliseconds)
+        }
+        guard !applied.isEmpty else { return }
+        let users = try store.positionTable.users { applied[ErasureRule.userHash($0)] != nil }
+        for user in users {
+            guard let stamp = applied[ErasureRule.userHash(user)] else { continue }
+            try UserTraces(store).forget(user: user, stampedAtOrBefore: stamp)
         }
     }
 
@@ -338,14 +416,11 @@ package struct RowMerger {
         }
         let unseen = record.id > seenMaxID && (storedMaxID.map { record.id > $0 } ?? true)
         seenMaxID = max(seenMaxID, record.id)
-        if unseen {
-            try bindLandmark(view, seq: nextSeq, to: upsert)
-            try upsert.run()
-            nextSeq += 1
-            counts.landmarksApplied += 1
-            appliedStamp?(stamp.wallMilliseconds)
+        if unseen, ErasureRule.refusal(row: stamp, erasure: nil, hasStoredRow: false, horizonMilliseconds: horizonMilliseconds) != nil {
+            refuse(.expired, user: nil, stamp: stamp)
             return
         }
+        if unseen { return try writeLandmark(view, upsert: upsert) }
         try select.bind(record.id, at: 1)
         defer { select.rewind() }
         var stored: (stamp: HLCStamp, deleted: Bool)?
@@ -356,6 +431,10 @@ package struct RowMerger {
                     node: select.text(LandmarkColumn.node) ?? ""),
                 select.bool(LandmarkColumn.deleted)
             )
+        }
+        if let why = ErasureRule.refusal(row: stamp, erasure: nil, hasStoredRow: stored != nil, horizonMilliseconds: horizonMilliseconds) {
+            refuse(why, user: nil, stamp: stamp)
+            return
         }
         let row = LandmarkRow(statement: select)
         let decision = LastWriterWins.decide(incoming: stamp, incomingDeleted: record.deleted, stored: stored) {
@@ -380,11 +459,16 @@ package struct RowMerger {
             return
         }
         select.rewind()
+        try writeLandmark(view, upsert: upsert)
+    }
+
+    /// Writes `view` with the next change sequence number, and counts it applied.
+    private mutating func writeLandmark(_ view: RawLandmarkView, upsert: Statement) throws {
         try bindLandmark(view, seq: nextSeq, to: upsert)
         try upsert.run()
         nextSeq += 1
         counts.landmarksApplied += 1
-        appliedStamp?(stamp.wallMilliseconds)
+        appliedStamp?(view.stamp.wallMilliseconds)
     }
 
     /// Binds every column of `view` (a whole snapshot row) to the landmark upsert.

@@ -72,6 +72,11 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
         return w.bytes
     }
 
+    /// The canonical text of an erasure record: `E`, user hash, updated_ms, counter, node.
+    static func erasureText(_ e: ErasureRecord) -> [UInt8] {
+        Array("E\n\(e.userHash)\n\(e.stamp.wallMilliseconds)\n\(e.stamp.counter)\n\(e.stamp.node)".utf8)
+    }
+
     /// The canonical text of a position row.
     static func positionText(_ p: PositionRecord) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 96)
@@ -94,31 +99,55 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension StateDigest {
-    /// The state digest of the catalog in `store` (docs/merge-rules.md §8).
+    /// The state digest of the catalog in `store` (docs/merge-rules.md §8), at the node's collection
+    /// horizon, or at `horizonMilliseconds` when given.
     ///
-    /// Computing it reads every row (about a second per million); the result is kept with the change sequence
-    /// number it was computed at, so asking again before anything changes costs nothing.
-    /// - Parameter store: the catalog to digest.
+    /// Live rows always count; tombstones and erasure records count only when stamped at or after the
+    /// horizon (``ErasureRule/countsInDigest(deleted:stamp:horizonMilliseconds:)``), so two nodes that
+    /// collected at different times agree when digested at the same horizon — the greater of theirs
+    /// (docs/erasure.md §5).
+    ///
+    /// Computing it reads every row (about a second per million); the result at the node's own horizon is
+    /// kept with the change sequence number it was computed at, so asking again before anything changes
+    /// costs nothing.
+    /// - Parameters:
+    ///   - store: the catalog to digest.
+    ///   - horizonMilliseconds: the horizon (ms since the epoch, UTC); nil for the node's own
+    ///     (``Collector/horizon()``).
     /// - Throws: `CatalogError` when the database cannot be read.
-    public init(of store: CatalogStore) throws {
-        let (digest, seq, cached) = try store.read { () throws -> (StateDigest, Int64, Bool) in
+    public init(of store: CatalogStore, horizonMilliseconds: Int64? = nil) throws {
+        let (digest, seq, cached, useCache) = try store.read { () throws -> (StateDigest, Int64, Bool, Bool) in
             let seq = try store.lastChangeSequence()
-            if let text = try store.metaTable.value("digest"),
+            let own = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
+            let horizon = horizonMilliseconds ?? own
+            let useCache = horizon == own
+            if useCache, let text = try store.metaTable.value("digest"),
                 let cached = Self.parseCached(text), cached.seq == seq
             {
-                return (cached.digest, seq, true)
+                return (cached.digest, seq, true, true)
             }
             var digest = StateDigest()
             try store.landmarkTable.forEachRow { s in
                 let row = LandmarkRow(statement: s)
+                let stamp = HLCStamp(
+                    wallMilliseconds: s.int(LandmarkColumn.updatedMs), counter: s.int(LandmarkColumn.counter),
+                    node: s.text(LandmarkColumn.node) ?? "")
+                guard ErasureRule.countsInDigest(deleted: s.bool(LandmarkColumn.deleted), stamp: stamp, horizonMilliseconds: horizon)
+                else { return }
                 digest.add(StateDigest.landmarkText(row, content: LandmarkJSON.bytes(row, shape: .content)))
             }
             try store.positionTable.forEachRow { s in
-                digest.add(StateDigest.positionText(PositionRecord(row: s)))
+                let p = PositionRecord(row: s)
+                guard ErasureRule.countsInDigest(deleted: p.deleted, stamp: p.stamp, horizonMilliseconds: horizon) else { return }
+                digest.add(StateDigest.positionText(p))
             }
-            return (digest, seq, false)
+            try store.erasureTable.forEachRecord { e, _ in
+                guard ErasureRule.countsInDigest(deleted: true, stamp: e.stamp, horizonMilliseconds: horizon) else { return }
+                digest.add(StateDigest.erasureText(e))
+            }
+            return (digest, seq, false, useCache)
         }
-        if !cached && store.path != ":memory:" {
+        if !cached && useCache && store.path != ":memory:" {
             // A cache only: a busy or read-only database just means computing it again next time.
             MetaTable.storeCache(key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)", beside: store)
         }

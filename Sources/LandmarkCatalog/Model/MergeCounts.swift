@@ -1,7 +1,7 @@
 /// What merging did (or, in a dry run, would do).
 ///
-/// On every path `landmarksSeen + positionsSeen == applied + stale + quarantined + notAllowed`; ties are also
-/// counted as applied or stale, whichever way the rule settled them.
+/// On every path `seen == applied + stale + quarantined + notAllowed + erased + expired` (erasure records
+/// included on both sides); ties are also counted as applied or stale, whichever way the rule settled them.
 public struct MergeCounts: Sendable, Equatable {
     /// Landmark rows read.
     public var landmarksSeen = 0
@@ -19,13 +19,21 @@ public struct MergeCounts: Sendable, Equatable {
     public var quarantined = 0
     /// Rows of a kind the source may not write (its remote's `--allow`, docs/trust.md §4): not applied.
     public var notAllowed = 0
+    /// Erasure records read (docs/erasure.md).
+    public var erasuresSeen = 0
+    /// Erasure records that were stored (each deleting its user's older rows).
+    public var erasuresApplied = 0
+    /// Rows of an erased user stamped at or before the erasure: refused (docs/erasure.md §1).
+    public var erased = 0
+    /// Rows stamped before the collection horizon for a key with no row: refused (docs/erasure.md §4).
+    public var expired = 0
 
     public init() {}
 
-    /// All rows seen.
-    public var seen: Int { landmarksSeen + positionsSeen }
-    /// All rows applied.
-    public var applied: Int { landmarksApplied + positionsApplied }
+    /// All rows seen, erasure records included.
+    public var seen: Int { landmarksSeen + positionsSeen + erasuresSeen }
+    /// All rows applied, erasure records included.
+    public var applied: Int { landmarksApplied + positionsApplied + erasuresApplied }
 
     package static func + (a: MergeCounts, b: MergeCounts) -> MergeCounts {
         var c = a
@@ -54,6 +62,10 @@ public struct MergeCounts: Sendable, Equatable {
         Field(json: "ties", column: "ties", keyPath: \.ties),
         Field(json: "quarantined", column: "quarantined", keyPath: \.quarantined),
         Field(json: "notAllowed", column: "not_allowed", keyPath: \.notAllowed),
+        Field(json: "erasuresSeen", column: "erasures_seen", keyPath: \.erasuresSeen),
+        Field(json: "erasuresApplied", column: "erasures_applied", keyPath: \.erasuresApplied),
+        Field(json: "erased", column: "erased", keyPath: \.erased),
+        Field(json: "expired", column: "expired", keyPath: \.expired),
     ]
 
     /// The counters' ledger columns, comma-separated, in ``fields`` order.

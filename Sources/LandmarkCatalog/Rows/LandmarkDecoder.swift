@@ -1,5 +1,5 @@
 /// Reads landmark objects from a JSON reader into a ``RowBatch``, validating each against docs/cli.md §2 (and,
-/// for snapshot rows, the stamp of docs/snapshot-format.md §4).
+/// for snapshot rows, the stamp of docs/snapshot-format.md §3).
 ///
 /// Diagnostics carry file, line:column, record index, id and field. Keys are matched by their bytes against a table
 /// generated from ``LandmarkColumn``.
@@ -314,7 +314,7 @@ package struct LandmarkDecoder {
         batch.landmarks.append(record)
     }
 
-    /// Reads one stamp key of a snapshot row (docs/snapshot-format.md §4): `updatedAt` an RFC 3339 date-time, `counter` an
+    /// Reads one stamp key of a snapshot row (docs/snapshot-format.md §3): `updatedAt` an RFC 3339 date-time, `counter` an
     /// integer in 0…``HLCStamp/maxCounter``, `node` a node id, `deleted` a boolean or null.
     mutating func readStamp(
         _ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, at: SourcePosition,
@@ -456,7 +456,7 @@ package struct LandmarkDecoder {
     }
 }
 
-/// The stamp keys of snapshot rows (docs/snapshot-format.md §4), validated in one place for landmarks and positions.
+/// The stamp keys of snapshot rows (docs/snapshot-format.md §3), validated in one place for landmarks and positions.
 enum StampField {
     case wall(Int64)
     case counter(Int64)

@@ -137,6 +137,8 @@ package final class RowBatch: @unchecked Sendable {
     package var bytes: [UInt8] = []
     package var landmarks: [RawLandmark] = []
     package var positions: [PositionRecord] = []
+    /// Erasure records (docs/snapshot-format.md §3), applied before the batch's positions.
+    package var erasures: [ErasureRecord] = []
     /// Diagnostics in input order, each after the landmark it concerns (`afterRecord` = count of landmarks before it).
     package var diagnostics: [(afterRecord: Int, diagnostic: Diagnostic)] = []
     /// The reading failed: a syntax, read or format error that ends the run.

@@ -37,7 +37,7 @@ struct SnapshotDecoder {
         func emit(_ b: inout RowBatch) -> Bool {
             b.bytesRead = reader.position.offset
             b.sourceNode = state.node
-            let positions = !b.positions.isEmpty
+            let positions = !b.positions.isEmpty || !b.erasures.isEmpty
             guard queue.put(b) else { return false }
             b = RowBatch(reserving: !positions)  // position batches need no room for landmark text
             return true
@@ -127,6 +127,23 @@ struct SnapshotDecoder {
                         }
                         if state.errors > state.maxErrors { throw Stop() }
                     }
+                case "erasures":
+                    guard try reader.peekKind() == .array else {
+                        state.error(batch, "erasures must be an array", at: at, field: "erasures")
+                        try reader.skipValue()
+                        continue
+                    }
+                    try reader.beginArray()
+                    var index = 0
+                    while try reader.nextElement() {
+                        if let row = try state.readErasure(reader, index: index, batch: batch) { batch.erasures.append(row) }
+                        index += 1
+                        batch.recordsRead += 1
+                        if batch.erasures.count >= Self.positionBatchSize {
+                            guard emit(&batch) else { return }
+                        }
+                        if state.errors > state.maxErrors { throw Stop() }
+                    }
                 case "node":
                     if case .string(let node) = try reader.readValue() { state.node = node }
                 case "cursor":  // an answer of catalog serve (docs/protocol.md §4)
@@ -207,6 +224,58 @@ struct SnapshotDecoder {
                     .incompatible, "snapshot version \(version) is newer than this catalog reads (\(SnapshotFormat.version)), \(source)",
                     hint: "upgrade catalog on this machine")
             }
+        }
+
+        /// Reads one erasure record (docs/snapshot-format.md §3): `userHash` (64 lowercase hex digits),
+        /// `updatedAt`, `counter` (may be absent: 0) and `node`.
+        mutating func readErasure(_ reader: JSONPullReader, index: Int, batch: RowBatch) throws -> ErasureRecord? {
+            let at = reader.position
+            guard case .object(let object) = try reader.readValue() else {
+                error(batch, "an erasure must be a JSON object", at: at, index: index, field: "erasures")
+                return nil
+            }
+            let before = errors
+            var hash: String?
+            var wall: Int64?
+            var counter: Int64 = 0
+            var node: String?
+            for member in object {
+                let (key, value) = (member.key, member.value)
+                func stamp(_ column: LandmarkColumn) {
+                    switch StampField.parse(column, value) {
+                    case .success(.wall(let ms)): wall = ms
+                    case .success(.counter(let c)): counter = c
+                    case .success(.node(let n)): node = n
+                    case .success(.deleted): break
+                    case .failure(let problem): error(batch, "\(key) \(problem)", at: at, index: index, field: "erasures.\(key)")
+                    }
+                }
+                switch key {
+                case "userHash":
+                    guard case .string(let s) = value, s.utf8.count == 64,
+                        s.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+                    else {
+                        error(batch, "userHash must be 64 lowercase hex digits", at: at, index: index, field: "erasures.userHash")
+                        continue
+                    }
+                    hash = s
+                case "updatedAt": stamp(.updatedMs)
+                case "counter": stamp(.counter)
+                case "node": stamp(.node)
+                default: continue
+                }
+            }
+            if errors == before {
+                if hash == nil {
+                    error(batch, "missing userHash", at: at, index: index, field: "erasures.userHash")
+                } else if wall == nil {
+                    error(batch, "missing updatedAt", at: at, index: index, field: "erasures.updatedAt")
+                } else if node == nil {
+                    error(batch, "missing node", at: at, index: index, field: "erasures.node")
+                }
+            }
+            guard errors == before, let hash, let wall, let node else { return nil }
+            return ErasureRecord(userHash: hash, stamp: HLCStamp(wallMilliseconds: wall, counter: counter, node: node), index: index)
         }
 
         /// Reads one position object field by field (no intermediate tree).

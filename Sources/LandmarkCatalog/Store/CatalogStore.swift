@@ -111,10 +111,15 @@ public final class CatalogStore {
         }
     }
 
-    /// A 32 MiB page cache (the default is 2 MiB): imports and merges of millions of rows revisit
+    /// Sets up a connection: a 32 MiB page cache, and deleted content zeroed.
+    ///
+    /// The cache (the default is 2 MiB): imports and merges of millions of rows revisit
     /// B-tree pages; memory stays well under 100 MB. https://sqlite.org/pragma.html#pragma_cache_size
+    /// Deleted and overwritten content is zeroed (`secure_delete`), so an erased user's bytes do not
+    /// linger in free space (docs/erasure.md §3): https://sqlite.org/pragma.html#pragma_secure_delete
     private static func configure(_ connection: Connection) throws {
         try connection.execute(sql: "PRAGMA cache_size = -32768")
+        try connection.execute(sql: "PRAGMA secure_delete = ON")
     }
 
     private static func openReadOnly(path: String, migrator: Migrator, wallClock: any WallClock) throws -> CatalogStore {
@@ -267,7 +272,7 @@ public final class CatalogStore {
     ///
     /// Read from the two `seq` indexes, so it costs two B-tree descents.
     package func lastChangeSequence() throws -> Int64 {
-        max(try landmarkTable.maxSeq(), try positionTable.maxSeq())
+        max(try landmarkTable.maxSeq(), try positionTable.maxSeq(), try erasureTable.maxSeq(), try metaTable.changeFloor())
     }
 
     /// The change sequence's high-water mark, for `status` and publishing.

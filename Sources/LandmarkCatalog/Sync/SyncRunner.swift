@@ -307,6 +307,8 @@ public struct SyncRunner {
             self.publish(to: publish, options: ending.options, progress: progress, into: &report)
         }
         if path != ":memory:" { ledger.recordSkippedRunsReporting(diagnostics: diagnostics) }
+        // Erasures merged: the WAL is checkpointed and truncated, so no old frame keeps the erased rows (docs/erasure.md §3).
+        defer { if report.counts.erasuresApplied > 0 { UserErasure(store).scrub() } }
         guard let listed = row(report) else { return false }
         record(report, listing: listed, ending: ending, diagnostics: diagnostics)
         return true

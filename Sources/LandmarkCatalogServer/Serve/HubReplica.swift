@@ -115,7 +115,7 @@ final class HubReplica: @unchecked Sendable {
 
     private func cycle(_ cycle: FollowCycle) {
         let report = cycle.report
-        if report.counts.landmarksApplied + report.counts.positionsApplied > 0 { onApplied() }
+        if report.counts.applied > 0 { onApplied() }
         let polled = report.sources.last
         let wasStarting = lock.withLock { state == "starting" }
         if let error = polled?.error {

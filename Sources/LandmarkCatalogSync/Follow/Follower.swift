@@ -47,6 +47,11 @@ final class Follower {
     var publishPending: Bool
     var lastPublishError: String?
     var lastMaintenance: Int64 = 0
+    /// When this follower last collected tombstones and erasure records (monotonic ms; nil: not yet, the
+    /// first collection comes a day after it started).
+    var lastCollection: Int64?
+    /// How often a follower collects (`catalog gc` with the default horizon, docs/erasure.md §4): daily.
+    static let collectionInterval: Int64 = 86_400_000
     var context: SyncContext
 
     // After SIGTERM / SIGINT one last pass publishes and pushes what other processes committed and
@@ -289,10 +294,19 @@ final class Follower {
         if first { awaitFirstFetches(in: &cycle) }
         // Hubs polled before rows merged from another source (or not due) push those rows now.
         for h in cycle.pushNeeded.sorted() where !control.isStopping || finalPass { poll(h, in: &cycle) }
-        let applied = cycle.report.counts.landmarksApplied + cycle.report.counts.positionsApplied > 0
+        let applied = cycle.report.counts.applied > 0
         let monotonicNow = monotonicMilliseconds()
         let maintain = applied || monotonicNow - lastMaintenance >= 60_000
         if maintain { lastMaintenance = monotonicNow }
+        if let last = lastCollection {
+            if monotonicNow - last >= Self.collectionInterval {
+                lastCollection = monotonicNow
+                // A failure (the database busy) waits for the next day: collecting late loses nothing.
+                _ = try? Collector(store).collect(vacuum: false)
+            }
+        } else {
+            lastCollection = monotonicNow
+        }
         // Published when this database changed (here, by another process, or by the quarantine upkeep),
         // or a publish is pending.
         let ending = SyncRunner.Ending(
@@ -383,7 +397,7 @@ final class Follower {
         cycle.report.counts = cycle.report.counts + r.counts
         cycle.polled[n] = r
         cycle.pushNeeded.remove(n)
-        if r.counts.landmarksApplied + r.counts.positionsApplied > 0 {
+        if r.counts.applied > 0 {
             wantPush(except: n)
             for h in followed.indices where followed[h].pushes && h != n { cycle.pushNeeded.insert(h) }
         }
@@ -488,7 +502,7 @@ final class Follower {
     /// outcomes is the outcome rule's input (a cycle that only published or pushed is `ok`).
     func ledgerRow(_ cycle: Cycle) -> SyncRunner.LedgerRow? {
         let report = cycle.report
-        let applied = report.counts.landmarksApplied + report.counts.positionsApplied > 0
+        let applied = report.counts.applied > 0
         let pushedWritten = report.sources.compactMap(\.pushed).map(\.written).reduce(0, +)
         let changed =
             applied || report.counts.quarantined > 0 || report.counts.notAllowed > 0 || pushedWritten > 0

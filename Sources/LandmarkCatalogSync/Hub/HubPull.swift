@@ -41,6 +41,25 @@ final class HubPullFeed: ChangeFeed {
         self.dryRun = dryRun
     }
 
+    /// Reads the hub's erasures in the pull's range (docs/erasure.md: few, one statement) and merges them;
+    /// the merger deletes the users' older rows.
+    /// - Returns: the largest hub number among them (0 for none).
+    /// - Throws: what the hub or the merger throws.
+    private func mergeErasures(_ range: [PGValue?], into merger: inout RowMerger) throws -> Int64 {
+        let erasures = try hub.pg.execute(sql: HubSQL.pullErasures, range, timeout: hub.limits.bulk)
+        guard erasures.rowCount > 0 else { return 0 }
+        var through: Int64 = 0
+        let batch = RowBatch(reserving: false)
+        for row in 0..<erasures.rowCount {
+            guard let hash = erasures.text(row, 0), let stamp = try Self.stamp(erasures, row: row, updatedMs: 1, counter: 2, node: 3)
+            else { continue }
+            batch.erasures.append(ErasureRecord(userHash: hash, stamp: stamp))
+            through = max(through, try erasures.int64(row, 4) ?? 0)
+        }
+        try merger.apply(batch)
+        return through
+    }
+
     /// Reads the hub's changes and merges them; sets the source's next cursor: the pull cursor moves to
     /// the largest hub number read (or taken by our push), and — when nothing changed locally between
     /// the push and this pull — the push cursor moves past the local numbers the merged rows took, so
@@ -74,6 +93,7 @@ final class HubPullFeed: ChangeFeed {
                     try pipelined(
                         pg, sql: HubSQL.pullPositions, range, batch: Self.positionBatch,
                         decode: { try self.positionBatch($0, through: &$1) }, into: &merger))
+                through = max(through, try mergeErasures(range, into: &merger))
                 if !due.landmarks.isEmpty {
                     try pg.forEachBatch(
                         sql: HubSQL.redeliverLandmarks, [.text(Self.arrayLiteral(due.landmarks)), .integer(since)],

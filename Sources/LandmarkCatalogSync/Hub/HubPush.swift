@@ -6,6 +6,7 @@ struct HubPushReport {
     /// Rows sent (staged with `COPY`).
     var sentLandmarks = 0
     var sentPositions = 0
+    var sentErasures = 0
     /// Of them, rows that won by last-writer-wins and were written to the hub.
     var written = 0
     /// Of them, rows the hub held back in its quarantine (stamped beyond the drift allowance).
@@ -21,7 +22,7 @@ struct HubPushReport {
     /// Whether a push transaction ran (false when there was nothing to send).
     var pushed = false
 
-    var sent: Int { sentLandmarks + sentPositions }
+    var sent: Int { sentLandmarks + sentPositions + sentErasures }
 }
 
 extension HubConnection {
@@ -90,6 +91,19 @@ extension HubConnection {
                     }
                 }
                 let before = try pg.execute(sql: HubSQL.lastSequence).int64(0, 0) ?? 0
+                // Erasures first (docs/erasure.md): the positions upsert below then refuses the erased users' older rows.
+                if through > since {
+                    var erasures: [ErasureRecord] = []
+                    try store.erasureTable.forEachRecord(changes: (since + 1)...through) { record, _ in erasures.append(record) }
+                    for e in erasures {
+                        let stamp: [PGValue?] = [
+                            .text(e.userHash), .integer(e.stamp.wallMilliseconds), .integer(e.stamp.counter), .text(e.stamp.node),
+                        ]
+                        report.sentErasures += 1
+                        report.written += try pg.execute(sql: HubSQL.upsertErasure, stamp, timeout: limits.bulk).affectedRows
+                        _ = try pg.execute(sql: HubSQL.eraseUser, stamp, timeout: limits.bulk)
+                    }
+                }
                 for (sql, count) in [
                     (HubSQL.upsertLandmarks(from: "catalog_push_landmarks"), report.sentLandmarks),
                     (HubSQL.upsertPositions(from: "catalog_push_positions"), report.sentPositions),

@@ -71,13 +71,43 @@ enum HubSQL {
         """
         \(prelude.isEmpty ? "" : "WITH " + prelude)INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq)
         SELECT user_id, page, landmark_id, updated_ms, counter, node, deleted, nextval('hub_change_seq') FROM \(source) AS s
-        WHERE s.updated_ms <= $1
+        WHERE s.updated_ms <= $1 AND NOT EXISTS (
+            SELECT 1 FROM hub_erasures e WHERE e.user_hash = \(userHash("s.user_id"))
+              AND (s.updated_ms, s.counter, s.node) <= (e.updated_ms, e.counter, e.node))
         ON CONFLICT (user_id) DO UPDATE SET page = excluded.page, landmark_id = excluded.landmark_id,
             updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = excluded.deleted,
             seq = excluded.seq
         WHERE \(LastWriterWins.sqlIncomingWins(incoming: "excluded", stored: "positions", content: positionContent))
         """
     }
+
+    /// The erasure rule's key of a user id expression: the SHA-256 of its UTF-8 bytes in lowercase hex, as
+    /// ``ErasureRule`` computes it on the edges.
+    static func userHash(_ user: String) -> String { "encode(sha256(convert_to(\(user), 'UTF8')), 'hex')" }
+
+    /// Stores an erasure (`$1` user hash, `$2`–`$4` its stamp) when it is greater than the user's stored one,
+    /// taking the next hub number (docs/erasure.md §1); affects one row when it was stored.
+    static let upsertErasure = """
+        INSERT INTO hub_erasures (user_hash, updated_ms, counter, node, seq) VALUES ($1, $2, $3, $4, nextval('hub_change_seq'))
+        ON CONFLICT (user_hash) DO UPDATE SET updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node,
+            seq = excluded.seq
+        WHERE (excluded.updated_ms, excluded.counter, excluded.node) > (hub_erasures.updated_ms, hub_erasures.counter, hub_erasures.node)
+        """
+
+    /// Deletes the position of the user whose hash is `$1` when stamped at or before `$2`–`$4`.
+    ///
+    /// An erasure applied. A scan of the positions: erasures are rare, and no index can hold the hash.
+    static let eraseUser = """
+        DELETE FROM positions WHERE \(userHash("user_id")) = $1 AND (updated_ms, counter, node) <= ($2, $3, $4)
+        """
+
+    /// Whether this role may push erasures (docs/hub.md §4).
+    static let canPushErasures = "SELECT has_table_privilege('hub_erasures', 'INSERT') AND has_table_privilege('positions', 'DELETE')"
+
+    /// Erasures numbered after `$1`, except `$2…$3` (as ``pullPositions``).
+    static let pullErasures = """
+        SELECT user_hash, updated_ms, counter, node, seq FROM hub_erasures WHERE seq > $1 AND NOT (seq BETWEEN $2 AND $3)
+        """
 
     /// The last number the hub sequence issued (0 when none).
     ///
@@ -230,6 +260,9 @@ enum HubSQL {
             SELECT 'P' || E'\\n' || user_id || E'\\n' || updated_ms::text || E'\\n' || counter::text || E'\\n' || node || E'\\n'
                    || CASE WHEN deleted THEN '1' ELSE '0' END || E'\\n' || page::text || E'\\n' || coalesce(landmark_id::text, '')
             FROM positions
+            UNION ALL
+            SELECT 'E' || E'\\n' || user_hash || E'\\n' || updated_ms::text || E'\\n' || counter::text || E'\\n' || node
+            FROM hub_erasures
         ),
         hashes AS (SELECT sha256(convert_to(t, 'UTF8')) AS h FROM texts),
         halves AS (

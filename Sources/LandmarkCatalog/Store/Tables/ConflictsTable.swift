@@ -61,6 +61,16 @@ package struct ConflictsTable {
     /// How many ties are kept.
     func count() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM sync_conflicts") ?? 0) }
 
+    /// Removes every recorded tie of `user`'s position, and any whose rows name the user (an erasure,
+    /// docs/erasure.md §3); returns how many.
+    func forget(user: String) throws -> Int {
+        try db.execute(
+            sql:
+                "DELETE FROM sync_conflicts WHERE (kind = 'position' AND row_key = ?1) OR instr(winner_json, ?1) > 0 OR instr(loser_json, ?1) > 0",
+            [.text(user)])
+        return db.changes
+    }
+
     /// Records a tie (`id` and `detectedAt` of `record` are ignored; `now` in ms since the epoch).
     /// - Returns: false when the same tie settled the same way was recorded already.
     func insert(_ record: ConflictRecord, at now: Int64) throws -> Bool {

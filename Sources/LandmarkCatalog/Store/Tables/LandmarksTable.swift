@@ -84,6 +84,12 @@ package struct LandmarksTable {
         try db.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0", [.integer(id)])
     }
 
+    /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4); returns how many.
+    func collectTombstones(before horizonMilliseconds: Int64) throws -> Int {
+        try db.execute(sql: "DELETE FROM landmarks WHERE deleted = 1 AND updated_ms < ?", [.integer(horizonMilliseconds)])
+        return db.changes
+    }
+
     /// How many tombstones are stored: read from the partial index `landmarks_tombstones`, so it costs the
     /// tombstones, not the table (an import asks before and after).
     func tombstoneCount() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0) }

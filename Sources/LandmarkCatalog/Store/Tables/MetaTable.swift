@@ -33,6 +33,18 @@ package struct MetaTable {
         return id
     }
 
+    /// The change sequence's floor: the highest number a removed row held (`catalog gc`, an erased row a
+    /// device forgets), so numbers are never handed out twice; 0 when none was recorded.
+    func changeFloor() throws -> Int64 {
+        try db.scalarInt(sql: "SELECT CAST(value AS INTEGER) FROM catalog_meta WHERE key = 'change_floor'") ?? 0
+    }
+
+    /// Raises the change sequence's floor to `seq` (never lowers it).
+    func raiseChangeFloor(to seq: Int64) throws {
+        guard seq > (try changeFloor()) else { return }
+        try set("change_floor", String(seq))
+    }
+
     /// The clock's persisted state (zero before the first write).
     func clock() throws -> HybridLogicalClock {
         try db.firstRow(sql: "SELECT wall_ms, counter FROM hlc_clock WHERE id = 1") { s in

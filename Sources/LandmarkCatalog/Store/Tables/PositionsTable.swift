@@ -46,6 +46,39 @@ package struct PositionsTable {
         try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
     }
 
+    /// Removes `user`'s row when it is stamped at or before `erasure` (an erasure applied,
+    /// docs/erasure.md §1; the row-value comparison is the order key's, https://sqlite.org/rowvalue.html).
+    /// - Returns: whether a row was removed.
+    func erase(user: String, stampedAtOrBefore erasure: HLCStamp) throws -> Bool {
+        try db.execute(
+            sql: "DELETE FROM positions WHERE user_id = ? AND (updated_ms, counter, node) <= (?, ?, ?)",
+            [.text(user), .integer(erasure.wallMilliseconds), .integer(erasure.counter), .text(erasure.node)])
+        return db.changes > 0
+    }
+
+    /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4); returns how many.
+    func collectTombstones(before horizonMilliseconds: Int64) throws -> Int {
+        try db.execute(sql: "DELETE FROM positions WHERE deleted = 1 AND updated_ms < ?", [.integer(horizonMilliseconds)])
+        return db.changes
+    }
+
+    /// The stamps of every user's row, keyed by user, for rows whose user's hash is asked by `wanted`
+    /// (an erasure merged by hash finds its user's row here).
+    func users(matching wanted: (String) -> Bool) throws -> [String] {
+        var users: [String] = []
+        try db.forEachRow(sql: "SELECT user_id FROM positions") { s in
+            if let user = s.text(0), wanted(user) { users.append(user) }
+        }
+        return users
+    }
+
+    /// Removes `user`'s row when its change sequence number is still `seq` (a row the server refused as
+    /// erased, unchanged since it was sent); returns whether it was removed.
+    func forget(user: String, ifSeq seq: Int64) throws -> Bool {
+        try db.execute(sql: "DELETE FROM positions WHERE user_id = ? AND seq = ?", [.text(user), .integer(seq)])
+        return db.changes > 0
+    }
+
     /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
     func live<R>(user: String, _ decode: (Statement) -> R) throws -> R? {
         try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0", [.text(user)], decode)

@@ -185,6 +185,15 @@ package struct QuarantineTable {
     func positionCount(user: String) throws -> Int {
         Int(try db.scalarInt(sql: "SELECT count(*) FROM sync_quarantine WHERE kind = 'position' AND row_key = ?", [.text(user)]) ?? 0)
     }
+
+    /// Removes every held row of `user`'s position, and any held row whose text names the user (an
+    /// erasure, docs/erasure.md §3); returns how many.
+    func forget(user: String) throws -> Int {
+        try db.execute(
+            sql: "DELETE FROM sync_quarantine WHERE (kind = 'position' AND row_key = ?1) OR instr(row_json, ?1) > 0 OR instr(reason, ?1) > 0",
+            [.text(user)])
+        return db.changes
+    }
 }
 
 extension CatalogStore {

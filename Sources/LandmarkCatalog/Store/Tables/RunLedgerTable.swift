@@ -234,6 +234,17 @@ package struct RunLedgerTable {
         return names
     }
 
+    /// Replaces every recorded message that names `user` with a note that it named an erased user
+    /// (docs/erasure.md §3); returns how many runs and sources were changed.
+    func redact(mentioning user: String) throws -> Int {
+        let note = "(a message naming an erased user was removed)"
+        try db.execute(sql: "UPDATE sync_runs SET message = ?2 WHERE instr(message, ?1) > 0", [.text(user), .text(note)])
+        var changed = db.changes
+        try db.execute(sql: "UPDATE sync_run_sources SET message = ?2 WHERE instr(message, ?1) > 0", [.text(user), .text(note)])
+        changed += db.changes
+        return changed
+    }
+
     /// Marks runs left `running` (their process died) as `interrupted`.
     func markInterrupted() throws {
         try db.execute(

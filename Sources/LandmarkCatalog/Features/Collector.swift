@@ -1,0 +1,73 @@
+/// What a collection removed (docs/erasure.md §4).
+public struct CollectionSummary: Sendable, Equatable {
+    /// The horizon collected up to: ms since 1970-01-01 UTC.
+    public var horizonMilliseconds: Int64
+    /// Landmark tombstones removed.
+    public var landmarkTombstones = 0
+    /// Position tombstones removed.
+    public var positionTombstones = 0
+    /// Erasure records removed.
+    public var erasures = 0
+    /// The database file's size before the collection, in bytes.
+    public var bytesBefore: Int64 = 0
+    /// The database file's size after the collection and its vacuum, in bytes.
+    public var bytesAfter: Int64 = 0
+
+    /// Everything removed.
+    public var removed: Int { landmarkTombstones + positionTombstones + erasures }
+}
+
+/// Collects tombstones and erasure records older than a horizon (`catalog gc`, docs/erasure.md §4).
+///
+/// The node remembers the horizon it collected up to (it never moves back): afterwards a row stamped
+/// before it, for a key that has no row, is refused as expired (``ErasureRule``), so nothing deleted
+/// comes back however long a device or node was away.
+public struct Collector {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension Collector {
+    /// The horizon this node collected up to (ms since the epoch, UTC), or 0 when it never collected.
+    /// - Throws: `CatalogError` from the database.
+    public func horizon() throws -> Int64 {
+        try store.read { try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0 }
+    }
+
+    /// Removes, in one transaction, the tombstones and erasure records stamped before `now − age` (the
+    /// node's clock), records the new horizon, then vacuums the database and truncates its WAL so the
+    /// freed pages leave the files.
+    /// - Parameters:
+    ///   - age: the horizon's age in ms (default 30 days); 0 collects everything deleted so far.
+    ///   - vacuum: rebuild the file afterwards (`VACUUM`) when anything was removed.
+    /// - Returns: what was removed and the file's size before and after.
+    /// - Throws: `CatalogError.usage` for a negative age; `CatalogError` from the database (75 busy, 74 full).
+    @discardableResult
+    public func collect(olderThan age: Int64 = 30 * 24 * 3600 * 1000, vacuum: Bool = true) throws -> CollectionSummary {
+        guard age >= 0 else { throw CatalogError(.usage, "the horizon must not be negative") }
+        let before = try store.databaseBytes()
+        var summary = try store.write {
+            let stored = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
+            let horizon = max(stored, store.wallClock.nowMilliseconds() - age)
+            var summary = CollectionSummary(horizonMilliseconds: horizon)
+            // The removed rows may hold the newest numbers: they are not handed out again.
+            try store.metaTable.raiseChangeFloor(to: try store.lastChangeSequence())
+            summary.landmarkTombstones = try store.landmarkTable.collectTombstones(before: horizon)
+            summary.positionTombstones = try store.positionTable.collectTombstones(before: horizon)
+            summary.erasures = try store.erasureTable.collect(before: horizon)
+            try store.metaTable.set(ErasureRule.horizonMetaKey, String(horizon))
+            try store.metaTable.set("digest", "")  // the digest's cache: what counts in it moved with the horizon
+            return summary
+        }
+        summary.bytesBefore = before
+        if vacuum && summary.removed > 0 && store.path != ":memory:" {
+            try UserTraces(store).vacuum()
+        }
+        UserTraces(store).scrub()
+        summary.bytesAfter = try store.databaseBytes()
+        return summary
+    }
+}

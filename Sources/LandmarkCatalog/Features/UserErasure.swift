@@ -1,0 +1,60 @@
+/// What an erasure did on this node (docs/erasure.md §1).
+public struct ErasureSummary: Sendable, Equatable {
+    /// The erasure's stamp.
+    public var stamp: HLCStamp
+    /// Whether the user had a row here, now removed.
+    public var removedRow: Bool
+    /// Quarantined rows, recorded ties and ledger messages about the user removed.
+    public var removedRecords: Int
+}
+
+/// Erases users from a catalog (docs/erasure.md): the one place an erasure is written and its user's
+/// traces removed, whether it is this node's own (`catalog user erase`, `DELETE /v1/users/me`,
+/// `Catalog.eraseUser`) or merged from a source.
+///
+/// ```swift
+/// try UserErasure(store).eraseUser("ann")
+/// ```
+public struct UserErasure {
+    /// The store it works on.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+}
+
+extension UserErasure {
+    /// Erases `user`: in one transaction, stores an erasure record stamped with a fresh HLC stamp (it
+    /// wins over every row of the user stamped before it, on every node it reaches), removes the user's
+    /// row, quarantined rows and recorded ties, and the ledger's messages naming the user; then
+    /// checkpoints the WAL so no file keeps the deleted bytes (``scrub()``).
+    ///
+    /// Erasing a user who has no row still stores the erasure (a device may push an old row later).
+    /// - Parameter user: the user id (validated and NFC-normalised).
+    /// - Returns: the erasure's stamp and what was removed.
+    /// - Throws: `CatalogError.usage` (64) for a bad user id; `CatalogError` from the database (75 busy,
+    ///   74 full); nothing is written then.
+    @discardableResult
+    public func eraseUser(_ user: String) throws -> ErasureSummary {
+        let user = try UserID.normalize(user)
+        let summary = try store.write {
+            let stamp = try store.issueLocalStamp()
+            try store.erasureTable.upsert(
+                ErasureRecord(userHash: ErasureRule.userHash(user), stamp: stamp), seq: try store.lastChangeSequence() + 1)
+            let (removed, records) = try UserTraces(store).forget(user: user, stampedAtOrBefore: stamp)
+            return ErasureSummary(stamp: stamp, removedRow: removed, removedRecords: records)
+        }
+        scrub()
+        return summary
+    }
+
+    /// Checkpoints the WAL into the database file and truncates it to zero bytes (``UserTraces/scrub()``).
+    public func scrub() { UserTraces(store).scrub() }
+
+    /// Whether an erasure of `user` is stored here (the record keeps only the id's hash).
+    /// - Throws: `CatalogError.usage` for a bad user id; `CatalogError` from the database.
+    public func isErased(_ user: String) throws -> Bool {
+        let hash = ErasureRule.userHash(try UserID.normalize(user))
+        return try store.read { try store.erasureTable.stamp(userHash: hash) != nil }
+    }
+}

@@ -1,0 +1,69 @@
+/// The columns of `user_erasures` (docs/erasure.md §2), in select-list order.
+package enum ErasureColumn: Int32, TableColumn {
+    case userHash, updatedMs, counter, node, seq
+
+    package static let tableName = "user_erasures"
+}
+
+/// The statements on `user_erasures`, the erasure records (one per erased user, keyed by the user id's
+/// hash): the merge's point read and upsert, the change range for logs and the hub, and collection.
+///
+/// Feature code asks for what it needs here, by intent, and never holds the connection.
+package struct ErasuresTable {
+    let db: Connection
+
+    /// The largest change sequence number of an erasure record (0 when none).
+    func maxSeq() throws -> Int64 { try db.scalarInt(sql: "SELECT max(seq) FROM user_erasures") ?? 0 }
+
+    /// How many erasure records are stored.
+    func count() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM user_erasures") ?? 0) }
+
+    /// The stored erasure stamp of the user whose hash is `userHash`, or nil.
+    func stamp(userHash: String) throws -> HLCStamp? {
+        try db.firstRow(sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures WHERE user_hash = ?", [.text(userHash)]) {
+            Self.record($0).stamp
+        }
+    }
+
+    /// Stores `record` with change sequence number `seq`, replacing the user's stored record.
+    func upsert(_ record: ErasureRecord, seq: Int64) throws {
+        try db.execute(
+            sql: """
+                \(ErasureColumn.insertAllSQL)
+                ON CONFLICT (user_hash) DO UPDATE SET updated_ms = excluded.updated_ms, counter = excluded.counter,
+                    node = excluded.node, seq = excluded.seq
+                """,
+            [
+                .text(record.userHash), .integer(record.stamp.wallMilliseconds), .integer(record.stamp.counter),
+                .text(record.stamp.node), .integer(seq),
+            ])
+    }
+
+    /// Every record in hash order — or only those whose change sequence number is in `changes` — each
+    /// passed to `body` with its change sequence number.
+    package func forEachRecord(changes: ClosedRange<Int64>? = nil, _ body: (ErasureRecord, Int64) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures\(changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2") ORDER BY user_hash",
+            changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? []
+        ) { s in try body(Self.record(s), s.int(ErasureColumn.seq)) }
+    }
+
+    /// Removes the records stamped before `horizonMilliseconds` (collection); returns how many.
+    func collect(before horizonMilliseconds: Int64) throws -> Int {
+        try db.execute(sql: "DELETE FROM user_erasures WHERE updated_ms < ?", [.integer(horizonMilliseconds)])
+        return db.changes
+    }
+
+    static func record(_ s: Statement) -> ErasureRecord {
+        ErasureRecord(
+            userHash: s.text(ErasureColumn.userHash) ?? "",
+            stamp: HLCStamp(
+                wallMilliseconds: s.int(ErasureColumn.updatedMs), counter: s.int(ErasureColumn.counter),
+                node: s.text(ErasureColumn.node) ?? ""))
+    }
+}
+
+extension CatalogStore {
+    /// The statements on `user_erasures` on this store's connection.
+    package var erasureTable: ErasuresTable { ErasuresTable(db: connection) }
+}
