@@ -49,29 +49,7 @@ extension JSONPullReader {
         if build && !work.pointee.scratch.isEmpty { work.pointee.scratch.removeAll(keepingCapacity: true) }
 
         while true {
-            // Plain ASCII (0x20…0x7F except '"' and '\\') eight bytes at a time. A byte is special when its
-            // high bit is set or when subtracting borrows from it (x < 0x20, or x == '"' or '\\' after an
-            // XOR): the zero-byte test of Hacker's Delight §6-1. A borrow only runs towards later bytes, so
-            // the lowest flagged byte of the little-endian word is the first special one.
-            while p &+ 8 <= e {
-                let word = UInt64(littleEndian: UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self))
-                let quote = word ^ 0x2222_2222_2222_2222
-                let backslash = word ^ 0x5C5C_5C5C_5C5C_5C5C
-                let control = (word &- 0x2020_2020_2020_2020) & ~word
-                let quotes = (quote &- 0x0101_0101_0101_0101) & ~quote
-                let backslashes = (backslash &- 0x0101_0101_0101_0101) & ~backslash
-                let special = (word | control | quotes | backslashes) & 0x8080_8080_8080_8080
-                if special != 0 {
-                    p &+= special.trailingZeroBitCount >> 3
-                    break
-                }
-                p &+= 8
-            }
-            while p < e {
-                let c = s[p]
-                guard c < 0x80 && c >= 0x20 && c != 0x22 && c != 0x5C else { break }
-                p += 1
-            }
+            p = Self.skipPlain(s, from: p, to: e)
 
             // Wanted: `needed` bytes from p, or else the closing quote, an escape or a character.
             var needed = 1
@@ -80,19 +58,8 @@ extension JSONPullReader {
                 if c == 0x22 {  // the closing quote
                     pos = p + 1
                     continuation = cont
-                    if _slowPath(flawed) {
-                        keepContentError(start: start, build: build, runStart: runStart, end: p, usingScratch: usingScratch)
-                        return true
-                    }
-                    if !build { return false }
-                    if !usingScratch {
-                        complete(UnsafeBufferPointer(start: s + runStart, count: p - runStart))
-                        return false
-                    }
-                    spill(from: runStart, to: p)
-                    work.pointee.scratch.withUnsafeBufferPointer { complete($0) }
-                    if work.pointee.scratch.capacity > 1 << 20 { work.pointee.scratch = [] }  // let a huge one go
-                    return false
+                    return closeString(
+                        start: start, build: build, runStart: runStart, quote: p, usingScratch: usingScratch, flawed: flawed, complete)
                 }
                 if c == 0x5C {
                     // Have the longest escape (\uD83D\uDE00, 12 bytes) in the buffer when the input has it.
@@ -146,6 +113,57 @@ extension JSONPullReader {
             s = storage
             runStart = p
         }
+    }
+
+    /// The first byte at or after `p` (before `e`) that is not plain ASCII: 0x20…0x7F except `"` and `\\`.
+    ///
+    /// Eight bytes at a time: a byte is special when its high bit is set or when subtracting borrows from it
+    /// (x < 0x20, or x == `"` or `\\` after an XOR): the zero-byte test of Hacker's Delight §6-1. A borrow
+    /// only runs towards later bytes, so the lowest flagged byte of the little-endian word is the first
+    /// special one.
+    @inline(__always)
+    static func skipPlain(_ s: UnsafeMutablePointer<UInt8>, from start: Int, to e: Int) -> Int {
+        var p = start
+        while p &+ 8 <= e {
+            let word = UInt64(littleEndian: UnsafeRawPointer(s + p).loadUnaligned(as: UInt64.self))
+            let quote = word ^ 0x2222_2222_2222_2222
+            let backslash = word ^ 0x5C5C_5C5C_5C5C_5C5C
+            let control = (word &- 0x2020_2020_2020_2020) & ~word
+            let quotes = (quote &- 0x0101_0101_0101_0101) & ~quote
+            let backslashes = (backslash &- 0x0101_0101_0101_0101) & ~backslash
+            let special = (word | control | quotes | backslashes) & 0x8080_8080_8080_8080
+            if special != 0 { return p &+ special.trailingZeroBitCount >> 3 }
+            p &+= 8
+        }
+        while p < e {
+            let c = s[p]
+            guard c < 0x80 && c >= 0x20 && c != 0x22 && c != 0x5C else { break }
+            p += 1
+        }
+        return p
+    }
+
+    /// Ends a string at its closing quote (at `quote`): keeps the content error when the string was
+    /// flawed, else hands `complete` its bytes — in the buffer when nothing was copied, else in `scratch`.
+    /// - Returns: `true` when the content is bad.
+    @inline(__always)
+    private func closeString(
+        start: SourcePosition, build: Bool, runStart: Int, quote p: Int, usingScratch: Bool, flawed: Bool,
+        _ complete: (UnsafeBufferPointer<UInt8>) -> Void
+    ) -> Bool {
+        if _slowPath(flawed) {
+            keepContentError(start: start, build: build, runStart: runStart, end: p, usingScratch: usingScratch)
+            return true
+        }
+        if !build { return false }
+        if !usingScratch {
+            complete(UnsafeBufferPointer(start: storage + runStart, count: p - runStart))
+            return false
+        }
+        spill(from: runStart, to: p)
+        work.pointee.scratch.withUnsafeBufferPointer { complete($0) }
+        if work.pointee.scratch.capacity > 1 << 20 { work.pointee.scratch = [] }  // let a huge one go
+        return false
     }
 
     /// Copies buffer bytes `[from, to)` to `scratch`.
