@@ -70,9 +70,10 @@ struct ClientStatusTests {
         #expect(quiet.status.state == .connecting, "\(quiet.status)")
         let stopping = ContinuousClock.now
         await quiet.stop()
-        // stop() gives its tasks 1 s; a loaded test run adds scheduling (3.9 s seen with the whole suite and
-        // a CPU hog on 2 cores). What it must never do is wait out the request (30 s).
-        #expect(ContinuousClock.now - stopping < .seconds(10), "stop() took \(ContinuousClock.now - stopping)")
+        // stop() gives its tasks 1 s, timed by a task on the cooperative pool; a loaded run adds scheduling
+        // (3.9 s seen with the whole suite and a CPU hog on 2 cores, 11.7 s beside five compilers, while
+        // other suites held pool threads). What it must never do is wait out the request (30 s).
+        #expect(ContinuousClock.now - stopping < .seconds(20), "stop() took \(ContinuousClock.now - stopping)")
         c.close()
 
         let server = try Self.server()
