@@ -113,9 +113,10 @@ struct ClientMisbehavingServerTests {
     static func checkBounds(_ run: Run) {
         #expect(run.perMinute <= 120, "\(run)")
         // A write never waits on the network: a blocked one would wait out a request (30 s against the
-        // server that hangs). 15 s leaves room for a loaded test run (the whole suite on 2 cores, a CPU
-        // hog beside it: 6.2 s seen); alone they take milliseconds (Benchmarks/DeviceBench).
-        #expect(run.slowestWrite <= .seconds(15), "\(run)")
+        // server that hangs). 25 s leaves room for a loaded test run (the whole suite on 2 cores, a CPU
+        // hog beside it: 6.2 s seen; beside five compilers: 15.6 s); alone they take milliseconds
+        // (Benchmarks/DeviceBench).
+        #expect(run.slowestWrite <= .seconds(25), "\(run)")
         // stop() gives its tasks at most 1 s; the rest is scheduling on a loaded test run (2.2 s seen).
         // The bench measures it in a quiet process: 0–1 ms against a server that never answers.
         #expect(run.stopTook <= .seconds(10), "\(run)")
