@@ -85,8 +85,14 @@ struct ErasureTests {
         // Inside the horizon: nothing is collected.
         clock.advance(29 * 86_400_000)
         #expect(try Collector(store).collect().removed == 0)
-        // 400 days on (a device offline all along): collected, and the old rows stay out.
+        // 400 days on the wall clock, but no stamp made or seen since: a clock far ahead looks the same, so
+        // nothing is collected and the horizon does not move into the future.
         clock.advance(371 * 86_400_000)
+        #expect(try Collector(store).collect().removed == 0)
+        #expect(try Collector(store).horizon() < testNow)
+        // The node's clock moved on with it (a server takes writes all along): collected, and the old rows
+        // of a device offline all along stay out.
+        _ = try store.write { try store.issueLocalStamp() }
         let collected = try Collector(store).collect()
         #expect(collected.positionTombstones == 1 && collected.erasures == 1)
         #expect(try Collector(store).horizon() == testNow + 400 * 86_400_000 + 1000 - 30 * 86_400_000)
@@ -126,6 +132,36 @@ struct ErasureTests {
         #expect(try await catalog.position(user: ErasureTraces.user)?.currentPage == 1)
     }
 
+    @Test("an erasure stamped beyond the drift allowance is applied (not dropped), and the clock does not jump")
+    func erasureFromAClockAhead() throws {
+        let dir = Support.temporaryDirectory()
+        let ahead = try CatalogStore.open(path: dir.appending(path: "a.sqlite").path, wallClock: ManualClock(testNow + 3_600_000))
+        try ahead.setNodeID("node-ahead")
+        let here = try CatalogStore.open(path: dir.appending(path: "b.sqlite").path, wallClock: ManualClock(testNow))
+        try here.setNodeID("node-here")
+        _ = try Importer(here).importLandmarks(from: .file(Support.root.appending(path: "Seeds/landmarkData.json").path))
+        try Positions(here).setPosition(user: ErasureTraces.user, to: .page(2))
+        try UserErasure(ahead).eraseUser(ErasureTraces.user)
+        let snapshot = dir.appending(path: "erasure.json").path
+        try SnapshotExporter(ahead).exportSnapshot(toFile: snapshot)
+        let report = try SyncRunner(store: here).sync(sources: [snapshot])
+        // It was dropped as "quarantined" and the source's cursor moved past it: the user stayed for good.
+        #expect(report.counts.erasuresApplied == 1 && report.counts.quarantined == 0, "\(report.counts)")
+        #expect(try Positions(here).position(user: ErasureTraces.user) == nil)
+        #expect(try UserErasure(here).isErased(ErasureTraces.user))
+        // This node's clock did not take the stamp from an hour ahead.
+        #expect(try here.read { try here.metaTable.clock().wall } < testNow + 300_000)
+    }
+
+    @Test("DELETE /v1/users/ID names the id as the HTTP layer decoded it, never decoded twice")
+    func erasurePathDecodedOnce() {
+        // libmicrohttpd hands over `/v1/users/p%2541` as `/v1/users/p%41`: the user `p%41`, not `pA`.
+        #expect(DeviceRoute.erasureTarget(path: "/v1/users/p%41") == "p%41")
+        #expect(DeviceRoute.erasureTarget(path: "/v1/users/me") == "me")
+        #expect(DeviceRoute.erasureTarget(path: "/v1/users/a/b") == nil)
+        #expect(DeviceRoute.erasureTarget(path: "/v1/users/") == nil)
+    }
+
     @Test("catalog gc --horizon 0s: every tombstone collected, the file vacuumed")
     func gcCommand() throws {
         let box = try Sandbox()
@@ -135,6 +171,11 @@ struct ErasureTests {
         #expect(gc.status == 0, "\(gc)")
         #expect(gc.stdout.contains(#""positionTombstones":1"#), "\(gc.stdout)")
         #expect(try box.run(["gc", "--horizon", "-1s"], db: db).status == 64)
+        // A horizon too large for a 64-bit count of ms was a trap (132); now a usage error.
+        for huge in ["99999999999999999d", "9223372036854775807", "106751991167300d"] {
+            let r = try box.run(["gc", "--horizon", huge], db: db)
+            #expect(r.status == 64 && r.stderr.contains("10,000 years"), "\(huge): \(r)")
+        }
         #expect(try box.run(["gc"], db: box.path("none.sqlite")).status == 66)
         let status = try box.run(["status"], db: db)
         #expect(status.stdout.contains("positions:   0 live, 0 tombstones"), "\(status.stdout)")

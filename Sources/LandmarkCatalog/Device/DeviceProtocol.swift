@@ -24,13 +24,18 @@ package enum DeviceRoute: String, Sendable, CaseIterable {
         }
     }
 
-    /// The user a `/v1/users/…` path names: `me`, or a percent-decoded user id; nil for another path.
+    /// The user a `/v1/users/…` path names: `me`, or a user id; nil for another path.
+    ///
+    /// `path` is the request's path as the HTTP layer hands it over, its percent-escapes already decoded
+    /// (libmicrohttpd unescapes the URL): it is not decoded again, so `p%2541` names the user `p%41`. An id
+    /// holding `/` cannot be named in a path; it is erased with its own token (`/v1/users/me`) or
+    /// `catalog user erase` (docs/protocol.md §6a).
     package static func erasureTarget(path: String) -> String? {
         let prefix = "/v1/users/"
         guard path.hasPrefix(prefix) else { return nil }
         let rest = String(path.dropFirst(prefix.count))
         guard !rest.isEmpty, !rest.contains("/") else { return nil }
-        return rest.removingPercentEncoding
+        return rest
     }
 
     /// The path the token's own user is erased at, relative to `/v1/`.

@@ -51,7 +51,11 @@ extension Collector {
         let before = try store.databaseBytes()
         var summary = try store.write {
             let stored = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
-            let horizon = max(stored, store.wallClock.nowMilliseconds() - age)
+            // Measured from the newest stamp this node has made or seen when the wall clock is past it: a
+            // clock far ahead (a VM restore, a bad NTP step) must not collect what peers have not seen yet,
+            // nor pin the horizon in the future (docs/erasure.md §4).
+            let newest = try store.metaTable.clock().wall
+            let horizon = max(stored, min(store.wallClock.nowMilliseconds(), newest + 1) - age)
             var summary = CollectionSummary(horizonMilliseconds: horizon)
             // The removed rows may hold the newest numbers: they are not handed out again.
             try store.metaTable.raiseChangeFloor(to: try store.lastChangeSequence())

@@ -347,17 +347,18 @@ package struct RowMerger {
                 }
                 continue
             }
-            guard record.stamp.wallMilliseconds <= quarantineAfter else {
-                // An erasure from beyond the drift limit is not held: it would win over rows not yet written.
-                counts.quarantined += 1
+            if record.stamp.wallMilliseconds > quarantineAfter {
+                // Applied all the same (docs/erasure.md §1): an erasure is not delayed, and every path — the hub
+                // takes it too — must agree. Its stamp is not observed, so this node's clock does not jump ahead.
                 diagnostics(
                     Diagnostic(
                         severity: .warning,
-                        message: "not applied: erasure \(record.userHash) stamped \(record.stamp), beyond the allowed clock drift",
-                        file: source, kind: "quarantined"))
-                continue
+                        message:
+                            "erasure \(record.userHash) stamped \(record.stamp), beyond the allowed clock drift: applied; rows of the user stamped before it are refused until then",
+                        file: source, kind: "erasure-ahead"))
+            } else {
+                note(record.stamp)
             }
-            note(record.stamp)
             guard ErasureRule.replaces(record.stamp, stored: try store.erasureTable.stamp(userHash: record.userHash)) else {
                 counts.stale += 1
                 continue
