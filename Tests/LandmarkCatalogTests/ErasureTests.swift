@@ -153,6 +153,24 @@ struct ErasureTests {
         #expect(try here.read { try here.metaTable.clock().wall } < testNow + 300_000)
     }
 
+    @Test("a merged erasure removes the user's held rows on a node that holds no row of the user")
+    func mergedErasureClearsQuarantine() throws {
+        let dir = Support.temporaryDirectory()
+        let here = try CatalogStore.open(path: dir.appending(path: "c.sqlite").path, wallClock: ManualClock(testNow))
+        try here.setNodeID("node-c")
+        let future = try writeTemporary(snapshot(positions: [positionRow(ErasureTraces.user, page: 0, at: "2099-01-01T00:00:00Z")]))
+        #expect(try SyncRunner(store: here).sync(sources: [future]).counts.quarantined == 1)
+        let eraser = try CatalogStore.open(path: dir.appending(path: "a.sqlite").path, wallClock: ManualClock(testNow))
+        try eraser.setNodeID("node-a")
+        try UserErasure(eraser).eraseUser(ErasureTraces.user)
+        let erasure = dir.appending(path: "erasure.json").path
+        try SnapshotExporter(eraser).exportSnapshot(toFile: erasure)
+        #expect(try SyncRunner(store: here).sync(sources: [erasure]).counts.erasuresApplied == 1)
+        // The held row was left when only the users with a row were looked for.
+        #expect(try here.read { try here.quarantineTable.count() } == 0)
+        #expect(ErasureTraces.traces(here.path) == [0, 0, 0])
+    }
+
     @Test("DELETE /v1/users/ID names the id as the HTTP layer decoded it, never decoded twice")
     func erasurePathDecodedOnce() {
         // libmicrohttpd hands over `/v1/users/p%2541` as `/v1/users/p%41`: the user `p%41`, not `pA`.

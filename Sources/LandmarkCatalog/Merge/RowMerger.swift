@@ -371,8 +371,13 @@ package struct RowMerger {
             appliedStamp?(record.stamp.wallMilliseconds)
         }
         guard !applied.isEmpty else { return }
-        let users = try store.positionTable.users { applied[ErasureRule.userHash($0)] != nil }
-        for user in users {
+        // A record names its user by hash: the ids are found among the rows, and among the held rows and
+        // ties of users this node holds no row of (docs/erasure.md §3).
+        let named: (String) -> Bool = { applied[ErasureRule.userHash($0)] != nil }
+        let users = Set(
+            try store.positionTable.users(matching: named) + store.quarantineTable.positionUsers(matching: named)
+                + store.conflictTable.positionUsers(matching: named))
+        for user in users.sorted() {
             guard let stamp = applied[ErasureRule.userHash(user)] else { continue }
             try UserTraces(store).forget(user: user, stampedAtOrBefore: stamp)
         }

@@ -61,6 +61,15 @@ package struct ConflictsTable {
     /// How many ties are kept.
     func count() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM sync_conflicts") ?? 0) }
 
+    /// The users of the recorded position ties, each once, that `wanted` keeps.
+    func positionUsers(matching wanted: (String) -> Bool) throws -> [String] {
+        var users: [String] = []
+        try db.forEachRow(sql: "SELECT DISTINCT row_key FROM sync_conflicts WHERE kind = 'position'") { s in
+            if let user = s.text(0), wanted(user) { users.append(user) }
+        }
+        return users
+    }
+
     /// Removes every recorded tie of `user`'s position, and any whose rows name the user (an erasure,
     /// docs/erasure.md §3); returns how many.
     func forget(user: String) throws -> Int {

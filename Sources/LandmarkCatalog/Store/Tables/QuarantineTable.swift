@@ -186,6 +186,16 @@ package struct QuarantineTable {
         Int(try db.scalarInt(sql: "SELECT count(*) FROM sync_quarantine WHERE kind = 'position' AND row_key = ?", [.text(user)]) ?? 0)
     }
 
+    /// The users of the held position rows, each once, that `wanted` keeps (an erasure merged from a
+    /// source names its user by hash only: docs/erasure.md §2).
+    func positionUsers(matching wanted: (String) -> Bool) throws -> [String] {
+        var users: [String] = []
+        try db.forEachRow(sql: "SELECT DISTINCT row_key FROM sync_quarantine WHERE kind = 'position'") { s in
+            if let user = s.text(0), wanted(user) { users.append(user) }
+        }
+        return users
+    }
+
     /// Removes every held row of `user`'s position, and any held row whose text names the user (an
     /// erasure, docs/erasure.md §3); returns how many.
     func forget(user: String) throws -> Int {
