@@ -4,16 +4,15 @@
 /// from this enum and its table of fields, ``field``.
 ///
 /// **A new landmark field** (docs/architecture.md §5.5) is three edits, and nothing else:
-/// 1. a migration, `Migrations/NNNN_name.sql`: `ALTER TABLE landmarks ADD COLUMN name TEXT` (the column's
-///    SQL name is the case's name in snake case);
+/// 1. a migration, `Migrations/NNNN_name.sql`: `ALTER TABLE landmarks ADD COLUMN name TEXT` (`INTEGER` for
+///    an `Int?`, `REAL` for a `Double?`; the column's SQL name is the case's name in snake case);
 /// 2. one case here, with its row in ``field`` (the switch is exhaustive: the compiler asks for it);
 /// 3. one property of ``Landmark`` (optional, or with a default, so `Landmark.init` keeps its shape).
 ///
 /// Text, boolean and number fields (`Int`, `Double`, optional or not) need nothing more: the import, the
 /// store, `featured --json`, snapshots, the merge's content comparison and `JSONDecoder` / `JSONEncoder`
-/// all walk this table
-/// (`LandmarkFieldTests` round-trips every case and compares ``Landmark``'s stored properties with the
-/// table; `scripts/new-field-trial` does the three edits for real).
+/// all walk this table (`LandmarkFieldTests` round-trips every case and compares ``Landmark``'s stored
+/// properties with the table; `scripts/new-field-trial` does the three edits for real).
 /// A new case may go anywhere in the list: every statement names its columns, the raw value is only
 /// the column's index in the generated select list, and the JSON keys are written sorted. Keep `id` and
 /// `name` first by convention.
