@@ -240,4 +240,25 @@ struct LandmarkFieldTests {
         #expect(LandmarkColumn.textColumns.count < TextRanges.capacity, "TextRanges needs a slot per text column and one for the node")
         #expect(LandmarkColumn.numberColumns.count <= NumberSlots.capacity, "NumberSlots needs a slot per number column")
     }
+
+    @Test("scripts/new-field-trial's three edits still apply (in a copy; the full trial builds it)", arguments: ["int", "double"])
+    func trialEditsApply(kind: String) throws {
+        let copy = Support.temporaryDirectory().appending(path: "copy").path
+        let script = Support.root.appending(path: "scripts/new-field-trial").path
+        let result = try runProcess(URL(filePath: "/bin/bash"), [script, "--kind", kind, "--apply-only", copy])
+        #expect(result.status == 0, "\(result.stderr)")
+        let type = kind == "int" ? "Int?" : "Double?"
+        let row = kind == "int" ? "optionalInt" : "optionalDouble"
+        // By name, wherever its folder is.
+        func text(_ name: String) throws -> String {
+            let sources = FileManager.default.enumerator(atPath: "\(copy)/Sources")?.compactMap { $0 as? String } ?? []
+            let path = try #require(sources.first { $0.hasSuffix("/\(name)") })
+            return try String(contentsOfFile: "\(copy)/Sources/\(path)", encoding: .utf8)
+        }
+        let column = try text("LandmarkColumn.swift")
+        #expect(column.contains("\n    case elevation\n") && column.contains("case .elevation: return .\(row)(\\.elevation)"))
+        #expect(try text("Landmark.swift").contains("public var elevation: \(type)\n"))
+        let migrations = try FileManager.default.contentsOfDirectory(atPath: "\(copy)/Migrations").filter { $0.hasSuffix("_trial_elevation.sql") }
+        #expect(migrations.count == 1)
+    }
 }
