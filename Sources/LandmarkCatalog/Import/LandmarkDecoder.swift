@@ -143,7 +143,7 @@ package struct LandmarkDecoder {
         let diagnosticsBefore = batch.diagnostics.count
         var r = Reading(record: RawLandmark(index: index, position: position))
         // Messages about fields before `id` learn the id once it is read.
-        defer { if let id = r.id { Self.name(id, in: batch, from: diagnosticsBefore, index: index) } }
+        defer { if let id = r.id { Self.fillID(id, in: batch, from: diagnosticsBefore, index: index) } }
         try reader.beginObject()
         while let (match, unknownKey, at) = try nextKey(reader, in: Self.keyTable, batch, index: index, id: r.id) {
             try readMember(reader, match: match, unknownKey: unknownKey, at: at, into: &r, batch: batch)
@@ -169,7 +169,7 @@ package struct LandmarkDecoder {
     }
 
     /// Sets `id` on the diagnostics of record `index` from `start` on that were reported before the id was read.
-    static func name(_ id: Int64, in batch: RowBatch, from start: Int, index: Int) {
+    static func fillID(_ id: Int64, in batch: RowBatch, from start: Int, index: Int) {
         for i in start..<batch.diagnostics.count
         where batch.diagnostics[i].diagnostic.id == nil && batch.diagnostics[i].diagnostic.index == index {
             batch.diagnostics[i].diagnostic.id = id
