@@ -19,8 +19,25 @@ struct LandmarkFieldTests {
         case .id: return 7
         case .text(let required): return required ? "Name of seven" : "\(column.jsonKey ?? "?") of seven"
         case .bool: return true
+        case .int: return 1000 + Int(column.rawValue)
+        case .double: return Double(column.rawValue) + 0.25
         case .coordinate: return column == .latitude ? 12.5 : -45.25
         case .extra, .stamp: return nil
+        }
+    }
+
+    /// The property of `field` in ``Landmark``, nil for a stamp.
+    static func keyPath(_ field: LandmarkColumn.Field) -> AnyKeyPath? {
+        switch field {
+        case .id(let p): return p
+        case .requiredText(let p): return p
+        case .text(let p), .extra(let p): return p
+        case .bool(let p): return p
+        case .int(let p): return p
+        case .optionalInt(let p): return p
+        case .double(let p), .coordinate(let p, _): return p
+        case .optionalDouble(let p): return p
+        case .stamp: return nil
         }
     }
 
@@ -42,6 +59,7 @@ struct LandmarkFieldTests {
         switch expected {
         case let s as String: return found as? String == s
         case let b as Bool: return found as? Bool == b
+        // A JSON number, not a string holding it (the values are never 0 or 1, a boolean's).
         case let i as Int: return (found as? NSNumber)?.int64Value == Int64(i)
         case let d as Double: return (found as? NSNumber)?.doubleValue == d
         default: return false
@@ -77,7 +95,10 @@ struct LandmarkFieldTests {
             case .requiredText(let p): value = landmark[keyPath: p]
             case .text(let p): value = landmark[keyPath: p]
             case .bool(let p): value = "\(landmark[keyPath: p])"
-            case .coordinate(let p, _): value = "\(landmark[keyPath: p])"
+            case .int(let p): value = "\(landmark[keyPath: p])"
+            case .optionalInt(let p): value = landmark[keyPath: p].map { "\($0)" }
+            case .double(let p), .coordinate(let p, _): value = "\(landmark[keyPath: p])"
+            case .optionalDouble(let p): value = landmark[keyPath: p].map { "\($0)" }
             case .extra(let p):
                 #expect(landmark[keyPath: p]?.contains("https://example.com/seven") == true, "\(what): extra", sourceLocation: sourceLocation)
                 continue
@@ -113,6 +134,66 @@ struct LandmarkFieldTests {
 
         let encoded = try JSONEncoder().encode(decoded)
         Self.expectEveryKey((try JSONSerialization.jsonObject(with: encoded) as? [[String: Any]])?.first, "JSONEncoder")
+
+        // A snapshot file carries every field to another database, which prints it the same way.
+        let snapshot = directory.appending(path: "snapshot.json").path
+        let exported = try runProcess(Support.catalogBinary, ["--db", db, "export", "--output", snapshot])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let rows = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(filePath: snapshot))) as? [String: Any])?["landmarks"]
+        Self.expectEveryKey((rows as? [[String: Any]])?.first, "export")
+        let other = directory.appending(path: "other.sqlite").path
+        let synced = try runProcess(Support.catalogBinary, ["--db", other, "sync", snapshot])
+        #expect(synced.status == 0, "\(synced.stderr)")
+        Self.expectEveryProperty(try LandmarkReader(CatalogStore.open(path: other, access: .read)).landmark(id: 7), "sync from a snapshot")
+        let featuredThere = try runProcess(Support.catalogBinary, ["--db", other, "featured", "--json"])
+        Self.expectEveryKey(
+            (try JSONSerialization.jsonObject(with: Data(featuredThere.stdout.utf8)) as? [[String: Any]])?.first, "featured --json after sync")
+    }
+
+    @Test("a key absent from an import record keeps the stored value, and null clears it, for every optional column")
+    func absentKeepsNullClears() throws {
+        let directory = Support.temporaryDirectory()
+        let db = directory.appending(path: "catalog.sqlite").path
+        func importRecord(_ record: [String: Any]) throws {
+            let file = directory.appending(path: "landmarkData.json")
+            try JSONSerialization.data(withJSONObject: [record]).write(to: file)
+            let result = try runProcess(Support.catalogBinary, ["--db", db, "import", file.path])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        func stored() throws -> Landmark? { try LandmarkReader(CatalogStore.open(path: db, access: .read)).landmark(id: 7) }
+        let full = Self.record()
+        try importRecord(full)
+        let required = full.filter { ["id", "name", "coordinates"].contains($0.key) }
+        try importRecord(required)
+        Self.expectEveryProperty(try stored(), "after a record without the optional keys")
+
+        var nulls = required
+        for column in LandmarkColumn.optionalContent { if let key = column.jsonKey { nulls[key] = NSNull() } }
+        try importRecord(nulls)
+        let cleared = try #require(try stored())
+        for column in LandmarkColumn.optionalContent {
+            let value: Any?
+            switch column.field {
+            case .text(let p), .extra(let p): value = cleared[keyPath: p]
+            case .bool(let p): value = cleared[keyPath: p] ? true : nil
+            case .optionalInt(let p): value = cleared[keyPath: p]
+            case .optionalDouble(let p): value = cleared[keyPath: p]
+            // A non-optional number refuses null; its value is checked by the first import.
+            case .int, .double: continue
+            case .id, .requiredText, .coordinate, .stamp: value = "not an optional column"
+            }
+            #expect(value == nil || column == .extra, "\(column) is \(value.map { "\($0)" } ?? "nil") after null")
+        }
+    }
+
+    @Test("every stored property of Landmark has its row in the table of fields")
+    func everyPropertyInTheTable() {
+        let properties = Mirror(reflecting: Landmark(id: 1, name: "One", latitude: 0, longitude: 0)).children.compactMap(\.label)
+        let inTable = LandmarkColumn.contentColumns.compactMap {
+            Self.keyPath($0.field).map { "\($0)".replacingOccurrences(of: "\\Landmark.", with: "") }
+        }
+        #expect(properties.sorted() == inTable.sorted(), "Landmark's stored properties and the table of fields differ")
+        #expect(Set(properties).count == properties.count && !properties.isEmpty)
     }
 
     @Test("== and hash see every field: changing any one column's property makes the landmarks differ")
@@ -125,7 +206,10 @@ struct LandmarkFieldTests {
             case .requiredText(let p): other[keyPath: p] += "!"
             case .text(let p): other[keyPath: p] = (other[keyPath: p] ?? "") + "!"
             case .bool(let p): other[keyPath: p].toggle()
-            case .coordinate(let p, _): other[keyPath: p] += 0.5
+            case .int(let p): other[keyPath: p] += 1
+            case .optionalInt(let p): other[keyPath: p] = (other[keyPath: p] ?? 0) + 1
+            case .double(let p), .coordinate(let p, _): other[keyPath: p] += 0.5
+            case .optionalDouble(let p): other[keyPath: p] = (other[keyPath: p] ?? 0) + 0.5
             case .extra(let p): other[keyPath: p] = #"{"a":2}"#
             case .stamp: continue
             }
@@ -143,23 +227,39 @@ struct LandmarkFieldTests {
     @Test("the table of fields: each content case names the property of its own name; the masks have room")
     func tableOfFields() {
         for column in LandmarkColumn.contentColumns {
-            let path: AnyKeyPath
-            switch column.field {
-            case .id(let p): path = p
-            case .requiredText(let p): path = p
-            case .text(let p): path = p
-            case .bool(let p): path = p
-            case .coordinate(let p, _): path = p
-            case .extra(let p): path = p
-            case .stamp: continue
+            guard let path = Self.keyPath(column.field) else {
+                Issue.record("content column \(column) has no property")
+                continue
             }
             let property = column == .extra ? "extraJSON" : String(describing: column)
             #expect("\(path)" == "\\Landmark.\(property)", "\(column) maps to \(path)")
         }
-        for column in LandmarkColumn.allCases where column.kind == .stamp {
+        for column in LandmarkColumn.allCases where !column.isContent {
             #expect([.updatedMs, .counter, .node, .deleted, .seq].contains(column), "\(column) has no property of Landmark")
         }
         #expect(LandmarkColumn.allCases.count <= 32, "RawLandmark's presence and flag masks are 32 bits")
         #expect(LandmarkColumn.textColumns.count < TextRanges.capacity, "TextRanges needs a slot per text column and one for the node")
+        #expect(LandmarkColumn.numberColumns.count <= NumberSlots.capacity, "NumberSlots needs a slot per number column")
+    }
+
+    @Test("scripts/new-field-trial's three edits still apply (in a copy; the full trial builds it)", arguments: ["int", "double"])
+    func trialEditsApply(kind: String) throws {
+        let copy = Support.temporaryDirectory().appending(path: "copy").path
+        let script = Support.root.appending(path: "scripts/new-field-trial").path
+        let result = try runProcess(URL(filePath: "/bin/bash"), [script, "--kind", kind, "--apply-only", copy])
+        #expect(result.status == 0, "\(result.stderr)")
+        let type = kind == "int" ? "Int?" : "Double?"
+        let row = kind == "int" ? "optionalInt" : "optionalDouble"
+        // By name, wherever its folder is.
+        func text(_ name: String) throws -> String {
+            let sources = FileManager.default.enumerator(atPath: "\(copy)/Sources")?.compactMap { $0 as? String } ?? []
+            let path = try #require(sources.first { $0.hasSuffix("/\(name)") })
+            return try String(contentsOfFile: "\(copy)/Sources/\(path)", encoding: .utf8)
+        }
+        let column = try text("LandmarkColumn.swift")
+        #expect(column.contains("\n    case elevation\n") && column.contains("case .elevation: return .\(row)(\\.elevation)"))
+        #expect(try text("Landmark.swift").contains("public var elevation: \(type)\n"))
+        let migrations = try FileManager.default.contentsOfDirectory(atPath: "\(copy)/Migrations").filter { $0.hasSuffix("_trial_elevation.sql") }
+        #expect(migrations.count == 1)
     }
 }

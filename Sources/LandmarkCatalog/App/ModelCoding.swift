@@ -19,7 +19,10 @@ extension Landmark {
             case .requiredText(let p): if a[keyPath: p] != b[keyPath: p] { return false }
             case .text(let p): if a[keyPath: p] != b[keyPath: p] { return false }
             case .bool(let p): if a[keyPath: p] != b[keyPath: p] { return false }
-            case .coordinate(let p, _): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .int(let p): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .optionalInt(let p): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .double(let p), .coordinate(let p, _): if a[keyPath: p] != b[keyPath: p] { return false }
+            case .optionalDouble(let p): if a[keyPath: p] != b[keyPath: p] { return false }
             case .extra(let p):
                 if a[keyPath: p] != b[keyPath: p] && !a.keptKeys.elementsEqual(b.keptKeys, by: ==) { return false }
             case .stamp: continue
@@ -35,7 +38,10 @@ extension Landmark {
             case .requiredText(let p): hasher.combine(self[keyPath: p])
             case .text(let p): hasher.combine(self[keyPath: p])
             case .bool(let p): hasher.combine(self[keyPath: p])
-            case .coordinate(let p, _): hasher.combine(self[keyPath: p])
+            case .int(let p): hasher.combine(self[keyPath: p])
+            case .optionalInt(let p): hasher.combine(self[keyPath: p])
+            case .double(let p), .coordinate(let p, _): hasher.combine(self[keyPath: p])
+            case .optionalDouble(let p): hasher.combine(self[keyPath: p])
             case .extra:
                 for kept in keptKeys {
                     hasher.combine(kept.key)

@@ -56,7 +56,10 @@ public struct Landmark: Sendable, Hashable, Identifiable {
             case .requiredText(let p): self[keyPath: p] = f.string(column) ?? ""
             case .text(let p), .extra(let p): self[keyPath: p] = f.string(column)
             case .bool(let p): self[keyPath: p] = f.int(column) != 0
-            case .coordinate(let p, _): self[keyPath: p] = f.double(column)
+            case .int(let p): self[keyPath: p] = Int(f.int(column))
+            case .optionalInt(let p): self[keyPath: p] = f.isNull(column) ? nil : Int(f.int(column))
+            case .double(let p), .coordinate(let p, _): self[keyPath: p] = f.double(column)
+            case .optionalDouble(let p): self[keyPath: p] = f.isNull(column) ? nil : f.double(column)
             case .stamp: continue
             }
         }

@@ -4,10 +4,13 @@
 package protocol LandmarkFields {
     /// Calls `body` with the UTF-8 bytes of text column `column` (or of `extra`), nil for NULL.
     func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T
-    /// An integer column (`id`, `counter`, `updatedMs`, `seq`) or a boolean one as 0 / 1.
+    /// An integer column (`id`, an integer field, `counter`, `updatedMs`) or a boolean one as 0 / 1; 0
+    /// for a null integer field.
     func int(_ column: LandmarkColumn) -> Int64
-    /// A coordinate column.
+    /// A coordinate column or a double field; 0 for a null double field.
     func double(_ column: LandmarkColumn) -> Double
+    /// Whether number field `column` (an optional `int` or `double`) is null.
+    func isNull(_ column: LandmarkColumn) -> Bool
 }
 
 extension LandmarkFields {
@@ -65,7 +68,7 @@ package enum LandmarkJSON {
             var items: [(Item, Int, Int)] = []
             var prefixes: [UInt8] = []
             for entry in LandmarkJSON.order {
-                if case .column(let c) = entry.item, c.kind == .stamp, shape != .snapshot { continue }
+                if case .column(let c) = entry.item, !c.isContent, shape != .snapshot { continue }
                 let prefix = Array((items.isEmpty ? "{" : ",").utf8) + entry.prefix
                 items.append((entry.item, prefixes.count, prefix.count))
                 prefixes += prefix
@@ -88,14 +91,20 @@ package enum LandmarkJSON {
             w.double(fields.double(.longitude))
             w.byte(0x7D)
         case .column(let c):
-            switch (c.kind, c) {
-            case (.id, _), (.stamp, .counter): w.int(fields.int(c))
-            case (.bool, _), (.stamp, .deleted): w.bool(fields.int(c) != 0)
-            case (.stamp, .updatedMs): Timestamp.write(milliseconds: fields.int(c), to: &w)
-            default:
+            switch c.kind {
+            case .id, .stamp(.counter): w.int(fields.int(c))
+            case .bool, .stamp(.deleted): w.bool(fields.int(c) != 0)
+            case .stamp(.updatedMs): Timestamp.write(milliseconds: fields.int(c), to: &w)
+            case .int(let optional):
+                if optional && fields.isNull(c) { w.raw("null") } else { w.int(fields.int(c)) }
+            case .double(let optional):
+                if optional && fields.isNull(c) { w.raw("null") } else { w.double(fields.double(c)) }
+            case .text, .stamp(.node):
                 fields.withText(c) { bytes in
                     if let bytes { w.string(utf8: bytes) } else if shape == .apple { w.raw("\"\"") } else { w.raw("null") }
                 }
+            case .coordinate, .extra, .stamp(.seq):
+                preconditionFailure("\(c) has no key of its own")
             }
         }
     }
@@ -119,7 +128,7 @@ package enum LandmarkJSON {
         w.byte(0x7B)
         var first = true
         for entry in order {
-            if case .column(let c) = entry.item, c.kind == .stamp, shape != .snapshot { continue }
+            if case .column(let c) = entry.item, !c.isContent, shape != .snapshot { continue }
             while next < extras.count, extras[next].key.utf8.lexicographicallyPrecedes(entry.key.utf8) {
                 if !first { w.byte(0x2C) }
                 first = false
@@ -168,6 +177,7 @@ package struct LandmarkRow: LandmarkFields {
     }
     @inline(__always) package func int(_ column: LandmarkColumn) -> Int64 { statement.int(column) }
     @inline(__always) package func double(_ column: LandmarkColumn) -> Double { statement.double(column) }
+    @inline(__always) package func isNull(_ column: LandmarkColumn) -> Bool { statement.isNull(column) }
 }
 
 /// A ``Landmark`` value with an optional stamp (a tombstone flag included), read through the table of
@@ -182,8 +192,9 @@ struct LandmarkValue: LandmarkFields {
         switch column.field {
         case .requiredText(let p): text = landmark[keyPath: p]
         case .text(let p), .extra(let p): text = landmark[keyPath: p]
-        case .stamp where column == .node: text = stamp.node
-        default: preconditionFailure("\(column) is not a text column")
+        case .stamp(.node): text = stamp.node
+        case .id, .bool, .int, .optionalInt, .double, .optionalDouble, .coordinate, .stamp:
+            preconditionFailure("\(column) is not a text column")
         }
         guard var text else { return body(nil) }
         return text.withUTF8 { body($0) }
@@ -192,15 +203,29 @@ struct LandmarkValue: LandmarkFields {
         switch column.field {
         case .id(let p): return landmark[keyPath: p]
         case .bool(let p): return landmark[keyPath: p] ? 1 : 0
-        case .stamp where column == .updatedMs: return stamp.wallMilliseconds
-        case .stamp where column == .counter: return stamp.counter
-        case .stamp where column == .deleted: return deleted ? 1 : 0
-        default: preconditionFailure("\(column) is not an integer column")
+        case .int(let p): return Int64(landmark[keyPath: p])
+        case .optionalInt(let p): return landmark[keyPath: p].map(Int64.init) ?? 0
+        case .stamp(.updatedMs): return stamp.wallMilliseconds
+        case .stamp(.counter): return stamp.counter
+        case .stamp(.deleted): return deleted ? 1 : 0
+        case .requiredText, .text, .extra, .double, .optionalDouble, .coordinate, .stamp(.node), .stamp(.seq):
+            preconditionFailure("\(column) is not an integer column")
         }
     }
     func double(_ column: LandmarkColumn) -> Double {
-        guard case .coordinate(let p, _) = column.field else { preconditionFailure("\(column) is not a coordinate column") }
-        return landmark[keyPath: p]
+        switch column.field {
+        case .coordinate(let p, _), .double(let p): return landmark[keyPath: p]
+        case .optionalDouble(let p): return landmark[keyPath: p] ?? 0
+        case .id, .requiredText, .text, .bool, .int, .optionalInt, .extra, .stamp:
+            preconditionFailure("\(column) is not a double column")
+        }
+    }
+    func isNull(_ column: LandmarkColumn) -> Bool {
+        switch column.field {
+        case .optionalInt(let p): return landmark[keyPath: p] == nil
+        case .optionalDouble(let p): return landmark[keyPath: p] == nil
+        case .id, .requiredText, .text, .bool, .int, .double, .coordinate, .extra, .stamp: return false
+        }
     }
 }
 
@@ -228,6 +253,12 @@ extension LandmarkJSON {
             switch column.kind {
             case .id, .bool:
                 if a.int(column) != b.int(column) { return false }
+            case .int(let optional):
+                if optional && a.isNull(column) != b.isNull(column) { return false }
+                if a.int(column) != b.int(column) { return false }
+            case .double(let optional):
+                if optional && a.isNull(column) != b.isNull(column) { return false }
+                if a.double(column) != b.double(column) { return false }
             case .coordinate:
                 if a.double(column) != b.double(column) { return false }
             case .text, .extra:

@@ -109,6 +109,22 @@ package struct LandmarkDecoder {
         do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
     }
 
+    /// What has been read of one landmark object so far.
+    struct Reading {
+        var record: RawLandmark
+        var id: Int64?
+        /// A bit per known key (its index in ``keys``), for duplicate keys.
+        var seenKeys: UInt64 = 0
+        var sawName = false
+        var sawCoordinates = false
+        var sawUpdatedAt = false
+        var sawNode = false
+        /// Where `isFavourite` was and its value (nil when wrong).
+        var favouriteAt: (SourcePosition, Bool?)?
+        var extras: [JSONMember] = []
+        var index: Int { record.index }
+    }
+
     /// Decodes the next array element into `batch` (when valid).
     ///
     /// The reader is at the element's start.
@@ -125,183 +141,21 @@ package struct LandmarkDecoder {
         let errorsBefore = errors
         let bytesBefore = batch.bytes.count
         let diagnosticsBefore = batch.diagnostics.count
-        var id: Int64?
+        var r = Reading(record: RawLandmark(index: index, position: position))
         // Messages about fields before `id` learn the id once it is read.
-        defer {
-            if let id {
-                for i in diagnosticsBefore..<batch.diagnostics.count
-                where batch.diagnostics[i].diagnostic.id == nil
-                    && batch.diagnostics[i].diagnostic.index == index
-                {
-                    batch.diagnostics[i].diagnostic.id = id
-                }
-            }
-        }
-        var record = RawLandmark(index: index, position: position)
-        var seenKeys: UInt64 = 0  // bit per known key, for duplicate keys
-        var sawName = false
-        var sawCoordinates = false
-        var sawUpdatedAt = false
-        var sawNode = false
-        var favouriteAt: (SourcePosition, Bool?)?
-        var extras: [JSONMember] = []
+        defer { if let id = r.id { Self.fillID(id, in: batch, from: diagnosticsBefore, index: index) } }
         try reader.beginObject()
-        while let (match, unknownKey, at) = try nextKey(reader, in: Self.keyTable, batch, index: index, id: id) {
-            let kind = try reader.peekKind()
-            let key = unknownKey ?? Self.keys[match].0
-            if match >= 0 {
-                if seenKeys & (1 << UInt64(match)) != 0 {
-                    report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
-                    do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
-                    continue
-                }
-                seenKeys |= 1 << UInt64(match)
-            } else if extras.contains(where: { $0.key == key }) {
-                report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: index, id: id, field: key)
-                do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
-                continue
-            }
-            func wrong(_ field: String, _ expected: String) throws {
-                let value: JSONValue
-                do { value = try reader.readValue() } catch { return try recover(error, batch, field, index: index, id: id) }
-                report(batch, .error, "\(field) must be \(expected), found \(value.described)", at: at, index: index, id: id, field: field)
-            }
-            guard match >= 0 else {
-                let value: JSONValue
-                do { value = try reader.readValue() } catch {
-                    try recover(error, batch, key, index: index, id: id)
-                    continue
-                }
-                extras.append(JSONMember(key: key, value: value, position: at))
-                if mode == .importRecord {
-                    warnOnce(
-                        batch, key, kind: "unknown-key", "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: index, id: id)
-                }
-                continue
-            }
-            let column: LandmarkColumn
-            switch Self.keys[match].1 {
-            case .coordinates:
-                sawCoordinates = true
-                try readCoordinates(reader, at: at, kind: kind, into: &record, index: index, id: id, batch: batch)
-                continue
-            case .isFavourite:
-                switch kind {
-                case .bool: favouriteAt = (at, try reader.readBool())
-                case .null:
-                    try reader.readNull()
-                    favouriteAt = (at, false)
-                default:
-                    try wrong(key, "true, false or null")
-                    favouriteAt = (at, nil)
-                }
-                continue
-            case .column(let c): column = c
-            }
-            switch column.kind {
-            case .id:
-                guard kind == .number else {
-                    try wrong("id", "an integer that fits in 64 bits")
-                    continue
-                }
-                let n = try reader.readNumber()
-                if let v = n.int64Value {
-                    id = v
-                } else {
-                    report(
-                        batch, .error, "id must be an integer that fits in 64 bits, found the number \(n.literal)", at: at, index: index, field: "id")
-                }
-            case .text(let required):
-                if required { sawName = true } else { record.mark(column) }
-                if kind == .null && !required {
-                    try reader.readNull()
-                } else if kind == .string {
-                    let start = batch.bytes.count
-                    let count: Int
-                    do { count = try reader.appendString(to: &batch.bytes) } catch {
-                        try recover(error, batch, key, index: index, id: id)
-                        continue
-                    }
-                    record.texts[column.textSlot] = (Int32(start), Int32(count))
-                    if required, Self.isBlank(batch.bytes[start...]) {
-                        report(batch, .error, "\(key) must not be empty", at: at, index: index, id: id, field: key)
-                    }
-                } else {
-                    try wrong(key, required ? "a non-empty string" : "a string or null")
-                }
-            case .bool:
-                let value: Bool?
-                switch kind {
-                case .bool: value = try reader.readBool()
-                case .null:
-                    try reader.readNull()
-                    value = false
-                default:
-                    try wrong(key, "true, false or null")
-                    value = nil
-                }
-                record.mark(column)
-                record.setFlag(column, value ?? false)
-            case .stamp where mode == .snapshotRow:
-                try readStamp(column, reader, kind: kind, at: at, into: &record, index: index, id: id, batch: batch)
-                if column == .updatedMs { sawUpdatedAt = true }
-                if column == .node { sawNode = true }
-            case .stamp:
-                do { try reader.skipValue() } catch { try recover(error, batch, key, index: index, id: id) }
-                report(
-                    batch, .error,
-                    "'\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it",
-                    at: at, index: index, id: id, field: key)
-            case .coordinate, .extra:
-                preconditionFailure("\(column) has no key of its own")
-            }
+        while let (match, unknownKey, at) = try nextKey(reader, in: Self.keyTable, batch, index: index, id: r.id) {
+            try readMember(reader, match: match, unknownKey: unknownKey, at: at, into: &r, batch: batch)
         }
-        if let (at, value) = favouriteAt {
-            if record.has(.isFavorite) {
-                report(batch, .error, "both isFavorite and isFavourite are given; keep one", at: at, index: index, id: id, field: "isFavourite")
-            } else {
-                warnOnce(
-                    batch, "isFavourite", kind: "quirk", "the British spelling 'isFavourite' is read as 'isFavorite'", at: at, index: index, id: id)
-                record.mark(.isFavorite)
-                record.isFavorite = value ?? false
-            }
-        }
-        if id == nil && seenKeys & 1 == 0 {
-            report(batch, .error, "missing required key 'id'", at: position, index: index, field: "id")
-        }
-        if !sawName { report(batch, .error, "missing required key 'name'", at: position, index: index, id: id, field: "name") }
-        if !sawCoordinates {
-            report(batch, .error, "missing required key 'coordinates'", at: position, index: index, id: id, field: "coordinates")
-        }
-        if mode == .snapshotRow && errors == errorsBefore {
-            if !sawUpdatedAt {
-                report(batch, .error, "missing updatedAt", at: position, index: index, id: id, field: "updatedAt")
-            } else if !sawNode {
-                report(batch, .error, "missing node", at: position, index: index, id: id, field: "node")
-            }
-        }
-        // Apple's 2019 shape: no isFeatured, and category "Featured" meant featured.
-        if mode == .importRecord, !record.has(.isFeatured), record.has(.category) {
-            let r = record.texts[LandmarkColumn.category.textSlot]
-            if r.start >= 0, batch.bytes[Int(r.start)..<Int(r.start + r.count)].elementsEqual("Featured".utf8) {
-                warnOnce(
-                    batch, "\u{0}legacy", kind: "quirk", "legacy shape without isFeatured: category \"Featured\" is read as featured",
-                    at: position, index: index, id: id)
-                record.mark(.isFeatured)
-                record.isFeatured = true
-            }
-        }
-        if !extras.isEmpty {
-            record.mark(.extra)
-            record.extraJSON = JSONValue.object(extras).serialized()
-        }
-        guard errors == errorsBefore, let id else {
+        finishRecord(&r, at: position, errorsBefore: errorsBefore, batch: batch)
+        guard errors == errorsBefore, let id = r.id else {
             batch.bytes.removeSubrange(bytesBefore...)
             return
         }
-        record.id = id
-        record.duplicateOf = seen.insert(id, index: index)
-        if let first = record.duplicateOf {
+        r.record.id = id
+        r.record.duplicateOf = seen.insert(id, index: index)
+        if let first = r.record.duplicateOf {
             errors += 1
             if mode != .importRecord {
                 // The import names both records itself (it can read the first one's name).
@@ -311,7 +165,215 @@ package struct LandmarkDecoder {
                 return
             }
         }
-        batch.landmarks.append(record)
+        batch.landmarks.append(r.record)
+    }
+
+    /// Sets `id` on the diagnostics of record `index` from `start` on that were reported before the id was read.
+    static func fillID(_ id: Int64, in batch: RowBatch, from start: Int, index: Int) {
+        for i in start..<batch.diagnostics.count
+        where batch.diagnostics[i].diagnostic.id == nil && batch.diagnostics[i].diagnostic.index == index {
+            batch.diagnostics[i].diagnostic.id = id
+        }
+    }
+
+    /// Reads one member of a landmark object (the reader is at its value): a duplicate key is an error, an
+    /// unknown key is kept, a known one is read by its column's kind.
+    @inline(__always)
+    mutating func readMember(
+        _ reader: JSONPullReader, match: Int, unknownKey: String?, at: SourcePosition, into r: inout Reading, batch: RowBatch
+    ) throws {
+        let kind = try reader.peekKind()
+        let key = unknownKey ?? Self.keys[match].0
+        let duplicate: Bool
+        if match >= 0 {
+            duplicate = r.seenKeys & (1 << UInt64(match)) != 0
+            r.seenKeys |= 1 << UInt64(match)
+        } else {
+            duplicate = r.extras.contains { $0.key == key }
+        }
+        if duplicate {
+            report(batch, .error, "duplicate key '\(key)' in one landmark", at: at, index: r.index, id: r.id, field: key)
+            do { try reader.skipValue() } catch { try recover(error, batch, key, index: r.index, id: r.id) }
+            return
+        }
+        guard match >= 0 else { return try readUnknown(reader, key: key, at: at, into: &r, batch: batch) }
+        switch Self.keys[match].1 {
+        case .coordinates:
+            r.sawCoordinates = true
+            try readCoordinates(reader, at: at, kind: kind, into: &r.record, index: r.index, id: r.id, batch: batch)
+        case .isFavourite:
+            r.favouriteAt = (at, try readBool(reader, kind: kind, key: key, at: at, index: r.index, id: r.id, batch: batch))
+        case .column(let column):
+            try readColumn(column, reader, kind: kind, key: key, at: at, into: &r, batch: batch)
+        }
+    }
+
+    /// Keeps the member of an unknown key (warned once per file on import).
+    mutating func readUnknown(_ reader: JSONPullReader, key: String, at: SourcePosition, into r: inout Reading, batch: RowBatch) throws {
+        let value: JSONValue
+        do { value = try reader.readValue() } catch { return try recover(error, batch, key, index: r.index, id: r.id) }
+        r.extras.append(JSONMember(key: key, value: value, position: at))
+        if mode == .importRecord {
+            warnOnce(
+                batch, key, kind: "unknown-key", "unknown key '\(key)' is kept as it is (warned once per file)", at: at, index: r.index, id: r.id)
+        }
+    }
+
+    /// Reads the value of `column`'s key by the column's kind (docs/cli.md §2).
+    @inline(__always)
+    mutating func readColumn(
+        _ column: LandmarkColumn, _ reader: JSONPullReader, kind: JSONKind, key: String, at: SourcePosition, into r: inout Reading,
+        batch: RowBatch
+    ) throws {
+        switch column.kind {
+        case .id:
+            try readID(reader, kind: kind, at: at, into: &r, batch: batch)
+        case .text(let required):
+            if required { r.sawName = true } else { r.record.mark(column) }
+            try readText(column, required: required, reader, kind: kind, key: key, at: at, into: &r, batch: batch)
+        case .bool:
+            let value = try readBool(reader, kind: kind, key: key, at: at, index: r.index, id: r.id, batch: batch)
+            r.record.mark(column)
+            r.record.setFlag(column, value ?? false)
+        case .int(let optional), .double(let optional):
+            r.record.mark(column)
+            try readNumber(column, optional: optional, reader, kind: kind, key: key, at: at, into: &r, batch: batch)
+        case .stamp where mode == .snapshotRow:
+            try readStamp(column, reader, kind: kind, at: at, into: &r.record, index: r.index, id: r.id, batch: batch)
+            if column == .updatedMs { r.sawUpdatedAt = true }
+            if column == .node { r.sawNode = true }
+        case .stamp:
+            do { try reader.skipValue() } catch { try recover(error, batch, key, index: r.index, id: r.id) }
+            report(
+                batch, .error,
+                "'\(key)' is a snapshot field and cannot be a landmark key (kept, it would repeat that key in every snapshot); rename or remove it",
+                at: at, index: r.index, id: r.id, field: key)
+        case .coordinate, .extra:
+            preconditionFailure("\(column) has no key of its own")
+        }
+    }
+
+    /// Reports that `field`'s value is not `expected`, reading the value to name it.
+    mutating func wrong(
+        _ reader: JSONPullReader, _ field: String, _ expected: String, at: SourcePosition, index: Int, id: Int64?, batch: RowBatch
+    ) throws {
+        let value: JSONValue
+        do { value = try reader.readValue() } catch { return try recover(error, batch, field, index: index, id: id) }
+        report(batch, .error, "\(field) must be \(expected), found \(value.described)", at: at, index: index, id: id, field: field)
+    }
+
+    mutating func readID(_ reader: JSONPullReader, kind: JSONKind, at: SourcePosition, into r: inout Reading, batch: RowBatch) throws {
+        guard kind == .number else {
+            return try wrong(reader, "id", "an integer that fits in 64 bits", at: at, index: r.index, id: r.id, batch: batch)
+        }
+        let n = try reader.readNumber()
+        if let v = n.int64Value {
+            r.id = v
+        } else {
+            report(batch, .error, "id must be an integer that fits in 64 bits, found the number \(n.literal)", at: at, index: r.index, field: "id")
+        }
+    }
+
+    @inline(__always)
+    mutating func readText(
+        _ column: LandmarkColumn, required: Bool, _ reader: JSONPullReader, kind: JSONKind, key: String, at: SourcePosition,
+        into r: inout Reading, batch: RowBatch
+    ) throws {
+        if kind == .null && !required {
+            try reader.readNull()
+        } else if kind == .string {
+            let start = batch.bytes.count
+            let count: Int
+            do { count = try reader.appendString(to: &batch.bytes) } catch { return try recover(error, batch, key, index: r.index, id: r.id) }
+            r.record.texts[column.textSlot] = (Int32(start), Int32(count))
+            if required, Self.isBlank(batch.bytes[start...]) {
+                report(batch, .error, "\(key) must not be empty", at: at, index: r.index, id: r.id, field: key)
+            }
+        } else {
+            try wrong(reader, key, required ? "a non-empty string" : "a string or null", at: at, index: r.index, id: r.id, batch: batch)
+        }
+    }
+
+    /// A boolean or `null` (false); nil after reporting any other value.
+    mutating func readBool(
+        _ reader: JSONPullReader, kind: JSONKind, key: String, at: SourcePosition, index: Int, id: Int64?, batch: RowBatch
+    ) throws -> Bool? {
+        switch kind {
+        case .bool: return try reader.readBool()
+        case .null:
+            try reader.readNull()
+            return false
+        default:
+            try wrong(reader, key, "true, false or null", at: at, index: index, id: id, batch: batch)
+            return nil
+        }
+    }
+
+    /// An integer field (fits in 64 bits) or a double field (finite); `null` when `optional`.
+    mutating func readNumber(
+        _ column: LandmarkColumn, optional: Bool, _ reader: JSONPullReader, kind: JSONKind, key: String, at: SourcePosition,
+        into r: inout Reading, batch: RowBatch
+    ) throws {
+        let integer = if case .int = column.kind { true } else { false }
+        let expected = (integer ? "an integer that fits in 64 bits" : "a finite number") + (optional ? " or null" : "")
+        if kind == .null && optional {
+            try reader.readNull()
+            return r.record.setNull(column)
+        }
+        guard kind == .number else { return try wrong(reader, key, expected, at: at, index: r.index, id: r.id, batch: batch) }
+        let n = try reader.readNumber()
+        if integer, let v = n.int64Value {
+            r.record.set(column, int: v)
+        } else if !integer, n.doubleValue.isFinite {
+            r.record.set(column, double: n.doubleValue)
+        } else {
+            report(batch, .error, "\(key) must be \(expected), found the number \(n.literal)", at: at, index: r.index, id: r.id, field: key)
+        }
+    }
+
+    /// The checks once the object is read: `isFavourite`, the required keys, a snapshot row's stamp,
+    /// Apple's 2019 shape, and the kept unknown keys.
+    mutating func finishRecord(_ r: inout Reading, at position: SourcePosition, errorsBefore: Int, batch: RowBatch) {
+        let (index, id) = (r.index, r.id)
+        if let (at, value) = r.favouriteAt {
+            if r.record.has(.isFavorite) {
+                report(batch, .error, "both isFavorite and isFavourite are given; keep one", at: at, index: index, id: id, field: "isFavourite")
+            } else {
+                warnOnce(
+                    batch, "isFavourite", kind: "quirk", "the British spelling 'isFavourite' is read as 'isFavorite'", at: at, index: index, id: id)
+                r.record.mark(.isFavorite)
+                r.record.isFavorite = value ?? false
+            }
+        }
+        if id == nil && r.seenKeys & 1 == 0 {
+            report(batch, .error, "missing required key 'id'", at: position, index: index, field: "id")
+        }
+        if !r.sawName { report(batch, .error, "missing required key 'name'", at: position, index: index, id: id, field: "name") }
+        if !r.sawCoordinates {
+            report(batch, .error, "missing required key 'coordinates'", at: position, index: index, id: id, field: "coordinates")
+        }
+        if mode == .snapshotRow && errors == errorsBefore {
+            if !r.sawUpdatedAt {
+                report(batch, .error, "missing updatedAt", at: position, index: index, id: id, field: "updatedAt")
+            } else if !r.sawNode {
+                report(batch, .error, "missing node", at: position, index: index, id: id, field: "node")
+            }
+        }
+        // Apple's 2019 shape: no isFeatured, and category "Featured" meant featured.
+        if mode == .importRecord, !r.record.has(.isFeatured), r.record.has(.category) {
+            let t = r.record.texts[LandmarkColumn.category.textSlot]
+            if t.start >= 0, batch.bytes[Int(t.start)..<Int(t.start + t.count)].elementsEqual("Featured".utf8) {
+                warnOnce(
+                    batch, "\u{0}legacy", kind: "quirk", "legacy shape without isFeatured: category \"Featured\" is read as featured",
+                    at: position, index: index, id: id)
+                r.record.mark(.isFeatured)
+                r.record.isFeatured = true
+            }
+        }
+        if !r.extras.isEmpty {
+            r.record.mark(.extra)
+            r.record.extraJSON = JSONValue.object(r.extras).serialized()
+        }
     }
 
     /// Reads one stamp key of a snapshot row (docs/snapshot-format.md §3): `updatedAt` an RFC 3339 date-time, `counter` an
@@ -322,8 +384,9 @@ package struct LandmarkDecoder {
     ) throws {
         let key = column.jsonKey ?? ""
         // The common shapes are read without building a value: a string of bytes, a number, a boolean.
-        switch (column, kind) {
-        case (.updatedMs, .string):
+        guard case .stamp(let role) = column.kind else { preconditionFailure("\(column) is not a stamp column") }
+        switch role {
+        case .updatedMs where kind == .string:
             let start = batch.bytes.count
             do { try reader.appendString(to: &batch.bytes) } catch { return try recover(error, batch, key, index: index, id: id) }
             let ms = batch.bytes.withUnsafeBufferPointer { Timestamp.parse(utf8: UnsafeBufferPointer(rebasing: $0[start...])) }
@@ -336,7 +399,7 @@ package struct LandmarkDecoder {
             return report(
                 batch, .error, "\(key) must be an RFC 3339 date-time, found \(JSONValue.string(text).described)", at: at,
                 index: index, id: id, field: key)
-        case (.counter, .number):
+        case .counter where kind == .number:
             let n = try reader.readNumber()
             if let c = n.int64Value, HLCStamp.isValidCounter(c) {
                 record.counter = c
@@ -345,7 +408,7 @@ package struct LandmarkDecoder {
             return report(
                 batch, .error, "\(key) must be an integer in 0…\(HLCStamp.maxCounter), found the number \(n.literal)", at: at,
                 index: index, id: id, field: key)
-        case (.node, .string):
+        case .node where kind == .string:
             let start = batch.bytes.count
             do { try reader.appendString(to: &batch.bytes) } catch { return try recover(error, batch, key, index: index, id: id) }
             let bytes = batch.bytes[start...]
@@ -358,15 +421,15 @@ package struct LandmarkDecoder {
             return report(
                 batch, .error, "\(key) must be \(NodeID.rule), found \(JSONValue.string(text).described)",
                 at: at, index: index, id: id, field: key)
-        case (.deleted, .bool):
+        case .deleted where kind == .bool:
             record.deleted = try reader.readBool()
             return
-        default:
-            break
+        case .updatedMs, .counter, .node, .deleted, .seq:
+            break  // another JSON kind: parsed (and refused) below
         }
         let value: JSONValue
         do { value = try reader.readValue() } catch { return try recover(error, batch, key, index: index, id: id) }
-        switch StampField.parse(column, value) {
+        switch StampField.parse(role, value) {
         case .success(let parsed):
             switch parsed {
             case .wall(let ms): record.updatedMs = ms
@@ -436,7 +499,7 @@ package struct LandmarkDecoder {
                     field: "coordinates.\(key)")
                 continue
             }
-            if column == .latitude { record.latitude = v } else { record.longitude = v }
+            record.set(column, double: v)
         }
         if !sawLatitude { report(batch, .error, "missing required key 'latitude'", at: at, index: index, id: id, field: "coordinates.latitude") }
         if !sawLongitude { report(batch, .error, "missing required key 'longitude'", at: at, index: index, id: id, field: "coordinates.longitude") }
@@ -463,9 +526,9 @@ enum StampField {
     case node(String)
     case deleted(Bool)
 
-    /// Parses the value of stamp column `column` (`updatedMs`, `counter`, `node`, `deleted`).
+    /// Parses the value of stamp column `column` (`updatedMs`, `counter`, `node`, `deleted`; `seq` has no key).
     /// - Returns: the value, or what is wrong with it (`must be …, found …`).
-    static func parse(_ column: LandmarkColumn, _ value: JSONValue) -> Result<StampField, StampProblem> {
+    static func parse(_ column: LandmarkColumn.Stamp, _ value: JSONValue) -> Result<StampField, StampProblem> {
         switch column {
         case .updatedMs:
             if case .string(let s) = value, let ms = Timestamp.parse(s) { return .success(.wall(ms)) }
@@ -482,8 +545,8 @@ enum StampField {
             case .null: return .success(.deleted(false))
             default: return .failure(StampProblem("must be true or false, found \(value.described)"))
             }
-        default:
-            preconditionFailure("\(column) is not a stamp key")
+        case .seq:
+            preconditionFailure("seq has no key in a snapshot row")
         }
     }
 }

@@ -16,8 +16,11 @@ package struct RawLandmark {
     package var texts = TextRanges()
     /// The boolean columns' values (bit ``LandmarkColumn/bit``, set for true).
     var flags: UInt32 = 0
-    var latitude = 0.0
-    var longitude = 0.0
+    /// The number columns' values by `numberSlot`: the coordinates and the integer and double fields.
+    var numbers = NumberSlots()
+    /// The number fields that are null (bit ``LandmarkColumn/bit``): all nullable ones until their key is
+    /// read, so a snapshot row without one holds null.
+    var nulls: UInt32 = RawLandmark.initialNulls
     /// Unknown keys as a compact JSON object text, or nil.
     var extraJSON: String?
     /// Snapshot rows: the stamp (ms since the epoch, counter; the node is at ``TextRanges/nodeSlot``).
@@ -43,6 +46,47 @@ package struct RawLandmark {
     var isFavorite: Bool {
         get { flag(.isFavorite) }
         set { setFlag(.isFavorite, newValue) }
+    }
+
+    static let initialNulls: UInt32 = LandmarkColumn.nullableNumbers.reduce(0) { $0 | $1.bit }
+
+    /// Whether number column `column` is null.
+    func isNull(_ column: LandmarkColumn) -> Bool { nulls & column.bit != 0 }
+    /// Sets number column `column` to null.
+    mutating func setNull(_ column: LandmarkColumn) { nulls |= column.bit }
+    /// Integer column `column`'s value (0 when null).
+    func int(_ column: LandmarkColumn) -> Int64 { numbers[column.numberSlot] }
+    /// Double or coordinate column `column`'s value (0 when null).
+    func double(_ column: LandmarkColumn) -> Double { Double(bitPattern: UInt64(bitPattern: numbers[column.numberSlot])) }
+    /// Sets integer column `column` (not null).
+    mutating func set(_ column: LandmarkColumn, int value: Int64) {
+        numbers[column.numberSlot] = value
+        nulls &= ~column.bit
+    }
+    /// Sets double or coordinate column `column` (not null).
+    mutating func set(_ column: LandmarkColumn, double value: Double) {
+        numbers[column.numberSlot] = Int64(bitPattern: value.bitPattern)
+        nulls &= ~column.bit
+    }
+    var latitude: Double { double(.latitude) }
+    var longitude: Double { double(.longitude) }
+}
+
+/// The number columns' values stored inline (no array allocation per record), each as 64 bits: an
+/// `Int64`, or a `Double`'s bit pattern.
+struct NumberSlots {
+    private var slots: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    static let capacity: Int = {
+        precondition(LandmarkColumn.numberColumns.count <= 8, "NumberSlots needs a slot per number column")
+        return 8
+    }()
+
+    subscript(i: Int) -> Int64 {
+        get { withUnsafeBytes(of: slots) { $0.load(fromByteOffset: i * 8, as: Int64.self) } }
+        set {
+            precondition(i >= 0 && i < Self.capacity)
+            withUnsafeMutableBytes(of: &slots) { $0.storeBytes(of: newValue, toByteOffset: i * 8, as: Int64.self) }
+        }
     }
 }
 
@@ -187,16 +231,20 @@ struct RawLandmarkView: LandmarkFields {
     let record: RawLandmark
     let bytes: UnsafeBufferPointer<UInt8>
 
-    /// Binds the landmark's content columns — the id, every text column, the flags and the coordinates —
-    /// to a statement made from ``LandmarkColumn`` (an upsert); `extra`, the stamp and `seq` are the
-    /// caller's (an import and a merge take them from different places).
+    /// Binds the landmark's content columns — the id, every text column, the flags, the numbers and the
+    /// coordinates — to a statement made from ``LandmarkColumn`` (an upsert); `extra`, the stamp and `seq`
+    /// are the caller's (an import and a merge take them from different places).
     @inline(__always) func bindContent(to upsert: Statement) throws {
         for column in LandmarkColumn.contentColumns {
             switch column.kind {
             case .id: try upsert.bind(record.id, to: column)
             case .text: try upsert.bindStatic(slot(column.textSlot), to: column)
             case .bool: try upsert.bind(record.flag(column), to: column)
-            case .coordinate: try upsert.bind(double(column), to: column)
+            case .int(let optional):
+                if optional && record.isNull(column) { try upsert.bindNull(to: column) } else { try upsert.bind(record.int(column), to: column) }
+            case .double(let optional):
+                if optional && record.isNull(column) { try upsert.bindNull(to: column) } else { try upsert.bind(record.double(column), to: column) }
+            case .coordinate: try upsert.bind(record.double(column), to: column)
             case .extra, .stamp: continue
             }
         }
@@ -209,27 +257,32 @@ struct RawLandmarkView: LandmarkFields {
     }
 
     func withText<T>(_ column: LandmarkColumn, _ body: (UnsafeBufferPointer<UInt8>?) -> T) -> T {
-        switch column {
+        switch column.kind {
         case .extra:
             guard var extra = record.extraJSON else { return body(nil) }
             return extra.withUTF8 { body($0) }
-        case .node: return body(slot(TextRanges.nodeSlot))
-        default: return body(slot(column.textSlot))
+        case .stamp(.node): return body(slot(TextRanges.nodeSlot))
+        case .text: return body(slot(column.textSlot))
+        case .id, .bool, .int, .double, .coordinate, .stamp: preconditionFailure("\(column) is not a text column")
         }
     }
 
     func int(_ column: LandmarkColumn) -> Int64 {
-        if column.kind == .bool { return record.flag(column) ? 1 : 0 }
-        switch column {
+        switch column.kind {
         case .id: return record.id
-        case .updatedMs: return record.updatedMs
-        case .counter: return record.counter
-        case .deleted: return record.deleted ? 1 : 0
-        default: preconditionFailure("\(column) is not an integer column")
+        case .bool: return record.flag(column) ? 1 : 0
+        case .int: return record.int(column)
+        case .stamp(.updatedMs): return record.updatedMs
+        case .stamp(.counter): return record.counter
+        case .stamp(.deleted): return record.deleted ? 1 : 0
+        case .text, .double, .coordinate, .extra, .stamp(.node), .stamp(.seq):
+            preconditionFailure("\(column) is not an integer column")
         }
     }
 
-    func double(_ column: LandmarkColumn) -> Double { column == .latitude ? record.latitude : record.longitude }
+    func double(_ column: LandmarkColumn) -> Double { record.double(column) }
+
+    func isNull(_ column: LandmarkColumn) -> Bool { record.isNull(column) }
 
     /// The stamp of a snapshot row.
     var stamp: HLCStamp {

@@ -34,35 +34,8 @@ struct SnapshotDecoder {
     func run(reader: JSONPullReader, queue: BatchQueue) {
         var state = State(source: source)
         var batch = RowBatch()
-        func emit(_ b: inout RowBatch) -> Bool {
-            b.bytesRead = reader.position.offset
-            b.sourceNode = state.node
-            let positions = !b.positions.isEmpty || !b.erasures.isEmpty
-            guard queue.put(b) else { return false }
-            b = RowBatch(reserving: !positions)  // position batches need no room for landmark text
-            return true
-        }
         do {
-            let kind: JSONKind
-            do {
-                kind = try reader.peekKind()
-            } catch is JSONSyntaxError where reader.peekNonWhitespace() == UInt8(ascii: "<") {
-                // A web page: a directory listing or an error page, often for a log's URL without its "/".
-                state.error(
-                    batch,
-                    "this is HTML, not a snapshot (a snapshot log over HTTP is its directory's URL with a trailing / "
-                        + "or its manifest.json)", at: reader.position)
-                throw Stop()
-            }
-            guard kind == .object else {
-                // A landmarkData.json is an array of landmarks: it is imported, not synced.
-                state.error(
-                    batch,
-                    "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\", found \(kind.description)"
-                        + (kind == .array ? " (a landmarkData.json? load it with 'catalog import FILE')" : ""), at: reader.position)
-                throw Stop()
-            }
-            try reader.beginObject()
+            try Self.openDocument(reader, &state, batch)
             var keys: Set<String> = []
             while let (key, at) = try reader.nextKey() {
                 guard keys.insert(key).inserted else {
@@ -70,89 +43,7 @@ struct SnapshotDecoder {
                     try reader.skipValue()
                     continue
                 }
-                switch key {
-                case "format":
-                    guard case .string(let s) = try reader.readValue() else {
-                        state.error(batch, "format must be a string", at: at, field: "format")
-                        continue
-                    }
-                    state.format = s
-                    try state.checkEnvelope()
-                case "version":
-                    guard case .number(let n) = try reader.readValue(), let v = n.int64Value else {
-                        state.error(batch, "version must be an integer", at: at, field: "version")
-                        continue
-                    }
-                    guard v >= 1 else {
-                        state.error(batch, "version must be 1 or more, found \(v)", at: at, field: "version")
-                        continue
-                    }
-                    state.version = v
-                    try state.checkEnvelope()
-                case "landmarks":
-                    guard try reader.peekKind() == .array else {
-                        state.error(batch, "landmarks must be an array", at: at, field: "landmarks")
-                        try reader.skipValue()
-                        continue
-                    }
-                    try reader.beginArray()
-                    var index = 0
-                    while try reader.nextElement() {
-                        try state.landmarks.decode(reader, index: index, into: batch)
-                        index += 1
-                        batch.recordsRead += 1
-                        if batch.landmarks.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21 {
-                            guard emit(&batch) else { return }
-                        }
-                        if state.errors > state.maxErrors { throw Stop() }
-                    }
-                case "positions":
-                    guard try reader.peekKind() == .array else {
-                        state.error(batch, "positions must be an array", at: at, field: "positions")
-                        try reader.skipValue()
-                        continue
-                    }
-                    try reader.beginArray()
-                    var index = 0
-                    while try reader.nextElement() {
-                        if batch.positions.capacity == 0 {
-                            batch.positions = queue.takeSpare() ?? []  // a merged batch's storage, when one is back
-                            batch.positions.reserveCapacity(Self.positionBatchSize)
-                        }
-                        if let row = try state.readPosition(reader, index: index, batch: batch) { batch.positions.append(row) }
-                        index += 1
-                        batch.recordsRead += 1
-                        if batch.positions.count >= Self.positionBatchSize {
-                            guard emit(&batch) else { return }
-                        }
-                        if state.errors > state.maxErrors { throw Stop() }
-                    }
-                case "erasures":
-                    guard try reader.peekKind() == .array else {
-                        state.error(batch, "erasures must be an array", at: at, field: "erasures")
-                        try reader.skipValue()
-                        continue
-                    }
-                    try reader.beginArray()
-                    var index = 0
-                    while try reader.nextElement() {
-                        if let row = try state.readErasure(reader, index: index, batch: batch) { batch.erasures.append(row) }
-                        index += 1
-                        batch.recordsRead += 1
-                        if batch.erasures.count >= Self.positionBatchSize {
-                            guard emit(&batch) else { return }
-                        }
-                        if state.errors > state.maxErrors { throw Stop() }
-                    }
-                case "node":
-                    if case .string(let node) = try reader.readValue() { state.node = node }
-                case "cursor":  // an answer of catalog serve (docs/protocol.md §4)
-                    if case .string(let cursor) = try reader.readValue() { state.cursor = cursor }
-                case "more":
-                    if case .bool(let more) = try reader.readValue() { state.more = more }
-                default:
-                    try reader.skipValue()  // generatedAt, and keys a later minor revision may add
-                }
+                guard try readMember(key, at: at, reader, &state, &batch, queue) else { return }
             }
             try reader.finish()
             if state.errors == 0 {
@@ -178,6 +69,115 @@ struct SnapshotDecoder {
         batch.pageMore = state.more
         batch.isLast = true
         _ = queue.put(batch)
+    }
+
+    /// Puts `b` on `queue` and starts a new batch; false when the consumer is gone.
+    private static func emit(_ b: inout RowBatch, _ reader: JSONPullReader, _ state: State, _ queue: BatchQueue) -> Bool {
+        b.bytesRead = reader.position.offset
+        b.sourceNode = state.node
+        let positions = !b.positions.isEmpty || !b.erasures.isEmpty
+        guard queue.put(b) else { return false }
+        b = RowBatch(reserving: !positions)  // position batches need no room for landmark text
+        return true
+    }
+
+    /// Checks that the document is a JSON object (not a web page, not a `landmarkData.json`) and enters it.
+    private static func openDocument(_ reader: JSONPullReader, _ state: inout State, _ batch: RowBatch) throws {
+        let kind: JSONKind
+        do {
+            kind = try reader.peekKind()
+        } catch is JSONSyntaxError where reader.peekNonWhitespace() == UInt8(ascii: "<") {
+            // A web page: a directory listing or an error page, often for a log's URL without its "/".
+            state.error(
+                batch,
+                "this is HTML, not a snapshot (a snapshot log over HTTP is its directory's URL with a trailing / "
+                    + "or its manifest.json)", at: reader.position)
+            throw Stop()
+        }
+        guard kind == .object else {
+            // A landmarkData.json is an array of landmarks: it is imported, not synced.
+            state.error(
+                batch,
+                "a snapshot must be a JSON object with \"format\": \"\(SnapshotFormat.name)\", found \(kind.description)"
+                    + (kind == .array ? " (a landmarkData.json? load it with 'catalog import FILE')" : ""), at: reader.position)
+            throw Stop()
+        }
+        try reader.beginObject()
+    }
+
+    /// Reads the value of top-level key `key`; false when the consumer is gone.
+    private func readMember(
+        _ key: String, at: SourcePosition, _ reader: JSONPullReader, _ state: inout State, _ batch: inout RowBatch, _ queue: BatchQueue
+    ) throws -> Bool {
+        switch key {
+        case "format":
+            guard case .string(let s) = try reader.readValue() else {
+                state.error(batch, "format must be a string", at: at, field: "format")
+                return true
+            }
+            state.format = s
+            try state.checkEnvelope()
+        case "version":
+            guard case .number(let n) = try reader.readValue(), let v = n.int64Value else {
+                state.error(batch, "version must be an integer", at: at, field: "version")
+                return true
+            }
+            guard v >= 1 else {
+                state.error(batch, "version must be 1 or more, found \(v)", at: at, field: "version")
+                return true
+            }
+            state.version = v
+            try state.checkEnvelope()
+        case "landmarks": return try readRows(key, at: at, reader, &state, &batch, queue)
+        case "positions": return try readRows(key, at: at, reader, &state, &batch, queue)
+        case "erasures": return try readRows(key, at: at, reader, &state, &batch, queue)
+        case "node":
+            if case .string(let node) = try reader.readValue() { state.node = node }
+        case "cursor":  // an answer of catalog serve (docs/protocol.md §4)
+            if case .string(let cursor) = try reader.readValue() { state.cursor = cursor }
+        case "more":
+            if case .bool(let more) = try reader.readValue() { state.more = more }
+        default:
+            try reader.skipValue()  // generatedAt, and keys a later minor revision may add
+        }
+        return true
+    }
+
+    /// Reads the `landmarks`, `positions` or `erasures` array (`key`) row by row into batches; false when
+    /// the consumer is gone.
+    private func readRows(
+        _ key: String, at: SourcePosition, _ reader: JSONPullReader, _ state: inout State, _ batch: inout RowBatch, _ queue: BatchQueue
+    ) throws -> Bool {
+        guard try reader.peekKind() == .array else {
+            state.error(batch, "\(key) must be an array", at: at, field: key)
+            try reader.skipValue()
+            return true
+        }
+        let landmarks = key == "landmarks"
+        try reader.beginArray()
+        var index = 0
+        while try reader.nextElement() {
+            let full: Bool
+            if landmarks {
+                try state.landmarks.decode(reader, index: index, into: batch)
+                full = batch.landmarks.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21
+            } else if key == "erasures" {
+                if let row = try state.readErasure(reader, index: index, batch: batch) { batch.erasures.append(row) }
+                full = batch.erasures.count >= Self.positionBatchSize
+            } else {
+                if batch.positions.capacity == 0 {
+                    batch.positions = queue.takeSpare() ?? []  // a merged batch's storage, when one is back
+                    batch.positions.reserveCapacity(Self.positionBatchSize)
+                }
+                if let row = try state.readPosition(reader, index: index, batch: batch) { batch.positions.append(row) }
+                full = batch.positions.count >= Self.positionBatchSize
+            }
+            index += 1
+            batch.recordsRead += 1
+            if full { guard Self.emit(&batch, reader, state, queue) else { return false } }
+            if state.errors > state.maxErrors { throw Stop() }
+        }
+        return true
     }
 
     private struct Stop: Error {}
@@ -241,7 +241,7 @@ struct SnapshotDecoder {
             var node: String?
             for member in object {
                 let (key, value) = (member.key, member.value)
-                func stamp(_ column: LandmarkColumn) {
+                func stamp(_ column: LandmarkColumn.Stamp) {
                     switch StampField.parse(column, value) {
                     case .success(.wall(let ms)): wall = ms
                     case .success(.counter(let c)): counter = c
@@ -278,6 +278,17 @@ struct SnapshotDecoder {
             return ErasureRecord(userHash: hash, stamp: HLCStamp(wallMilliseconds: wall, counter: counter, node: node), index: index)
         }
 
+        /// What has been read of one position object so far.
+        struct PositionReading {
+            var user: String?
+            var page: Int64?
+            var landmark: Int64?
+            var wall: Int64?
+            var counter: Int64 = 0
+            var node: String?
+            var deleted = false
+        }
+
         /// Reads one position object field by field (no intermediate tree).
         mutating func readPosition(_ reader: JSONPullReader, index: Int, batch: RowBatch) throws -> PositionRecord? {
             let at = reader.position
@@ -287,13 +298,7 @@ struct SnapshotDecoder {
                 return nil
             }
             let before = errors
-            var user: String?
-            var page: Int64?
-            var landmark: Int64?
-            var wall: Int64?
-            var counter: Int64 = 0
-            var node: String?
-            var deleted = false
+            var p = PositionReading()
             var seenKeys: Set<String> = []
             try reader.beginObject()
             while let (key, keyAt) = try reader.nextKey() {
@@ -302,84 +307,78 @@ struct SnapshotDecoder {
                     try reader.skipValue()
                     continue
                 }
-                let kind = try reader.peekKind()
-                func wrong(_ what: String) throws {
-                    let value = try reader.readValue()
-                    error(batch, "\(key) must be \(what), found \(value.described)", at: keyAt, index: index, field: "positions.\(key)")
-                }
-                func stamp(_ column: LandmarkColumn) throws {
-                    switch StampField.parse(column, try reader.readValue()) {
-                    case .success(.wall(let ms)): wall = ms
-                    case .success(.counter(let c)): counter = c
-                    case .success(.node(let n)): node = n
-                    case .success(.deleted(let d)): deleted = d
-                    case .failure(let problem): error(batch, "\(key) \(problem)", at: keyAt, index: index, field: "positions.\(key)")
-                    }
-                }
-                switch key {
-                case "user":
-                    guard kind == .string else {
-                        try wrong("a string")
-                        continue
-                    }
-                    do { user = try UserID.normalize(try reader.readString()) } catch let e as CatalogError {
-                        error(batch, e.message, at: keyAt, index: index, field: "positions.user")
-                    }
-                case "page":
-                    guard kind == .number else {
-                        try wrong("a non-negative integer")
-                        continue
-                    }
-                    let n = try reader.readNumber()
-                    if let p = n.int64Value, p >= 0 {
-                        page = p
-                    } else {
-                        error(
-                            batch, "page must be a non-negative integer, found the number \(n.literal)", at: keyAt, index: index,
-                            field: "positions.page")
-                    }
-                case "landmarkId":
-                    if kind == .null {
-                        try reader.readNull()
-                        landmark = nil
-                        continue
-                    }
-                    guard kind == .number else {
-                        try wrong("an integer or null")
-                        continue
-                    }
-                    let n = try reader.readNumber()
-                    if let v = n.int64Value {
-                        landmark = v
-                    } else {
-                        error(
-                            batch, "landmarkId must be an integer or null, found the number \(n.literal)", at: keyAt, index: index,
-                            field: "positions.landmarkId")
-                    }
-                case "updatedAt": try stamp(.updatedMs)
-                case "counter": try stamp(.counter)
-                case "node": try stamp(.node)
-                case "deleted": try stamp(.deleted)
-                default:
-                    try reader.skipValue()
-                }
+                try readPositionMember(key, at: keyAt, reader, index: index, into: &p, batch: batch)
             }
             if errors == before {
-                if user == nil {
+                if p.user == nil {
                     error(batch, "missing user", at: at, index: index, field: "positions.user")
-                } else if page == nil {
+                } else if p.page == nil {
                     error(batch, "missing page", at: at, index: index, field: "positions.page")
-                } else if wall == nil {
+                } else if p.wall == nil {
                     error(batch, "missing updatedAt", at: at, index: index, field: "positions.updatedAt")
-                } else if node == nil {
+                } else if p.node == nil {
                     error(batch, "missing node", at: at, index: index, field: "positions.node")
                 }
             }
-            guard errors == before, let user, let page, let wall, let node else { return nil }
+            guard errors == before, let user = p.user, let page = p.page, let wall = p.wall, let node = p.node else { return nil }
             return PositionRecord(
-                user: user, page: page, landmark: landmark,
-                stamp: HLCStamp(wallMilliseconds: wall, counter: counter, node: node),
-                deleted: deleted, index: index, position: at)
+                user: user, page: page, landmark: p.landmark,
+                stamp: HLCStamp(wallMilliseconds: wall, counter: p.counter, node: node),
+                deleted: p.deleted, index: index, position: at)
+        }
+
+        /// Reads the value of key `key` of a position object (docs/snapshot-format.md §3); unknown keys are skipped.
+        @inline(__always)
+        mutating func readPositionMember(
+            _ key: String, at keyAt: SourcePosition, _ reader: JSONPullReader, index: Int, into p: inout PositionReading, batch: RowBatch
+        ) throws {
+            let kind = try reader.peekKind()
+            let field = "positions.\(key)"
+            switch key {
+            case "user":
+                guard kind == .string else { return try wrong(reader, key, "a string", at: keyAt, index: index, batch: batch) }
+                do { p.user = try UserID.normalize(try reader.readString()) } catch let e as CatalogError {
+                    error(batch, e.message, at: keyAt, index: index, field: field)
+                }
+            case "page":
+                guard kind == .number else { return try wrong(reader, key, "a non-negative integer", at: keyAt, index: index, batch: batch) }
+                let n = try reader.readNumber()
+                if let v = n.int64Value, v >= 0 {
+                    p.page = v
+                } else {
+                    error(batch, "page must be a non-negative integer, found the number \(n.literal)", at: keyAt, index: index, field: field)
+                }
+            case "landmarkId":
+                if kind == .null {
+                    try reader.readNull()
+                    p.landmark = nil
+                    return
+                }
+                guard kind == .number else { return try wrong(reader, key, "an integer or null", at: keyAt, index: index, batch: batch) }
+                let n = try reader.readNumber()
+                if let v = n.int64Value {
+                    p.landmark = v
+                } else {
+                    error(batch, "landmarkId must be an integer or null, found the number \(n.literal)", at: keyAt, index: index, field: field)
+                }
+            case "updatedAt", "counter", "node", "deleted":
+                let role: LandmarkColumn.Stamp = key == "updatedAt" ? .updatedMs : key == "counter" ? .counter : key == "node" ? .node : .deleted
+                switch StampField.parse(role, try reader.readValue()) {
+                case .success(.wall(let ms)): p.wall = ms
+                case .success(.counter(let c)): p.counter = c
+                case .success(.node(let n)): p.node = n
+                case .success(.deleted(let d)): p.deleted = d
+                case .failure(let problem): error(batch, "\(key) \(problem)", at: keyAt, index: index, field: field)
+                }
+            default:
+                try reader.skipValue()
+            }
+        }
+
+        /// Reports that position key `key`'s value is not `what`, reading the value to name it.
+        mutating func wrong(_ reader: JSONPullReader, _ key: String, _ what: String, at: SourcePosition, index: Int, batch: RowBatch) throws {
+            let value = try reader.readValue()
+            error(batch, "\(key) must be \(what), found \(value.described)", at: at, index: index, field: "positions.\(key)")
         }
     }
 }

@@ -63,11 +63,24 @@ final class PreImage {
     /// which merges them).
     func matches(_ record: RawLandmark, in batch: RowBatch) -> Bool {
         if scan.bool(LandmarkColumn.deleted) || record.has(.extra) { return false }
-        guard scan.double(LandmarkColumn.latitude) == record.latitude, scan.double(LandmarkColumn.longitude) == record.longitude else { return false }
-        for column in LandmarkColumn.boolColumns where record.has(column) && scan.bool(column) != record.flag(column) { return false }
         return batch.withView(record) { view in
-            for column in LandmarkColumn.textColumns where column == .name || record.has(column) {
-                guard OptionalBytes.equal(view.slot(column.textSlot), scan.textBytes(column)) else { return false }
+            for column in LandmarkColumn.contentColumns {
+                switch column.kind {
+                case .id, .extra, .stamp: continue
+                case .coordinate:
+                    guard scan.double(column) == record.double(column) else { return false }
+                case .bool:
+                    guard !record.has(column) || scan.bool(column) == record.flag(column) else { return false }
+                case .int:
+                    guard !record.has(column) || (scan.isNull(column) == record.isNull(column) && scan.int(column) == record.int(column)) else {
+                        return false
+                    }
+                case .double:
+                    guard !record.has(column) || (scan.isNull(column) == record.isNull(column) && scan.double(column) == record.double(column))
+                    else { return false }
+                case .text(let required):
+                    guard !required && !record.has(column) || OptionalBytes.equal(view.slot(column.textSlot), scan.textBytes(column)) else { return false }
+                }
             }
             return true
         }

@@ -129,13 +129,12 @@ package struct LandmarksTable {
     /// they are never rewritten. https://sqlite.org/lang_upsert.html
     static let importUpsertSQL: String = {
         let mask = "?\(presentParameter)"
-        func cleared(_ c: LandmarkColumn) -> String { c.kind == .bool ? "0" : "NULL" }
         let keep = LandmarkColumn.optionalContent.map { c in
-            "\(c.sqlName) = CASE WHEN \(mask) & \(c.bit) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(cleared(c)) ELSE landmarks.\(c.sqlName) END"
+            "\(c.sqlName) = CASE WHEN \(mask) & \(c.bit) THEN excluded.\(c.sqlName) WHEN landmarks.deleted THEN \(c.clearedSQL) ELSE landmarks.\(c.sqlName) END"
         }
         let always: [LandmarkColumn] = LandmarkColumn.allCases.filter { $0 != .id && !LandmarkColumn.optionalContent.contains($0) }
         let differs =
-            always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
+            always.filter(\.isContent).map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
             + LandmarkColumn.optionalContent.map { "(\(mask) & \($0.bit) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
         return """
             \(LandmarkColumn.insertAllSQL)
