@@ -79,7 +79,9 @@ final class PreImage {
                     guard !record.has(column) || (scan.isNull(column) == record.isNull(column) && scan.double(column) == record.double(column))
                     else { return false }
                 case .text(let required):
-                    guard !required && !record.has(column) || OptionalBytes.equal(view.slot(column.textSlot), scan.textBytes(column)) else { return false }
+                    guard !required && !record.has(column) || OptionalBytes.equal(view.slot(column.textSlot), scan.textBytes(column)) else {
+                        return false
+                    }
                 }
             }
             return true
