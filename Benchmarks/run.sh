@@ -103,7 +103,8 @@ if $plot && ! command -v gnuplot >/dev/null; then
 fi
 ./scripts/setup
 
-swift build -c release >&2
+# The products alone: the test support target is built for testing only (@testable), never in release.
+for product in catalog catalog-app-bench catalog-device-bench; do swift build -c release --product "$product" >&2; done
 bin=$(swift build -c release --show-bin-path)/catalog
 if $observe_only; then
     mkdir -p Benchmarks/results
