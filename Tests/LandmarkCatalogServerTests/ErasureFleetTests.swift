@@ -105,9 +105,10 @@ struct ErasureFleetTests {
         let bobBefore = try HubSupport.hubPositions(server, name).filter { $0.hasPrefix("bob|") }
         #expect(bobBefore.count == 1)
 
-        // The phone deletes the account (DELETE /v1/users/me through serve one).
-        try await phoneSession.eraseUser()
+        // The phone deletes the account (DELETE /v1/users/me through serve one). Timed from before the call:
+        // under load the rest of the fleet may be done (grace included) before the call returns.
         let erasedAt = Date()
+        try await phoneSession.eraseUser()
 
         // Serve one, the hub, serve two and the node have applied it; the node has published a new generation.
         #expect(try HubSupport.wait { try HubSupport.scalar(server, name, hasUser) == "0" })
