@@ -4,7 +4,7 @@
 # of gc, and the database file's size after gc beside one that never held them (the bound: 1.05x; gc at
 # most 2x the sync of the same rows).
 #
-#   Benchmarks/gc.sh [N]     N positions (default 1000000); CATALOG=path/to/catalog (default
+#   Benchmarks/gc.sh [N]     exits 1 when a bound is not met; N positions (default 1000000); CATALOG=path/to/catalog (default
 #                            .build/release/catalog, else .build/debug/catalog)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,3 +38,11 @@ never=$(stat -c %s "$work/never.sqlite")
 echo "positions: $n ($catalog)"
 echo "sync (set): ${set_s} s; sync (clear): ${clear_s} s; gc: ${gc_s} s (gc / sync of the same rows: $(echo "scale=3; $gc_s / $clear_s" | bc))"
 echo "database: ${before} bytes before gc, ${after} after; never held them: ${never} ($(echo "scale=3; $after / $never" | bc)x)"
+size_ratio=$(echo "scale=3; $after / $never" | bc)
+time_ratio=$(echo "scale=3; $gc_s / $clear_s" | bc)
+if [ "$(echo "$size_ratio <= 1.05 && $time_ratio <= 2" | bc)" -eq 1 ]; then
+    echo "within the bounds: size ${size_ratio}x <= 1.05x, gc ${time_ratio}x <= 2x the sync"
+else
+    echo "OUT OF BOUNDS: size ${size_ratio}x (bound 1.05x), gc ${time_ratio}x the sync (bound 2x)"
+    exit 1
+fi

@@ -32,6 +32,10 @@
 #   Benchmarks/run.sh --serve --nothing-new   only the "nothing new" polls (landmarks with If-None-Match, with
 #                                and without a cursor; positions) against nginx's static 304, interleaved
 #                                over 5 rounds; Benchmarks/results/serve-nothing-new.md
+#   Benchmarks/run.sh --gc       only collection (docs/erasure.md §4; Benchmarks/gc.sh with the release build):
+#                                1M positions (--quick: 100k) set, cleared, then `gc --horizon 0s`; the file's
+#                                size after gc beside one that never held them (bound 1.05x), gc's time beside
+#                                the sync of the same rows (bound 2x). Results: Benchmarks/results/gc.md
 #   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
 #   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
 #                                    Debian when missing; skipped with a note when it cannot be)
@@ -53,6 +57,7 @@ log_only=false
 observe_only=false
 follow_only=false
 serve_only=false
+gc_only=false
 nothing_new=false
 log_size=""
 plot=false
@@ -64,10 +69,11 @@ for argument in "$@"; do
         --observe) observe_only=true ;;
         --follow) follow_only=true ;;
         --serve) serve_only=true ;;
+        --gc) gc_only=true ;;
         --nothing-new) nothing_new=true ;;
         --log-size=[0-9]*) log_only=true; log_size=${argument#--log-size=} ;;
         --plot) plot=true ;;
-        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow | --serve [--nothing-new]] [--plot]" >&2; exit 64 ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow | --serve [--nothing-new] | --gc] [--plot]" >&2; exit 64 ;;
     esac
 done
 if [ -n "$log_size" ] && [ "$log_size" -lt 10000 ]; then
@@ -97,7 +103,8 @@ if $plot && ! command -v gnuplot >/dev/null; then
 fi
 ./scripts/setup
 
-swift build -c release >&2
+# The products alone: the test support target is built for testing only (@testable), never in release.
+for product in catalog catalog-app-bench catalog-device-bench; do swift build -c release --product "$product" >&2; done
 bin=$(swift build -c release --show-bin-path)/catalog
 if $observe_only; then
     mkdir -p Benchmarks/results
@@ -106,6 +113,13 @@ if $observe_only; then
     # 100 observers in one process, and featured() from 8 tasks against the CLI (Benchmarks/AppBench).
     "$(dirname "$bin")/catalog-app-bench" "$bin" Seeds/landmarkData.json --observers 100 --commits 50 --seconds "$idle" \
         | tail -n +3 | tee -a Benchmarks/results/observe.md
+    exit 0
+fi
+if $gc_only; then
+    mkdir -p Benchmarks/results
+    positions=1000000; $quick && positions=100000
+    { echo "Benchmarks/run.sh --gc — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, release build"; echo
+      CATALOG="$bin" Benchmarks/gc.sh "$positions" | sed 's/^/    /'; } | tee Benchmarks/results/gc.md
     exit 0
 fi
 data=Benchmarks/data

@@ -230,7 +230,11 @@ public final class SyncSession: Sendable {
         await stop()
         await endpoint.tokens.reset()
         guard erasingLocalData else { return }
-        _ = try await catalog.write { [user, key] in try DeviceSync(store: $0).forget(user: user, key: key) }
+        _ = try await catalog.write { [user, key] in
+            try DeviceSync(store: $0).forget(user: user, key: key)
+            // The forgotten rows leave the WAL too (docs/erasure.md §3).
+            UserErasure($0).scrub()
+        }
     }
 
     /// Erases this session's user everywhere: `DELETE /v1/users/me` on the server (docs/protocol.md §6a),
@@ -409,8 +413,10 @@ public final class SyncSession: Sendable {
         // Every outcome is the server's decision on that row: sending it again would change nothing.
         let through = pending.map(\.seq).max() ?? 0
         try await catalog.write { [key] in try DeviceSync(store: $0).acknowledgePositions(key: key, through: through) }
-        // A row refused as erased: the user's account was erased on the server; this copy forgets it too.
-        let erased = zip(pending, outcomes.outcomes).filter { $0.1 == .erased }.map(\.0)
+        // A row refused as erased (the user's account was erased on the server) or as expired (older than
+        // a deletion the server collected while this device was away): the server holds no row for it, and
+        // this copy forgets it too, so it reads the server's state again (docs/erasure.md §4).
+        let erased = zip(pending, outcomes.outcomes).filter { $0.1 == .erased || $0.1 == .expired }.map(\.0)
         if !erased.isEmpty { try await catalog.write { try DeviceSync(store: $0).dropErased(erased) } }
         if outcomes.count(.quarantined) > 0 {
             let error = CatalogError(

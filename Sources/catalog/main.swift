@@ -3,7 +3,7 @@ import Foundation
 
 signal(SIGPIPE, SIG_IGN)
 let status = CatalogCLI.run(
-    Array(CommandLine.arguments.dropFirst()),
+    Array(processArguments().dropFirst()),
     context: CLIContext(
         stdout: FileDescriptorSink(fd: 1), stderr: FileDescriptorSink(fd: 2),
         stderrIsTerminal: isatty(2) == 1))

@@ -34,3 +34,33 @@ package enum ErasureTraces {
         [db, db + "-wal", db + "-shm"].map { occurrences(of: id, in: $0) }
     }
 }
+
+/// libfaketime preloaded into a `catalog` process: its wall clock days ahead.
+///
+/// Its monotonic clock is left alone (poll timeouts and backoffs stay real). The collection tests check it took effect (``probe(_:)``)
+/// before relying on it.
+package enum FakeClock {
+    /// The preload library of Debian's `libfaketime` (the multi-threaded one: serve and the follower run threads).
+    package static let library = ["x86_64", "aarch64"].map { "/usr/lib/\($0)-linux-gnu/faketime/libfaketimeMT.so.1" }
+        .first { FileManager.default.fileExists(atPath: $0) }
+
+    /// Whether `faketime` is installed (`scripts/setup` installs it).
+    package static var available: Bool { library != nil }
+
+    /// The environment that moves a process's wall clock `days` ahead.
+    package static func environment(daysAhead days: Int) -> [String: String] {
+        ["LD_PRELOAD": library ?? "", "FAKETIME": "+\(days)d", "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"]
+    }
+
+    /// The stamp (ms since the epoch) that `catalog position set` writes under `environment` in a scratch
+    /// database: the faked process's own clock, as it stamps rows.
+    package static func probe(_ box: Sandbox, _ environment: [String: String]) throws -> Int64? {
+        let db = try box.seededDatabase("clock-probe-\(UUID().uuidString.prefix(8)).sqlite")
+        let set = try box.run(["position", "set", "--user", "clock-probe", "--page", "1"], db: db, environment: environment)
+        let sql = "SELECT updated_ms FROM positions WHERE user_id = 'clock-probe'"
+        guard set.status == 0, case .integer(let ms)? = try dumpRows(db, sql: sql).first?.first else {
+            return nil
+        }
+        return ms
+    }
+}

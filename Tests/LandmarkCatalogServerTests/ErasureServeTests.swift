@@ -48,4 +48,36 @@ struct ErasureServeTests {
         #expect(run.status == 0)
         #expect(run.stderr.contains(#""route":"/v1/users""#))
     }
+
+    /// serve collects on its own (docs/erasure.md §4): with the interval made short by a test hook and the
+    /// clock 40 days ahead (libfaketime), a month-old tombstone goes and a new one stays, with no vacuum.
+    @Test(
+        "plain serve collects tombstones past the default 30-day horizon on its own, and keeps newer ones",
+        .enabled(if: FakeClock.available, "faketime is not installed (scripts/setup)"))
+    func serveCollectsOnItsOwn() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let key = try ServeKeys.make(box, "k")
+        let ahead = FakeClock.environment(daysAhead: 40)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let faked = try #require(try FakeClock.probe(box, ahead), "catalog under libfaketime did not run")
+        try #require(abs(faked - now - 40 * 86_400_000) < 3_600_000, "libfaketime did not move catalog's clock")
+        // ann's position cleared today (40 days before serve's clock), bob's cleared at serve's time.
+        #expect(try box.run(["position", "clear", "--user", "ann"], db: db).status == 0)
+        #expect(try box.run(["position", "set", "--user", "bob", "--page", "2"], db: db, environment: ahead).status == 0)
+        #expect(try box.run(["position", "clear", "--user", "bob"], db: db, environment: ahead).status == 0)
+        let tombstones = "SELECT user_id FROM positions WHERE deleted = 1 ORDER BY user_id"
+        #expect(try dumpRows(db, sql: tombstones) == [[.text("ann")], [.text("bob")]])
+        let serve = try ServeProcess(
+            box, db: db, keys: [key.publicKey], binary: Support.harnessBinary,
+            environment: ahead.merging(["CATALOG_TEST_SERVE_GC_MS": "200"]) { $1 })
+        let collected = Waits.waitFor(20) { serve.log.contains(#""event":"gc""#) }
+        #expect(collected != nil, "serve never collected: \(serve.log.suffix(1000))")
+        #expect(serve.log.contains(#""event":"gc","state":"ok""#) && serve.log.contains(#""positionTombstones":1"#), "\(serve.log)")
+        #expect(try dumpRows(db, sql: tombstones) == [[.text("bob")]])
+        // The horizon is recorded: ann's old row, stamped before it, is refused as expired from now on.
+        let horizon = try dumpRows(db, sql: "SELECT value FROM catalog_meta WHERE key = 'gc_horizon_ms'")
+        #expect(horizon.count == 1, "\(horizon)")
+        #expect(serve.stop().status == 0)
+    }
 }

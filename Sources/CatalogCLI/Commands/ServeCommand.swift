@@ -145,6 +145,7 @@ extension CatalogCLI {
         let clock = i.context.wallClock
         options.heartbeat = { notReady in marker.beat(now: clock.nowMilliseconds(), notReady: notReady) }
         if let ms = i.context.testHooks.serveProbeMilliseconds { options.probeMilliseconds = ms }
+        if let ms = i.context.testHooks.serveCollectionMilliseconds { options.collectionMilliseconds = ms }
         // Every connection is a descriptor, and so is each reader's database: below the cap, say so once.
         let wanted = options.limits.connections + 128
         let files = raiseOpenFileLimit(wanted: wanted)

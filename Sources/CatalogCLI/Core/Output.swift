@@ -102,12 +102,17 @@ public final class MemorySink: OutputSink {
     /// `serve`: how often the long-poll dispatcher probes the database for other processes' commits (ms;
     /// 50 when nil), made long so a test sees what is answered before the dispatcher has read a commit.
     public var serveProbeMilliseconds: Int?
+    /// `serve`: how often it collects tombstones and erasure records (ms; daily when nil), made short so a
+    /// test sees serve's own collection.
+    public var serveCollectionMilliseconds: Int?
     public init(
         backoffSeconds: Double? = nil, pauseBeforeCommitMilliseconds: Int = 0, followCycleEnd: (@Sendable (FollowControl) -> Void)? = nil,
         followDiagnosticsWindowSeconds: Double? = nil, serveAfterPostCommit: (@Sendable () -> Void)? = nil,
-        serveHubPushStart: (@Sendable (FollowControl) -> Void)? = nil, serveProbeMilliseconds: Int? = nil
+        serveHubPushStart: (@Sendable (FollowControl) -> Void)? = nil, serveProbeMilliseconds: Int? = nil,
+        serveCollectionMilliseconds: Int? = nil
     ) {
         self.serveProbeMilliseconds = serveProbeMilliseconds
+        self.serveCollectionMilliseconds = serveCollectionMilliseconds
         self.backoffSeconds = backoffSeconds
         self.pauseBeforeCommitMilliseconds = pauseBeforeCommitMilliseconds
         self.followCycleEnd = followCycleEnd

@@ -11,6 +11,9 @@ package struct DeviceRowsPage: Sendable {
     package var newestWall: Int64 = 0
     /// More rows follow: ask again at once.
     package var more = false
+    /// The erasure records of an edge's page (docs/erasure.md §2), each a snapshot erasure object,
+    /// separated by commas (no brackets); counted in ``count`` and ``through``.
+    package var erasuresJSON: [UInt8] = []
 
     /// An empty page: nothing after the cursor.
     package init() {}
@@ -75,7 +78,20 @@ extension DeviceRows {
                 }
             }
             page.rowsJSON = w.bytes
-            return (page, try store.lastChangeSequence())
+            let highWater = try store.lastChangeSequence()
+            // An edge gets the erasure records numbered in the same span, so a node following this server
+            // erases too (docs/erasure.md §2); the cursor moves past them.
+            if user == nil, case let upper = page.more ? page.through : highWater, upper > after {
+                var e = JSONWriter(reservingCapacity: 128)
+                try store.erasureTable.forEachRecord(changes: (after + 1)...upper) { record, seq in
+                    if !e.bytes.isEmpty { e.raw(",\n") }
+                    record.writeJSON(to: &e)
+                    page.count += 1
+                    page.through = max(page.through, seq)
+                }
+                page.erasuresJSON = e.bytes
+            }
+            return (page, highWater)
         }
     }
 
@@ -130,16 +146,22 @@ extension DeviceRows {
     package func landmarksThrough() throws -> Int64 { try store.read { try store.landmarkTable.maxSeq() } }
 
     /// What changed after `after`: each changed position's user and change sequence number (passed to
-    /// `user`), whether a landmark changed, and the high-water mark they were read through — for waking
-    /// long-polls and knowing, without a read, that a user has nothing new (docs/serve.md §4).
-    package func deviceChanges(after: Int64, _ user: (String, Int64) -> Void) throws -> (landmarks: Bool, highWater: Int64) {
+    /// `user`), whether a landmark changed, the high-water mark they were read through, and the newest
+    /// erasure record's number among them (0: none) — for waking long-polls and knowing, without a read,
+    /// that a user has nothing new (docs/serve.md §4).
+    package func deviceChanges(after: Int64, _ user: (String, Int64) -> Void) throws -> (
+        landmarks: Bool, highWater: Int64, erasures: Int64
+    ) {
         try store.read {
             let high = try store.lastChangeSequence()
-            guard high > after else { return (false, high) }
+            guard high > after else { return (false, high, 0) }
             try store.positionTable.forEachChanged(after: after, through: high) {
                 user($0.text(PositionColumn.userID) ?? "", $0.int(PositionColumn.seq))
             }
-            return (try store.landmarkTable.anyChanged(after: after, through: high), high)
+            // Erasure records are changes of every position for an edge's poll (docs/erasure.md §2).
+            var erasures: Int64 = 0
+            try store.erasureTable.forEachRecord(changes: (after + 1)...high) { _, seq in erasures = max(erasures, seq) }
+            return (try store.landmarkTable.anyChanged(after: after, through: high), high, erasures)
         }
     }
 

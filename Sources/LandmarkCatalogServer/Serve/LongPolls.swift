@@ -251,7 +251,7 @@ final class LongPolls: @unchecked Sendable {
             let stampSeen = probe.walIndexHeader()
             let version = probeLock.withLock { probe.version() }
             var users: [String: Int64] = [:]
-            var changes: (landmarks: Bool, highWater: Int64)?
+            var changes: (landmarks: Bool, highWater: Int64, erasures: Int64)?
             let look = wasPoked || version != lastVersion
             if look {
                 changes = try? DeviceRows(store).deviceChanges(after: after) { user, seq in users[user] = max(users[user] ?? 0, seq) }
@@ -289,7 +289,8 @@ final class LongPolls: @unchecked Sendable {
                         }
                     }
                 }
-                if !users.isEmpty, let group = waiters.removeValue(forKey: .allPositions) {
+                if changes.erasures > 0, indexBase != .max { newestPosition = max(newestPosition, changes.erasures) }
+                if !users.isEmpty || changes.erasures > 0, let group = waiters.removeValue(forKey: .allPositions) {
                     for (_, w) in group {
                         w.woken = true
                         resume(w)

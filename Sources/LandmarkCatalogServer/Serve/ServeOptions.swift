@@ -23,6 +23,10 @@ package struct ServeOptions: Sendable {
     package var maxWaitSeconds = 60
     /// How often another process's commits are looked for (`PRAGMA data_version`), in ms.
     package var probeMilliseconds = 50
+    /// How often serve collects tombstones and erasure records, in ms (daily).
+    ///
+    /// With the default horizon (docs/erasure.md §4). Not with `hub`: the replica's follower collects.
+    package var collectionMilliseconds = 86_400_000
     /// Where Prometheus metrics are served (`GET /metrics`), or nil.
     package var metricsHost: String?
     package var metricsPort = 0

@@ -32,6 +32,8 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     private var writeFailing = false
     private(set) var replica: HubReplica?
     private var watch: ServeWatch?
+    /// The daily collection (without `--hub`: the replica's follower collects there).
+    private var collection: ServeCollection?
     /// With `--hub` over a database that held nothing at start: until the hub's first pull, every route but
     /// healthz is 503 (a fresh server never answers with an empty catalog, docs/serve.md §8).
     private var awaitingHub: Bool
@@ -94,6 +96,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             throw error
         }
         self.watch = watch
+        if options.hub == nil {
+            let collection = ServeCollection(
+                databasePath: options.databasePath, intervalMilliseconds: options.collectionMilliseconds, log: options.log)
+            collection.start()
+            self.collection = collection
+        }
         let d = HTTPDaemon(service: self, limits: options.limits, log: options.log)
         try d.start(host: options.host, port: options.port)
         daemon = d
@@ -143,6 +151,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         // After the last writes: the follower's last pass pushes them to the hub.
         replica?.stop()
         watch?.stop()
+        collection?.stop()
         metricsDaemon?.stop()
         adminDaemon?.stop()
     }
@@ -432,8 +441,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         w.raw(landmarks ? ",\n\"landmarks\":[" : ",\n\"positions\":[")
         if page.count > 0 { w.raw("\n") }
         w.bytes.append(contentsOf: page.rowsJSON)
+        if !page.erasuresJSON.isEmpty {
+            w.raw("],\n\"erasures\":[\n")
+            w.bytes.append(contentsOf: page.erasuresJSON)
+        }
         w.raw("],\n\"generatedAt\":")
-        if page.count > 0 { w.string(Timestamp.format(milliseconds: page.newestWall)) } else { w.raw("null") }
+        if page.count > 0 && page.newestWall > 0 { w.string(Timestamp.format(milliseconds: page.newestWall)) } else { w.raw("null") }
         w.raw(",\"cursor\":")
         w.string(cursor)
         w.raw(",\"more\":")

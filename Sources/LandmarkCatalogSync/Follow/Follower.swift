@@ -52,6 +52,9 @@ final class Follower {
     var lastCollection: Int64?
     /// How often a follower collects (`catalog gc` with the default horizon, docs/erasure.md §4): daily.
     static let collectionInterval: Int64 = 86_400_000
+    /// When the log files a publish retired are past the publish grace (monotonic ms): a cycle then
+    /// publishes again, which removes them even when nothing changed since (docs/erasure.md §3).
+    var sweepAt: Int64?
     var context: SyncContext
 
     // After SIGTERM / SIGINT one last pass publishes and pushes what other processes committed and
@@ -135,7 +138,7 @@ final class Follower {
             }
             if !finalPass, control.takeReload() { reload() }
             let (due, localChanged) = wake()
-            if !due.isEmpty || first || (localChanged && options.sync.publishPath != nil) || (finalPass && publishPending && !first) {
+            if !due.isEmpty || first || sweepDue || (localChanged && options.sync.publishPath != nil) || (finalPass && publishPending && !first) {
                 onCycle(cycle(due: due, localChanged: localChanged))
             }
             if finalPass { break }
@@ -311,7 +314,7 @@ final class Follower {
         // or a publish is pending.
         let ending = SyncRunner.Ending(
             started: cycle.started, maintain: maintain, publishTo: options.sync.publishPath,
-            publishDue: first || localChanged || applied || publishPending, options: options.sync, noteBesideLock: false)
+            publishDue: first || localChanged || applied || publishPending || sweepDue, options: options.sync, noteBesideLock: false)
         var newPublishError: CatalogError?
         var report = cycle.report
         let recorded = SyncRunner(store: store).finish(&report, ending, diagnostics: diagnostics) { report in
@@ -474,6 +477,9 @@ final class Follower {
         return true
     }
 
+    /// Whether the files retired by the last publish that changed the log are past the grace.
+    var sweepDue: Bool { sweepAt.map { monotonicMilliseconds() >= $0 } ?? false }
+
     /// Notes what the cycle's publish did (``SyncRunner/finish(_:_:diagnostics:progress:row:)`` published):
     /// a failure leaves the publish pending; a success or a new failure changes the follower's state.
     ///
@@ -481,6 +487,11 @@ final class Follower {
     func notePublish(in cycle: inout Cycle) -> CatalogError? {
         if cycle.report.published != nil {
             publishPending = false
+            if cycle.report.logPublish?.changed == true {
+                sweepAt = monotonicMilliseconds() + Int64(options.sync.publish.graceSeconds * 1000) + 1
+            } else if sweepDue {
+                sweepAt = nil
+            }
             if lastPublishError != nil { cycle.stateChanged = true }
             lastPublishError = nil
             return nil
@@ -530,7 +541,8 @@ final class Follower {
         if watched.count < Set(followed.compactMap(\.watchDirectory) + [databaseDirectory]).count { watchAll() }
         listen()
         let after = monotonicMilliseconds()
-        let next = followed.contains(where: \.dirty) ? after : followed.map(\.nextDue).min() ?? (after + interval)
+        let due = followed.contains(where: \.dirty) ? after : followed.map(\.nextDue).min() ?? (after + interval)
+        let next = min(due, sweepAt ?? due)
         let timeout = Int32(max(0, min(interval, next - after)))
         var fds = [pollfd(fd: control.readFD, events: Int16(POLLIN), revents: 0)]
         if let watcher { fds.append(pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)) }

@@ -91,17 +91,22 @@ let serveHubPushStart: (@Sendable (FollowControl) -> Void)? = environment["CATAL
     let hook = PushStartHook(marker: marker)
     return { @Sendable control in hook.run(control) }
 }
+/// The test hooks the environment asks for.
+///
 /// `CATALOG_TEST_SERVE_PROBE_MS`: how often serve's long-poll dispatcher probes for other processes' commits
 /// (a long interval: what serve answers before the dispatcher has read a commit).
+///
+/// `CATALOG_TEST_SERVE_GC_MS`: how often serve collects tombstones and erasure records (daily without it).
 let hooks = TestHooks(
     backoffSeconds: environment["CATALOG_TEST_BACKOFF_SECONDS"].flatMap(Double.init),
     pauseBeforeCommitMilliseconds: environment["CATALOG_TEST_PAUSE_BEFORE_COMMIT_MS"].flatMap(Int.init) ?? 0,
     followCycleEnd: followCycleEnd,
     followDiagnosticsWindowSeconds: environment["CATALOG_TEST_FOLLOW_DIAGNOSTICS_WINDOW_S"].flatMap(Double.init),
     serveAfterPostCommit: serveAfterPostCommit, serveHubPushStart: serveHubPushStart,
-    serveProbeMilliseconds: environment["CATALOG_TEST_SERVE_PROBE_MS"].flatMap(Int.init))
+    serveProbeMilliseconds: environment["CATALOG_TEST_SERVE_PROBE_MS"].flatMap(Int.init),
+    serveCollectionMilliseconds: environment["CATALOG_TEST_SERVE_GC_MS"].flatMap(Int.init))
 let status = CatalogCLI.run(
-    Array(CommandLine.arguments.dropFirst()),
+    Array(processArguments().dropFirst()),
     context: CLIContext(
         stdout: FileDescriptorSink(fd: 1), stderr: FileDescriptorSink(fd: 2),
         stderrIsTerminal: isatty(2) == 1, testHooks: hooks))
