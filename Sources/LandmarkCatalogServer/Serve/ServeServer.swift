@@ -14,12 +14,12 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     package let metrics = ServeMetrics()
     let polls: LongPolls
     let userLimits: UserLimits
-    private let writer: CatalogStore
-    private let writeLock = NSLock()
+    let writer: CatalogStore
+    let writeLock = NSLock()
     let readers: ReaderPool
     let databaseID: String
     let node: String
-    private let stateLock = NSLock()
+    let stateLock = NSLock()
     private var draining = false
     private var active = 0
     private(set) var daemon: HTTPDaemon?
@@ -29,7 +29,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
     /// The last pull and push of each user recently seen, for the operator's page (docs/serve.md §12).
     let activity = UserActivity()
     /// The last POST failed to write (the database busy, full or read-only): not ready until one succeeds.
-    private var writeFailing = false
+    var writeFailing = false
     private(set) var replica: HubReplica?
     private var watch: ServeWatch?
     /// The daily collection (without `--hub`: the replica's follower collects there).
@@ -529,46 +529,6 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         return .reply(HTTPReply(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: w.bytes))
     }
 
-    // MARK: Erasing (docs/protocol.md §6a)
-
-    /// `DELETE /v1/users/me` (the token's user) or `/v1/users/ID` (an edge token, or a user token naming
-    /// its own user): erases the user (docs/erasure.md), one transaction, and wakes the long-polls.
-    private func erase(_ request: HTTPRequest) -> HTTPAction {
-        guard let target = DeviceRoute.erasureTarget(path: request.path), let tokenUser = request.user else {
-            return .reply(error(404, "not_found", "no such route; see docs/protocol.md"))
-        }
-        let user: String
-        do {
-            user = try UserID.normalize(target == "me" ? tokenUser : target)
-        } catch let e {
-            return .reply(error(400, "invalid_parameter", (e as? CatalogError)?.message ?? "not a user id", field: "user"))
-        }
-        guard request.edge || user == tokenUser else {
-            return .reply(error(403, "insufficient_scope", "a user token may erase its own user only (DELETE /v1/users/me)"))
-        }
-        let summary: ErasureSummary
-        do {
-            summary = try writeLock.withLock { try UserErasure(writer).eraseUser(user) }
-        } catch let failure {
-            stateLock.withLock { writeFailing = true }
-            return .reply(unavailable(failure))
-        }
-        stateLock.withLock { writeFailing = false }
-        if let high = try? writeLock.withLock({ try writer.changeSequence() }) { polls.noteCursor(high) }
-        polls.poke()
-        var w = JSONWriter(reservingCapacity: 192)
-        w.raw("{\"erased\":true,\"updatedAt\":")
-        Timestamp.write(milliseconds: summary.stamp.wallMilliseconds, to: &w)
-        w.raw(",\"counter\":")
-        w.int(summary.stamp.counter)
-        w.raw(",\"node\":")
-        w.string(summary.stamp.node)
-        w.raw(",\"removedRow\":")
-        w.bool(summary.removedRow)
-        w.raw("}\n")
-        return .reply(HTTPReply(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: w.bytes))
-    }
-
     // MARK: Answers (docs/protocol.md §1)
 
     private func json(_ status: Int, _ text: String, _ headers: [String: String] = [:]) -> HTTPReply {
@@ -598,7 +558,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         error(405, "method_not_allowed", "this route takes \(allow)", headers: ["Allow": allow])
     }
 
-    private func unavailable(_ e: any Error) -> HTTPReply {
+    func unavailable(_ e: any Error) -> HTTPReply {
         let message = (e as? CatalogError).map { $0.kind == .tempFail ? "the database is busy" : "the database failed: \($0.message)" } ?? "\(e)"
         options.log(#"{"event":"error","message":\#(String(reflecting: message))}"#)
         return error(503, "unavailable", message, headers: ["Retry-After": "1"])
