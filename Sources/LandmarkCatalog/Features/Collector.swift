@@ -20,7 +20,7 @@ public struct CollectionSummary: Sendable, Equatable {
 /// Collects tombstones and erasure records older than a horizon (`catalog gc`, docs/erasure.md §4).
 ///
 /// The node remembers the horizon it collected up to (it never moves back): afterwards a row stamped
-/// before it, for a key that has no row, is refused as expired (``ErasureRule``), so nothing deleted
+/// before it, for a key that has no row, is refused as expired (`ErasureRule`), so nothing deleted
 /// comes back however long a device or node was away.
 public struct Collector {
     /// The store it works on.

@@ -48,7 +48,7 @@ extension UserErasure {
         return summary
     }
 
-    /// Checkpoints the WAL into the database file and truncates it to zero bytes (``UserTraces/scrub()``).
+    /// Checkpoints the WAL into the database file and truncates it to zero bytes (`UserTraces.scrub()`).
     public func scrub() { UserTraces(store).scrub() }
 
     /// Whether an erasure of `user` is stored here (the record keeps only the id's hash).

@@ -40,11 +40,11 @@ package struct RowMerger {
     private let localNode: String
     private var clashReported = false
     /// What ``failure()`` says of the source after its name when rows failed to decode: its kind's words
-    /// (``SourceKind/invalidRows``).
+    /// (`SourceKind.invalidRows`).
     package var invalidRows = "is not a valid snapshot"
     /// The kinds of rows the source may write (docs/trust.md §4); the others are counted, reported and skipped.
     package var allow = WriteGrant.all
-    /// This node's collection horizon (ms since the epoch, UTC; 0 before any): ``ErasureRule``.
+    /// This node's collection horizon (ms since the epoch, UTC; 0 before any): `ErasureRule`.
     let horizonMilliseconds: Int64
     /// Whether any erasure record is stored: rows are checked against them only then.
     private var anyErasure: Bool
@@ -329,9 +329,9 @@ package struct RowMerger {
         if let user { refused?(user, stamp, why) }
     }
 
-    /// Applies erasure records by ``ErasureRule``: each one greater than the user's stored erasure is stored
+    /// Applies erasure records by `ErasureRule`: each one greater than the user's stored erasure is stored
     /// with the next change sequence number, and then every row of an erased user stamped at or before it
-    /// is removed, with what the node recorded about the user (``UserTraces``).
+    /// is removed, with what the node recorded about the user (`UserTraces`).
     ///
     /// The records name users by hash, so the users' rows are found by hashing the stored user ids: one
     /// pass over the positions per batch that carries erasures.

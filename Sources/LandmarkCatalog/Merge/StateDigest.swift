@@ -103,7 +103,7 @@ extension StateDigest {
     /// horizon, or at `horizonMilliseconds` when given.
     ///
     /// Live rows always count; tombstones and erasure records count only when stamped at or after the
-    /// horizon (``ErasureRule/countsInDigest(deleted:stamp:horizonMilliseconds:)``), so two nodes that
+    /// horizon (`ErasureRule.countsInDigest(deleted:stamp:horizonMilliseconds:)`), so two nodes that
     /// collected at different times agree when digested at the same horizon — the greater of theirs
     /// (docs/erasure.md §5).
     ///

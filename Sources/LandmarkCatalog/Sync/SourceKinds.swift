@@ -6,7 +6,7 @@ import Foundation
 /// `LandmarkCatalogSync` library registers HTTP(S), PostgreSQL hubs and `catalog serve`, so that the core
 /// links neither libcurl nor libpq.
 ///
-/// A new kind is one type conforming to this protocol plus its registration (``SourceKinds/register(_:)``):
+/// A new kind is one type conforming to this protocol plus its registration (`SourceKinds.register(_:)`):
 /// the core parses its SOURCEs, stores its cursors and ledger rows under its ``name``, lists its ``forms``
 /// in hints, and the follower, `remote` and the publisher ask its ``capabilities``; none of them names a kind.
 package protocol SourceKind: Sendable {
@@ -68,7 +68,7 @@ extension SourceKind {
     package func claim(_ text: String, key: String) -> ClaimedSource { ClaimedSource(kind: self, text: text, key: key) }
 }
 
-/// What a source kind can do (``SourceKind/capabilities``): the follower, `remote` and the publisher ask
+/// What a source kind can do (`SourceKind.capabilities`): the follower, `remote` and the publisher ask
 /// these, never a kind's name.
 package struct SourceCapabilities: OptionSet, Sendable {
     package let rawValue: Int
@@ -82,7 +82,7 @@ package struct SourceCapabilities: OptionSet, Sendable {
     /// this database changed or another source merged rows (docs/live-sync.md §5), and `--publish` to it
     /// is refused with a hint to sync with it instead.
     package static let pushes = SourceCapabilities(rawValue: 1 << 1)
-    /// It can tell a follower it changed (``SourceKind/makeListener(_:options:)``: a hub's `LISTEN`, a
+    /// It can tell a follower it changed (`SourceKind.makeListener(_:options:)`: a hub's `LISTEN`, a
     /// serve's long-poll; docs/live-sync.md §3).
     package static let notifies = SourceCapabilities(rawValue: 1 << 2)
     /// It is reached with a bearer token read from a file (`--token-file`, docs/protocol.md §9): a
@@ -90,7 +90,7 @@ package struct SourceCapabilities: OptionSet, Sendable {
     package static let bearerToken = SourceCapabilities(rawValue: 1 << 3)
 }
 
-/// A SOURCE that a registered ``SourceKind`` claimed: the kind, the text its sources read (a URL, a
+/// A SOURCE that a registered `SourceKind` claimed: the kind, the text its sources read (a URL, a
 /// connection string, a serve's base URL) and the key its cursor, last good sync and ledger rows are
 /// stored under (``SourceLocator/description``: never a password).
 public struct ClaimedSource: Sendable, Equatable {
@@ -101,7 +101,7 @@ public struct ClaimedSource: Sendable, Equatable {
     /// The key it is stored under, which messages show: no password.
     public let key: String
 
-    /// The kind's noun (``SourceKind/name``).
+    /// The kind's noun (`SourceKind.name`).
     public var kindName: String { kind.name }
 
     package init(kind: any SourceKind, text: String, key: String) {
@@ -134,14 +134,14 @@ extension ChangeListener {
     package func synced(cursor: SourceCursor?, context: SyncContext) {}
 }
 
-/// Thrown by ``SourceKind/makeListener(_:options:)`` when the source can never notify this connection
+/// Thrown by `SourceKind.makeListener(_:options:)` when the source can never notify this connection
 /// (pgbouncer in transaction pooling mode): the follower says so once and polls at the interval.
 package struct ListenUnsupported: Error {
     package var reason: String
     package init(reason: String) { self.reason = reason }
 }
 
-/// The registered source kinds (see ``SourceKind``).
+/// The registered source kinds (see `SourceKind`).
 package enum SourceKinds {
     /// Guarded by its lock: registration happens once at start-up, reads on every sync.
     private final class Registry: @unchecked Sendable {
@@ -177,7 +177,7 @@ package enum SourceKinds {
     /// The registered kind that claims `scheme` (lowercase, without `://`), if any.
     package static func kind(claiming scheme: String) -> (any SourceKind)? { all.first { $0.schemes.contains(scheme) } }
 
-    /// The registered kind that claims `text`, a SOURCE without a scheme (``SourceKind/claims(bare:)``).
+    /// The registered kind that claims `text`, a SOURCE without a scheme (`SourceKind.claims(bare:)`).
     package static func kind(claimingBare text: String) -> (any SourceKind)? { all.first { $0.claims(bare: text) } }
 
     /// Why `directory` cannot be published to when a registered kind that takes pushes claims its
@@ -194,7 +194,7 @@ package enum SourceKinds {
             hint: "a \(kind.name) takes this database's changes when synced with: catalog sync \(redactedURL(directory))")
     }
 
-    /// How a SOURCE is written, the core's forms and then each kind's (``SourceKind/forms``): the
+    /// How a SOURCE is written, the core's forms and then each kind's (`SourceKind.forms`): the
     /// unsupported-scheme hint, in registration order.
     /// - Parameter kinds: the kinds to list (the registered ones by default).
     /// - Returns: the hint's sentence, `a SOURCE is a path, file://, … - or a saved remote's name`.

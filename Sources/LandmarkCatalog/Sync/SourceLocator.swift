@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// Where a SOURCE points, parsed once (docs/cli.md §7): a path, `file://`, `-`, a SOURCE a registered
-/// ``SourceKind`` claims (`http(s)://`, a PostgreSQL hub, a `catalog serve`), or the name of a saved remote
+/// `SourceKind` claims (`http(s)://`, a PostgreSQL hub, a `catalog serve`), or the name of a saved remote
 /// (resolved to its URL first).
 ///
 /// What a file or URL holds — a snapshot (§6) or a snapshot log's manifest (§10) — is decided by its content.
@@ -20,7 +20,7 @@ public enum SourceLocator: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses a SOURCE.
     ///
-    /// A URL's scheme picks the registered kind that claims it (``SourceKinds``); a text without a scheme is
+    /// A URL's scheme picks the registered kind that claims it (`SourceKinds`); a text without a scheme is
     /// `-`, a kind's bare form (a libpq keyword string) unless a file of that name exists, or a path.
     ///
     /// - Parameters:

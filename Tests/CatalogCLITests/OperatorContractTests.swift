@@ -7,7 +7,7 @@ import Testing
 
 // Issue 17: what a new operator tripped over — each test starts from the input that broke it.
 
-@Suite("Operator trips: a command that fails before it writes creates nothing")
+@Suite("Operator contracts: a command that fails before it writes creates nothing")
 struct CreatesNothingTests {
     /// Whether `db` or anything beside it exists (its WAL, its lock, its directory).
     func leftovers(_ db: String) -> [String] {
@@ -92,7 +92,7 @@ struct CreatesNothingTests {
     }
 }
 
-@Suite("Operator trips: status --check, status and the metrics agree on the last run (docs/operations.md §3)")
+@Suite("Operator contracts: status --check, status and the metrics agree on the last run (docs/operations.md §3)")
 struct LastRunAgreementTests {
     @Test("--max-age 1h after one failed run whose source synced 3 s before: healthy, and the line says the last run failed")
     func failedRunFreshSource() throws {
@@ -146,7 +146,7 @@ struct LastRunAgreementTests {
     }
 }
 
-@Suite("Operator trips: a saved remote's name beside its URL")
+@Suite("Operator contracts: a saved remote's name beside its URL")
 struct RemoteNameTests {
     @Test("status, status --json, log, log --json, sync --json, --check and the metrics (remote=\"…\") name the remote")
     func everywhere() throws {
@@ -189,7 +189,7 @@ struct RemoteNameTests {
     }
 }
 
-@Suite("Operator trips: durations for every time option")
+@Suite("Operator contracts: durations for every time option")
 struct DurationOptionTests {
     @Test(
         "90s, 10m, 1h, 1d and plain seconds, the same for every time option",
@@ -239,7 +239,7 @@ struct DurationOptionTests {
     }
 }
 
-@Suite("Operator trips: empty listings say so; counts agree with their nouns")
+@Suite("Operator contracts: empty listings say so; counts agree with their nouns")
 struct EmptyListingTests {
     @Test(
         "an empty text listing prints a 'none' line; its JSON is []",
@@ -274,7 +274,7 @@ struct EmptyListingTests {
     }
 }
 
-@Suite("Operator trips: the suite cleans up after itself")
+@Suite("Operator contracts: the suite cleans up after itself")
 struct TemporaryCleanupTests {
     @Test("temporary directories live in this process's own parent, which is removed at exit")
     func ownParent() throws {
@@ -293,7 +293,7 @@ struct TemporaryCleanupTests {
     }
 }
 
-@Suite("Operator trips: merge memory")
+@Suite("Operator contracts: merge memory")
 struct BatchRecyclingTests {
     @Test("a merged batch's position storage goes back to the reader (capacity kept, at most two kept, none after cancel)")
     func recycle() {

@@ -6,8 +6,8 @@ import Testing
 @testable import LandmarkCatalogSync
 
 /// Each test here is a bug found by trying the tool as a user would, with the input that broke it.
-@Suite("Regressions")
-struct RegressionTests {
+@Suite("Edge cases: devices, links, paths, ids and options a user trips over")
+struct EdgeCaseTests {
     static func seeded() throws -> String {
         let db = Support.temporaryDatabase()
         #expect(runCLI(["import", Support.fixture("valid.json")], db: db).status == 0)
