@@ -73,7 +73,7 @@ extension CatalogCLI {
         guard i.databaseExists else {
             throw CatalogError(.noInput, "no catalog database, \(i.databasePath)", hint: "check --db / CATALOG_DB")
         }
-        let seconds = i[GCOptionsTable.horizon] ?? 30 * 86_400
+        let seconds = i[GCOptionsTable.horizon] ?? Double(ErasureRule.defaultHorizonAge) / 1000
         // Past 10,000 years nothing was ever stamped (docs/cli.md §14): a larger horizon is a typo.
         guard seconds <= 10_000 * 366 * 86_400 else {
             throw UsageError(message: "--horizon is more than 10,000 years", path: i.parsed.path)

@@ -34,7 +34,7 @@ extension Collector {
     /// The horizon this node collected up to (ms since the epoch, UTC), or 0 when it never collected.
     /// - Throws: `CatalogError` from the database.
     public func horizon() throws -> Int64 {
-        try store.read { try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0 }
+        try store.read { try store.metaTable.collectionHorizon() }
     }
 
     /// Removes, in one transaction, the tombstones and erasure records stamped before `now − age` (the
@@ -50,7 +50,7 @@ extension Collector {
         guard age >= 0 else { throw CatalogError(.usage, "the horizon must not be negative") }
         let before = try store.databaseBytes()
         var summary = try store.write {
-            let stored = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
+            let stored = try store.metaTable.collectionHorizon()
             // Measured from the newest stamp this node has made or seen when the wall clock is past it: a
             // clock far ahead (a VM restore, a bad NTP step) must not collect what peers have not seen yet,
             // nor pin the horizon in the future (docs/erasure.md §4).
@@ -62,7 +62,7 @@ extension Collector {
             summary.landmarkTombstones = try store.landmarkTable.collectTombstones(before: horizon)
             summary.positionTombstones = try store.positionTable.collectTombstones(before: horizon)
             summary.erasures = try store.erasureTable.collect(before: horizon)
-            try store.metaTable.set(ErasureRule.horizonMetaKey, String(horizon))
+            try store.metaTable.setCollectionHorizon(horizon)
             try store.metaTable.set("digest", "")  // the digest's cache: what counts in it moved with the horizon
             return summary
         }

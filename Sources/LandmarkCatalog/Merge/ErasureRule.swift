@@ -62,7 +62,4 @@ package enum ErasureRule {
 
     /// The default collection horizon's age: 30 days, in ms.
     package static let defaultHorizonAge: Int64 = 30 * 24 * 3600 * 1000
-
-    /// The `catalog_meta` key under which a node keeps the horizon it collected up to.
-    package static let horizonMetaKey = "gc_horizon_ms"
 }

@@ -60,7 +60,7 @@ package struct RowMerger {
         firstSeq = nextSeq
         storedMaxID = try store.landmarkTable.maxID()
         localNode = try store.currentNode()
-        horizonMilliseconds = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
+        horizonMilliseconds = try store.metaTable.collectionHorizon()
         anyErasure = try store.erasureTable.count() > 0
     }
 

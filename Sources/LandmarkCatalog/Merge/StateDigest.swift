@@ -118,7 +118,7 @@ extension StateDigest {
     public init(of store: CatalogStore, horizonMilliseconds: Int64? = nil) throws {
         let (digest, seq, cached, useCache) = try store.read { () throws -> (StateDigest, Int64, Bool, Bool) in
             let seq = try store.lastChangeSequence()
-            let own = try store.metaTable.value(ErasureRule.horizonMetaKey).flatMap { Int64($0) } ?? 0
+            let own = try store.metaTable.collectionHorizon()
             let horizon = horizonMilliseconds ?? own
             let useCache = horizon == own
             if useCache, let text = try store.metaTable.value("digest"),

@@ -45,6 +45,15 @@ package struct MetaTable {
         try set("change_floor", String(seq))
     }
 
+    /// The horizon this node collected up to (`catalog gc`, docs/erasure.md §4), ms since the epoch (UTC);
+    /// 0 when it never collected.
+    func collectionHorizon() throws -> Int64 {
+        try value("gc_horizon_ms").flatMap { Int64($0) } ?? 0
+    }
+
+    /// Records the horizon collected up to (the caller never moves it back).
+    func setCollectionHorizon(_ horizon: Int64) throws { try set("gc_horizon_ms", String(horizon)) }
+
     /// The clock's persisted state (zero before the first write).
     func clock() throws -> HybridLogicalClock {
         try db.firstRow(sql: "SELECT wall_ms, counter FROM hlc_clock WHERE id = 1") { s in
