@@ -117,16 +117,24 @@ extension LogPublisher {
         return report
     }
 
+    /// The usage error (64) for a publish path that is a URL, not a local directory; nil for a path.
+    /// - Parameters:
+    ///   - directory: the publish path.
+    ///   - hint: what to do instead (by default: publish into a directory a web server serves).
+    /// - Returns: the error, or nil when `directory` has no URL scheme.
+    package static func schemeRefusal(_ directory: String, hint: String? = nil) -> CatalogError? {
+        guard let scheme = urlScheme(of: directory) else { return nil }
+        return CatalogError(
+            .usage, "cannot publish to \(scheme):// (\(redactedURL(directory))): publish writes a local directory",
+            hint: hint ?? "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
+    }
+
     /// The log directory, created as needed, as its real path; refuses a URL and a directory this user
     /// cannot write.
     /// - Throws: `CatalogError` 64 for an empty path or a URL, 73 when it cannot be created, resolved or written.
     private func openLogDirectory(_ directory: String) throws -> String {
         guard !directory.isEmpty else { throw CatalogError(.usage, "the publish directory is empty") }
-        if let scheme = urlScheme(of: directory) {
-            throw CatalogError(
-                .usage, "cannot publish to \(scheme):// (\(redactedURL(directory))): publish writes a local directory",
-                hint: "publish into a directory that a web server (nginx, a CDN, object storage sync) serves, and give peers its URL")
-        }
+        if let refusal = Self.schemeRefusal(directory) { throw refusal }
         if let failure = makeDirectories(directory) {
             // The path that failed is named once: it is the directory itself, or one above it.
             let place = failure.path == directory || failure.path == "./" + directory ? directory : "\(failure.path) (for \(directory))"

@@ -189,9 +189,8 @@ package enum SourceKinds {
         guard let scheme = urlScheme(of: directory), let kind = kind(claiming: scheme), kind.capabilities.contains(.pushes) else {
             return nil
         }
-        return CatalogError(
-            .usage, "cannot publish to \(scheme):// (\(redactedURL(directory))): publish writes a local directory",
-            hint: "a \(kind.name) takes this database's changes when synced with: catalog sync \(redactedURL(directory))")
+        return LogPublisher.schemeRefusal(
+            directory, hint: "a \(kind.name) takes this database's changes when synced with: catalog sync \(redactedURL(directory))")
     }
 
     /// How a SOURCE is written, the core's forms and then each kind's (`SourceKind.forms`): the
