@@ -18,7 +18,9 @@ struct ErasurePushTests {
     static func at(_ offset: Int64 = 0) -> String { Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + offset) }
 
     static func rows(_ db: String, _ user: String) throws -> Int {
-        guard case .integer(let n)? = try dumpRows(db, sql: "SELECT count(*) FROM positions WHERE user_id = '\(user)'").first?.first else { return -1 }
+        guard case .integer(let n)? = try dumpRows(db, sql: "SELECT count(*) FROM positions WHERE user_id = '\(user)'").first?.first else {
+            return -1
+        }
         return Int(n)
     }
 
@@ -107,6 +109,35 @@ struct ErasurePushTests {
         // ann's erasure is not this token's to send: not pushed, and ann's row stays on the server.
         #expect(try Self.rows(server, user) == 0 && Self.erasureRecords(server) == 1 && Self.rows(server, "ann") == 1)
         #expect(ErasureTraces.traces(server) == [0, 0, 0])
+        #expect(serve.stop().status == 0)
+    }
+
+    @Test("a page of 1,000 rows with erasure records numbered among them is pushed in two POSTs, none over --max-rows")
+    func fullPageWithErasures() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let serve = try ServeProcess(box, db: server, keys: [key.publicKey])
+        let tokenFile = box.path("edge.jwt")
+        try ServeKeys.issue(box, key: key.privateKey, user: "node-2", extra: ["--scope", "edge"]).write(
+            toFile: tokenFile, atomically: true, encoding: .utf8)
+        chmod(tokenFile, 0o600)
+        // 600 rows, two of their users erased, 600 more: the first 1,000 rows by change sequence hold the
+        // two erasure records in their span.
+        let node = try box.seededDatabase("node.sqlite")
+        #expect(
+            try box.run(["sync", "--quiet", try writeTemporary(positionsSnapshot(600, at: CatalogTestSupport.at(0), prefix: "a"))], db: node).status
+                == 0)
+        for user in ["a0", "a1"] { #expect(try box.run(["user", "erase", user], db: node).status == 0) }
+        #expect(
+            try box.run(["sync", "--quiet", try writeTemporary(positionsSnapshot(600, at: CatalogTestSupport.at(0), prefix: "b"))], db: node).status
+                == 0)
+        let synced = try box.run(["sync", "--json", "catalog+http://127.0.0.1:\(serve.port)/v1", "--token-file", tokenFile], db: node)
+        #expect(synced.status == 0, "\(synced)")
+        #expect(synced.stdout.contains(#""sent":1201"#), "\(synced.stdout)")
+        let posts = serve.accessLog("POST", "/v1/positions").map { $0["status"] as? Int ?? 0 }
+        #expect(posts == [200, 200, 200], "\(posts)")
+        #expect(try Self.erasureRecords(server) == 2 && Self.rows(server, "a2") == 1 && Self.rows(server, "b599") == 1)
         #expect(serve.stop().status == 0)
     }
 }

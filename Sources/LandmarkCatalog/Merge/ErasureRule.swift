@@ -35,6 +35,7 @@ package enum ErasureRule {
     ///   - userHash: the erased user's key (``userHash(_:)``).
     ///   - writer: the writer's own user id, NFC-normalised (a token's `sub`).
     ///   - edge: whether the writer speaks for every user (an edge token).
+    /// - Returns: true when the writer may send it; a refused one fails the writer's whole request.
     package static func mayErase(userHash: String, writer: String, edge: Bool) -> Bool {
         edge || userHash == Self.userHash(writer)
     }
