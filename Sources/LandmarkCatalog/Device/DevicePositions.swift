@@ -66,18 +66,7 @@ extension DevicePositionsBody {
                         throw DeviceBodyError(code: "invalid_field", message: "positions must be an array", field: "positions")
                     }
                     sawPositions = true
-                    try reader.beginArray()
-                    var index = 0
-                    while try reader.nextElement() {
-                        guard index + body.erasures.count < maxRows else {
-                            throw DeviceBodyError(
-                                code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: "positions")
-                        }
-                        let row = try state.readPosition(reader, index: index, batch: batch)
-                        if let error = firstError() { throw error }
-                        if let row { body.positions.append(row) }
-                        index += 1
-                    }
+                    try readPositions(reader, into: &body, state: &state, batch: batch, maxRows: maxRows, firstError: firstError)
                 case "erasures":
                     guard try reader.peekKind() == .array else {
                         throw DeviceBodyError(code: "invalid_field", message: "erasures must be an array", field: "erasures")
@@ -119,6 +108,25 @@ extension DevicePositionsBody {
             throw DeviceBodyError(code: "malformed_json", message: "the body is not valid JSON", field: nil)
         }
         return body
+    }
+
+    /// Reads the `positions` array into `body`: each row as a snapshot's (docs/snapshot-format.md §3), the
+    /// rows and erasure records together at most `maxRows`.
+    private static func readPositions(
+        _ reader: JSONPullReader, into body: inout DevicePositionsBody, state: inout SnapshotDecoder.State, batch: RowBatch,
+        maxRows: Int, firstError: () -> DeviceBodyError?
+    ) throws {
+        try reader.beginArray()
+        var index = 0
+        while try reader.nextElement() {
+            guard index + body.erasures.count < maxRows else {
+                throw DeviceBodyError(code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: "positions")
+            }
+            let row = try state.readPosition(reader, index: index, batch: batch)
+            if let error = firstError() { throw error }
+            if let row { body.positions.append(row) }
+            index += 1
+        }
     }
 
     /// Reads the `erasures` array into `body`: each record as a snapshot's (docs/snapshot-format.md §3), the

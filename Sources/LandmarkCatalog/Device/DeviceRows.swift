@@ -89,7 +89,8 @@ extension DeviceRows {
             page.rowsJSON = w.bytes
             let highWater = try store.lastChangeSequence()
             // An edge gets the erasure records numbered in the same span, so a node following this server
-            // erases too (docs/erasure.md §2); the cursor moves past them.
+            // erases too (docs/erasure.md §2); the cursor moves past them. A node pushing with a user token
+            // sends its user's own record alone (docs/protocol.md §9).
             let own = user.flatMap { ownErasure ? ErasureRule.userHash($0) : nil }
             if user == nil || own != nil, case let upper = page.more ? page.through : highWater, upper > after {
                 try store.erasureTable.forEachRecord(changes: (after + 1)...upper) { record, seq in

@@ -52,8 +52,9 @@ struct ServeSourceKind: SourceKind {
     }
 }
 
-/// One sync with a serve: `fetch` PUSHES this database's position rows changed since the last push (POST
-/// `/v1/positions`, at most ``pushBatch`` rows a request, each request one transaction there), then GETs
+/// One sync with a serve: `fetch` PUSHES this database's position rows and erasure records changed since
+/// the last push (POST `/v1/positions`, at most ``pushBatch`` rows and records a request, each request one
+/// transaction there; a user token only its user's row and erasure), then GETs
 /// the landmarks and positions after the stored cursors, page by page, into spool files; the feed merges
 /// them in the engine's one SQLite transaction and moves the cursors.
 ///
@@ -204,7 +205,8 @@ final class ServeSource: SyncSource {
         return [ServePullFeed(source: self, pages: pages, pushThrough: pushThrough)]
     }
 
-    /// POSTs every position row changed here after `since` (only `user`'s when given), in pages.
+    /// POSTs every position row and erasure record changed here after `since` (only `user`'s when given),
+    /// in pages.
     ///
     /// With `user`, the other users' rows changed since the last push are left out and counted in one
     /// warning (kind `not-pushed`); the cursor moves past them all the same, since this token can never
