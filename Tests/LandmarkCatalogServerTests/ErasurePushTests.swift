@@ -69,6 +69,12 @@ struct ErasurePushTests {
             let bad = try ServeCurl.post(url, token: edge, body: body)
             #expect(bad.status == 400 && bad.errorCode == "invalid_field" && bad.errorField == field, "\(body): \(bad)")
         }
+        // Rows and records together are bounded by --max-rows (1,000).
+        let manyBody = try box.write(Self.erasures((0..<1001).map { (ErasureRule.userHash("u\($0)"), Self.at()) }), to: "many.json")
+        let many = try ServeCurl.run([
+            "-H", "Authorization: Bearer \(edge)", "-H", "Content-Type: application/json", "--data-binary", "@" + manyBody, url,
+        ])
+        #expect(many.status == 413 && many.errorCode == "too_many_rows" && many.errorField == "erasures", "\(many)")
         #expect(try Self.rows(db, user) == 1 && Self.erasureRecords(db) == 0)
 
         // Its own erasure: applied; the row is gone, and no file of the server holds the id.
@@ -139,6 +145,53 @@ struct ErasurePushTests {
         #expect(posts == [200, 200, 200], "\(posts)")
         #expect(try Self.erasureRecords(server) == 2 && Self.rows(server, "a2") == 1 && Self.rows(server, "b599") == 1)
         #expect(serve.stop().status == 0)
+    }
+
+    @Test("a serve that answers no erasureResults ignored the records: one warning, and they are not sent again")
+    func serverThatIgnoresErasures() throws {
+        let box = try Sandbox()
+        // A serve from before erasures were taken: it answers each POST's rows and skips `erasures`.
+        let script = """
+            import http.server, json
+            class H(http.server.BaseHTTPRequestHandler):
+                def answer(self, doc):
+                    body = json.dumps(doc).encode()
+                    self.send_response(200); self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+                def do_GET(self):
+                    self.answer({"format": "landmark-catalog-snapshot", "version": 1, "landmarks": [], "positions": [],
+                                 "cursor": "old:1", "more": False})
+                def do_POST(self):
+                    sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    print("POST", len(sent.get("positions", [])), len(sent.get("erasures", [])), flush=True)
+                    self.answer({"results": [{"user": r["user"], "outcome": "applied"} for r in sent.get("positions", [])],
+                                 "cursor": "old:1"})
+                def log_message(self, *a): pass
+            s = http.server.HTTPServer(("127.0.0.1", 0), H)
+            print(s.server_address[1], flush=True)
+            s.serve_forever()
+            """
+        let fake = try box.start(["-c", script], binary: URL(fileURLWithPath: "/usr/bin/python3"))
+        defer { fake.stop() }
+        var lines: [String] = []
+        _ = Waits.waitFor(10) {
+            lines = String(decoding: (try? Data(contentsOf: fake.stdout)) ?? Data(), as: UTF8.self).split(separator: "\n").map(String.init)
+            return !lines.isEmpty
+        }
+        let port = try #require(lines.first)
+        let tokenFile = box.path("t.jwt")
+        try "a.b.c".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        chmod(tokenFile, 0o600)
+        let node = try box.seededDatabase("node.sqlite")
+        #expect(try box.run(["user", "erase", ErasureTraces.user], db: node).status == 0)
+        let sync = ["sync", "catalog+http://127.0.0.1:\(port)/v1", "--token-file", tokenFile]
+        let first = try box.run(sync, db: node)
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stderr.contains("the server ignored 1 erasure record pushed"), "\(first.stderr)")
+        let second = try box.run(sync, db: node)
+        #expect(second.status == 0 && !second.stderr.contains("ignored"), "\(second)")
+        let posts = String(decoding: (try? Data(contentsOf: fake.stdout)) ?? Data(), as: UTF8.self).split(separator: "\n").dropFirst()
+        #expect(posts == ["POST 1 1"], "\(posts)")
     }
 }
 
