@@ -124,6 +124,8 @@ final class HubPullFeed: ChangeFeed {
             }
         }
         if let failure = merger.failure() { throw failure }
+        // Rows the hub refused as expired leave this copy too (docs/erasure.md §7).
+        if let push, !dryRun { try merger.dropRefused(landmarks: push.expiredLandmarks, positions: push.expiredPositions) }
         if mark == nil, hub.hasHistory, through > 0, !dryRun {
             // No history row at or below the cursor: `hub_history` was emptied by hand. Without a mark a
             // later restore of an older backup went unnoticed once another edge pushed past this cursor,

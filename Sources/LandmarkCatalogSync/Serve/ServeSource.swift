@@ -235,6 +235,7 @@ final class ServeSource: SyncSource {
                 counts.sent += page.count
                 counts.written += outcomes.count(.applied)
                 counts.quarantined += outcomes.count(.quarantined)
+                counts.expired += outcomes.count(.expired)
                 after = page.through
             }
             // The pages read ahead are pushed; the rest wait for the next sync, at once.
