@@ -72,14 +72,6 @@ package struct HubCollector {
         }
     }
 
-    /// The horizon the hub was collected up to (ms since the epoch, UTC), 0 when never.
-    /// - Throws: `CatalogError` as a hub connection does.
-    package func horizon() throws -> Int64 {
-        let hub = try HubConnection(conninfo: conninfo, name: name, limits: limits, migrate: false)
-        defer { hub.pg.close() }
-        return try HubConnection.mapping(name) { try hub.horizon() }
-    }
-
     /// Takes the push lock for the transaction, waiting at most the statement timeout.
     private func lockPushes(_ pg: PGConnection) throws {
         do {
@@ -87,7 +79,7 @@ package struct HubCollector {
         } catch let error as PGError where error.kind == .timedOut || error.sqlState == .queryCanceled || error.sqlState == .lockNotAvailable {
             throw CatalogError(
                 .unavailable, "an edge's push held the hub's push lock for more than \(PGConnection.describe(limits.statement)), \(name)",
-                hint: "the hub is busy; run gc --hub again (or raise --timeout)")
+                hint: "the hub is busy; run gc --hub again")
         }
     }
 }
