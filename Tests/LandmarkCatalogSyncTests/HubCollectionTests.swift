@@ -147,6 +147,63 @@ struct HubCollectionTests {
         #expect(try HubSupport.hubStatus(a)["inAgreement"] as? Bool == true)
     }
 
+    @Test("gc --hub waits for a push in flight (the push lock): the push's old row meets the tombstone, then gc collects it")
+    func waitsForPush() throws {
+        let server = try PostgresServer.running()
+        let box = try Sandbox()
+        let (uri, name, _) = try Self.hub(box, server)
+        // The hub cleared "late" 35 days ago; an edge pushes its row of "late" from 40 days ago.
+        try HubSupport.connect(server, name).execute(
+            sql: "INSERT INTO positions VALUES ('late', 0, NULL, $1, 0, 'n-hub', true, nextval('hub_change_seq'))",
+            [.integer(Self.now - 35 * Self.day)])
+        let edge = box.path("late.sqlite")
+        #expect(try box.run(["sync", try Self.snapshot(box, [("late", Self.now - 40 * Self.day)])], db: edge).status == 0)
+        let (paused, release, pushed, collected) = (
+            DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+        )
+        let errors = Locked<[String]>([])
+        Thread.detachNewThread {
+            do {
+                let store = try CatalogStore.open(path: edge)
+                let hooks = HubTestHooks(beforePushCommit: {
+                    paused.signal()
+                    _ = release.wait(timeout: .now() + 30)
+                })
+                _ = try HubSource(conninfo: uri, hooks: hooks).fetch(
+                    since: nil, context: SyncContext(store: store, options: SyncOptions(), standardInput: 0, diagnostics: { _ in }))
+            } catch {
+                errors.update { $0.append("push: \(error)") }
+                paused.signal()
+            }
+            pushed.signal()
+        }
+        try #require(paused.wait(timeout: .now() + 20) == .success, "the push never reached its commit")
+        Thread.detachNewThread {
+            do {
+                _ = try HubCollector(hub: uri, remotes: []).collect(olderThan: 30 * Self.day, nowMilliseconds: Self.now)
+            } catch { errors.update { $0.append("gc: \(error)") } }
+            collected.signal()
+        }
+        // gc queues behind the push for the lock (and has not finished).
+        let admin = try HubSupport.connect(server, name)
+        let waiting = try HubSupport.wait(seconds: 20) {
+            try admin.execute(
+                sql: """
+                    SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    """
+            ).int64(0, 0) == 1 || collected.wait(timeout: .now()) == .success
+        }
+        #expect(waiting)
+        #expect(try HubSupport.scalar(server, name, "SELECT value FROM hub_meta WHERE key = 'gc_horizon_ms'") == "0", "gc ran during the push")
+        release.signal()
+        #expect(pushed.wait(timeout: .now() + 30) == .success)
+        #expect(collected.wait(timeout: .now() + 30) == .success)
+        #expect(errors.current.isEmpty, "\(errors.current)")
+        // The old row lost to the tombstone, which gc then collected: no row of "late" on the hub.
+        #expect(try HubSupport.scalar(server, name, "SELECT count(*) FROM positions WHERE user_id = 'late'") == "0")
+    }
+
     @Test("the hub's SQL refuses, digests and collects as ErasureRule says, case by case")
     func ruleAgreement() throws {
         let server = try PostgresServer.running()
