@@ -1,5 +1,6 @@
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 extension CatalogCLI {
     /// `user erase`'s argument, declared once: the table lists it, the run reads it typed.
@@ -12,6 +13,10 @@ extension CatalogCLI {
             "--horizon", "DURATION",
             "Collect tombstones and erasure records stamped more than DURATION ago (default 30d; 0s, 90s, 15m, 2h, 1d or seconds).",
             parse: Values.duration(zeroAllowed: true))
+        static let hub = Option<String>(
+            "--hub", "URL",
+            "Collect this PostgreSQL hub (a postgresql:// URL or a saved remote) instead of the local database: run by one node, on a timer.",
+            parse: Values.nonEmpty)
     }
 
     /// `user erase ID` (docs/erasure.md §6).
@@ -63,14 +68,16 @@ extension CatalogCLI {
                 The node remembers the horizon it collected up to and never moves it back: afterwards a row stamped
                 before it for a key that has no row is refused as expired, so nothing deleted comes back however long
                 a device or peer was away (such a device re-reads its state). Every node should collect with the same
-                horizon, longer than any peer stays out of sync.
+                horizon, longer than any peer stays out of sync. --hub collects a hub the same way, in one PostgreSQL
+                transaction, and records the hub's horizon there; its upserts then refuse older rows for collected keys.
                 """,
-            options: [GCOptionsTable.horizon.spec, Options.json.with(help: "Print what was collected as JSON.").spec],
+            options: [GCOptionsTable.horizon.spec, GCOptionsTable.hub.spec, Options.json.with(help: "Print what was collected as JSON.").spec],
             run: runGC)
     }
 
     static func runGC(_ i: Invocation) throws -> Int32 {
-        guard i.databaseExists else {
+        let hub = i[GCOptionsTable.hub]
+        guard i.databaseExists || hub != nil else {
             throw CatalogError(.noInput, "no catalog database, \(i.databasePath)", hint: "check --db / CATALOG_DB")
         }
         let seconds = i[GCOptionsTable.horizon] ?? Double(ErasureRule.defaultHorizonAge) / 1000
@@ -79,6 +86,7 @@ extension CatalogCLI {
             throw UsageError(message: "--horizon is more than 10,000 years", path: i.parsed.path)
         }
         let age = Int64((seconds * 1000).rounded())
+        if let hub { return try runHubGC(i, hub: hub, age: age) }
         let s = try Collector(i.openStore()).collect(olderThan: age)
         if i[Options.json] {
             var o = JSONObject()
@@ -92,6 +100,28 @@ extension CatalogCLI {
         } else {
             i.stdout.line(
                 "collected up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); database \(s.bytesBefore) → \(s.bytesAfter) bytes"
+            )
+        }
+        return 0
+    }
+
+    /// `gc --hub URL`: the hub's collection (docs/erasure.md §7), measured from this machine's wall clock.
+    static func runHubGC(_ i: Invocation, hub: String, age: Int64) throws -> Int32 {
+        // A saved remote may name the hub: read from the local database when there is one.
+        let remotes = i.databaseExists ? try RemoteBook(i.openStore(.read)).remotes() : []
+        let collector = try HubCollector(hub: hub, remotes: remotes)
+        let s = try collector.collect(olderThan: age, nowMilliseconds: SystemClock().nowMilliseconds())
+        if i[Options.json] {
+            var o = JSONObject()
+            o.set("erasures", s.erasures)
+            o.set("horizon", Timestamp.format(milliseconds: s.horizonMilliseconds))
+            o.set("hub", collector.name)
+            o.set("landmarkTombstones", s.landmarkTombstones)
+            o.set("positionTombstones", s.positionTombstones)
+            i.stdout.write(o.bytes + [0x0A])
+        } else {
+            i.stdout.line(
+                "collected the hub \(collector.name) up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record"))"
             )
         }
         return 0

@@ -8,9 +8,12 @@ extension CatalogCLI {
     /// names a saved remote's hub.
     static func hubStatusJSON(_ hubs: [HubStatus], local: StateDigest, remotes: [String: String] = [:]) -> [JSONObject] {
         hubs.map { hub in
+            // This node's digest at the horizon the hub's was computed at (docs/erasure.md §5).
+            let local = hub.digest ?? local
             var o = JSONObject()
             o.set("digest", local.hex)
             o.set("digestRows", local.rows)
+            o.set("digestHorizon", hub.hubDigest == nil ? nil : Timestamp.format(milliseconds: hub.horizonMilliseconds))
             o.set("error", hub.error?.message)
             o.set("hubDigest", hub.hubDigest?.hex)
             o.set("hubDigestRows", hub.hubDigest?.rows)
@@ -34,7 +37,9 @@ extension CatalogCLI {
                 "hub:         \(sourceLabel(hub.source, remotes)) last push \(hub.lastPushAt ?? "never") (through change \(hub.pushThrough.map(String.init) ?? "-")), "
             out += "last pull \(hub.lastPullAt ?? "never") (through hub change \(hub.pullThrough.map(String.init) ?? "-"))\n"
             if let digest = hub.hubDigest {
-                out += "hub digest:  \(digest)\(digest == local ? ", the same as here" : ", differs from here (\(local))")\n"
+                let local = hub.digest ?? local
+                out += "hub digest:  \(digest)\(digest == local ? ", the same as here" : ", differs from here (\(local))")"
+                out += hub.horizonMilliseconds > 0 ? " at horizon \(Timestamp.format(milliseconds: hub.horizonMilliseconds))\n" : "\n"
             } else {
                 out += "hub digest:  unknown: \(hub.error?.message ?? "not read")\n"
             }

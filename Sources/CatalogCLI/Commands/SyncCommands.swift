@@ -223,7 +223,8 @@ extension CatalogCLI {
                 pushing.count == 1
                 ? (serves == 1 ? "the server" : "the hub")
                 : serves == 0 ? "\(pushing.count) hubs" : "\(pushing.count) hubs and servers"
-            line += "; pushed \(plural(sent, "row")) to \(target) (\(written) written)"
+            let expired = pushes.map(\.expired).reduce(0, +)
+            line += "; pushed \(plural(sent, "row")) to \(target) (\(written) written\(expired > 0 ? ", \(expired) refused as expired" : ""))"
         }
         if report.released.released > 0 {
             line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
@@ -304,6 +305,7 @@ extension CatalogCLI {
                     "pushed",
                     s.pushed.map { p in
                         var pushed = JSONObject()
+                        pushed.set("expired", p.expired)
                         pushed.set("quarantined", p.quarantined)
                         pushed.set("sent", p.sent)
                         pushed.set("written", p.written)

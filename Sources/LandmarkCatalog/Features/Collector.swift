@@ -15,6 +15,9 @@ public struct CollectionSummary: Sendable, Equatable {
 
     /// Everything removed.
     public var removed: Int { landmarkTombstones + positionTombstones + erasures }
+
+    /// Nothing removed yet, collected up to `horizonMilliseconds`.
+    package init(horizonMilliseconds: Int64) { self.horizonMilliseconds = horizonMilliseconds }
 }
 
 /// Collects tombstones and erasure records older than a horizon (`catalog gc`, docs/erasure.md §4).
@@ -55,7 +58,8 @@ extension Collector {
             // clock far ahead (a VM restore, a bad NTP step) must not collect what peers have not seen yet,
             // nor pin the horizon in the future (docs/erasure.md §4).
             let newest = try store.metaTable.clock().wall
-            let horizon = max(stored, min(store.wallClock.nowMilliseconds(), newest + 1) - age)
+            let horizon = ErasureRule.collectionHorizon(
+                stored: stored, nowMilliseconds: store.wallClock.nowMilliseconds(), newestMilliseconds: newest, age: age)
             var summary = CollectionSummary(horizonMilliseconds: horizon)
             // The removed rows may hold the newest numbers: they are not handed out again.
             try store.metaTable.raiseChangeFloor(to: try store.lastChangeSequence())

@@ -71,6 +71,19 @@ package enum ErasureRule {
         !deleted || !collected(stamp, horizonMilliseconds: horizonMilliseconds)
     }
 
+    /// The horizon a collection moves to (docs/erasure.md §4): `age` before the collector's clock, which is
+    /// the wall clock but never later than the newest stamp the collected copy holds or made (plus 1 ms),
+    /// and never below the horizon already stored (it only moves forward).
+    /// - Parameters:
+    ///   - stored: the horizon collected up to before (ms since the epoch, UTC; 0 before any).
+    ///   - nowMilliseconds: the wall clock.
+    ///   - newestMilliseconds: the wall time of the newest stamp the copy knows (0 when none).
+    ///   - age: the horizon's age in ms (not negative).
+    /// - Returns: the new horizon, ms since the epoch (UTC).
+    package static func collectionHorizon(stored: Int64, nowMilliseconds: Int64, newestMilliseconds: Int64, age: Int64) -> Int64 {
+        max(stored, min(nowMilliseconds, newestMilliseconds &+ 1) &- age)
+    }
+
     /// The default collection horizon's age: 30 days, in ms.
     package static let defaultHorizonAge: Int64 = 30 * 24 * 3600 * 1000
 }

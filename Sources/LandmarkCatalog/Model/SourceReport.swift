@@ -42,10 +42,14 @@ public struct PushCounts: Sendable, Equatable {
     public var written: Int
     /// Of them, rows the hub held back (stamped beyond its drift allowance).
     public var quarantined: Int
+    /// Of them, rows the hub refused as expired: stamped before its collection horizon for a key it has
+    /// no row for (docs/erasure.md §7); this node removes them from its own copy too.
+    public var expired: Int
 
-    public init(sent: Int, written: Int, quarantined: Int) {
+    public init(sent: Int, written: Int, quarantined: Int, expired: Int = 0) {
         self.sent = sent
         self.written = written
         self.quarantined = quarantined
+        self.expired = expired
     }
 }

@@ -64,6 +64,8 @@ final class HubPullFeed: ChangeFeed {
     /// the largest hub number read (or taken by our push), and — when nothing changed locally between
     /// the push and this pull — the push cursor moves past the local numbers the merged rows took, so
     /// they are not pushed back (echo suppression).
+    ///
+    /// Rows our push saw refused as expired leave this copy (docs/erasure.md §7).
     /// - Throws: `CatalogError` — 69 when the hub is unreachable or times out, 65 for a row the hub holds
     ///   that is not valid, 70 otherwise; nothing is kept (the engine rolls the transaction back).
     func merge(into merger: inout RowMerger) throws {
@@ -124,6 +126,7 @@ final class HubPullFeed: ChangeFeed {
             }
         }
         if let failure = merger.failure() { throw failure }
+        if let push, !dryRun { try merger.dropRefused(landmarks: push.expiredLandmarks, positions: push.expiredPositions) }
         if mark == nil, hub.hasHistory, through > 0, !dryRun {
             // No history row at or below the cursor: `hub_history` was emptied by hand. Without a mark a
             // later restore of an older backup went unnoticed once another edge pushed past this cursor,

@@ -13,6 +13,10 @@ struct HubPushReport {
     var quarantined = 0
     /// Rows released from the hub's quarantine by this push (their stamps are no longer too far ahead).
     var released = 0
+    /// Of them, the rows the hub refused as expired (docs/erasure.md §7), by key and the stamp pushed:
+    /// the pull that follows removes them from this node's copy when they are unchanged.
+    var expiredLandmarks: [(id: Int64, stamp: HLCStamp)] = []
+    var expiredPositions: [(user: String, stamp: HLCStamp)] = []
     /// The local change sequence number the push covered: every local change numbered at or below it is
     /// on the hub (or in its quarantine).
     var through: Int64
@@ -23,6 +27,7 @@ struct HubPushReport {
     var pushed = false
 
     var sent: Int { sentLandmarks + sentPositions + sentErasures }
+    var expired: Int { expiredLandmarks.count + expiredPositions.count }
 }
 
 extension HubConnection {
@@ -104,6 +109,7 @@ extension HubConnection {
                         _ = try pg.execute(sql: HubSQL.eraseUser, stamp, timeout: limits.bulk)
                     }
                 }
+                try readExpired(&report, limit: limit)
                 for (sql, count) in [
                     (HubSQL.upsertLandmarks(from: "catalog_push_landmarks"), report.sentLandmarks),
                     (HubSQL.upsertPositions(from: "catalog_push_positions"), report.sentPositions),
@@ -177,6 +183,25 @@ extension HubConnection {
         }
         if rows > 0 { progress(rows, bytes) }
         return newest
+    }
+
+    /// Reads the staged rows the upserts will refuse as expired (``HubSQL/expiredRows(kind:)``) into
+    /// `report`; run under the push lock, right before the upserts, so both see the same horizon and rows.
+    /// - Throws: `PGError`; `CatalogError` (65) for a stamp that is not valid.
+    private func readExpired(_ report: inout HubPushReport, limit: Int64) throws {
+        for (kind, count) in [("landmark", report.sentLandmarks), ("position", report.sentPositions)] where count > 0 {
+            let result = try pg.execute(sql: HubSQL.expiredRows(kind: kind), [.integer(limit)], timeout: limits.bulk)
+            for row in 0..<result.rowCount {
+                guard let key = result.text(row, 0), let stamp = try HubPullFeed.stamp(result, row: row, updatedMs: 1, counter: 2, node: 3)
+                else { throw CatalogError(.dataInvalid, "the hub answered a refused row without a valid key or stamp, \(name)") }
+                if kind == "landmark" {
+                    guard let id = Int64(key) else { continue }
+                    report.expiredLandmarks.append((id, stamp))
+                } else {
+                    report.expiredPositions.append((key, stamp))
+                }
+            }
+        }
     }
 
     /// Takes the push lock, waiting at most the statement timeout for another edge's push to commit.

@@ -59,7 +59,7 @@ enum HubSQL {
         """
         \(prelude.isEmpty ? "" : "WITH " + prelude)INSERT INTO landmarks (id, body, updated_ms, counter, node, deleted, seq)
         SELECT id, body, updated_ms, counter, node, deleted, nextval('hub_change_seq') FROM \(source) AS s
-        WHERE s.updated_ms <= $1
+        WHERE s.updated_ms <= $1 AND NOT \(expired("s", table: "landmarks", key: "id"))
         ON CONFLICT (id) DO UPDATE SET body = excluded.body, updated_ms = excluded.updated_ms, counter = excluded.counter,
             node = excluded.node, deleted = excluded.deleted, seq = excluded.seq
         WHERE \(LastWriterWins.sqlIncomingWins(incoming: "excluded", stored: "landmarks", content: landmarkContent))
@@ -71,14 +71,50 @@ enum HubSQL {
         """
         \(prelude.isEmpty ? "" : "WITH " + prelude)INSERT INTO positions (user_id, page, landmark_id, updated_ms, counter, node, deleted, seq)
         SELECT user_id, page, landmark_id, updated_ms, counter, node, deleted, nextval('hub_change_seq') FROM \(source) AS s
-        WHERE s.updated_ms <= $1 AND NOT EXISTS (
-            SELECT 1 FROM hub_erasures e WHERE e.user_hash = \(userHash("s.user_id"))
-              AND (s.updated_ms, s.counter, s.node) <= (e.updated_ms, e.counter, e.node))
+        WHERE s.updated_ms <= $1 AND NOT \(erased("s")) AND NOT \(expired("s", table: "positions", key: "user_id"))
         ON CONFLICT (user_id) DO UPDATE SET page = excluded.page, landmark_id = excluded.landmark_id,
             updated_ms = excluded.updated_ms, counter = excluded.counter, node = excluded.node, deleted = excluded.deleted,
             seq = excluded.seq
         WHERE \(LastWriterWins.sqlIncomingWins(incoming: "excluded", stored: "positions", content: positionContent))
         """
+    }
+
+    /// Whether the position `alias` (a staged or released row) is refused as erased.
+    ///
+    /// A stored erasure of its user is stamped at or after it: the SQL of ``ErasureRule/refusal(row:erasure:hasStoredRow:horizonMilliseconds:)``'s
+    /// `erased` case (``ErasureRule/erases(_:row:)``); `HubCollectionTests` checks that the two agree.
+    static func erased(_ alias: String) -> String {
+        """
+        EXISTS (SELECT 1 FROM hub_erasures e WHERE e.user_hash = \(userHash("\(alias).user_id"))
+                  AND (\(alias).updated_ms, \(alias).counter, \(alias).node) <= (e.updated_ms, e.counter, e.node))
+        """
+    }
+
+    /// The hub's collection horizon (ms since the epoch, UTC; 0 before any collection): `hub_meta`'s
+    /// `gc_horizon_ms`, read by the statement that uses it (docs/erasure.md §7).
+    static let horizon = "coalesce((SELECT value FROM hub_meta WHERE key = 'gc_horizon_ms'), 0)"
+
+    /// Whether the row `alias` is refused as expired.
+    ///
+    /// It is stamped before the hub's horizon while `table` holds no row of its key (`key`, the column
+    /// named alike in both): the SQL of
+    /// ``ErasureRule/refusal(row:erasure:hasStoredRow:horizonMilliseconds:)``'s `expired` case, applied
+    /// after its `erased` case (the upserts and ``expiredRows(kind:)`` test erased first);
+    /// `HubCollectionTests` checks that the two agree.
+    static func expired(_ alias: String, table: String, key: String) -> String {
+        "(\(alias).updated_ms < \(horizon) AND NOT EXISTS (SELECT 1 FROM \(table) t WHERE t.\(key) = \(alias).\(key)))"
+    }
+
+    /// The staged rows of `kind` (`landmark` or `position`) that the upsert will refuse as expired (not
+    /// quarantined: stamped at or before `$1`, the quarantine limit; not erased), read before it runs:
+    /// key as text, then the stamp (`updated_ms`, `counter`, `node`).
+    static func expiredRows(kind: String) -> String {
+        let landmark = kind == "landmark"
+        let (table, staged, key) = landmark ? ("landmarks", "catalog_push_landmarks", "id") : ("positions", "catalog_push_positions", "user_id")
+        return """
+            SELECT s.\(key)::text, s.updated_ms, s.counter, s.node FROM \(staged) s
+            WHERE s.updated_ms <= $1\(landmark ? "" : " AND NOT " + erased("s")) AND \(expired("s", table: table, key: key))
+            """
     }
 
     /// The erasure rule's key of a user id expression: the SHA-256 of its UTF-8 bytes in lowercase hex, as
@@ -243,6 +279,36 @@ enum HubSQL {
         ON CONFLICT (node) DO UPDATE SET last_pull_at = excluded.last_pull_at, pull_through = excluded.pull_through
         """
 
+    // MARK: Collection (docs/erasure.md §7)
+
+    /// Whether a row whose `deleted` is the expression `deleted` counts in the digest at the horizon `$1`:
+    /// the SQL of ``ErasureRule/countsInDigest(deleted:stamp:horizonMilliseconds:)`` (an erasure record
+    /// counts as deleted); `HubCollectionTests` checks that the two agree.
+    static func countsInDigest(deleted: String) -> String { "(NOT \(deleted) OR NOT \(collected))" }
+
+    /// Whether the row in scope is collected at the horizon `$1`: the SQL of
+    /// ``ErasureRule/collected(_:horizonMilliseconds:)``.
+    static let collected = "updated_ms < $1"
+
+    /// The hub's horizon and the wall time of the newest stamp it holds (0 when none): what the horizon of a
+    /// collection is measured from (``ErasureRule/collectionHorizon(stored:nowMilliseconds:newestMilliseconds:age:)``).
+    static let collectionClock = """
+        SELECT \(horizon), coalesce(greatest((SELECT max(updated_ms) FROM landmarks), (SELECT max(updated_ms) FROM positions),
+                                             (SELECT max(updated_ms) FROM hub_erasures)), 0)
+        """
+
+    /// Deletes the tombstones and erasure records collected at the horizon `$1`; one statement per table,
+    /// each answering with the rows it removed.
+    static let collectLandmarks = "DELETE FROM landmarks WHERE deleted AND \(collected)"
+    static let collectPositions = "DELETE FROM positions WHERE deleted AND \(collected)"
+    static let collectErasures = "DELETE FROM hub_erasures WHERE \(collected)"
+
+    /// Records the horizon `$1` in `hub_meta`, never moving it back.
+    static let setHorizon = """
+        INSERT INTO hub_meta (key, value) VALUES ('gc_horizon_ms', $1)
+        ON CONFLICT (key) DO UPDATE SET value = greatest(hub_meta.value, excluded.value)
+        """
+
     // MARK: Digest
 
     /// The state digest (``StateDigest``) computed inside PostgreSQL: each row's canonical text
@@ -250,19 +316,23 @@ enum HubSQL {
     /// ``StateDigest/positionText(_:)`` write it), SHA-256, its first 16 bytes read as two signed 64-bit
     /// numbers and summed; the sums reduced modulo 2⁶⁴ as unsigned numbers, and the row count.
     ///
+    /// Rows count only as ``countsInDigest(deleted:)`` says at the horizon `$1` (ms since the epoch, UTC):
+    /// a hub and an edge that collected at different times agree when digested at the same horizon
+    /// (docs/erasure.md §5).
+    ///
     /// Returns (rows, high, low) with high and low as decimal text in 0…2⁶⁴−1.
     static let digest = """
         WITH texts AS (
             SELECT 'L' || E'\\n' || id::text || E'\\n' || updated_ms::text || E'\\n' || counter::text || E'\\n' || node || E'\\n'
                    || CASE WHEN deleted THEN '1' ELSE '0' END || E'\\n' || body AS t
-            FROM landmarks
+            FROM landmarks WHERE \(countsInDigest(deleted: "deleted"))
             UNION ALL
             SELECT 'P' || E'\\n' || user_id || E'\\n' || updated_ms::text || E'\\n' || counter::text || E'\\n' || node || E'\\n'
                    || CASE WHEN deleted THEN '1' ELSE '0' END || E'\\n' || page::text || E'\\n' || coalesce(landmark_id::text, '')
-            FROM positions
+            FROM positions WHERE \(countsInDigest(deleted: "deleted"))
             UNION ALL
             SELECT 'E' || E'\\n' || user_hash || E'\\n' || updated_ms::text || E'\\n' || counter::text || E'\\n' || node
-            FROM hub_erasures
+            FROM hub_erasures WHERE \(countsInDigest(deleted: "true"))
         ),
         hashes AS (SELECT sha256(convert_to(t, 'UTF8')) AS h FROM texts),
         halves AS (

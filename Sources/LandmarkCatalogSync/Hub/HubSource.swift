@@ -27,7 +27,7 @@ final class HubSource: SyncSource {
     private(set) var lastPush: HubPushReport?
     var pushed: PushCounts? {
         guard let push = lastPush, push.pushed, push.sent > 0 else { return nil }
-        return PushCounts(sent: push.sent, written: push.written, quarantined: push.quarantined)
+        return PushCounts(sent: push.sent, written: push.written, quarantined: push.quarantined, expired: push.expired)
     }
     /// The open connection (kept for the pull, closed when the source is released).
     private var connection: HubConnection?
@@ -94,6 +94,14 @@ final class HubSource: SyncSource {
                         message:
                             "the hub quarantined \(report.quarantined) of \(plural(report.sent, "row")) pushed: stamped more than \(options.maxDriftMilliseconds / 1000) s ahead of the hub's clock; they apply once it catches up",
                         file: name, kind: "quarantined"))
+            }
+            if report.expired > 0 {
+                context.diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message:
+                            "the hub refused \(report.expired) of \(plural(report.sent, "row")) pushed as expired: stamped before its collection horizon for keys it no longer holds (a deletion collected there); removed here too (docs/erasure.md §7)",
+                        file: name, kind: "expired"))
             }
             pushThrough = report.through
             base["pushThrough"] = String(pushThrough)

@@ -14,20 +14,26 @@ public struct HubStatus: Sendable {
     /// The local change sequence number pushed through, and the hub sequence number pulled through.
     public var pushThrough: Int64?
     public var pullThrough: Int64?
-    /// The hub's state digest (computed in PostgreSQL), when the hub could be read.
+    /// The hub's state digest (computed in PostgreSQL) at ``horizonMilliseconds``, when the hub could be read.
     public var hubDigest: StateDigest?
+    /// This node's state digest at ``horizonMilliseconds``: the one to compare with ``hubDigest``.
+    public var digest: StateDigest?
+    /// The horizon both digests are computed at: the greater of this node's and the hub's collection
+    /// horizons (ms since the epoch, UTC; docs/erasure.md §5), so they agree whichever side collected.
+    public var horizonMilliseconds: Int64 = 0
     /// Why the hub's digest is missing (unreachable, no password available, …).
     public var error: CatalogError?
 }
 
 extension HubConnection {
-    /// The hub's state digest (``StateDigest``), computed inside PostgreSQL from one snapshot
-    /// (``HubSQL/digest``): equal to an edge's when both hold the same rows with the same stamps.
+    /// The hub's state digest (``StateDigest``) at the horizon `horizonMilliseconds`, computed inside
+    /// PostgreSQL from one snapshot (``HubSQL/digest``): equal to an edge's digest at the same horizon when
+    /// both hold the same rows with the same stamps, tombstones and erasure records below it left out.
     /// - Throws: `PGError`; `CatalogError` (70) for an answer that is not three numbers.
-    func digest() throws -> StateDigest {
+    func digest(horizonMilliseconds: Int64 = 0) throws -> StateDigest {
         try pg.transaction {
             try pg.execute(sql: HubSQL.pullIsolation)
-            let result = try pg.execute(sql: HubSQL.digest, timeout: limits.bulk)
+            let result = try pg.execute(sql: HubSQL.digest, [.integer(horizonMilliseconds)], timeout: limits.bulk)
             guard let rows = try result.int64(0, 0), let high = result.text(0, 1).flatMap({ UInt64($0) }),
                 let low = result.text(0, 2).flatMap({ UInt64($0) })
             else {
@@ -40,7 +46,8 @@ extension HubConnection {
 
 extension HubStatus {
     /// Every hub `store`'s database has synced with: its cursors, and the hub's digest read now (connecting
-    /// with `timeoutSeconds` for the connection and each statement, without migrating anything).
+    /// with `timeoutSeconds` for the connection and each statement, without migrating anything) beside
+    /// this node's, both at the greater of the two collection horizons.
     ///
     /// The connection string is the saved remote's whose display name is the source's (so a password
     /// kept in a remote's URL still works), else the source's name itself when it holds no password
@@ -62,6 +69,7 @@ extension HubStatus {
                         pullThrough: cursor?["pullThrough"].flatMap { Int64($0) }))
             }
         }
+        let own = try Collector(store).horizon()
         let seconds = max(timeoutSeconds, 0.001)
         let limits = HubLimits(
             connectSeconds: max(1, Int(seconds.rounded(.up))), statement: .milliseconds(Int64(seconds * 1000)),
@@ -77,7 +85,10 @@ extension HubStatus {
             }
             do {
                 let hub = try HubConnection(conninfo: conninfo, name: name, limits: limits, migrate: false)
-                statuses[index].hubDigest = try HubConnection.mapping(name) { try hub.digest() }
+                let horizon = max(own, try HubConnection.mapping(name) { try hub.horizon() })
+                statuses[index].horizonMilliseconds = horizon
+                statuses[index].hubDigest = try HubConnection.mapping(name) { try hub.digest(horizonMilliseconds: horizon) }
+                statuses[index].digest = try StateDigest(of: store, horizonMilliseconds: horizon)
             } catch let error as CatalogError {
                 statuses[index].error = error
             }

@@ -291,6 +291,7 @@ final class ServeSource: SyncSource {
             counts.sent += rows + chunk.count
             counts.written += outcomes.filter { $0 == .applied }.count
             counts.quarantined += outcomes.filter { $0 == .quarantined }.count
+            counts.expired += outcomes.filter { $0 == .expired }.count
             rows = 0
         } while !records.isEmpty
         if ignored > 0 {

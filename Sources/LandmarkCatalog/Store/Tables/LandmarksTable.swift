@@ -90,6 +90,15 @@ package struct LandmarksTable {
         return db.changes
     }
 
+    /// Removes landmark `id`'s row when it is still stamped `stamp` (a row a peer refused as expired,
+    /// unchanged since it was pushed, docs/erasure.md §7); returns whether it was removed.
+    func forget(id: Int64, ifStamp stamp: HLCStamp) throws -> Bool {
+        try db.execute(
+            sql: "DELETE FROM landmarks WHERE id = ? AND updated_ms = ? AND counter = ? AND node = ?",
+            [.integer(id), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)])
+        return db.changes > 0
+    }
+
     /// How many tombstones are stored: read from the partial index `landmarks_tombstones`, so it costs the
     /// tombstones, not the table (an import asks before and after).
     func tombstoneCount() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM landmarks WHERE deleted = 1") ?? 0) }

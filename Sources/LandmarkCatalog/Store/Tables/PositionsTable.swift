@@ -79,6 +79,15 @@ package struct PositionsTable {
         return db.changes > 0
     }
 
+    /// Removes `user`'s row when it is still stamped `stamp` (a row a peer refused as expired, unchanged
+    /// since it was pushed, docs/erasure.md §7); returns whether it was removed.
+    func forget(user: String, ifStamp stamp: HLCStamp) throws -> Bool {
+        try db.execute(
+            sql: "DELETE FROM positions WHERE user_id = ? AND updated_ms = ? AND counter = ? AND node = ?",
+            [.text(user), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)])
+        return db.changes > 0
+    }
+
     /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
     func live<R>(user: String, _ decode: (Statement) -> R) throws -> R? {
         try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0", [.text(user)], decode)
