@@ -287,9 +287,11 @@ public final class SyncSession: Sendable {
     /// then, once the server has answered, clears this device's copy of the user (their row, this
     /// session's cursors and outbox) and signs the session out (``signOut(erasingLocalData:)``).
     ///
-    /// The server's erasure wins over every row of the user stamped before it on every node: a device
-    /// of the user that was offline meanwhile has its old rows refused as erased, and they leave its outbox.
-    /// What the app shows afterwards: the account and its data were deleted (docs/erasure.md §6).
+    /// The server's erasure wins over every row of the user stamped before it on every node, and the
+    /// user's tokens issued until then are refused: the user's other devices end their sessions with
+    /// ``SyncStatus/State/accountErased`` at their next exchange, their copy cleared; one that signs in
+    /// again has its old rows refused as erased, and they leave its outbox. What the app shows afterwards:
+    /// the account and its data were deleted (docs/erasure.md §6).
     /// - Throws: the server's refusal or a network failure (nothing is cleared then: call again);
     ///   database failures while clearing.
     public func eraseUser() async throws {
