@@ -75,7 +75,8 @@ final class ServerConnection: Sendable {
     ) async throws -> Answer {
         let path = explicitPath ?? route.rawValue
         var answer = try await sendOnce(method, path, query: query, body: body, headers: headers, wait: wait, token: try await tokens.current())
-        if answer.answer.status == 401 {
+        // An erased account is not refreshed: a new token for the same id would be a new account's (§2).
+        if answer.answer.status == 401, Self.errorCode(answer.answer.body) != Self.accountErasedCode {
             let fresh = try await tokens.refresh(after: answer.token)
             answer = try await sendOnce(method, path, query: query, body: body, headers: headers, wait: wait, token: fresh)
         }
@@ -120,6 +121,15 @@ final class ServerConnection: Sendable {
         return (Answer(status: answer.status, body: answer.body, etag: answer.headers["etag"], retryAfter: retryAfter), token)
     }
 
+    /// The code of a 401 whose token's account was erased (docs/protocol.md §2).
+    static let accountErasedCode = "account_erased"
+
+    /// The `error.code` of an error answer's body (docs/protocol.md §1), or nil.
+    static func errorCode(_ body: Data) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else { return nil }
+        return (object["error"] as? [String: Any])?["code"] as? String
+    }
+
     /// The error for an error answer: the status, the server's code and message (docs/protocol.md §1).
     static func failure(_ answer: Answer, method: String, path: String, server: String) -> CatalogError {
         var code = ""
@@ -136,6 +146,10 @@ final class ServerConnection: Sendable {
         let what = "the server \(server) answered \(method) /v1/\(path) with \(answer.status)\(detail.isEmpty ? "" : " (\(detail))")"
         var error: CatalogError
         switch answer.status {
+        case 401 where code == accountErasedCode:
+            error = CatalogError(
+                .unavailable, what, hint: "the account was erased: this device's copy of it is cleared; sign in to another account",
+                reason: .accountErased)
         case 401:
             error = CatalogError(
                 .unavailable, what, hint: "the token was refused, also after asking for a fresh one: sign in again", reason: .unauthorized)
@@ -170,9 +184,13 @@ final class ServerConnection: Sendable {
     ///
     /// Call it once the tasks that send have ended (``SyncSession/stop()`` does): a request started
     /// between a check and the invalidation would trap.
+    /// A second call does nothing (a session stopped after it ended by itself).
     func close() {
-        closed.withLock { $0 = true }
-        transport.close()
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        if first { transport.close() }
     }
 }
 

@@ -127,6 +127,8 @@ public final class SyncSession: Sendable {
     /// `lastError` until a push is applied, not cleared by the next long-poll's answer (a device whose
     /// clock is ahead would otherwise fall out of sync with nothing shown).
     private let quarantined = SessionLock<CatalogError?>(nil)
+    /// The server said this session's user was erased: the session is ending (once).
+    private let accountGone = SessionLock(false)
 
     init(catalog: Catalog, server: URL, user: String, configuration: Configuration, tokens: TokenSource) {
         self.catalog = catalog
@@ -152,16 +154,19 @@ public final class SyncSession: Sendable {
     ///
     /// While the server cannot be reached it keeps waiting: cancel the calling task to give up (the changes
     /// stay in the outbox), or use ``flush(timeout:)``.
-    /// - Throws: `CancellationError` when cancelled; `CatalogError` 64 when the session is stopped first;
-    ///   database failures.
+    /// - Throws: `CancellationError` when cancelled; `CatalogError` 64 when the session is stopped first,
+    ///   69 with reason `accountErased` when it stopped because the user was erased; database failures.
     public func flush() async throws {
         let read = pendingRead
+        if let erased = status.lastError, status.isAccountErased { throw erased }
         for await status in statusUpdates {
             try Task.checkCancellation()
             // The status may lag a commit made just now: the database says whether anything is pending.
             if status.pendingChanges == 0, try await read(catalog).isEmpty { return }
         }
         try Task.checkCancellation()
+        // Ended because the user was erased: nothing can be acknowledged any more.
+        if let erased = status.lastError, status.isAccountErased { throw erased }
         throw CatalogError(.usage, "the sync session was stopped before every change was acknowledged", hint: "start a new session")
     }
 
@@ -204,6 +209,12 @@ public final class SyncSession: Sendable {
     ///
     /// What is not yet acknowledged stays in the outbox for the next session. ``statusUpdates`` end.
     public func stop() async {
+        await halt()
+        broadcaster.finish()
+    }
+
+    /// Ends the tasks and the requests in flight (``stop()`` without ending the status streams).
+    private func halt() async {
         let running = tasks.withLock { tasks -> [Task<Void, Never>] in
             defer { tasks.removeAll() }
             return tasks
@@ -213,7 +224,6 @@ public final class SyncSession: Sendable {
         // stop() returns even if one of them is held (a database write behind another process's lock).
         await Self.first(of: { for task in running { await task.value } }, orAfter: .seconds(1))
         endpoint.close()
-        broadcaster.finish()
     }
 
     /// Signs this device's user out.
@@ -230,6 +240,12 @@ public final class SyncSession: Sendable {
         await stop()
         await endpoint.tokens.reset()
         guard erasingLocalData else { return }
+        try await forgetUser()
+    }
+
+    /// Removes the user's row (no tombstone: nothing is sent) and this session's cursors and outbox, and
+    /// scrubs the WAL (docs/erasure.md §3).
+    private func forgetUser() async throws {
         _ = try await catalog.write { [user, key] in
             try DeviceSync(store: $0).forget(user: user, key: key)
             // The forgotten rows leave the WAL too (docs/erasure.md §3).
@@ -237,13 +253,45 @@ public final class SyncSession: Sendable {
         }
     }
 
+    /// The server said this session's user was erased (401 `account_erased`, docs/protocol.md §2), on
+    /// either task: that task is cancelled at once (nothing is retried), and a task of its own stops the
+    /// session, clears this device's copy of the user as an erasing sign-out does, and only then
+    /// publishes ``SyncStatus/State/accountErased`` and ends the status streams.
+    private func accountWasErased(_ error: CatalogError) {
+        let first = accountGone.withLock { gone in
+            defer { gone = true }
+            return !gone
+        }
+        withUnsafeCurrentTask { $0?.cancel() }
+        guard first else { return }
+        Task { [self] in
+            await halt()
+            await endpoint.tokens.reset()
+            var published = error
+            do {
+                try await forgetUser()
+            } catch let failure {
+                published = (failure as? CatalogError) ?? error
+            }
+            let pending = (try? await pendingRead(catalog).count) ?? 0
+            broadcaster.update {
+                $0.state = .accountErased
+                $0.lastError = published
+                $0.pendingChanges = pending
+            }
+            broadcaster.finish()
+        }
+    }
+
     /// Erases this session's user everywhere: `DELETE /v1/users/me` on the server (docs/protocol.md §6a),
     /// then, once the server has answered, clears this device's copy of the user (their row, this
     /// session's cursors and outbox) and signs the session out (``signOut(erasingLocalData:)``).
     ///
-    /// The server's erasure wins over every row of the user stamped before it on every node: a device
-    /// of the user that was offline meanwhile has its old rows refused as erased, and they leave its outbox.
-    /// What the app shows afterwards: the account and its data were deleted (docs/erasure.md §6).
+    /// The server's erasure wins over every row of the user stamped before it on every node, and the
+    /// user's tokens issued until then are refused: the user's other devices end their sessions with
+    /// ``SyncStatus/State/accountErased`` at their next exchange, their copy cleared; one that signs in
+    /// again has its old rows refused as erased, and they leave its outbox. What the app shows afterwards:
+    /// the account and its data were deleted (docs/erasure.md §6).
     /// - Throws: the server's refusal or a network failure (nothing is cleared then: call again);
     ///   database failures while clearing.
     public func eraseUser() async throws {
@@ -344,6 +392,10 @@ public final class SyncSession: Sendable {
             retryAfter = failure.retryAfter
         case let error as CatalogError: published = error
         default: published = CatalogError(.software, "internal error in the sync session: \(error)")
+        }
+        if published.reason == .accountErased {
+            accountWasErased(published)
+            return
         }
         let state = SyncStatus.State(failure: published)
         failures.withLock { $0[side] = published }

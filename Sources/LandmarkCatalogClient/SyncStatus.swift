@@ -18,16 +18,29 @@ public struct SyncStatus: Sendable, Equatable {
         /// session's), another 4xx but 429, a 500, an answer that is not the protocol or over 64 MiB, a TLS
         /// certificate that does not verify. Someone must act.
         case failing
+        /// The server answered that this session's user was erased (401 `account_erased`, docs/protocol.md
+        /// §2): the account was deleted, from this device or another. The session has stopped for good
+        /// (``SyncStatus/isRunning`` is false) and this device's copy of the user — their row, the
+        /// session's cursors and outbox — is cleared; nothing is retried. Show "Your account and its data
+        /// were deleted." and return to sign-in (docs/erasure.md §6).
+        case accountErased
 
-        /// The state a failure puts the session in: offline or failing.
+        /// The state a failure puts the session in: offline, failing, or account erased.
         /// - Parameter failure: the error published.
         public init(failure: CatalogError) {
-            self = failure.reason == .offline ? .offline : .failing
+            switch failure.reason {
+            case .offline: self = .offline
+            case .accountErased: self = .accountErased
+            default: self = .failing
+            }
         }
     }
 
-    /// Where the session stands: connecting, connected, offline or failing.
+    /// Where the session stands: connecting, connected, offline, failing or account erased.
     public var state: State = .connecting
+    /// Whether the server said this session's user was erased (`state == .accountErased`): the session
+    /// has stopped and cleared the user's data on this device.
+    public var isAccountErased: Bool { state == .accountErased }
     /// Whether the last exchange with the server succeeded (`state == .connected`).
     public var isConnected: Bool { state == .connected }
     /// Whether this device has merged a complete answer for its user from this server, ever (kept in the

@@ -14,6 +14,7 @@ import Observation
 ///     case .connected: Text(sync.status.pendingChanges == 0 ? "Up to date" : "Syncing…")
 ///     case .offline: Text("Offline — \(sync.status.pendingChanges) waiting")
 ///     case .failing: Text(sync.status.lastError?.message ?? "Sync failed")
+///     case .accountErased: Text("Your account and its data were deleted.")
 ///     }
 /// }
 /// ```

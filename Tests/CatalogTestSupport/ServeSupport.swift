@@ -5,6 +5,7 @@
     import Testing
 
     @testable import LandmarkCatalog
+    import LandmarkCatalogServer
 
     #if canImport(Glibc)
         import Glibc
@@ -166,6 +167,15 @@
             return token
         }
 
+        /// A new token of `user` issued a few seconds ahead (`iat` and `nbf`), kept as the one ``token(_:)``
+        /// gives from now on: the user signed in again after an erasure, in a later second than it (a token
+        /// issued in the erasure's second is refused, docs/serve.md §2).
+        package func tokenAfterErasure(_ user: String) throws -> String {
+            let token = try ServeKeys.issue(key: key.privateKey, user: user, issuedIn: 2)
+            tokens[user] = token
+            return token
+        }
+
         /// A token of `user` signed by another key: refused with 401.
         package func forgedToken(_ user: String) throws -> String {
             let other = try ServeKeys.make(box, "other-\(UUID().uuidString.prefix(8))")
@@ -304,6 +314,13 @@
             let r = try sandbox.run(["token", "issue", "--key", key, "--user", user] + extra)
             try #require(r.status == 0, "\(r)")
             return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        /// A token of `user` signed with the PEM private key at `key`, its `iat` and `nbf` `seconds` from now
+        /// (negative: in the past), living `ttl` s from then.
+        package static func issue(key: String, user: String, issuedIn seconds: Int64, ttl: Int64 = 3600) throws -> String {
+            try TokenIssuer.issue(
+                key: try TokenKey.loadPrivate(path: key), user: user, ttl: ttl, scope: nil, now: Int64(Date().timeIntervalSince1970) + seconds)
         }
 
         package static var pyjwtAvailable: Bool {

@@ -25,10 +25,11 @@ struct ErasureClientTests {
         try await session.eraseUser()
         #expect(try await phone.position(user: user) == nil)
         #expect(try server.row(user) == nil)
-        // The tablet returns: its older row is refused as erased, leaves the outbox and the tablet's copy.
-        let back = try await tablet.startSync(server: server.url, user: nil, configuration: ClientSyncTests.quick()) {
-            try server.token(user)
-        }
+        // The tablet returns, signed in again (a token issued after the erasure: the account's old tokens
+        // are refused, docs/serve.md §2): its older row is refused as erased, leaves the outbox and the
+        // tablet's copy.
+        let fresh = try server.tokenAfterErasure(user)
+        let back = try await tablet.startSync(server: server.url, user: nil, configuration: ClientSyncTests.quick()) { fresh }
         try await back.flush()
         #expect(back.status.pendingChanges == 0)
         #expect(try await eventually { try await tablet.position(user: user) == nil })

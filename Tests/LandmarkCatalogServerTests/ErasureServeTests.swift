@@ -30,20 +30,23 @@ struct ErasureServeTests {
         #expect(erased.status == 200, "\(erased)")
         #expect(erased.json?["erased"] as? Bool == true)
         #expect(erased.json?["removedRow"] as? Bool == true)
-        #expect(ServeRows.positions(try ServeCurl.get(url, token: token)).isEmpty)
+        // The account's tokens are refused from now on (docs/serve.md §2); the device signs in again.
+        #expect(try ServeCurl.get(url, token: token).errorCode == "account_erased")
+        let renewed = try ServeKeys.issue(key: key.privateKey, user: ErasureTraces.user, issuedIn: 2)
+        #expect(ServeRows.positions(try ServeCurl.get(url, token: renewed)).isEmpty)
         // The offline device comes back with its old row: refused as erased, nothing stored.
-        let late = try ServeCurl.post(url, token: token, body: ServeRows.body(user: ErasureTraces.user, page: 4, wall: old + 1))
+        let late = try ServeCurl.post(url, token: renewed, body: ServeRows.body(user: ErasureTraces.user, page: 4, wall: old + 1))
         #expect((late.json?["results"] as? [[String: Any]])?.first?["outcome"] as? String == "erased", "\(late)")
-        #expect(ServeRows.positions(try ServeCurl.get(url, token: token)).isEmpty)
+        #expect(ServeRows.positions(try ServeCurl.get(url, token: renewed)).isEmpty)
         #expect(ErasureTraces.traces(db) == [0, 0, 0], "the server's files still hold the id")
         // An edge token erases another user by id; ann's row goes.
         let byEdge = try ServeCurl.run(["-X", "DELETE", "-H", "Authorization: Bearer \(edge)", serve.base + "/v1/users/ann"])
         #expect(byEdge.status == 200, "\(byEdge)")
         #expect(ServeRows.positions(try ServeCurl.get(url, token: ann)).isEmpty)
         // Written after the erasure: a new user, accepted.
-        let fresh = try ServeCurl.post(url, token: token, body: ServeRows.body(user: ErasureTraces.user, page: 1))
+        let fresh = try ServeCurl.post(url, token: renewed, body: ServeRows.body(user: ErasureTraces.user, page: 1))
         #expect((fresh.json?["results"] as? [[String: Any]])?.first?["outcome"] as? String == "applied")
-        #expect(ServeRows.positions(try ServeCurl.get(url, token: token)).first?["page"] as? Int == 1)
+        #expect(ServeRows.positions(try ServeCurl.get(url, token: renewed)).first?["page"] as? Int == 1)
         let run = serve.stop()
         #expect(run.status == 0)
         #expect(run.stderr.contains(#""route":"/v1/users""#))

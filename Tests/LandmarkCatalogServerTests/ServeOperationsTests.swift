@@ -78,8 +78,10 @@ struct ServeOperationsTests {
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
         #expect(
             rows.map { "\($0["kind"] ?? "")/\($0["subject"] ?? "")/\($0["before"] ?? "")/\($0["source"] ?? "")" } == [
-                "jti/carol-phone/<null>/database", "user/ann/2001-01-01T00:00:00.000Z/database",
+                "jti/carol-phone/<null>/database", "user/\(ErasureRule.userHash("ann"))/2001-01-01T00:00:00.000Z/database",
             ])
+        // The user is kept by the hash an erasure keeps, never the id (docs/serve.md §10).
+        #expect(try dumpRows(db, sql: "SELECT count(*) FROM token_revocations WHERE subject = 'ann'") == [[.integer(0)]])
 
         // prune: ann's revocation (a time long past) can refuse no token that lives at most 30 days; carol's jti,
         // recorded now, may still.
@@ -336,7 +338,7 @@ struct ServeHubOperationsTests {
     func revokeAcrossAHub() throws {
         let server = try PostgresServer.throwaway()
         defer { server.stop() }
-        let (uri, _) = try HubSupport.makeHub(server)
+        let (uri, hubName) = try HubSupport.makeHub(server)
         let box = try Sandbox()
         let key = try ServeKeys.make(box, "k")
         let one = try ServeProcess(box, db: try box.seededDatabase("one.sqlite"), keys: [key.publicKey], extra: ["--hub", uri])
@@ -360,7 +362,24 @@ struct ServeHubOperationsTests {
         let listed = try box.run(["token", "revocations", "--hub", uri, "--json"], db: box.path("operator.sqlite"))
         #expect(
             listed.status == 0 && listed.stdout.contains(#""kind":"user","revokedAt":"#)
-                && listed.stdout.contains(#""source":"hub","subject":"ann""#), "\(listed)")
+                && listed.stdout.contains(#""source":"hub","subject":"\#(ErasureRule.userHash("ann"))""#), "\(listed)")
+
+        // A revocation an older binary put in the hub keeps the id in clear: still refused, and hub migration 6's
+        // SQL turns it into the very hash this binary computes.
+        let dave = try ServeKeys.issue(box, key: key.privateKey, user: "dave")
+        _ = try HubSupport.scalar(
+            server, hubName, "INSERT INTO hub_token_revocations (kind, subject, before_s) VALUES ('user', 'dave', $1) RETURNING 1",
+            [.integer(Int64(Date().timeIntervalSince1970) + 1)])
+        for serve in [one, two] { #expect(try ServeOperationsTests.secondsUntil(401, serve.base + "/v1/positions", token: dave) != nil) }
+        let migration = try String(
+            contentsOfFile: Support.root.appending(path: "Migrations/hub/0006_hashed_user_revocations.sql").path, encoding: .utf8)
+        try HubSupport.connect(server, hubName).executeScript(sql: migration)
+        #expect(
+            try HubSupport.scalar(
+                server, hubName, "SELECT subject FROM hub_token_revocations WHERE before_s > 1000000000 AND subject <> $1",
+                [.text(ErasureRule.userHash("ann"))])
+                == ErasureRule.userHash("dave"))
+        #expect(try box.run(["token", "revoke", "--user", "dave", "--lift", "--hub", uri], db: box.path("operator.sqlite")).status == 0)
 
         // Revoked from one node and lifted from another (a breaker's: the first node kept a row of its own and
         // went on refusing what the fleet had lifted), then revoked again.
@@ -374,7 +393,9 @@ struct ServeHubOperationsTests {
         #expect(pruned.stdout == "removed 1 revocation that can refuse no token any more\n", "\(pruned)")
         // Each serve's copy of the hub's follows it (read every second): ann's alone, before the hub stops.
         let mirrored = try HubSupport.wait(seconds: 15) {
-            try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations") == [[.text("hub"), .text("user"), .text("ann")]]
+            try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations") == [
+                [.text("hub"), .text("user"), .text(ErasureRule.userHash("ann"))]
+            ]
         }
         let copy = try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations")
         #expect(mirrored, "\(copy)")
@@ -393,7 +414,10 @@ struct ServeHubOperationsTests {
         #expect(two.stop(limit: 60).status == 0)
         // Restarted while the hub is down: the copy of the hub's revocations kept in its database is in force
         // from the first request.
-        #expect(try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations") == [[.text("hub"), .text("user"), .text("ann")]])
+        #expect(
+            try dumpRows(one.db, sql: "SELECT source, kind, subject FROM token_revocations") == [
+                [.text("hub"), .text("user"), .text(ErasureRule.userHash("ann"))]
+            ])
         let again = try ServeProcess(box, db: one.db, keys: [key.publicKey], extra: ["--hub", uri])
         #expect(try ServeCurl.get(again.base + "/v1/positions", token: ann).status == 401)
         #expect(try ServeCurl.get(again.base + "/v1/positions", token: bob).status == 200)

@@ -43,6 +43,10 @@ extension CatalogCLI {
     static func runUserErase(_ i: Invocation) throws -> Int32 {
         // As `position clear`: a missing database is refused (66), not created to hold one erasure.
         let summary = try UserErasure(i.openStore(i.databaseExists ? .write : .read)).eraseUser(i[UserArguments.id])
+        // Exit 0 all the same: the erasure is recorded and reaches peers that may hold the user, and erasing
+        // again is harmless; but a mistyped id must not pass for a success unseen (docs/cli.md §14).
+        let noRow = "no row of this user was stored in this database: check the id; the erasure is recorded all the same"
+        if !summary.removedRow { i.reporter.warn(noRow, kind: "no_row") }
         if i[Options.json] {
             var o = JSONObject()
             o.set("counter", summary.stamp.counter)
@@ -50,6 +54,8 @@ extension CatalogCLI {
             o.set("removedRecords", summary.removedRecords)
             o.set("removedRow", summary.removedRow)
             o.set("updatedAt", Timestamp.format(milliseconds: summary.stamp.wallMilliseconds))
+            o.set("userHash", ErasureRule.userHash(try UserID.normalize(i[UserArguments.id])))
+            if summary.removedRow { o.setNull("warning") } else { o.set("warning", noRow) }
             i.stdout.write(o.bytes + [0x0A])
         } else {
             i.stdout.line(

@@ -81,6 +81,10 @@ extension CatalogCLI {
     static func describe(_ c: MergeCounts) -> String {
         "\(c.landmarksApplied) of \(plural(c.landmarksSeen, "landmark")) and \(c.positionsApplied) of \(plural(c.positionsSeen, "position")) applied, "
             + "\(c.stale) stale, \(plural(c.ties, "tie")), \(c.quarantined) quarantined" + (c.notAllowed > 0 ? ", \(c.notAllowed) not allowed" : "")
+            // Refused rows of erased users and rows older than the horizon, and erasures applied, when there are any
+            // (docs/erasure.md §1, §4): as `--json` counts them.
+            + (c.erased > 0 ? ", \(c.erased) erased" : "") + (c.expired > 0 ? ", \(c.expired) expired" : "")
+            + (c.erasuresApplied > 0 ? ", \(plural(c.erasuresApplied, "erasure")) applied" : "")
     }
 
     /// A source as text shows it: by its remote's name where it has one, the URL beside it

@@ -103,8 +103,10 @@ extension CatalogCLI {
 
     static func runTokenRevoke(_ i: Invocation) throws -> Int32 {
         let now = i.context.wallClock.nowMilliseconds() / 1000
-        let (kind, subject): (TokenRevocation.Kind, String) =
+        let (kind, named): (TokenRevocation.Kind, String) =
             try i[RevokeOptions.user].map { (.user, try UserID.normalize($0)) } ?? (.jti, i[RevokeOptions.id] ?? "")
+        // A user is stored by the hash an erasure keeps, never the id (docs/serve.md §10).
+        let subject = kind == .user ? ErasureRule.userHash(named) : named
         let hub = i[RevokeOptions.hub]
         guard i.databaseExists || hub != nil else {
             throw CatalogError(
@@ -113,7 +115,7 @@ extension CatalogCLI {
         let store = i.databaseExists ? try i.openStore() : nil
         let hubRevocations = try hub.map { try HubRevocations(hub: $0, remotes: (try store.map { try RemoteBook($0).remotes() }) ?? []) }
         defer { hubRevocations?.close() }
-        let what = kind == .user ? "user \(subject)" : "the token with jti \(subject)"
+        let what = kind == .user ? "user \(named)" : "the token with jti \(named)"
         if i[RevokeOptions.lift] {
             var lifted = try store.map { try TokenRevocations($0).lift(kind: kind, subject: subject) } ?? false
             if let hubRevocations { lifted = try hubRevocations.lift(kind: kind, subject: subject) || lifted }
@@ -136,7 +138,7 @@ extension CatalogCLI {
             if wait > 0, wait <= 1.1 { usleep(UInt32(wait * 1_000_000)) }
         }
         let tokens =
-            kind == .user ? "the tokens of user \(subject) issued before \(Timestamp.format(milliseconds: before * 1000))" : what
+            kind == .user ? "the tokens of user \(named) issued before \(Timestamp.format(milliseconds: before * 1000))" : what
         i.stdout.line("revoked \(tokens); a running serve refuses \(kind == .user ? "them" : "it") within 5 s")
         return 0
     }

@@ -95,6 +95,11 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible, Equatable,
         ///
         /// Kind 69.
         public static let forbidden = Reason(rawValue: "forbidden")
+        /// The server answered that the token's account was erased (HTTP 401 `account_erased`,
+        /// docs/protocol.md §2): not retried, and a sync session clears this device's copy of the user.
+        ///
+        /// Kind 69.
+        public static let accountErased = Reason(rawValue: "accountErased")
         /// The server quarantined this device's position: its stamp is further ahead of the server's clock
         /// than the server allows (docs/merge-rules.md §5), so the device's clock (or a stamp it took on)
         /// is ahead.

@@ -105,6 +105,27 @@ package final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// Defines the deterministic SQL function `name(text)` on this connection, computed by `body`: NULL
+    /// for a NULL or non-text argument or a nil result (https://sqlite.org/c3ref/create_function.html).
+    /// - Throws: ``SQLiteError`` when SQLite refuses the definition.
+    func defineFunction(_ name: String, _ body: @escaping (String) -> String?) throws {
+        let box = Unmanaged.passRetained(TextFunction(body)).toOpaque()
+        let rc = sqlite3_create_function_v2(
+            handle, name, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, box,
+            { context, count, values in
+                guard let context, let user = sqlite3_user_data(context) else { return }
+                let function = Unmanaged<TextFunction>.fromOpaque(user).takeUnretainedValue()
+                guard count == 1, let value = values?[0], sqlite3_value_type(value) == SQLITE_TEXT, let text = sqlite3_value_text(value),
+                    var result = function.body(String(cString: text))
+                else { return sqlite3_result_null(context) }
+                if result.isEmpty { return sqlite3_result_text(context, "", 0, nil) }
+                result.withUTF8 { bytes in
+                    bytes.withMemoryRebound(to: CChar.self) { sqlite3_result_text(context, $0.baseAddress, Int32($0.count), csqlite_transient()) }
+                }
+            }, nil, nil, { user in user.map { Unmanaged<TextFunction>.fromOpaque($0).release() } })
+        guard rc == SQLITE_OK else { throw lastError(sql: nil) }
+    }
+
     /// The first 32 KiB region of this connection's wal-index (its `-shm` file,
     /// https://sqlite.org/walformat.html) as SQLite itself maps it for this process (the VFS's `xShmMap`,
     /// never extending the file), or nil: no WAL, nothing mapped yet, a VFS without shared memory.
@@ -277,3 +298,9 @@ enum TransactionOutcome<T> {
 
 @available(*, unavailable)
 extension Connection: Sendable {}
+
+/// A SQL function's body, kept alive by SQLite until the connection closes (``Connection/defineFunction(_:_:)``).
+private final class TextFunction {
+    let body: (String) -> String?
+    init(_ body: @escaping (String) -> String?) { self.body = body }
+}

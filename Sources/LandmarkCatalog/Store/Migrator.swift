@@ -120,6 +120,10 @@ package struct Migrator {
     /// Creates the ledger table when it is missing (a read first, so an existing database takes no write lock).
     /// - Throws: `CatalogError` (73) for a database that has tables but no ledger: some other
     ///   application's SQLite file, which is never migrated into a catalog.
+    /// `catalog_user_hash(text)`: the SHA-256 of the text's UTF-8 bytes in lowercase hex, as
+    /// `ErasureRule.userHash` computes it, for migrations that replace stored user ids by their hashes.
+    static let userHashFunction = "catalog_user_hash"
+
     func ensureLedger(_ db: Connection) throws {
         if try !Self.hasLedger(db) {
             try Self.refuseForeign(db)
@@ -184,6 +188,8 @@ package struct Migrator {
     @discardableResult
     func migrate(_ db: Connection, now: Date = Date()) throws -> [Int] {
         try ensureLedger(db)
+        // The one SQL function migrations may call: the user-id hash (docs/erasure.md §2), which SQLite lacks.
+        try db.defineFunction(Self.userHashFunction) { SHA256.hex(SHA256.hash(Array($0.utf8))) }
         // Up to date: return without taking the write lock, so opening never waits on another writer.
         let current = try applied(db)
         if migrations.allSatisfy({ current[$0.version] != nil }) { return [] }

@@ -250,6 +250,10 @@ package enum AuthRefusalCause: String, CaseIterable, Sendable {
     case claims
     /// Revoked by `catalog token revoke` (docs/serve.md §10).
     case revoked
+    /// A user token whose user was erased at or after its `iat` (docs/erasure.md §6): 401 `account_erased`.
+    case accountErased = "account_erased"
+    /// A user token issued before this server's collection horizon (docs/serve.md §2).
+    case beforeHorizon = "before_horizon"
 
     var index: Int { Self.allCases.firstIndex(of: self) ?? 0 }
 }

@@ -29,7 +29,9 @@ extension ServeServer {
         switch verifier.verify(token, now: Int64(Date().timeIntervalSince1970)) {
         case .failure(let refusal):
             metrics.refused(refusal.cause)
-            return error(401, "invalid_token", refusal.reason, headers: invalid())
+            // An erased account has its own code, so a device can tell "gone" from "sign in again" (docs/protocol.md §2).
+            let code = refusal.cause == .accountErased ? "account_erased" : "invalid_token"
+            return error(401, code, refusal.reason, headers: invalid())
         case .success(let identity):
             request.user = identity.user
             request.edge = identity.isEdge

@@ -27,10 +27,15 @@ extension ServeServer {
             return .reply(unavailable(failure))
         }
         stateLock.withLock { writeFailing = false }
+        // In force before the answer: the user's other devices are refused from their next request (docs/serve.md §2).
+        let userHash = ErasureRule.userHash(user)
+        verifier.erased.note(userHash: userHash, milliseconds: summary.stamp.wallMilliseconds)
         if let high = try? writeLock.withLock({ try writer.changeSequence() }) { polls.noteCursor(high) }
         polls.poke()
         var w = JSONWriter(reservingCapacity: 192)
-        w.raw("{\"erased\":true,\"updatedAt\":")
+        w.raw("{\"erased\":true,\"userHash\":")
+        w.string(userHash)
+        w.raw(",\"updatedAt\":")
         Timestamp.write(milliseconds: summary.stamp.wallMilliseconds, to: &w)
         w.raw(",\"counter\":")
         w.int(summary.stamp.counter)

@@ -88,7 +88,8 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         metrics.readiness = { [weak self] in self?.isReady ?? false }
         let heartbeat = options.heartbeat.map { beat in { @Sendable [weak self] in beat(self?.notReadyReason()) } }
         let watch = ServeWatch(
-            databasePath: options.databasePath, hub: options.hub, revoked: verifier.revoked, log: options.log, heartbeat: heartbeat)
+            databasePath: options.databasePath, hub: options.hub, revoked: verifier.revoked, erased: verifier.erased, log: options.log,
+            heartbeat: heartbeat)
         do {
             try watch.start()
         } catch {

@@ -3,9 +3,10 @@ import Foundation
 import LandmarkCatalog
 import LandmarkCatalogSync
 
-/// serve's background checks (docs/serve.md §10, §11): the revocations in force, read again from the
-/// database when `PRAGMA data_version` moved (every second) and, with `--hub`, from the hub every second;
-/// and the heartbeat `catalog status --check` reads, every few seconds.
+/// serve's background checks (docs/serve.md §2, §10, §11): the revocations in force and the erased users
+/// (``ErasedAccounts``), read again from the database when `PRAGMA data_version` moved (every second) and,
+/// with `--hub`, the revocations from the hub every second; and the heartbeat `catalog status --check`
+/// reads, every few seconds.
 ///
 /// Requests never wait on it: they look at ``RevokedTokens`` in memory.
 final class ServeWatch: @unchecked Sendable {
@@ -14,6 +15,7 @@ final class ServeWatch: @unchecked Sendable {
     private let databasePath: String
     private let hubName: String?
     private let revoked: RevokedTokens
+    private let erased: ErasedAccounts
     private let log: @Sendable (String) -> Void
     private let heartbeat: (@Sendable () -> Void)?
     private let lock = NSLock()
@@ -31,9 +33,10 @@ final class ServeWatch: @unchecked Sendable {
     static let heartbeatTicks = 5
 
     init(
-        databasePath: String, hub: String?, revoked: RevokedTokens, log: @escaping @Sendable (String) -> Void,
+        databasePath: String, hub: String?, revoked: RevokedTokens, erased: ErasedAccounts, log: @escaping @Sendable (String) -> Void,
         heartbeat: (@Sendable () -> Void)?
     ) {
+        self.erased = erased
         self.databasePath = databasePath
         hubName = hub
         self.revoked = revoked
@@ -51,6 +54,7 @@ final class ServeWatch: @unchecked Sendable {
         let store = try CatalogStore.open(path: databasePath, access: .read)
         let first = try TokenRevocations(store).all(hubCopy: true)
         lock.withLock { local = first }
+        erased.merge(try UserErasure(store).erasureTimes(after: 0))
         var hubReader: HubRevocations?
         if let hubName {
             let reader = try HubRevocations(hub: hubName, remotes: (try? RemoteBook(store).remotes()) ?? [], timeoutSeconds: 5)
@@ -100,6 +104,8 @@ final class ServeWatch: @unchecked Sendable {
             tick += 1
             if let version = try? store.read({ try store.dataVersion() }), version != seen {
                 seen = version
+                // Only the records past those read (an index range): a failure is read again at the next change.
+                if let times = try? UserErasure(store).erasureTimes(after: erased.readThrough) { erased.merge(times) }
                 if let rows = try? TokenRevocations(store).all(hubCopy: true) {
                     let changed = lock.withLock {
                         defer { local = rows }

@@ -87,11 +87,20 @@ package struct TokenVerifier: Sendable {
     ///
     /// Shared by copies of this verifier.
     package let revoked: RevokedTokens
+    /// The erased users and the collection horizon (docs/serve.md §2), checked on every request after the
+    /// revocations.
+    ///
+    /// Shared by copies of this verifier.
+    package let erased: ErasedAccounts
 
-    package init(keys: [TokenKey], cacheCapacity: Int = VerifiedTokens.defaultCapacity, revoked: RevokedTokens = RevokedTokens()) {
+    package init(
+        keys: [TokenKey], cacheCapacity: Int = VerifiedTokens.defaultCapacity, revoked: RevokedTokens = RevokedTokens(),
+        erased: ErasedAccounts = ErasedAccounts()
+    ) {
         self.keys = keys
         verified = VerifiedTokens(capacity: cacheCapacity)
         self.revoked = revoked
+        self.erased = erased
     }
 
     /// The identity in `token`, or the refusal.
@@ -103,8 +112,8 @@ package struct TokenVerifier: Sendable {
     ///   - token: the compact JWS, as the `Authorization: Bearer` header carried it.
     ///   - now: the time in seconds since the epoch.
     /// - Returns: the token's user and scope, or why it is refused (a 401's reason, docs/serve.md §2).
-    /// A revoked token is refused whether it was cached or not: the revocations are looked at after the
-    /// cache, on every request.
+    /// A revoked token, or an erased user's, is refused whether it was cached or not: the revocations and
+    /// the erasures are looked at after the cache, on every request.
     package func verify(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
         let result: Result<TokenIdentity, TokenRefusal>
         if let hit = verified.lookup(token) {
@@ -112,7 +121,9 @@ package struct TokenVerifier: Sendable {
         } else {
             result = verifyFully(token, now: now)
         }
-        if case .success(let identity) = result, let refusal = revoked.refusal(identity) { return .failure(refusal) }
+        if case .success(let identity) = result, let refusal = revoked.refusal(identity) ?? erased.refusal(identity) {
+            return .failure(refusal)
+        }
         return result
     }
 

@@ -6,7 +6,8 @@ import LandmarkCatalog
 /// is two dictionary look-ups and never a read.
 ///
 /// A token is revoked when its `jti` is revoked, or its user is and the token's `iat` is before the
-/// revocation's time (a token without `iat` of a revoked user is revoked).
+/// revocation's time (a token without `iat` of a revoked user is revoked). Users are held by the hash of
+/// their id, as stored: a request with a user revoked somewhere hashes its token's user once.
 package final class RevokedTokens: @unchecked Sendable {
     // Safe: `users` and `ids` are touched only while `lock` is held.
     private let lock = NSLock()
@@ -21,11 +22,20 @@ package final class RevokedTokens: @unchecked Sendable {
         var ids: Set<String> = []
         for r in revocations {
             switch r.kind {
-            case .user: users[r.subject] = max(users[r.subject] ?? .min, r.before)
+            case .user:
+                let hash = Self.userHash(stored: r.subject)
+                users[hash] = max(users[hash] ?? .min, r.before)
             case .jti: ids.insert(r.subject)
             }
         }
         lock.withLock { (self.users, self.ids) = (users, ids) }
+    }
+
+    /// The hash a user's revocation is kept under: `subject` as stored (``ErasureRule/userHash(_:)``, 64
+    /// lowercase hex digits), or, for a user id still stored in clear (a hub not migrated yet), its hash.
+    static func userHash(stored subject: String) -> String {
+        let hex = subject.utf8.count == 64 && subject.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        return hex ? subject : ErasureRule.userHash(subject)
     }
 
     /// How many revocations are in force (users and ids).
@@ -36,7 +46,7 @@ package final class RevokedTokens: @unchecked Sendable {
         let revoked: Bool = lock.withLock {
             if users.isEmpty && ids.isEmpty { return false }
             if let id = identity.tokenID, ids.contains(id) { return true }
-            guard let before = users[identity.user] else { return false }
+            guard !users.isEmpty, let before = users[ErasureRule.userHash(identity.user)] else { return false }
             guard let iat = identity.issuedAt else { return true }
             return iat < before
         }

@@ -12,7 +12,8 @@ package struct TokenRevocation: Sendable, Equatable, Hashable {
     }
 
     package var kind: Kind
-    /// The user id (NFC, as tokens' `sub` is read) or the `jti`.
+    /// For ``Kind/user``, the user id's hash (SHA-256 of the NFC-normalised id in lowercase hex, as an
+    /// erasure record keeps it: migration 0014 replaced the ids stored before); for ``Kind/jti``, the `jti`.
     package var subject: String
     /// For ``Kind/user``: tokens whose `iat` is before this (s since the epoch) are refused; 0 for ``Kind/jti``.
     package var before: Int64

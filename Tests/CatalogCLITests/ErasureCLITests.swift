@@ -1,0 +1,51 @@
+import CatalogTestSupport
+import Foundation
+import Testing
+
+@testable import LandmarkCatalog
+
+/// What `user erase` and `sync` say about erasures, from the built binary (docs/cli.md §14, docs/erasure.md).
+@Suite("Erasure on the command line")
+struct ErasureCLITests {
+    @Test("user erase of an id with no row: recorded, exit 0, but a warning on stderr and in --json; a stored row: no warning")
+    func eraseWithoutARowWarns() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let typo = try box.run(["user", "erase", "annn"], db: db)
+        #expect(typo.status == 0, "\(typo)")
+        #expect(typo.stdout.contains("(no row was stored)"), "\(typo)")
+        #expect(typo.stderr.contains("no row of this user was stored in this database: check the id"), "\(typo)")
+        let json = try box.run(["user", "erase", "annn", "--json"], db: db)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+        #expect(json.status == 0 && object["removedRow"] as? Bool == false)
+        #expect((object["warning"] as? String)?.contains("check the id") == true, "\(object)")
+        #expect(object["userHash"] as? String == ErasureRule.userHash("annn"))
+        #expect(try box.run(["user", "erase", "annn"], db: db).status == 0, "erasing again is harmless")
+
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "1"], db: db).status == 0)
+        let real = try box.run(["user", "erase", "ann", "--json"], db: db)
+        let erased = try #require(try JSONSerialization.jsonObject(with: Data(real.stdout.utf8)) as? [String: Any], "\(real)")
+        #expect(real.status == 0 && erased["removedRow"] as? Bool == true && erased["warning"] is NSNull, "\(real)")
+        #expect(!real.stderr.contains("no row"), "\(real)")
+    }
+
+    @Test("sync in text mode names the rows refused as erased and the erasures applied, as --json counts them")
+    func syncTextCountsErasures() throws {
+        let box = try Sandbox()
+        let a = try box.seededDatabase("a.sqlite")
+        let b = try box.seededDatabase("b.sqlite")
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "2"], db: a).status == 0)
+        #expect(try box.run(["export", "--output", box.path("a.json")], db: a).status == 0)
+        // b erases ann after a's row was stamped: a's row is refused as erased there.
+        #expect(try box.run(["user", "erase", "ann"], db: b).status == 0)
+        let refused = try box.run(["sync", box.path("a.json")], db: b)
+        #expect(refused.status == 0 && refused.stdout.contains(", 1 erased"), "\(refused)")
+        let quiet = try box.run(["sync", box.path("a.json")], db: a)
+        #expect(!quiet.stdout.contains("erased") && !quiet.stdout.contains("erasure"), "nothing to say: \(quiet)")
+        // a merges b's erasure: ann's row goes there too.
+        #expect(try box.run(["export", "--output", box.path("b.json")], db: b).status == 0)
+        let applied = try box.run(["sync", box.path("b.json")], db: a)
+        #expect(applied.status == 0 && applied.stdout.contains(", 1 erasure applied"), "\(applied)")
+        #expect(try StoredPositions.row(a, "ann") == nil)
+    }
+}
