@@ -115,6 +115,8 @@ struct ErasurePushTests {
         // ann's erasure is not this token's to send: not pushed, and ann's row stays on the server.
         #expect(try Self.rows(server, user) == 0 && Self.erasureRecords(server) == 1 && Self.rows(server, "ann") == 1)
         #expect(ErasureTraces.traces(server) == [0, 0, 0])
+        // The node's own files keep no id either: its cursor records the reader by the user's hash.
+        #expect(ErasureTraces.traces(node) == [0, 0, 0], "the node's files still hold the id")
         #expect(serve.stop().status == 0)
     }
 

@@ -126,11 +126,19 @@ final class ServeSource: SyncSource {
         return claims?.isEdge == false ? claims?.user : nil
     }
 
-    /// Who reads with `token`, as the cursor records it: `edge`, `user:SUB`, or `?` (a payload that cannot
-    /// be read).
+    /// Who reads with `token`, as the cursor records it: `edge`, `user:HASH` (the user's key as an erasure
+    /// record keys it, so the cursor keeps no id: docs/erasure.md §3), or `?` (a payload that cannot be read).
     static func reader(_ token: String) -> String {
         guard let claims = TokenPeek.peek(token) else { return "?" }
-        return claims.isEdge ? "edge" : "user:" + claims.user
+        return claims.isEdge ? "edge" : "user:" + ErasureRule.userHash(claims.user)
+    }
+
+    /// Whether the cursor's recorded reader is `token`'s: also a cursor kept as `user:SUB`, with the id in
+    /// clear, as it was before readers were hashed (the next sync stores the hash).
+    static func sameReader(_ held: String, _ token: String) -> Bool {
+        if held == reader(token) { return true }
+        guard let claims = TokenPeek.peek(token), !claims.isEdge else { return false }
+        return held == "user:" + claims.user
     }
 
     /// The stored cursor as `token` may go on from it.
@@ -140,7 +148,7 @@ final class ServeSource: SyncSource {
     /// other rows (an edge token once kept a user token's cursor and never read the other
     /// users' rows). A cursor from before readers were recorded goes on as it is.
     static func cursor(_ stored: SourceCursor?, for token: String) -> SourceCursor? {
-        guard var cursor = stored, let held = cursor["reader"], held != reader(token) else { return stored }
+        guard var cursor = stored, let held = cursor["reader"], !sameReader(held, token) else { return stored }
         cursor["positions"] = nil
         cursor["pushThrough"] = nil
         return cursor
