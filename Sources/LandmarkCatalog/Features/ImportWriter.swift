@@ -267,8 +267,11 @@ struct ImportWriter {
             try upsert.bind(nextSeq, to: LandmarkColumn.seq)
             // The stamp was bound once in `run`; `run()` keeps bindings.
             try upsert.bind(Int64(record.present), at: LandmarksTable.presentParameter)
+            // The hash of the row as inserted; an update keeps the stored one until `rehash` below.
+            try RowHashColumns.bind(RowHash(landmark: StampedFields(view, stamp: stamp)), to: upsert, at: LandmarksTable.importHashParameter)
             return try store.landmarkTable.runImportUpsert(upsert, id: record.id)
         }
+        if write == .updated { try store.landmarkTable.rehash(id: record.id) }
         guard write != .unchanged else {
             summary.unchanged += 1
             return
@@ -293,6 +296,7 @@ struct ImportWriter {
                 try tombstone.bind(nextSeq, at: 4)
                 try tombstone.bind(id, at: 5)
                 try tombstone.run()
+                try store.landmarkTable.rehash(id: id)
                 nextSeq += 1
             }
         }

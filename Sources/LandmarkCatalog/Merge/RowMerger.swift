@@ -290,6 +290,7 @@ package struct RowMerger {
                 try upsert.bind(row.stamp.node, to: PositionColumn.node)
                 try upsert.bind(row.deleted, to: PositionColumn.deleted)
                 try upsert.bind(nextSeq, to: PositionColumn.seq)
+                try RowHashColumns.bind(RowHash(position: row), to: upsert, at: PositionsTable.mergeHashParameter)
                 try upsert.run()
                 nextSeq += 1
                 counts.positionsApplied += 1
@@ -396,5 +397,6 @@ package struct RowMerger {
         try upsert.bindStatic(view.slot(TextRanges.nodeSlot), to: LandmarkColumn.node)
         try upsert.bind(record.deleted, to: LandmarkColumn.deleted)
         try upsert.bind(seq, to: LandmarkColumn.seq)
+        try RowHashColumns.bind(RowHash(landmark: view), to: upsert, at: LandmarksTable.mergeHashParameter)
     }
 }

@@ -44,92 +44,68 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
 
     /// Adds one row's canonical text.
     mutating func add(_ text: [UInt8]) {
-        let hash = SHA256.hash(text)
-        var h: UInt64 = 0
-        var l: UInt64 = 0
-        for i in 0..<8 { h = h << 8 | UInt64(hash[i]) }
-        for i in 8..<16 { l = l << 8 | UInt64(hash[i]) }
-        high &+= h
-        low &+= l
+        let lanes = RowHash(text: text).values.map { UInt64($0) }
+        high &+= lanes[0] << 32 | lanes[1]
+        low &+= lanes[2] << 32 | lanes[3]
         rows += 1
     }
 
-    /// The canonical text of a landmark row.
-    static func landmarkText<F: LandmarkFields>(_ f: F, content: [UInt8]) -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: content.count + 64)
-        w.raw("L\n")
-        w.raw(String(f.int(.id)))
-        w.byte(0x0A)
-        w.raw(String(f.int(.updatedMs)))
-        w.byte(0x0A)
-        w.raw(String(f.int(.counter)))
-        w.byte(0x0A)
-        f.withText(.node) { if let b = $0 { w.bytes.append(contentsOf: b) } }
-        w.byte(0x0A)
-        w.raw(f.int(.deleted) != 0 ? "1" : "0")
-        w.byte(0x0A)
-        w.bytes.append(contentsOf: content)
-        return w.bytes
-    }
+    /// The canonical text of a landmark row (``RowHash/landmarkText(_:content:)``).
+    static func landmarkText<F: LandmarkFields>(_ f: F, content: [UInt8]) -> [UInt8] { RowHash.landmarkText(f, content: content) }
 
-    /// The canonical text of a position row.
-    static func positionText(_ p: PositionRecord) -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: 96)
-        w.raw("P\n")
-        w.raw(p.user)
-        w.byte(0x0A)
-        w.raw(String(p.stamp.wallMilliseconds))
-        w.byte(0x0A)
-        w.raw(String(p.stamp.counter))
-        w.byte(0x0A)
-        w.raw(p.stamp.node)
-        w.byte(0x0A)
-        w.raw(p.deleted ? "1" : "0")
-        w.byte(0x0A)
-        w.raw(String(p.page))
-        w.byte(0x0A)
-        if let l = p.landmark { w.raw(String(l)) }
-        return w.bytes
+    /// The canonical text of a position row (``RowHash/positionText(_:)``).
+    static func positionText(_ p: PositionRecord) -> [UInt8] { RowHash.positionText(p) }
+
+    /// The digest of kept or recomputed lane sums.
+    init(_ sums: LaneSums) {
+        let lanes = sums.lanes64
+        self.init(rows: sums.rows, high: lanes.high, low: lanes.low)
     }
 }
 
 extension StateDigest {
-    /// The state digest of the catalog in `store` (docs/merge-rules.md §8).
+    /// The state digest of the catalog in `store` (docs/merge-rules.md §8), as each write keeps it
+    /// (docs/repair.md §1): two rows read, whatever the catalog's size.
     ///
-    /// Computing it reads every row (about a second per million); the result is kept with the change sequence
-    /// number it was computed at, so asking again before anything changes costs nothing.
+    /// A database whose schema predates the kept digest, or whose rows are still to be hashed (opened
+    /// read-only since it was migrated), is digested by reading every row instead.
     /// - Parameter store: the catalog to digest.
     /// - Throws: `CatalogError` when the database cannot be read.
     public init(of store: CatalogStore) throws {
-        let (digest, seq, cached) = try store.read { () throws -> (StateDigest, Int64, Bool) in
-            let seq = try store.lastChangeSequence()
-            if let text = try store.metaTable.value("digest"),
-                let cached = Self.parseCached(text), cached.seq == seq
+        self = try store.read {
+            if try store.digestTotals.exists(), try store.digestTotals.pendingBackfill().isEmpty,
+                let landmarks = try store.digestTotals.totals("landmarks"), let positions = try store.digestTotals.totals("positions")
             {
-                return (cached.digest, seq, true)
+                var sums = landmarks
+                sums.add(positions)
+                return StateDigest(sums)
             }
-            var digest = StateDigest()
-            try store.landmarkTable.forEachRow { s in
-                let row = LandmarkRow(statement: s)
-                digest.add(StateDigest.landmarkText(row, content: LandmarkJSON.bytes(row, shape: .content)))
-            }
-            try store.positionTable.forEachRow { s in
-                digest.add(StateDigest.positionText(PositionRecord(row: s)))
-            }
-            return (digest, seq, false)
+            return try Self.recomputed(store).digest
         }
-        if !cached && store.path != ":memory:" {
-            // A cache only: a busy or read-only database just means computing it again next time.
-            MetaTable.storeCache(key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)", beside: store)
-        }
-        self = digest
     }
 
-    static func parseCached(_ text: String) -> (seq: Int64, digest: StateDigest)? {
-        let parts = text.split(separator: " ")
-        guard parts.count == 3, let seq = Int64(parts[0]), let rows = Int64(parts[1]), parts[2].count == 32,
-            let high = UInt64(parts[2].prefix(16), radix: 16), let low = UInt64(parts[2].suffix(16), radix: 16)
-        else { return nil }
-        return (seq, StateDigest(rows: rows, high: high, low: low))
+    /// The digest recomputed from every row's content, and how many rows' stored hashes differ from
+    /// their content (call inside a read).
+    static func recomputed(_ store: CatalogStore) throws -> (digest: StateDigest, staleRows: Int) {
+        let landmarks = try store.landmarkTable.recomputedSums()
+        let positions = try store.positionTable.recomputedSums()
+        var sums = landmarks.sums
+        sums.add(positions.sums)
+        return (StateDigest(sums), landmarks.stale + positions.stale)
     }
+
+    /// Recomputes the digest from every row (about a second per million rows) and compares it with the
+    /// kept one (`catalog status --verify-digest`, docs/repair.md §1).
+    /// - Parameter store: the catalog to check.
+    /// - Returns: the kept digest, the recomputed one, and how many rows' stored hashes differ from their
+    ///   content; the kept digest is right when the two are equal and no row is stale.
+    /// - Throws: `CatalogError` when the database cannot be read.
+    public static func verify(_ store: CatalogStore) throws -> (kept: StateDigest, recomputed: StateDigest, staleRows: Int) {
+        try store.read {
+            let kept = try StateDigest(of: store)
+            let (recomputed, stale) = try Self.recomputed(store)
+            return (kept, recomputed, stale)
+        }
+    }
+
 }

@@ -111,12 +111,20 @@ package struct LandmarksTable {
     }
 
     static let mergeUpsertSQL = """
-        \(LandmarkColumn.insertAllSQL)
-        ON CONFLICT (id) DO UPDATE SET \(LandmarkColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+        \(RowHashColumns.insertAllSQL(LandmarkColumn.self, hashAt: mergeHashParameter))
+        ON CONFLICT (id) DO UPDATE SET \(LandmarkColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", ")), \(RowHashColumns.setExcluded)
         """
+
+    /// The first of the merge upsert's four row-hash parameters (after every column's): bind them with
+    /// ``RowHashColumns/bind(_:to:at:)``.
+    static let mergeHashParameter = Int32(LandmarkColumn.allCases.count + 1)
 
     /// The parameter of the import upsert's presence mask (after every column's).
     static let presentParameter = Int32(LandmarkColumn.allCases.count + 1)
+
+    /// The first of the import upsert's four row-hash parameters (after the mask): the hash of the row
+    /// as inserted. An update keeps the stored hash; the writer calls ``rehash(id:)`` after it.
+    static let importHashParameter = Int32(LandmarkColumn.allCases.count + 2)
 
     /// The import's upsert: absent keys (bit clear in the mask at ``presentParameter``) keep the stored
     /// value (or the default, over a tombstone); the `WHERE` skips rows whose content would not change, so
@@ -132,7 +140,7 @@ package struct LandmarksTable {
             always.filter { $0.kind != .stamp }.map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
             + LandmarkColumn.optionalContent.map { "(\(mask) & \($0.bit) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
         return """
-            \(LandmarkColumn.insertAllSQL)
+            \(RowHashColumns.insertAllSQL(LandmarkColumn.self, hashAt: importHashParameter))
             ON CONFLICT (id) DO UPDATE SET
                 \((always.map { "\($0.sqlName) = excluded.\($0.sqlName)" } + keep).joined(separator: ",\n    "))
             WHERE landmarks.deleted = 1 OR \(differs.joined(separator: "\n   OR "))
@@ -174,6 +182,75 @@ package struct LandmarksTable {
         let statement = try db.makeStatement(sql: ChangeRange.sql(LandmarkColumn.selectList, "landmarks", since: since))
         try statement.bind([.integer(since), .integer(through)])
         return statement
+    }
+}
+
+extension LandmarksTable {
+    /// Stores the hash of landmark `id`'s row as it now is (after a write that could not know it: an
+    /// import's update, a tombstone); nothing when there is no such row.
+    func rehash(id: Int64) throws {
+        let hash = try db.firstRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?", [.integer(id)]) {
+            RowHash(landmark: LandmarkRow(statement: $0))
+        }
+        guard let hash else { return }
+        try db.execute(
+            sql: "UPDATE landmarks SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE id = ?5", hash.values.map(SQLValue.integer) + [.integer(id)])
+    }
+
+    /// Hashes every row (the kept digest's backfill), 10,000 rows per step.
+    func rehashAll() throws {
+        var after = Int64.min
+        while true {
+            var step: [(Int64, RowHash)] = []
+            try db.forEachRow(
+                sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id > ? ORDER BY id LIMIT 10000", [.integer(after)]
+            ) { s in step.append((s.int(LandmarkColumn.id), RowHash(landmark: LandmarkRow(statement: s)))) }
+            guard let last = step.last else { return }
+            for (id, hash) in step {
+                try db.execute(
+                    sql: "UPDATE landmarks SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE id = ?5",
+                    hash.values.map(SQLValue.integer) + [.integer(id)])
+            }
+            after = last.0
+        }
+    }
+
+    /// The row count and hash-lane sums of the ids in `range` (docs/repair.md §2), from the primary key.
+    package func laneSums(_ range: KeyRange<Int64>) throws -> LaneSums {
+        try db.firstRow(
+            sql: "SELECT \(RowHashColumns.sumList) FROM landmarks WHERE \(range.sql("id"))", range.arguments(SQLValue.integer)
+        ) { RowHashColumns.readSums($0) } ?? LaneSums()
+    }
+
+    /// Each id in `range` with its stored row hash, in id order, passed to `body`.
+    package func forEachHash(_ range: KeyRange<Int64>, _ body: (Int64, RowHash) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT id, h0, h1, h2, h3 FROM landmarks WHERE \(range.sql("id")) ORDER BY id", range.arguments(SQLValue.integer)
+        ) { s in try body(s.int(0), RowHashColumns.read(s, at: 1)) }
+    }
+
+    /// Each row (tombstones included) with an id in `ids`, selecting ``LandmarkColumn/selectList``.
+    package func forEachRow(ids: [Int64], _ body: (Statement) throws -> Void) throws {
+        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?") { s in
+            for id in ids {
+                try s.bind(id, at: 1)
+                if try s.step() { try body(s) }
+                s.rewind()
+            }
+        }
+    }
+
+    /// Every row's hash recomputed from its content, summed, with the number of rows whose stored hash
+    /// differs from it (`catalog status --verify-digest`).
+    package func recomputedSums() throws -> (sums: LaneSums, stale: Int) {
+        var sums = LaneSums()
+        var stale = 0
+        try db.forEachRow(sql: "SELECT \(LandmarkColumn.selectList), h0, h1, h2, h3 FROM landmarks") { s in
+            let hash = RowHash(landmark: LandmarkRow(statement: s))
+            if hash != RowHashColumns.read(s, at: LandmarkColumn.allCases.count) { stale += 1 }
+            sums.add(hash)
+        }
+        return (sums, stale)
     }
 }
 

@@ -36,6 +36,84 @@ package struct PositionsTable {
                 .text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
                 .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(seq),
             ])
+        try rehash(user: user)
+    }
+
+    /// Stores the hash of `user`'s row as it now is; nothing when there is no such row.
+    func rehash(user: String) throws {
+        guard
+            let hash = try db.firstRow(
+                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)],
+                {
+                    RowHash(position: PositionRecord(row: $0))
+                })
+        else { return }
+        try db.execute(
+            sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5", hash.values.map(SQLValue.integer) + [.text(user)])
+    }
+
+    /// Hashes every row (the kept digest's backfill), 10,000 rows per step.
+    func rehashAll() throws {
+        var after = ""
+        var first = true
+        while true {
+            var step: [(String, RowHash)] = []
+            try db.forEachRow(
+                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id > ? OR ? ORDER BY user_id LIMIT 10000",
+                [.text(after), .integer(first ? 1 : 0)]
+            ) { s in
+                let record = PositionRecord(row: s)
+                step.append((record.user, RowHash(position: record)))
+            }
+            guard let last = step.last else { return }
+            for (user, hash) in step {
+                try db.execute(
+                    sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5",
+                    hash.values.map(SQLValue.integer) + [.text(user)])
+            }
+            after = last.0
+            first = false
+        }
+    }
+
+    /// The row count and hash-lane sums of the users in `range` (docs/repair.md §2), from the primary key.
+    package func laneSums(_ range: KeyRange<String>) throws -> LaneSums {
+        try db.firstRow(
+            sql: "SELECT \(RowHashColumns.sumList) FROM positions WHERE \(range.sql("user_id"))", range.arguments(SQLValue.text)
+        ) { RowHashColumns.readSums($0) } ?? LaneSums()
+    }
+
+    /// Each user in `range` with its stored row hash, in user-id order, passed to `body`.
+    package func forEachHash(_ range: KeyRange<String>, _ body: (String, RowHash) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT user_id, h0, h1, h2, h3 FROM positions WHERE \(range.sql("user_id")) ORDER BY user_id", range.arguments(SQLValue.text)
+        ) { s in try body(s.text(0) ?? "", RowHashColumns.read(s, at: 1)) }
+    }
+
+    /// Each row (tombstones included) of a user in `users`.
+    package func rows(users: [String]) throws -> [PositionRecord] {
+        var rows: [PositionRecord] = []
+        try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { s in
+            for user in users {
+                try s.bind(user, at: 1)
+                if try s.step() { rows.append(PositionRecord(row: s)) }
+                s.rewind()
+            }
+        }
+        return rows
+    }
+
+    /// Every row's hash recomputed from its content, summed, with the number of rows whose stored hash
+    /// differs from it (`catalog status --verify-digest`).
+    package func recomputedSums() throws -> (sums: LaneSums, stale: Int) {
+        var sums = LaneSums()
+        var stale = 0
+        try db.forEachRow(sql: "SELECT \(PositionColumn.selectList), h0, h1, h2, h3 FROM positions") { s in
+            let hash = RowHash(position: PositionRecord(row: s))
+            if hash != RowHashColumns.read(s, at: PositionColumn.allCases.count) { stale += 1 }
+            sums.add(hash)
+        }
+        return (sums, stale)
     }
 
     /// Removes `user`'s row outright, with no tombstone.
@@ -106,12 +184,15 @@ package struct PositionsTable {
         try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { select in
             try db.withStatement(
                 sql: """
-                    \(PositionColumn.insertAllSQL)
-                    ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+                    \(RowHashColumns.insertAllSQL(PositionColumn.self, hashAt: Self.mergeHashParameter))
+                    ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", ")), \(RowHashColumns.setExcluded)
                     """
             ) { upsert in try body(select, upsert) }
         }
     }
+
+    /// The first of the merge upsert's four row-hash parameters (after every column's).
+    static let mergeHashParameter = Int32(PositionColumn.allCases.count + 1)
 
     /// The rows with change sequence numbers in `since + 1 ... through`, selecting
     /// ``PositionColumn/selectList`` (the hub's push).
