@@ -105,8 +105,9 @@ package struct LaneSums: Sendable, Equatable {
     }
 }
 
-/// A range of keys in the table's key order: from `lower` (included) up to `upper` (excluded; nil: to the
-/// end). The repair's unit (docs/repair.md §2).
+/// A range of keys in the table's key order, the repair's unit (docs/repair.md §2).
+///
+/// From `lower` (included) up to `upper` (excluded; nil: to the end).
 package struct KeyRange<Key: Comparable & Sendable>: Sendable {
     /// The first key in the range (or a key below it).
     package var lower: Key

@@ -122,8 +122,9 @@ package struct LandmarksTable {
     /// The parameter of the import upsert's presence mask (after every column's).
     static let presentParameter = Int32(LandmarkColumn.allCases.count + 1)
 
-    /// The first of the import upsert's four row-hash parameters (after the mask): the hash of the row
-    /// as inserted. An update keeps the stored hash; the writer calls ``rehash(id:)`` after it.
+    /// The first of the import upsert's four row-hash parameters (after the mask).
+    ///
+    /// The hash of the row as inserted. An update keeps the stored hash; the writer calls ``rehash(id:)`` after it.
     static let importHashParameter = Int32(LandmarkColumn.allCases.count + 2)
 
     /// The import's upsert: absent keys (bit clear in the mask at ``presentParameter``) keep the stored
