@@ -114,7 +114,8 @@ public enum CatalogCLI {
             subcommands: [
                 importCommand, featuredCommand, positionCommand, positionsCommand, watchCommand, exportCommand, publishCommand, syncCommand,
                 remoteCommand,
-                keyCommand, tokenCommand, serveCommand, statusCommand, backupCommand, logCommand, quarantineCommand, conflictsCommand, migrateCommand,
+                keyCommand, tokenCommand, serveCommand, statusCommand, repairCommand, backupCommand, logCommand, quarantineCommand, conflictsCommand,
+                migrateCommand,
                 initCommand,
                 completionsCommand,
                 manCommand,

@@ -114,3 +114,23 @@ package struct SHA256: ~Copyable {
 
 @available(*, unavailable, message: "one hasher per thread")
 extension SHA256: Sendable {}
+
+extension SHA256 {
+    /// HMAC-SHA-256 of `message` under `key` (RFC 2104, https://www.rfc-editor.org/rfc/rfc2104): the keyed
+    /// fingerprints of a repair (docs/repair.md §3).
+    /// - Parameters:
+    ///   - key: the key, at most 64 bytes (a longer key would first be hashed; callers pass 16).
+    ///   - message: the bytes to authenticate.
+    /// - Returns: the 32-byte tag.
+    package static func hmac(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        precondition(key.count <= 64, "HMAC keys here are at most one block")
+        let block = key + [UInt8](repeating: 0, count: 64 - key.count)
+        var inner = SHA256()
+        inner.update(block.map { $0 ^ 0x36 })
+        inner.update(message)
+        var outer = SHA256()
+        outer.update(block.map { $0 ^ 0x5c })
+        outer.update(inner.finalize())
+        return outer.finalize()
+    }
+}
