@@ -86,13 +86,13 @@ struct RepairTests {
             }
             try Self.expectKeptDigestRight(store, "before repair, iteration \(iteration)")
         }
-        let report = try stores[0].repair(withDatabase: paths[1])
+        let report = try Repairer(stores[0]).repair(withDatabase: paths[1])
         #expect(report.localDigest == report.peerDigest, "iteration \(iteration)")
         #expect(try StateDigest(of: stores[0]) == StateDigest(of: stores[1]))
         for store in stores { try Self.expectKeptDigestRight(store, "after repair, iteration \(iteration)") }
         #expect(try canonicalDump(stores[0]) == canonicalDump(stores[1]), "iteration \(iteration)")
         // And the other way: nothing left to move, one round trip.
-        let back = try stores[1].repair(withDatabase: paths[0])
+        let back = try Repairer(stores[1]).repair(withDatabase: paths[0])
         #expect(back.roundTrips == 1)
         #expect(back.rowsSent + back.rowsReceived == 0)
     }
@@ -118,7 +118,7 @@ struct RepairTests {
     @Test("equal copies: one round trip, at most 64 bytes each way")
     func equalCopies() throws {
         let (a, _, bPath) = try Self.equalPair(users: 5_000)
-        let report = try a.repair(withDatabase: bPath)
+        let report = try Repairer(a).repair(withDatabase: bPath)
         #expect(report.roundTrips == 1)
         #expect(report.bytesSent <= 64)
         #expect(report.bytesReceived <= 64)
@@ -144,7 +144,7 @@ struct RepairTests {
         }
         if !onA.isEmpty { try Self.merge(onA, into: a) }
         if !onB.isEmpty { try Self.merge(onB, into: b) }
-        let report = try a.repair(withDatabase: bPath)
+        let report = try Repairer(a).repair(withDatabase: bPath)
         #expect(report.localDigest == report.peerDigest)
         #expect(report.roundTrips <= 4)
         let perRow = Double(report.bytesSent + report.bytesReceived) / Double(differing)

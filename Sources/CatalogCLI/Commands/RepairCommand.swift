@@ -36,7 +36,7 @@ extension CatalogCLI {
             throw CatalogError(.noInput, "no such database: \(source)")
         }
         let store = try i.openStore()
-        let report = try store.repair(withDatabase: source, dryRun: i[Options.dryRun])
+        let report = try Repairer(store).repair(withDatabase: source, dryRun: i[Options.dryRun])
         if i[Options.json] {
             var o = JSONObject()
             o.set("bytesReceived", report.bytesReceived)

@@ -129,6 +129,8 @@ struct ImportWriter {
     var stampStored = false
     /// The change sequence number the next changed row takes.
     var nextSeq: Int64 = 0
+    /// The hashes of the rows inserted, for the kept digest (updates move it row by row, in `rehash`).
+    var digest = LaneSums()
 
     init(store: CatalogStore, file: String, options: ImportOptions, diagnostics: @escaping (Diagnostic) -> Void) {
         self.store = store
@@ -224,6 +226,7 @@ struct ImportWriter {
                     summary.inserted += resurrected
                     summary.updated -= resurrected
                     if options.prune { try prune(seen: batch.seen, stamp: stamp) }
+                    try store.digestTotals.add("landmarks", digest)
                     return
                 }
             }
@@ -268,8 +271,11 @@ struct ImportWriter {
             // The stamp was bound once in `run`; `run()` keeps bindings.
             try upsert.bind(Int64(record.present), at: LandmarksTable.presentParameter)
             // The hash of the row as inserted; an update keeps the stored one until `rehash` below.
-            try RowHashColumns.bind(RowHash(landmark: StampedFields(view, stamp: stamp)), to: upsert, at: LandmarksTable.importHashParameter)
-            return try store.landmarkTable.runImportUpsert(upsert, id: record.id)
+            let hash = RowHash(landmark: StampedFields(view, stamp: stamp))
+            try RowHashColumns.bind(hash, to: upsert, at: LandmarksTable.importHashParameter)
+            let write = try store.landmarkTable.runImportUpsert(upsert, id: record.id)
+            if write == .inserted { digest.add(hash) }
+            return write
         }
         if write == .updated { try store.landmarkTable.rehash(id: record.id) }
         guard write != .unchanged else {

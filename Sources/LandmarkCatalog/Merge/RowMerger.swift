@@ -41,6 +41,8 @@ package struct RowMerger {
     private var clashReported = false
     /// The kinds of rows the source may write (docs/trust.md §4); the others are counted, reported and skipped.
     package var allow = WriteGrant.all
+    /// The kept digest's move for the landmark batch being applied (docs/repair.md §1).
+    private var landmarkDigest = LaneSums()
 
     init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws {
         self.store = store
@@ -226,6 +228,8 @@ package struct RowMerger {
     // MARK: Positions
 
     private mutating func applyPositions(_ rows: [PositionRecord]) throws {
+        // The kept digest's move (docs/repair.md §1): hashes written minus hashes replaced.
+        var digest = LaneSums()
         try store.positionTable.withMergeStatements { select, upsert in
             for row in rows {
                 counts.positionsSeen += 1
@@ -251,7 +255,9 @@ package struct RowMerger {
                 var stored: (stamp: HLCStamp, deleted: Bool)?
                 var storedPage: Int64 = 0
                 var storedLandmark: Int64?
+                var storedHash: RowHash?
                 if try select.step() {
+                    storedHash = PositionsTable.storedHash(select)
                     stored = (
                         HLCStamp(
                             wallMilliseconds: select.int(PositionColumn.updatedMs), counter: select.int(PositionColumn.counter),
@@ -290,18 +296,23 @@ package struct RowMerger {
                 try upsert.bind(row.stamp.node, to: PositionColumn.node)
                 try upsert.bind(row.deleted, to: PositionColumn.deleted)
                 try upsert.bind(nextSeq, to: PositionColumn.seq)
-                try RowHashColumns.bind(RowHash(position: row), to: upsert, at: PositionsTable.mergeHashParameter)
+                let hash = RowHash(position: row)
+                try RowHashColumns.bind(hash, to: upsert, at: PositionsTable.mergeHashParameter)
                 try upsert.run()
+                digest.add(hash)
+                if let storedHash { digest.subtract(storedHash) }
                 nextSeq += 1
                 counts.positionsApplied += 1
                 appliedStamp?(row.stamp.wallMilliseconds)
             }
         }
+        try store.digestTotals.add("positions", digest)
     }
 
     // MARK: Landmarks
 
     private mutating func applyLandmarks(_ batch: RowBatch) throws {
+        landmarkDigest = LaneSums()
         try store.landmarkTable.withMergeStatements { select, upsert in
             try batch.bytes.withUnsafeBufferPointer { bytes in
                 for record in batch.landmarks {
@@ -310,6 +321,7 @@ package struct RowMerger {
                 }
             }
         }
+        try store.digestTotals.add("landmarks", landmarkDigest)
     }
 
     private mutating func applyLandmark(_ view: RawLandmarkView, select: Statement, upsert: Statement) throws {
@@ -339,7 +351,7 @@ package struct RowMerger {
         let unseen = record.id > seenMaxID && (storedMaxID.map { record.id > $0 } ?? true)
         seenMaxID = max(seenMaxID, record.id)
         if unseen {
-            try bindLandmark(view, seq: nextSeq, to: upsert)
+            landmarkDigest.add(try bindLandmark(view, seq: nextSeq, to: upsert))
             try upsert.run()
             nextSeq += 1
             counts.landmarksApplied += 1
@@ -349,6 +361,7 @@ package struct RowMerger {
         try select.bind(record.id, at: 1)
         defer { select.rewind() }
         var stored: (stamp: HLCStamp, deleted: Bool)?
+        var storedHash: RowHash?
         if try select.step() {
             stored = (
                 HLCStamp(
@@ -356,6 +369,7 @@ package struct RowMerger {
                     node: select.text(LandmarkColumn.node) ?? ""),
                 select.bool(LandmarkColumn.deleted)
             )
+            storedHash = LandmarksTable.storedHash(select)
         }
         let row = LandmarkRow(statement: select)
         let decision = LastWriterWins.decide(incoming: stamp, incomingDeleted: record.deleted, stored: stored) {
@@ -380,15 +394,17 @@ package struct RowMerger {
             return
         }
         select.rewind()
-        try bindLandmark(view, seq: nextSeq, to: upsert)
+        landmarkDigest.add(try bindLandmark(view, seq: nextSeq, to: upsert))
+        if let storedHash { landmarkDigest.subtract(storedHash) }
         try upsert.run()
         nextSeq += 1
         counts.landmarksApplied += 1
         appliedStamp?(stamp.wallMilliseconds)
     }
 
-    /// Binds every column of `view` (a whole snapshot row) to the landmark upsert.
-    private func bindLandmark(_ view: RawLandmarkView, seq: Int64, to upsert: Statement) throws {
+    /// Binds every column of `view` (a whole snapshot row) and its row hash to the landmark upsert.
+    /// - Returns: the row hash.
+    private func bindLandmark(_ view: RawLandmarkView, seq: Int64, to upsert: Statement) throws -> RowHash {
         let record = view.record
         try view.bindContent(to: upsert)
         try upsert.bind(record.extraJSON, to: LandmarkColumn.extra)
@@ -397,6 +413,8 @@ package struct RowMerger {
         try upsert.bindStatic(view.slot(TextRanges.nodeSlot), to: LandmarkColumn.node)
         try upsert.bind(record.deleted, to: LandmarkColumn.deleted)
         try upsert.bind(seq, to: LandmarkColumn.seq)
-        try RowHashColumns.bind(RowHash(landmark: view), to: upsert, at: LandmarksTable.mergeHashParameter)
+        let hash = RowHash(landmark: view)
+        try RowHashColumns.bind(hash, to: upsert, at: LandmarksTable.mergeHashParameter)
+        return hash
     }
 }

@@ -92,6 +92,12 @@ package struct LaneSums: Sendable, Equatable {
         for (i, v) in h.values.enumerated() { sums[i] &+= v }
     }
 
+    /// Takes one row's hash away (a row replaced or deleted).
+    package mutating func subtract(_ h: RowHash) {
+        rows -= 1
+        for (i, v) in h.values.enumerated() { sums[i] &-= v }
+    }
+
     /// Adds another set of sums.
     package mutating func add(_ other: LaneSums) {
         rows += other.rows

@@ -130,17 +130,28 @@ package final class DatabaseRepairPeer: RepairPeer {
     package func digest() throws -> StateDigest { try StateDigest(of: store) }
 }
 
-extension CatalogStore {
-    /// Repairs this catalog against the catalog database at `path`, both ways (docs/repair.md §5): only the
-    /// rows that differ are read and written, each merged by the merge rule.
+/// Repairs a catalog against another copy (docs/repair.md).
+///
+/// ```swift
+/// let report = try Repairer(store).repair(withDatabase: "/srv/backup/catalog.sqlite")
+/// ```
+public struct Repairer {
+    /// The catalog it repairs.
+    let store: CatalogStore
+
+    /// Works on `store`.
+    public init(_ store: CatalogStore) { self.store = store }
+
+    /// Repairs the catalog against the catalog database at `path`, both ways (docs/repair.md §5): only
+    /// the rows that differ are read and written, each merged by the merge rule.
     /// - Parameters:
     ///   - path: the other database's file.
     ///   - dryRun: count what differs; change neither database.
     /// - Returns: round trips, bytes and rows moved, and both digests after.
     /// - Throws: `CatalogError` — 66 when `path` cannot be opened, 75 when either database is busy.
     public func repair(withDatabase path: String, dryRun: Bool = false) throws -> RepairReport {
-        let other = try CatalogStore.open(path: path, access: .write, wallClock: wallClock)
+        let other = try CatalogStore.open(path: path, access: .write, wallClock: store.wallClock)
         return try Repair.run(
-            store: self, peer: DatabaseRepairPeer(store: other, name: self.path, dryRun: dryRun), source: path, dryRun: dryRun)
+            store: store, peer: DatabaseRepairPeer(store: other, name: store.path, dryRun: dryRun), source: path, dryRun: dryRun)
     }
 }

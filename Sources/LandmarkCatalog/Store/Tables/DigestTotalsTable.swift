@@ -1,6 +1,5 @@
 /// `digest_totals`, the kept state digest (docs/repair.md §1): per data table, the row count and the sums
-/// of the rows' hash lanes, kept by the triggers of `landmarks` and `positions` in each write's
-/// transaction.
+/// of the rows' hash lanes, moved by each writer of `landmarks` and `positions` in its own transaction.
 ///
 /// Every statement that touches it.
 package struct DigestTotalsTable {
@@ -25,9 +24,20 @@ package struct DigestTotalsTable {
         return tables
     }
 
-    /// Marks `table`'s rows as hashed.
-    func markBackfilled(_ table: String) throws {
-        try db.execute(sql: "UPDATE digest_totals SET backfilled = 1 WHERE table_name = ?", [.text(table)])
+    /// Marks `table`'s rows as hashed, with `sums` their totals.
+    func markBackfilled(_ table: String, sums: LaneSums) throws {
+        try db.execute(
+            sql: "UPDATE digest_totals SET backfilled = 1, rows = ?1, s0 = ?2, s1 = ?3, s2 = ?4, s3 = ?5 WHERE table_name = ?6",
+            [.integer(sums.rows)] + sums.sums.map(SQLValue.integer) + [.text(table)])
+    }
+
+    /// Moves `table`'s totals by `delta` (rows written minus rows replaced or deleted); nothing for no
+    /// change. A database without the table (a test's shorter migration list) keeps nothing.
+    package func add(_ table: String, _ delta: LaneSums) throws {
+        guard delta != LaneSums(), try exists() else { return }
+        try db.execute(
+            sql: "UPDATE digest_totals SET rows = rows + ?1, s0 = s0 + ?2, s1 = s1 + ?3, s2 = s2 + ?4, s3 = s3 + ?5 WHERE table_name = ?6",
+            [.integer(delta.rows)] + delta.sums.map(SQLValue.integer) + [.text(table)])
     }
 }
 
@@ -46,12 +56,13 @@ enum RowHashBackfill {
         guard try totals.exists(), !(try totals.pendingBackfill().isEmpty) else { return }
         try db.writeTransaction {
             for table in try totals.pendingBackfill() {
+                var sums = LaneSums()
                 if table == "landmarks" {
-                    try LandmarksTable(db: db).rehashAll()
+                    sums = try LandmarksTable(db: db).rehashAll()
                 } else if table == "positions" {
-                    try PositionsTable(db: db).rehashAll()
+                    sums = try PositionsTable(db: db).rehashAll()
                 }
-                try totals.markBackfilled(table)
+                try totals.markBackfilled(table, sums: sums)
             }
         }
     }

@@ -102,13 +102,17 @@ package struct LandmarksTable {
     }
 
     /// Runs `body` with the merge's two statements (docs/merge-rules.md §2): a point read of one id
-    /// (bind the id at 1; it selects ``LandmarkColumn/selectList``) and an unguarded upsert of every column
+    /// (bind the id at 1; it selects ``LandmarkColumn/selectList``, then the stored row hash, read with
+    /// ``storedHash(_:)``) and an unguarded upsert of every column
     /// (bound by ``LandmarkColumn``). https://sqlite.org/lang_upsert.html
     func withMergeStatements<R>(_ body: (_ select: Statement, _ upsert: Statement) throws -> R) throws -> R {
-        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?") { select in
+        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList), h0, h1, h2, h3 FROM landmarks WHERE id = ?") { select in
             try db.withStatement(sql: Self.mergeUpsertSQL) { upsert in try body(select, upsert) }
         }
     }
+
+    /// The stored row hash of the merge's point read (after its ``LandmarkColumn/selectList``).
+    static func storedHash(_ select: Statement) -> RowHash { RowHashColumns.read(select, at: LandmarkColumn.allCases.count) }
 
     static let mergeUpsertSQL = """
         \(RowHashColumns.insertAllSQL(LandmarkColumn.self, hashAt: mergeHashParameter))
@@ -187,30 +191,38 @@ package struct LandmarksTable {
 }
 
 extension LandmarksTable {
-    /// Stores the hash of landmark `id`'s row as it now is (after a write that could not know it: an
-    /// import's update, a tombstone); nothing when there is no such row.
+    /// Stores the hash of landmark `id`'s row as it now is, and moves the kept totals from the hash it
+    /// had (after a write that could not know it: an import's update, a tombstone); nothing when there is
+    /// no such row.
     func rehash(id: Int64) throws {
-        let hash = try db.firstRow(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?", [.integer(id)]) {
-            RowHash(landmark: LandmarkRow(statement: $0))
+        let found = try db.firstRow(sql: "SELECT \(LandmarkColumn.selectList), h0, h1, h2, h3 FROM landmarks WHERE id = ?", [.integer(id)]) {
+            (old: RowHashColumns.read($0, at: LandmarkColumn.allCases.count), new: RowHash(landmark: LandmarkRow(statement: $0)))
         }
-        guard let hash else { return }
+        guard let found, found.old != found.new else { return }
         try db.execute(
-            sql: "UPDATE landmarks SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE id = ?5", hash.values.map(SQLValue.integer) + [.integer(id)])
+            sql: "UPDATE landmarks SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE id = ?5", found.new.values.map(SQLValue.integer) + [.integer(id)])
+        var delta = LaneSums()
+        delta.add(found.new)
+        delta.subtract(found.old)
+        try DigestTotalsTable(db: db).add("landmarks", delta)
     }
 
     /// Hashes every row (the kept digest's backfill), 10,000 rows per step.
-    func rehashAll() throws {
+    /// - Returns: the totals of the hashes.
+    func rehashAll() throws -> LaneSums {
         var after = Int64.min
+        var sums = LaneSums()
         while true {
             var step: [(Int64, RowHash)] = []
             try db.forEachRow(
                 sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id > ? ORDER BY id LIMIT 10000", [.integer(after)]
             ) { s in step.append((s.int(LandmarkColumn.id), RowHash(landmark: LandmarkRow(statement: s)))) }
-            guard let last = step.last else { return }
+            guard let last = step.last else { return sums }
             for (id, hash) in step {
                 try db.execute(
                     sql: "UPDATE landmarks SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE id = ?5",
                     hash.values.map(SQLValue.integer) + [.integer(id)])
+                sums.add(hash)
             }
             after = last.0
         }

@@ -23,6 +23,7 @@ package struct PositionsTable {
     ///
     /// A tombstone keeps the stored page and landmark.
     func writeLocal(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, seq: Int64) throws {
+        let existed = try db.scalarInt(sql: "SELECT count(*) FROM positions WHERE user_id = ?", [.text(user)]) == 1
         try db.execute(
             sql: """
                 \(PositionColumn.insertAllSQL)
@@ -36,44 +37,54 @@ package struct PositionsTable {
                 .text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
                 .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(seq),
             ])
-        try rehash(user: user)
+        try rehash(user: user, isNew: !existed)
     }
 
-    /// Stores the hash of `user`'s row as it now is; nothing when there is no such row.
-    func rehash(user: String) throws {
-        guard
-            let hash = try db.firstRow(
-                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?", [.text(user)],
-                {
-                    RowHash(position: PositionRecord(row: $0))
-                })
-        else { return }
-        try db.execute(
-            sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5", hash.values.map(SQLValue.integer) + [.text(user)])
-    }
-
-    /// Hashes every row (the kept digest's backfill), 10,000 rows per step.
-    func rehashAll() throws {
-        var after = ""
-        var first = true
-        while true {
-            var step: [(String, RowHash)] = []
-            try db.forEachRow(
-                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id > ? OR ? ORDER BY user_id LIMIT 10000",
-                [.text(after), .integer(first ? 1 : 0)]
-            ) { s in
-                let record = PositionRecord(row: s)
-                step.append((record.user, RowHash(position: record)))
-            }
-            guard let last = step.last else { return }
-            for (user, hash) in step {
-                try db.execute(
-                    sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5",
-                    hash.values.map(SQLValue.integer) + [.text(user)])
-            }
-            after = last.0
-            first = false
+    /// Stores the hash of `user`'s row as it now is and moves the kept totals from the hash it had (none
+    /// when `isNew`); nothing when there is no such row.
+    func rehash(user: String, isNew: Bool) throws {
+        let found = try db.firstRow(sql: "SELECT \(PositionColumn.selectList), h0, h1, h2, h3 FROM positions WHERE user_id = ?", [.text(user)]) {
+            (old: RowHashColumns.read($0, at: PositionColumn.allCases.count), new: RowHash(position: PositionRecord(row: $0)))
         }
+        guard let found else { return }
+        try db.execute(
+            sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5", found.new.values.map(SQLValue.integer) + [.text(user)])
+        var delta = LaneSums()
+        delta.add(found.new)
+        if !isNew { delta.subtract(found.old) }
+        try DigestTotalsTable(db: db).add("positions", delta)
+    }
+
+    /// Removes `user`'s row outright, with no tombstone.
+    ///
+    /// This copy forgets the user (a device signing out, docs/swift-library.md); nothing is sent anywhere,
+    /// and the servers keep their own rows.
+    func forget(user: String) throws {
+        let old = try db.firstRow(sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ?", [.text(user)]) { RowHashColumns.read($0, at: 0) }
+        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
+        if let old {
+            var delta = LaneSums()
+            delta.subtract(old)
+            try DigestTotalsTable(db: db).add("positions", delta)
+        }
+    }
+
+    /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
+    func live<R>(user: String, _ decode: (Statement) -> R) throws -> R? {
+        try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0", [.text(user)], decode)
+    }
+
+    /// Every live position in user-id order (byte order), each row passed to `body`.
+    func forEachLive(_ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE deleted = 0 ORDER BY user_id", [], body)
+    }
+
+    /// Every row, tombstones included, in user-id order — or only those whose change sequence number is
+    /// in `changes` — each passed to `body` (selecting ``PositionColumn/selectList``).
+    func forEachRow(changes: ClosedRange<Int64>? = nil, _ body: (Statement) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(PositionColumn.selectList) FROM positions\(changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2") ORDER BY user_id",
+            changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
     }
 
     /// The row count and hash-lane sums of the users in `range` (docs/repair.md §2), from the primary key.
@@ -116,30 +127,31 @@ package struct PositionsTable {
         return (sums, stale)
     }
 
-    /// Removes `user`'s row outright, with no tombstone.
-    ///
-    /// This copy forgets the user (a device signing out, docs/swift-library.md); nothing is sent anywhere,
-    /// and the servers keep their own rows.
-    func forget(user: String) throws {
-        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
-    }
-
-    /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
-    func live<R>(user: String, _ decode: (Statement) -> R) throws -> R? {
-        try db.firstRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ? AND deleted = 0", [.text(user)], decode)
-    }
-
-    /// Every live position in user-id order (byte order), each row passed to `body`.
-    func forEachLive(_ body: (Statement) throws -> Void) throws {
-        try db.forEachRow(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE deleted = 0 ORDER BY user_id", [], body)
-    }
-
-    /// Every row, tombstones included, in user-id order — or only those whose change sequence number is
-    /// in `changes` — each passed to `body` (selecting ``PositionColumn/selectList``).
-    func forEachRow(changes: ClosedRange<Int64>? = nil, _ body: (Statement) throws -> Void) throws {
-        try db.forEachRow(
-            sql: "SELECT \(PositionColumn.selectList) FROM positions\(changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2") ORDER BY user_id",
-            changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
+    /// Hashes every row (the kept digest's backfill), 10,000 rows per step.
+    /// - Returns: the totals of the hashes.
+    func rehashAll() throws -> LaneSums {
+        var after = ""
+        var first = true
+        var sums = LaneSums()
+        while true {
+            var step: [(String, RowHash)] = []
+            try db.forEachRow(
+                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id > ? OR ? ORDER BY user_id LIMIT 10000",
+                [.text(after), .integer(first ? 1 : 0)]
+            ) { s in
+                let record = PositionRecord(row: s)
+                step.append((record.user, RowHash(position: record)))
+            }
+            guard let last = step.last else { return sums }
+            for (user, hash) in step {
+                try db.execute(
+                    sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5",
+                    hash.values.map(SQLValue.integer) + [.text(user)])
+                sums.add(hash)
+            }
+            after = last.0
+            first = false
+        }
     }
 
     /// `user`'s row when its change sequence number is after `after` (a device's pull with a user token,
@@ -181,7 +193,7 @@ package struct PositionsTable {
     /// (bind the user id at 1; it selects ``PositionColumn/selectList``) and an unguarded upsert of every
     /// column (bound by ``PositionColumn``). https://sqlite.org/lang_upsert.html
     func withMergeStatements<R>(_ body: (_ select: Statement, _ upsert: Statement) throws -> R) throws -> R {
-        try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { select in
+        try db.withStatement(sql: "SELECT \(PositionColumn.selectList), h0, h1, h2, h3 FROM positions WHERE user_id = ?") { select in
             try db.withStatement(
                 sql: """
                     \(RowHashColumns.insertAllSQL(PositionColumn.self, hashAt: Self.mergeHashParameter))
@@ -190,6 +202,9 @@ package struct PositionsTable {
             ) { upsert in try body(select, upsert) }
         }
     }
+
+    /// The stored row hash of the merge's point read (after its ``PositionColumn/selectList``).
+    static func storedHash(_ select: Statement) -> RowHash { RowHashColumns.read(select, at: PositionColumn.allCases.count) }
 
     /// The first of the merge upsert's four row-hash parameters (after every column's).
     static let mergeHashParameter = Int32(PositionColumn.allCases.count + 1)
