@@ -31,8 +31,9 @@ package struct DigestTotalsTable {
             [.integer(sums.rows)] + sums.sums.map(SQLValue.integer) + [.text(table)])
     }
 
-    /// Moves `table`'s totals by `delta` (rows written minus rows replaced or deleted); nothing for no
-    /// change. A database without the table (a test's shorter migration list) keeps nothing.
+    /// Moves `table`'s totals by `delta`: rows written minus rows replaced or deleted.
+    ///
+    /// Nothing for no change. A database without the table (a test's shorter migration list) keeps nothing.
     package func add(_ table: String, _ delta: LaneSums) throws {
         guard delta != LaneSums(), try exists() else { return }
         try db.execute(
