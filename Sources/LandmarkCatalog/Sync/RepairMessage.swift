@@ -118,8 +118,12 @@ package struct RepairItem: Equatable, Sendable {
             out += lower
         }
         if let upper {
-            Varint.write(UInt64(upper.count), to: &out)
-            out += upper
+            // Written as the length of the prefix it shares with `lower`, then the rest.
+            var shared = 0
+            while shared < lower.count, shared < upper.count, lower[shared] == upper[shared] { shared += 1 }
+            Varint.write(UInt64(shared), to: &out)
+            Varint.write(UInt64(upper.count - shared), to: &out)
+            out += upper[shared...]
         }
         switch payload {
         case .fingerprint(let f): out += f
@@ -138,7 +142,12 @@ package struct RepairItem: Equatable, Sendable {
         } else {
             lower = try r.take(Int(try r.varint()))
         }
-        let upper = header & 8 != 0 ? nil : try r.take(Int(try r.varint()))
+        var upper: [UInt8]?
+        if header & 8 == 0 {
+            let shared = Int(try r.varint())
+            guard shared <= lower.count else { throw RepairMessageError("a bound shares more than its lower bound has") }
+            upper = Array(lower[..<shared]) + (try r.take(Int(try r.varint())))
+        }
         let payload: Payload
         switch header & 3 {
         case 0: payload = .fingerprint(try r.take(8))
