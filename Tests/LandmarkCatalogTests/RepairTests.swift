@@ -179,4 +179,31 @@ struct RepairTests {
         #expect(bad.status == 70)
         #expect(bad.stderr.contains("differs from its recomputation"))
     }
+
+    @Test("a database written before the kept digest is hashed once when next opened for writing: the digest is the one it had")
+    func backfill() throws {
+        let path = Support.temporaryDatabase()
+        let old = try CatalogStore.open(path: path, wallClock: ManualClock(testNow))
+        try Self.merge(
+            [
+                (landmarkRow(1, name: "Lake", at: "2026-11-29T10:00:00.000Z"), nil),
+                (landmarkRow(2, name: "Gone", at: "2026-11-29T10:00:00.000Z", deleted: true), nil),
+                (nil, positionRow("ann", page: 1, at: "2026-11-29T10:00:00.000Z")),
+                (nil, positionRow("Zoé", page: 2, at: "2026-11-29T10:00:00.000Z", deleted: true)),
+            ], into: old)
+        let digestBefore = try StateDigest(of: old)
+        #expect(digestBefore.rows == 4)
+        // What migration 0013 leaves in a database that held rows: no hashes, totals pending.
+        try old.connection.executeScript(
+            sql: """
+                UPDATE landmarks SET h0 = 0, h1 = 0, h2 = 0, h3 = 0;
+                UPDATE positions SET h0 = 0, h1 = 0, h2 = 0, h3 = 0;
+                UPDATE digest_totals SET backfilled = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                """)
+        #expect(try StateDigest(of: old) == digestBefore)  // recomputed while pending
+        let store = try CatalogStore.open(path: path, wallClock: ManualClock(testNow))
+        #expect(try store.read { try store.digestTotals.pendingBackfill() }.isEmpty)
+        #expect(try StateDigest(of: store) == digestBefore)
+        try Self.expectKeptDigestRight(store, "after the backfill")
+    }
 }
