@@ -57,7 +57,12 @@ extension Importer {
         return try store.transaction {
             // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
             let file = source.displayName
-            let reading = ReadingThread { queue in Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue) }
+            // The stamp the writer will use (nothing is written before it peeks again): the reading thread
+            // hashes each row as it will be stored, beside the writer.
+            let stamp = try store.peekLocalStamp()
+            let reading = ReadingThread { queue in
+                Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue, hashStamp: stamp)
+            }
             defer { reading.finish() }
             try writer.run(queue: reading.queue, shouldStop: shouldStop) { records, bytes in
                 progress(CatalogProgress(records: records, bytes: bytes, totalBytes: total))
@@ -69,7 +74,10 @@ extension Importer {
     }
 
     /// The reading thread's work for an import: the top-level array of `landmarkData.json`.
-    static func decodeLandmarkFile(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue) {
+    ///
+    /// With `hashStamp`, each record's row hash as the import would store it with that stamp is computed
+    /// here (``RowBatch/landmarkHashes``), on the reading thread, so the writer does not.
+    static func decodeLandmarkFile(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue, hashStamp: HLCStamp? = nil) {
         var decoder = LandmarkDecoder(file: file, mode: .importRecord, strict: options.strict)
         let reader = JSONPullReader(fileDescriptor: fd, options: .init(allowTrailingCommas: !options.strict, maxDepth: 64))
         var batch = RowBatch()
@@ -84,7 +92,11 @@ extension Importer {
             }
             try reader.beginArray()
             while try reader.nextElement() {
+                let count = batch.landmarks.count
                 try decoder.decode(reader, index: index, into: batch)
+                if let hashStamp, batch.landmarks.count == count + 1, batch.landmarkHashes.count == count {
+                    batch.landmarkHashes.append(batch.withView(batch.landmarks[count]) { RowHash(landmark: StampedFields($0, stamp: hashStamp)) })
+                }
                 index += 1
                 if batch.landmarks.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21 {
                     batch.recordsRead = index
@@ -200,7 +212,8 @@ struct ImportWriter {
                         continue
                     }
                     do {
-                        try apply(record, in: batch, upsert: upsert, stamp: stamp)
+                        let hash = batch.landmarkHashes.count == batch.landmarks.count ? batch.landmarkHashes[i] : nil
+                        try apply(record, in: batch, upsert: upsert, stamp: stamp, hash: hash)
                     } catch let error as SQLiteError where error.code.primary == .tooBig {
                         report(
                             Diagnostic(
@@ -251,7 +264,7 @@ struct ImportWriter {
         stampStored = true
     }
 
-    mutating func apply(_ record: RawLandmark, in batch: RowBatch, upsert: Statement, stamp: HLCStamp) throws {
+    mutating func apply(_ record: RawLandmark, in batch: RowBatch, upsert: Statement, stamp: HLCStamp, hash: RowHash?) throws {
         var extra = record.extraJSON
         if let recordExtra = extra {
             // Unknown keys merge with the stored ones (rare: a slow path is fine).
@@ -271,7 +284,7 @@ struct ImportWriter {
             // The stamp was bound once in `run`; `run()` keeps bindings.
             try upsert.bind(Int64(record.present), at: LandmarksTable.presentParameter)
             // The hash of the row as inserted; an update keeps the stored one until `rehash` below.
-            let hash = RowHash(landmark: StampedFields(view, stamp: stamp))
+            let hash = hash ?? RowHash(landmark: StampedFields(view, stamp: stamp))
             try RowHashColumns.bind(hash, to: upsert, at: LandmarksTable.importHashParameter)
             let write = try store.landmarkTable.runImportUpsert(upsert, id: record.id)
             if write == .inserted { digest.add(hash) }

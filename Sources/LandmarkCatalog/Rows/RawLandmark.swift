@@ -136,6 +136,9 @@ package final class RowBatch: @unchecked Sendable {
     // `BatchQueue` (whose lock orders the accesses) and never touches it again; the writer then owns it.
     package var bytes: [UInt8] = []
     package var landmarks: [RawLandmark] = []
+    /// The row hash of each of `landmarks` as an import writes it, when the reading thread computed them
+    /// (docs/repair.md §1); else empty.
+    var landmarkHashes: [RowHash] = []
     package var positions: [PositionRecord] = []
     /// Diagnostics in input order, each after the landmark it concerns (`afterRecord` = count of landmarks before it).
     package var diagnostics: [(afterRecord: Int, diagnostic: Diagnostic)] = []
