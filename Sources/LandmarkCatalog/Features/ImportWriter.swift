@@ -64,6 +64,7 @@ extension Importer {
                 Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue, hashStamp: stamp)
             }
             defer { reading.finish() }
+            writer.stamp = stamp
             try writer.run(queue: reading.queue, shouldStop: shouldStop) { records, bytes in
                 progress(CatalogProgress(records: records, bytes: bytes, totalBytes: total))
             }
@@ -141,6 +142,8 @@ struct ImportWriter {
     var stampStored = false
     /// The change sequence number the next changed row takes.
     var nextSeq: Int64 = 0
+    /// The stamp every written row takes; peeked from the store's clock when not set before `run`.
+    var stamp: HLCStamp?
     /// The hashes of the rows inserted, for the kept digest (updates move it row by row, in `rehash`).
     var digest = LaneSums()
 
@@ -178,7 +181,7 @@ struct ImportWriter {
         let empty = try store.path == ":memory:" || table.maxID() == nil
         let preImage = empty ? nil : try PreImage(store: store)
         let tombstonesBefore = try table.tombstoneCount()
-        let stamp = try store.peekLocalStamp()
+        let stamp = try self.stamp ?? store.peekLocalStamp()
         nextSeq = try store.lastChangeSequence() + 1
         try table.withImportUpsert { upsert in
             try upsert.bind(stamp.wallMilliseconds, to: LandmarkColumn.updatedMs)

@@ -12,7 +12,7 @@ package final class Reconciler {
     /// The session key every fingerprint is keyed with (16 bytes).
     package let key: [UInt8]
     /// Ranges holding at most this many rows are listed, not split.
-    package static let listThreshold = 16
+    package static let listThreshold = 32
     /// Parts a differing range is split into.
     package static let fanOut = 16
     /// Rows this side sent to the peer and received from it.
