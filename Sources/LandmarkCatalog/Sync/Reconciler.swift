@@ -1,0 +1,138 @@
+/// One side of a repair (docs/repair.md §2–§4): answers a ``RepairMessage`` from its own store, knowing
+/// nothing of the transport.
+///
+/// It compares the peer's keyed range fingerprints with its own, splits a differing range 16 ways
+/// (by its own rows, in key order) until it holds at most ``listThreshold`` rows, then lists row ids;
+/// from a peer's id list it sends the rows the peer lacks and asks for those it lacks. Rows that arrive
+/// are handed to `merge` (the caller's transaction, by the merge rule of docs/merge-rules.md).
+///
+/// Which rows take part is decided by ``RepairRows`` alone.
+package final class Reconciler {
+    let store: CatalogStore
+    /// The session key every fingerprint is keyed with (16 bytes).
+    package let key: [UInt8]
+    /// Ranges holding at most this many rows are listed, not split.
+    package static let listThreshold = 32
+    /// Parts a differing range is split into.
+    package static let fanOut = 16
+    /// Rows this side sent to the peer and received from it.
+    package private(set) var rowsSent = 0
+    package private(set) var rowsReceived = 0
+
+    /// A side working on `store`, with the session key `key` (the opener's random key, or the one the
+    /// opening message carried).
+    package init(store: CatalogStore, key: [UInt8]) {
+        self.store = store
+        self.key = key
+    }
+
+    /// A new random 16-byte session key.
+    package static func makeKey() -> [UInt8] { (0..<16).map { _ in UInt8.random(in: 0...255) } }
+
+    /// The opening message: the key and each table's whole-range fingerprint.
+    package func opening() throws -> RepairMessage {
+        var m = RepairMessage(key: key)
+        try store.read {
+            for table in RepairTable.allCases {
+                let space = RepairRows(store: store, table: table)
+                m.items[table.rawValue] = [
+                    RepairItem(lower: [], upper: nil, payload: .fingerprint(fingerprint(table, try space.sums([], nil))))
+                ]
+            }
+        }
+        return m
+    }
+
+    /// The answer to `message` (whose rows the caller has merged, or will: they lie in ranges this
+    /// answer does not look at).
+    package func answer(_ message: RepairMessage) throws -> RepairMessage {
+        var reply = RepairMessage()
+        var send: [[[UInt8]]] = [[], []]
+        try store.read {
+            for table in RepairTable.allCases {
+                let space = RepairRows(store: store, table: table)
+                for item in message.items[table.rawValue] {
+                    try answer(item, table: table, space: space, into: &reply.items[table.rawValue], send: &send[table.rawValue])
+                }
+            }
+            if send.contains(where: { !$0.isEmpty }) {
+                reply.rows = try RepairRows.snapshot(store: store, landmarks: send[0], positions: send[1])
+                rowsSent += send[0].count + send[1].count
+            }
+        }
+        return reply
+    }
+
+    /// Counts rows the peer sent (the caller merges them).
+    package func received(_ rows: Int) { rowsReceived += rows }
+
+    private func answer(_ item: RepairItem, table: RepairTable, space: RepairRows, into out: inout [RepairItem], send: inout [[UInt8]]) throws {
+        switch item.payload {
+        case .fingerprint(let theirs):
+            let mine = try space.sums(item.lower, item.upper)
+            guard fingerprint(table, mine) != theirs else { return }
+            if mine.rows <= Int64(Self.listThreshold) {
+                var ids: [UInt64] = []
+                try space.forEach(item.lower, item.upper) { _, hash in ids.append(Self.id(hash)) }
+                out.append(RepairItem(lower: item.lower, upper: item.upper, payload: .ids(ids)))
+            } else {
+                try split(item, rows: mine.rows, table: table, space: space, into: &out)
+            }
+        case .ids(let theirs):
+            let theirSet = Set(theirs)
+            var mine = Set<UInt64>()
+            try space.forEach(item.lower, item.upper) { key, hash in
+                let id = Self.id(hash)
+                mine.insert(id)
+                if !theirSet.contains(id) { send.append(key) }
+            }
+            let wanted = theirs.filter { !mine.contains($0) }
+            if !wanted.isEmpty { out.append(RepairItem(lower: item.lower, upper: item.upper, payload: .want(wanted))) }
+        case .want(let wanted):
+            let wantedSet = Set(wanted)
+            try space.forEach(item.lower, item.upper) { key, hash in
+                if wantedSet.contains(Self.id(hash)) { send.append(key) }
+            }
+        }
+    }
+
+    /// Splits `item`'s range into ``fanOut`` parts of about equal row counts (this side's rows), each
+    /// bounded by the shortest key bytes that separate its last row from the next part's first.
+    private func split(_ item: RepairItem, rows: Int64, table: RepairTable, space: RepairRows, into out: inout [RepairItem]) throws {
+        let parts = Int64(Self.fanOut)
+        var index: Int64 = 0
+        var part: Int64 = 0
+        var sums = LaneSums()
+        var lower = item.lower
+        var previous: [UInt8]?
+        try space.forEach(item.lower, item.upper) { key, hash in
+            if let last = previous {
+                let bound = space.separator(last, key)
+                out.append(RepairItem(lower: lower, upper: bound, payload: .fingerprint(fingerprint(table, sums))))
+                lower = bound
+                sums = LaneSums()
+                previous = nil
+            }
+            sums.add(hash)
+            index += 1
+            if part < parts - 1, index == rows * (part + 1) / parts {
+                previous = key
+                part += 1
+            }
+        }
+        out.append(RepairItem(lower: lower, upper: item.upper, payload: .fingerprint(fingerprint(table, sums))))
+    }
+
+    /// A row's id in lists: the first 8 bytes of its hash.
+    static func id(_ hash: RowHash) -> UInt64 { UInt64(hash.lanes.0) << 32 | UInt64(hash.lanes.1) }
+
+    /// The keyed fingerprint of a range (docs/repair.md §3): the first 8 bytes of HMAC-SHA-256 under the
+    /// session key of the table number, the row count and the four lane sums (each 8 bytes, big-endian).
+    func fingerprint(_ table: RepairTable, _ sums: LaneSums) -> [UInt8] {
+        var message: [UInt8] = [UInt8(table.rawValue)]
+        for v in [sums.rows] + sums.sums {
+            for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: UInt64(bitPattern: v) >> UInt64(shift))) }
+        }
+        return Array(SHA256.hmac(key: key, message: message).prefix(8))
+    }
+}
