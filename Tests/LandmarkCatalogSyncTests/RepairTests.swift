@@ -9,8 +9,10 @@ import Testing
 struct RepairTests {
     /// A random row of a pool: positions of `users` users, landmarks 1…`landmarks`, stamps within 10 minutes
     /// before the tests' "now", from three nodes, a fifth of them tombstones.
-    static func randomRow<R: RandomNumberGenerator>(_ rng: inout R, users: Int, landmarks: Int) -> (landmark: String?, position: String?) {
-        let at = Timestamp.format(milliseconds: testNow - Int64.random(in: 0...600_000, using: &rng))
+    static func randomRow<R: RandomNumberGenerator>(
+        _ rng: inout R, users: Int, landmarks: Int, agesMilliseconds: ClosedRange<Int64> = 0...600_000
+    ) -> (landmark: String?, position: String?) {
+        let at = Timestamp.format(milliseconds: testNow - Int64.random(in: agesMilliseconds, using: &rng))
         let node = "node-\(Int.random(in: 0..<3, using: &rng))"
         let counter = Int.random(in: 0...2, using: &rng)
         let deleted = Int.random(in: 0..<5, using: &rng) == 0
@@ -98,6 +100,101 @@ struct RepairTests {
         #expect(back.rowsSent + back.rowsReceived == 0)
     }
 
+    /// Merges erasure records — a user of `randomRow`'s pool (ASCII ids only) and a stamp — into `store`.
+    static func mergeErasures(_ records: [(user: String, at: Int64, node: String)], into store: CatalogStore) throws {
+        let list = records.map {
+            #"{"counter":0,"node":"\#($0.node)","updatedAt":"\#(Timestamp.format(milliseconds: $0.at))","userHash":"\#(ErasureRule.userHash($0.user))"}"#
+        }
+        let text = #"{"format":"landmark-catalog-snapshot","version":1,"landmarks":[],"positions":[],"erasures":[\#(list.joined(separator: ","))]}"#
+        _ = try RepairMerge.apply(Array(text.utf8), to: store, source: "test", dryRun: false, maxDriftSeconds: 300, grant: .all)
+    }
+
+    /// Every row that counts in the digest at `horizon`, by table and key, with its hash.
+    static func rowsCounting(_ store: CatalogStore, at horizon: Int64) throws -> [String: RowHash] {
+        var rows: [String: RowHash] = [:]
+        try store.read {
+            for table in RepairTable.allCases {
+                try RepairRows(store: store, table: table, horizon: horizon).forEach([], nil) { key, hash in
+                    rows["\(table.rawValue):\(key)"] = hash
+                }
+            }
+        }
+        return rows
+    }
+
+    /// One phase of a random history delivered to `store`: a random part of `pool` in random pieces, and
+    /// erasures of random users stamped `agesMilliseconds` before the tests' now.
+    /// - Returns: the rows of `pool` delivered.
+    @discardableResult
+    static func deliver<R: RandomNumberGenerator>(
+        _ pool: [(landmark: String?, position: String?)], users: Int, agesMilliseconds: ClosedRange<Int64>, to store: CatalogStore,
+        _ rng: inout R
+    ) throws -> [(landmark: String?, position: String?)] {
+        let part = pool.filter { _ in Int.random(in: 0..<3, using: &rng) != 0 }.shuffled(using: &rng)
+        var start = 0
+        while start < part.count {
+            let end = min(part.count, start + Int.random(in: 1...300, using: &rng))
+            try Self.merge(Array(part[start..<end]), into: store)
+            start = end
+        }
+        let erased = (0..<Int.random(in: 1...4, using: &rng)).map { _ in
+            let user = Int.random(in: 0..<users, using: &rng)
+            return (user: "user-\(user % 7 == 0 ? user + 1 : user)", at: testNow - Int64.random(in: agesMilliseconds, using: &rng), node: "node-e")
+        }
+        try Self.mergeErasures(erased, into: store)
+        return part
+    }
+
+    @Test(
+        "random histories with erasures, then collections at different horizons, then more history: after repair at the greater horizon the digests are equal and each kept digest equals its recomputation",
+        arguments: 0..<10)
+    func repairAcrossHorizons(_ iteration: Int) throws {
+        var rng = SplitMix64(seed: 0xE7A5E &+ UInt64(iteration) &* 7_919)
+        let dir = Support.temporaryDirectory()
+        let clock = ManualClock(testNow)
+        let paths = ["a", "b"].map { dir.appending(path: "\($0).sqlite").path }
+        let stores = try paths.enumerated().map { i, path in
+            let store = try CatalogStore.open(path: path, wallClock: clock)
+            try store.setNodeID("local-\(i)")
+            return store
+        }
+        let users = [20, 400][iteration % 2]
+        // The old history, stamped 400–600 s ago, reaches both before either collects (the horizon's promise).
+        let old = (0..<(users * 2)).map { _ in Self.randomRow(&rng, users: users, landmarks: 60, agesMilliseconds: 400_000...600_000) }
+        var seen: [(landmark: String?, position: String?)] = []
+        for store in stores { seen += try Self.deliver(old, users: users, agesMilliseconds: 400_000...600_000, to: store, &rng) }
+        _ = try Repairer(stores[0]).repair(withDatabase: paths[1])
+        // Each collects at its own horizon, somewhere in the old history or just above it.
+        for store in stores {
+            let summary = try Collector(store).collect(olderThan: Int64.random(in: 300_000...550_000, using: &rng), vacuum: false)
+            #expect(summary.horizonMilliseconds > 0)
+            try Self.expectKeptDigestRight(store, "after gc, iteration \(iteration)")
+        }
+        // The new history, stamped within the last 300 s, with re-deliveries of old rows both have seen
+        // (stale or expired; a row older than a horizon that never reached a node is the case the horizon
+        // rules out, docs/erasure.md §4).
+        let new = (0..<users).map { _ in Self.randomRow(&rng, users: users, landmarks: 60, agesMilliseconds: 0...290_000) }
+        for store in stores {
+            try Self.deliver(new + seen.shuffled(using: &rng).prefix(users / 2), users: users, agesMilliseconds: 0...290_000, to: store, &rng)
+            try Self.expectKeptDigestRight(store, "before repair, iteration \(iteration)")
+        }
+        let horizons = try stores.map { s in try s.read { try s.metaTable.collectionHorizon() } }
+        let report = try Repairer(stores[0]).repair(withDatabase: paths[1])
+        let h = horizons.max() ?? 0
+        #expect(report.horizonMilliseconds == h, "iteration \(iteration)")
+        #expect(report.localDigest == report.peerDigest, "iteration \(iteration)")
+        for store in stores {
+            try Self.expectKeptDigestRight(store, "after repair, iteration \(iteration)")
+            let recomputed = try store.read { try StateDigest.recomputed(store, horizonMilliseconds: h).digest }
+            #expect(try StateDigest(of: store, horizonMilliseconds: h) == recomputed, "iteration \(iteration)")
+        }
+        #expect(try Self.rowsCounting(stores[0], at: h) == Self.rowsCounting(stores[1], at: h), "iteration \(iteration)")
+        // And the other way, from the side with the other horizon: nothing left to move.
+        let back = try Repairer(stores[1]).repair(withDatabase: paths[0])
+        #expect(back.rowsSent + back.rowsReceived == 0, "iteration \(iteration)")
+        #expect(back.localDigest == back.peerDigest, "iteration \(iteration)")
+    }
+
     /// Two equal databases of `users` positions (`b` a copy of `a`).
     static func equalPair(users: Int) throws -> (a: CatalogStore, b: CatalogStore, bPath: String) {
         let dir = Support.temporaryDirectory()
@@ -179,6 +276,41 @@ struct RepairTests {
         let bad = runCLI(["status", "--verify-digest"], db: db)
         #expect(bad.status == 70)
         #expect(bad.stderr.contains("differs from its recomputation"))
+    }
+
+    @Test(
+        "status --verify-digest after user erase and gc: the kept digest equals the recomputation; below the horizon the kept sums are the digest plus the collectable rows"
+    )
+    func verifyDigestAfterEraseAndGC() throws {
+        let db = Support.temporaryDatabase()
+        #expect(runCLI(["import", Support.root.appending(path: "Seeds/landmarkData.json").path], db: db).status == 0)
+        for (user, page) in [("ann", 1), ("bob", 2), ("eve", 3)] {
+            #expect(runCLI(["position", "set", "--user", user, "--page", "\(page)"], db: db).status == 0)
+        }
+        #expect(runCLI(["position", "clear", "--user", "bob"], db: db).status == 0)
+        #expect(runCLI(["user", "erase", "eve"], db: db).status == 0)
+        let afterErase = runCLI(["status", "--verify-digest", "--json"], db: db)
+        #expect(afterErase.status == 0 && afterErase.stdout.contains(#""equal":true"#), "\(afterErase.stdout)\(afterErase.stderr)")
+        do {
+            // Kept sums minus what lies below a horizon is the digest recomputed at it, at every horizon.
+            let store = try CatalogStore.open(path: db)
+            let kept = try #require(try store.read { try store.digestTotals.keptSums() })
+            #expect(try StateDigest(of: store, horizonMilliseconds: Int64.min) == StateDigest(kept))
+            for h in [Int64.min, 0, Int64.max] {
+                let recomputed = try store.read { try StateDigest.recomputed(store, horizonMilliseconds: h).digest }
+                #expect(try StateDigest(of: store, horizonMilliseconds: h) == recomputed, "horizon \(h)")
+            }
+            // Bob's tombstone and eve's erasure record are what the digest at the far future leaves out.
+            #expect(try StateDigest(of: store, horizonMilliseconds: Int64.max).rows == kept.rows - 2)
+        }
+        #expect(runCLI(["gc", "--horizon", "0s"], db: db).status == 0)
+        let afterGC = runCLI(["status", "--verify-digest", "--json"], db: db)
+        #expect(afterGC.status == 0 && afterGC.stdout.contains(#""equal":true"#), "\(afterGC.stdout)\(afterGC.stderr)")
+        let store = try CatalogStore.open(path: db)
+        let kept = try #require(try store.read { try store.digestTotals.keptSums() })
+        // After the node's own gc nothing is below its horizon: the kept sums are the digest.
+        #expect(try StateDigest(of: store) == StateDigest(kept))
+        #expect(try store.read { try store.erasureTable.count() } == 0)
     }
 
     @Test("a database written before the kept digest is hashed once when next opened for writing: the digest is the one it had")

@@ -15,15 +15,22 @@ package final class Reconciler {
     package static let listThreshold = 32
     /// Parts a differing range is split into.
     package static let fanOut = 16
+    /// The session's horizon (ms since the epoch, UTC).
+    ///
+    /// This side's collection horizon, raised to the peer's when that is greater (docs/repair.md §4). Rows below it that do not count in the digest at
+    /// it take no part (``RepairRows``).
+    package private(set) var horizon: Int64
     /// Rows this side sent to the peer and received from it.
     package private(set) var rowsSent = 0
     package private(set) var rowsReceived = 0
 
     /// A side working on `store`, with the session key `key` (the opener's random key, or the one the
     /// opening message carried).
-    package init(store: CatalogStore, key: [UInt8]) {
+    /// - Throws: `CatalogError` when the store's horizon cannot be read.
+    package init(store: CatalogStore, key: [UInt8]) throws {
         self.store = store
         self.key = key
+        horizon = try store.read { try store.metaTable.collectionHorizon() }
     }
 
     /// A new random 16-byte session key.
@@ -32,9 +39,10 @@ package final class Reconciler {
     /// The opening message: the key and each table's whole-range fingerprint.
     package func opening() throws -> RepairMessage {
         var m = RepairMessage(key: key)
+        m.horizon = horizon
         try store.read {
             for table in RepairTable.allCases {
-                let space = RepairRows(store: store, table: table)
+                let space = RepairRows(store: store, table: table, horizon: horizon)
                 m.items[table.rawValue] = [
                     RepairItem(lower: [], upper: nil, payload: .fingerprint(fingerprint(table, try space.sums([], nil))))
                 ]
@@ -47,17 +55,21 @@ package final class Reconciler {
     /// answer does not look at).
     package func answer(_ message: RepairMessage) throws -> RepairMessage {
         var reply = RepairMessage()
-        var send: [[[UInt8]]] = [[], []]
+        if let theirs = message.horizon {
+            // Both sides compare at the greater horizon; the peer learns it when it is this side's.
+            if theirs > horizon { horizon = theirs } else if theirs < horizon { reply.horizon = horizon }
+        }
+        var send: [[[UInt8]]] = RepairTable.allCases.map { _ in [] }
         try store.read {
             for table in RepairTable.allCases {
-                let space = RepairRows(store: store, table: table)
+                let space = RepairRows(store: store, table: table, horizon: horizon)
                 for item in message.items[table.rawValue] {
                     try answer(item, table: table, space: space, into: &reply.items[table.rawValue], send: &send[table.rawValue])
                 }
             }
             if send.contains(where: { !$0.isEmpty }) {
-                reply.rows = try RepairRows.snapshot(store: store, landmarks: send[0], positions: send[1])
-                rowsSent += send[0].count + send[1].count
+                reply.rows = try RepairRows.snapshot(store: store, landmarks: send[0], positions: send[1], erasures: send[2])
+                rowsSent += send.reduce(0) { $0 + $1.count }
             }
         }
         return reply

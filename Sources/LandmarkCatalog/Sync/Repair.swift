@@ -6,8 +6,8 @@ package protocol RepairPeer {
     /// Sends one encoded message and returns the peer's encoded answer; the peer merges the message's
     /// rows (unless the repair is a dry run).
     func exchange(_ message: [UInt8]) throws -> [UInt8]
-    /// The peer's state digest, read after the repair.
-    func digest() throws -> StateDigest
+    /// The peer's state digest at `horizonMilliseconds`, read after the repair.
+    func digest(horizonMilliseconds: Int64) throws -> StateDigest
 }
 
 /// What a repair did (docs/repair.md §5): `catalog repair --json` prints it.
@@ -22,9 +22,12 @@ public struct RepairReport: Sendable {
     public var rowsReceived = 0
     /// Rows received that this database applied (in a dry run: would apply).
     public var rowsApplied = 0
-    /// The two state digests after the repair.
+    /// The two state digests after the repair, both at the session's horizon (the greater of the two
+    /// sides' collection horizons, docs/erasure.md §5).
     public var localDigest = StateDigest()
     public var peerDigest = StateDigest()
+    /// The session's horizon (ms since the epoch, UTC).
+    public var horizonMilliseconds: Int64 = 0
 }
 
 /// Range-fingerprint reconciliation between this catalog and another copy (docs/repair.md): only the
@@ -45,7 +48,7 @@ package enum Repair {
         grant: WriteGrant = .all
     ) throws -> RepairReport {
         var report = RepairReport()
-        let local = Reconciler(store: store, key: Reconciler.makeKey())
+        let local = try Reconciler(store: store, key: Reconciler.makeKey())
         var message = try local.opening()
         while true {
             let out = message.encoded()
@@ -67,11 +70,12 @@ package enum Repair {
             }
             if answer.isFinal { break }
             message = try local.answer(answer)
-            if message.isFinal && message.rows.isEmpty { break }
+            if message.isFinal && message.rows.isEmpty && message.horizon == nil { break }
         }
         report.rowsSent = local.rowsSent
-        report.localDigest = try StateDigest(of: store)
-        report.peerDigest = try peer.digest()
+        report.horizonMilliseconds = local.horizon
+        report.localDigest = try StateDigest(of: store, horizonMilliseconds: local.horizon)
+        report.peerDigest = try peer.digest(horizonMilliseconds: local.horizon)
         return report
     }
 }
@@ -118,7 +122,7 @@ package final class DatabaseRepairPeer: RepairPeer {
 
     package func exchange(_ message: [UInt8]) throws -> [UInt8] {
         let m = try RepairMessage(decoding: message)
-        if let key = m.key { side = Reconciler(store: store, key: key) }
+        if let key = m.key { side = try Reconciler(store: store, key: key) }
         guard let side else { throw CatalogError(.dataInvalid, "a repair message before the opening one, \(name)") }
         if !m.rows.isEmpty {
             let merged = try RepairMerge.apply(m.rows, to: store, source: name, dryRun: dryRun, maxDriftSeconds: 300, grant: .all)
@@ -127,7 +131,7 @@ package final class DatabaseRepairPeer: RepairPeer {
         return try side.answer(m).encoded()
     }
 
-    package func digest() throws -> StateDigest { try StateDigest(of: store) }
+    package func digest(horizonMilliseconds: Int64) throws -> StateDigest { try StateDigest(of: store, horizonMilliseconds: horizonMilliseconds) }
 }
 
 /// Repairs a catalog against another copy (docs/repair.md).

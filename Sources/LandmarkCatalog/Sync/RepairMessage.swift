@@ -1,15 +1,18 @@
 /// One message of a repair (docs/repair.md §4): the same bytes whatever carries them (another database
 /// in this process, the hub, `POST /v1/repair`).
 ///
-/// Layout: a version byte (1); a flags byte (bit 0: a 16-byte session key follows); the key; for each
-/// table in ``RepairTable`` order, a varint count of items and the items; then a varint length and that
+/// Layout: a version byte (1); a flags byte (bit 0: a 16-byte session key follows; bit 1: a horizon
+/// follows); the key; the horizon (a varint, ms since the epoch); for each table in ``RepairTable`` order, a varint count of items and the items; then a varint length and that
 /// many bytes of rows (a snapshot document, docs/snapshot-format.md §2), 0 for none. Only the rows are
 /// excluded from the byte counts a repair reports.
 package struct RepairMessage: Equatable, Sendable {
     /// The session key, in the opening message only.
     package var key: [UInt8]?
+    /// The sender's horizon (ms since the epoch, UTC): in the opening message, and in an answer whose
+    /// sender raised the session's horizon above the one it was sent (docs/repair.md §4).
+    package var horizon: Int64?
     /// Each table's items, in ``RepairTable`` order.
-    package var items: [[RepairItem]] = [[], []]
+    package var items: [[RepairItem]] = RepairTable.allCases.map { _ in [] }
     /// Rows for the receiver to merge: a snapshot document, or empty.
     package var rows: [UInt8] = []
 
@@ -23,8 +26,9 @@ package struct RepairMessage: Equatable, Sendable {
 
     /// The encoded message.
     package func encoded() -> [UInt8] {
-        var out: [UInt8] = [Self.version, key == nil ? 0 : 1]
+        var out: [UInt8] = [Self.version, (key == nil ? 0 : 1) | (horizon == nil ? 0 : 2)]
         if let key { out += key }
+        if let horizon { Varint.write(UInt64(bitPattern: horizon), to: &out) }
         for table in items {
             Varint.write(UInt64(table.count), to: &out)
             var previousUpper: [UInt8]? = []
@@ -48,6 +52,7 @@ package struct RepairMessage: Equatable, Sendable {
         guard try r.byte() == Self.version else { throw RepairMessageError("unknown repair message version") }
         let flags = try r.byte()
         key = flags & 1 != 0 ? try r.take(16) : nil
+        horizon = flags & 2 != 0 ? Int64(bitPattern: try r.varint()) : nil
         items = []
         for _ in RepairTable.allCases {
             let count = try r.varint()
@@ -74,7 +79,7 @@ package struct RepairMessageError: Error, CustomStringConvertible {
 
 /// The tables a repair reconciles, in message order.
 package enum RepairTable: Int, CaseIterable, Sendable {
-    case landmarks, positions
+    case landmarks, positions, erasures
 }
 
 /// One range of one table in a repair message: `[lower, upper)` in the table's key bytes (docs/repair.md

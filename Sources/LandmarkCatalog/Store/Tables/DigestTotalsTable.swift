@@ -115,6 +115,13 @@ extension KeyRange {
     /// `column >= ?1 AND column < ?2`, or `column >= ?1` without an upper bound.
     func sql(_ column: String) -> String { upper == nil ? "\(column) >= ?1" : "\(column) >= ?1 AND \(column) < ?2" }
 
+    /// ``sql(_:)`` and `(deleted = 0 OR updated_ms >= ?3)`: the rows of the range that count in the digest
+    /// at a horizon (docs/erasure.md §5), bound by ``arguments(_:horizon:)``.
+    func countingSQL(_ column: String) -> String { "\(sql(column)) AND (deleted = 0 OR updated_ms >= ?3)" }
+
+    /// The bounds (NULL for no upper bound) and `horizon`, as the arguments of ``countingSQL(_:)``.
+    func arguments(_ value: (Key) -> SQLValue, horizon: Int64) -> [SQLValue] { [value(lower), upper.map(value) ?? .null, .integer(horizon)] }
+
     /// The bounds as the arguments of ``sql(_:)``.
     func arguments(_ value: (Key) -> SQLValue) -> [SQLValue] { [value(lower)] + (upper.map { [value($0)] } ?? []) }
 }

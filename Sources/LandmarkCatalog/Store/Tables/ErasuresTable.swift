@@ -73,6 +73,31 @@ package struct ErasuresTable {
         return sums
     }
 
+    /// Each record with a user hash in `range` stamped at or after `horizon` (those that count in the
+    /// digest at it), in hash order, with its hash (docs/repair.md §2).
+    package func forEachHash(_ range: KeyRange<String>, horizon: Int64, _ body: (String, RowHash) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures WHERE \(range.sql("user_hash")) AND updated_ms >= ?3 ORDER BY user_hash",
+            range.arguments(SQLValue.text, horizon: horizon)
+        ) { s in
+            let record = Self.record(s)
+            try body(record.userHash, RowHash(erasure: record))
+        }
+    }
+
+    /// The stored records of the users whose hashes are `userHashes`.
+    package func records(userHashes: [String]) throws -> [ErasureRecord] {
+        var records: [ErasureRecord] = []
+        try db.withStatement(sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures WHERE user_hash = ?") { s in
+            for hash in userHashes {
+                try s.bind(hash, at: 1)
+                if try s.step() { records.append(Self.record(s)) }
+                s.rewind()
+            }
+        }
+        return records
+    }
+
     static func record(_ s: Statement) -> ErasureRecord {
         ErasureRecord(
             userHash: s.text(ErasureColumn.userHash) ?? "",

@@ -244,17 +244,20 @@ extension LandmarksTable {
         }
     }
 
-    /// The row count and hash-lane sums of the ids in `range` (docs/repair.md §2), from the primary key.
-    package func laneSums(_ range: KeyRange<Int64>) throws -> LaneSums {
+    /// The row count and hash-lane sums of the ids in `range` that count in the digest at `horizon`
+    /// (tombstones stamped below it do not; docs/repair.md §2), from the primary key.
+    package func laneSums(_ range: KeyRange<Int64>, horizon: Int64) throws -> LaneSums {
         try db.firstRow(
-            sql: "SELECT \(RowHashColumns.sumList) FROM landmarks WHERE \(range.sql("id"))", range.arguments(SQLValue.integer)
+            sql: "SELECT \(RowHashColumns.sumList) FROM landmarks WHERE \(range.countingSQL("id"))",
+            range.arguments(SQLValue.integer, horizon: horizon)
         ) { RowHashColumns.readSums($0) } ?? LaneSums()
     }
 
-    /// Each id in `range` with its stored row hash, in id order, passed to `body`.
-    package func forEachHash(_ range: KeyRange<Int64>, _ body: (Int64, RowHash) throws -> Void) throws {
+    /// Each id in `range` with its stored row hash, in id order, passed to `body`: the rows that count in the digest at `horizon`.
+    package func forEachHash(_ range: KeyRange<Int64>, horizon: Int64, _ body: (Int64, RowHash) throws -> Void) throws {
         try db.forEachRow(
-            sql: "SELECT id, h0, h1, h2, h3 FROM landmarks WHERE \(range.sql("id")) ORDER BY id", range.arguments(SQLValue.integer)
+            sql: "SELECT id, h0, h1, h2, h3 FROM landmarks WHERE \(range.countingSQL("id")) ORDER BY id",
+            range.arguments(SQLValue.integer, horizon: horizon)
         ) { s in try body(s.int(0), RowHashColumns.read(s, at: 1)) }
     }
 

@@ -144,17 +144,20 @@ package struct PositionsTable {
             changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
     }
 
-    /// The row count and hash-lane sums of the users in `range` (docs/repair.md §2), from the primary key.
-    package func laneSums(_ range: KeyRange<String>) throws -> LaneSums {
+    /// The row count and hash-lane sums of the users in `range` that count in the digest at `horizon`
+    /// (tombstones stamped below it do not; docs/repair.md §2), from the primary key.
+    package func laneSums(_ range: KeyRange<String>, horizon: Int64) throws -> LaneSums {
         try db.firstRow(
-            sql: "SELECT \(RowHashColumns.sumList) FROM positions WHERE \(range.sql("user_id"))", range.arguments(SQLValue.text)
+            sql: "SELECT \(RowHashColumns.sumList) FROM positions WHERE \(range.countingSQL("user_id"))",
+            range.arguments(SQLValue.text, horizon: horizon)
         ) { RowHashColumns.readSums($0) } ?? LaneSums()
     }
 
-    /// Each user in `range` with its stored row hash, in user-id order, passed to `body`.
-    package func forEachHash(_ range: KeyRange<String>, _ body: (String, RowHash) throws -> Void) throws {
+    /// Each user in `range` with its stored row hash, in user-id order, passed to `body`: the rows that count in the digest at `horizon`.
+    package func forEachHash(_ range: KeyRange<String>, horizon: Int64, _ body: (String, RowHash) throws -> Void) throws {
         try db.forEachRow(
-            sql: "SELECT user_id, h0, h1, h2, h3 FROM positions WHERE \(range.sql("user_id")) ORDER BY user_id", range.arguments(SQLValue.text)
+            sql: "SELECT user_id, h0, h1, h2, h3 FROM positions WHERE \(range.countingSQL("user_id")) ORDER BY user_id",
+            range.arguments(SQLValue.text, horizon: horizon)
         ) { s in try body(s.text(0) ?? "", RowHashColumns.read(s, at: 1)) }
     }
 
