@@ -255,7 +255,8 @@ struct RepairTests {
         var m = RepairMessage(key: Reconciler.makeKey())
         m.items[0] = [
             RepairItem(lower: [], upper: [0x80], payload: .fingerprint([1, 2, 3, 4, 5, 6, 7, 8])),
-            RepairItem(lower: [0x80], upper: nil, payload: .ids([1, 0xFFFF_FFFF_FFFF_FFFF])),
+            RepairItem(lower: [0x80], upper: [0x90], payload: .ids([1, 0xFFFF_FFFF])),
+            RepairItem(lower: [0x90], upper: nil, payload: .fingerprint([9, 8, 7, 6])),
         ]
         m.items[1] = [RepairItem(lower: Array("bob".utf8), upper: Array("c".utf8), payload: .want([42]))]
         m.rows = Array("{}".utf8)

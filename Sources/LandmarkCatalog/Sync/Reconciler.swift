@@ -44,7 +44,7 @@ package final class Reconciler {
             for table in RepairTable.allCases {
                 let space = RepairRows(store: store, table: table, horizon: horizon)
                 m.items[table.rawValue] = [
-                    RepairItem(lower: [], upper: nil, payload: .fingerprint(fingerprint(table, try space.sums([], nil))))
+                    RepairItem(lower: [], upper: nil, payload: .fingerprint(fingerprint(table, try space.sums([], nil), bytes: 8)))
                 ]
             }
         }
@@ -82,19 +82,19 @@ package final class Reconciler {
         switch item.payload {
         case .fingerprint(let theirs):
             let mine = try space.sums(item.lower, item.upper)
-            guard fingerprint(table, mine) != theirs else { return }
+            guard fingerprint(table, mine, bytes: theirs.count) != theirs else { return }
             if mine.rows <= Int64(Self.listThreshold) {
-                var ids: [UInt64] = []
-                try space.forEach(item.lower, item.upper) { _, hash in ids.append(Self.id(hash)) }
+                var ids: [UInt32] = []
+                try space.forEach(item.lower, item.upper) { _, hash in ids.append(id(hash)) }
                 out.append(RepairItem(lower: item.lower, upper: item.upper, payload: .ids(ids)))
             } else {
                 try split(item, rows: mine.rows, table: table, space: space, into: &out)
             }
         case .ids(let theirs):
             let theirSet = Set(theirs)
-            var mine = Set<UInt64>()
+            var mine = Set<UInt32>()
             try space.forEach(item.lower, item.upper) { key, hash in
-                let id = Self.id(hash)
+                let id = id(hash)
                 mine.insert(id)
                 if !theirSet.contains(id) { send.append(key) }
             }
@@ -103,7 +103,7 @@ package final class Reconciler {
         case .want(let wanted):
             let wantedSet = Set(wanted)
             try space.forEach(item.lower, item.upper) { key, hash in
-                if wantedSet.contains(Self.id(hash)) { send.append(key) }
+                if wantedSet.contains(id(hash)) { send.append(key) }
             }
         }
     }
@@ -120,7 +120,7 @@ package final class Reconciler {
         try space.forEach(item.lower, item.upper) { key, hash in
             if let last = previous {
                 let bound = space.separator(last, key)
-                out.append(RepairItem(lower: lower, upper: bound, payload: .fingerprint(fingerprint(table, sums))))
+                out.append(RepairItem(lower: lower, upper: bound, payload: .fingerprint(fingerprint(table, sums, bytes: 4))))
                 lower = bound
                 sums = LaneSums()
                 previous = nil
@@ -132,19 +132,26 @@ package final class Reconciler {
                 part += 1
             }
         }
-        out.append(RepairItem(lower: lower, upper: item.upper, payload: .fingerprint(fingerprint(table, sums))))
+        out.append(RepairItem(lower: lower, upper: item.upper, payload: .fingerprint(fingerprint(table, sums, bytes: 4))))
     }
 
-    /// A row's id in lists: the first 8 bytes of its hash.
-    static func id(_ hash: RowHash) -> UInt64 { UInt64(hash.lanes.0) << 32 | UInt64(hash.lanes.1) }
+    /// A row's id in lists (docs/repair.md §3): the first 4 bytes of HMAC-SHA-256 under the session key
+    /// of the row hash's 16 bytes, so that no row can be made to collide with another ahead of a session.
+    func id(_ hash: RowHash) -> UInt32 {
+        var message: [UInt8] = []
+        message.reserveCapacity(16)
+        for v in hash.values { for shift in stride(from: 24, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: v >> Int64(shift))) } }
+        return SHA256.hmac(key: key, message: message).prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
+    }
 
-    /// The keyed fingerprint of a range (docs/repair.md §3): the first 8 bytes of HMAC-SHA-256 under the
-    /// session key of the table number, the row count and the four lane sums (each 8 bytes, big-endian).
-    func fingerprint(_ table: RepairTable, _ sums: LaneSums) -> [UInt8] {
+    /// The keyed fingerprint of a range (docs/repair.md §3): the first `bytes` bytes (8 for a whole
+    /// table, 4 for a part) of HMAC-SHA-256 under the session key of the table number, the row count and
+    /// the four lane sums (each 8 bytes, big-endian).
+    func fingerprint(_ table: RepairTable, _ sums: LaneSums, bytes: Int) -> [UInt8] {
         var message: [UInt8] = [UInt8(table.rawValue)]
         for v in [sums.rows] + sums.sums {
             for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: UInt64(bitPattern: v) >> UInt64(shift))) }
         }
-        return Array(SHA256.hmac(key: key, message: message).prefix(8))
+        return Array(SHA256.hmac(key: key, message: message).prefix(min(max(bytes, 4), 8)))
     }
 }

@@ -87,12 +87,13 @@ package enum RepairTable: Int, CaseIterable, Sendable {
 package struct RepairItem: Equatable, Sendable {
     /// What an item says about its range.
     package enum Payload: Equatable, Sendable {
-        /// The sender's keyed fingerprint of its rows in the range (8 bytes).
+        /// The sender's keyed fingerprint of its rows in the range: 8 bytes for a whole table, 4 for a
+        /// part of one (docs/repair.md §3).
         case fingerprint([UInt8])
-        /// Every row id (first 8 bytes of the row hash) the sender holds in the range.
-        case ids([UInt64])
+        /// Every row id (4 bytes, keyed: ``Reconciler/id(_:)``) the sender holds in the range.
+        case ids([UInt32])
         /// The row ids in the range the sender lacks and asks for.
-        case want([UInt64])
+        case want([UInt32])
     }
 
     /// The range's first key bytes (empty: the table's start).
@@ -107,12 +108,13 @@ package struct RepairItem: Equatable, Sendable {
         self.payload = payload
     }
 
-    // Header byte: bits 0–1 the payload kind, bit 2 set when `lower` is the previous item's upper (and
-    // omitted), bit 3 set when there is no upper bound.
+    // Header byte: bits 0–1 the payload kind (0 an 8-byte fingerprint, 1 ids, 2 want, 3 a 4-byte
+    // fingerprint), bit 2 set when `lower` is the previous item's upper (and omitted), bit 3 set when there
+    // is no upper bound.
     func encode(to out: inout [UInt8], previousUpper: [UInt8]?) {
         let kind: UInt8
         switch payload {
-        case .fingerprint: kind = 0
+        case .fingerprint(let f): kind = f.count == 4 ? 3 : 0
         case .ids: kind = 1
         case .want: kind = 2
         }
@@ -134,7 +136,7 @@ package struct RepairItem: Equatable, Sendable {
         case .fingerprint(let f): out += f
         case .ids(let ids), .want(let ids):
             Varint.write(UInt64(ids.count), to: &out)
-            for id in ids { for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: id >> UInt64(shift))) } }
+            for id in ids { for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: id >> UInt32(shift))) } }
         }
     }
 
@@ -156,12 +158,13 @@ package struct RepairItem: Equatable, Sendable {
         let payload: Payload
         switch header & 3 {
         case 0: payload = .fingerprint(try r.take(8))
+        case 3: payload = .fingerprint(try r.take(4))
         case 1, 2:
             let count = Int(try r.varint())
             guard count <= 1 << 20 else { throw RepairMessageError("too many ids") }
-            var ids: [UInt64] = []
+            var ids: [UInt32] = []
             ids.reserveCapacity(count)
-            for _ in 0..<count { ids.append(try r.take(8).reduce(0) { $0 << 8 | UInt64($1) }) }
+            for _ in 0..<count { ids.append(try r.take(4).reduce(0) { $0 << 8 | UInt32($1) }) }
             payload = header & 3 == 1 ? .ids(ids) : .want(ids)
         default: throw RepairMessageError("unknown item kind")
         }
