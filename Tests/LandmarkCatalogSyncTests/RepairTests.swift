@@ -256,7 +256,11 @@ struct RepairTests {
         m.items[0] = [
             RepairItem(lower: [], upper: [0x80], payload: .fingerprint([1, 2, 3, 4, 5, 6, 7, 8])),
             RepairItem(lower: [0x80], upper: [0x90], payload: .ids([1, 0xFFFF_FFFF])),
-            RepairItem(lower: [0x90], upper: nil, payload: .fingerprint([9, 8, 7, 6])),
+            RepairItem(lower: [0x90], upper: [0x90, 0x01], payload: .fingerprint([9, 8, 7, 6])),
+            RepairItem(lower: [0x90, 0x01], upper: Array(repeating: 0x90, count: 20), payload: .fingerprint([1, 8, 7, 6])),
+            RepairItem(
+                lower: Array(repeating: 0x90, count: 20), upper: Array(repeating: 0x90, count: 12) + [0x91], payload: .fingerprint([3, 8, 7, 6])),
+            RepairItem(lower: Array(repeating: 0x90, count: 12) + [0x91], upper: nil, payload: .fingerprint([2, 8, 7, 6])),
         ]
         m.items[1] = [RepairItem(lower: Array("bob".utf8), upper: Array("c".utf8), payload: .want([42]))]
         m.rows = Array("{}".utf8)

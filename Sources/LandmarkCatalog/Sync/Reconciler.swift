@@ -108,31 +108,59 @@ package final class Reconciler {
         }
     }
 
-    /// Splits `item`'s range into ``fanOut`` parts of about equal row counts (this side's rows), each
-    /// bounded by the shortest key bytes that separate its last row from the next part's first.
+    /// Splits `item`'s range into ``fanOut`` parts of about equal row counts (this side's rows).
+    ///
+    /// Each cut lies within an eighth of a part of the even one, at the gap whose bound costs the fewest
+    /// bytes: the shortest key bytes that separate the rows either side of it (``RepairRows/separator(_:_:)``),
+    /// counted beyond the prefix they share with the part's lower bound, which the encoding omits.
     private func split(_ item: RepairItem, rows: Int64, table: RepairTable, space: RepairRows, into out: inout [RepairItem]) throws {
         let parts = Int64(Self.fanOut)
+        let slack = rows / (parts * 8)
         var index: Int64 = 0
         var part: Int64 = 0
-        var sums = LaneSums()
         var lower = item.lower
+        // The current part's rows before the best cut found so far (all its rows while there is none),
+        // and the rows after that cut.
+        var sums = LaneSums()
+        var pending = LaneSums()
+        var best: (bound: [UInt8], cost: Int)?
         var previous: [UInt8]?
-        try space.forEach(item.lower, item.upper) { key, hash in
-            if let last = previous {
-                let bound = space.separator(last, key)
-                out.append(RepairItem(lower: lower, upper: bound, payload: .fingerprint(fingerprint(table, sums, bytes: 4))))
-                lower = bound
-                sums = LaneSums()
-                previous = nil
-            }
-            sums.add(hash)
-            index += 1
-            if part < parts - 1, index == rows * (part + 1) / parts {
-                previous = key
-                part += 1
-            }
+        func cut() {
+            guard let bound = best?.bound else { return }
+            out.append(RepairItem(lower: lower, upper: bound, payload: .fingerprint(fingerprint(table, sums, bytes: 4))))
+            lower = bound
+            sums = pending
+            pending = LaneSums()
+            best = nil
+            part += 1
         }
+        try space.forEach(item.lower, item.upper) { key, hash in
+            if let last = previous, part < parts - 1 {
+                let target = rows * (part + 1) / parts
+                if index >= target - slack && index <= target + slack {
+                    let bound = space.separator(last, key)
+                    let cost = bound.count - Self.sharedPrefix(bound, lower)
+                    if best.map({ cost < $0.cost }) ?? true {
+                        best = (bound, cost)
+                        sums.add(pending)
+                        pending = LaneSums()
+                    }
+                }
+                if index >= target + slack { cut() }
+            }
+            if best == nil { sums.add(hash) } else { pending.add(hash) }
+            previous = key
+            index += 1
+        }
+        cut()
         out.append(RepairItem(lower: lower, upper: item.upper, payload: .fingerprint(fingerprint(table, sums, bytes: 4))))
+    }
+
+    /// How many leading bytes `a` and `b` share.
+    static func sharedPrefix(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        var n = 0
+        while n < a.count, n < b.count, a[n] == b[n] { n += 1 }
+        return n
     }
 
     /// A row's id in lists (docs/repair.md §3): the first 4 bytes of HMAC-SHA-256 under the session key

@@ -110,8 +110,21 @@ package struct RepairItem: Equatable, Sendable {
 
     // Header byte: bits 0–1 the payload kind (0 an 8-byte fingerprint, 1 ids, 2 want, 3 a 4-byte
     // fingerprint), bit 2 set when `lower` is the previous item's upper (and omitted), bit 3 set when there
-    // is no upper bound.
+    // is no upper bound. With bit 7 set it is a whole item's header instead — a split's part: a 4-byte
+    // fingerprint, chained, with an upper bound sharing bits 4–6 bytes with `lower` (7: 7 plus a varint
+    // that follows), and bits 0–3 bytes more.
     func encode(to out: inout [UInt8], previousUpper: [UInt8]?) {
+        if case .fingerprint(let f) = payload, f.count == 4, previousUpper == lower, let upper {
+            var shared = 0
+            while shared < lower.count, shared < upper.count, lower[shared] == upper[shared] { shared += 1 }
+            if upper.count - shared < 16 {
+                out.append(0x80 | UInt8(min(shared, 7)) << 4 | UInt8(upper.count - shared))
+                if shared >= 7 { Varint.write(UInt64(shared - 7), to: &out) }
+                out += upper[shared...]
+                out += f
+                return
+            }
+        }
         let kind: UInt8
         switch payload {
         case .fingerprint(let f): kind = f.count == 4 ? 3 : 0
@@ -142,6 +155,14 @@ package struct RepairItem: Equatable, Sendable {
 
     static func decode(_ r: inout ByteReader, previousUpper: [UInt8]?) throws -> RepairItem {
         let header = try r.byte()
+        if header & 0x80 != 0 {
+            guard let previousUpper else { throw RepairMessageError("a range chained after the table's end") }
+            var shared = Int(header >> 4 & 7)
+            if shared == 7 { shared += Int(clamping: try r.varint()) }
+            guard shared <= previousUpper.count else { throw RepairMessageError("a bound shares more than its lower bound has") }
+            let upper = Array(previousUpper[..<shared]) + (try r.take(Int(header & 15)))
+            return RepairItem(lower: previousUpper, upper: upper, payload: .fingerprint(try r.take(4)))
+        }
         let lower: [UInt8]
         if header & 4 != 0 {
             guard let previousUpper else { throw RepairMessageError("a range chained after the table's end") }
