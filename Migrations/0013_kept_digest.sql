@@ -28,7 +28,8 @@ INSERT INTO digest_totals (table_name, rows, backfilled) SELECT 'landmarks', cou
 INSERT INTO digest_totals (table_name, rows, backfilled) SELECT 'positions', count(*), count(*) = 0 FROM positions;
 INSERT INTO digest_totals (table_name, rows, backfilled) SELECT 'erasures', count(*), count(*) = 0 FROM user_erasures;
 -- The digest at a horizon leaves out the tombstones and erasure records stamped below it (docs/erasure.md
--- §5): these find them without reading the live rows.
-CREATE INDEX landmarks_dead ON landmarks (updated_ms) WHERE deleted = 1;
-CREATE INDEX positions_dead ON positions (updated_ms) WHERE deleted = 1;
+-- §5): these find them and sum their hashes without reading the live rows or the table (`deleted`
+-- is among the columns so that SQLite reads the index alone).
+CREATE INDEX landmarks_dead ON landmarks (updated_ms, h0, h1, h2, h3, deleted) WHERE deleted = 1;
+CREATE INDEX positions_dead ON positions (updated_ms, h0, h1, h2, h3, deleted) WHERE deleted = 1;
 CREATE INDEX user_erasures_stamp ON user_erasures (updated_ms);
