@@ -36,6 +36,9 @@
 #                                1M positions (--quick: 100k) set, cleared, then `gc --horizon 0s`; the file's
 #                                size after gc beside one that never held them (bound 1.05x), gc's time beside
 #                                the sync of the same rows (bound 2x). Results: Benchmarks/results/gc.md
+#   Benchmarks/run.sh --repair   only `catalog repair` at 1M positions (--quick: 10k) against a full sync of the
+#                                same difference (0, 1, 100, 1,000 differing rows): round trips, bytes per
+#                                differing row, time; see Benchmarks/repair.py. Results: Benchmarks/results/repair.md
 #   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
 #   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
 #                                    Debian when missing; skipped with a note when it cannot be)
@@ -55,6 +58,7 @@ quick=false
 hub_only=false
 log_only=false
 observe_only=false
+repair_only=false
 follow_only=false
 serve_only=false
 gc_only=false
@@ -70,6 +74,7 @@ for argument in "$@"; do
         --follow) follow_only=true ;;
         --serve) serve_only=true ;;
         --gc) gc_only=true ;;
+        --repair) repair_only=true ;;
         --nothing-new) nothing_new=true ;;
         --log-size=[0-9]*) log_only=true; log_size=${argument#--log-size=} ;;
         --plot) plot=true ;;
@@ -152,6 +157,13 @@ start_hub() {
     HUB_URI="postgresql://postgres@127.0.0.1:$pgport/$1"
 }
 
+
+if $repair_only; then
+    users_n=1000000; $quick && users_n=10000
+    [ -s "$data/positions-$users_n.json" ] || python3 Benchmarks/generate.py positions "$users_n" "$data/positions-$users_n.json" >&2
+    python3 Benchmarks/repair.py "$bin" "$data/positions-$users_n.json" | tee Benchmarks/results/repair.md
+    exit 0
+fi
 
 if $serve_only; then
     users_n=1000000; polls=10000; hold=30; device_idle=60; device_hang=60

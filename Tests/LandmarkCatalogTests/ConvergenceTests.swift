@@ -9,21 +9,6 @@ import Testing
 struct ConvergenceTests {
     static let users = ["ann", "bob", "Zoé", "李", "eve"]
 
-    /// A landmark file: ids 1…8, random featured flags and names, from `rng`.
-    static func randomLandmarkFile<R: RandomNumberGenerator>(_ rng: inout R, in dir: URL, serial: Int) throws -> String {
-        var records: [[String: Any]] = []
-        for id in 1...8 where Bool.random(using: &rng) || id <= 2 {
-            records.append([
-                "id": id, "name": "L\(id)-\(Int.random(in: 0...3, using: &rng))", "isFeatured": Bool.random(using: &rng),
-                "coordinates": ["latitude": Double(id), "longitude": Double(-id)],
-                "park": Bool.random(using: &rng) ? NSNull() : "P\(id)",
-            ])
-        }
-        let url = dir.appending(path: "import-\(serial).json")
-        try JSONSerialization.data(withJSONObject: records).write(to: url)
-        return url.path
-    }
-
     @Test(
         "random writes, random deliveries with duplicates and stale re-deliveries: every store ends identical",
         arguments: 0..<25)
@@ -58,7 +43,7 @@ struct ConvergenceTests {
             case 3:
                 try Positions(store).clearPosition(user: Self.users.randomElement(using: &rng)!)
             case 4, 5:
-                let file = try Self.randomLandmarkFile(&rng, in: dir, serial: serial)
+                let file = try randomLandmarkFile(&rng, in: dir, serial: serial)
                 _ = try Importer(store).importLandmarks(from: .file(file), options: ImportOptions(prune: Bool.random(using: &rng)))
             case 6, 7:
                 let path = dir.appending(path: "snap-\(serial).json").path

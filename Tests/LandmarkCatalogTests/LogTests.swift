@@ -264,7 +264,7 @@ struct LogConvergenceTests {
             case 3:
                 try Positions(stores[i]).clearPosition(user: ConvergenceTests.users.randomElement(using: &rng)!)
             case 4:
-                let file = try ConvergenceTests.randomLandmarkFile(&rng, in: dir, serial: serial)
+                let file = try randomLandmarkFile(&rng, in: dir, serial: serial)
                 _ = try Importer(stores[i]).importLandmarks(from: .file(file), options: ImportOptions(prune: Bool.random(using: &rng)))
             case 5, 6:
                 _ = try LogPublisher(stores[i]).publishLog(to: logs[i].path, options: options)

@@ -15,6 +15,10 @@ extension CatalogCLI {
         static let output = Options.output.with(
             help: "With --prometheus: write to FILE atomically (for node_exporter's textfile collector: name it *.prom).")
         static let quiet = Options.quiet.with(help: "With --check: print nothing when healthy.")
+        static let verifyDigest = Flag(
+            "--verify-digest",
+            "Recompute the state digest from every row and compare it with the kept one: exit 0 when equal, 70 when not (with --json, both and the stale rows)."
+        )
     }
 
     /// The exit status of `status --check` when the sync is not healthy: `EX_UNAVAILABLE` (sysexits).
@@ -41,11 +45,14 @@ extension CatalogCLI {
                 """,
             options: [
                 Options.json.spec, StatusOptions.check.spec, StatusOptions.maxAge.spec, StatusOptions.quiet.spec,
-                StatusOptions.prometheus.spec, StatusOptions.output.spec,
+                StatusOptions.prometheus.spec, StatusOptions.output.spec, StatusOptions.verifyDigest.spec,
             ],
             validate: { p in
-                let modes = [Options.json.spec.name, StatusOptions.check.spec.name, StatusOptions.prometheus.spec.name].filter {
+                let modes = [StatusOptions.check.spec.name, StatusOptions.prometheus.spec.name, StatusOptions.verifyDigest.spec.name].filter {
                     p.flags.contains($0)
+                }
+                if p.flags.contains(Options.json.spec.name) && (p[StatusOptions.check] || p[StatusOptions.prometheus]) {
+                    throw UsageError(message: "--json cannot be combined with \(p[StatusOptions.check] ? "--check" : "--prometheus")", path: p.path)
                 }
                 if modes.count > 1 { throw UsageError(message: "\(modes.joined(separator: " and ")) cannot be combined", path: p.path) }
                 if p.given(StatusOptions.maxAge) && !p[StatusOptions.check] {
@@ -59,9 +66,34 @@ extension CatalogCLI {
             run: runStatus)
     }
 
+    /// `status --verify-digest` (docs/repair.md §1): the kept digest against a recomputation.
+    static func runVerifyDigest(_ i: Invocation, store: CatalogStore) throws -> Int32 {
+        let (kept, recomputed, stale) = try StateDigest.verify(store)
+        let equal = kept == recomputed && stale == 0
+        if i[Options.json] {
+            var o = JSONObject()
+            o.set("equal", equal)
+            o.set("kept", kept.hex)
+            o.set("keptRows", kept.rows)
+            o.set("recomputed", recomputed.hex)
+            o.set("recomputedRows", recomputed.rows)
+            o.set("staleRows", Int64(stale))
+            i.stdout.write(o.bytes + [0x0A])
+        } else {
+            i.stdout.write("kept digest \(kept), recomputed \(recomputed)\(stale > 0 ? ", \(stale) rows with a stale hash" : "")\n")
+        }
+        guard equal else {
+            throw CatalogError(
+                .software, "the kept state digest \(kept.hex) differs from its recomputation \(recomputed.hex), \(store.path)",
+                hint: "report it: a write path did not keep the digest")
+        }
+        return 0
+    }
+
     static func runStatus(_ i: Invocation) throws -> Int32 {
         let store = try i.openStore(.read)
         if i[StatusOptions.check] { return try runStatusCheck(i, store: store) }
+        if i[StatusOptions.verifyDigest] { return try runVerifyDigest(i, store: store) }
         if i[StatusOptions.prometheus] {
             let text = PrometheusText.render(try CatalogMonitor(store).metrics())
             if let output = i[StatusOptions.output], output != "-" {

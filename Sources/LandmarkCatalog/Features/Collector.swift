@@ -67,7 +67,6 @@ extension Collector {
             summary.positionTombstones = try store.positionTable.collectTombstones(before: horizon)
             summary.erasures = try store.erasureTable.collect(before: horizon)
             try store.metaTable.setCollectionHorizon(horizon)
-            try store.metaTable.set("digest", "")  // the digest's cache: what counts in it moved with the horizon
             return summary
         }
         summary.bytesBefore = before

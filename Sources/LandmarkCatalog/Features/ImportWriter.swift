@@ -57,8 +57,14 @@ extension Importer {
         return try store.transaction {
             // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
             let file = source.displayName
-            let reading = ReadingThread { queue in Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue) }
+            // The stamp the writer will use (nothing is written before it peeks again): the reading thread
+            // hashes each row as it will be stored, beside the writer.
+            let stamp = try store.peekLocalStamp()
+            let reading = ReadingThread { queue in
+                Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue, hashStamp: stamp)
+            }
             defer { reading.finish() }
+            writer.stamp = stamp
             try writer.run(queue: reading.queue, shouldStop: shouldStop) { records, bytes in
                 progress(CatalogProgress(records: records, bytes: bytes, totalBytes: total))
             }
@@ -69,7 +75,10 @@ extension Importer {
     }
 
     /// The reading thread's work for an import: the top-level array of `landmarkData.json`.
-    static func decodeLandmarkFile(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue) {
+    ///
+    /// With `hashStamp`, each record's row hash as the import would store it with that stamp is computed
+    /// here (``RowBatch/landmarkHashes``), on the reading thread, so the writer does not.
+    static func decodeLandmarkFile(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue, hashStamp: HLCStamp? = nil) {
         var decoder = LandmarkDecoder(file: file, mode: .importRecord, strict: options.strict)
         let reader = JSONPullReader(fileDescriptor: fd, options: .init(allowTrailingCommas: !options.strict, maxDepth: 64))
         var batch = RowBatch()
@@ -84,7 +93,11 @@ extension Importer {
             }
             try reader.beginArray()
             while try reader.nextElement() {
+                let count = batch.landmarks.count
                 try decoder.decode(reader, index: index, into: batch)
+                if let hashStamp, batch.landmarks.count == count + 1, batch.landmarkHashes.count == count {
+                    batch.landmarkHashes.append(batch.withView(batch.landmarks[count]) { RowHash(landmark: StampedFields($0, stamp: hashStamp)) })
+                }
                 index += 1
                 if batch.landmarks.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21 {
                     batch.recordsRead = index
@@ -129,6 +142,10 @@ struct ImportWriter {
     var stampStored = false
     /// The change sequence number the next changed row takes.
     var nextSeq: Int64 = 0
+    /// The stamp every written row takes; peeked from the store's clock when not set before `run`.
+    var stamp: HLCStamp?
+    /// The hashes of the rows inserted, for the kept digest (updates move it row by row, in `rehash`).
+    var digest = LaneSums()
 
     init(store: CatalogStore, file: String, options: ImportOptions, diagnostics: @escaping (Diagnostic) -> Void) {
         self.store = store
@@ -164,7 +181,7 @@ struct ImportWriter {
         let empty = try store.path == ":memory:" || table.maxID() == nil
         let preImage = empty ? nil : try PreImage(store: store)
         let tombstonesBefore = try table.tombstoneCount()
-        let stamp = try store.peekLocalStamp()
+        let stamp = try self.stamp ?? store.peekLocalStamp()
         nextSeq = try store.lastChangeSequence() + 1
         try table.withImportUpsert { upsert in
             try upsert.bind(stamp.wallMilliseconds, to: LandmarkColumn.updatedMs)
@@ -198,7 +215,8 @@ struct ImportWriter {
                         continue
                     }
                     do {
-                        try apply(record, in: batch, upsert: upsert, stamp: stamp)
+                        let hash = batch.landmarkHashes.count == batch.landmarks.count ? batch.landmarkHashes[i] : nil
+                        try apply(record, in: batch, upsert: upsert, stamp: stamp, hash: hash)
                     } catch let error as SQLiteError where error.code.primary == .tooBig {
                         report(
                             Diagnostic(
@@ -224,6 +242,7 @@ struct ImportWriter {
                     summary.inserted += resurrected
                     summary.updated -= resurrected
                     if options.prune { try prune(seen: batch.seen, stamp: stamp) }
+                    try store.digestTotals.add("landmarks", digest)
                     return
                 }
             }
@@ -248,7 +267,7 @@ struct ImportWriter {
         stampStored = true
     }
 
-    mutating func apply(_ record: RawLandmark, in batch: RowBatch, upsert: Statement, stamp: HLCStamp) throws {
+    mutating func apply(_ record: RawLandmark, in batch: RowBatch, upsert: Statement, stamp: HLCStamp, hash: RowHash?) throws {
         var extra = record.extraJSON
         if let recordExtra = extra {
             // Unknown keys merge with the stored ones (rare: a slow path is fine).
@@ -267,8 +286,14 @@ struct ImportWriter {
             try upsert.bind(nextSeq, to: LandmarkColumn.seq)
             // The stamp was bound once in `run`; `run()` keeps bindings.
             try upsert.bind(Int64(record.present), at: LandmarksTable.presentParameter)
-            return try store.landmarkTable.runImportUpsert(upsert, id: record.id)
+            // The hash of the row as inserted; an update keeps the stored one until `rehash` below.
+            let hash = hash ?? RowHash(landmark: StampedFields(view, stamp: stamp))
+            try RowHashColumns.bind(hash, to: upsert, at: LandmarksTable.importHashParameter)
+            let write = try store.landmarkTable.runImportUpsert(upsert, id: record.id)
+            if write == .inserted { digest.add(hash) }
+            return write
         }
+        if write == .updated { try store.landmarkTable.rehash(id: record.id) }
         guard write != .unchanged else {
             summary.unchanged += 1
             return
@@ -293,6 +318,7 @@ struct ImportWriter {
                 try tombstone.bind(nextSeq, at: 4)
                 try tombstone.bind(id, at: 5)
                 try tombstone.run()
+                try store.landmarkTable.rehash(id: id)
                 nextSeq += 1
             }
         }

@@ -50,6 +50,8 @@ package struct RowMerger {
     private var anyErasure: Bool
     /// Called with each refused row's user (positions) and why, for answers that name each row's outcome.
     package var refused: ((_ user: String, _ stamp: HLCStamp, _ why: ErasureRule.Refusal) -> Void)?
+    /// The kept digest's move for the landmark batch being applied (docs/repair.md §1).
+    private var landmarkDigest = LaneSums()
 
     init(store: CatalogStore, source: String, quarantineAfter: Int64, diagnostics: @escaping (Diagnostic) -> Void) throws {
         self.store = store
@@ -239,6 +241,8 @@ package struct RowMerger {
     // MARK: Positions
 
     private mutating func applyPositions(_ rows: [PositionRecord]) throws {
+        // The kept digest's move (docs/repair.md §1): hashes written minus hashes replaced.
+        var digest = LaneSums()
         try store.positionTable.withMergeStatements { select, upsert in
             for row in rows {
                 counts.positionsSeen += 1
@@ -264,7 +268,9 @@ package struct RowMerger {
                 var stored: (stamp: HLCStamp, deleted: Bool)?
                 var storedPage: Int64 = 0
                 var storedLandmark: Int64?
+                var storedHash: RowHash?
                 if try select.step() {
+                    storedHash = PositionsTable.storedHash(select)
                     stored = (
                         HLCStamp(
                             wallMilliseconds: select.int(PositionColumn.updatedMs), counter: select.int(PositionColumn.counter),
@@ -298,24 +304,36 @@ package struct RowMerger {
                     counts.stale += 1
                     continue
                 }
-                try upsert.bind(row.user, to: PositionColumn.userID)
-                try upsert.bind(row.page, to: PositionColumn.page)
-                if let landmark = row.landmark {
-                    try upsert.bind(landmark, to: PositionColumn.landmarkID)
-                } else {
-                    try upsert.bindNull(to: PositionColumn.landmarkID)
-                }
-                try upsert.bind(row.stamp.wallMilliseconds, to: PositionColumn.updatedMs)
-                try upsert.bind(row.stamp.counter, to: PositionColumn.counter)
-                try upsert.bind(row.stamp.node, to: PositionColumn.node)
-                try upsert.bind(row.deleted, to: PositionColumn.deleted)
-                try upsert.bind(nextSeq, to: PositionColumn.seq)
-                try upsert.run()
+                digest.add(try writePosition(row, upsert: upsert))
+                if let storedHash { digest.subtract(storedHash) }
                 nextSeq += 1
                 counts.positionsApplied += 1
                 appliedStamp?(row.stamp.wallMilliseconds)
             }
         }
+        try store.digestTotals.add("positions", digest)
+    }
+
+    /// Binds every column of `row`, the next change sequence number and the row's hash to the position
+    /// upsert, and runs it.
+    /// - Returns: the row hash written.
+    private func writePosition(_ row: PositionRecord, upsert: Statement) throws -> RowHash {
+        try upsert.bind(row.user, to: PositionColumn.userID)
+        try upsert.bind(row.page, to: PositionColumn.page)
+        if let landmark = row.landmark {
+            try upsert.bind(landmark, to: PositionColumn.landmarkID)
+        } else {
+            try upsert.bindNull(to: PositionColumn.landmarkID)
+        }
+        try upsert.bind(row.stamp.wallMilliseconds, to: PositionColumn.updatedMs)
+        try upsert.bind(row.stamp.counter, to: PositionColumn.counter)
+        try upsert.bind(row.stamp.node, to: PositionColumn.node)
+        try upsert.bind(row.deleted, to: PositionColumn.deleted)
+        try upsert.bind(nextSeq, to: PositionColumn.seq)
+        let hash = RowHash(position: row)
+        try RowHashColumns.bind(hash, to: upsert, at: PositionsTable.mergeHashParameter)
+        try upsert.run()
+        return hash
     }
 
     // MARK: Erasures
@@ -386,6 +404,7 @@ package struct RowMerger {
     // MARK: Landmarks
 
     private mutating func applyLandmarks(_ batch: RowBatch) throws {
+        landmarkDigest = LaneSums()
         try store.landmarkTable.withMergeStatements { select, upsert in
             try batch.bytes.withUnsafeBufferPointer { bytes in
                 for record in batch.landmarks {
@@ -394,6 +413,7 @@ package struct RowMerger {
                 }
             }
         }
+        try store.digestTotals.add("landmarks", landmarkDigest)
     }
 
     private mutating func applyLandmark(_ view: RawLandmarkView, select: Statement, upsert: Statement) throws {
@@ -426,10 +446,11 @@ package struct RowMerger {
             refuse(.expired, user: nil, stamp: stamp)
             return
         }
-        if unseen { return try writeLandmark(view, upsert: upsert) }
+        if unseen { return try writeLandmark(view, upsert: upsert, replacing: nil) }
         try select.bind(record.id, at: 1)
         defer { select.rewind() }
         var stored: (stamp: HLCStamp, deleted: Bool)?
+        var storedHash: RowHash?
         if try select.step() {
             stored = (
                 HLCStamp(
@@ -437,6 +458,7 @@ package struct RowMerger {
                     node: select.text(LandmarkColumn.node) ?? ""),
                 select.bool(LandmarkColumn.deleted)
             )
+            storedHash = LandmarksTable.storedHash(select)
         }
         if let why = ErasureRule.refusal(row: stamp, erasure: nil, hasStoredRow: stored != nil, horizonMilliseconds: horizonMilliseconds) {
             refuse(why, user: nil, stamp: stamp)
@@ -465,20 +487,23 @@ package struct RowMerger {
             return
         }
         select.rewind()
-        try writeLandmark(view, upsert: upsert)
+        try writeLandmark(view, upsert: upsert, replacing: storedHash)
     }
 
-    /// Writes `view` with the next change sequence number, and counts it applied.
-    private mutating func writeLandmark(_ view: RawLandmarkView, upsert: Statement) throws {
-        try bindLandmark(view, seq: nextSeq, to: upsert)
+    /// Writes `view` with the next change sequence number, moves the kept digest from `replacing` (the
+    /// stored row's hash, nil for a new row) to the written row's, and counts it applied.
+    private mutating func writeLandmark(_ view: RawLandmarkView, upsert: Statement, replacing storedHash: RowHash?) throws {
+        landmarkDigest.add(try bindLandmark(view, seq: nextSeq, to: upsert))
+        if let storedHash { landmarkDigest.subtract(storedHash) }
         try upsert.run()
         nextSeq += 1
         counts.landmarksApplied += 1
         appliedStamp?(view.stamp.wallMilliseconds)
     }
 
-    /// Binds every column of `view` (a whole snapshot row) to the landmark upsert.
-    private func bindLandmark(_ view: RawLandmarkView, seq: Int64, to upsert: Statement) throws {
+    /// Binds every column of `view` (a whole snapshot row) and its row hash to the landmark upsert.
+    /// - Returns: the row hash.
+    private func bindLandmark(_ view: RawLandmarkView, seq: Int64, to upsert: Statement) throws -> RowHash {
         let record = view.record
         try view.bindContent(to: upsert)
         try upsert.bind(record.extraJSON, to: LandmarkColumn.extra)
@@ -487,5 +512,8 @@ package struct RowMerger {
         try upsert.bindStatic(view.slot(TextRanges.nodeSlot), to: LandmarkColumn.node)
         try upsert.bind(record.deleted, to: LandmarkColumn.deleted)
         try upsert.bind(seq, to: LandmarkColumn.seq)
+        let hash = RowHash(landmark: view)
+        try RowHashColumns.bind(hash, to: upsert, at: LandmarksTable.mergeHashParameter)
+        return hash
     }
 }

@@ -44,57 +44,25 @@ public struct StateDigest: Sendable, Equatable, CustomStringConvertible {
 
     /// Adds one row's canonical text.
     mutating func add(_ text: [UInt8]) {
-        let hash = SHA256.hash(text)
-        var h: UInt64 = 0
-        var l: UInt64 = 0
-        for i in 0..<8 { h = h << 8 | UInt64(hash[i]) }
-        for i in 8..<16 { l = l << 8 | UInt64(hash[i]) }
-        high &+= h
-        low &+= l
+        let lanes = RowHash(text: text).values.map { UInt64($0) }
+        high &+= lanes[0] << 32 | lanes[1]
+        low &+= lanes[2] << 32 | lanes[3]
         rows += 1
     }
 
-    /// The canonical text of a landmark row.
-    static func landmarkText<F: LandmarkFields>(_ f: F, content: [UInt8]) -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: content.count + 64)
-        w.raw("L\n")
-        w.raw(String(f.int(.id)))
-        w.byte(0x0A)
-        w.raw(String(f.int(.updatedMs)))
-        w.byte(0x0A)
-        w.raw(String(f.int(.counter)))
-        w.byte(0x0A)
-        f.withText(.node) { if let b = $0 { w.bytes.append(contentsOf: b) } }
-        w.byte(0x0A)
-        w.raw(f.int(.deleted) != 0 ? "1" : "0")
-        w.byte(0x0A)
-        w.bytes.append(contentsOf: content)
-        return w.bytes
-    }
+    /// The canonical text of a landmark row (``RowHash/landmarkText(_:content:)``).
+    static func landmarkText<F: LandmarkFields>(_ f: F, content: [UInt8]) -> [UInt8] { RowHash.landmarkText(f, content: content) }
 
-    /// The canonical text of an erasure record: `E`, user hash, updated_ms, counter, node.
-    static func erasureText(_ e: ErasureRecord) -> [UInt8] {
-        Array("E\n\(e.userHash)\n\(e.stamp.wallMilliseconds)\n\(e.stamp.counter)\n\(e.stamp.node)".utf8)
-    }
+    /// The canonical text of an erasure record (``RowHash/erasureText(_:)``).
+    static func erasureText(_ e: ErasureRecord) -> [UInt8] { RowHash.erasureText(e) }
 
-    /// The canonical text of a position row.
-    static func positionText(_ p: PositionRecord) -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: 96)
-        w.raw("P\n")
-        w.raw(p.user)
-        w.byte(0x0A)
-        w.raw(String(p.stamp.wallMilliseconds))
-        w.byte(0x0A)
-        w.raw(String(p.stamp.counter))
-        w.byte(0x0A)
-        w.raw(p.stamp.node)
-        w.byte(0x0A)
-        w.raw(p.deleted ? "1" : "0")
-        w.byte(0x0A)
-        w.raw(String(p.page))
-        w.byte(0x0A)
-        if let l = p.landmark { w.raw(String(l)) }
-        return w.bytes
+    /// The canonical text of a position row (``RowHash/positionText(_:)``).
+    static func positionText(_ p: PositionRecord) -> [UInt8] { RowHash.positionText(p) }
+
+    /// The digest of kept or recomputed lane sums.
+    init(_ sums: LaneSums) {
+        let lanes = sums.lanes64
+        self.init(rows: sums.rows, high: lanes.high, low: lanes.low)
     }
 }
 
@@ -107,58 +75,66 @@ extension StateDigest {
     /// collected at different times agree when digested at the same horizon — the greater of theirs
     /// (docs/erasure.md §5).
     ///
-    /// Computing it reads every row (about a second per million); the result at the node's own horizon is
-    /// kept with the change sequence number it was computed at, so asking again before anything changes
-    /// costs nothing.
+    /// Each write keeps the sums of every stored row (docs/repair.md §1); the digest at a horizon is those
+    /// sums less the tombstones and erasure records stamped below it, read from their partial indexes —
+    /// after the node's own collection, few or none. A database whose schema predates the kept digest, or
+    /// whose rows are still to be hashed (opened read-only since it was migrated), is digested by reading
+    /// every row instead (about a second per million).
     /// - Parameters:
     ///   - store: the catalog to digest.
     ///   - horizonMilliseconds: the horizon (ms since the epoch, UTC); nil for the node's own
     ///     (``Collector/horizon()``).
     /// - Throws: `CatalogError` when the database cannot be read.
     public init(of store: CatalogStore, horizonMilliseconds: Int64? = nil) throws {
-        let (digest, seq, cached, useCache) = try store.read { () throws -> (StateDigest, Int64, Bool, Bool) in
-            let seq = try store.lastChangeSequence()
-            let own = try store.metaTable.collectionHorizon()
-            let horizon = horizonMilliseconds ?? own
-            let useCache = horizon == own
-            if useCache, let text = try store.metaTable.value("digest"),
-                let cached = Self.parseCached(text), cached.seq == seq
-            {
-                return (cached.digest, seq, true, true)
+        self = try store.read {
+            let horizon = try horizonMilliseconds ?? store.metaTable.collectionHorizon()
+            if let kept = try store.digestTotals.keptSums() {
+                var sums = kept
+                sums.subtract(try Self.collectable(store, before: horizon))
+                return StateDigest(sums)
             }
-            var digest = StateDigest()
-            try store.landmarkTable.forEachRow { s in
-                let row = LandmarkRow(statement: s)
-                let stamp = HLCStamp(
-                    wallMilliseconds: s.int(LandmarkColumn.updatedMs), counter: s.int(LandmarkColumn.counter),
-                    node: s.text(LandmarkColumn.node) ?? "")
-                guard ErasureRule.countsInDigest(deleted: s.bool(LandmarkColumn.deleted), stamp: stamp, horizonMilliseconds: horizon)
-                else { return }
-                digest.add(StateDigest.landmarkText(row, content: LandmarkJSON.bytes(row, shape: .content)))
-            }
-            try store.positionTable.forEachRow { s in
-                let p = PositionRecord(row: s)
-                guard ErasureRule.countsInDigest(deleted: p.deleted, stamp: p.stamp, horizonMilliseconds: horizon) else { return }
-                digest.add(StateDigest.positionText(p))
-            }
-            try store.erasureTable.forEachRecord { e, _ in
-                guard ErasureRule.countsInDigest(deleted: true, stamp: e.stamp, horizonMilliseconds: horizon) else { return }
-                digest.add(StateDigest.erasureText(e))
-            }
-            return (digest, seq, false, useCache)
+            return try Self.recomputed(store, horizonMilliseconds: horizon).digest
         }
-        if !cached && useCache && store.path != ":memory:" {
-            // A cache only: a busy or read-only database just means computing it again next time.
-            MetaTable.storeCache(key: "digest", value: "\(seq) \(digest.rows) \(digest.hex)", beside: store)
-        }
-        self = digest
     }
 
-    static func parseCached(_ text: String) -> (seq: Int64, digest: StateDigest)? {
-        let parts = text.split(separator: " ")
-        guard parts.count == 3, let seq = Int64(parts[0]), let rows = Int64(parts[1]), parts[2].count == 32,
-            let high = UInt64(parts[2].prefix(16), radix: 16), let low = UInt64(parts[2].suffix(16), radix: 16)
-        else { return nil }
-        return (seq, StateDigest(rows: rows, high: high, low: low))
+    /// The sums of the stored rows that do not count in the digest at `horizon`: tombstones and erasure
+    /// records stamped below it (call inside a read).
+    static func collectable(_ store: CatalogStore, before horizon: Int64) throws -> LaneSums {
+        var sums = try store.landmarkTable.tombstoneSums(before: horizon)
+        sums.add(try store.positionTable.tombstoneSums(before: horizon))
+        sums.add(try store.erasureTable.sums(before: horizon))
+        return sums
+    }
+
+    /// The digest at `horizonMilliseconds` recomputed from every row's content, and how many rows' stored
+    /// hashes differ from their content, whether they count or not (call inside a read).
+    static func recomputed(_ store: CatalogStore, horizonMilliseconds horizon: Int64) throws -> (digest: StateDigest, staleRows: Int) {
+        let counts = { (deleted: Bool, stamp: HLCStamp) in
+            ErasureRule.countsInDigest(deleted: deleted, stamp: stamp, horizonMilliseconds: horizon)
+        }
+        let landmarks = try store.landmarkTable.recomputedSums(counts: counts)
+        let positions = try store.positionTable.recomputedSums(counts: counts)
+        var sums = landmarks.sums
+        sums.add(positions.sums)
+        try store.erasureTable.forEachRecord { e, _ in
+            guard ErasureRule.countsInDigest(deleted: true, stamp: e.stamp, horizonMilliseconds: horizon) else { return }
+            sums.add(RowHash(erasure: e))
+        }
+        return (StateDigest(sums), landmarks.stale + positions.stale)
+    }
+
+    /// Recomputes the digest from every row (about a second per million rows) and compares it with the
+    /// kept one, both at the node's collection horizon (`catalog status --verify-digest`, docs/repair.md §1).
+    /// - Parameter store: the catalog to check.
+    /// - Returns: the kept digest, the recomputed one, and how many rows' stored hashes differ from their
+    ///   content; the kept digest is right when the two are equal and no row is stale.
+    /// - Throws: `CatalogError` when the database cannot be read.
+    public static func verify(_ store: CatalogStore) throws -> (kept: StateDigest, recomputed: StateDigest, staleRows: Int) {
+        try store.read {
+            let horizon = try store.metaTable.collectionHorizon()
+            let kept = try StateDigest(of: store, horizonMilliseconds: horizon)
+            let (recomputed, stale) = try Self.recomputed(store, horizonMilliseconds: horizon)
+            return (kept, recomputed, stale)
+        }
     }
 }

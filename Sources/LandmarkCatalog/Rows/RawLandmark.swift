@@ -180,6 +180,9 @@ package final class RowBatch: @unchecked Sendable {
     // `BatchQueue` (whose lock orders the accesses) and never touches it again; the writer then owns it.
     package var bytes: [UInt8] = []
     package var landmarks: [RawLandmark] = []
+    /// The row hash of each of `landmarks` as an import writes it, when the reading thread computed them
+    /// (docs/repair.md §1); else empty.
+    var landmarkHashes: [RowHash] = []
     package var positions: [PositionRecord] = []
     /// Erasure records (docs/snapshot-format.md §3), applied before the batch's positions.
     package var erasures: [ErasureRecord] = []

@@ -72,6 +72,7 @@ public final class CatalogStore {
                     let connection = try Connection(path: path, acceptDatabase: Migrator.refuseForeign)
                     try configure(connection)
                     try migrator.migrate(connection)
+                    try RowHashBackfill.runIfPending(connection)
                     return connection
                 }
                 return CatalogStore(connection: connection, path: path, wallClock: wallClock)

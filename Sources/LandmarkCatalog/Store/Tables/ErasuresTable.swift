@@ -25,8 +25,12 @@ package struct ErasuresTable {
         }
     }
 
-    /// Stores `record` with change sequence number `seq`, replacing the user's stored record.
+    /// Stores `record` with change sequence number `seq`, replacing the user's stored record, and moves
+    /// the kept digest by the two records' hashes (docs/repair.md §1).
     func upsert(_ record: ErasureRecord, seq: Int64) throws {
+        var delta = LaneSums()
+        delta.add(RowHash(erasure: record))
+        if let old = try stamp(userHash: record.userHash) { delta.subtract(RowHash(erasure: ErasureRecord(userHash: record.userHash, stamp: old))) }
         try db.execute(
             sql: """
                 \(ErasureColumn.insertAllSQL)
@@ -37,6 +41,7 @@ package struct ErasuresTable {
                 .text(record.userHash), .integer(record.stamp.wallMilliseconds), .integer(record.stamp.counter),
                 .text(record.stamp.node), .integer(seq),
             ])
+        try DigestTotalsTable(db: db).add("erasures", delta)
     }
 
     /// Every record in hash order — or only those whose change sequence number is in `changes` — each
@@ -48,10 +53,49 @@ package struct ErasuresTable {
         ) { s in try body(Self.record(s), s.int(ErasureColumn.seq)) }
     }
 
-    /// Removes the records stamped before `horizonMilliseconds` (collection); returns how many.
+    /// Removes the records stamped before `horizonMilliseconds` (collection), and their hashes from the
+    /// kept digest; returns how many.
     func collect(before horizonMilliseconds: Int64) throws -> Int {
+        let removed = try sums(before: horizonMilliseconds)
         try db.execute(sql: "DELETE FROM user_erasures WHERE updated_ms < ?", [.integer(horizonMilliseconds)])
-        return db.changes
+        let count = db.changes
+        try DigestTotalsTable(db: db).add("erasures", removed.negated)
+        return count
+    }
+
+    /// The hash sums of the records stamped before `horizonMilliseconds` (those the digest at that
+    /// horizon leaves out, docs/erasure.md §5), hashed from the records: they carry no hash columns.
+    func sums(before horizonMilliseconds: Int64) throws -> LaneSums {
+        var sums = LaneSums()
+        try db.forEachRow(sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures WHERE updated_ms < ?", [.integer(horizonMilliseconds)]) {
+            sums.add(RowHash(erasure: Self.record($0)))
+        }
+        return sums
+    }
+
+    /// Each record with a user hash in `range` stamped at or after `horizon` (those that count in the
+    /// digest at it), in hash order, with its hash (docs/repair.md §2).
+    package func forEachHash(_ range: KeyRange<String>, horizon: Int64, _ body: (String, RowHash) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures WHERE \(range.sql("user_hash")) AND updated_ms >= ?3 ORDER BY user_hash",
+            range.arguments(SQLValue.text, horizon: horizon)
+        ) { s in
+            let record = Self.record(s)
+            try body(record.userHash, RowHash(erasure: record))
+        }
+    }
+
+    /// The stored records of the users whose hashes are `userHashes`.
+    package func records(userHashes: [String]) throws -> [ErasureRecord] {
+        var records: [ErasureRecord] = []
+        try db.withStatement(sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures WHERE user_hash = ?") { s in
+            for hash in userHashes {
+                try s.bind(hash, at: 1)
+                if try s.step() { records.append(Self.record(s)) }
+                s.rewind()
+            }
+        }
+        return records
     }
 
     static func record(_ s: Statement) -> ErasureRecord {

@@ -84,10 +84,21 @@ package struct LandmarksTable {
         try db.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0", [.integer(id)])
     }
 
-    /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4); returns how many.
+    /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4), and
+    /// their hashes from the kept digest; returns how many.
     func collectTombstones(before horizonMilliseconds: Int64) throws -> Int {
+        let removed = try tombstoneSums(before: horizonMilliseconds)
         try db.execute(sql: "DELETE FROM landmarks WHERE deleted = 1 AND updated_ms < ?", [.integer(horizonMilliseconds)])
-        return db.changes
+        try DigestTotalsTable(db: db).add("landmarks", removed.negated)
+        return Int(removed.rows)
+    }
+
+    /// The row count and hash sums of the tombstones stamped before `horizonMilliseconds` (those the
+    /// digest at that horizon leaves out, docs/erasure.md §5), from the partial index `landmarks_dead`.
+    func tombstoneSums(before horizonMilliseconds: Int64) throws -> LaneSums {
+        try db.firstRow(
+            sql: "SELECT \(RowHashColumns.sumList) FROM landmarks WHERE deleted = 1 AND updated_ms < ?", [.integer(horizonMilliseconds)]
+        ) { RowHashColumns.readSums($0) } ?? LaneSums()
     }
 
     /// Removes landmark `id`'s row when it is still stamped `stamp` (a row a peer refused as expired,
@@ -117,21 +128,34 @@ package struct LandmarksTable {
     }
 
     /// Runs `body` with the merge's two statements (docs/merge-rules.md §2): a point read of one id
-    /// (bind the id at 1; it selects ``LandmarkColumn/selectList``) and an unguarded upsert of every column
+    /// (bind the id at 1; it selects ``LandmarkColumn/selectList``, then the stored row hash, read with
+    /// ``storedHash(_:)``) and an unguarded upsert of every column
     /// (bound by ``LandmarkColumn``). https://sqlite.org/lang_upsert.html
     func withMergeStatements<R>(_ body: (_ select: Statement, _ upsert: Statement) throws -> R) throws -> R {
-        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?") { select in
+        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList), h0, h1, h2, h3 FROM landmarks WHERE id = ?") { select in
             try db.withStatement(sql: Self.mergeUpsertSQL) { upsert in try body(select, upsert) }
         }
     }
 
+    /// The stored row hash of the merge's point read (after its ``LandmarkColumn/selectList``).
+    static func storedHash(_ select: Statement) -> RowHash { RowHashColumns.read(select, at: LandmarkColumn.allCases.count) }
+
     static let mergeUpsertSQL = """
-        \(LandmarkColumn.insertAllSQL)
-        ON CONFLICT (id) DO UPDATE SET \(LandmarkColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+        \(RowHashColumns.insertAllSQL(LandmarkColumn.self, hashAt: mergeHashParameter))
+        ON CONFLICT (id) DO UPDATE SET \(LandmarkColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", ")), \(RowHashColumns.setExcluded)
         """
+
+    /// The first of the merge upsert's four row-hash parameters (after every column's): bind them with
+    /// ``RowHashColumns/bind(_:to:at:)``.
+    static let mergeHashParameter = Int32(LandmarkColumn.allCases.count + 1)
 
     /// The parameter of the import upsert's presence mask (after every column's).
     static let presentParameter = Int32(LandmarkColumn.allCases.count + 1)
+
+    /// The first of the import upsert's four row-hash parameters (after the mask).
+    ///
+    /// The hash of the row as inserted. An update keeps the stored hash; the writer calls ``rehash(id:)`` after it.
+    static let importHashParameter = Int32(LandmarkColumn.allCases.count + 2)
 
     /// The import's upsert: absent keys (bit clear in the mask at ``presentParameter``) keep the stored
     /// value (or the default, over a tombstone); the `WHERE` skips rows whose content would not change, so
@@ -146,7 +170,7 @@ package struct LandmarksTable {
             always.filter(\.isContent).map { "landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName)" }
             + LandmarkColumn.optionalContent.map { "(\(mask) & \($0.bit) AND landmarks.\($0.sqlName) IS NOT excluded.\($0.sqlName))" }
         return """
-            \(LandmarkColumn.insertAllSQL)
+            \(RowHashColumns.insertAllSQL(LandmarkColumn.self, hashAt: importHashParameter))
             ON CONFLICT (id) DO UPDATE SET
                 \((always.map { "\($0.sqlName) = excluded.\($0.sqlName)" } + keep).joined(separator: ",\n    "))
             WHERE landmarks.deleted = 1 OR \(differs.joined(separator: "\n   OR "))
@@ -188,6 +212,89 @@ package struct LandmarksTable {
         let statement = try db.makeStatement(sql: ChangeRange.sql(LandmarkColumn.selectList, "landmarks", since: since))
         try statement.bind([.integer(since), .integer(through)])
         return statement
+    }
+}
+
+extension LandmarksTable {
+    /// Stores the hash of landmark `id`'s row as it now is, and moves the kept totals from the hash it
+    /// had (after a write that could not know it: an import's update, a tombstone); nothing when there is
+    /// no such row.
+    func rehash(id: Int64) throws {
+        let found = try db.firstRow(sql: "SELECT \(LandmarkColumn.selectList), h0, h1, h2, h3 FROM landmarks WHERE id = ?", [.integer(id)]) {
+            (old: RowHashColumns.read($0, at: LandmarkColumn.allCases.count), new: RowHash(landmark: LandmarkRow(statement: $0)))
+        }
+        guard let found, found.old != found.new else { return }
+        try db.execute(
+            sql: "UPDATE landmarks SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE id = ?5", found.new.values.map(SQLValue.integer) + [.integer(id)])
+        var delta = LaneSums()
+        delta.add(found.new)
+        delta.subtract(found.old)
+        try DigestTotalsTable(db: db).add("landmarks", delta)
+    }
+
+    /// Hashes every row (the kept digest's backfill), 10,000 rows per step.
+    /// - Returns: the totals of the hashes.
+    func rehashAll() throws -> LaneSums {
+        var after = Int64.min
+        var sums = LaneSums()
+        while true {
+            var step: [(Int64, RowHash)] = []
+            try db.forEachRow(
+                sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id > ? ORDER BY id LIMIT 10000", [.integer(after)]
+            ) { s in step.append((s.int(LandmarkColumn.id), RowHash(landmark: LandmarkRow(statement: s)))) }
+            guard let last = step.last else { return sums }
+            for (id, hash) in step {
+                try db.execute(
+                    sql: "UPDATE landmarks SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE id = ?5",
+                    hash.values.map(SQLValue.integer) + [.integer(id)])
+                sums.add(hash)
+            }
+            after = last.0
+        }
+    }
+
+    /// The row count and hash-lane sums of the ids in `range` that count in the digest at `horizon`
+    /// (tombstones stamped below it do not; docs/repair.md §2), from the primary key.
+    package func laneSums(_ range: KeyRange<Int64>, horizon: Int64) throws -> LaneSums {
+        try db.firstRow(
+            sql: "SELECT \(RowHashColumns.sumList) FROM landmarks WHERE \(range.countingSQL("id"))",
+            range.arguments(SQLValue.integer, horizon: horizon)
+        ) { RowHashColumns.readSums($0) } ?? LaneSums()
+    }
+
+    /// Each id in `range` with its stored row hash, in id order, passed to `body`: the rows that count in the digest at `horizon`.
+    package func forEachHash(_ range: KeyRange<Int64>, horizon: Int64, _ body: (Int64, RowHash) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT id, h0, h1, h2, h3 FROM landmarks WHERE \(range.countingSQL("id")) ORDER BY id",
+            range.arguments(SQLValue.integer, horizon: horizon)
+        ) { s in try body(s.int(0), RowHashColumns.read(s, at: 1)) }
+    }
+
+    /// Each row (tombstones included) with an id in `ids`, selecting ``LandmarkColumn/selectList``.
+    package func forEachRow(ids: [Int64], _ body: (Statement) throws -> Void) throws {
+        try db.withStatement(sql: "SELECT \(LandmarkColumn.selectList) FROM landmarks WHERE id = ?") { s in
+            for id in ids {
+                try s.bind(id, at: 1)
+                if try s.step() { try body(s) }
+                s.rewind()
+            }
+        }
+    }
+
+    /// Every row's hash recomputed from its content, summed over the rows `counts` keeps (the
+    /// digest's horizon rule, given by its caller), with the number of rows whose stored hash differs from it
+    /// (`catalog status --verify-digest`).
+    package func recomputedSums(counts: (_ deleted: Bool, _ stamp: HLCStamp) -> Bool) throws -> (sums: LaneSums, stale: Int) {
+        var sums = LaneSums()
+        var stale = 0
+        try db.forEachRow(sql: "SELECT \(LandmarkColumn.selectList), h0, h1, h2, h3 FROM landmarks") { s in
+            let hash = RowHash(landmark: LandmarkRow(statement: s))
+            if hash != RowHashColumns.read(s, at: LandmarkColumn.allCases.count) { stale += 1 }
+            let stamp = HLCStamp(
+                wallMilliseconds: s.int(LandmarkColumn.updatedMs), counter: s.int(LandmarkColumn.counter), node: s.text(LandmarkColumn.node) ?? "")
+            if counts(s.bool(LandmarkColumn.deleted), stamp) { sums.add(hash) }
+        }
+        return (sums, stale)
     }
 }
 

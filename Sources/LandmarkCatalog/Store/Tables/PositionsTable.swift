@@ -23,6 +23,7 @@ package struct PositionsTable {
     ///
     /// A tombstone keeps the stored page and landmark.
     func writeLocal(user: String, page: Int64, landmark: Int64?, stamp: HLCStamp, deleted: Bool, seq: Int64) throws {
+        let existed = try db.scalarInt(sql: "SELECT count(*) FROM positions WHERE user_id = ?", [.text(user)]) == 1
         try db.execute(
             sql: """
                 \(PositionColumn.insertAllSQL)
@@ -36,6 +37,22 @@ package struct PositionsTable {
                 .text(user), .integer(page), landmark.map(SQLValue.integer) ?? .null, .integer(stamp.wallMilliseconds),
                 .integer(stamp.counter), .text(stamp.node), .integer(deleted ? 1 : 0), .integer(seq),
             ])
+        try rehash(user: user, isNew: !existed)
+    }
+
+    /// Stores the hash of `user`'s row as it now is and moves the kept totals from the hash it had (none
+    /// when `isNew`); nothing when there is no such row.
+    func rehash(user: String, isNew: Bool) throws {
+        let found = try db.firstRow(sql: "SELECT \(PositionColumn.selectList), h0, h1, h2, h3 FROM positions WHERE user_id = ?", [.text(user)]) {
+            (old: RowHashColumns.read($0, at: PositionColumn.allCases.count), new: RowHash(position: PositionRecord(row: $0)))
+        }
+        guard let found else { return }
+        try db.execute(
+            sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5", found.new.values.map(SQLValue.integer) + [.text(user)])
+        var delta = LaneSums()
+        delta.add(found.new)
+        if !isNew { delta.subtract(found.old) }
+        try DigestTotalsTable(db: db).add("positions", delta)
     }
 
     /// Removes `user`'s row outright, with no tombstone.
@@ -43,23 +60,46 @@ package struct PositionsTable {
     /// This copy forgets the user (a device signing out, docs/swift-library.md); nothing is sent anywhere,
     /// and the servers keep their own rows.
     func forget(user: String) throws {
+        let old = try db.firstRow(sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ?", [.text(user)]) { RowHashColumns.read($0, at: 0) }
         try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
+        if let old {
+            var delta = LaneSums()
+            delta.subtract(old)
+            try DigestTotalsTable(db: db).add("positions", delta)
+        }
     }
 
     /// Removes `user`'s row when it is stamped at or before `erasure` (an erasure applied,
     /// docs/erasure.md §1; the row-value comparison is the order key's, https://sqlite.org/rowvalue.html).
     /// - Returns: whether a row was removed.
     func erase(user: String, stampedAtOrBefore erasure: HLCStamp) throws -> Bool {
-        try db.execute(
-            sql: "DELETE FROM positions WHERE user_id = ? AND (updated_ms, counter, node) <= (?, ?, ?)",
-            [.text(user), .integer(erasure.wallMilliseconds), .integer(erasure.counter), .text(erasure.node)])
-        return db.changes > 0
+        let found = try db.firstRow(
+            sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ? AND (updated_ms, counter, node) <= (?, ?, ?)",
+            [.text(user), .integer(erasure.wallMilliseconds), .integer(erasure.counter), .text(erasure.node)]
+        ) { RowHashColumns.read($0, at: 0) }
+        guard let found else { return false }
+        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
+        var delta = LaneSums()
+        delta.subtract(found)
+        try DigestTotalsTable(db: db).add("positions", delta)
+        return true
     }
 
-    /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4); returns how many.
+    /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4), and
+    /// their hashes from the kept digest; returns how many.
     func collectTombstones(before horizonMilliseconds: Int64) throws -> Int {
+        let removed = try tombstoneSums(before: horizonMilliseconds)
         try db.execute(sql: "DELETE FROM positions WHERE deleted = 1 AND updated_ms < ?", [.integer(horizonMilliseconds)])
-        return db.changes
+        try DigestTotalsTable(db: db).add("positions", removed.negated)
+        return Int(removed.rows)
+    }
+
+    /// The row count and hash sums of the tombstones stamped before `horizonMilliseconds` (those the
+    /// digest at that horizon leaves out, docs/erasure.md §5), from the partial index `positions_dead`.
+    func tombstoneSums(before horizonMilliseconds: Int64) throws -> LaneSums {
+        try db.firstRow(
+            sql: "SELECT \(RowHashColumns.sumList) FROM positions WHERE deleted = 1 AND updated_ms < ?", [.integer(horizonMilliseconds)]
+        ) { RowHashColumns.readSums($0) } ?? LaneSums()
     }
 
     /// The stamps of every user's row, keyed by user, for rows whose user's hash is asked by `wanted`
@@ -75,8 +115,15 @@ package struct PositionsTable {
     /// Removes `user`'s row when its change sequence number is still `seq` (a row the server refused as
     /// erased, unchanged since it was sent); returns whether it was removed.
     func forget(user: String, ifSeq seq: Int64) throws -> Bool {
-        try db.execute(sql: "DELETE FROM positions WHERE user_id = ? AND seq = ?", [.text(user), .integer(seq)])
-        return db.changes > 0
+        let found = try db.firstRow(sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ? AND seq = ?", [.text(user), .integer(seq)]) {
+            RowHashColumns.read($0, at: 0)
+        }
+        guard let found else { return false }
+        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
+        var delta = LaneSums()
+        delta.subtract(found)
+        try DigestTotalsTable(db: db).add("positions", delta)
+        return true
     }
 
     /// Removes `user`'s row when it is still stamped `stamp` (a row a peer refused as expired, unchanged
@@ -104,6 +151,78 @@ package struct PositionsTable {
         try db.forEachRow(
             sql: "SELECT \(PositionColumn.selectList) FROM positions\(changes == nil ? "" : " WHERE seq BETWEEN ?1 AND ?2") ORDER BY user_id",
             changes.map { [.integer($0.lowerBound), .integer($0.upperBound)] } ?? [], body)
+    }
+
+    /// The row count and hash-lane sums of the users in `range` that count in the digest at `horizon`
+    /// (tombstones stamped below it do not; docs/repair.md §2), from the primary key.
+    package func laneSums(_ range: KeyRange<String>, horizon: Int64) throws -> LaneSums {
+        try db.firstRow(
+            sql: "SELECT \(RowHashColumns.sumList) FROM positions WHERE \(range.countingSQL("user_id"))",
+            range.arguments(SQLValue.text, horizon: horizon)
+        ) { RowHashColumns.readSums($0) } ?? LaneSums()
+    }
+
+    /// Each user in `range` with its stored row hash, in user-id order, passed to `body`: the rows that count in the digest at `horizon`.
+    package func forEachHash(_ range: KeyRange<String>, horizon: Int64, _ body: (String, RowHash) throws -> Void) throws {
+        try db.forEachRow(
+            sql: "SELECT user_id, h0, h1, h2, h3 FROM positions WHERE \(range.countingSQL("user_id")) ORDER BY user_id",
+            range.arguments(SQLValue.text, horizon: horizon)
+        ) { s in try body(s.text(0) ?? "", RowHashColumns.read(s, at: 1)) }
+    }
+
+    /// Each row (tombstones included) of a user in `users`.
+    package func rows(users: [String]) throws -> [PositionRecord] {
+        var rows: [PositionRecord] = []
+        try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { s in
+            for user in users {
+                try s.bind(user, at: 1)
+                if try s.step() { rows.append(PositionRecord(row: s)) }
+                s.rewind()
+            }
+        }
+        return rows
+    }
+
+    /// Every row's hash recomputed from its content, summed over the rows `counts` keeps (the
+    /// digest's horizon rule, given by its caller), with the number of rows whose stored hash differs from it
+    /// (`catalog status --verify-digest`).
+    package func recomputedSums(counts: (_ deleted: Bool, _ stamp: HLCStamp) -> Bool) throws -> (sums: LaneSums, stale: Int) {
+        var sums = LaneSums()
+        var stale = 0
+        try db.forEachRow(sql: "SELECT \(PositionColumn.selectList), h0, h1, h2, h3 FROM positions") { s in
+            let record = PositionRecord(row: s)
+            let hash = RowHash(position: record)
+            if hash != RowHashColumns.read(s, at: PositionColumn.allCases.count) { stale += 1 }
+            if counts(record.deleted, record.stamp) { sums.add(hash) }
+        }
+        return (sums, stale)
+    }
+
+    /// Hashes every row (the kept digest's backfill), 10,000 rows per step.
+    /// - Returns: the totals of the hashes.
+    func rehashAll() throws -> LaneSums {
+        var after = ""
+        var first = true
+        var sums = LaneSums()
+        while true {
+            var step: [(String, RowHash)] = []
+            try db.forEachRow(
+                sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id > ? OR ? ORDER BY user_id LIMIT 10000",
+                [.text(after), .integer(first ? 1 : 0)]
+            ) { s in
+                let record = PositionRecord(row: s)
+                step.append((record.user, RowHash(position: record)))
+            }
+            guard let last = step.last else { return sums }
+            for (user, hash) in step {
+                try db.execute(
+                    sql: "UPDATE positions SET h0 = ?1, h1 = ?2, h2 = ?3, h3 = ?4 WHERE user_id = ?5",
+                    hash.values.map(SQLValue.integer) + [.text(user)])
+                sums.add(hash)
+            }
+            after = last.0
+            first = false
+        }
     }
 
     /// `user`'s row when its change sequence number is after `after` (a device's pull with a user token,
@@ -145,15 +264,21 @@ package struct PositionsTable {
     /// (bind the user id at 1; it selects ``PositionColumn/selectList``) and an unguarded upsert of every
     /// column (bound by ``PositionColumn``). https://sqlite.org/lang_upsert.html
     func withMergeStatements<R>(_ body: (_ select: Statement, _ upsert: Statement) throws -> R) throws -> R {
-        try db.withStatement(sql: "SELECT \(PositionColumn.selectList) FROM positions WHERE user_id = ?") { select in
+        try db.withStatement(sql: "SELECT \(PositionColumn.selectList), h0, h1, h2, h3 FROM positions WHERE user_id = ?") { select in
             try db.withStatement(
                 sql: """
-                    \(PositionColumn.insertAllSQL)
-                    ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", "))
+                    \(RowHashColumns.insertAllSQL(PositionColumn.self, hashAt: Self.mergeHashParameter))
+                    ON CONFLICT (user_id) DO UPDATE SET \(PositionColumn.allCases.dropFirst().map { "\($0.sqlName) = excluded.\($0.sqlName)" }.joined(separator: ", ")), \(RowHashColumns.setExcluded)
                     """
             ) { upsert in try body(select, upsert) }
         }
     }
+
+    /// The stored row hash of the merge's point read (after its ``PositionColumn/selectList``).
+    static func storedHash(_ select: Statement) -> RowHash { RowHashColumns.read(select, at: PositionColumn.allCases.count) }
+
+    /// The first of the merge upsert's four row-hash parameters (after every column's).
+    static let mergeHashParameter = Int32(PositionColumn.allCases.count + 1)
 
     /// The rows with change sequence numbers in `since + 1 ... through`, selecting
     /// ``PositionColumn/selectList`` (the hub's push).

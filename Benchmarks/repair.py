@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""catalog repair against a full sync of the same difference (docs/repair.md).
+
+    python3 Benchmarks/repair.py CATALOG POSITIONS.json [--counts 0,1,100,1000]
+
+A holds the positions file; B is a byte copy of A; then, for each count N, N rows differ: a quarter changed
+on B, a quarter tombstoned on B, a quarter changed on A, a quarter new on A. Each case repairs a fresh pair
+with `catalog --db A repair B --json` and, for comparison, moves the same difference the only other way
+there is: a full snapshot of A synced into B and one of B into A (the bytes of both snapshots). Prints a
+Markdown table: round trips, repair bytes (both ways, rows excluded), bytes per differing row, repair time,
+full-sync bytes and time, and whether both digests agree afterwards.
+"""
+import json, os, shutil, subprocess, sys, tempfile, time
+
+
+def run(catalog, db, *args):
+    started = time.monotonic()
+    out = subprocess.run([catalog, "--db", db, *args], check=True, capture_output=True, text=True).stdout
+    return out, time.monotonic() - started
+
+
+def snapshot(rows):
+    return json.dumps({"format": "landmark-catalog-snapshot", "version": 1, "node": "bench", "positions": rows})
+
+
+def main():
+    catalog, positions = sys.argv[1], sys.argv[2]
+    counts = [0, 1, 100, 1000]
+    if "--counts" in sys.argv:
+        counts = [int(c) for c in sys.argv[sys.argv.index("--counts") + 1].split(",")]
+    work = tempfile.mkdtemp(prefix="catalog-repair-bench-")
+    try:
+        base = os.path.join(work, "base.sqlite")
+        run(catalog, base, "sync", positions)
+        users = []
+        with open(positions) as f:
+            for line in f:
+                if line.startswith('{"user"'):
+                    users.append(json.loads(line.rstrip(",\n"))["user"])
+                    if len(users) >= 4000:
+                        break
+        print("| differing rows | round trips | repair bytes | bytes per differing row | repair s | full-sync bytes | full sync s | digests equal |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+        for n in counts:
+            a, b = os.path.join(work, f"a{n}.sqlite"), os.path.join(work, f"b{n}.sqlite")
+            shutil.copy(base, a)
+            shutil.copy(base, b)
+            on_a, on_b = [], []
+            for k, user in enumerate(users[:n]):
+                row = {"user": user, "page": 3, "landmarkId": None, "updatedAt": "2026-12-01T00:00:00.000Z", "counter": 0, "node": "bench"}
+                if k % 4 == 0:
+                    on_b.append(row)
+                elif k % 4 == 1:
+                    on_b.append(dict(row, deleted=True))
+                elif k % 4 == 2:
+                    on_a.append(dict(row, page=4))
+                else:
+                    on_a.append(dict(row, user=f"new-{k}"))
+            for db, rows in ((a, on_a), (b, on_b)):
+                if rows:
+                    path = os.path.join(work, "diff.json")
+                    with open(path, "w") as f:
+                        f.write(snapshot(rows))
+                    run(catalog, db, "sync", path)
+            # The full-sync comparison on copies of the same pair.
+            fa, fb = a + ".full", b + ".full"
+            shutil.copy(a, fa)
+            shutil.copy(b, fb)
+            out, repair_s = run(catalog, a, "repair", b, "--json")
+            report = json.loads(out)
+            repair_bytes = report["bytesSent"] + report["bytesReceived"]
+            snap_a, snap_b = os.path.join(work, "full-a.json"), os.path.join(work, "full-b.json")
+            _, t1 = run(catalog, fa, "export", "--output", snap_a)
+            _, t2 = run(catalog, fb, "export", "--output", snap_b)
+            _, t3 = run(catalog, fb, "sync", snap_a)
+            _, t4 = run(catalog, fa, "sync", snap_b)
+            full_bytes = os.path.getsize(snap_a) + os.path.getsize(snap_b)
+            per_row = f"{repair_bytes / n:.0f}" if n else "—"
+            equal = "yes" if report["digest"] == report["sourceDigest"] else "NO"
+            print(f"| {n:,} | {report['roundTrips']} | {repair_bytes:,} | {per_row} | {repair_s:.2f} | {full_bytes:,} | {t1 + t2 + t3 + t4:.2f} | {equal} |")
+            for path in (a, b, fa, fb, snap_a, snap_b):
+                for suffix in ("", "-wal", "-shm"):
+                    if os.path.exists(path + suffix):
+                        os.remove(path + suffix)
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
