@@ -107,6 +107,9 @@ struct HubCollectionTests {
         // Gone from the node too, so it holds what the hub holds; a second sync sends nothing back.
         #expect(try box.run(["position", "get", "--user", "gone"], db: away).stdout.contains("no position"))
         #expect(try box.run(["position", "get", "--user", "never-sent"], db: away).stdout.contains("no position"))
+        // The rows it dropped left the kept digest with them.
+        let verified = try box.run(["status", "--verify-digest"], db: away)
+        #expect(verified.status == 0, "\(verified)")
         let second = try Self.json(try box.run(["sync", uri, "--json"], db: away).stdout)
         #expect((second["sources"] as? [[String: Any]])?.first?["pushed"] is NSNull, "\(second)")
         #expect(try HubSupport.scalar(server, name, "SELECT count(*) FROM positions WHERE user_id IN ('gone', 'never-sent')") == "0")

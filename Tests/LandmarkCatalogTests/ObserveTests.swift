@@ -26,6 +26,10 @@ struct ObserveTests {
 
     /// Ends the test process with `message` unless ``disarm()`` is called within `seconds`.
     ///
+    /// Its bound is far above a round's (about 10 ms alone): in the full suite on a busy machine the other
+    /// suites' blocking work holds the cooperative pool's threads (two on a 2-core machine) for tens of
+    /// seconds, which a 60 s bound took for a deadlock. A real one still ends the run.
+    ///
     /// A plain thread, not a task or a Dispatch timer: a deadlocked monitor blocks every cooperative
     /// thread (each observer task that touches it), so a `bounded` round could never report its timeout
     /// (the planted old code hung the run so, at round 0).
@@ -63,10 +67,10 @@ struct ObserveTests {
             }
         }
         for n in 0..<300 {
-            let watchdog = Watchdog(seconds: 60, "round \(n) of cancelDuringDelivery")
+            let watchdog = Watchdog(seconds: 300, "round \(n) of cancelDuringDelivery")
             defer { watchdog.disarm() }
             do {
-                try await bounded(30, "round \(n)") {
+                try await bounded(180, "round \(n)") {
                     let failures = Protected<[String]>([])
                     let tasks = (0..<20).map { _ in
                         Task {
@@ -81,9 +85,9 @@ struct ObserveTests {
                     }
                     // Every observer has read once and waits in the monitor. An observer that failed never
                     // waits: say why at once rather than wait out the watchdog.
-                    let ready = await waitTurns(seconds: 20) { monitor.waiterCount == 20 || !failures.withLock { $0.isEmpty } }
+                    let ready = await waitTurns(seconds: 120) { monitor.waiterCount == 20 || !failures.withLock { $0.isEmpty } }
                     if let failure = failures.withLock({ $0.first }) { throw ObserverFailed(message: failure) }
-                    guard ready else { throw TimedOut(what: "20 waiters (\(monitor.waiterCount) waiting)", seconds: 20) }
+                    guard ready else { throw TimedOut(what: "20 waiters (\(monitor.waiterCount) waiting)", seconds: 120) }
                     current.withLock { $0 = Round(tasks) }
                     try await catalog.setPosition(user: "u", to: .page(n % 4))
                     for task in tasks { _ = await task.result }

@@ -4,7 +4,7 @@ extension RowMerger {
     /// holds what the peer holds, as a device drops a row the server refused.
     ///
     /// A row changed here since it was pushed (another stamp) is kept. The change numbers the removed rows
-    /// held are not handed out again (the change floor), and the cached digest is dropped.
+    /// held are not handed out again (the change floor); each removal moves the kept digest (docs/repair.md §1).
     /// - Parameters:
     ///   - landmarks: the refused landmarks, by id and the stamp pushed.
     ///   - positions: the refused positions, by user and the stamp pushed.
@@ -17,7 +17,6 @@ extension RowMerger {
         var removed = 0
         for row in landmarks where try store.landmarkTable.forget(id: row.id, ifStamp: row.stamp) { removed += 1 }
         for row in positions where try store.positionTable.forget(user: row.user, ifStamp: row.stamp) { removed += 1 }
-        if removed > 0 { try store.metaTable.set("digest", "") }
         return removed
     }
 }

@@ -104,10 +104,16 @@ package struct LandmarksTable {
     /// Removes landmark `id`'s row when it is still stamped `stamp` (a row a peer refused as expired,
     /// unchanged since it was pushed, docs/erasure.md §7); returns whether it was removed.
     func forget(id: Int64, ifStamp stamp: HLCStamp) throws -> Bool {
-        try db.execute(
-            sql: "DELETE FROM landmarks WHERE id = ? AND updated_ms = ? AND counter = ? AND node = ?",
-            [.integer(id), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)])
-        return db.changes > 0
+        let found = try db.firstRow(
+            sql: "SELECT h0, h1, h2, h3 FROM landmarks WHERE id = ? AND updated_ms = ? AND counter = ? AND node = ?",
+            [.integer(id), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)]
+        ) { RowHashColumns.read($0, at: 0) }
+        guard let found else { return false }
+        try db.execute(sql: "DELETE FROM landmarks WHERE id = ?", [.integer(id)])
+        var delta = LaneSums()
+        delta.subtract(found)
+        try DigestTotalsTable(db: db).add("landmarks", delta)
+        return true
     }
 
     /// How many tombstones are stored: read from the partial index `landmarks_tombstones`, so it costs the

@@ -129,10 +129,16 @@ package struct PositionsTable {
     /// Removes `user`'s row when it is still stamped `stamp` (a row a peer refused as expired, unchanged
     /// since it was pushed, docs/erasure.md §7); returns whether it was removed.
     func forget(user: String, ifStamp stamp: HLCStamp) throws -> Bool {
-        try db.execute(
-            sql: "DELETE FROM positions WHERE user_id = ? AND updated_ms = ? AND counter = ? AND node = ?",
-            [.text(user), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)])
-        return db.changes > 0
+        let found = try db.firstRow(
+            sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ? AND updated_ms = ? AND counter = ? AND node = ?",
+            [.text(user), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)]
+        ) { RowHashColumns.read($0, at: 0) }
+        guard let found else { return false }
+        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
+        var delta = LaneSums()
+        delta.subtract(found)
+        try DigestTotalsTable(db: db).add("positions", delta)
+        return true
     }
 
     /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
