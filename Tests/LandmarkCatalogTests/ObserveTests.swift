@@ -67,11 +67,23 @@ struct ObserveTests {
             defer { watchdog.disarm() }
             do {
                 try await bounded(30, "round \(n)") {
+                    let failures = Protected<[String]>([])
                     let tasks = (0..<20).map { _ in
-                        Task { for try await _ in catalog.observe({ try await $0.position(user: "u")?.currentPage }) {} }
+                        Task {
+                            do {
+                                for try await _ in catalog.observe({ try await $0.position(user: "u")?.currentPage }) {}
+                            } catch is CancellationError {
+                            } catch {
+                                failures.withLock { $0.append("\(error)") }
+                                throw error
+                            }
+                        }
                     }
-                    // Every observer has read once and waits in the monitor.
-                    guard await waitTurns({ monitor.waiterCount == 20 }) else { throw TimedOut(what: "20 waiters", seconds: 60) }
+                    // Every observer has read once and waits in the monitor. An observer that failed never
+                    // waits: say why at once rather than wait out the watchdog.
+                    let ready = await waitTurns(seconds: 20) { monitor.waiterCount == 20 || !failures.withLock { $0.isEmpty } }
+                    if let failure = failures.withLock({ $0.first }) { throw ObserverFailed(message: failure) }
+                    guard ready else { throw TimedOut(what: "20 waiters (\(monitor.waiterCount) waiting)", seconds: 20) }
                     current.withLock { $0 = Round(tasks) }
                     try await catalog.setPosition(user: "u", to: .page(n % 4))
                     for task in tasks { _ = await task.result }
@@ -84,6 +96,12 @@ struct ObserveTests {
             #expect(monitor.waiterCount == 0)
         }
         catalog.close()
+    }
+
+    /// An observer's stream ended with an error before the round's commit.
+    struct ObserverFailed: Error, CustomStringConvertible {
+        let message: String
+        var description: String { "an observer failed: \(message)" }
     }
 
     // MARK: - This process's writes

@@ -7,11 +7,14 @@ package struct DeviceBodyError: Error, Sendable {
     package var field: String?
 }
 
-/// A POST body of position rows (docs/protocol.md §6): `{"positions":[…]}` or a whole snapshot document.
+/// A POST body of position rows and erasure records (docs/protocol.md §6): `{"positions":[…]}`,
+/// `{"positions":[…],"erasures":[…]}` or a whole snapshot document.
 package struct DevicePositionsBody: Sendable {
     package var positions: [PositionRecord]
     /// The body holds landmark rows (a user token may not write them).
     package var hasLandmarks: Bool
+    /// The erasure records (docs/erasure.md §2), in the request's order.
+    package var erasures: [ErasureRecord] = []
 
     /// Each row's user, in order.
     package var users: [String] { positions.map(\.user) }
@@ -21,11 +24,12 @@ extension DevicePositionsBody {
     /// Decodes a POST body with the snapshot decoder's row reader (docs/snapshot-format.md §3), so a row is
     /// valid here exactly when it is valid in a snapshot file.
     ///
-    /// The first error found is the answer.
+    /// The first error found is the answer; its field is a JSON path into the request (`positions[3].page`,
+    /// `erasures[0].userHash`).
     /// - Parameters:
     ///   - bytes: the whole body.
-    ///   - maxRows: more position rows than this are refused (`too_many_rows`).
-    /// - Returns: the body's position rows.
+    ///   - maxRows: more position rows and erasure records together than this are refused (`too_many_rows`).
+    /// - Returns: the body's position rows and erasure records.
     /// - Throws: ``DeviceBodyError``.
     package static func decode(_ bytes: [UInt8], maxRows: Int) throws(DeviceBodyError) -> DevicePositionsBody {
         let reader = JSONPullReader(bytes: bytes, options: .init(allowTrailingCommas: false, maxDepth: 64))
@@ -35,10 +39,12 @@ extension DevicePositionsBody {
         func firstError() -> DeviceBodyError? {
             guard let d = batch.diagnostics.first?.diagnostic else { return nil }
             var field = d.field
-            if let f = field, f.hasPrefix("positions."), let index = d.index {
-                field = "positions[\(index)]." + f.dropFirst("positions.".count)
-            } else if field == "positions", let index = d.index {
-                field = "positions[\(index)]"
+            for array in ["positions", "erasures"] {
+                if let f = field, f.hasPrefix(array + "."), let index = d.index {
+                    field = "\(array)[\(index)]." + f.dropFirst(array.count + 1)
+                } else if field == array, let index = d.index {
+                    field = "\(array)[\(index)]"
+                }
             }
             return DeviceBodyError(code: "invalid_field", message: d.message, field: field)
         }
@@ -49,6 +55,7 @@ extension DevicePositionsBody {
             try reader.beginObject()
             var keys: Set<String> = []
             var sawPositions = false
+            var sawErasures = false
             while let (key, _) = try reader.nextKey() {
                 guard keys.insert(key).inserted else {
                     throw DeviceBodyError(code: "malformed_json", message: "duplicate key '\(key)'", field: key)
@@ -59,18 +66,13 @@ extension DevicePositionsBody {
                         throw DeviceBodyError(code: "invalid_field", message: "positions must be an array", field: "positions")
                     }
                     sawPositions = true
-                    try reader.beginArray()
-                    var index = 0
-                    while try reader.nextElement() {
-                        guard index < maxRows else {
-                            throw DeviceBodyError(
-                                code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: "positions")
-                        }
-                        let row = try state.readPosition(reader, index: index, batch: batch)
-                        if let error = firstError() { throw error }
-                        if let row { body.positions.append(row) }
-                        index += 1
+                    try readPositions(reader, into: &body, state: &state, batch: batch, maxRows: maxRows, firstError: firstError)
+                case "erasures":
+                    guard try reader.peekKind() == .array else {
+                        throw DeviceBodyError(code: "invalid_field", message: "erasures must be an array", field: "erasures")
                     }
+                    sawErasures = true
+                    try readErasures(reader, into: &body, state: &state, batch: batch, maxRows: maxRows, firstError: firstError)
                 case "landmarks":
                     guard try reader.peekKind() == .array else {
                         throw DeviceBodyError(code: "invalid_field", message: "landmarks must be an array", field: "landmarks")
@@ -93,7 +95,7 @@ extension DevicePositionsBody {
                 }
             }
             try reader.finish()
-            guard sawPositions || body.hasLandmarks else {
+            guard sawPositions || sawErasures || body.hasLandmarks else {
                 throw DeviceBodyError(code: "invalid_field", message: "missing positions", field: "positions")
             }
         } catch let error as DeviceBodyError {
@@ -106,5 +108,43 @@ extension DevicePositionsBody {
             throw DeviceBodyError(code: "malformed_json", message: "the body is not valid JSON", field: nil)
         }
         return body
+    }
+
+    /// Reads the `positions` array into `body`: each row as a snapshot's (docs/snapshot-format.md §3), the
+    /// rows and erasure records together at most `maxRows`.
+    private static func readPositions(
+        _ reader: JSONPullReader, into body: inout DevicePositionsBody, state: inout SnapshotDecoder.State, batch: RowBatch,
+        maxRows: Int, firstError: () -> DeviceBodyError?
+    ) throws {
+        try reader.beginArray()
+        var index = 0
+        while try reader.nextElement() {
+            guard index + body.erasures.count < maxRows else {
+                throw DeviceBodyError(code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: "positions")
+            }
+            let row = try state.readPosition(reader, index: index, batch: batch)
+            if let error = firstError() { throw error }
+            if let row { body.positions.append(row) }
+            index += 1
+        }
+    }
+
+    /// Reads the `erasures` array into `body`: each record as a snapshot's (docs/snapshot-format.md §3), the
+    /// rows and records together at most `maxRows`.
+    private static func readErasures(
+        _ reader: JSONPullReader, into body: inout DevicePositionsBody, state: inout SnapshotDecoder.State, batch: RowBatch,
+        maxRows: Int, firstError: () -> DeviceBodyError?
+    ) throws {
+        try reader.beginArray()
+        var index = 0
+        while try reader.nextElement() {
+            guard index + body.positions.count < maxRows else {
+                throw DeviceBodyError(code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: "erasures")
+            }
+            let record = try state.readErasure(reader, index: index, batch: batch)
+            if let error = firstError() { throw error }
+            if let record { body.erasures.append(record) }
+            index += 1
+        }
     }
 }

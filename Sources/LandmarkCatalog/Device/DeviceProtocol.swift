@@ -174,27 +174,43 @@ package struct AnswerPage: Sendable, Equatable {
     }
 }
 
-/// The answer to `POST /v1/positions` (docs/protocol.md §6): one outcome per row, in the request's order.
+/// The answer to `POST /v1/positions` (docs/protocol.md §6): one outcome per row, in the request's order,
+/// and one per erasure record sent.
 package struct PushAnswer: Sendable, Equatable {
     package var outcomes: [DeviceRowOutcome]
+    /// One outcome per erasure record sent, in order; nil when the answer has no `erasureResults` (a server
+    /// that does not take erasures ignored them).
+    package var erasureOutcomes: [DeviceRowOutcome]? = nil
 
-    /// Reads an answer to a POST of `rows` rows.
-    /// - Throws: `CatalogError` 65 when it has no `results`, not one per row, or an outcome §6 does not name.
-    package static func read(_ data: Data, rows: Int, server: String) throws -> PushAnswer {
+    /// Reads an answer to a POST of `rows` rows and `erasures` erasure records.
+    /// - Throws: `CatalogError` 65 when it has no `results`, not one per row, `erasureResults` not one per
+    ///   erasure, or an outcome §6 does not name.
+    package static func read(_ data: Data, rows: Int, erasures: Int = 0, server: String) throws -> PushAnswer {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let results = object["results"] as? [[String: Any]], results.count == rows
         else {
             throw CatalogError(.dataInvalid, "the server \(server) answered POST /v1/positions without one result per row (docs/protocol.md §6)")
         }
-        var outcomes: [DeviceRowOutcome] = []
-        for result in results {
+        var answer = PushAnswer(outcomes: try outcomes(results, server: server))
+        if erasures > 0, let erased = object["erasureResults"] {
+            guard let erased = erased as? [[String: Any]], erased.count == erasures else {
+                throw CatalogError(
+                    .dataInvalid, "the server \(server) answered POST /v1/positions without one result per erasure (docs/protocol.md §6)")
+            }
+            answer.erasureOutcomes = try outcomes(erased, server: server)
+        }
+        return answer
+    }
+
+    /// Each result's `outcome`, in order.
+    private static func outcomes(_ results: [[String: Any]], server: String) throws -> [DeviceRowOutcome] {
+        try results.map { result in
             let text = result["outcome"] as? String ?? ""
             guard let outcome = DeviceRowOutcome(rawValue: text) else {
                 throw CatalogError(.dataInvalid, "the server \(server) answered an unknown outcome \(String(reflecting: text)) (docs/protocol.md §6)")
             }
-            outcomes.append(outcome)
+            return outcome
         }
-        return PushAnswer(outcomes: outcomes)
     }
 
     /// How many rows had `outcome`.

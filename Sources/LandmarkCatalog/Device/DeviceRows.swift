@@ -11,9 +11,13 @@ package struct DeviceRowsPage: Sendable {
     package var newestWall: Int64 = 0
     /// More rows follow: ask again at once.
     package var more = false
-    /// The erasure records of an edge's page (docs/erasure.md §2), each a snapshot erasure object,
-    /// separated by commas (no brackets); counted in ``count`` and ``through``.
-    package var erasuresJSON: [UInt8] = []
+    /// The erasure records of an edge's page (docs/erasure.md §2), each a snapshot erasure object;
+    /// counted in ``count`` and ``through``.
+    package var erasureObjects: [[UInt8]] = []
+    /// The erasure records as the inside of a JSON array: the objects separated by commas (no brackets).
+    package var erasuresJSON: [UInt8] { Array(erasureObjects.joined(separator: Array(",\n".utf8))) }
+    /// The position rows of ``count``, without the erasure records.
+    package var rowCount: Int { count - erasureObjects.count }
 
     /// An empty page: nothing after the cursor.
     package init() {}
@@ -54,8 +58,13 @@ extension DeviceRows {
     /// The position rows changed after `after` (docs/protocol.md §4): `user`'s row alone, or with nil every
     /// row in change-sequence order, at most `limit`.
     ///
-    /// Returns also the database's change sequence high-water mark read in the same transaction.
-    package func devicePositions(user: String?, after: Int64, limit: Int) throws -> (page: DeviceRowsPage, highWater: Int64) {
+    /// Returns also the database's change sequence high-water mark read in the same transaction. With nil
+    /// (an edge) the page holds the erasure records numbered in its span too; with `user` and
+    /// `ownErasure`, that user's erasure record when it is numbered after `after` (what a user token may
+    /// push, docs/protocol.md §9).
+    package func devicePositions(user: String?, after: Int64, limit: Int, ownErasure: Bool = false) throws -> (
+        page: DeviceRowsPage, highWater: Int64
+    ) {
         try store.read {
             var page = DeviceRowsPage()
             var w = JSONWriter(reservingCapacity: 256)
@@ -80,16 +89,18 @@ extension DeviceRows {
             page.rowsJSON = w.bytes
             let highWater = try store.lastChangeSequence()
             // An edge gets the erasure records numbered in the same span, so a node following this server
-            // erases too (docs/erasure.md §2); the cursor moves past them.
-            if user == nil, case let upper = page.more ? page.through : highWater, upper > after {
-                var e = JSONWriter(reservingCapacity: 128)
+            // erases too (docs/erasure.md §2); the cursor moves past them. A node pushing with a user token
+            // sends its user's own record alone (docs/protocol.md §9).
+            let own = user.flatMap { ownErasure ? ErasureRule.userHash($0) : nil }
+            if user == nil || own != nil, case let upper = page.more ? page.through : highWater, upper > after {
                 try store.erasureTable.forEachRecord(changes: (after + 1)...upper) { record, seq in
-                    if !e.bytes.isEmpty { e.raw(",\n") }
+                    guard own == nil || own == record.userHash else { return }
+                    var e = JSONWriter(reservingCapacity: 160)
                     record.writeJSON(to: &e)
+                    page.erasureObjects.append(e.bytes)
                     page.count += 1
                     page.through = max(page.through, seq)
                 }
-                page.erasuresJSON = e.bytes
             }
             return (page, highWater)
         }
@@ -165,29 +176,40 @@ extension DeviceRows {
         }
     }
 
-    /// Merges a device's position rows in one transaction by the last-writer-wins rule (docs/merge-rules.md),
-    /// rows stamped more than `maxDriftMilliseconds` ahead of this clock quarantined, and says what became of
-    /// each, in order (docs/protocol.md §6).
+    /// Merges a device's position rows and a node's erasure records in one transaction by the
+    /// last-writer-wins and erasure rules (docs/merge-rules.md, docs/erasure.md §1), rows stamped more than
+    /// `maxDriftMilliseconds` ahead of this clock quarantined, and says what became of each, in order
+    /// (docs/protocol.md §6).
     ///
-    /// A row delivered again finds itself stored and is `applied`.
+    /// The erasures are applied first, as a snapshot's are (`RowMerger`): a row of an erased user in the
+    /// same request stamped at or before the erasure is refused as `erased`. A row or erasure delivered
+    /// again finds itself stored and is `applied`. When an erasure was applied, the WAL is checkpointed
+    /// after the commit (``UserErasure/scrub()``).
     /// - Parameters:
     ///   - rows: the device's rows, in the order of its request.
+    ///   - erasures: the erasure records, in the order of the request; the caller has checked that the
+    ///     writer may send each (`ErasureRule.mayErase`).
     ///   - source: the name recorded with quarantined rows and ties.
     ///   - maxDriftMilliseconds: rows stamped further ahead of this clock are quarantined.
-    /// - Returns: the outcomes and the high-water mark after the commit.
+    /// - Returns: the rows' outcomes, the erasures' outcomes (`applied`: it is the stored erasure of its
+    ///   user; `stale`: a later one is stored), and the high-water mark after the commit.
     /// - Throws: `CatalogError` (75 when the database is busy, 74 when full); nothing is written then.
-    package func mergeDevicePositions(_ rows: [PositionRecord], source: String, maxDriftMilliseconds: Int64) throws -> (
-        outcomes: [DeviceRowOutcome], highWater: Int64
-    ) {
-        try store.write {
+    package func mergeDevicePositions(
+        _ rows: [PositionRecord], erasures: [ErasureRecord] = [], source: String, maxDriftMilliseconds: Int64
+    ) throws -> (outcomes: [DeviceRowOutcome], erasureOutcomes: [DeviceRowOutcome], highWater: Int64) {
+        var erasuresApplied = 0
+        defer { if erasuresApplied > 0 { UserErasure(store).scrub() } }
+        return try store.write {
             let quarantineAfter = store.wallClock.nowMilliseconds() + maxDriftMilliseconds
             var merger = try RowMerger(store: store, source: source, quarantineAfter: quarantineAfter, diagnostics: { _ in })
             var refusals: [String: ErasureRule.Refusal] = [:]
             merger.refused = { user, stamp, why in refusals["\(user)\u{0}\(stamp)"] = why }
             let batch = RowBatch(reserving: false)
             batch.positions = rows
+            batch.erasures = erasures
             batch.isLast = true
             try merger.apply(batch)
+            erasuresApplied = merger.counts.erasuresApplied
             if merger.maxSeen.wall > 0 || merger.maxSeen.counter > 0 {
                 try store.observeRemoteStamp(wall: merger.maxSeen.wall, counter: merger.maxSeen.counter)
             }
@@ -210,7 +232,10 @@ extension DeviceRows {
                 let same = stored.deleted == row.deleted && (row.deleted || (stored.page == row.page && stored.landmark == row.landmark))
                 outcomes.append(same ? .applied : .tie)
             }
-            return (outcomes, try store.lastChangeSequence())
+            let erasureOutcomes: [DeviceRowOutcome] = try erasures.map {
+                try store.erasureTable.stamp(userHash: $0.userHash) == $0.stamp ? .applied : .stale
+            }
+            return (outcomes, erasureOutcomes, try store.lastChangeSequence())
         }
     }
 }

@@ -29,6 +29,17 @@ package enum ErasureRule {
         SHA256.hex(SHA256.hash(Array(normalizedUser.utf8)))
     }
 
+    /// Whether a writer may send an erasure of the user keyed `userHash` (docs/protocol.md §6, §6a): an edge
+    /// writer any user's; a user's writer that user's alone.
+    /// - Parameters:
+    ///   - userHash: the erased user's key (``userHash(_:)``).
+    ///   - writer: the writer's own user id, NFC-normalised (a token's `sub`).
+    ///   - edge: whether the writer speaks for every user (an edge token).
+    /// - Returns: true when the writer may send it; a refused one fails the writer's whole request.
+    package static func mayErase(userHash: String, writer: String, edge: Bool) -> Bool {
+        edge || userHash == Self.userHash(writer)
+    }
+
     /// Whether an erasure stamped `erasure` removes a row stamped `row`: at or before it.
     package static func erases(_ erasure: HLCStamp, row: HLCStamp) -> Bool { !(erasure < row) }
 

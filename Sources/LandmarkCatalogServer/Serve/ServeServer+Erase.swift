@@ -16,7 +16,7 @@ extension ServeServer {
         } catch let e {
             return .reply(error(400, "invalid_parameter", (e as? CatalogError)?.message ?? "not a user id", field: "user"))
         }
-        guard request.edge || user == tokenUser else {
+        guard ErasureRule.mayErase(userHash: ErasureRule.userHash(user), writer: tokenUser, edge: request.edge) else {
             return .reply(error(403, "insufficient_scope", "a user token may erase its own user only (DELETE /v1/users/me)"))
         }
         let summary: ErasureSummary

@@ -490,11 +490,13 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         if !request.edge, let i = users.firstIndex(where: { $0 != request.user }) {
             return .reply(error(403, "insufficient_scope", "row \(i) is another user's; nothing was written", field: "positions[\(i)].user"))
         }
-        let result: (outcomes: [DeviceRowOutcome], highWater: Int64)
+        if let refusal = refuseErasures(body.erasures, request) { return .reply(refusal) }
+        let result: (outcomes: [DeviceRowOutcome], erasureOutcomes: [DeviceRowOutcome], highWater: Int64)
         do {
             let source = request.edge ? "serve (edge \(request.user ?? ""))" : "serve (user \(request.user ?? ""))"
             result = try writeLock.withLock {
-                try DeviceRows(writer).mergeDevicePositions(body.positions, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
+                try DeviceRows(writer).mergeDevicePositions(
+                    body.positions, erasures: body.erasures, source: source, maxDriftMilliseconds: options.maxDriftMilliseconds)
             }
         } catch {
             stateLock.withLock { writeFailing = true }
@@ -523,7 +525,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             w.string(outcome.rawValue)
             w.raw("}")
         }
-        w.raw("],\"cursor\":")
+        w.raw("]")
+        if !body.erasures.isEmpty { writeErasureResults(body.erasures, result.erasureOutcomes, to: &w) }
+        w.raw(",\"cursor\":")
         w.string("\(databaseID):\(cursor)")
         w.raw("}\n")
         return .reply(HTTPReply(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: w.bytes))

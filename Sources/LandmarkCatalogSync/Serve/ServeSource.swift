@@ -52,8 +52,9 @@ struct ServeSourceKind: SourceKind {
     }
 }
 
-/// One sync with a serve: `fetch` PUSHES this database's position rows changed since the last push (POST
-/// `/v1/positions`, at most ``pushBatch`` rows a request, each request one transaction there), then GETs
+/// One sync with a serve: `fetch` PUSHES this database's position rows and erasure records changed since
+/// the last push (POST `/v1/positions`, at most ``pushBatch`` rows and records a request, each request one
+/// transaction there; a user token only its user's row and erasure), then GETs
 /// the landmarks and positions after the stored cursors, page by page, into spool files; the feed merges
 /// them in the engine's one SQLite transaction and moves the cursors.
 ///
@@ -96,7 +97,7 @@ final class ServeSource: SyncSource {
         var after = since
         var pages: [(page: DeviceRowsPage, highWater: Int64)] = []
         while true {
-            let next = try DeviceRows(context.store).devicePositions(user: user, after: after, limit: Self.pushBatch)
+            let next = try DeviceRows(context.store).devicePositions(user: user, after: after, limit: Self.pushBatch, ownErasure: true)
             pages.append(next)
             if !next.page.more {
                 let others =
@@ -204,7 +205,8 @@ final class ServeSource: SyncSource {
         return [ServePullFeed(source: self, pages: pages, pushThrough: pushThrough)]
     }
 
-    /// POSTs every position row changed here after `since` (only `user`'s when given), in pages.
+    /// POSTs every position row and erasure record changed here after `since` (only `user`'s when given),
+    /// in pages.
     ///
     /// With `user`, the other users' rows changed since the last push are left out and counted in one
     /// warning (kind `not-pushed`); the cursor moves past them all the same, since this token can never
@@ -224,17 +226,9 @@ final class ServeSource: SyncSource {
         while true {
             // Read ahead on the store's thread (a follower's worker), else read here.
             let (page, highWater) =
-                try ahead?.popFirst() ?? DeviceRows(context.store).devicePositions(user: user, after: after, limit: Self.pushBatch)
+                try ahead?.popFirst() ?? DeviceRows(context.store).devicePositions(user: user, after: after, limit: Self.pushBatch, ownErasure: true)
             if page.count > 0 {
-                var body = Array(#"{"positions":["#.utf8)
-                body += page.rowsJSON
-                body += Array("]}".utf8)
-                let answer = try client.request("POST", "\(base)/positions", body: body)
-                guard let answer else { preconditionFailure("a POST without If-None-Match answered as not modified") }
-                let outcomes = try PushAnswer.read(try answer.data(), rows: page.count, server: locator.description)
-                counts.sent += page.count
-                counts.written += outcomes.count(.applied)
-                counts.quarantined += outcomes.count(.quarantined)
+                try post(page, client, counts: &counts, context: context)
                 after = page.through
             }
             // The pages read ahead are pushed; the rest wait for the next sync, at once.
@@ -265,6 +259,47 @@ final class ServeSource: SyncSource {
                 }
                 return max(after, highWater)
             }
+        }
+    }
+
+    /// POSTs one page: its position rows and its erasure records (docs/protocol.md §6), at most
+    /// ``pushBatch`` rows and records together a request — the rows with the first records, then the rest
+    /// of the records — and adds what the server answered to `counts` (an erasure counts as a row does).
+    ///
+    /// A server that answers without `erasureResults` does not take erasures: one warning (kind
+    /// `erasures-not-taken`), and the records are not pushed to it again.
+    /// - Throws: `CatalogError` from a request, or 65 for an answer without one result per row or record.
+    private func post(_ page: DeviceRowsPage, _ client: ServeHTTP, counts: inout PushCounts, context: SyncContext) throws {
+        var records = page.erasureObjects[...]
+        var rows = page.rowCount
+        var ignored = 0
+        repeat {
+            let chunk = records.prefix(Self.pushBatch - rows)
+            records = records.dropFirst(chunk.count)
+            var body = Array(#"{"positions":["#.utf8)
+            if rows > 0 { body += page.rowsJSON }
+            if !chunk.isEmpty {
+                body += Array(#"],"erasures":["#.utf8)
+                body += Array(chunk.joined(separator: Array(",\n".utf8)))
+            }
+            body += Array("]}".utf8)
+            let answer = try client.request("POST", "\(base)/positions", body: body)
+            guard let answer else { preconditionFailure("a POST without If-None-Match answered as not modified") }
+            let read = try PushAnswer.read(try answer.data(), rows: rows, erasures: chunk.count, server: locator.description)
+            let outcomes = read.outcomes + (read.erasureOutcomes ?? [])
+            if read.erasureOutcomes == nil { ignored += chunk.count }
+            counts.sent += rows + chunk.count
+            counts.written += outcomes.filter { $0 == .applied }.count
+            counts.quarantined += outcomes.filter { $0 == .quarantined }.count
+            rows = 0
+        } while !records.isEmpty
+        if ignored > 0 {
+            context.diagnostics(
+                Diagnostic(
+                    severity: .warning,
+                    message:
+                        "the server ignored \(ignored) erasure \(ignored == 1 ? "record" : "records") pushed (it answers no erasureResults: a catalog serve before erasures were taken); erase the users there too (DELETE /v1/users/ID with an edge token)",
+                    file: locator.description, kind: "erasures-not-taken"))
         }
     }
 
