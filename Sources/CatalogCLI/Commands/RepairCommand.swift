@@ -6,7 +6,8 @@ extension CatalogCLI {
     /// `repair`'s argument, declared once.
     enum RepairArguments {
         static let source = Argument<String>(
-            "source", "Another catalog database (its file path), or a catalog serve (catalog+https://HOST/v1).", completion: .file)
+            "source", "Another catalog database (its file path), or a catalog serve (catalog+https://HOST/v1; catalog+http:// for loopback only).",
+            completion: .file)
     }
 
     static var repairCommand: CommandSpec {
@@ -27,7 +28,9 @@ extension CatalogCLI {
             arguments: [RepairArguments.source.spec],
             options: [
                 Options.dryRun.spec, Options.json.spec,
-                SyncOptionsTable.tokenFile.with(help: "A catalog+https:// SOURCE: the file holding its edge token (a JWT).").spec,
+                SyncOptionsTable.tokenFile.with(
+                    help: "A catalog+https:// SOURCE (catalog+http:// for loopback only): the file holding its edge token (a JWT)."
+                ).spec,
             ],
             run: runRepair)
     }
