@@ -131,6 +131,39 @@ struct ServeRepairTests {
     }
 
     @Test(
+        "a node that collected at a later horizon than the serve: the serve compares at the node's horizon (the opening message, then the header), the tombstones below it left out on both; the digests at it are equal"
+    )
+    func acrossHorizons() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let node = box.path("node.sqlite")
+        try FileManager.default.copyItem(atPath: server, toPath: node)
+        let shared = (0..<200).map { positionRow("user-\($0)", page: 1, at: Self.ago(1_800_000)) }
+        let dead = (0..<20).map { positionRow("user-\($0)", page: 0, at: Self.ago(1_200_000), deleted: true) }
+        for db in [server, node] {
+            try Self.deliver(box, shared, to: db, name: "shared.json")
+            try Self.deliver(box, dead, to: db, name: "dead.json")
+        }
+        let gc = try box.run(["gc", "--horizon", "10m", "--json"], db: node)
+        #expect(gc.status == 0, "\(gc)")
+        // Differences above the horizon, so the exchange goes on past the opening message.
+        try Self.deliver(
+            box, (100..<140).map { positionRow("user-\($0)", page: 7, at: Self.ago(60_000)) }, to: server, name: "server.json")
+        try Self.deliver(box, (0..<10).map { positionRow("late-\($0)", page: 2, at: Self.ago(30_000)) }, to: node, name: "node.json")
+        let door = try Door(box, server: server)
+        let run = try box.run(["repair", "--json", door.source, "--token-file", door.edgeFile], db: node)
+        #expect(run.status == 0, "\(run)")
+        let report = Self.json(run)
+        #expect((report["roundTrips"] as? Int ?? 0) >= 2, "\(run.stdout)")
+        #expect(report["rowsSent"] as? Int == 10 && report["rowsReceived"] as? Int == 40, "\(run.stdout)")
+        #expect(report["digest"] as? String == report["sourceDigest"] as? String, "\(run.stdout)")
+        // The serve still holds its tombstones: below the session's horizon, they took no part.
+        #expect(try dumpRows(server, sql: "SELECT count(*) FROM positions WHERE deleted = 1").first?.first == .integer(20))
+        #expect(try Self.digest(box, node).verified)
+        #expect(door.serve.stop().status == 0)
+    }
+
+    @Test(
         "POST /v1/repair refuses in the JSON error shape: no token 401, a user token 403 (catalog repair exits 77), garbage 400 malformed_message, a later message without its key 400, JSON 415, over --max-body 413"
     )
     func refusals() throws {
