@@ -177,6 +177,8 @@ struct ServeRepairTests {
         #expect(none.status == 401 && none.errorCode == "invalid_token", "\(none)")
         let user = try ServeCurl.post(door.url, token: door.user, body: "x", contentType: binary)
         #expect(user.status == 403 && user.errorCode == "insufficient_scope", "\(user)")
+        let misplaced = try box.run(["repair", server, "--token-file", door.edgeFile], db: node)
+        #expect(misplaced.status == 64 && misplaced.stderr.contains("--token-file"), "\(misplaced)")
         let byUser = try box.run(["repair", door.source, "--token-file", door.userFile], db: node)
         #expect(byUser.status == 77 && byUser.stderr.contains("edge token"), "\(byUser)")
 

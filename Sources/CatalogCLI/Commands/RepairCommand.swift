@@ -45,6 +45,9 @@ extension CatalogCLI {
             printRepair(report, i)
             return 0
         }
+        if i[SyncOptionsTable.tokenFile] != nil {
+            throw CatalogError(.usage, "--token-file is for a catalog serve SOURCE (catalog+https://HOST/v1), not a database file")
+        }
         guard RepairSourceKind.isDatabase(path: source) else {
             if FileManager.default.fileExists(atPath: source) {
                 throw CatalogError(
