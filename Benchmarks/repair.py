@@ -5,18 +5,47 @@
 
 A holds the positions file; B is a byte copy of A; then, for each count N, N rows differ: a quarter changed
 on B, a quarter tombstoned on B, a quarter changed on A, a quarter new on A. Each case repairs a fresh pair
-with `catalog --db A repair B --json` and, for comparison, moves the same difference the only other way
+with `catalog --db A repair B --json`, then the same pair again over HTTP — B behind `catalog serve`, A
+running `catalog repair catalog+http://127.0.0.1:PORT/v1 --token-file EDGE.jwt --json` (docs/protocol.md
+§6b) — and, for comparison, moves the same difference the only other way
 there is: a full snapshot of A synced into B and one of B into A (the bytes of both snapshots). Prints a
-Markdown table: round trips, repair bytes (both ways, rows excluded), bytes per differing row, repair time,
+Markdown table, a row per case and way (`file`, `serve`): round trips, repair bytes (both ways, rows excluded), bytes per differing row, repair time,
 full-sync bytes and time, and whether both digests agree afterwards.
 """
-import json, os, shutil, subprocess, sys, tempfile, time
+import json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 
 
 def run(catalog, db, *args):
     started = time.monotonic()
     out = subprocess.run([catalog, "--db", db, *args], check=True, capture_output=True, text=True).stdout
     return out, time.monotonic() - started
+
+
+def serve(catalog, db, public_key):
+    """Starts `catalog serve` over `db` on a free loopback port; returns the process and the port."""
+    p = subprocess.Popen(
+        [catalog, "--db", db, "serve", "--listen", "127.0.0.1:0", "--auth-key", public_key],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        if '"event":"listening"' in line:
+            port = json.loads(line)["listen"].rsplit(":", 1)[1]
+            # The access log goes on to stderr: read it so serve never blocks on a full pipe.
+            threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+            return p, port
+    raise RuntimeError(f"serve did not start over {db}")
+
+
+def edge_token(catalog, work):
+    """An Ed25519 key pair and an edge token for it: (public key path, token file path)."""
+    private, public, token = (os.path.join(work, n) for n in ("k.pem", "k.pub", "edge.jwt"))
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", private], check=True, capture_output=True)
+    subprocess.run(["openssl", "pkey", "-in", private, "-pubout", "-out", public], check=True, capture_output=True)
+    out = subprocess.run([catalog, "token", "issue", "--key", private, "--user", "bench", "--scope", "edge"],
+                         check=True, capture_output=True, text=True).stdout
+    with open(token, "w") as f:
+        f.write(out.strip() + "\n")
+    os.chmod(token, 0o600)
+    return public, token
 
 
 def snapshot(rows):
@@ -39,8 +68,9 @@ def main():
                     users.append(json.loads(line.rstrip(",\n"))["user"])
                     if len(users) >= 4000:
                         break
-        print("| differing rows | round trips | repair bytes | bytes per differing row | repair s | full-sync bytes | full sync s | digests equal |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+        public_key, token = edge_token(catalog, work)
+        print("| differing rows | via | round trips | repair bytes | bytes per differing row | repair s | full-sync bytes | full sync s | digests equal |")
+        print("| ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
         for n in counts:
             a, b = os.path.join(work, f"a{n}.sqlite"), os.path.join(work, f"b{n}.sqlite")
             shutil.copy(base, a)
@@ -64,21 +94,32 @@ def main():
                     run(catalog, db, "sync", path)
             # The full-sync comparison on copies of the same pair.
             fa, fb = a + ".full", b + ".full"
-            shutil.copy(a, fa)
-            shutil.copy(b, fb)
+            ha, hb = a + ".http", b + ".http"
+            for src, dst in ((a, fa), (b, fb), (a, ha), (b, hb)):
+                shutil.copy(src, dst)
             out, repair_s = run(catalog, a, "repair", b, "--json")
             report = json.loads(out)
             repair_bytes = report["bytesSent"] + report["bytesReceived"]
+            server, port = serve(catalog, hb, public_key)
+            try:
+                out, http_s = run(catalog, ha, "repair", f"catalog+http://127.0.0.1:{port}/v1", "--token-file", token, "--json")
+            finally:
+                server.send_signal(signal.SIGTERM)
+                server.wait(timeout=30)
+            http = json.loads(out)
+            http_bytes = http["bytesSent"] + http["bytesReceived"]
             snap_a, snap_b = os.path.join(work, "full-a.json"), os.path.join(work, "full-b.json")
             _, t1 = run(catalog, fa, "export", "--output", snap_a)
             _, t2 = run(catalog, fb, "export", "--output", snap_b)
             _, t3 = run(catalog, fb, "sync", snap_a)
             _, t4 = run(catalog, fa, "sync", snap_b)
             full_bytes = os.path.getsize(snap_a) + os.path.getsize(snap_b)
-            per_row = f"{repair_bytes / n:.0f}" if n else "—"
-            equal = "yes" if report["digest"] == report["sourceDigest"] else "NO"
-            print(f"| {n:,} | {report['roundTrips']} | {repair_bytes:,} | {per_row} | {repair_s:.2f} | {full_bytes:,} | {t1 + t2 + t3 + t4:.2f} | {equal} |")
-            for path in (a, b, fa, fb, snap_a, snap_b):
+            full_s = t1 + t2 + t3 + t4
+            for via, r, total, secs in (("file", report, repair_bytes, repair_s), ("serve", http, http_bytes, http_s)):
+                per_row = f"{total / n:.0f}" if n else "—"
+                equal = "yes" if r["digest"] == r["sourceDigest"] else "NO"
+                print(f"| {n:,} | {via} | {r['roundTrips']} | {total:,} | {per_row} | {secs:.2f} | {full_bytes:,} | {full_s:.2f} | {equal} |")
+            for path in (a, b, fa, fb, ha, hb, snap_a, snap_b):
                 for suffix in ("", "-wal", "-shm"):
                     if os.path.exists(path + suffix):
                         os.remove(path + suffix)

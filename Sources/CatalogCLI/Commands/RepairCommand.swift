@@ -1,10 +1,13 @@
 import Foundation
 import LandmarkCatalog
+import LandmarkCatalogSync
 
 extension CatalogCLI {
     /// `repair`'s argument, declared once.
     enum RepairArguments {
-        static let source = Argument<String>("source", "Another catalog database (its file path).", completion: .file)
+        static let source = Argument<String>(
+            "source", "Another catalog database (its file path), or a catalog serve (catalog+https://HOST/v1; catalog+http:// for loopback only).",
+            completion: .file)
     }
 
     static var repairCommand: CommandSpec {
@@ -12,7 +15,9 @@ extension CatalogCLI {
             name: "repair",
             abstract: "Find the rows that differ from another copy by range fingerprints and move only those, both ways.",
             discussion: """
-                SOURCE is another catalog database, by its file path (a file that starts with SQLite's header).
+                SOURCE is another catalog database, by its file path (a file that starts with SQLite's header),
+                or a catalog serve, catalog+https://HOST/v1 (catalog+http:// for loopback only) with an edge
+                token from --token-file or the saved remote, as catalog sync takes it (POST /v1/repair).
                 Both copies compare keyed fingerprints of key ranges, split the ranges that differ 16 ways until
                 they are small, then exchange only the rows that differ; each is merged by the merge rule, like
                 any row from a sync. Equal copies take one round trip of under 64 bytes each way. --json
@@ -21,12 +26,28 @@ extension CatalogCLI {
                 and changes neither copy. See docs/repair.md.
                 """,
             arguments: [RepairArguments.source.spec],
-            options: [Options.dryRun.spec, Options.json.spec],
+            options: [
+                Options.dryRun.spec, Options.json.spec,
+                SyncOptionsTable.tokenFile.with(
+                    help: "A catalog+https:// SOURCE (catalog+http:// for loopback only): the file holding its edge token (a JWT)."
+                ).spec,
+            ],
             run: runRepair)
     }
 
     static func runRepair(_ i: Invocation) throws -> Int32 {
         let source = i[RepairArguments.source]
+        if ServeRepair.names(source) {
+            var options = SyncOptions()
+            options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogFiles.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
+            let report = try ServeRepair.run(
+                store: try i.openStore(), source: source, options: options, dryRun: i[Options.dryRun], diagnostics: i.report)
+            printRepair(report, i)
+            return 0
+        }
+        if i[SyncOptionsTable.tokenFile] != nil {
+            throw CatalogError(.usage, "--token-file is for a catalog serve SOURCE (catalog+https://HOST/v1), not a database file")
+        }
         guard RepairSourceKind.isDatabase(path: source) else {
             if FileManager.default.fileExists(atPath: source) {
                 throw CatalogError(
@@ -37,6 +58,12 @@ extension CatalogCLI {
         }
         let store = try i.openStore()
         let report = try Repairer(store).repair(withDatabase: source, dryRun: i[Options.dryRun])
+        printRepair(report, i)
+        return 0
+    }
+
+    /// Prints what a repair did: one JSON object with `--json`, else two lines.
+    static func printRepair(_ report: RepairReport, _ i: Invocation) {
         if i[Options.json] {
             var o = JSONObject()
             o.set("bytesReceived", report.bytesReceived)
@@ -55,7 +82,6 @@ extension CatalogCLI {
                 "\(report.roundTrips) round trips, \(report.bytesSent + report.bytesReceived) bytes: \(verb) \(report.rowsSent) rows to the source and \(report.rowsReceived) from it\n"
                     + "digest \(report.localDigest), source \(report.peerDigest)\n")
         }
-        return 0
     }
 }
 

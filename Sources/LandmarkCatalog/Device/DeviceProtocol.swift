@@ -11,8 +11,12 @@ package enum DeviceRoute: String, Sendable, CaseIterable {
     /// `/v1/users/me` (the token's user) and `/v1/users/ID` (an edge token): `DELETE` erases the user
     /// (docs/protocol.md §6a). Its path in logs and metrics is `/v1/users`, never a user id.
     case users
+    /// `/v1/repair`: `POST` one repair message, answered with the server's (docs/protocol.md §6b); an edge
+    /// token only.
+    case repair
 
-    /// The path on the server: `/v1/healthz`, `/v1/readyz`, `/v1/landmarks`, `/v1/positions`, `/v1/users`.
+    /// The path on the server: `/v1/healthz`, `/v1/readyz`, `/v1/landmarks`, `/v1/positions`, `/v1/users`,
+    /// `/v1/repair`.
     package var path: String { "/v1/" + rawValue }
 
     /// The methods it takes (any other: 405 with `Allow`).
@@ -21,6 +25,7 @@ package enum DeviceRoute: String, Sendable, CaseIterable {
         case .healthz, .readyz, .landmarks: return ["GET"]
         case .positions: return ["GET", "POST"]
         case .users: return ["DELETE"]
+        case .repair: return ["POST"]
         }
     }
 
@@ -47,7 +52,7 @@ package enum DeviceRoute: String, Sendable, CaseIterable {
         switch self {
         case .healthz, .readyz: return false
         case .landmarks: return !publicLandmarks
-        case .positions, .users: return true
+        case .positions, .users, .repair: return true
         }
     }
 

@@ -169,7 +169,7 @@ package struct DeviceSync {
             case .landmarks:
                 state.landmarksCursor = cursor
                 state.landmarksETag = etag
-            case .healthz, .readyz, .users:
+            case .healthz, .readyz, .users, .repair:
                 break
             }
             let merged = MergedAnswer(page: page, counts: merger.counts, serverForgot: forgot)

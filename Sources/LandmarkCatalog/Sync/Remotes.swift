@@ -25,7 +25,7 @@ extension RemoteBook {
     ///
     /// A remote is the source's when their ``SourceLocator/identity`` is one (a directory named with or
     /// without its manifest, one that did not exist when either was first seen, a symbolic link to it).
-    func trustForSource(key: String) throws -> (keys: [MinisignPublicKey], allow: WriteGrant) {
+    package func trustForSource(key: String) throws -> (keys: [MinisignPublicKey], allow: WriteGrant) {
         var keys: [MinisignPublicKey] = []
         var allow = WriteGrant.all
         let identity = SourceLocator.identity(ofKey: key)

@@ -212,6 +212,9 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         }
         if route.needsToken(publicLandmarks: options.publicLandmarks) {
             if let refusal = authenticate(request) { return .reply(refusal) }
+            if route == .repair, !request.edge {
+                return .reply(error(403, "insufficient_scope", "POST /v1/repair takes an edge token (catalog token issue --scope edge)"))
+            }
             if let user = request.user {
                 metrics.seen(user: user)
                 if route == .positions { request.agent = request.header("User-Agent").map { String(decoding: $0.utf8.prefix(160), as: UTF8.self) } }
@@ -220,8 +223,10 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         }
         if method == "POST" {
             let type = request.header("Content-Type")?.lowercased() ?? ""
-            guard type == "application/json" || type.hasPrefix("application/json;") || type.hasPrefix("application/json ") else {
-                return .reply(error(415, "unsupported_media_type", "a POST body must be application/json"))
+            // A repair message is binary (docs/protocol.md §6b); every other body is JSON.
+            let wanted = route == .repair ? RepairOverHTTP.mediaType : "application/json"
+            guard type == wanted || type.hasPrefix(wanted + ";") || type.hasPrefix(wanted + " ") else {
+                return .reply(error(415, "unsupported_media_type", "a POST body to \(route.path) must be \(wanted)"))
             }
             if let length = request.header("Content-Length").flatMap({ Int($0) }), length > options.limits.bodyBytes {
                 return .reply(error(413, "body_too_large", "the body is over \(options.limits.bodyBytes) bytes"))
@@ -248,6 +253,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
             return .reply(json(503, String(decoding: w.bytes, as: UTF8.self), ["Retry-After": "5"]))
         }
         if request.method == "DELETE" { return erase(request) }
+        if request.route == DeviceRoute.repair.path { return repair(request) }
         return request.method == "POST" ? post(request) : get(request)
     }
 

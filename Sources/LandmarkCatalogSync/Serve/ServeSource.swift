@@ -414,10 +414,13 @@ final class ServePullFeed: ChangeFeed {
 final class ServeBody {
     let fd: Int32
     let bytes: Int64
+    /// The answer's headers, names lowercased.
+    let headers: [String: String]
 
-    init(fd: Int32, bytes: Int64) {
+    init(fd: Int32, bytes: Int64, headers: [String: String] = [:]) {
         self.fd = fd
         self.bytes = bytes
+        self.headers = headers
     }
 
     deinit { close(fd) }
@@ -446,14 +449,19 @@ struct ServeHTTP {
     /// - Parameters:
     ///   - method: `GET` or `POST`.
     ///   - url: the whole URL.
-    ///   - body: a POST's JSON body.
+    ///   - body: a POST's body.
+    ///   - contentType: the body's media type (JSON unless said).
+    ///   - extraHeaders: more request headers, each `Name: value`.
     ///   - ifNoneMatch: an entity tag to send as `If-None-Match` (RFC 9110 §13.1.2).
     ///   - longPoll: a long-poll's wait (s), added to the time limit.
     /// - Returns: the 2xx answer's body, or nil for a 304 to `ifNoneMatch`.
     /// - Throws: `CatalogError` — 77 for 401 (the token refused) and 403 (rows the token may not write);
     ///   65 for another 4xx (the answer names the field); 69 for no connection, a timeout, 429 or 5xx, and a
     ///   transfer ended by ``SyncOptions/cancellation``.
-    func request(_ method: String, _ url: String, body: [UInt8]? = nil, ifNoneMatch: String? = nil, longPoll: Double = 0) throws -> ServeBody? {
+    func request(
+        _ method: String, _ url: String, body: [UInt8]? = nil, contentType: String = "application/json", extraHeaders: [String] = [],
+        ifNoneMatch: String? = nil, longPoll: Double = 0
+    ) throws -> ServeBody? {
         let easy = try CurlEasy()
         try easy.set(CURLOPT_URL, url, "CURLOPT_URL")
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")
@@ -464,8 +472,10 @@ struct ServeHTTP {
         try easy.set(CURLOPT_USERAGENT, "catalog/\(CatalogVersion.string)", "CURLOPT_USERAGENT")
         try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int((options.timeoutSeconds + longPoll) * 1000)), "CURLOPT_TIMEOUT_MS")
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(options.timeoutSeconds, 10) * 1000)), "CURLOPT_CONNECTTIMEOUT_MS")
-        var headers = ["Accept: application/json", "Authorization: Bearer \(token)"]
-        if body != nil { headers.append("Content-Type: application/json") }
+        // Errors come as JSON whatever the body's type (docs/protocol.md §1).
+        let accept = contentType == "application/json" ? contentType : contentType + ", application/json"
+        var headers = ["Accept: \(accept)", "Authorization: Bearer \(token)"] + extraHeaders
+        if body != nil { headers.append("Content-Type: \(contentType)") }
         if let ifNoneMatch { headers.append("If-None-Match: \(ifNoneMatch)") }
         try easy.setHeaders(headers)
         let payload = body ?? []
@@ -492,7 +502,7 @@ struct ServeHTTP {
         let status = transfer.status
         if (200..<300).contains(status), code == CURLE_OK {
             keep = true
-            return ServeBody(fd: fd, bytes: transfer.bodyBytes)
+            return ServeBody(fd: fd, bytes: transfer.bodyBytes, headers: transfer.headers)
         }
         if status == 304, ifNoneMatch != nil, code == CURLE_OK { return nil }
         guard status != 0 else {
