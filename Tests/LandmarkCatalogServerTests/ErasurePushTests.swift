@@ -250,9 +250,17 @@ struct ErasurePushHubTests {
         #expect(HubSupport.wait { ErasureTraces.traces(twoDB) == [0, 0, 0] }, "serve two's files still hold the id")
         #expect(try box.run(["sync", "--quiet"] + viaTwo, db: other).status == 0)
         #expect(try ErasurePushTests.rows(other, user) == 0)
-        // The device's old row, pushed again to either serve: refused as erased, stored nowhere.
+        // The device's token, issued before the erasure, is refused on either serve; the old row sent with a
+        // token issued after it (a new account of the same id) is refused as erased. Stored nowhere.
+        let renewed = try ServeKeys.issue(key: key.privateKey, user: user, issuedIn: 2)
         for serve in [one, two] {
-            let late = try ServeCurl.post(serve.base + "/v1/positions", token: device, body: ServeRows.body(user: user, page: 5, wall: old + 1))
+            #expect(
+                HubSupport.wait {
+                    let stale = try? ServeCurl.post(
+                        serve.base + "/v1/positions", token: device, body: ServeRows.body(user: user, page: 5, wall: old + 1))
+                    return stale?.status == 401 && stale?.body.contains("account_erased") == true
+                }, "the erased user's token still works on a serve")
+            let late = try ServeCurl.post(serve.base + "/v1/positions", token: renewed, body: ServeRows.body(user: user, page: 5, wall: old + 1))
             #expect(ErasurePushTests.outcomes(late) == ["erased"], "\(late)")
         }
         #expect(try ErasurePushTests.rows(oneDB, user) == 0 && ErasurePushTests.rows(twoDB, user) == 0)
