@@ -6,6 +6,27 @@ public struct ErasureSummary: Sendable, Equatable {
     public var removedRow: Bool
     /// Quarantined rows, recorded ties and ledger messages about the user removed.
     public var removedRecords: Int
+    /// The stamp of the erasure record this database already held for the user, replaced by this one;
+    /// nil when the user was not erased here before.
+    public var previouslyErased: HLCStamp? = nil
+
+    /// The one warning every front end (`catalog user erase`, `DELETE /v1/users/…`) gives about this
+    /// erasure, nil when it removed a row (docs/erasure.md §1): erasing an id with no row is recorded all
+    /// the same but may be a typo; erasing again says when the first erasure was.
+    public var warning: String? {
+        if removedRow { return nil }
+        if let previous = previouslyErased {
+            return "this user was already erased in this database at \(Timestamp.format(milliseconds: previous.wallMilliseconds)); "
+                + "the erasure is recorded again with a new stamp"
+        }
+        return "no row of this user was stored in this database: check the id; the erasure is recorded all the same"
+    }
+
+    /// The kind of ``warning`` for machine-readable output: `already_erased`, `no_row`, or nil.
+    public var warningKind: String? {
+        if removedRow { return nil }
+        return previouslyErased == nil ? "no_row" : "already_erased"
+    }
 }
 
 /// Erases users from a catalog (docs/erasure.md): the one place an erasure is written and its user's
@@ -39,10 +60,11 @@ extension UserErasure {
         let user = try UserID.normalize(user)
         let summary = try store.write {
             let stamp = try store.issueLocalStamp()
+            let previous = try store.erasureTable.stamp(userHash: ErasureRule.userHash(user))
             try store.erasureTable.upsert(
                 ErasureRecord(userHash: ErasureRule.userHash(user), stamp: stamp), seq: try store.lastChangeSequence() + 1)
             let (removed, records) = try UserTraces(store).forget(user: user, stampedAtOrBefore: stamp)
-            return ErasureSummary(stamp: stamp, removedRow: removed, removedRecords: records)
+            return ErasureSummary(stamp: stamp, removedRow: removed, removedRecords: records, previouslyErased: previous)
         }
         scrub()
         return summary

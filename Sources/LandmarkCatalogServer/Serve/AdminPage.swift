@@ -5,6 +5,7 @@ import LandmarkCatalog
 /// when, the device's `User-Agent`, the status and, for a push, the row's outcome.
 ///
 /// Bounded: at most ``capacity`` users; past it the older half (by last request) is dropped. Never a token.
+/// In memory only; an erasure of a user, made here or merged, drops theirs (``forget(userHashes:)``).
 final class UserActivity: @unchecked Sendable {
     // Safe: `records` is touched only under `lock`.
     struct Pull {
@@ -46,6 +47,19 @@ final class UserActivity: @unchecked Sendable {
 
     /// Users with a record now.
     var count: Int { lock.withLock { records.count } }
+
+    /// Drops the records of the erased users whose hashes are in `userHashes`.
+    ///
+    /// An erased user's requests are not kept, even in memory (docs/erasure.md §3); each recorded user is
+    /// hashed once (``ErasureRule/userHash(_:)``).
+    func forget(userHashes: Set<String>) {
+        guard !userHashes.isEmpty else { return }
+        lock.withLock {
+            for user in Array(records.keys) where userHashes.contains(ErasureRule.userHash(user)) {
+                records[user] = nil
+            }
+        }
+    }
 
     private func update(_ user: String, _ now: Int64, _ change: (inout Entry) -> Void) {
         lock.withLock {
@@ -251,12 +265,15 @@ extension ServeServer {
             return (503, String(decoding: w.bytes, as: UTF8.self))
         }
         let (pull, push) = activity.record(user)
+        let erasedAt = verifier.erased.erasedAt(userHash: ErasureRule.userHash(user))
         var why: [String] = []
         var w = JSONWriter(reservingCapacity: 2048)
         w.raw(#"{"user":"#)
         w.string(user)
+        w.raw(#","erasedAt":"#)
+        w.string(erasedAt.map { Timestamp.format(milliseconds: $0) })
         w.raw(#","row":"#)
-        Self.userRowJSON(&w, report, user: user, why: &why)
+        Self.userRowJSON(&w, report, user: user, erasedAt: erasedAt, why: &why)
         w.raw(#","lastPull":"#)
         Self.pullJSON(&w, pull)
         w.raw(#","lastPush":"#)
@@ -276,8 +293,16 @@ extension ServeServer {
         return (200, String(decoding: w.bytes, as: UTF8.self))
     }
 
-    /// The user's stored row as an object (or `null`), and why it is what it is.
-    private static func userRowJSON(_ w: inout JSONWriter, _ report: DeviceUserReport, user: String, why: inout [String]) {
+    /// The user's stored row as an object (or `null`), and why it is what it is (`erasedAt`: the time of the
+    /// user's erasure this server holds, ms since the epoch).
+    private static func userRowJSON(
+        _ w: inout JSONWriter, _ report: DeviceUserReport, user: String, erasedAt: Int64?, why: inout [String]
+    ) {
+        if let erasedAt {
+            why.append(
+                "\(user) was erased at \(Timestamp.format(milliseconds: erasedAt)) (docs/erasure.md): every row of theirs stamped before it is gone and refused, and this page forgot their earlier requests."
+            )
+        }
         if let row = report.row {
             let stamp = "\(Timestamp.format(milliseconds: row.stamp.wallMilliseconds)) counter \(row.stamp.counter) node \(row.stamp.node)"
             w.raw(#"{"page":"#)
@@ -302,7 +327,9 @@ extension ServeServer {
             )
         } else {
             w.raw("null")
-            why.append("This database holds no row for \(user): no device of theirs has pushed one here, and no sync brought one.")
+            why.append(
+                "This database holds no row for \(user): none was pushed here or brought by a sync, or it was erased, or collected by catalog gc."
+            )
         }
     }
 

@@ -4,11 +4,21 @@ import LandmarkCatalog
 extension ServeServer {
     // MARK: Erasing (docs/protocol.md §6a)
 
-    /// `DELETE /v1/users/me` (the token's user) or `/v1/users/ID` (an edge token, or a user token naming
-    /// its own user): erases the user (docs/erasure.md), one transaction, and wakes the long-polls.
+    /// Answers `DELETE /v1/users/me` (a user token's user) or `/v1/users/ID` (an edge token, or a user token).
+    ///
+    /// Erases the user (docs/erasure.md) in one transaction, forgets the operator page's record of them, and
+    /// wakes the long-polls. A user token may name only its own user; an edge token's subject is a node, so
+    /// `/me` with it is a 400 (docs/protocol.md §6a).
     func erase(_ request: HTTPRequest) -> HTTPAction {
         guard let target = DeviceRoute.erasureTarget(path: request.path), let tokenUser = request.user else {
             return .reply(error(404, "not_found", "no such route; see docs/protocol.md"))
+        }
+        if target == "me" && request.edge {
+            return .reply(
+                error(
+                    400, "invalid_parameter",
+                    "an edge token names a node, not a user: erase a user with DELETE /v1/users/ID (docs/protocol.md §6a)",
+                    field: "user"))
         }
         let user: String
         do {
@@ -30,6 +40,7 @@ extension ServeServer {
         // In force before the answer: the user's other devices are refused from their next request (docs/serve.md §2).
         let userHash = ErasureRule.userHash(user)
         verifier.erased.note(userHash: userHash, milliseconds: summary.stamp.wallMilliseconds)
+        activity.forget(userHashes: [userHash])
         if let high = try? writeLock.withLock({ try writer.changeSequence() }) { polls.noteCursor(high) }
         polls.poke()
         var w = JSONWriter(reservingCapacity: 192)
@@ -43,6 +54,11 @@ extension ServeServer {
         w.string(summary.stamp.node)
         w.raw(",\"removedRow\":")
         w.bool(summary.removedRow)
+        // The CLI's sentence (one source): a typo'd id, or a user already erased here, must not pass unseen.
+        if let warning = summary.warning {
+            w.raw(",\"warning\":")
+            w.string(warning)
+        }
         w.raw("}\n")
         return .reply(HTTPReply(status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: w.bytes))
     }

@@ -89,7 +89,7 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         let heartbeat = options.heartbeat.map { beat in { @Sendable [weak self] in beat(self?.notReadyReason()) } }
         let watch = ServeWatch(
             databasePath: options.databasePath, hub: options.hub, revoked: verifier.revoked, erased: verifier.erased, log: options.log,
-            heartbeat: heartbeat)
+            heartbeat: heartbeat, onErased: { [activity] in activity.forget(userHashes: $0) })
         do {
             try watch.start()
         } catch {

@@ -16,6 +16,8 @@ final class ServeWatch: @unchecked Sendable {
     private let hubName: String?
     private let revoked: RevokedTokens
     private let erased: ErasedAccounts
+    /// Told the hashes of the users newly erased (the operator page forgets them).
+    private let onErased: @Sendable (Set<String>) -> Void
     private let log: @Sendable (String) -> Void
     private let heartbeat: (@Sendable () -> Void)?
     private let lock = NSLock()
@@ -34,9 +36,10 @@ final class ServeWatch: @unchecked Sendable {
 
     init(
         databasePath: String, hub: String?, revoked: RevokedTokens, erased: ErasedAccounts, log: @escaping @Sendable (String) -> Void,
-        heartbeat: (@Sendable () -> Void)?
+        heartbeat: (@Sendable () -> Void)?, onErased: @escaping @Sendable (Set<String>) -> Void = { _ in }
     ) {
         self.erased = erased
+        self.onErased = onErased
         self.databasePath = databasePath
         hubName = hub
         self.revoked = revoked
@@ -105,7 +108,10 @@ final class ServeWatch: @unchecked Sendable {
             if let version = try? store.read({ try store.dataVersion() }), version != seen {
                 seen = version
                 // Only the records past those read (an index range): a failure is read again at the next change.
-                if let times = try? UserErasure(store).erasureTimes(after: erased.readThrough) { erased.merge(times) }
+                if let times = try? UserErasure(store).erasureTimes(after: erased.readThrough) {
+                    let newlyErased = erased.merge(times)
+                    if !newlyErased.isEmpty { onErased(newlyErased) }
+                }
                 if let rows = try? TokenRevocations(store).all(hubCopy: true) {
                     let changed = lock.withLock {
                         defer { local = rows }

@@ -87,8 +87,8 @@ package struct TokenVerifier: Sendable {
     ///
     /// Shared by copies of this verifier.
     package let revoked: RevokedTokens
-    /// The erased users and the collection horizon (docs/serve.md §2), checked on every request after the
-    /// revocations.
+    /// The erased users and the collection horizon (docs/serve.md §2), checked on every request before the
+    /// revocations: an erased account wins over a revocation that also covers the token.
     ///
     /// Shared by copies of this verifier.
     package let erased: ErasedAccounts
@@ -112,8 +112,8 @@ package struct TokenVerifier: Sendable {
     ///   - token: the compact JWS, as the `Authorization: Bearer` header carried it.
     ///   - now: the time in seconds since the epoch.
     /// - Returns: the token's user and scope, or why it is refused (a 401's reason, docs/serve.md §2).
-    /// A revoked token, or an erased user's, is refused whether it was cached or not: the revocations and
-    /// the erasures are looked at after the cache, on every request.
+    /// A revoked token, or an erased user's, is refused whether it was cached or not: the erasures and then
+    /// the revocations are looked at after the cache, on every request.
     package func verify(_ token: String, now: Int64) -> Result<TokenIdentity, TokenRefusal> {
         let result: Result<TokenIdentity, TokenRefusal>
         if let hit = verified.lookup(token) {
@@ -121,7 +121,9 @@ package struct TokenVerifier: Sendable {
         } else {
             result = verifyFully(token, now: now)
         }
-        if case .success(let identity) = result, let refusal = revoked.refusal(identity) ?? erased.refusal(identity) {
+        // The erasure first: a device told `account_erased` clears its copy; told "revoked" it would only ask
+        // for a new token (docs/protocol.md §2).
+        if case .success(let identity) = result, let refusal = erased.refusal(identity) ?? revoked.refusal(identity) {
             return .failure(refusal)
         }
         return result

@@ -29,14 +29,21 @@ package final class ErasedAccounts: @unchecked Sendable {
 
     /// Takes in what ``UserErasure/erasureTimes(after:)`` read: the later time of a user wins; entries below
     /// a horizon that moved are dropped (they refuse nothing the horizon does not).
-    package func merge(_ times: ErasureTimes) {
+    /// - Returns: the hashes of the users whose erasure is new or later than the one held.
+    @discardableResult
+    package func merge(_ times: ErasureTimes) -> Set<String> {
         lock.withLock {
-            for (hash, time) in times.erasedAt { erasedAt[hash] = max(erasedAt[hash] ?? .min, time) }
+            var changed: Set<String> = []
+            for (hash, time) in times.erasedAt where time > erasedAt[hash] ?? .min {
+                erasedAt[hash] = time
+                changed.insert(hash)
+            }
             through = max(through, times.through)
             if times.horizonMilliseconds > horizon {
                 horizon = times.horizonMilliseconds
                 erasedAt = erasedAt.filter { $0.value >= horizon }
             }
+            return changed
         }
     }
 
@@ -53,16 +60,22 @@ package final class ErasedAccounts: @unchecked Sendable {
     func refusal(_ identity: TokenIdentity) -> TokenRefusal? {
         guard !identity.isEdge else { return nil }
         let (empty, horizon) = lock.withLock { (erasedAt.isEmpty, self.horizon) }
-        if let iat = identity.issuedAt, horizon > 0, iat.multipliedReportingOverflow(by: 1000).partialValue < horizon {
+        let iatMilliseconds = identity.issuedAt.map { $0.multipliedReportingOverflow(by: 1000).partialValue }
+        // The erasure first: a token of an erased account is told so even when it is also older than the horizon.
+        if !empty, let erased = lock.withLock({ erasedAt[ErasureRule.userHash(identity.user)] }),
+            iatMilliseconds.map({ erased >= $0 }) ?? true
+        {
+            return TokenRefusal(reason: "the account this token was issued to was erased; sign in again", cause: .accountErased)
+        }
+        if let iat = iatMilliseconds, horizon > 0, iat < horizon {
             return TokenRefusal(
                 reason:
                     "the token was issued before this server's collection horizon (\(Timestamp.format(milliseconds: horizon))); ask for a new one",
                 cause: .beforeHorizon)
         }
-        if empty { return nil }
-        let hash = ErasureRule.userHash(identity.user)
-        guard let erased = lock.withLock({ erasedAt[hash] }) else { return nil }
-        if let iat = identity.issuedAt, erased < iat.multipliedReportingOverflow(by: 1000).partialValue { return nil }
-        return TokenRefusal(reason: "the account this token was issued to was erased; sign in again", cause: .accountErased)
+        return nil
     }
+
+    /// When `userHash`'s erasure held here was stamped (ms since the epoch, UTC), nil when none is held.
+    package func erasedAt(userHash: String) -> Int64? { lock.withLock { erasedAt[userHash] } }
 }
