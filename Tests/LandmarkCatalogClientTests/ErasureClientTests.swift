@@ -97,6 +97,8 @@ struct ErasureClientTests {
         #expect(back.status.pendingChanges == 0)
         #expect(try await eventually { try await tablet.position(user: "ann") == nil }, "the tablet kept a row the server refused")
         #expect(try server(db, "ann") == nil, "the cleared position came back")
+        // serve writes a request's access-log line once it has answered: wait for it rather than race it.
+        #expect(await eventually { !serve.accessLog("POST", "/v1/positions").isEmpty }, "\(serve.log.suffix(2000))")
         let posts = serve.accessLog("POST", "/v1/positions")
         #expect(!posts.isEmpty && posts.allSatisfy { $0["status"] as? Int == 200 }, "\(serve.log.suffix(2000))")
         // It converged: another session on the same database finds nothing to send and nothing new.
