@@ -6,6 +6,9 @@ public struct ErasureSummary: Sendable, Equatable {
     public var removedRow: Bool
     /// Quarantined rows, recorded ties and ledger messages about the user removed.
     public var removedRecords: Int
+    /// The stamp of the erasure record this database already held for the user before this one, or nil
+    /// when the user was not erased here yet: an erasure repeated (docs/erasure.md §6).
+    public var previousStamp: HLCStamp? = nil
 }
 
 /// Erases users from a catalog (docs/erasure.md): the one place an erasure is written and its user's
@@ -37,15 +40,61 @@ extension UserErasure {
     @discardableResult
     public func eraseUser(_ user: String) throws -> ErasureSummary {
         let user = try UserID.normalize(user)
+        return try erase(userHash: ErasureRule.userHash(user)) { _ in [user] }
+    }
+
+    /// Erases the user whose id's hash is `userHash` (64 lowercase hex digits, the key of erasure
+    /// records, docs/erasure.md §2) as ``eraseUser(_:)`` does, for an operator who keeps hashes rather
+    /// than ids: the user's row, quarantined rows and ties are found by hashing the ids stored here.
+    /// - Returns: the erasure's stamp and what was removed.
+    /// - Throws: `CatalogError.usage` (64) when `userHash` is not 64 lowercase hex digits; `CatalogError`
+    ///   from the database (75 busy, 74 full); nothing is written then.
+    @discardableResult
+    public func eraseUser(hash userHash: String) throws -> ErasureSummary {
+        try Self.validate(hash: userHash)
+        return try erase(userHash: userHash) { store in
+            let named: (String) -> Bool = { ErasureRule.userHash($0) == userHash }
+            return Set(
+                try store.positionTable.users(matching: named) + store.quarantineTable.positionUsers(matching: named)
+                    + store.conflictTable.positionUsers(matching: named)
+            ).sorted()
+        }
+    }
+
+    /// Stores the erasure of `userHash` and forgets the users `users` names, in one transaction; then scrubs.
+    private func erase(userHash: String, users: (CatalogStore) throws -> [String]) throws -> ErasureSummary {
         let summary = try store.write {
+            let previous = try store.erasureTable.stamp(userHash: userHash)
             let stamp = try store.issueLocalStamp()
             try store.erasureTable.upsert(
-                ErasureRecord(userHash: ErasureRule.userHash(user), stamp: stamp), seq: try store.lastChangeSequence() + 1)
-            let (removed, records) = try UserTraces(store).forget(user: user, stampedAtOrBefore: stamp)
-            return ErasureSummary(stamp: stamp, removedRow: removed, removedRecords: records)
+                ErasureRecord(userHash: userHash, stamp: stamp), seq: try store.lastChangeSequence() + 1)
+            var summary = ErasureSummary(stamp: stamp, removedRow: false, removedRecords: 0, previousStamp: previous)
+            for user in try users(store) {
+                let (removed, records) = try UserTraces(store).forget(user: user, stampedAtOrBefore: stamp)
+                summary.removedRow = summary.removedRow || removed
+                summary.removedRecords += records
+            }
+            return summary
         }
         scrub()
         return summary
+    }
+
+    /// The stamp of the erasure record stored here for the user whose id's hash is `userHash`, or nil
+    /// when none is (never erased here, or collected: docs/erasure.md §4).
+    /// - Throws: `CatalogError.usage` (64) when `userHash` is not 64 lowercase hex digits; `CatalogError`
+    ///   from the database.
+    public func erasureStamp(hash userHash: String) throws -> HLCStamp? {
+        try Self.validate(hash: userHash)
+        return try store.read { try store.erasureTable.stamp(userHash: userHash) }
+    }
+
+    /// Refuses a user hash that is not 64 lowercase hex digits (docs/erasure.md §2).
+    static func validate(hash: String) throws {
+        let hex = hash.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        guard hash.utf8.count == 64, hex else {
+            throw CatalogError(.usage, "a user hash is 64 lowercase hex digits (the SHA-256 of the user id), got '\(hash)'")
+        }
     }
 
     /// Checkpoints the WAL into the database file and truncates it to zero bytes (`UserTraces.scrub()`).
