@@ -15,18 +15,47 @@ struct ErasureCLITests {
         #expect(typo.status == 0, "\(typo)")
         #expect(typo.stdout.contains("(no row was stored)"), "\(typo)")
         #expect(typo.stderr.contains("no row of this user was stored in this database: check the id"), "\(typo)")
-        let json = try box.run(["user", "erase", "annn", "--json"], db: db)
+        let json = try box.run(["user", "erase", "annm", "--json"], db: db)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
         #expect(json.status == 0 && object["removedRow"] as? Bool == false)
         #expect((object["warning"] as? String)?.contains("check the id") == true, "\(object)")
-        #expect(object["userHash"] as? String == ErasureRule.userHash("annn"))
-        #expect(try box.run(["user", "erase", "annn"], db: db).status == 0, "erasing again is harmless")
+        #expect(object["userHash"] as? String == ErasureRule.userHash("annm"))
+        // Erasing again is harmless, and says the record is already held rather than "check the id".
+        let again = try box.run(["user", "erase", "annn"], db: db)
+        #expect(again.status == 0 && again.stdout.contains("again (already erased here)"), "\(again)")
+        #expect(again.stderr.contains("already erased here at 20") && !again.stderr.contains("check the id"), "\(again)")
+        let againJSON = try box.run(["user", "erase", "annn", "--json"], db: db)
+        let repeated = try #require(try JSONSerialization.jsonObject(with: Data(againJSON.stdout.utf8)) as? [String: Any], "\(againJSON)")
+        #expect((repeated["warning"] as? String)?.hasPrefix("already erased here at 20") == true, "\(repeated)")
+        #expect(repeated["previouslyErasedAt"] as? String != nil && object["previouslyErasedAt"] is NSNull, "\(repeated)")
 
         #expect(try box.run(["position", "set", "--user", "ann", "--page", "1"], db: db).status == 0)
         let real = try box.run(["user", "erase", "ann", "--json"], db: db)
         let erased = try #require(try JSONSerialization.jsonObject(with: Data(real.stdout.utf8)) as? [String: Any], "\(real)")
         #expect(real.status == 0 && erased["removedRow"] as? Bool == true && erased["warning"] is NSNull, "\(real)")
         #expect(!real.stderr.contains("no row"), "\(real)")
+    }
+
+    @Test("user erase --hash erases by the id's hash; user status prints the hash and whether it is erased here")
+    func eraseByHashAndStatus() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        #expect(try box.run(["position", "set", "--user", "bo", "--page", "1"], db: db).status == 0)
+        let hash = ErasureRule.userHash("bo")
+        let before = try box.run(["user", "status", "bo", "--json"], db: db)
+        #expect(before.status == 0 && before.stdout == #"{"erased":false,"erasedAt":null,"userHash":"\#(hash)"}"# + "\n", "\(before)")
+        let text = try box.run(["user", "status", "bo"], db: db)
+        #expect(text.stdout.contains("user \(hash): no erasure record here"), "\(text)")
+        let erased = try box.run(["user", "erase", "--hash", hash], db: db)
+        #expect(erased.status == 0 && erased.stdout.contains(": their row removed"), "\(erased)")
+        #expect(try box.run(["export", "--output", box.path("after.json")], db: db).status == 0)
+        #expect(!(try String(contentsOfFile: box.path("after.json"), encoding: .utf8)).contains(#""bo""#))
+        let after = try box.run(["user", "status", "--hash", hash], db: db)
+        #expect(after.status == 0 && after.stdout.contains("user \(hash): erased here at 20"), "\(after)")
+        for bad in [["user", "erase"], ["user", "erase", "bo", "--hash", hash], ["user", "erase", "--hash", hash.uppercased()]] {
+            let r = try box.run(bad, db: db)
+            #expect(r.status == 64, "\(bad): \(r)")
+        }
     }
 
     @Test("sync in text mode names the rows refused as erased and the erasures applied, as --json counts them")
