@@ -58,6 +58,24 @@ struct ErasureCLITests {
         }
     }
 
+    @Test("gc: a horizon under the default warns that serve refuses older tokens; the output says whether it vacuumed")
+    func gcWarnsAndSaysVacuum() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let plain = try box.run(["gc"], db: db)
+        #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain)")
+        #expect(plain.stdout.contains("the older of now and the newest stamp here") && plain.stdout.contains("not vacuumed"), "\(plain)")
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "1"], db: db).status == 0)
+        #expect(try box.run(["position", "clear", "--user", "ann"], db: db).status == 0)
+        let short = try box.run(["gc", "--horizon", "0s", "--json"], db: db)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(short.stdout.utf8)) as? [String: Any], "\(short)")
+        #expect(short.status == 0 && object["vacuumed"] as? Bool == true && object["positionTombstones"] as? Int == 1, "\(object)")
+        #expect((object["warning"] as? String)?.contains("refuses every user token issued before") == true, "\(object)")
+        #expect(short.stderr.contains("warning: a horizon shorter than the default 30d"), "\(short)")
+        let long = try box.run(["gc", "--horizon", "30d", "--json"], db: db)
+        #expect(long.stdout.contains(#""vacuumed":false"#) && long.stdout.contains(#""warning":null"#) && long.stderr.isEmpty, "\(long)")
+    }
+
     @Test("sync in text mode names the rows refused as erased and the erasures applied, as --json counts them")
     func syncTextCountsErasures() throws {
         let box = try Sandbox()

@@ -128,7 +128,7 @@ extension CatalogCLI {
     static var gcCommand: CommandSpec {
         CommandSpec(
             name: "gc",
-            abstract: "Collect tombstones and erasure records older than the horizon (default 30 days), then vacuum.",
+            abstract: "Collect tombstones and erasure records older than the horizon (default 30 days), then vacuum if any went.",
             discussion: """
                 The node remembers the horizon it collected up to and never moves it back: afterwards a row stamped
                 before it for a key that has no row is refused as expired, so nothing deleted comes back however long
@@ -153,6 +153,15 @@ extension CatalogCLI {
         let age = Int64((seconds * 1000).rounded())
         if let hub { return try runHubGC(i, hub: hub, age: age) }
         let s = try Collector(i.openStore()).collect(olderThan: age)
+        // Serve refuses user tokens issued before the horizon it collected up to (docs/serve.md §2): a horizon
+        // shorter than the tokens' usual life signs every device out (docs/cli.md §14).
+        let short =
+            age < ErasureRule.defaultHorizonAge
+            ? "a horizon shorter than the default 30d: a serve of this database refuses every user token issued before \(Timestamp.format(milliseconds: s.horizonMilliseconds)) (401 invalid_token), so every device signs in again; and a peer that has not synced since then keeps what this node collected"
+            : nil
+        if let short { i.reporter.warn(short, kind: "short_horizon") }
+        // Vacuumed only when something was collected (`Collector.collect`).
+        let vacuumed = s.removed > 0
         if i[Options.json] {
             var o = JSONObject()
             o.set("bytesAfter", s.bytesAfter)
@@ -161,10 +170,15 @@ extension CatalogCLI {
             o.set("horizon", Timestamp.format(milliseconds: s.horizonMilliseconds))
             o.set("landmarkTombstones", s.landmarkTombstones)
             o.set("positionTombstones", s.positionTombstones)
+            o.set("vacuumed", vacuumed)
+            if let short { o.set("warning", short) } else { o.setNull("warning") }
             i.stdout.write(o.bytes + [0x0A])
         } else {
+            let file =
+                vacuumed
+                ? "vacuumed, database \(s.bytesBefore) → \(s.bytesAfter) bytes" : "nothing collected, not vacuumed, database \(s.bytesAfter) bytes"
             i.stdout.line(
-                "collected up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); database \(s.bytesBefore) → \(s.bytesAfter) bytes"
+                "collected up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)) (the horizon, measured back from the older of now and the newest stamp here; never moved back): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); \(file)"
             )
         }
         return 0
@@ -186,7 +200,7 @@ extension CatalogCLI {
             i.stdout.write(o.bytes + [0x0A])
         } else {
             i.stdout.line(
-                "collected the hub \(collector.name) up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record"))"
+                "collected the hub \(collector.name) up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)) (measured back from the older of now and the hub's newest stamp): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); not vacuumed (PostgreSQL's autovacuum reclaims the space)"
             )
         }
         return 0
