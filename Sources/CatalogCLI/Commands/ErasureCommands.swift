@@ -188,6 +188,15 @@ extension CatalogCLI {
     static func runHubGC(_ i: Invocation, hub: String, age: Int64) throws -> Int32 {
         // A saved remote may name the hub: read from the local database when there is one.
         let remotes = i.databaseExists ? try RemoteBook(i.openStore(.read)).remotes() : []
+        // A bare word names a saved remote: say so when this database has none by that name.
+        if !hub.contains("://"), !hub.hasPrefix("/"), !remotes.contains(where: { $0.name == hub }) {
+            throw CatalogError(
+                .usage,
+                "--hub '\(hub)': there is no remote named '\(hub)' in this database, \(i.databasePath)\(i.databaseExists ? "" : " (no such file)")",
+                hint:
+                    "pass the hub's postgresql:// URL, or save it first: catalog --db \(i.databasePath) remote add \(hub) postgresql://USER@HOST/DATABASE"
+            )
+        }
         let collector = try HubCollector(hub: hub, remotes: remotes)
         let s = try collector.collect(olderThan: age, nowMilliseconds: SystemClock().nowMilliseconds())
         if i[Options.json] {
