@@ -94,5 +94,10 @@ struct ErasureCLITests {
         let applied = try box.run(["sync", box.path("b.json")], db: a)
         #expect(applied.status == 0 && applied.stdout.contains(", 1 erasure applied"), "\(applied)")
         #expect(try StoredPositions.row(a, "ann") == nil)
+        // The same erasure again (a new file: the old one is not modified): stale, and the line says what it is.
+        #expect(try box.run(["export", "--output", box.path("b2.json")], db: b).status == 0)
+        let held = try box.run(["sync", box.path("b2.json")], db: a)
+        #expect(held.status == 0 && held.stdout.contains(" stale (1 erasure already held here)"), "\(held)")
+        #expect(!applied.stdout.contains("already held"), "\(applied)")
     }
 }

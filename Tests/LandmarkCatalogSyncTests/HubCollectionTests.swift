@@ -102,6 +102,27 @@ struct HubCollectionTests {
         #expect(!missing.stderr.contains("retries") && missing.stderr.contains("check the database name"), "\(missing)")
     }
 
+    @Test("an erasure pushed to the hub is named so in sync's line; token revocations prints REVOKED AT in one format")
+    func erasurePushedAndRevocationTimes() throws {
+        let server = try PostgresServer.running()
+        let box = try Sandbox()
+        let (uri, _, edge) = try Self.hub(box, server)
+        #expect(try box.run(["user", "erase", "zed"], db: edge).status == 0)
+        let pushed = try box.run(["sync", uri], db: edge)
+        #expect(pushed.status == 0 && pushed.stdout.contains("; pushed 1 erasure to the hub"), "\(pushed)")
+        let json = try box.run(["sync", uri, "--json"], db: edge)
+        #expect(json.stdout.contains(#""pushed":null"#) || json.stdout.contains(#""erasures":0"#), "\(json)")
+        #expect(try box.run(["token", "revoke", "--user", "ann"], db: edge).status == 0)
+        #expect(try box.run(["token", "revoke", "--user", "bob", "--hub", uri], db: edge).status == 0)
+        let listed = try box.run(["token", "revocations", "--hub", uri], db: edge)
+        let rows = listed.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(rows.count == 2 && Set(rows.compactMap(\.last)) == ["database", "hub"], "\(listed)")
+        for row in rows {
+            let revokedAt = String(row[row.count - 2])
+            #expect(revokedAt.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(listed)")
+        }
+    }
+
     @Test("an old row for a collected key, pushed after gc --hub, is refused as expired, leaves the edge and never comes back")
     func expired() throws {
         let server = try PostgresServer.running()

@@ -85,7 +85,7 @@ struct PostgresEncodingTests {
     static let mappings: [(PGError.Kind, String?, Int32)] = [
         (.server, "08006", 69), (.server, "57P01", 69), (.server, "57P02", 69), (.server, "57P03", 69),
         (.server, "57014", 69), (.server, "42P01", 70), (.server, "23505", 70), (.server, nil, 70),
-        (.connectFailed, "28P01", 69), (.connectFailed, "28000", 69), (.connectFailed, "3D000", 64),
+        (.connectFailed, "28P01", 69), (.connectFailed, "28000", 69), (.connectFailed, "3D000", 69),
         (.connectFailed, nil, 69), (.lostConnection, "57P01", 69), (.lostConnection, nil, 69),
         (.timedOut, nil, 69), (.client, nil, 70),
     ]
