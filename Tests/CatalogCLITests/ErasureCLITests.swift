@@ -76,6 +76,29 @@ struct ErasureCLITests {
         #expect(long.stdout.contains(#""vacuumed":false"#) && long.stdout.contains(#""warning":null"#) && long.stderr.isEmpty, "\(long)")
     }
 
+    @Test("status shows the erasure records, the gc horizon and the last gc in text, --json and --prometheus")
+    func statusShowsCollection() throws {
+        let box = try Sandbox()
+        let db = try box.seededDatabase()
+        let before = try box.run(["status", "--json"], db: db)
+        #expect(before.stdout.contains(#""erasureRecords":0"#) && before.stdout.contains(#""gcHorizon":null,"gcLastRunAt":null"#), "\(before)")
+        #expect(try box.run(["status"], db: db).stdout.contains("gc:          never collected"))
+        #expect(!(try box.run(["status", "--prometheus"], db: db).stdout.contains("catalog_gc_last_run_timestamp_seconds ")))
+        #expect(try box.run(["user", "erase", "ann"], db: db).status == 0)
+        let gc = try box.run(["gc", "--json"], db: db)
+        let horizon = try #require(
+            (try JSONSerialization.jsonObject(with: Data(gc.stdout.utf8)) as? [String: Any])?["horizon"] as? String, "\(gc)")
+        let after = try box.run(["status", "--json"], db: db)
+        #expect(after.stdout.contains(#""erasureRecords":1"#) && after.stdout.contains(#""gcHorizon":"\#(horizon)","gcLastRunAt":"20"#), "\(after)")
+        let text = try box.run(["status"], db: db).stdout
+        #expect(text.contains("erasures:    1 record") && text.contains("gc:          collected up to \(horizon), last run 20"), "\(text)")
+        let metrics = try box.run(["status", "--prometheus"], db: db).stdout
+        let seconds = try #require(Timestamp.parse(horizon)) / 1000
+        #expect(
+            metrics.contains("\ncatalog_erasure_records 1\n") && metrics.contains("\ncatalog_gc_horizon_timestamp_seconds \(seconds)"), "\(metrics)")
+        #expect(metrics.contains("\ncatalog_gc_last_run_timestamp_seconds 1"), "\(metrics)")
+    }
+
     @Test("sync in text mode names the rows refused as erased and the erasures applied, as --json counts them")
     func syncTextCountsErasures() throws {
         let box = try Sandbox()

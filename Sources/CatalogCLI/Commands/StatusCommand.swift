@@ -89,6 +89,7 @@ extension CatalogCLI {
         let hubs: [HubStatus]
         /// Saved remotes' names by source.
         let remotes: [String: String]
+        let collection: CollectionState
 
         init(_ store: CatalogStore) throws {
             self.store = store
@@ -97,6 +98,7 @@ extension CatalogCLI {
             conflicts = try Conflicts(store).conflictCount()
             hubs = try HubStatus.all(in: store)
             remotes = try RemoteBook(store).remoteNames()
+            collection = try Collector(store).state()
         }
     }
 
@@ -109,7 +111,14 @@ extension CatalogCLI {
         o.set("database", facts.store.path)
         o.set("digest", facts.digest.hex)
         o.set("digestRows", facts.digest.rows)
+        o.set("erasureRecords", facts.collection.erasureRecords)
         o.set("follower", followerJSON(FollowerStatus.running(on: facts.store)))
+        if facts.collection.horizonMilliseconds > 0 {
+            o.set("gcHorizon", Timestamp.format(milliseconds: facts.collection.horizonMilliseconds))
+        } else {
+            o.setNull("gcHorizon")
+        }
+        o.set("gcLastRunAt", facts.collection.lastRunMilliseconds.map { Timestamp.format(milliseconds: $0) })
         o.set("hubs", objects: hubStatusJSON(facts.hubs, local: facts.digest, remotes: facts.remotes))
         o.set("landmarkTombstones", s.landmarkTombstones)
         o.set("landmarks", s.landmarks)
@@ -160,6 +169,8 @@ extension CatalogCLI {
             digest:      \(facts.digest)
             quarantine:  \(plural(s.quarantined, "row"))
             conflicts:   \(facts.conflicts) kept
+            erasures:    \(plural(facts.collection.erasureRecords, "record"))
+            gc:          \(gcText(facts.collection))
 
             """
         if let r = s.lastRun, let finished = r.finished, let status = r.status {
@@ -185,6 +196,14 @@ extension CatalogCLI {
     }
 
     /// `status`'s lines for the follower and serve running on this database, when they have a marker.
+    /// `status`'s gc line: the horizon and the last collection, or that none ran.
+    static func gcText(_ c: CollectionState) -> String {
+        guard let last = c.lastRunMilliseconds else {
+            return c.horizonMilliseconds > 0 ? "collected up to \(Timestamp.format(milliseconds: c.horizonMilliseconds))" : "never collected"
+        }
+        return "collected up to \(Timestamp.format(milliseconds: c.horizonMilliseconds)), last run \(Timestamp.format(milliseconds: last))"
+    }
+
     static func processesText(_ store: CatalogStore) -> String {
         var out = ""
         if let follower = FollowerStatus.running(on: store) {
