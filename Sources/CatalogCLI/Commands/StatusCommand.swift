@@ -195,7 +195,6 @@ extension CatalogCLI {
         return out + hubStatusText(facts.hubs, local: facts.digest, remotes: facts.remotes)
     }
 
-    /// `status`'s lines for the follower and serve running on this database, when they have a marker.
     /// `status`'s gc line: the horizon and the last collection, or that none ran.
     static func gcText(_ c: CollectionState) -> String {
         guard let last = c.lastRunMilliseconds else {
@@ -204,6 +203,7 @@ extension CatalogCLI {
         return "collected up to \(Timestamp.format(milliseconds: c.horizonMilliseconds)), last run \(Timestamp.format(milliseconds: last))"
     }
 
+    /// `status`'s lines for the follower and serve running on this database, when they have a marker.
     static func processesText(_ store: CatalogStore) -> String {
         var out = ""
         if let follower = FollowerStatus.running(on: store) {
