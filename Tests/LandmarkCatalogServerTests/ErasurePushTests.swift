@@ -111,7 +111,7 @@ struct ErasurePushTests {
         #expect(try box.run(["user", "erase", user], db: node).status == 0)
         let synced = try box.run(["sync", "--json", source, "--token-file", tokenFile], db: node)
         #expect(synced.status == 0, "\(synced)")
-        #expect(synced.stdout.contains(#""pushed":{"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(synced.stdout)")
+        #expect(synced.stdout.contains(#""pushed":{"erasures":1,"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(synced.stdout)")
         // ann's erasure is not this token's to send: not pushed, and ann's row stays on the server.
         #expect(try Self.rows(server, user) == 0 && Self.erasureRecords(server) == 1 && Self.rows(server, "ann") == 1)
         #expect(ErasureTraces.traces(server) == [0, 0, 0])
@@ -240,7 +240,7 @@ struct ErasurePushHubTests {
         #expect(try box.run(["user", "erase", user], db: node).status == 0)
         let synced = try box.run(["sync", "--json"] + viaOne, db: node)
         #expect(synced.status == 0, "\(synced)")
-        #expect(synced.stdout.contains(#""pushed":{"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(synced.stdout)")
+        #expect(synced.stdout.contains(#""pushed":{"erasures":1,"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(synced.stdout)")
         #expect(try ErasurePushTests.rows(oneDB, user) == 0)
         #expect(ErasureTraces.traces(oneDB) == [0, 0, 0], "serve one's files still hold the id")
         // On to the hub and serve two (its replica follows the hub), and the other node through serve two.

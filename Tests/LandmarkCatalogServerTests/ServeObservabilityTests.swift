@@ -182,20 +182,20 @@ struct ServeObservabilityTests {
         let tool = URL(fileURLWithPath: try #require(Self.promtool))
         let check = try runProcess(tool, ["check", "rules", dir.appending(path: "catalog.rules.yml").path])
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
-        #expect(check.stdout.contains("SUCCESS: 8 rules found"), "\(check.stdout)")
+        #expect(check.stdout.contains("SUCCESS: 9 rules found"), "\(check.stdout)")
         let test = try runProcess(tool, ["test", "rules", dir.appending(path: "catalog.rules.test.yml").path])
         #expect(test.status == 0, "\(test.stdout)\(test.stderr)")
         let rules = try String(contentsOf: dir.appending(path: "catalog.rules.yml"), encoding: .utf8)
         for alert in [
             "CatalogServeDown", "CatalogServeNotReady", "CatalogServeErrors", "CatalogServeWriteToVisibleSlow", "CatalogSourceStale",
-            "CatalogServeAuthRefusals",
+            "CatalogServeAuthRefusals", "CatalogGCNotRun",
         ] {
             #expect(rules.contains("alert: \(alert)"))
         }
         // Each metric a rule reads is one serve or status --prometheus exports (docs/serve.md §6, operations.md §4).
         for metric in [
             "catalog_serve_ready", "catalog_serve_requests_total", "catalog_serve_write_to_visible_seconds_bucket", "catalog_serve_long_polls_limit",
-            "catalog_source_last_success_timestamp_seconds", "catalog_last_run_success",
+            "catalog_source_last_success_timestamp_seconds", "catalog_last_run_success", "catalog_gc_last_run_timestamp_seconds",
         ] {
             #expect(rules.contains(metric))
         }

@@ -79,6 +79,50 @@ struct HubCollectionTests {
         #expect(try box.run(["gc", "--hub", "/tmp/not-a-hub"], db: box.path("none.sqlite")).status == 64)
     }
 
+    @Test("gc --hub: the contrib unit's command runs with the URL from its environment file; a wrong name or database says what to fix")
+    func unitAndMistakes() throws {
+        let server = try PostgresServer.running()
+        let box = try Sandbox()
+        let (uri, _, edge) = try Self.hub(box, server)
+        // The unit's ExecStart, with ${CATALOG_HUB_URL} as systemd expands it from /etc/catalog/hub-gc.env.
+        let unit = try Contrib.unit(Support.root.appending(path: "contrib/systemd/catalog-hub-gc.service"))
+        #expect(Contrib.value(unit, "Service", "EnvironmentFile") == ["/etc/catalog/hub-gc.env"])
+        let exec = try #require(Contrib.execLines(unit, "ExecStart").first)
+        #expect(!exec.contains("--db") && exec.contains("${CATALOG_HUB_URL}"), "the unit reads no synced database: \(exec)")
+        let argv = exec.split(separator: " ").dropFirst().map { $0 == "${CATALOG_HUB_URL}" ? uri : String($0) }
+        let ran = try box.run(Array(argv), db: box.path("none.sqlite"))
+        #expect(ran.status == 0 && ran.stdout.contains("collected the hub"), "\(ran)")
+        // A bare word is a saved remote's name: none in this database.
+        let unnamed = try box.run(["gc", "--hub", "hub"], db: edge)
+        #expect(unnamed.status == 64 && unnamed.stderr.contains("there is no remote named 'hub' in this database"), "\(unnamed)")
+        #expect(unnamed.stderr.contains("remote add hub postgresql://"), "\(unnamed)")
+        // A database that does not exist (3D000): a mistake to fix, not a hub to wait for.
+        let missing = try box.run(["gc", "--hub", server.uri(database: "catalog_hbu")], db: edge)
+        #expect(missing.status == 64 && missing.stderr.contains("no such database"), "\(missing)")
+        #expect(!missing.stderr.contains("retries") && missing.stderr.contains("check the database name"), "\(missing)")
+    }
+
+    @Test("an erasure pushed to the hub is named so in sync's line; token revocations prints REVOKED AT in one format")
+    func erasurePushedAndRevocationTimes() throws {
+        let server = try PostgresServer.running()
+        let box = try Sandbox()
+        let (uri, _, edge) = try Self.hub(box, server)
+        #expect(try box.run(["user", "erase", "zed"], db: edge).status == 0)
+        let pushed = try box.run(["sync", uri], db: edge)
+        #expect(pushed.status == 0 && pushed.stdout.contains("; pushed 1 erasure to the hub"), "\(pushed)")
+        let json = try box.run(["sync", uri, "--json"], db: edge)
+        #expect(json.stdout.contains(#""pushed":null"#) || json.stdout.contains(#""erasures":0"#), "\(json)")
+        #expect(try box.run(["token", "revoke", "--user", "ann"], db: edge).status == 0)
+        #expect(try box.run(["token", "revoke", "--user", "bob", "--hub", uri], db: edge).status == 0)
+        let listed = try box.run(["token", "revocations", "--hub", uri], db: edge)
+        let rows = listed.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(rows.count == 2 && Set(rows.compactMap(\.last)) == ["database", "hub"], "\(listed)")
+        for row in rows {
+            let revokedAt = String(row[row.count - 2])
+            #expect(revokedAt.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(listed)")
+        }
+    }
+
     @Test("an old row for a collected key, pushed after gc --hub, is refused as expired, leaves the edge and never comes back")
     func expired() throws {
         let server = try PostgresServer.running()

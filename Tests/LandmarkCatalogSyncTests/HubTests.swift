@@ -302,7 +302,7 @@ struct HubTests {
         let first = sync(a, uri)
         #expect(first.status == 0 && first.stdout.contains(#""positionsSeen":0"#), "\(first.stdout)")  // its own rows are not read back
         // What was pushed is reported (a user test found pushes visible only in `status`).
-        #expect(first.stdout.contains(#""pushed":{"expired":0,"quarantined":0,"sent":17,"written":17}"#), "\(first.stdout)")
+        #expect(first.stdout.contains(#""pushed":{"erasures":0,"expired":0,"quarantined":0,"sent":17,"written":17}"#), "\(first.stdout)")
         let pulled = sync(b, uri)
         #expect(pulled.stdout.contains(#""landmarksApplied":16"#) && pulled.stdout.contains(#""positionsApplied":1"#), "\(pulled.stdout)")
         #expect(runCLI(["position", "set", "--user", "ann", "--page", "3"], db: b).status == 0)

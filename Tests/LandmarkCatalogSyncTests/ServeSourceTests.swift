@@ -37,7 +37,7 @@ struct ServeSourceTests {
         #expect(try box.run(["position", "set", "--user", "ann", "--page", "3"], db: server).status == 0)
         let second = try box.run(["sync", "--json", source, "--token-file", tokenFile], db: node)
         #expect(second.status == 0, "\(second)")
-        #expect(second.stdout.contains(#""pushed":{"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(second.stdout)")
+        #expect(second.stdout.contains(#""pushed":{"erasures":0,"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(second.stdout)")
         let serverRows = try HubSupport.edgePositions(server)
         #expect(serverRows.contains { $0.hasPrefix("bob|2|") }, "\(serverRows)")
         #expect(try Self.digest(node) == Self.digest(server))
@@ -190,7 +190,7 @@ struct ServeSourceTests {
         try ServeKeys.issue(box, key: key.privateKey, user: "bob").write(toFile: bob, atomically: true, encoding: .utf8)
         let first = try box.run(["sync", "--json", source, "--token-file", bob], db: node)
         #expect(first.status == 0, "\(first)")
-        #expect(first.stdout.contains(#""pushed":{"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(first.stdout)")
+        #expect(first.stdout.contains(#""pushed":{"erasures":0,"expired":0,"quarantined":0,"sent":1,"written":1}"#), "\(first.stdout)")
         let warnings = first.stderr.split(separator: "\n").filter { $0.contains("not pushed") }
         #expect(warnings.count == 1 && warnings[0].contains("2 position rows of other users not pushed"), "\(first.stderr)")
         let rows = try HubSupport.edgePositions(server)

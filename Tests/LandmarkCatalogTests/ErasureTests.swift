@@ -132,6 +132,27 @@ struct ErasureTests {
         #expect(try await catalog.position(user: ErasureTraces.user)?.currentPage == 1)
     }
 
+    @Test("erasing again reports the record already held; erasing by hash removes the same rows as by id")
+    func eraseAgainAndByHash() async throws {
+        let catalog = try Catalog(path: Support.temporaryDatabase())
+        try await catalog.importLandmarks(from: .file(Support.root.appending(path: "Seeds/landmarkData.json").path))
+        try await catalog.setPosition(user: ErasureTraces.user, to: .page(2))
+        try await catalog.setPosition(user: "other", to: .page(1))
+        let first = try await catalog.eraseUser(ErasureTraces.user)
+        #expect(first.previouslyErased == nil)
+        let second = try await catalog.eraseUser(ErasureTraces.user)
+        #expect(second.previouslyErased == first.stamp && !second.removedRow)
+        let hash = ErasureRule.userHash("other")
+        #expect(try await catalog.read { try UserErasure($0).erasureStamp(hash: hash) } == nil)
+        let byHash = try await catalog.write { try UserErasure($0).eraseUser(hash: hash) }
+        #expect(byHash.removedRow && byHash.previouslyErased == nil)
+        #expect(try await catalog.position(user: "other") == nil)
+        #expect(try await catalog.read { try UserErasure($0).erasureStamp(hash: hash) } == byHash.stamp)
+        await #expect(throws: CatalogError.self) {
+            try await catalog.write { try UserErasure($0).eraseUser(hash: hash.uppercased()) }
+        }
+    }
+
     @Test("an erasure stamped beyond the drift allowance is applied (not dropped), and the clock does not jump")
     func erasureFromAClockAhead() throws {
         let dir = Support.temporaryDirectory()

@@ -3,9 +3,17 @@ import LandmarkCatalog
 import LandmarkCatalogSync
 
 extension CatalogCLI {
-    /// `user erase`'s argument, declared once: the table lists it, the run reads it typed.
+    /// `user erase` and `user status`'s argument and option, declared once: the table lists them, the run reads them typed.
     enum UserArguments {
-        static let id = Argument<String>("id", "The user id to erase (as the positions and tokens name it).")
+        static let id = Argument<String>("id", "The user id (as the positions and tokens name it); or give --hash.")
+        static let hash = Option<String>(
+            "--hash", "HEX",
+            "The user by the SHA-256 of their id instead (64 lowercase hex digits, as `user status` and `user erase --json` print it).",
+            parse: { text in
+                let hex = text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+                guard text.utf8.count == 64, hex else { throw ValueError(expected: "64 lowercase hex digits (the SHA-256 of a user id)") }
+                return text
+            })
     }
 
     enum GCOptionsTable {
@@ -19,11 +27,11 @@ extension CatalogCLI {
             parse: Values.nonEmpty)
     }
 
-    /// `user erase ID` (docs/erasure.md §6).
+    /// `user erase ID|--hash HEX` and `user status ID|--hash HEX` (docs/erasure.md §6).
     static var userCommand: CommandSpec {
         CommandSpec(
             name: "user",
-            abstract: "Erase a user from this catalog and, through sync, from every copy of it.",
+            abstract: "Erase a user from this catalog and, through sync, from every copy of it; or ask whether one is erased here.",
             subcommands: [
                 CommandSpec(
                     name: "erase",
@@ -33,34 +41,81 @@ extension CatalogCLI {
                         quarantined rows, recorded ties and ledger messages naming them, zeroes the freed space and
                         truncates the WAL. Sync carries the erasure to every peer (snapshots, logs, the hub, serve); an
                         older row of the user arriving later is refused as erased. A row written after it is a new user's.
+                        --hash HEX erases by the id's hash, for a list of erasures kept without ids (to erase again after
+                        restoring a backup).
                         """,
-                    arguments: [UserArguments.id.spec],
-                    options: [Options.json.with(help: "Print what was erased as JSON.").spec],
-                    run: runUserErase)
+                    arguments: [UserArguments.id.optional.spec],
+                    options: [UserArguments.hash.spec, Options.json.with(help: "Print what was erased as JSON.").spec],
+                    run: runUserErase),
+                CommandSpec(
+                    name: "status",
+                    abstract: "Print user ID's hash and whether this database holds an erasure of them, and when it was stamped.",
+                    discussion: """
+                        Exit 0 either way. No record means never erased here, or erased and collected after the gc
+                        horizon (docs/erasure.md §4).
+                        """,
+                    arguments: [UserArguments.id.optional.spec],
+                    options: [UserArguments.hash.spec, Options.json.with(help: "Print the hash and the erasure as JSON.").spec],
+                    run: runUserStatus),
             ])
     }
 
+    /// The user hash named by `ID` or `--hash`: exactly one of them (64 otherwise).
+    static func userHash(_ i: Invocation) throws -> (hash: String, id: String?) {
+        switch (i.parsed.optional(UserArguments.id), i[UserArguments.hash]) {
+        case (let id?, nil): return (ErasureRule.userHash(try UserID.normalize(id)), id)
+        case (nil, let hash?): return (hash, nil)
+        case (_?, _?): throw UsageError(message: "give the user as ID or as --hash HEX, not both", path: i.parsed.path)
+        case (nil, nil): throw UsageError(message: "give the user as ID or as --hash HEX", path: i.parsed.path)
+        }
+    }
+
     static func runUserErase(_ i: Invocation) throws -> Int32 {
+        let (hash, id) = try userHash(i)
         // As `position clear`: a missing database is refused (66), not created to hold one erasure.
-        let summary = try UserErasure(i.openStore(i.databaseExists ? .write : .read)).eraseUser(i[UserArguments.id])
+        let erasure = UserErasure(try i.openStore(i.databaseExists ? .write : .read))
+        let summary = try id.map { try erasure.eraseUser($0) } ?? erasure.eraseUser(hash: hash)
         // Exit 0 all the same: the erasure is recorded and reaches peers that may hold the user, and erasing
         // again is harmless; but a mistyped id must not pass for a success unseen (docs/cli.md §14).
-        let noRow = "no row of this user was stored in this database: check the id; the erasure is recorded all the same"
-        if !summary.removedRow { i.reporter.warn(noRow, kind: "no_row") }
+        let previous = summary.previouslyErased.map { Timestamp.format(milliseconds: $0.wallMilliseconds) }
+        let warning = summary.warning(namedBy: id == nil ? "hash" : "id")
+        if let warning, let kind = summary.warningKind { i.reporter.warn(warning, kind: kind) }
         if i[Options.json] {
             var o = JSONObject()
             o.set("counter", summary.stamp.counter)
             o.set("node", summary.stamp.node)
+            if let previous { o.set("previouslyErasedAt", previous) } else { o.setNull("previouslyErasedAt") }
             o.set("removedRecords", summary.removedRecords)
             o.set("removedRow", summary.removedRow)
             o.set("updatedAt", Timestamp.format(milliseconds: summary.stamp.wallMilliseconds))
-            o.set("userHash", ErasureRule.userHash(try UserID.normalize(i[UserArguments.id])))
-            if summary.removedRow { o.setNull("warning") } else { o.set("warning", noRow) }
+            o.set("userHash", hash)
+            if let warning { o.set("warning", warning) } else { o.setNull("warning") }
             i.stdout.write(o.bytes + [0x0A])
         } else {
+            let what = summary.removedRow ? ": their row removed" : previous != nil ? " again (already erased here)" : " (no row was stored)"
             i.stdout.line(
-                "erased the user at \(summary.stamp)\(summary.removedRow ? ": their row removed" : " (no row was stored)")"
+                "erased the user at \(summary.stamp)\(what)"
                     + (summary.removedRecords > 0 ? ", \(plural(summary.removedRecords, "record")) about them removed" : ""))
+        }
+        return 0
+    }
+
+    static func runUserStatus(_ i: Invocation) throws -> Int32 {
+        let (hash, _) = try userHash(i)
+        guard i.databaseExists else {
+            throw CatalogError(.noInput, "no catalog database, \(i.databasePath)", hint: "check --db / CATALOG_DB")
+        }
+        let stamp = try UserErasure(i.openStore(.read)).erasureStamp(hash: hash)
+        if i[Options.json] {
+            var o = JSONObject()
+            o.set("erased", stamp != nil)
+            if let stamp { o.set("erasedAt", Timestamp.format(milliseconds: stamp.wallMilliseconds)) } else { o.setNull("erasedAt") }
+            o.set("userHash", hash)
+            i.stdout.write(o.bytes + [0x0A])
+        } else if let stamp {
+            i.stdout.line("user \(hash): erased here at \(Timestamp.format(milliseconds: stamp.wallMilliseconds)) (\(stamp))")
+        } else {
+            i.stdout.line("user \(hash): no erasure record here (never erased here, or collected after the gc horizon)")
         }
         return 0
     }
@@ -69,7 +124,7 @@ extension CatalogCLI {
     static var gcCommand: CommandSpec {
         CommandSpec(
             name: "gc",
-            abstract: "Collect tombstones and erasure records older than the horizon (default 30 days), then vacuum.",
+            abstract: "Collect tombstones and erasure records older than the horizon (default 30 days), then vacuum if any went.",
             discussion: """
                 The node remembers the horizon it collected up to and never moves it back: afterwards a row stamped
                 before it for a key that has no row is refused as expired, so nothing deleted comes back however long
@@ -94,6 +149,15 @@ extension CatalogCLI {
         let age = Int64((seconds * 1000).rounded())
         if let hub { return try runHubGC(i, hub: hub, age: age) }
         let s = try Collector(i.openStore()).collect(olderThan: age)
+        // Serve refuses user tokens issued before the horizon it collected up to (docs/serve.md §2): a horizon
+        // shorter than the tokens' usual life signs every device out (docs/cli.md §14).
+        let short =
+            age < ErasureRule.defaultHorizonAge
+            ? "a horizon shorter than the default 30d: a serve of this database refuses every user token issued before \(Timestamp.format(milliseconds: s.horizonMilliseconds)) (401 invalid_token), so every device signs in again; and a peer that has not synced since then keeps what this node collected"
+            : nil
+        if let short { i.reporter.warn(short, kind: "short_horizon") }
+        // Vacuumed only when something was collected (`Collector.collect`).
+        let vacuumed = s.removed > 0
         if i[Options.json] {
             var o = JSONObject()
             o.set("bytesAfter", s.bytesAfter)
@@ -102,10 +166,15 @@ extension CatalogCLI {
             o.set("horizon", Timestamp.format(milliseconds: s.horizonMilliseconds))
             o.set("landmarkTombstones", s.landmarkTombstones)
             o.set("positionTombstones", s.positionTombstones)
+            o.set("vacuumed", vacuumed)
+            if let short { o.set("warning", short) } else { o.setNull("warning") }
             i.stdout.write(o.bytes + [0x0A])
         } else {
+            let file =
+                vacuumed
+                ? "vacuumed, database \(s.bytesBefore) → \(s.bytesAfter) bytes" : "nothing collected, not vacuumed, database \(s.bytesAfter) bytes"
             i.stdout.line(
-                "collected up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); database \(s.bytesBefore) → \(s.bytesAfter) bytes"
+                "collected up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)) (the horizon, measured back from the older of now and the newest stamp here; never moved back): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); \(file)"
             )
         }
         return 0
@@ -115,6 +184,15 @@ extension CatalogCLI {
     static func runHubGC(_ i: Invocation, hub: String, age: Int64) throws -> Int32 {
         // A saved remote may name the hub: read from the local database when there is one.
         let remotes = i.databaseExists ? try RemoteBook(i.openStore(.read)).remotes() : []
+        // A bare word names a saved remote: say so when this database has none by that name.
+        if !hub.contains("://"), !hub.hasPrefix("/"), !remotes.contains(where: { $0.name == hub }) {
+            throw CatalogError(
+                .usage,
+                "--hub '\(hub)': there is no remote named '\(hub)' in this database, \(i.databasePath)\(i.databaseExists ? "" : " (no such file)")",
+                hint:
+                    "pass the hub's postgresql:// URL, or save it first: catalog --db \(i.databasePath) remote add \(hub) postgresql://USER@HOST/DATABASE"
+            )
+        }
         let collector = try HubCollector(hub: hub, remotes: remotes)
         let s = try collector.collect(olderThan: age, nowMilliseconds: SystemClock().nowMilliseconds())
         if i[Options.json] {
@@ -127,7 +205,7 @@ extension CatalogCLI {
             i.stdout.write(o.bytes + [0x0A])
         } else {
             i.stdout.line(
-                "collected the hub \(collector.name) up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record"))"
+                "collected the hub \(collector.name) up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)) (measured back from the older of now and the hub's newest stamp): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); not vacuumed (PostgreSQL's autovacuum reclaims the space)"
             )
         }
         return 0

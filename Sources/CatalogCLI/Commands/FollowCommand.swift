@@ -138,7 +138,8 @@ private final class FollowLines {
         if !pushes.isEmpty {
             let sent = pushes.map(\.sent).reduce(0, +)
             let written = pushes.map(\.written).reduce(0, +)
-            line += "; pushed \(plural(sent, "row")) (\(written) written)"
+            let erasures = pushes.map(\.erasures).reduce(0, +)
+            line += "; pushed \(CatalogCLI.pushedThings(rows: sent - erasures, erasures: erasures)) (\(written) written)"
         }
         if let log = report.logPublish, log.changed {
             line += "; published \(log.directory) through change \(log.manifest.through)"

@@ -80,11 +80,21 @@ extension CatalogCLI {
     /// The counts as `log` shows them: `3 of 5 landmarks and 1 of 1 position applied, 4 stale, 1 tie, 0 quarantined`.
     static func describe(_ c: MergeCounts) -> String {
         "\(c.landmarksApplied) of \(plural(c.landmarksSeen, "landmark")) and \(c.positionsApplied) of \(plural(c.positionsSeen, "position")) applied, "
-            + "\(c.stale) stale, \(plural(c.ties, "tie")), \(c.quarantined) quarantined" + (c.notAllowed > 0 ? ", \(c.notAllowed) not allowed" : "")
+            + "\(c.stale) stale\(heldErasures(c)), \(plural(c.ties, "tie")), \(c.quarantined) quarantined"
+            + (c.notAllowed > 0 ? ", \(c.notAllowed) not allowed" : "")
             // Refused rows of erased users and rows older than the horizon, and erasures applied, when there are any
             // (docs/erasure.md §1, §4): as `--json` counts them.
             + (c.erased > 0 ? ", \(c.erased) erased" : "") + (c.expired > 0 ? ", \(c.expired) expired" : "")
             + (c.erasuresApplied > 0 ? ", \(plural(c.erasuresApplied, "erasure")) applied" : "")
+    }
+
+    /// How many of the stale count were erasure records this node already held, or nothing.
+    ///
+    /// ` (1 erasure already held here)`: its own erasure coming back from a peer, say. Said only when no
+    /// row was refused by `--allow` (a not-allowed erasure is also seen and not applied).
+    static func heldErasures(_ c: MergeCounts) -> String {
+        let held = c.erasuresSeen - c.erasuresApplied
+        return held > 0 && c.notAllowed == 0 ? " (\(plural(held, "erasure")) already held here)" : ""
     }
 
     /// A source as text shows it: by its remote's name where it has one, the URL beside it

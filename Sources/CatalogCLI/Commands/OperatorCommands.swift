@@ -183,7 +183,7 @@ extension CatalogCLI {
                     o.setNull("before")
                 }
                 o.set("kind", row.revocation.kind.rawValue)
-                o.set("revokedAt", row.revocation.revokedAt)
+                o.set("revokedAt", oneFormat(row.revocation.revokedAt))
                 o.set("source", row.source)
                 o.set("subject", row.revocation.subject)
                 return o
@@ -200,11 +200,21 @@ extension CatalogCLI {
             let r = row.revocation
             table.append([
                 r.kind.rawValue, Table.escaped(r.subject), r.kind == .user ? Timestamp.format(milliseconds: r.before * 1000) : "-",
-                r.revokedAt, row.source,
+                oneFormat(r.revokedAt), row.source,
             ])
         }
         i.stdout.write(Table.render(table))
         return 0
+    }
+}
+
+extension CatalogCLI {
+    /// A stored RFC 3339 time in the one format the CLI prints (`2026-05-01T12:00:08.000Z`).
+    ///
+    /// The hub and the database may keep it with or without the milliseconds. Left as stored when it does
+    /// not parse.
+    static func oneFormat(_ time: String) -> String {
+        Timestamp.parse(time).map { Timestamp.format(milliseconds: $0) } ?? time
     }
 }
 

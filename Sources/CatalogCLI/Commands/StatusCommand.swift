@@ -121,6 +121,7 @@ extension CatalogCLI {
         let hubs: [HubStatus]
         /// Saved remotes' names by source.
         let remotes: [String: String]
+        let collection: CollectionState
 
         init(_ store: CatalogStore) throws {
             self.store = store
@@ -129,6 +130,7 @@ extension CatalogCLI {
             conflicts = try Conflicts(store).conflictCount()
             hubs = try HubStatus.all(in: store)
             remotes = try RemoteBook(store).remoteNames()
+            collection = try Collector(store).state()
         }
     }
 
@@ -141,7 +143,14 @@ extension CatalogCLI {
         o.set("database", facts.store.path)
         o.set("digest", facts.digest.hex)
         o.set("digestRows", facts.digest.rows)
+        o.set("erasureRecords", facts.collection.erasureRecords)
         o.set("follower", followerJSON(FollowerStatus.running(on: facts.store)))
+        if facts.collection.horizonMilliseconds > 0 {
+            o.set("gcHorizon", Timestamp.format(milliseconds: facts.collection.horizonMilliseconds))
+        } else {
+            o.setNull("gcHorizon")
+        }
+        o.set("gcLastRunAt", facts.collection.lastRunMilliseconds.map { Timestamp.format(milliseconds: $0) })
         o.set("hubs", objects: hubStatusJSON(facts.hubs, local: facts.digest, remotes: facts.remotes))
         o.set("landmarkTombstones", s.landmarkTombstones)
         o.set("landmarks", s.landmarks)
@@ -192,6 +201,8 @@ extension CatalogCLI {
             digest:      \(facts.digest)
             quarantine:  \(plural(s.quarantined, "row"))
             conflicts:   \(facts.conflicts) kept
+            erasures:    \(plural(facts.collection.erasureRecords, "record"))
+            gc:          \(gcText(facts.collection))
 
             """
         if let r = s.lastRun, let finished = r.finished, let status = r.status {
@@ -214,6 +225,14 @@ extension CatalogCLI {
             out += "other:       \(plural(idle, "source")) synced before, not in the last run and not a remote (status --json lists them)\n"
         }
         return out + hubStatusText(facts.hubs, local: facts.digest, remotes: facts.remotes)
+    }
+
+    /// `status`'s gc line: the horizon and the last collection, or that none ran.
+    static func gcText(_ c: CollectionState) -> String {
+        guard let last = c.lastRunMilliseconds else {
+            return c.horizonMilliseconds > 0 ? "collected up to \(Timestamp.format(milliseconds: c.horizonMilliseconds))" : "never collected"
+        }
+        return "collected up to \(Timestamp.format(milliseconds: c.horizonMilliseconds)), last run \(Timestamp.format(milliseconds: last))"
     }
 
     /// `status`'s lines for the follower and serve running on this database, when they have a marker.

@@ -224,7 +224,9 @@ extension CatalogCLI {
                 ? (serves == 1 ? "the server" : "the hub")
                 : serves == 0 ? "\(pushing.count) hubs" : "\(pushing.count) hubs and servers"
             let expired = pushes.map(\.expired).reduce(0, +)
-            line += "; pushed \(plural(sent, "row")) to \(target) (\(written) written\(expired > 0 ? ", \(expired) refused as expired" : ""))"
+            let erasures = pushes.map(\.erasures).reduce(0, +)
+            line +=
+                "; pushed \(pushedThings(rows: sent - erasures, erasures: erasures)) to \(target) (\(written) written\(expired > 0 ? ", \(expired) refused as expired" : ""))"
         }
         if report.released.released > 0 {
             line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
@@ -235,6 +237,11 @@ extension CatalogCLI {
             line += "; published \(published)"
         }
         return line
+    }
+
+    /// What a push sent, rows and erasure records named apart: `3 rows`, `1 erasure`, `2 rows and 1 erasure`.
+    static func pushedThings(rows: Int, erasures: Int) -> String {
+        erasures == 0 ? plural(rows, "row") : rows == 0 ? plural(erasures, "erasure") : "\(plural(rows, "row")) and \(plural(erasures, "erasure"))"
     }
 
     /// Before a sync creates a database: a run that could only fail creates nothing.
@@ -305,6 +312,7 @@ extension CatalogCLI {
                     "pushed",
                     s.pushed.map { p in
                         var pushed = JSONObject()
+                        pushed.set("erasures", p.erasures)
                         pushed.set("expired", p.expired)
                         pushed.set("quarantined", p.quarantined)
                         pushed.set("sent", p.sent)

@@ -248,9 +248,9 @@ struct ArgumentSpec: Sendable {
 /// A declared positional argument that must be given, queried as `parsed[ImportArguments.file]`: a `Value`,
 /// since the parser refuses a command line without it.
 ///
-/// `.repeating` makes a repeating one (an optional single argument would be one more such type; none is declared).
+/// `.repeating` makes a repeating one; `.optional` an optional last one.
 struct Argument<Value>: Sendable {
-    let spec: ArgumentSpec
+    private(set) var spec: ArgumentSpec
     /// Reads a word; the spec's `check` is this reader with its result dropped.
     let read: ValueReader<Value>
 
@@ -269,6 +269,13 @@ struct Argument<Value>: Sendable {
 
     /// The typed value of a word the parser checked (see ``ValueReader``).
     func value(ofChecked word: String) -> Value { readChecked(read, word, "<\(spec.name)>") }
+
+    /// The argument made optional (`[<name>]`, the last one only), read with `parsed.optional(_:)`.
+    var optional: Argument<Value> {
+        var copy = self
+        copy.spec.optional = true
+        return copy
+    }
 }
 
 extension Argument where Value == String {
@@ -371,8 +378,8 @@ struct ParsedArguments {
         }
         return argument.value(ofChecked: word)
     }
-    /// An optional argument's value, or nil when it is not given.
-    ///
+    /// An optional argument's value (`Argument.optional`), or nil when it is not given.
+    func optional<V>(_ argument: Argument<V>) -> V? { arguments[argument.spec.name]?.first.map(argument.value(ofChecked:)) }
     /// A repeating argument's values, in order (none when it is not given).
     subscript<V>(argument: RepeatingArgument<V>) -> [V] { arguments[argument.spec.name]?.map(argument.value(ofChecked:)) ?? [] }
 }

@@ -33,7 +33,32 @@ public struct Collector {
     public init(_ store: CatalogStore) { self.store = store }
 }
 
+/// What `catalog status` shows of collection (docs/operations.md §3): the erasure records held, the
+/// horizon and when the node last collected.
+public struct CollectionState: Sendable, Equatable {
+    /// Erasure records stored (docs/erasure.md §2).
+    public var erasureRecords: Int
+    /// The horizon collected up to, ms since the epoch (UTC); 0 when the node never collected.
+    public var horizonMilliseconds: Int64
+    /// When the last collection (`catalog gc`, or serve's and `--follow`'s own) ran, ms since the epoch
+    /// (UTC); nil when none is recorded.
+    public var lastRunMilliseconds: Int64?
+}
+
 extension Collector {
+    /// `catalog_meta`'s key of the last collection's wall-clock time (ms since the epoch).
+    static let lastRunKey = "gc_last_ms"
+
+    /// The erasure records held, the horizon and the last collection's time, in one read.
+    /// - Throws: `CatalogError` from the database.
+    public func state() throws -> CollectionState {
+        try store.read {
+            CollectionState(
+                erasureRecords: try store.erasureTable.count(), horizonMilliseconds: try store.metaTable.collectionHorizon(),
+                lastRunMilliseconds: try store.metaTable.value(Self.lastRunKey).flatMap { Int64($0) })
+        }
+    }
+
     /// The horizon this node collected up to (ms since the epoch, UTC), or 0 when it never collected.
     /// - Throws: `CatalogError` from the database.
     public func horizon() throws -> Int64 {
@@ -67,6 +92,7 @@ extension Collector {
             summary.positionTombstones = try store.positionTable.collectTombstones(before: horizon)
             summary.erasures = try store.erasureTable.collect(before: horizon)
             try store.metaTable.setCollectionHorizon(horizon)
+            try store.metaTable.set(Self.lastRunKey, String(store.wallClock.nowMilliseconds()))
             return summary
         }
         summary.bytesBefore = before

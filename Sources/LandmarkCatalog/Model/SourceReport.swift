@@ -45,11 +45,14 @@ public struct PushCounts: Sendable, Equatable {
     /// Of them, rows the hub refused as expired: stamped before its collection horizon for a key it has
     /// no row for (docs/erasure.md §7); this node removes them from its own copy too.
     public var expired: Int
+    /// Of `sent`, erasure records (docs/erasure.md §2) rather than rows.
+    public var erasures: Int
 
-    public init(sent: Int, written: Int, quarantined: Int, expired: Int = 0) {
+    public init(sent: Int, written: Int, quarantined: Int, expired: Int = 0, erasures: Int = 0) {
         self.sent = sent
         self.written = written
         self.quarantined = quarantined
         self.expired = expired
+        self.erasures = erasures
     }
 }

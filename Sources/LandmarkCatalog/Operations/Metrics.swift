@@ -40,6 +40,8 @@ public struct CatalogMetrics: Sendable, Equatable {
     public var sources: [Source] = []
     /// The follower (`sync --follow`) from its marker, if one runs or was left by one killed.
     public var follower: FollowerStatus? = nil
+    /// Erasure records held, the collection horizon and the last collection (``CollectionState``).
+    public var collection = CollectionState(erasureRecords: 0, horizonMilliseconds: 0, lastRunMilliseconds: nil)
 
     public static func == (a: CatalogMetrics, b: CatalogMetrics) -> Bool {
         PrometheusText.render(a) == PrometheusText.render(b)
@@ -81,6 +83,7 @@ extension CatalogMonitor {
                         bytesFetched: bytes[s.source] ?? 0, remote: remotes[s.source]))
             }
             m.follower = FollowerStatus.running(on: store)
+            m.collection = try Collector(store).state()
             return m
         }
     }
@@ -192,6 +195,16 @@ package enum PrometheusText {
             "catalog_conflicts_retained", "gauge", "Ties kept for catalog conflicts (30 days, at most 10000).", one(String(m.conflictsRetained)))
         families.add("catalog_change_sequence", "gauge", "The local change sequence's high-water mark.", one(String(m.changeSequence)))
         families.add("catalog_database_bytes", "gauge", "The database file's size in bytes (without the WAL).", one(String(m.databaseBytes)))
+        families.add(
+            "catalog_erasure_records", "gauge", "Erasure records held (one per erased user, by hash).", one(String(m.collection.erasureRecords)))
+        families.add(
+            "catalog_gc_horizon_timestamp_seconds", "gauge", "The collection horizon, in seconds since the epoch (0: never collected).",
+            one(seconds(m.collection.horizonMilliseconds)))
+        if let last = m.collection.lastRunMilliseconds {
+            families.add(
+                "catalog_gc_last_run_timestamp_seconds", "gauge", "When this database was last collected (gc), in seconds since the epoch.",
+                one(seconds(last)))
+        }
         families.add(
             "catalog_rows_applied_total", "counter", "Rows merged by sync runs that changed the database, by kind.",
             [([("kind", "landmark")], String(m.landmarksApplied)), ([("kind", "position")], String(m.positionsApplied))])

@@ -46,11 +46,11 @@ package struct HubCollector {
     ///   - age: the horizon's age in ms (not negative).
     ///   - nowMilliseconds: the wall clock, ms since the epoch (UTC).
     /// - Returns: what was removed (`bytesBefore`/`bytesAfter` stay 0: PostgreSQL reclaims space by its vacuum).
-    /// - Throws: `CatalogError`: 64 a negative age; as a hub connection (69 unreachable or timed out, 73/77 a
+    /// - Throws: `CatalogError`: 64 a negative age or a hub database that does not exist; as a hub connection (69 unreachable or timed out, 73/77 a
     ///   role without the rights, 76 another schema); 69 when a push held the lock past the timeout.
     package func collect(olderThan age: Int64, nowMilliseconds: Int64) throws -> CollectionSummary {
         guard age >= 0 else { throw CatalogError(.usage, "the horizon must not be negative") }
-        let hub = try HubConnection(conninfo: conninfo, name: name, limits: limits)
+        let hub = try HubConnection(conninfo: conninfo, name: name, limits: limits, missingDatabaseIsMistake: true)
         defer { hub.pg.close() }
         let pg = hub.pg
         return try HubConnection.mapping(name) {

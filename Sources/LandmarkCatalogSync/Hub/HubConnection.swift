@@ -70,16 +70,27 @@ final class HubConnection {
     ///   - limits: the timeouts and sizes of this conversation, from `catalog sync`'s options.
     ///   - migrate: apply pending hub migrations (false: only check, for `status`).
     ///   - cancellation: a follower's stop, which ends the connection's waits within 100 ms.
+    ///   - missingDatabaseIsMistake: a database that does not exist (SQLSTATE 3D000) is 64, a name to fix,
+    ///     for a one-off command; else 69, for a serve that waits for its hub to be created.
     /// - Throws: `CatalogError` — 69 unreachable, timed out, login refused or stopped; 76 a hub newer than
     ///   this binary, a changed migration or a foreign database; 77 a role that may not create the tables;
     ///   70 otherwise.
-    init(conninfo: String, name: String, limits: HubLimits, migrate: Bool = true, cancellation: TransferCancellation? = nil) throws {
+    init(
+        conninfo: String, name: String, limits: HubLimits, migrate: Bool = true, cancellation: TransferCancellation? = nil,
+        missingDatabaseIsMistake: Bool = false
+    ) throws {
         self.name = name
         self.limits = limits
         self.conninfo = conninfo
         let pg = try Self.mapping(name) {
-            try PGConnection(
-                conninfo: conninfo, connectTimeoutSeconds: limits.connectSeconds, commandTimeout: limits.statement, cancellation: cancellation)
+            do {
+                return try PGConnection(
+                    conninfo: conninfo, connectTimeoutSeconds: limits.connectSeconds, commandTimeout: limits.statement,
+                    cancellation: cancellation)
+            } catch let error as PGError where missingDatabaseIsMistake && error.sqlState == .invalidCatalogName {
+                let mapped = CatalogError(error)
+                throw CatalogError(.usage, mapped.message, hint: mapped.hint.map { $0 + "; retrying will not help" })
+            }
         }
         self.pg = pg
         let migrator = try Self.mapping(name) { try HubMigrator() }

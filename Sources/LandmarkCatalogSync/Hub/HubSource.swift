@@ -27,7 +27,8 @@ final class HubSource: SyncSource {
     private(set) var lastPush: HubPushReport?
     var pushed: PushCounts? {
         guard let push = lastPush, push.pushed, push.sent > 0 else { return nil }
-        return PushCounts(sent: push.sent, written: push.written, quarantined: push.quarantined, expired: push.expired)
+        return PushCounts(
+            sent: push.sent, written: push.written, quarantined: push.quarantined, expired: push.expired, erasures: push.sentErasures)
     }
     /// The open connection (kept for the pull, closed when the source is released).
     private var connection: HubConnection?

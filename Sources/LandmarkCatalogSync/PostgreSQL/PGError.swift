@@ -26,6 +26,7 @@ struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     static let serializationFailure = SQLState("40001")
     static let deadlockDetected = SQLState("40P01")
     static let lockNotAvailable = SQLState("55P03")
+    static let invalidCatalogName = SQLState("3D000")
 }
 
 /// An error from the PostgreSQL layer: the server's SQLSTATE and messages, or a client-side failure
@@ -168,6 +169,7 @@ extension CatalogError {
     /// Maps a PostgreSQL error to the exit status a user can act on — the one place that decides it:
     /// unreachable hub (connection failure or loss, deadline, SQLSTATE class 08, 57P01–57P03, 57014) → 69,
     /// with a hint about `~/.pgpass` / `PGPASSFILE` when the credentials were refused (28P01, 28000);
+    /// a database that does not exist (3D000) → 69 with a hint to check its name, not to wait for a retry;
     /// a role missing a GRANT (42501, insufficient_privilege) → 77 with a hint naming docs/hub.md §4;
     /// anything else → 70 (a caller that knows better maps the `PGError` itself first).
     init(_ error: PGError) {
@@ -176,6 +178,11 @@ extension CatalogError {
             self.init(
                 .unavailable, "PostgreSQL hub refused the login: \(error.message)\(place)",
                 hint: "check the user and the password in ~/.pgpass (or the file PGPASSFILE names), mode 0600")
+        } else if error.sqlState == .invalidCatalogName {
+            // 69 all the same: a `serve --hub` started before its hub was created waits for it.
+            self.init(
+                .unavailable, "PostgreSQL hub has no such database: \(error.message)\(place)",
+                hint: "check the database name in the URL or saved remote (catalog remote list), or create it (docs/hub.md)")
         } else if error.kind == .invalidConnectionString {
             self.init(
                 .usage, "\(error)\(place)",

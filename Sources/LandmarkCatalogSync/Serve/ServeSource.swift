@@ -297,6 +297,7 @@ final class ServeSource: SyncSource {
             let outcomes = read.outcomes + (read.erasureOutcomes ?? [])
             if read.erasureOutcomes == nil { ignored += chunk.count }
             counts.sent += rows + chunk.count
+            counts.erasures += chunk.count
             counts.written += outcomes.filter { $0 == .applied }.count
             counts.quarantined += outcomes.filter { $0 == .quarantined }.count
             counts.expired += outcomes.filter { $0 == .expired }.count
