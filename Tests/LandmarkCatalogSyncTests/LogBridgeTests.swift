@@ -150,4 +150,48 @@ struct LogBridgeTests {
         #expect(try Self.digest(box, reader) == Self.digest(box, publisher))
         #expect(ErasureTraces.traces(reader) == [0, 0, 0])
     }
+
+    @Test(
+        "over real nginx: the reader's requests across the erasure are the manifest and the bridge, never the new base",
+        .enabled(if: NginxServer.available, "nginx is not installed"))
+    func overNginx() throws {
+        let box = try Sandbox()
+        let nginx = try NginxServer()
+        let publisher = try Self.publisher(box)
+        let reader = box.path("reader.sqlite")
+        let log = nginx.logDirectory.path
+        try Self.ok(box, ["publish", log], db: publisher)
+        try Self.ok(box, ["sync", nginx.url("manifest.json")], db: reader)
+        try Self.ok(box, ["user", "erase", ErasureTraces.user], db: publisher)
+        try Self.ok(box, ["publish", log], db: publisher)
+        let (manifest, _) = try Self.manifest(log)
+        let bridge = try #require(manifest.bridge)
+        let before = try nginx.requests(atLeast: 2).count
+        try Self.ok(box, ["sync", nginx.url("manifest.json")], db: reader)
+        let uris = try nginx.requests(atLeast: before + 2).dropFirst(before).map(\.uri)
+        #expect(uris.contains("/catalog/" + bridge.file.name), "\(uris)")
+        #expect(!uris.contains { $0.contains("base-") }, "\(uris)")
+        #expect(try Self.digest(box, reader) == Self.digest(box, publisher))
+        #expect(ErasureTraces.traces(reader) == [0, 0, 0])
+    }
+
+    @Test("the manifest's bridge: written and read back the same; one not ending at the base (65) or misnamed (refused) is not taken")
+    func manifestShape() throws {
+        let sha = String(repeating: "ab", count: 32)
+        let g = "g20261207T010000Z-000002"
+        let base = LogManifest.File(name: "base-\(g)-9-\(sha.prefix(12)).json", bytes: 900, sha256: sha, from: 0, through: 9)
+        let file = LogManifest.File(name: "delta-\(g)-4-9-\(sha.prefix(12)).json", bytes: 90, sha256: sha, from: 4, through: 9)
+        var manifest = LogManifest(node: "n-1", generation: g, through: 9, base: base, deltas: [])
+        manifest.bridge = .init(generation: "g20261207T000000Z-000001", file: file)
+        let bytes = manifest.bytes
+        #expect(try LogManifest.parse(bytes, source: "m") == manifest)
+        #expect(LogReader.unproven(manifest, source: "m") == nil)
+        var misnamed = manifest
+        misnamed.bridge?.file.name = "delta-\(g)-0-9-\(sha.prefix(12)).json"
+        #expect(LogReader.unproven(misnamed, source: "m") != nil)
+        let short = String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "-4-9-", with: "-4-8-")
+            .replacingOccurrences(of: "\"through\":9},\n\"deltas", with: "\"through\":8},\n\"deltas")
+        #expect(short != String(decoding: bytes, as: UTF8.self))
+        #expect(throws: CatalogError.self) { try LogManifest.parse(Array(short.utf8), source: "m") }
+    }
 }
