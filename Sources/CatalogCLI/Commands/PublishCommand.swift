@@ -75,6 +75,9 @@ extension CatalogCLI {
         var what =
             r.newGeneration
             ? "new generation \(r.manifest.generation) (base of \(r.manifest.base.bytes) bytes)" : plural(r.manifest.deltas.count, "delta")
+        if r.newGeneration, let bridge = r.manifest.bridge {
+            what += ", with a bridge of \(plural(Int(bridge.file.bytes), "byte")) from generation \(bridge.generation) for its readers"
+        }
         if !r.missing.isEmpty {
             what +=
                 ", because the previous manifest named \(plural(r.missing.count, "file")) that \(r.missing.count == 1 ? "is" : "are") gone (\(r.missing.prefix(3).joined(separator: ", "))\(r.missing.count > 3 ? ", …" : ""))"
@@ -87,6 +90,14 @@ extension CatalogCLI {
     /// `publish --json`'s object, also the `publish` member of `sync --json`.
     static func publishJSON(_ r: PublishReport) -> JSONObject {
         var o = JSONObject()
+        var bridge: JSONObject?
+        if r.newGeneration, let b = r.manifest.bridge {
+            bridge = JSONObject()
+            bridge?.set("bytes", b.file.bytes)
+            bridge?.set("from", b.generation)
+            bridge?.set("name", b.file.name)
+        }
+        o.set("bridge", bridge)
         o.set("bytesWritten", r.bytesWritten)
         o.set("changed", r.changed)
         o.set("deltas", r.manifest.deltas.count)

@@ -42,18 +42,39 @@ public struct LogManifest: Sendable, Equatable {
     public var through: Int64
     public var base: File
     public var deltas: [File]
+    /// The link from the generation before, when an erasure started this one (docs/log-format.md §4): nil otherwise.
+    public var bridge: Bridge? = nil
+
+    /// A way across from the previous generation to this one without the base (docs/log-format.md §4).
+    ///
+    /// The publisher writes it only when an erasure alone started this generation: a reader whose cursor is
+    /// at `generation` with a `through` in `file.from … file.through` merges `file` (the rows and erasure
+    /// records changed after the previous base) and stands where this generation's base does.
+    public struct Bridge: Sendable, Equatable {
+        /// The generation it leads from.
+        public var generation: String
+        /// The bridge delta, named as a delta of this generation; its `through` is the base's.
+        public var file: File
+    }
+
+    /// The files the manifest names: the base, the bridge when there is one, the deltas.
+    var files: [File] { [base] + (bridge.map { [$0.file] } ?? []) + deltas }
 
     /// The manifest as bytes, keys in the order of docs/log-format.md §2 (`format` first, so a reader can tell a
     /// manifest from a snapshot by its first key), one file per line: the same manifest is always the
     /// same bytes.
     var bytes: [UInt8] {
         var w = JSONWriter()
-        func file(_ f: File, delta: Bool) {
+        func file(_ f: File, delta: Bool, generation: String? = nil) {
             w.raw("{\"bytes\":")
             w.int(f.bytes)
             if delta {
                 w.raw(",\"from\":")
                 w.int(f.from)
+            }
+            if let generation {
+                w.raw(",\"generation\":")
+                w.string(generation)
             }
             w.raw(",\"name\":")
             w.string(f.name)
@@ -75,6 +96,10 @@ public struct LogManifest: Sendable, Equatable {
         w.int(through)
         w.raw(",\n\"base\":")
         file(base, delta: false)
+        if let bridge {
+            w.raw(",\n\"bridge\":")
+            file(bridge.file, delta: true, generation: bridge.generation)
+        }
         w.raw(",\n\"deltas\":[")
         for (i, d) in deltas.enumerated() {
             w.raw(i > 0 ? ",\n" : "\n")
@@ -154,9 +179,18 @@ public struct LogManifest: Sendable, Equatable {
         let base = try file(fields["base"], delta: false)
         guard case .array(let list)? = fields["deltas"] else { throw bad("missing \"deltas\"") }
         let deltas = try list.map { try file($0, delta: true) }
-        let manifest = LogManifest(
+        var manifest = LogManifest(
             node: try string("node", in: fields), generation: try string("generation", in: fields),
             through: try integer("through", in: fields), base: base, deltas: deltas)
+        if let value = fields["bridge"] {
+            guard case .object(let ms) = value else { throw bad("\"bridge\" must be an object") }
+            let from = try string("generation", in: Dictionary(ms.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a }))
+            let bridge = Bridge(generation: from, file: try file(value, delta: true))
+            guard !from.isEmpty, from.utf8.count <= 100, from != manifest.generation, bridge.file.from < bridge.file.through,
+                bridge.file.through == base.through
+            else { throw bad("the bridge \(bridge.file.name) (from \(from), \(bridge.file.from)…\(bridge.file.through)) does not end at the base") }
+            manifest.bridge = bridge
+        }
         var at = base.through
         for d in deltas {
             guard d.from <= at, d.through >= at else { throw bad("delta \(d.name) (\(d.from)…\(d.through)) does not follow \(at)") }

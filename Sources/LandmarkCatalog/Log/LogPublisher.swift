@@ -173,6 +173,9 @@ extension LogPublisher {
         let continuing: LogManifest?
         /// Files `existing` names that are gone or of another size.
         let missing: [String]
+        /// The manifest this publish would have continued had no erasure come since: the new generation
+        /// gets a bridge from it (docs/log-format.md §4).
+        var erasedFrom: LogManifest? = nil
     }
 
     /// Reads the directory's manifest and this database's record of it; refuses another node's log and a
@@ -213,7 +216,7 @@ extension LogPublisher {
         // reader would fail with 69 until the deltas outgrew the base. A new generation repairs it.
         var missing: [String] = []
         if let m = continuing {
-            missing = ([m.base] + m.deltas).filter { file in
+            missing = m.files.filter { file in
                 var info = stat()
                 return stat(dir + "/" + file.name, &info) != 0 || Int64(info.st_size) != file.bytes
             }.map(\.name)
@@ -221,10 +224,15 @@ extension LogPublisher {
         }
         // An erasure since the last publish starts a new generation (docs/erasure.md §3): the fresh base holds
         // no row of the erased user, and the files that held them are removed after the grace period.
-        if let m = continuing, try store.read({ try store.erasureTable.maxSeq() }) > m.through { continuing = nil }
+        // It alone: a reader at this manifest can cross to the new generation over a bridge (§4).
+        var erasedFrom: LogManifest?
+        if let m = continuing, try store.read({ try store.erasureTable.maxSeq() }) > m.through {
+            continuing = nil
+            erasedFrom = m
+        }
         return LogState(
             dir: dir, now: now, manifestPath: manifestPath, node: node, existing: existing, current: current, continuing: continuing,
-            missing: missing)
+            missing: missing, erasedFrom: erasedFrom)
     }
 
     /// The manifest after this publish, and the files it no longer names: a new delta on the manifest
@@ -252,11 +260,14 @@ extension LogPublisher {
             }
         } else {
             manifest = try newGeneration(in: dir, node: node, now: now, after: existing?.generation, report: &report, progress: progress)
+            if let old = log.erasedFrom {
+                manifest.bridge = try writeBridge(in: dir, from: old, to: manifest, report: &report, progress: progress)
+            }
         }
         if let old = existing, old.generation != manifest.generation {
-            retired += [old.base.name] + old.deltas.map(\.name)
+            retired += old.files.map(\.name)
         }
-        let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
+        let named = Set(manifest.files.map(\.name))
         retired = Array(Set(retired).subtracting(named)).sorted()
         return (manifest, retired)
     }
@@ -325,6 +336,26 @@ extension LogPublisher {
         return LogManifest(node: node, generation: generation, through: base.through, base: base, deltas: [])
     }
 
+    /// The bridge from `old` to the new generation `new` (docs/log-format.md §4): one delta of the rows and
+    /// erasure records changed after `old`'s base, up to `new`'s base.
+    ///
+    /// Merged over any state of `old`'s chain it gives the state of `new`'s base: the rows changed since are
+    /// in it, and the erasure records in it remove the erased users' rows the old chain held (docs/erasure.md §1).
+    /// - Returns: nil, the file removed, when it would not save a reader anything (as large as the base), or
+    ///   when a write came between the base and the bridge (it would not end at the base).
+    private func writeBridge(
+        in dir: String, from old: LogManifest, to new: LogManifest, report: inout PublishReport, progress: (CatalogProgress) -> Void
+    ) throws -> LogManifest.Bridge? {
+        let file = try writeLogFile(in: dir, generation: new.generation, after: old.base.through, report: &report, progress: progress)
+        guard file.through == new.base.through, file.bytes < new.base.bytes else {
+            unlink(dir + "/" + file.name)
+            report.written.removeAll { $0 == file.name }
+            report.bytesWritten -= file.bytes
+            return nil
+        }
+        return LogManifest.Bridge(generation: old.generation, file: file)
+    }
+
     /// `g<UTC time>-<6 random hex digits>`: unique, and sorting by time.
     static func makeGeneration(now: Int64) -> String {
         let t = Timestamp.format(milliseconds: now).filter { $0.isNumber || $0 == "T" }.prefix(15)
@@ -365,7 +396,7 @@ extension LogPublisher {
     /// has passed since they were retired, and ones never recorded as retired (left by a crash, or by a
     /// publisher that is gone) once they are older than the grace period.
     private func removeUnreferenced(in dir: String, manifest: LogManifest, now: Int64, grace: Double) throws -> [String] {
-        let named = Set([manifest.base.name] + manifest.deltas.map(\.name))
+        let named = Set(manifest.files.map(\.name))
         let retired = try store.read { try store.publicationTable.retiredFiles(directory: dir) }
         var removed: [String] = []
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []

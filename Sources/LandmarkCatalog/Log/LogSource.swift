@@ -111,6 +111,12 @@ package struct LogReader {
                 if let first = needed.first, first.from <= through { return needed }
             }
         }
+        // A cursor in the generation an erasure ended crosses over the bridge, without the base (§4).
+        if let bridge = manifest.bridge, let cursor, cursor["generation"] == bridge.generation,
+            let through = cursor["through"].flatMap(Int64.init), through >= bridge.file.from, through <= bridge.file.through
+        {
+            return [bridge.file] + manifest.deltas
+        }
         return [manifest.base] + manifest.deltas
     }
 
@@ -120,7 +126,7 @@ package struct LogReader {
     /// manifest that claims more than its files cover (a forged `through`: one at Int64.max froze
     /// the cursor) is refused before its cursor can be stored.
     static func unproven(_ manifest: LogManifest, source: String) -> CatalogError? {
-        let files = [(manifest.base, false)] + manifest.deltas.map { ($0, true) }
+        let files = [(manifest.base, false)] + (manifest.bridge.map { [($0.file, true)] } ?? []) + manifest.deltas.map { ($0, true) }
         for (file, delta) in files {
             let range = delta ? "\(file.from)-\(file.through)" : "\(file.through)"
             let expected = "\(delta ? "delta" : "base")-\(manifest.generation)-\(range)-\(file.sha256.prefix(12)).json"
