@@ -290,11 +290,15 @@ enum HubSQL {
     /// ``ErasureRule/collected(_:horizonMilliseconds:)``.
     static let collected = "updated_ms < $1"
 
-    /// The hub's horizon and the wall time of the newest stamp it holds (0 when none): what the horizon of a
-    /// collection is measured from (``ErasureRule/collectionHorizon(stored:nowMilliseconds:newestMilliseconds:age:)``).
+    /// The hub's horizon and the wall time of the newest row stamp it holds (0 when none): what the horizon of
+    /// a collection is measured from (``ErasureRule/collectionHorizon(stored:nowMilliseconds:newestMilliseconds:age:)``).
+    ///
+    /// Only `landmarks` and `positions` count: their stamps passed the drift check against the hub's clock
+    /// (a row stamped further ahead waits in `hub_quarantine`). Erasure records do not: they are applied
+    /// however far ahead they are stamped (docs/erasure.md §1), so one from a clock years ahead would let a
+    /// collector whose clock is ahead too move the hub's horizon past every new row (docs/erasure.md §7).
     static let collectionClock = """
-        SELECT \(horizon), coalesce(greatest((SELECT max(updated_ms) FROM landmarks), (SELECT max(updated_ms) FROM positions),
-                                             (SELECT max(updated_ms) FROM hub_erasures)), 0)
+        SELECT \(horizon), coalesce(greatest((SELECT max(updated_ms) FROM landmarks), (SELECT max(updated_ms) FROM positions)), 0)
         """
 
     /// Deletes the tombstones and erasure records collected at the horizon `$1`; one statement per table,
