@@ -84,6 +84,10 @@ package struct LandmarksTable {
         try db.scalarText(sql: "SELECT extra FROM landmarks WHERE id = ? AND deleted = 0", [.integer(id)])
     }
 
+    /// The wall time (ms since the epoch) of the newest stamp among the rows, tombstones included; 0 when
+    /// none: what a collection's clock is capped at (docs/erasure.md §4).
+    func newestWallMilliseconds() throws -> Int64 { try db.scalarInt(sql: "SELECT max(updated_ms) FROM landmarks") ?? 0 }
+
     /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4), and
     /// their hashes from the kept digest; returns how many.
     func collectTombstones(before horizonMilliseconds: Int64) throws -> Int {

@@ -85,6 +85,10 @@ package struct PositionsTable {
         return true
     }
 
+    /// The wall time (ms since the epoch) of the newest stamp among the rows, tombstones included; 0 when
+    /// none: what a collection's clock is capped at (docs/erasure.md §4).
+    func newestWallMilliseconds() throws -> Int64 { try db.scalarInt(sql: "SELECT max(updated_ms) FROM positions") ?? 0 }
+
     /// Removes the tombstones stamped before `horizonMilliseconds` (collection, docs/erasure.md §4), and
     /// their hashes from the kept digest; returns how many.
     func collectTombstones(before horizonMilliseconds: Int64) throws -> Int {
