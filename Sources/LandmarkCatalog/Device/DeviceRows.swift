@@ -106,13 +106,18 @@ extension DeviceRows {
         }
     }
 
-    /// The change sequence number of `user`'s position row (tombstone included): a user token's cursor
-    /// (docs/protocol.md §3).
+    /// A user token's cursor (docs/protocol.md §3).
+    ///
+    /// The change sequence number of `user`'s position row (tombstone included) or of the user's erasure
+    /// record, whichever is greater. After an erasure the user has no row, yet the cursor stays where the
+    /// erasure put it: 0 would tell the client the server forgot.
     /// - Parameter user: the row's user.
-    /// - Returns: the row's sequence number, or 0 when there is no row of `user`.
+    /// - Returns: the sequence number, or 0 when there is neither a row nor an erasure of `user`.
     /// - Throws: `CatalogError` from reading the database.
     package func positionSequence(user: String) throws -> Int64 {
-        try store.read { try store.positionTable.row(user: user)?.seq ?? 0 }
+        try store.read {
+            max(try store.positionTable.row(user: user)?.seq ?? 0, try store.erasureTable.seq(userHash: ErasureRule.userHash(user)))
+        }
     }
 
     /// How many position rows of users other than `user` changed after `after` and through `through`: the

@@ -399,7 +399,8 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         if let user {
             return try readers.with { store in
                 var a = try DeviceRows(store).devicePositions(user: user, after: 0, limit: limit)
-                let row = a.page.count > 0 ? a.page.through : 0
+                // The user's erasure holds the cursor where it was once the row is gone (`positionSequence`).
+                let row = max(a.page.count > 0 ? a.page.through : 0, try DeviceRows(store).positionSequence(user: user))
                 if row == from {
                     a.page = DeviceRowsPage()
                 } else if row < from {

@@ -18,6 +18,11 @@ package struct ErasuresTable {
     /// How many erasure records are stored.
     func count() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM user_erasures") ?? 0) }
 
+    /// The change sequence number of the erasure record of the user whose hash is `userHash`, or 0.
+    func seq(userHash: String) throws -> Int64 {
+        try db.scalarInt(sql: "SELECT seq FROM user_erasures WHERE user_hash = ?", [.text(userHash)]) ?? 0
+    }
+
     /// The stored erasure stamp of the user whose hash is `userHash`, or nil.
     func stamp(userHash: String) throws -> HLCStamp? {
         try db.firstRow(sql: "SELECT \(ErasureColumn.selectList) FROM user_erasures WHERE user_hash = ?", [.text(userHash)]) {
