@@ -82,9 +82,12 @@ extension Collector {
             // Measured from the newest stamp the rows hold when the wall clock is past it: a clock far ahead
             // (a VM restore, a bad NTP step) must not collect what peers have not seen yet, nor pin the horizon
             // in the future (docs/erasure.md §4). Not the clock's last stamp, which a merge moves to the wall
-            // clock; not erasure records, applied however far ahead they are stamped. A merged row's stamp
-            // passed the drift check, so the rows hold no stamp far ahead but this node's own.
-            let newest = max(try store.positionTable.newestWallMilliseconds(), try store.landmarkTable.newestWallMilliseconds())
+            // clock; not merged erasure records, applied however far ahead they are stamped. A merged row's
+            // stamp passed the drift check, so the rows hold no stamp far ahead but this node's own; its own
+            // erasures count as its own rows do.
+            let newest = max(
+                try store.positionTable.newestWallMilliseconds(), try store.landmarkTable.newestWallMilliseconds(),
+                try store.erasureTable.newestWallMilliseconds(node: try store.nodeID()))
             let horizon = ErasureRule.collectionHorizon(
                 stored: stored, nowMilliseconds: store.wallClock.nowMilliseconds(), newestMilliseconds: newest, age: age)
             var summary = CollectionSummary(horizonMilliseconds: horizon)

@@ -18,6 +18,14 @@ package struct ErasuresTable {
     /// How many erasure records are stored.
     func count() throws -> Int { Int(try db.scalarInt(sql: "SELECT count(*) FROM user_erasures") ?? 0) }
 
+    /// The wall time (ms since the epoch) of the newest erasure record stamped by `node`, 0 when none.
+    ///
+    /// This node's own erasures are stamped by its clock as its rows are: part of what a collection's clock
+    /// is capped at (docs/erasure.md §4). Merged erasures do not count: no drift check bounds them.
+    func newestWallMilliseconds(node: String) throws -> Int64 {
+        try db.scalarInt(sql: "SELECT max(updated_ms) FROM user_erasures WHERE node = ?", [.text(node)]) ?? 0
+    }
+
     /// The change sequence number of the erasure record of the user whose hash is `userHash`, or 0.
     func seq(userHash: String) throws -> Int64 {
         try db.scalarInt(sql: "SELECT seq FROM user_erasures WHERE user_hash = ?", [.text(userHash)]) ?? 0
