@@ -132,9 +132,11 @@ enum HubSQL {
 
     /// Deletes the position of the user whose hash is `$1` when stamped at or before `$2`–`$4`.
     ///
-    /// An erasure applied. A scan of the positions: erasures are rare, and no index can hold the hash.
+    /// An erasure applied: one lookup in the index `positions_user_hash` on `catalog_user_hash(user_id)`
+    /// (hub migration 7; the function is ``userHash(_:)``'s expression, declared IMMUTABLE), not a pass
+    /// over every position.
     static let eraseUser = """
-        DELETE FROM positions WHERE \(userHash("user_id")) = $1 AND (updated_ms, counter, node) <= ($2, $3, $4)
+        DELETE FROM positions WHERE catalog_user_hash(user_id) = $1 AND (updated_ms, counter, node) <= ($2, $3, $4)
         """
 
     /// Whether this role may push erasures (docs/hub.md §4).
