@@ -60,29 +60,31 @@ package struct PositionsTable {
     /// This copy forgets the user (a device signing out, docs/swift-library.md); nothing is sent anywhere,
     /// and the servers keep their own rows.
     func forget(user: String) throws {
-        let old = try db.firstRow(sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ?", [.text(user)]) { RowHashColumns.read($0, at: 0) }
-        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
-        if let old {
-            var delta = LaneSums()
-            delta.subtract(old)
-            try DigestTotalsTable(db: db).add("positions", delta)
-        }
+        _ = try delete(user: user, when: "", [])
     }
 
-    /// Removes `user`'s row when it is stamped at or before `erasure` (an erasure applied,
-    /// docs/erasure.md §1; the row-value comparison is the order key's, https://sqlite.org/rowvalue.html).
-    /// - Returns: whether a row was removed.
-    func erase(user: String, stampedAtOrBefore erasure: HLCStamp) throws -> Bool {
-        let found = try db.firstRow(
-            sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ? AND (updated_ms, counter, node) <= (?, ?, ?)",
-            [.text(user), .integer(erasure.wallMilliseconds), .integer(erasure.counter), .text(erasure.node)]
-        ) { RowHashColumns.read($0, at: 0) }
+    /// Deletes `user`'s row when it matches `condition` (SQL appended to `user_id = ?`, with `arguments`
+    /// bound after the user) and subtracts its hash from the kept digest (docs/repair.md §1), in the
+    /// caller's transaction; returns whether a row was deleted.
+    private func delete(user: String, when condition: String, _ arguments: [SQLValue]) throws -> Bool {
+        let found = try db.firstRow(sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ?\(condition)", [.text(user)] + arguments) {
+            RowHashColumns.read($0, at: 0)
+        }
         guard let found else { return false }
         try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
         var delta = LaneSums()
         delta.subtract(found)
         try DigestTotalsTable(db: db).add("positions", delta)
         return true
+    }
+
+    /// Removes `user`'s row when it is stamped at or before `erasure` (an erasure applied,
+    /// docs/erasure.md §1; the row-value comparison is the order key's, https://sqlite.org/rowvalue.html).
+    /// - Returns: whether a row was removed.
+    func erase(user: String, stampedAtOrBefore erasure: HLCStamp) throws -> Bool {
+        try delete(
+            user: user, when: " AND (updated_ms, counter, node) <= (?, ?, ?)",
+            [.integer(erasure.wallMilliseconds), .integer(erasure.counter), .text(erasure.node)])
     }
 
     /// The wall time (ms since the epoch) of the newest stamp among the rows, tombstones included; 0 when
@@ -119,30 +121,15 @@ package struct PositionsTable {
     /// Removes `user`'s row when its change sequence number is still `seq` (a row the server refused as
     /// erased, unchanged since it was sent); returns whether it was removed.
     func forget(user: String, ifSeq seq: Int64) throws -> Bool {
-        let found = try db.firstRow(sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ? AND seq = ?", [.text(user), .integer(seq)]) {
-            RowHashColumns.read($0, at: 0)
-        }
-        guard let found else { return false }
-        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
-        var delta = LaneSums()
-        delta.subtract(found)
-        try DigestTotalsTable(db: db).add("positions", delta)
-        return true
+        try delete(user: user, when: " AND seq = ?", [.integer(seq)])
     }
 
     /// Removes `user`'s row when it is still stamped `stamp` (a row a peer refused as expired, unchanged
     /// since it was pushed, docs/erasure.md §7); returns whether it was removed.
     func forget(user: String, ifStamp stamp: HLCStamp) throws -> Bool {
-        let found = try db.firstRow(
-            sql: "SELECT h0, h1, h2, h3 FROM positions WHERE user_id = ? AND updated_ms = ? AND counter = ? AND node = ?",
-            [.text(user), .integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)]
-        ) { RowHashColumns.read($0, at: 0) }
-        guard let found else { return false }
-        try db.execute(sql: "DELETE FROM positions WHERE user_id = ?", [.text(user)])
-        var delta = LaneSums()
-        delta.subtract(found)
-        try DigestTotalsTable(db: db).add("positions", delta)
-        return true
+        try delete(
+            user: user, when: " AND updated_ms = ? AND counter = ? AND node = ?",
+            [.integer(stamp.wallMilliseconds), .integer(stamp.counter), .text(stamp.node)])
     }
 
     /// The live position of `user`, decoded by `decode` from a row selecting ``PositionColumn/selectList``.
