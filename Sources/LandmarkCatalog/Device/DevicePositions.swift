@@ -62,17 +62,15 @@ extension DevicePositionsBody {
                 }
                 switch key {
                 case "positions":
-                    guard try reader.peekKind() == .array else {
-                        throw DeviceBodyError(code: "invalid_field", message: "positions must be an array", field: "positions")
-                    }
                     sawPositions = true
-                    try readPositions(reader, into: &body, state: &state, batch: batch, maxRows: maxRows, firstError: firstError)
-                case "erasures":
-                    guard try reader.peekKind() == .array else {
-                        throw DeviceBodyError(code: "invalid_field", message: "erasures must be an array", field: "erasures")
+                    body.positions = try readRows(reader, field: key, besides: body.erasures.count, maxRows: maxRows, firstError: firstError) {
+                        try state.readPosition(reader, index: $0, batch: batch)
                     }
+                case "erasures":
                     sawErasures = true
-                    try readErasures(reader, into: &body, state: &state, batch: batch, maxRows: maxRows, firstError: firstError)
+                    body.erasures = try readRows(reader, field: key, besides: body.positions.count, maxRows: maxRows, firstError: firstError) {
+                        try state.readErasure(reader, index: $0, batch: batch)
+                    }
                 case "landmarks":
                     guard try reader.peekKind() == .array else {
                         throw DeviceBodyError(code: "invalid_field", message: "landmarks must be an array", field: "landmarks")
@@ -110,41 +108,28 @@ extension DevicePositionsBody {
         return body
     }
 
-    /// Reads the `positions` array into `body`: each row as a snapshot's (docs/snapshot-format.md §3), the
-    /// rows and erasure records together at most `maxRows`.
-    private static func readPositions(
-        _ reader: JSONPullReader, into body: inout DevicePositionsBody, state: inout SnapshotDecoder.State, batch: RowBatch,
-        maxRows: Int, firstError: () -> DeviceBodyError?
-    ) throws {
+    /// Reads the array `field` (`positions` or `erasures`), each element by `read` (given its index) as a
+    /// snapshot's (docs/snapshot-format.md §3); `besides` elements of the other array were read already,
+    /// and the two together are at most `maxRows`.
+    private static func readRows<Row>(
+        _ reader: JSONPullReader, field: String, besides: Int, maxRows: Int, firstError: () -> DeviceBodyError?,
+        _ read: (Int) throws -> Row?
+    ) throws -> [Row] {
+        guard try reader.peekKind() == .array else {
+            throw DeviceBodyError(code: "invalid_field", message: "\(field) must be an array", field: field)
+        }
         try reader.beginArray()
+        var rows: [Row] = []
         var index = 0
         while try reader.nextElement() {
-            guard index + body.erasures.count < maxRows else {
-                throw DeviceBodyError(code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: "positions")
+            guard index + besides < maxRows else {
+                throw DeviceBodyError(code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: field)
             }
-            let row = try state.readPosition(reader, index: index, batch: batch)
+            let row = try read(index)
             if let error = firstError() { throw error }
-            if let row { body.positions.append(row) }
+            if let row { rows.append(row) }
             index += 1
         }
-    }
-
-    /// Reads the `erasures` array into `body`: each record as a snapshot's (docs/snapshot-format.md §3), the
-    /// rows and records together at most `maxRows`.
-    private static func readErasures(
-        _ reader: JSONPullReader, into body: inout DevicePositionsBody, state: inout SnapshotDecoder.State, batch: RowBatch,
-        maxRows: Int, firstError: () -> DeviceBodyError?
-    ) throws {
-        try reader.beginArray()
-        var index = 0
-        while try reader.nextElement() {
-            guard index + body.positions.count < maxRows else {
-                throw DeviceBodyError(code: "too_many_rows", message: "more than \(maxRows) rows in one request", field: "erasures")
-            }
-            let record = try state.readErasure(reader, index: index, batch: batch)
-            if let error = firstError() { throw error }
-            if let record { body.erasures.append(record) }
-            index += 1
-        }
+        return rows
     }
 }
