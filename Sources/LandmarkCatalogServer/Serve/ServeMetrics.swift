@@ -441,3 +441,17 @@ struct ProcessFigures {
         return out
     }
 }
+
+/// `GET /metrics` on the metrics listener (docs/serve.md §6).
+final class MetricsService: HTTPService, @unchecked Sendable {
+    let metrics: ServeMetrics
+    init(metrics: ServeMetrics) { self.metrics = metrics }
+
+    func begin(_ request: HTTPRequest) -> HTTPAction {
+        guard request.path == "/metrics" else { return .reply(HTTPReply(status: 404)) }
+        return .reply(
+            HTTPReply(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(metrics.text().utf8)))
+    }
+    func complete(_ request: HTTPRequest) -> HTTPAction { begin(request) }
+    func finished(_ request: HTTPRequest, completedNormally: Bool) {}
+}

@@ -576,33 +576,3 @@ package final class ServeServer: HTTPService, @unchecked Sendable {
         return error(503, "unavailable", message, headers: ["Retry-After": "1"])
     }
 }
-
-/// Read-only stores, one per concurrent reader, reused.
-final class ReaderPool: @unchecked Sendable {
-    // Safe: `idle` is touched under `lock`; a store is used by one thread at a time (taken out of `idle`).
-    private let lock = NSLock()
-    private var idle: [CatalogStore] = []
-    let path: String
-
-    init(path: String) { self.path = path }
-
-    func with<T>(_ body: (CatalogStore) throws -> T) throws -> T {
-        let store = try lock.withLock { idle.popLast() } ?? CatalogStore.open(path: path, access: .read)
-        defer { lock.withLock { idle.append(store) } }
-        return try body(store)
-    }
-}
-
-/// `GET /metrics` on the metrics listener (docs/serve.md §6).
-final class MetricsService: HTTPService, @unchecked Sendable {
-    let metrics: ServeMetrics
-    init(metrics: ServeMetrics) { self.metrics = metrics }
-
-    func begin(_ request: HTTPRequest) -> HTTPAction {
-        guard request.path == "/metrics" else { return .reply(HTTPReply(status: 404)) }
-        return .reply(
-            HTTPReply(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(metrics.text().utf8)))
-    }
-    func complete(_ request: HTTPRequest) -> HTTPAction { begin(request) }
-    func finished(_ request: HTTPRequest, completedNormally: Bool) {}
-}
