@@ -117,9 +117,11 @@ struct ClientMisbehavingServerTests {
         // hog beside it: 6.2 s seen; beside five compilers: 15.6 s); alone they take milliseconds
         // (Benchmarks/DeviceBench).
         #expect(run.slowestWrite <= .seconds(25), "\(run)")
-        // stop() gives its tasks at most 1 s; the rest is scheduling on a loaded test run (2.2 s seen).
-        // The bench measures it in a quiet process: 0–1 ms against a server that never answers.
-        #expect(run.stopTook <= .seconds(10), "\(run)")
+        // stop() gives its tasks at most 1 s; the rest is scheduling on a loaded test run (2.2 s seen; 10.3 s
+        // once in the whole suite on 2 cores, the cooperative pool held by other suites' blocking work, as
+        // ClientStatusTests' 20 s bound allows for). A stop() that waited on the network would wait out a
+        // request (30 s). The bench measures it in a quiet process: 0–1 ms against a server that never answers.
+        #expect(run.stopTook <= .seconds(20), "\(run)")
         #expect(!run.requests.isEmpty, "\(run)")
     }
 
