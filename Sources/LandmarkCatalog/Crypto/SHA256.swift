@@ -95,6 +95,24 @@ package struct SHA256: ~Copyable {
         bytes.withUnsafeBytes { update($0) }
     }
 
+    /// Calls `body` with the SHA-256 digest (32 bytes) of `input`, held on the stack: no array is
+    /// allocated, so hashing one short text per row costs only the hash itself.
+    static func withDigest<T>(of input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &digest) { out in
+            #if canImport(CryptoKit)
+                let hash = CryptoKit.SHA256.hash(data: input)
+                hash.withUnsafeBytes { out.copyMemory(from: $0) }
+            #else
+                var length: UInt32 = 0
+                let ok = EVP_Digest(
+                    input.baseAddress, input.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, fetchedSHA256, nil)
+                precondition(ok == 1 && length == UInt32(Self.byteCount), "EVP_Digest failed")
+            #endif
+            return body(UnsafeRawBufferPointer(out))
+        }
+    }
+
     /// The SHA-256 digest (32 bytes) of `bytes`.
     static func hash(_ bytes: [UInt8]) -> [UInt8] {
         #if !canImport(CryptoKit) && os(Linux)

@@ -57,15 +57,16 @@ extension Importer {
         return try store.transaction {
             // Read only once the write lock is held: a busy database fails fast, with no reader to stop.
             let file = source.displayName
-            // The stamp the writer will use (nothing is written before it peeks again): the reading thread
-            // hashes each row as it will be stored, beside the writer.
+            // The stamp the writer will use (nothing is written before it peeks again): a third thread
+            // hashes each row as it will be stored, between the reader and the writer.
             let stamp = try store.peekLocalStamp()
             let reading = ReadingThread { queue in
-                Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue, hashStamp: stamp)
+                Self.decodeLandmarkFile(fd: fd, file: file, options: options, queue: queue)
             }
-            defer { reading.finish() }
+            let hashing = ReadingThread(after: reading) { batch in Self.hashLandmarks(batch, stamp: stamp) }
+            defer { hashing.finish() }
             writer.stamp = stamp
-            try writer.run(queue: reading.queue, shouldStop: shouldStop) { records, bytes in
+            try writer.run(queue: hashing.queue, shouldStop: shouldStop) { records, bytes in
                 progress(CatalogProgress(records: records, bytes: bytes, totalBytes: total))
             }
             var summary = writer.summary
@@ -74,11 +75,18 @@ extension Importer {
         }
     }
 
+    /// Sets ``RowBatch/landmarkHashes``: each record's row hash as the import stores it with `stamp`
+    /// (docs/repair.md §1), computed off the writing thread.
+    static func hashLandmarks(_ batch: RowBatch, stamp: HLCStamp) {
+        var hasher = RowHasher()
+        batch.landmarkHashes.reserveCapacity(batch.landmarks.count)
+        for record in batch.landmarks {
+            batch.landmarkHashes.append(batch.withView(record) { hasher.landmark(StampedFields($0, stamp: stamp)) })
+        }
+    }
+
     /// The reading thread's work for an import: the top-level array of `landmarkData.json`.
-    ///
-    /// With `hashStamp`, each record's row hash as the import would store it with that stamp is computed
-    /// here (``RowBatch/landmarkHashes``), on the reading thread, so the writer does not.
-    static func decodeLandmarkFile(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue, hashStamp: HLCStamp? = nil) {
+    static func decodeLandmarkFile(fd: Int32, file: String, options: ImportOptions, queue: BatchQueue) {
         var decoder = LandmarkDecoder(file: file, mode: .importRecord, strict: options.strict)
         let reader = JSONPullReader(fileDescriptor: fd, options: .init(allowTrailingCommas: !options.strict, maxDepth: 64))
         var batch = RowBatch()
@@ -93,11 +101,7 @@ extension Importer {
             }
             try reader.beginArray()
             while try reader.nextElement() {
-                let count = batch.landmarks.count
                 try decoder.decode(reader, index: index, into: batch)
-                if let hashStamp, batch.landmarks.count == count + 1, batch.landmarkHashes.count == count {
-                    batch.landmarkHashes.append(batch.withView(batch.landmarks[count]) { RowHash(landmark: StampedFields($0, stamp: hashStamp)) })
-                }
                 index += 1
                 if batch.landmarks.count >= LandmarkDecoder.batchSize || batch.bytes.count >= 1 << 21 {
                     batch.recordsRead = index

@@ -11,7 +11,11 @@ public struct JSONWriter: Sendable {
     @inline(__always) public mutating func raw(_ s: StaticString) {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
-    @inline(__always) public mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
+    /// Appends the UTF-8 bytes of `s` as they are (copied from its contiguous storage in one go).
+    @inline(__always) public mutating func raw(_ s: String) {
+        var s = s
+        s.withUTF8 { bytes.append(contentsOf: $0) }
+    }
     @inline(__always) public mutating func byte(_ b: UInt8) { bytes.append(b) }
 
     /// Appends a JSON string literal: `"`, `\`, and control characters escaped; everything else as UTF-8.

@@ -88,7 +88,7 @@ package struct RowMerger {
             batch.erasures.removeAll()
         }
         if !batch.positions.isEmpty {
-            batch.positions.sort { $0.user < $1.user }  // NFC strings: scalar order, which is UTF-8 byte order
+            PositionRecord.sortForMerge(&batch.positions)
             try applyPositions(batch.positions)
             // Its rows are done: the storage is kept for the reader's next batch (BatchQueue.recycle), or
             // freed with the batch.
@@ -330,7 +330,7 @@ package struct RowMerger {
         try upsert.bind(row.stamp.node, to: PositionColumn.node)
         try upsert.bind(row.deleted, to: PositionColumn.deleted)
         try upsert.bind(nextSeq, to: PositionColumn.seq)
-        let hash = RowHash(position: row)
+        let hash = row.rowHash
         try RowHashColumns.bind(hash, to: upsert, at: PositionsTable.mergeHashParameter)
         try upsert.run()
         return hash

@@ -120,11 +120,14 @@ package struct TextRanges {
 /// Kept small (a merge holds 100,000 of them at a time): where it was read is packed into three 32-bit
 /// numbers.
 package struct PositionRecord: Sendable {
-    var user: String
-    var page: Int64
-    var landmark: Int64?
-    var stamp: HLCStamp
-    var deleted: Bool
+    var user: String { didSet { aheadHash = nil } }
+    var page: Int64 { didSet { aheadHash = nil } }
+    var landmark: Int64? { didSet { aheadHash = nil } }
+    var stamp: HLCStamp { didSet { aheadHash = nil } }
+    var deleted: Bool { didSet { aheadHash = nil } }
+    /// The row hash of the fields above, when computed ahead (``hashAhead(with:)``); any change to a
+    /// field clears it, so it is never stale.
+    private var aheadHash: RowHash?
     private var packedIndex: Int32 = -1
     private var line: Int32 = 0
     private var column: Int32 = 0
@@ -141,6 +144,18 @@ package struct PositionRecord: Sendable {
             column = Int32(clamping: position.column)
         }
     }
+
+    /// Puts `rows` in the order a merge applies them: by user, equal users in input order (NFC strings
+    /// compare in scalar order, which is UTF-8 byte order).
+    ///
+    /// A reading thread sorts each batch before handing it on, so the writer's own sort finds one run.
+    static func sortForMerge(_ rows: inout [PositionRecord]) { rows.sort { $0.user < $1.user } }
+
+    /// Computes the row hash now (on a reading thread) for ``rowHash`` to return later.
+    mutating func hashAhead(with hasher: inout RowHasher) { aheadHash = hasher.position(self) }
+
+    /// The row hash (docs/repair.md §1): the one computed ahead, else computed now.
+    var rowHash: RowHash { aheadHash ?? RowHash(position: self) }
 
     /// Its index in the snapshot's `positions` array, when it came from one.
     var index: Int? { packedIndex < 0 ? nil : Int(packedIndex) }
@@ -180,8 +195,8 @@ package final class RowBatch: @unchecked Sendable {
     // `BatchQueue` (whose lock orders the accesses) and never touches it again; the writer then owns it.
     package var bytes: [UInt8] = []
     package var landmarks: [RawLandmark] = []
-    /// The row hash of each of `landmarks` as an import writes it, when the reading thread computed them
-    /// (docs/repair.md §1); else empty.
+    /// The row hash of each of `landmarks` as an import writes it, when a thread before the writer
+    /// computed them (docs/repair.md §1); else empty.
     var landmarkHashes: [RowHash] = []
     package var positions: [PositionRecord] = []
     /// Erasure records (docs/snapshot-format.md §3), applied before the batch's positions.

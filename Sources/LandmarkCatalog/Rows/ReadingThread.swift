@@ -37,6 +37,18 @@ package final class BatchQueue: @unchecked Sendable {
         return batch
     }
 
+    /// Blocks until a batch is there; nil once the queue is cancelled with none left (for a stage
+    /// between the reader and the writer, which must stop when the writer gives up).
+    func takeUnlessCancelled() -> RowBatch? {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.isEmpty && !cancelled { condition.wait() }
+        guard !items.isEmpty else { return nil }
+        let batch = items.removeFirst()
+        condition.broadcast()
+        return batch
+    }
+
     /// Keeps `batch`'s position storage for ``takeSpare()`` (at most two buffers are kept); the batch's
     /// rows must be done with.
     ///
@@ -79,6 +91,8 @@ package final class ReadingThread: @unchecked Sendable {
     package let queue = BatchQueue()
     private let done = DispatchSemaphore(value: 0)
     private var finished = false
+    /// The thread whose batches this one passes on, for a stage (``init(after:_:)``).
+    private var upstream: ReadingThread?
 
     /// Starts `body` on a new thread with 1 MiB of stack; `body` emits batches through the queue's `put`
     /// (which returns false when the writer gave up) and must put one last batch with `isLast` set.
@@ -93,11 +107,27 @@ package final class ReadingThread: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the reader (if still running) and waits for it.
+    /// A stage on its own thread between `upstream` and the writer: `body` is called with each batch
+    /// of `upstream`, in order, before it is handed on through ``queue``.
+    ///
+    /// ``finish()`` stops and waits for both threads.
+    package convenience init(after upstream: ReadingThread, _ body: @escaping @Sendable (RowBatch) -> Void) {
+        let source = upstream.queue
+        self.init { queue in
+            while let batch = source.takeUnlessCancelled() {
+                body(batch)
+                guard queue.put(batch), !batch.isLast else { return }
+            }
+        }
+        self.upstream = upstream
+    }
+
+    /// Stops the reader (if still running) and waits for it, and for the thread it reads from.
     package func finish() {
         guard !finished else { return }
         finished = true
         queue.cancel()
+        upstream?.finish()
         done.wait()
     }
 

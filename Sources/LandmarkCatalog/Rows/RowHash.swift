@@ -13,20 +13,32 @@ package struct RowHash: Sendable, Equatable, Hashable {
 
     /// The hash of the canonical row text `text`.
     package init(text: [UInt8]) {
-        let hash = SHA256.hash(text)
-        func lane(_ i: Int) -> UInt32 {
-            UInt32(hash[i]) << 24 | UInt32(hash[i + 1]) << 16 | UInt32(hash[i + 2]) << 8 | UInt32(hash[i + 3])
+        self = text.withUnsafeBytes { Self(hashing: $0) }
+    }
+
+    /// The hash of the canonical row text in `text`.
+    init(hashing text: UnsafeRawBufferPointer) {
+        lanes = SHA256.withDigest(of: text) { d in
+            (
+                UInt32(bigEndian: d.loadUnaligned(fromByteOffset: 0, as: UInt32.self)),
+                UInt32(bigEndian: d.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
+                UInt32(bigEndian: d.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),
+                UInt32(bigEndian: d.loadUnaligned(fromByteOffset: 12, as: UInt32.self))
+            )
         }
-        lanes = (lane(0), lane(4), lane(8), lane(12))
     }
 
     /// The hash of a landmark row, live or tombstone.
     package init<F: LandmarkFields>(landmark f: F) {
-        self.init(text: Self.landmarkText(f, content: LandmarkJSON.bytes(f, shape: .content)))
+        var hasher = RowHasher(capacity: 1024)
+        self = hasher.landmark(f)
     }
 
     /// The hash of a position row, live or tombstone.
-    package init(position p: PositionRecord) { self.init(text: Self.positionText(p)) }
+    package init(position p: PositionRecord) {
+        var hasher = RowHasher(capacity: 128)
+        self = hasher.position(p)
+    }
 
     /// The hash of an erasure record.
     package init(erasure e: ErasureRecord) { self.init(text: Self.erasureText(e)) }
@@ -34,25 +46,54 @@ package struct RowHash: Sendable, Equatable, Hashable {
     /// The lanes as SQL integers, `h0` first.
     package var values: [Int64] { [Int64(lanes.0), Int64(lanes.1), Int64(lanes.2), Int64(lanes.3)] }
 
-    package static func == (a: RowHash, b: RowHash) -> Bool { a.values == b.values }
-    package func hash(into hasher: inout Hasher) { hasher.combine(values) }
+    /// Lane `i` (0 to 3) as an SQL integer.
+    @inline(__always) func value(_ i: Int) -> Int64 {
+        switch i {
+        case 0: Int64(lanes.0)
+        case 1: Int64(lanes.1)
+        case 2: Int64(lanes.2)
+        default: Int64(lanes.3)
+        }
+    }
 
-    /// The canonical text of a landmark row.
+    package static func == (a: RowHash, b: RowHash) -> Bool { a.lanes == b.lanes }
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(lanes.0)
+        hasher.combine(lanes.1)
+        hasher.combine(lanes.2)
+        hasher.combine(lanes.3)
+    }
+
+    /// The canonical text of a landmark row: its header (``writeLandmarkHeader(_:to:)``) and `content`,
+    /// its canonical content bytes.
     package static func landmarkText<F: LandmarkFields>(_ f: F, content: [UInt8]) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: content.count + 64)
+        writeLandmarkHeader(f, to: &w)
+        w.bytes.append(contentsOf: content)
+        return w.bytes
+    }
+
+    /// Appends the canonical text of a landmark row: the header, then the canonical content
+    /// (``LandmarkJSONShape/content``) written straight into `w`.
+    static func writeLandmarkText<F: LandmarkFields>(_ f: F, to w: inout JSONWriter) {
+        writeLandmarkHeader(f, to: &w)
+        LandmarkJSON.write(f, shape: .content, to: &w)
+    }
+
+    /// Appends the lines of a landmark row's text before its content: `L`, id, updated_ms, counter,
+    /// node, deleted, each followed by LF.
+    static func writeLandmarkHeader<F: LandmarkFields>(_ f: F, to w: inout JSONWriter) {
         w.raw("L\n")
-        w.raw(String(f.int(.id)))
+        w.int(f.int(.id))
         w.byte(0x0A)
-        w.raw(String(f.int(.updatedMs)))
+        w.int(f.int(.updatedMs))
         w.byte(0x0A)
-        w.raw(String(f.int(.counter)))
+        w.int(f.int(.counter))
         w.byte(0x0A)
         f.withText(.node) { if let b = $0 { w.bytes.append(contentsOf: b) } }
         w.byte(0x0A)
         w.raw(f.int(.deleted) != 0 ? "1" : "0")
         w.byte(0x0A)
-        w.bytes.append(contentsOf: content)
-        return w.bytes
     }
 
     /// The canonical text of an erasure record: `E`, user hash, updated_ms, counter, node.
@@ -62,22 +103,54 @@ package struct RowHash: Sendable, Equatable, Hashable {
 
     /// The canonical text of a position row.
     package static func positionText(_ p: PositionRecord) -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: 96)
+        var w = JSONWriter(reservingCapacity: 128)
+        writePositionText(p, to: &w)
+        return w.bytes
+    }
+
+    /// Appends the canonical text of a position row.
+    static func writePositionText(_ p: PositionRecord, to w: inout JSONWriter) {
         w.raw("P\n")
         w.raw(p.user)
         w.byte(0x0A)
-        w.raw(String(p.stamp.wallMilliseconds))
+        w.int(p.stamp.wallMilliseconds)
         w.byte(0x0A)
-        w.raw(String(p.stamp.counter))
+        w.int(p.stamp.counter)
         w.byte(0x0A)
         w.raw(p.stamp.node)
         w.byte(0x0A)
         w.raw(p.deleted ? "1" : "0")
         w.byte(0x0A)
-        w.raw(String(p.page))
+        w.int(p.page)
         w.byte(0x0A)
-        if let l = p.landmark { w.raw(String(l)) }
-        return w.bytes
+        if let l = p.landmark { w.int(l) }
+    }
+}
+
+/// Row hashes computed one after another through one reused text buffer: each row's canonical text is
+/// written straight into it (no intermediate arrays or strings) and hashed in place.
+///
+/// ``RowHash/init(landmark:)`` and ``RowHash/init(position:)`` are this with a fresh buffer, so both
+/// write the same bytes. One hasher per thread.
+package struct RowHasher {
+    /// The text of the last row hashed.
+    private(set) var text: JSONWriter
+
+    /// A hasher whose buffer starts with room for `capacity` bytes (it grows as needed and is kept).
+    package init(capacity: Int = 2048) { text = JSONWriter(reservingCapacity: capacity) }
+
+    /// The hash of a landmark row, live or tombstone.
+    package mutating func landmark<F: LandmarkFields>(_ f: F) -> RowHash {
+        text.bytes.removeAll(keepingCapacity: true)
+        RowHash.writeLandmarkText(f, to: &text)
+        return text.bytes.withUnsafeBytes { RowHash(hashing: $0) }
+    }
+
+    /// The hash of a position row, live or tombstone.
+    package mutating func position(_ p: PositionRecord) -> RowHash {
+        text.bytes.removeAll(keepingCapacity: true)
+        RowHash.writePositionText(p, to: &text)
+        return text.bytes.withUnsafeBytes { RowHash(hashing: $0) }
     }
 }
 
@@ -98,13 +171,13 @@ package struct LaneSums: Sendable, Equatable {
     /// Adds one row's hash.
     package mutating func add(_ h: RowHash) {
         rows += 1
-        for (i, v) in h.values.enumerated() { sums[i] &+= v }
+        for i in 0..<4 { sums[i] &+= h.value(i) }
     }
 
     /// Takes one row's hash away (a row replaced or deleted).
     package mutating func subtract(_ h: RowHash) {
         rows -= 1
-        for (i, v) in h.values.enumerated() { sums[i] &-= v }
+        for i in 0..<4 { sums[i] &-= h.value(i) }
     }
 
     /// Adds another set of sums.

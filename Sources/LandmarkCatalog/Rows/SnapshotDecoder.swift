@@ -68,6 +68,7 @@ struct SnapshotDecoder {
         batch.pageCursor = state.cursor
         batch.pageMore = state.more
         batch.isLast = true
+        PositionRecord.sortForMerge(&batch.positions)
         _ = queue.put(batch)
     }
 
@@ -76,6 +77,7 @@ struct SnapshotDecoder {
         b.bytesRead = reader.position.offset
         b.sourceNode = state.node
         let positions = !b.positions.isEmpty || !b.erasures.isEmpty
+        PositionRecord.sortForMerge(&b.positions)  // here, off the writing thread
         guard queue.put(b) else { return false }
         b = RowBatch(reserving: !positions)  // position batches need no room for landmark text
         return true
@@ -194,6 +196,8 @@ struct SnapshotDecoder {
         var positionErrors = 0
         let maxErrors = 20
         var errors: Int { landmarks.errors + positionErrors }
+        /// Hashes each position read, on the reading thread, so the writer does not (docs/repair.md §1).
+        var rowHasher = RowHasher(capacity: 256)
 
         init(source: String) {
             self.source = source
@@ -321,10 +325,12 @@ struct SnapshotDecoder {
                 }
             }
             guard errors == before, let user = p.user, let page = p.page, let wall = p.wall, let node = p.node else { return nil }
-            return PositionRecord(
+            var row = PositionRecord(
                 user: user, page: page, landmark: p.landmark,
                 stamp: HLCStamp(wallMilliseconds: wall, counter: p.counter, node: node),
                 deleted: p.deleted, index: index, position: at)
+            row.hashAhead(with: &rowHasher)
+            return row
         }
 
         /// Reads the value of key `key` of a position object (docs/snapshot-format.md §3); unknown keys are skipped.

@@ -97,7 +97,7 @@ enum RowHashColumns {
 
     /// Binds `hash`'s four lanes at parameters `first` … `first + 3`.
     static func bind(_ hash: RowHash, to statement: Statement, at first: Int32) throws {
-        for (i, v) in hash.values.enumerated() { try statement.bind(v, at: first + Int32(i)) }
+        for i in 0..<4 { try statement.bind(hash.value(i), at: first + Int32(i)) }
     }
 
     /// The hash read from columns `first` … `first + 3`.
