@@ -57,12 +57,14 @@ extension HubConnection {
     ///   - since: the local change sequence number the last push covered (0: push everything).
     ///   - maxDriftMilliseconds: the allowance for stamps ahead of the hub's clock.
     ///   - hooks: test hooks (none in production).
+    ///   - node: the pushing node's id for the hub's bookkeeping and quarantine (nil: `store`'s own; a
+    ///     repair pushes rows staged in a scratch database on behalf of the node that sent them).
     ///   - progress: rows and bytes sent so far, every 4,096 rows while they stream into `COPY`.
     /// - Returns: what was sent and written, and the range to store as the push cursor.
     /// - Throws: `PGError`; `CatalogError` (69 when another edge's push holds the lock longer than the
     ///   statement timeout; SQLite failures reading the rows).
     func push(
-        from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks(),
+        from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks(), node: String? = nil,
         progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in }
     ) throws -> HubPushReport {
         try store.read {
@@ -73,7 +75,7 @@ extension HubConnection {
             let limit = try hubNowMilliseconds() &+ maxDriftMilliseconds
             let due = try pg.execute(sql: HubSQL.quarantineDue, [.integer(limit)]).bool(0, 0) == true
             guard through > since || due else { return report }
-            let node = try store.currentNode()
+            let node = try node ?? store.currentNode()
             let pg = self.pg
             try pg.transaction {
                 try pg.execute(
