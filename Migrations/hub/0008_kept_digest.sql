@@ -76,10 +76,12 @@ CREATE TRIGGER positions_lanes_update BEFORE UPDATE ON positions FOR EACH ROW WH
 CREATE INDEX landmarks_dead ON landmarks (updated_ms) INCLUDE (h0, h1, h2, h3) WHERE deleted;
 CREATE INDEX positions_dead ON positions (updated_ms) INCLUDE (h0, h1, h2, h3) WHERE deleted;
 
--- Per table (`landmarks`, `positions`): every stored row's count and lane sums (below 2^63 for fewer than
--- 2^31 rows).
+-- Per table (`landmarks`, `positions`): the row count and lane sums of every stored row, as the sum of this
+-- table's rows of that table (each below 2^63 for fewer than 2^31 rows). Writers only append rows (a
+-- statement's move), so concurrent writers never wait for each other here; `catalog_fold_digest_totals`
+-- folds them back into one row per table once there are more than 64.
 CREATE TABLE hub_digest_totals (
-    tbl  text COLLATE "C" PRIMARY KEY,
+    tbl  text COLLATE "C" NOT NULL,
     rows bigint NOT NULL,
     s0   bigint NOT NULL,
     s1   bigint NOT NULL,
@@ -97,31 +99,42 @@ GRANT SELECT ON hub_digest_totals TO PUBLIC;
 -- Moves the totals once per statement, from its transition tables (PostgreSQL "CREATE TRIGGER",
 -- REFERENCING): rows inserted add, rows deleted subtract, rows updated subtract their old lanes and add
 -- the new. One aggregate per statement, in the writer's transaction, whatever writes: a push's upserts,
--- a release from the quarantine, an erasure's delete, a collection. SECURITY DEFINER: a role that may
--- write the rows moves the totals without a grant on them.
+-- a release from the quarantine, an erasure's delete, a collection, a row written by hand. SECURITY
+-- DEFINER: a role that may write the rows moves the totals without a grant on them.
 CREATE FUNCTION catalog_move_digest_totals() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT
     AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        UPDATE hub_digest_totals t SET rows = t.rows + d.n, s0 = t.s0 + d.s0, s1 = t.s1 + d.s1, s2 = t.s2 + d.s2, s3 = t.s3 + d.s3
-        FROM (SELECT count(*) AS n, coalesce(sum(h0), 0) AS s0, coalesce(sum(h1), 0) AS s1, coalesce(sum(h2), 0) AS s2,
-                     coalesce(sum(h3), 0) AS s3 FROM new_rows) d
-        WHERE t.tbl = TG_TABLE_NAME AND d.n > 0;
+        INSERT INTO hub_digest_totals
+        SELECT TG_TABLE_NAME, count(*), coalesce(sum(h0), 0), coalesce(sum(h1), 0), coalesce(sum(h2), 0), coalesce(sum(h3), 0)
+        FROM new_rows HAVING count(*) > 0;
     ELSIF TG_OP = 'UPDATE' THEN
-        UPDATE hub_digest_totals t SET s0 = t.s0 + d.s0, s1 = t.s1 + d.s1, s2 = t.s2 + d.s2, s3 = t.s3 + d.s3
-        FROM (SELECT count(*) AS n, coalesce(sum(h0), 0) AS s0, coalesce(sum(h1), 0) AS s1, coalesce(sum(h2), 0) AS s2,
-                     coalesce(sum(h3), 0) AS s3
-              FROM (SELECT h0, h1, h2, h3 FROM new_rows UNION ALL SELECT -h0, -h1, -h2, -h3 FROM old_rows) u) d
-        WHERE t.tbl = TG_TABLE_NAME AND d.n > 0;
+        INSERT INTO hub_digest_totals
+        SELECT TG_TABLE_NAME, 0, coalesce(sum(h0), 0), coalesce(sum(h1), 0), coalesce(sum(h2), 0), coalesce(sum(h3), 0)
+        FROM (SELECT h0, h1, h2, h3 FROM new_rows UNION ALL SELECT -h0, -h1, -h2, -h3 FROM old_rows) u HAVING count(*) > 0;
     ELSE
-        UPDATE hub_digest_totals t SET rows = t.rows - d.n, s0 = t.s0 - d.s0, s1 = t.s1 - d.s1, s2 = t.s2 - d.s2, s3 = t.s3 - d.s3
-        FROM (SELECT count(*) AS n, coalesce(sum(h0), 0) AS s0, coalesce(sum(h1), 0) AS s1, coalesce(sum(h2), 0) AS s2,
-                     coalesce(sum(h3), 0) AS s3 FROM old_rows) d
-        WHERE t.tbl = TG_TABLE_NAME AND d.n > 0;
+        INSERT INTO hub_digest_totals
+        SELECT TG_TABLE_NAME, -count(*), -coalesce(sum(h0), 0), -coalesce(sum(h1), 0), -coalesce(sum(h2), 0), -coalesce(sum(h3), 0)
+        FROM old_rows HAVING count(*) > 0;
     END IF;
     RETURN NULL;
 END
 $$;
+
+-- Folds the totals' rows into one per table when there are more than 64 (a push calls it, under the push
+-- lock). Rows a concurrent writer appends meanwhile are not seen by the DELETE and stay; a concurrent
+-- fold deletes only rows this one did not, so the sums are kept either way.
+CREATE FUNCTION catalog_fold_digest_totals() RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT
+    AS $$
+BEGIN
+    IF (SELECT count(*) FROM hub_digest_totals) > 64 THEN
+        WITH gone AS (DELETE FROM hub_digest_totals RETURNING *)
+        INSERT INTO hub_digest_totals
+        SELECT tbl, sum(rows)::bigint, sum(s0)::bigint, sum(s1)::bigint, sum(s2)::bigint, sum(s3)::bigint FROM gone GROUP BY tbl;
+    END IF;
+END
+$$;
+GRANT EXECUTE ON FUNCTION catalog_fold_digest_totals() TO PUBLIC;
 CREATE TRIGGER landmarks_digest_insert AFTER INSERT ON landmarks REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION catalog_move_digest_totals();
 CREATE TRIGGER landmarks_digest_update AFTER UPDATE ON landmarks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows

@@ -10,8 +10,10 @@ import Testing
 struct HubRepairTests {
     static var now: Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
-    /// A hub holding `users` positions written on the hub (`hub-user-0000`…), pulled by a seeded edge whose
-    /// landmarks it pushed: the two equal. Returns (uri, name, edge database).
+    /// A hub and an edge holding the same rows.
+    ///
+    /// The hub holds `users` positions written on the hub (`hub-user-0000`…), pulled by a seeded edge whose
+    /// landmarks it pushed. Returns (uri, name, edge database).
     static func pair(_ box: Sandbox, _ server: PostgresServer, users: Int) throws -> (uri: String, name: String, edge: String) {
         let (uri, name) = try HubSupport.makeHub(server)
         let edge = try box.seededDatabase("edge.sqlite")

@@ -56,20 +56,24 @@ extension HubSQL {
             """
     }
 
-    /// The kept count and lane sums of `landmarks` or `positions` (`$2`) at the horizon `$1`: the totals
-    /// every write keeps, minus the tombstones stamped before the horizon (read from the partial index
+    /// The kept count and lane sums of `landmarks` or `positions` at the horizon `$1`: the totals
+    /// every write appends (at most 65 rows, ``foldTotals``), minus the tombstones stamped before the horizon (read from the partial index
     /// `landmarks_dead` / `positions_dead`, which carries their lanes).
     static func keptSums(_ table: RepairTable) -> String {
         let name = table == .landmarks ? "landmarks" : "positions"
         return """
-            SELECT t.rows - d.n, (t.s0 - d.s0)::bigint, (t.s1 - d.s1)::bigint, (t.s2 - d.s2)::bigint, (t.s3 - d.s3)::bigint
-            FROM hub_digest_totals t,
+            SELECT (t.rows - d.n)::bigint, (t.s0 - d.s0)::bigint, (t.s1 - d.s1)::bigint, (t.s2 - d.s2)::bigint, (t.s3 - d.s3)::bigint
+            FROM (SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(s0), 0) AS s0, coalesce(sum(s1), 0) AS s1,
+                         coalesce(sum(s2), 0) AS s2, coalesce(sum(s3), 0) AS s3
+                  FROM hub_digest_totals WHERE tbl = '\(name)') AS t,
                  (SELECT count(*) AS n, coalesce(sum(h0), 0) AS s0, coalesce(sum(h1), 0) AS s1, coalesce(sum(h2), 0) AS s2,
                          coalesce(sum(h3), 0) AS s3
                   FROM \(name) WHERE deleted AND \(collected)) AS d
-            WHERE t.tbl = '\(name)'
             """
     }
+
+    /// Folds the kept totals' rows into one per table when they are more than 64 (hub migration 8).
+    static let foldTotals = "SELECT catalog_fold_digest_totals()"
 
     /// Rows of `landmarks` and `positions` whose stored lanes are not those of their recomputed hash (a
     /// write path that stored stale lanes): one pass over both tables.

@@ -128,6 +128,8 @@ extension HubConnection {
                         _ = try pg.execute(sql: HubSQL.noteHistory, [.integer(after), .text(node)])
                     }
                 }
+                // The kept digest's appended moves, folded now and then (still under the lock).
+                if report.written > 0 { try pg.execute(sql: HubSQL.foldTotals) }
                 // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
                 if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
                 try pg.execute(
