@@ -114,6 +114,11 @@ struct HubRepairTests {
         let status = try box.run(["status", "--json"], db: edge)
         #expect(status.status == 0, "\(status)")
         #expect(status.stdout.contains(after.kept.hex), "\(status.stdout)")
+        // status --verify-digest checks the hub too.
+        let verify = try box.run(["status", "--verify-digest", "--json"], db: edge)
+        #expect(verify.status == 0, "\(verify)")
+        let hubs = try #require(try Self.json(verify.stdout)["hubs"] as? [[String: Any]])
+        #expect(hubs.count == 1 && hubs[0]["equal"] as? Bool == true && hubs[0]["kept"] as? String == after.kept.hex, "\(hubs)")
     }
 
     @Test("the hub's parts of a range are cut where its rows are: ntile in one statement, each part's sums those of its range")

@@ -169,3 +169,28 @@ extension HubConnection {
         LaneSums(rows: try result.int64(row, 0) ?? 0, sums: try (1...4).map { try result.int64(row, $0) ?? 0 })
     }
 }
+
+extension HubDigestCheck {
+    /// Checks every hub `store`'s database has synced with, found as ``HubStatus/all(in:timeoutSeconds:)``
+    /// finds them (the saved remote's connection string, else the source's name when it holds no password).
+    /// - Returns: per hub, by name, its check or why it could not be read.
+    /// - Throws: `CatalogError` for the local database only.
+    public static func all(in store: CatalogStore, timeoutSeconds: Double = 30) throws -> [(
+        name: String, check: Result<HubDigestCheck, CatalogError>
+    )] {
+        let saved = try RemoteBook(store).remotes()
+        let names = try store.read { try store.sourceTable.cursors(kind: HubSourceKind().name).map(\.0) }
+        return names.map { name in
+            guard let conninfo = saved.first(where: { redactedURL($0.url) == name })?.url ?? (name.contains("***") ? nil : name) else {
+                return (name, .failure(CatalogError(.unavailable, "the hub's password is not stored here, \(name)")))
+            }
+            do {
+                return (name, .success(try run(conninfo: conninfo, timeoutSeconds: timeoutSeconds)))
+            } catch let error as CatalogError {
+                return (name, .failure(error))
+            } catch {
+                return (name, .failure(CatalogError(.software, "\(error), \(name)")))
+            }
+        }
+    }
+}
