@@ -121,6 +121,38 @@ struct HubRepairTests {
         #expect(hubs.count == 1 && hubs[0]["equal"] as? Bool == true && hubs[0]["kept"] as? String == after.kept.hex, "\(hubs)")
     }
 
+    @Test(
+        "random overlapping histories on a node and on a hub (pushed by another node), erasures included: after repair the digests are equal, each equals its recomputation, and the positions are the same",
+        arguments: 0..<3)
+    func randomHistories(_ iteration: Int) throws {
+        let server = try PostgresServer.running()
+        let box = try Sandbox()
+        let (uri, name) = try HubSupport.makeHub(server)
+        var rng = SplitMix64(seed: 0xB0B &+ UInt64(iteration) &* 7_919)
+        let users = [40, 300, 900][iteration]
+        let pool = (0..<(users * 2)).map { _ in RepairTests.randomRow(&rng, users: users, landmarks: 80) }
+        let (a, b) = (box.path("a.sqlite"), box.path("b.sqlite"))
+        for path in [a, b] {
+            let store = try CatalogStore.open(path: path)
+            try RepairTests.merge(pool.filter { _ in Int.random(in: 0..<3, using: &rng) != 0 }.shuffled(using: &rng), into: store)
+            let erased = (0..<2).map { _ in (user: "user-\(Int.random(in: 0..<users, using: &rng))", at: testNow - 300_000, node: "n-erase") }
+            try RepairTests.mergeErasures(erased, into: store)
+        }
+        let pushed = try box.run(["sync", uri], db: b)
+        try #require(pushed.status == 0, "\(pushed)")
+        let run = try box.run(["repair", uri, "--json"], db: a)
+        try #require(run.status == 0, "\(run)")
+        let report = try Self.json(run.stdout)
+        #expect((report["rowsSent"] as? Int ?? 0) > 0 && (report["rowsReceived"] as? Int ?? 0) > 0, "iteration \(iteration): \(report)")
+        #expect(report["digest"] as? String == report["sourceDigest"] as? String, "iteration \(iteration): \(report)")
+        let hub = try Self.check(uri)
+        #expect(hub.equal, "iteration \(iteration): \(hub)")
+        let local = try StateDigest.verify(try CatalogStore.open(path: a))
+        #expect(local.kept == local.recomputed && local.staleRows == 0, "iteration \(iteration)")
+        #expect(local.recomputed == hub.recomputed, "iteration \(iteration)")
+        #expect(try HubSupport.hubPositions(server, name) == HubSupport.edgePositions(a), "iteration \(iteration)")
+    }
+
     @Test("the hub's parts of a range are cut where its rows are: ntile in one statement, each part's sums those of its range")
     func partsMatchRanges() throws {
         let server = try PostgresServer.running()
