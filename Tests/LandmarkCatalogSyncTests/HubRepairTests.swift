@@ -88,10 +88,17 @@ struct HubRepairTests {
         #expect(try HubSupport.edgePositions(edge) == edgeBefore)
         #expect(try Self.check(uri).kept == keptBefore.kept)
 
+        let node = try CatalogStore.open(path: edge).nodeID()
+        let bookkeeping = "SELECT push_through FROM hub_edges WHERE node = $1"
+        let pushThrough = try HubSupport.scalar(server, name, bookkeeping, [.text(node)])
         let run = try box.run(["repair", uri, "--json"], db: edge)
         try #require(run.status == 0, "\(run)")
         let report = try Self.json(run.stdout)
         #expect(report["digest"] as? String == report["sourceDigest"] as? String, "\(report)")
+        // The rows the hub took were pushed on the node's behalf: its sync bookkeeping stays as it was.
+        #expect(pushThrough != nil)
+        #expect(try HubSupport.scalar(server, name, bookkeeping, [.text(node)]) == pushThrough)
+        #expect(try HubSupport.scalar(server, name, "SELECT count(*) FROM hub_history WHERE node = $1", [.text(node)]) != "0")
         #expect((report["roundTrips"] as? Int ?? 99) <= 5, "\(report)")
         let after = try Self.check(uri)
         #expect(after.equal, "\(after)")

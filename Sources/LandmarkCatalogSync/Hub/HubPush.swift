@@ -57,8 +57,9 @@ extension HubConnection {
     ///   - since: the local change sequence number the last push covered (0: push everything).
     ///   - maxDriftMilliseconds: the allowance for stamps ahead of the hub's clock.
     ///   - hooks: test hooks (none in production).
-    ///   - node: the pushing node's id for the hub's bookkeeping and quarantine (nil: `store`'s own; a
-    ///     repair pushes rows staged in a scratch database on behalf of the node that sent them).
+    ///   - node: the pushing node's id for the hub's quarantine and history (nil: `store`'s own; a repair
+    ///     pushes rows staged in a scratch database on behalf of the node that sent them, and leaves that
+    ///     node's row in `hub_edges` as its own pushes left it).
     ///   - progress: rows and bytes sent so far, every 4,096 rows while they stream into `COPY`.
     /// - Returns: what was sent and written, and the range to store as the push cursor.
     /// - Throws: `PGError`; `CatalogError` (69 when another edge's push holds the lock longer than the
@@ -75,6 +76,7 @@ extension HubConnection {
             let limit = try hubNowMilliseconds() &+ maxDriftMilliseconds
             let due = try pg.execute(sql: HubSQL.quarantineDue, [.integer(limit)]).bool(0, 0) == true
             guard through > since || due else { return report }
+            let onBehalf = node != nil
             let node = try node ?? store.currentNode()
             let pg = self.pg
             try pg.transaction {
@@ -132,12 +134,16 @@ extension HubConnection {
                 if report.written > 0 { try pg.execute(sql: HubSQL.foldTotals) }
                 // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
                 if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
-                try pg.execute(
-                    sql: HubSQL.notePush,
-                    [
-                        .text(node), .integer(through), .integer(Int64(report.sent)),
-                        .integer(Int64(report.written)), .text(CatalogVersion.string),
-                    ])
+                // A push on another node's behalf (a repair's rows, staged in a scratch database) leaves that
+                // node's bookkeeping alone: `through` numbers the scratch database's changes, not the node's.
+                if !onBehalf {
+                    try pg.execute(
+                        sql: HubSQL.notePush,
+                        [
+                            .text(node), .integer(through), .integer(Int64(report.sent)),
+                            .integer(Int64(report.written)), .text(CatalogVersion.string),
+                        ])
+                }
                 hooks.beforePushCommit?()
             }
             report.pushed = true
