@@ -130,25 +130,31 @@ extension HubConnection {
                         _ = try pg.execute(sql: HubSQL.noteHistory, [.integer(after), .text(node)])
                     }
                 }
-                // The kept digest's appended moves, folded now and then (still under the lock).
-                if report.written > 0 { try pg.execute(sql: HubSQL.foldTotals) }
-                // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
-                if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
-                // A push on another node's behalf (a repair's rows, staged in a scratch database) leaves that
-                // node's bookkeeping alone: `through` numbers the scratch database's changes, not the node's.
-                if !onBehalf {
-                    try pg.execute(
-                        sql: HubSQL.notePush,
-                        [
-                            .text(node), .integer(through), .integer(Int64(report.sent)),
-                            .integer(Int64(report.written)), .text(CatalogVersion.string),
-                        ])
-                }
+                try beforeCommit(report, node: node, through: through, onBehalf: onBehalf)
                 hooks.beforePushCommit?()
             }
             report.pushed = true
             return report
         }
+    }
+
+    /// The push's last statements before COMMIT, under the lock: the kept digest's fold, the notification
+    /// and the edge's bookkeeping row.
+    /// - Throws: `PGError`.
+    private func beforeCommit(_ report: HubPushReport, node: String, through: Int64, onBehalf: Bool) throws {
+        // The kept digest's appended moves, folded now and then.
+        if report.written > 0 { try pg.execute(sql: HubSQL.foldTotals) }
+        // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
+        if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
+        // A push on another node's behalf (a repair's rows, staged in a scratch database) leaves that
+        // node's bookkeeping alone: `through` numbers the scratch database's changes, not the node's.
+        guard !onBehalf else { return }
+        try pg.execute(
+            sql: HubSQL.notePush,
+            [
+                .text(node), .integer(through), .integer(Int64(report.sent)),
+                .integer(Int64(report.written)), .text(CatalogVersion.string),
+            ])
     }
 
     /// Streams this edge's rows changed in `since+1…through` into the staging tables (`COPY`), counting
