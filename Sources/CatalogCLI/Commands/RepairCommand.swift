@@ -6,7 +6,8 @@ extension CatalogCLI {
     /// `repair`'s argument, declared once.
     enum RepairArguments {
         static let source = Argument<String>(
-            "source", "Another catalog database (its file path), or a catalog serve (catalog+https://HOST/v1; catalog+http:// for loopback only).",
+            "source",
+            "Another catalog database (its file path), a PostgreSQL hub (postgres://, postgresql://), or a catalog serve (catalog+https://HOST/v1; catalog+http:// for loopback only).",
             completion: .file)
     }
 
@@ -17,7 +18,9 @@ extension CatalogCLI {
             discussion: """
                 SOURCE is another catalog database, by its file path (a file that starts with SQLite's header),
                 or a catalog serve, catalog+https://HOST/v1 (catalog+http:// for loopback only) with an edge
-                token from --token-file or the saved remote, as catalog sync takes it (POST /v1/repair).
+                token from --token-file or the saved remote, as catalog sync takes it (POST /v1/repair), or a
+                PostgreSQL hub, postgres://USER@HOST/DB, its password as catalog sync takes it (the URL, the saved
+                remote, ~/.pgpass); the hub's side runs here, and rows it takes go in as a push.
                 Both copies compare keyed fingerprints of key ranges, split the ranges that differ 16 ways until
                 they are small, then exchange only the rows that differ; each is merged by the merge rule, like
                 any row from a sync. Equal copies take one round trip of under 64 bytes each way. --json
@@ -46,7 +49,21 @@ extension CatalogCLI {
             return 0
         }
         if i[SyncOptionsTable.tokenFile] != nil {
-            throw CatalogError(.usage, "--token-file is for a catalog serve SOURCE (catalog+https://HOST/v1), not a database file")
+            throw CatalogError(.usage, "--token-file is for a catalog serve SOURCE (catalog+https://HOST/v1), not a database file or a hub")
+        }
+        if HubRepair.names(source) {
+            let run = try HubRepair.run(
+                store: try i.openStore(), source: source, options: SyncOptions(), dryRun: i[Options.dryRun], diagnostics: i.report)
+            if run.peer.expired + run.peer.quarantined > 0 {
+                i.report(
+                    Diagnostic(
+                        severity: .warning,
+                        message:
+                            "the hub refused \(run.peer.expired) rows as expired and quarantined \(run.peer.quarantined) (stamped ahead of its clock); the digests after show them",
+                        file: SourceLocator.redacted(source), kind: "hub-refused"))
+            }
+            printRepair(run.report, i)
+            return 0
         }
         guard RepairSourceKind.isDatabase(path: source) else {
             if FileManager.default.fileExists(atPath: source) {

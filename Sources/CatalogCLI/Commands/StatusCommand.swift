@@ -17,7 +17,7 @@ extension CatalogCLI {
         static let quiet = Options.quiet.with(help: "With --check: print nothing when healthy.")
         static let verifyDigest = Flag(
             "--verify-digest",
-            "Recompute the state digest from every row and compare it with the kept one: exit 0 when equal, 70 when not (with --json, both and the stale rows)."
+            "Recompute the state digest from every row and compare it with the kept one, here and on each hub synced with: exit 0 when equal, 70 when not (with --json, both and the stale rows)."
         )
     }
 
@@ -70,6 +70,8 @@ extension CatalogCLI {
     static func runVerifyDigest(_ i: Invocation, store: CatalogStore) throws -> Int32 {
         let (kept, recomputed, stale) = try StateDigest.verify(store)
         let equal = kept == recomputed && stale == 0
+        // Each hub this node synced with: its kept digest against its recomputation, on the hub.
+        let hubs = try HubDigestCheck.all(in: store)
         if i[Options.json] {
             var o = JSONObject()
             o.set("equal", equal)
@@ -78,9 +80,24 @@ extension CatalogCLI {
             o.set("recomputed", recomputed.hex)
             o.set("recomputedRows", recomputed.rows)
             o.set("staleRows", Int64(stale))
+            if !hubs.isEmpty { o.set("hubs", objects: hubs.map(hubCheckJSON)) }
             i.stdout.write(o.bytes + [0x0A])
         } else {
             i.stdout.write("kept digest \(kept), recomputed \(recomputed)\(stale > 0 ? ", \(stale) rows with a stale hash" : "")\n")
+            for (name, check) in hubs {
+                switch check {
+                case .success(let c):
+                    i.stdout.write(
+                        "hub \(name): kept digest \(c.kept), recomputed \(c.recomputed)\(c.staleRows > 0 ? ", \(c.staleRows) rows with stale lanes" : "")\n"
+                    )
+                case .failure(let error): i.stdout.write("hub \(name): not checked: \(error.message)\n")
+                }
+            }
+        }
+        if let (name, c) = hubs.lazy.compactMap({ h in (try? h.check.get()).map { (h.name, $0) } }).first(where: { !$0.1.equal }) {
+            throw CatalogError(
+                .software, "the hub's kept state digest \(c.kept.hex) differs from its recomputation \(c.recomputed.hex), \(name)",
+                hint: "report it: a hub write path did not keep the digest")
         }
         guard equal else {
             throw CatalogError(
@@ -88,6 +105,22 @@ extension CatalogCLI {
                 hint: "report it: a write path did not keep the digest")
         }
         return 0
+    }
+
+    /// One hub's `status --verify-digest --json` entry: `name`, then `equal`, `kept`, `recomputed`, `staleRows`
+    /// or `error`.
+    static func hubCheckJSON(_ hub: (name: String, check: Result<HubDigestCheck, CatalogError>)) -> JSONObject {
+        var o = JSONObject()
+        o.set("name", hub.name)
+        switch hub.check {
+        case .success(let c):
+            o.set("equal", c.equal)
+            o.set("kept", c.kept.hex)
+            o.set("recomputed", c.recomputed.hex)
+            o.set("staleRows", c.staleRows)
+        case .failure(let error): o.set("error", error.message)
+        }
+        return o
     }
 
     static func runStatus(_ i: Invocation) throws -> Int32 {

@@ -8,7 +8,8 @@
 ///
 /// Which rows take part is decided by ``RepairRows`` alone.
 package final class Reconciler {
-    let store: CatalogStore
+    /// The copy this side answers from.
+    let copy: any RepairCopy
     /// The session key every fingerprint is keyed with (16 bytes).
     package let key: [UInt8]
     /// Ranges holding at most this many rows are listed, not split.
@@ -27,10 +28,16 @@ package final class Reconciler {
     /// A side working on `store`, with the session key `key` (the opener's random key, or the one the
     /// opening message carried).
     /// - Throws: `CatalogError` when the store's horizon cannot be read.
-    package init(store: CatalogStore, key: [UInt8]) throws {
-        self.store = store
+    package convenience init(store: CatalogStore, key: [UInt8]) throws {
+        try self.init(copy: StoreRepairCopy(store), key: key)
+    }
+
+    /// A side working on `copy` (a catalog database, or another store of the same rows).
+    /// - Throws: `CatalogError` when the copy's horizon cannot be read.
+    package init(copy: any RepairCopy, key: [UInt8]) throws {
+        self.copy = copy
         self.key = key
-        horizon = try store.read { try store.metaTable.collectionHorizon() }
+        horizon = try copy.collectionHorizon()
     }
 
     /// A new random 16-byte session key.
@@ -40,9 +47,9 @@ package final class Reconciler {
     package func opening() throws -> RepairMessage {
         var m = RepairMessage(key: key)
         m.horizon = horizon
-        try store.read {
+        try copy.read {
             for table in RepairTable.allCases {
-                let space = RepairRows(store: store, table: table, horizon: horizon)
+                let space = copy.rows(table, horizon: horizon)
                 m.items[table.rawValue] = [
                     RepairItem(lower: [], upper: nil, payload: .fingerprint(fingerprint(table, try space.sums([], nil), bytes: 8)))
                 ]
@@ -60,15 +67,15 @@ package final class Reconciler {
             if theirs > horizon { horizon = theirs } else if theirs < horizon { reply.horizon = horizon }
         }
         var send: [[[UInt8]]] = RepairTable.allCases.map { _ in [] }
-        try store.read {
+        try copy.read {
             for table in RepairTable.allCases {
-                let space = RepairRows(store: store, table: table, horizon: horizon)
+                let space = copy.rows(table, horizon: horizon)
                 for item in message.items[table.rawValue] {
                     try answer(item, table: table, space: space, into: &reply.items[table.rawValue], send: &send[table.rawValue])
                 }
             }
             if send.contains(where: { !$0.isEmpty }) {
-                reply.rows = try RepairRows.snapshot(store: store, landmarks: send[0], positions: send[1], erasures: send[2])
+                reply.rows = try copy.snapshot(landmarks: send[0], positions: send[1], erasures: send[2])
                 rowsSent += send.reduce(0) { $0 + $1.count }
             }
         }
@@ -78,7 +85,7 @@ package final class Reconciler {
     /// Counts rows the peer sent (the caller merges them).
     package func received(_ rows: Int) { rowsReceived += rows }
 
-    private func answer(_ item: RepairItem, table: RepairTable, space: RepairRows, into out: inout [RepairItem], send: inout [[UInt8]]) throws {
+    private func answer(_ item: RepairItem, table: RepairTable, space: any RepairRowSet, into out: inout [RepairItem], send: inout [[UInt8]]) throws {
         switch item.payload {
         case .fingerprint(let theirs):
             let mine = try space.sums(item.lower, item.upper)
@@ -113,7 +120,11 @@ package final class Reconciler {
     /// Each cut lies within an eighth of a part of the even one, at the gap whose bound costs the fewest
     /// bytes: the shortest key bytes that separate the rows either side of it (``RepairRows/separator(_:_:)``),
     /// counted beyond the prefix they share with the part's lower bound, which the encoding omits.
-    private func split(_ item: RepairItem, rows: Int64, table: RepairTable, space: RepairRows, into out: inout [RepairItem]) throws {
+    private func split(_ item: RepairItem, rows: Int64, table: RepairTable, space: any RepairRowSet, into out: inout [RepairItem]) throws {
+        if let parts = try space.parts(item.lower, item.upper, count: Self.fanOut), !parts.isEmpty {
+            split(item, parts: parts, table: table, space: space, into: &out)
+            return
+        }
         let parts = Int64(Self.fanOut)
         let slack = rows / (parts * 8)
         var index: Int64 = 0
@@ -154,6 +165,19 @@ package final class Reconciler {
         }
         cut()
         out.append(RepairItem(lower: lower, upper: item.upper, payload: .fingerprint(fingerprint(table, sums, bytes: 4))))
+    }
+
+    /// Splits `item`'s range at the parts the copy computed where its rows are: part i ends at the
+    /// separator of its last key and part i+1's first, so each range holds exactly its part's rows and
+    /// its fingerprint is the part's sums. (Any cut is correct: the peer compares the fingerprints of
+    /// the ranges it is given with its own rows in them.)
+    private func split(_ item: RepairItem, parts: [RepairPart], table: RepairTable, space: any RepairRowSet, into out: inout [RepairItem]) {
+        var lower = item.lower
+        for (i, part) in parts.enumerated() {
+            let upper = i + 1 < parts.count ? space.separator(part.last, parts[i + 1].first) : item.upper
+            out.append(RepairItem(lower: lower, upper: upper, payload: .fingerprint(fingerprint(table, part.sums, bytes: 4))))
+            if let upper { lower = upper }
+        }
     }
 
     /// How many leading bytes `a` and `b` share.

@@ -105,6 +105,20 @@ package enum RepairMerge {
     }
 }
 
+extension RepairMerge {
+    /// Stages another copy's rows in `store` (a scratch database), in one transaction: `body` hands them
+    /// to the merger; no drift allowance applies (the copy that sends them on applies its own).
+    /// - Throws: what `body` throws; `CatalogError` for a row the merger refuses as malformed.
+    package static func stage(into store: CatalogStore, source: String, _ body: (inout RowMerger) throws -> Void) throws {
+        try store.transaction {
+            var merger = try RowMerger(store: store, source: source, quarantineAfter: .max, diagnostics: { _ in })
+            try body(&merger)
+            if let failure = merger.failure() { throw failure }
+            return .commit(())
+        }
+    }
+}
+
 /// Another catalog database on this machine as a repair's peer: its side of the exchange runs here,
 /// on its own store.
 package final class DatabaseRepairPeer: RepairPeer {

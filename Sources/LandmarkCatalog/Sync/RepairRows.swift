@@ -5,14 +5,14 @@
 /// digest at the session's horizon (docs/erasure.md §5) — every live row, and the tombstones and erasure
 /// records stamped at or after it — the greater of the two sides' collection horizons, so what lies
 /// below it is treated alike on both.
-package struct RepairRows {
+package struct RepairRows: RepairRowSet {
     let store: CatalogStore
     let table: RepairTable
     /// The session's horizon (ms since the epoch, UTC).
     let horizon: Int64
 
     /// The row count and lane sums of the rows with keys in `[lower, upper)`.
-    func sums(_ lower: [UInt8], _ upper: [UInt8]?) throws -> LaneSums {
+    package func sums(_ lower: [UInt8], _ upper: [UInt8]?) throws -> LaneSums {
         switch table {
         case .landmarks: return try store.landmarkTable.laneSums(KeyRange(Self.id(lower), upper.map(Self.id)), horizon: horizon)
         case .positions: return try store.positionTable.laneSums(KeyRange(Self.user(lower), upper.map(Self.user)), horizon: horizon)
@@ -25,7 +25,7 @@ package struct RepairRows {
     }
 
     /// Each row with a key in `[lower, upper)`, in key order: its key bytes and stored hash.
-    func forEach(_ lower: [UInt8], _ upper: [UInt8]?, _ body: ([UInt8], RowHash) throws -> Void) throws {
+    package func forEach(_ lower: [UInt8], _ upper: [UInt8]?, _ body: ([UInt8], RowHash) throws -> Void) throws {
         switch table {
         case .landmarks:
             try store.landmarkTable.forEachHash(KeyRange(Self.id(lower), upper.map(Self.id)), horizon: horizon) { try body(Self.key(id: $0), $1) }
@@ -38,7 +38,10 @@ package struct RepairRows {
 
     /// The shortest key bytes above `a` and at most `b` (`a < b`): a prefix of `b`, for positions cut at
     /// a UTF-8 character boundary so that it is a text like the keys.
-    func separator(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
+    package func separator(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] { Self.separator(a, b, table: table) }
+
+    /// ``separator(_:_:)`` for `table`'s keys, wherever its rows are kept.
+    package static func separator(_ a: [UInt8], _ b: [UInt8], table: RepairTable) -> [UInt8] {
         var k = 0
         while k < a.count, k < b.count, a[k] == b[k] { k += 1 }
         k = min(k + 1, b.count)
@@ -46,25 +49,28 @@ package struct RepairRows {
         return Array(b[..<k])
     }
 
+    /// A catalog database splits by reading its rows in order (the caller's cut, which prefers short bounds).
+    package func parts(_ lower: [UInt8], _ upper: [UInt8]?, count: Int) throws -> [RepairPart]? { nil }
+
     /// A landmark id's key bytes: 8 bytes big-endian with the sign bit flipped, so byte order is id order.
-    static func key(id: Int64) -> [UInt8] {
+    package static func key(id: Int64) -> [UInt8] {
         let v = UInt64(bitPattern: id) ^ (1 << 63)
         return (0..<8).map { UInt8(truncatingIfNeeded: v >> UInt64(56 - 8 * $0)) }
     }
 
     /// The smallest id whose key bytes start with `bytes` (padded with zeros).
-    static func id(_ bytes: [UInt8]) -> Int64 {
+    package static func id(_ bytes: [UInt8]) -> Int64 {
         var v: UInt64 = 0
         for i in 0..<8 { v = v << 8 | UInt64(i < bytes.count ? bytes[i] : 0) }
         return Int64(bitPattern: v ^ (1 << 63))
     }
 
     /// A position key's user id, or an erasure key's user hash.
-    static func user(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+    package static func user(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
     /// A snapshot document (docs/snapshot-format.md §2) holding the rows with the given keys: landmark
     /// ids, user ids, erased users' hashes.
-    static func snapshot(store: CatalogStore, landmarks: [[UInt8]], positions: [[UInt8]], erasures: [[UInt8]]) throws -> [UInt8] {
+    package static func snapshot(store: CatalogStore, landmarks: [[UInt8]], positions: [[UInt8]], erasures: [[UInt8]]) throws -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 1 << 12)
         w.raw("{")
         w.key("format")

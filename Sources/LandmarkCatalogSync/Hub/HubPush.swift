@@ -57,12 +57,15 @@ extension HubConnection {
     ///   - since: the local change sequence number the last push covered (0: push everything).
     ///   - maxDriftMilliseconds: the allowance for stamps ahead of the hub's clock.
     ///   - hooks: test hooks (none in production).
+    ///   - node: the pushing node's id for the hub's quarantine and history (nil: `store`'s own; a repair
+    ///     pushes rows staged in a scratch database on behalf of the node that sent them, and leaves that
+    ///     node's row in `hub_edges` as its own pushes left it).
     ///   - progress: rows and bytes sent so far, every 4,096 rows while they stream into `COPY`.
     /// - Returns: what was sent and written, and the range to store as the push cursor.
     /// - Throws: `PGError`; `CatalogError` (69 when another edge's push holds the lock longer than the
     ///   statement timeout; SQLite failures reading the rows).
     func push(
-        from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks(),
+        from store: CatalogStore, since: Int64, maxDriftMilliseconds: Int64, hooks: HubTestHooks = HubTestHooks(), node: String? = nil,
         progress: (_ rows: Int, _ bytes: Int64) -> Void = { _, _ in }
     ) throws -> HubPushReport {
         try store.read {
@@ -73,7 +76,8 @@ extension HubConnection {
             let limit = try hubNowMilliseconds() &+ maxDriftMilliseconds
             let due = try pg.execute(sql: HubSQL.quarantineDue, [.integer(limit)]).bool(0, 0) == true
             guard through > since || due else { return report }
-            let node = try store.currentNode()
+            let onBehalf = node != nil
+            let node = try node ?? store.currentNode()
             let pg = self.pg
             try pg.transaction {
                 try pg.execute(
@@ -126,19 +130,31 @@ extension HubConnection {
                         _ = try pg.execute(sql: HubSQL.noteHistory, [.integer(after), .text(node)])
                     }
                 }
-                // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
-                if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
-                try pg.execute(
-                    sql: HubSQL.notePush,
-                    [
-                        .text(node), .integer(through), .integer(Int64(report.sent)),
-                        .integer(Int64(report.written)), .text(CatalogVersion.string),
-                    ])
+                try beforeCommit(report, node: node, through: through, onBehalf: onBehalf)
                 hooks.beforePushCommit?()
             }
             report.pushed = true
             return report
         }
+    }
+
+    /// The push's last statements before COMMIT, under the lock: the kept digest's fold, the notification
+    /// and the edge's bookkeeping row.
+    /// - Throws: `PGError`.
+    private func beforeCommit(_ report: HubPushReport, node: String, through: Int64, onBehalf: Bool) throws {
+        // The kept digest's appended moves, folded now and then.
+        if report.written > 0 { try pg.execute(sql: HubSQL.foldTotals) }
+        // Followers LISTEN on this channel; the notification is delivered at COMMIT (docs/live-sync.md §3).
+        if report.written > 0 { try pg.execute(sql: "NOTIFY \(HubListener.channel)") }
+        // A push on another node's behalf (a repair's rows, staged in a scratch database) leaves that
+        // node's bookkeeping alone: `through` numbers the scratch database's changes, not the node's.
+        guard !onBehalf else { return }
+        try pg.execute(
+            sql: HubSQL.notePush,
+            [
+                .text(node), .integer(through), .integer(Int64(report.sent)),
+                .integer(Int64(report.written)), .text(CatalogVersion.string),
+            ])
     }
 
     /// Streams this edge's rows changed in `since+1…through` into the staging tables (`COPY`), counting

@@ -14,7 +14,8 @@ public struct HubStatus: Sendable {
     /// The local change sequence number pushed through, and the hub sequence number pulled through.
     public var pushThrough: Int64?
     public var pullThrough: Int64?
-    /// The hub's state digest (computed in PostgreSQL) at ``horizonMilliseconds``, when the hub could be read.
+    /// The hub's state digest at ``horizonMilliseconds`` (from the totals the hub keeps, docs/repair.md §1), when
+    /// the hub could be read.
     public var hubDigest: StateDigest?
     /// This node's state digest at ``horizonMilliseconds``: the one to compare with ``hubDigest``.
     public var digest: StateDigest?
@@ -30,17 +31,25 @@ extension HubConnection {
     /// PostgreSQL from one snapshot (``HubSQL/digest``): equal to an edge's digest at the same horizon when
     /// both hold the same rows with the same stamps, tombstones and erasure records below it left out.
     /// - Throws: `PGError`; `CatalogError` (70) for an answer that is not three numbers.
+    ///
+    /// Inside an open transaction it joins it (a check that reads the kept digest from the same snapshot).
     func digest(horizonMilliseconds: Int64 = 0) throws -> StateDigest {
-        try pg.transaction {
+        if pg.isInTransaction { return try recomputedDigest(horizonMilliseconds: horizonMilliseconds) }
+        return try pg.transaction {
             try pg.execute(sql: HubSQL.pullIsolation)
-            let result = try pg.execute(sql: HubSQL.digest, [.integer(horizonMilliseconds)], timeout: limits.bulk)
-            guard let rows = try result.int64(0, 0), let high = result.text(0, 1).flatMap({ UInt64($0) }),
-                let low = result.text(0, 2).flatMap({ UInt64($0) })
-            else {
-                throw CatalogError(.software, "the hub's digest query answered \(result.text(0, 1) ?? "NULL"), \(name)")
-            }
-            return StateDigest(rows: rows, high: high, low: low)
+            return try recomputedDigest(horizonMilliseconds: horizonMilliseconds)
         }
+    }
+
+    /// ``digest(horizonMilliseconds:)`` in the open transaction.
+    private func recomputedDigest(horizonMilliseconds: Int64) throws -> StateDigest {
+        let result = try pg.execute(sql: HubSQL.digest, [.integer(horizonMilliseconds)], timeout: limits.bulk)
+        guard let rows = try result.int64(0, 0), let high = result.text(0, 1).flatMap({ UInt64($0) }),
+            let low = result.text(0, 2).flatMap({ UInt64($0) })
+        else {
+            throw CatalogError(.software, "the hub's digest query answered \(result.text(0, 1) ?? "NULL"), \(name)")
+        }
+        return StateDigest(rows: rows, high: high, low: low)
     }
 }
 
@@ -87,7 +96,11 @@ extension HubStatus {
                 let hub = try HubConnection(conninfo: conninfo, name: name, limits: limits, migrate: false)
                 let horizon = max(own, try HubConnection.mapping(name) { try hub.horizon() })
                 statuses[index].horizonMilliseconds = horizon
-                statuses[index].hubDigest = try HubConnection.mapping(name) { try hub.digest(horizonMilliseconds: horizon) }
+                // The kept digest (docs/repair.md §1): no pass over the hub's rows.
+                statuses[index].hubDigest = try HubConnection.mapping(name) {
+                    try hub.requireKeptDigest()
+                    return try hub.keptDigest(horizonMilliseconds: horizon)
+                }
                 statuses[index].digest = try StateDigest(of: store, horizonMilliseconds: horizon)
             } catch let error as CatalogError {
                 statuses[index].error = error
