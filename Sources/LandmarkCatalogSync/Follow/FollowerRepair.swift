@@ -16,7 +16,8 @@ extension Follower {
     ///   - cycle: rows the repair applied make the other pushing sources due, as a merge's do.
     func repairIfDue(_ n: Int, after r: inout SourceReport, context: SyncContext, in cycle: inout Cycle) {
         let due = !followed[n].repairChecked || r.sourceForgot || followed[n].failures > 0 || SyncRepair.isDatabaseFile(followed[n].locator)
-        guard r.error == nil, due else { return }
+        // Stopping (SIGTERM): no check is started that the stop would cut short; the next run makes it.
+        guard r.error == nil, due, !control.isStopping else { return }
         let repaired = SyncRepair(store: store).afterSync(followed[n].locator, report: &r, context: context)
         followed[n].repairChecked = r.error == nil
         guard let repaired else { return }
