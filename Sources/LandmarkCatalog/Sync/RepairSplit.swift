@@ -48,11 +48,18 @@ extension RepairMessage {
     }
 }
 
+/// The keys of a snapshot document's arrays of rows.
+enum SnapshotKey {
+    static let landmarks = "landmarks"
+    static let positions = "positions"
+    static let erasures = "erasures"
+}
+
 /// The rows of a snapshot document (docs/snapshot-format.md §2) as its top-level arrays' elements, each
 /// the element's bytes as written, so that they can be put into several documents unchanged.
 struct SnapshotArrays {
-    /// The arrays split, in this order.
-    static let tables = ["landmarks", "positions", "erasures"]
+    /// The arrays split, in this order: the snapshot format's keys (docs/snapshot-format.md §2).
+    static let tables = [SnapshotKey.landmarks, SnapshotKey.positions, SnapshotKey.erasures]
     /// Each element with its array's index in ``tables``, in document order.
     private(set) var elements: [(table: Int, bytes: ArraySlice<UInt8>)] = []
 
