@@ -76,13 +76,17 @@ package struct SyncRepair {
             let repaired = try Repair.run(
                 store: store, peer: peer, source: key, dryRun: context.options.dryRun,
                 maxDriftSeconds: Double(context.options.maxDriftMilliseconds) / 1000, grant: trust.allow)
+            if repaired.rowsApplied > 0 || repaired.rowsSent > 0 { report.outcome = .merged }
+            let now = store.wallClock.nowMilliseconds()
             if report.sourceForgot, !context.options.dryRun,
                 let cursor = peer.cursorAfterRepair(held: try store.read { try store.sourceTable.cursor(key) }, localThrough: localThrough)
             {
-                let now = store.wallClock.nowMilliseconds()
                 try store.write { try SyncLedger(store: store).noteSourceSuccess(locator, cursor: cursor, outcome: .merged, at: now) }
+            } else if Self.isDatabaseFile(locator), !context.options.dryRun {
+                // The repair was this source's sync: its last good sync is now (it keeps no cursor).
+                let outcome = report.outcome
+                try store.write { try SyncLedger(store: store).noteSourceSuccess(locator, cursor: nil, outcome: outcome, at: now) }
             }
-            if repaired.rowsApplied > 0 || repaired.rowsSent > 0 { report.outcome = .merged }
             return repaired
         } catch {
             let failure = SourceSync.failure(error, source: key, path: store.path)
