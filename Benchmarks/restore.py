@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A serve restored from a backup: `sync --repair` against the full re-read of the same restore (docs/repair.md §6, §7).
 
-    python3 Benchmarks/restore.py CATALOG POSITIONS.json [--counts 0,1,100,1000]
+    python3 Benchmarks/restore.py CATALOG POSITIONS.json [--counts 0,1,100,1000] [--spread]
 
 S (the serve's database) holds the positions file; node A syncs everything from `catalog serve` over S
 once, and S is backed up. Then, for each count N: N rows are written after the backup — half on A
@@ -11,6 +11,9 @@ forgot it and the repair moves the N rows (round trips, the repair's bytes, the 
 The same restore without `--repair` is what a node did before: a sync that reads everything again and a
 second that pushes every row of the node (HTTP bytes of the first, rows pushed by the second, time of
 both). Prints a Markdown table, a row per count; both digests must agree afterwards either way.
+
+The N rows are new users (`node-K`, `srv-K`: two runs of neighbouring keys) by default; with `--spread`
+they are existing users spread evenly over the key space, each moved to another page (a changed row).
 """
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 
@@ -100,6 +103,11 @@ def main():
         print("| differing rows | way | round trips | repair bytes | HTTP bytes read | rows pushed | seconds | digests equal |")
         print("| ---: | :--- | ---: | ---: | ---: | ---: | ---: | :---: |")
         s, a = os.path.join(work, "s.sqlite"), os.path.join(work, "a.sqlite")
+        spread = "--spread" in sys.argv
+        users = []
+        if spread:
+            with open(positions) as f:
+                users = [json.loads(line.rstrip(",\n"))["user"] for line in f if line.startswith('{"user"')]
         for n in counts:
             copy_db(s0, s)
             copy_db(a0, a)
@@ -108,10 +116,14 @@ def main():
                 shutil.copy(s0 + ".serve-cursor", s + ".serve-cursor")
             serve = Serve(catalog, s, public_key, port)
             stamp = "2026-12-06T00:00:00.000Z"
-            on_a = [{"user": f"node-{k}", "page": 1, "landmarkId": None, "updatedAt": stamp, "counter": 0, "node": "bench"}
-                    for k in range((n + 1) // 2)]
-            on_s = [{"user": f"srv-{k}", "page": 2, "landmarkId": None, "updatedAt": stamp, "counter": 0, "node": "bench"}
-                    for k in range(n // 2)]
+            if spread:
+                picked = [users[(k * len(users)) // max(n, 1)] for k in range(n)]
+                names_a, names_s = picked[0::2], picked[1::2]
+            else:
+                names_a = [f"node-{k}" for k in range((n + 1) // 2)]
+                names_s = [f"srv-{k}" for k in range(n // 2)]
+            on_a = [{"user": u, "page": 1, "landmarkId": None, "updatedAt": stamp, "counter": 0, "node": "bench"} for u in names_a]
+            on_s = [{"user": u, "page": 2, "landmarkId": None, "updatedAt": stamp, "counter": 0, "node": "bench"} for u in names_s]
             if on_a:
                 run(catalog, a, "sync", diff_file(work, "on-a.json", on_a))
             if on_s:
