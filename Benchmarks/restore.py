@@ -89,6 +89,11 @@ def main():
         counts = [int(c) for c in sys.argv[sys.argv.index("--counts") + 1].split(",")]
     work = tempfile.mkdtemp(prefix="catalog-restore-bench-")
     try:
+        spread = "--spread" in sys.argv
+        users = []
+        if spread:
+            with open(positions) as f:
+                users = [line.split('"user":"', 1)[1].split('"', 1)[0] for line in f if line.startswith('{"user"')]
         public_key, token = edge_token(catalog, work)
         port = free_port()
         source = f"catalog+http://127.0.0.1:{port}/v1"
@@ -103,11 +108,6 @@ def main():
         print("| differing rows | way | round trips | repair bytes | HTTP bytes read | rows pushed | seconds | digests equal |")
         print("| ---: | :--- | ---: | ---: | ---: | ---: | ---: | :---: |")
         s, a = os.path.join(work, "s.sqlite"), os.path.join(work, "a.sqlite")
-        spread = "--spread" in sys.argv
-        users = []
-        if spread:
-            with open(positions) as f:
-                users = [json.loads(line.rstrip(",\n"))["user"] for line in f if line.startswith('{"user"')]
         for n in counts:
             copy_db(s0, s)
             copy_db(a0, a)
