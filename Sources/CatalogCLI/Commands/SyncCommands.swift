@@ -325,7 +325,8 @@ extension CatalogCLI {
                         return pushed
                     })
                 source.set("remote", remotes[s.source])
-                source.set("repair", report.repairs[s.source].map(repairJSON))
+                // Only where a repair ran (sync --repair): other runs print what they always did.
+                if let repaired = report.repairs[s.source] { source.set("repair", repairJSON(repaired)) }
                 source.set("source", s.source)
                 return source
             })
