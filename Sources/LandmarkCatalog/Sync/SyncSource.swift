@@ -108,7 +108,8 @@ package protocol SyncSource: AnyObject {
     /// whose rows to push were more than were read ahead, or whose server's database changed.
     var wantsAgain: Bool { get }
     /// Whether the source answered as one that forgot this node and, because the run repairs
-    /// (``SyncOptions/repair``), left the re-read to a repair (docs/repair.md §7).
+    /// (``SyncOptions/repair``), left the re-read to a repair (docs/repair.md §7). Only a source whose kind
+    /// yields a repair peer for it (``SyncRepair/peer(for:context:)``) may: nothing else re-reads it.
     var forgotUs: Bool { get }
 }
 

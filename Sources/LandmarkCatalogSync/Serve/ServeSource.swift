@@ -185,19 +185,10 @@ final class ServeSource: SyncSource {
         next["reader"] = Self.reader(token)
         var pages: [SnapshotFeed] = []
         let started = ContinuousClock.now
-        // Under --repair, one row of positions first: a server that forgot this node says so before
-        // anything is re-read, and a repair takes the place of the re-read (docs/repair.md §7).
         var probed: (page: SnapshotFeed, answered: AnswerPage)?
-        if context.options.repair, let held = cursor?["positions"] {
-            guard let probe = try client.request("GET", "\(base)/positions?after=\(Self.percentEncoded(held))&limit=1") else {
-                preconditionFailure("a GET without If-None-Match answered as not modified")
-            }
-            bytesFetched += probe.bytes
-            let answered = try Self.page(probe, name: "\(name)/positions")
-            if ServerCursor.serverForgot(held: held, answered: answered.cursor) {
-                return forgotten(next, held: cursor, context: context)
-            }
-            probed = (SnapshotFeed(fd: probe.fd, name: "\(name)/positions", owned: false, keeping: probe), answered)
+        if context.options.repair, TokenPeek.peek(token)?.isEdge == true, let held = cursor?["positions"] {
+            probed = try probe(client, after: held)
+            if probed == nil { return forgotten(next, held: cursor, context: context) }
         }
         for route in ["landmarks", "positions"] {
             var after = cursor?[route]
@@ -247,6 +238,22 @@ final class ServeSource: SyncSource {
             return nil
         }
         return [ServePullFeed(source: self, pages: pages, pushThrough: pushThrough)]
+    }
+
+    /// Under `--repair` with an edge token (the one a serve answers a repair to): one row of positions
+    /// after the cursor held, before anything else is read (docs/repair.md §7).
+    /// - Returns: the page, the first of the pull; nil when the answer shows the server forgot this node
+    ///   (then a repair takes the place of the re-read).
+    /// - Throws: `CatalogError` from the request, 65 for an answer without a cursor.
+    private func probe(_ client: ServeHTTP, after held: String) throws -> (page: SnapshotFeed, answered: AnswerPage)? {
+        let name = locator.description
+        guard let probe = try client.request("GET", "\(base)/positions?after=\(Self.percentEncoded(held))&limit=1") else {
+            preconditionFailure("a GET without If-None-Match answered as not modified")
+        }
+        bytesFetched += probe.bytes
+        let answered = try Self.page(probe, name: "\(name)/positions")
+        if ServerCursor.serverForgot(held: held, answered: answered.cursor) { return nil }
+        return (SnapshotFeed(fd: probe.fd, name: "\(name)/positions", owned: false, keeping: probe), answered)
     }
 
     /// The server forgot this node and the run repairs: nothing is pulled; the cursor keeps the server's
