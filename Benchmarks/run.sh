@@ -39,6 +39,9 @@
 #   Benchmarks/run.sh --repair   only `catalog repair` at 1M positions (--quick: 10k) against a full sync of the
 #                                same difference (0, 1, 100, 1,000 differing rows): round trips, bytes per
 #                                differing row, time; see Benchmarks/repair.py. Results: Benchmarks/results/repair.md
+#   Benchmarks/run.sh --restore  only a serve restored from a backup at 1M positions (--quick: 10k): `sync --repair`
+#                                against the full re-read of the same restore (1, 100, 1,000 rows the restored
+#                                serve lacks); see Benchmarks/restore.py. Results: Benchmarks/results/restore.md
 #   Benchmarks/run.sh --log-size=N   only the snapshot-log cases, at N landmarks + N users (N >= 10000)
 #   Benchmarks/run.sh ... --plot     then draw docs/cost.svg (Benchmarks/plot.sh: gnuplot, installed from
 #                                    Debian when missing; skipped with a note when it cannot be)
@@ -59,6 +62,7 @@ hub_only=false
 log_only=false
 observe_only=false
 repair_only=false
+restore_only=false
 follow_only=false
 serve_only=false
 gc_only=false
@@ -75,10 +79,11 @@ for argument in "$@"; do
         --serve) serve_only=true ;;
         --gc) gc_only=true ;;
         --repair) repair_only=true ;;
+        --restore) restore_only=true ;;
         --nothing-new) nothing_new=true ;;
         --log-size=[0-9]*) log_only=true; log_size=${argument#--log-size=} ;;
         --plot) plot=true ;;
-        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow | --serve [--nothing-new] | --gc] [--plot]" >&2; exit 64 ;;
+        *) echo "usage: Benchmarks/run.sh [--quick] [--hub | --log | --log-size=N | --observe | --follow | --serve [--nothing-new] | --gc | --repair | --restore] [--plot]" >&2; exit 64 ;;
     esac
 done
 if [ -n "$log_size" ] && [ "$log_size" -lt 10000 ]; then
@@ -166,6 +171,13 @@ if $repair_only; then
     pg_opts="-c shared_preload_libraries=pg_stat_statements"
     start_hub catalog_bench_repair
     python3 Benchmarks/repair.py "$bin" "$data/positions-$users_n.json" ${HUB_URI:+--hub "$HUB_URI"} | tee Benchmarks/results/repair.md
+    exit 0
+fi
+
+if $restore_only; then
+    users_n=1000000; $quick && users_n=10000
+    [ -s "$data/positions-$users_n.json" ] || python3 Benchmarks/generate.py positions "$users_n" "$data/positions-$users_n.json" >&2
+    python3 Benchmarks/restore.py "$bin" "$data/positions-$users_n.json" | tee Benchmarks/results/restore.md
     exit 0
 fi
 

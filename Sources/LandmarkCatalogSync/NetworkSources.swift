@@ -101,6 +101,10 @@ package struct HubSourceKind: SourceKind {
         }
     }
 
+    /// `sync --repair` against a hub (docs/repair.md §7): the hub's repair peer goes here; until the hub
+    /// answers a repair there is none, and `sync --repair` says so and syncs without one.
+    package func repairPeer(_ claim: ClaimedSource, context: SyncContext) throws -> (any RepairPeer)? { nil }
+
     package func failure(_ error: any Error, source: String) -> CatalogError? {
         guard let error = error as? PGError else { return nil }
         var mapped = CatalogError(error)

@@ -79,19 +79,25 @@ extension CatalogCLI {
         return 0
     }
 
+    /// What a repair did as `repair --json` and `sync --repair --json` print it (docs/repair.md §5), keys sorted.
+    static func repairJSON(_ report: RepairReport) -> JSONObject {
+        var o = JSONObject()
+        o.set("bytesReceived", report.bytesReceived)
+        o.set("bytesSent", report.bytesSent)
+        o.set("digest", report.localDigest.hex)
+        o.set("roundTrips", report.roundTrips)
+        o.set("rowsApplied", report.rowsApplied)
+        o.set("rowsReceived", report.rowsReceived)
+        o.set("rowsSent", report.rowsSent)
+        o.set("sourceDigest", report.peerDigest.hex)
+        return o
+    }
+
     /// Prints what a repair did: one JSON object with `--json`, else two lines.
     static func printRepair(_ report: RepairReport, _ i: Invocation) {
         if i[Options.json] {
-            var o = JSONObject()
-            o.set("bytesReceived", report.bytesReceived)
-            o.set("bytesSent", report.bytesSent)
-            o.set("digest", report.localDigest.hex)
+            var o = repairJSON(report)
             o.set("dryRun", i[Options.dryRun])
-            o.set("roundTrips", report.roundTrips)
-            o.set("rowsApplied", report.rowsApplied)
-            o.set("rowsReceived", report.rowsReceived)
-            o.set("rowsSent", report.rowsSent)
-            o.set("sourceDigest", report.peerDigest.hex)
             i.stdout.write(o.bytes + [0x0A])
         } else {
             let verb = i[Options.dryRun] ? "would move" : "moved"

@@ -59,6 +59,10 @@ extension CatalogCLI {
             "--reset-cursor",
             "Forget each SOURCE's stored cursor and read it from its start (a log's base and every delta); the cursor its merge stores replaces the old one."
         )
+        static let repair = Flag(
+            "--repair",
+            "After each source's sync, repair against it (another catalog database, or a serve with an edge token): one round trip when the copies agree; a serve that forgot this node is repaired instead of re-read (docs/repair.md §7)."
+        )
         static let tokenFile = Option<String>(
             "--token-file", "FILE",
             "catalog+https:// sources (catalog+http:// for loopback only): the file holding the bearer token (a JWT; an edge token syncs every row, docs/protocol.md §9).",
@@ -126,7 +130,7 @@ extension CatalogCLI {
                 ).spec,
                 TrustOptionsTable.sign.with(help: "Sign what --publish writes with this secret key (manifest.json.minisig).").spec,
                 SyncOptionsTable.resetCursor.spec, SyncOptionsTable.follow.spec, SyncOptionsTable.interval.spec,
-                SyncOptionsTable.tokenFile.spec,
+                SyncOptionsTable.repair.spec, SyncOptionsTable.tokenFile.spec,
             ],
             validate: validateFollow,
             run: runSync)
@@ -165,6 +169,7 @@ extension CatalogCLI {
         if let s = i.context.testHooks.backoffSeconds { options.backoffSeconds = s }
         options.pauseBeforeCommitMilliseconds = i.context.testHooks.pauseBeforeCommitMilliseconds
         options.resetCursor = i[SyncOptionsTable.resetCursor]
+        options.repair = i[SyncOptionsTable.repair]
         options.tokenFile = i[SyncOptionsTable.tokenFile].map { CatalogFiles.absolutePath($0, in: FileManager.default.currentDirectoryPath) }
         options.trustedKeys = try trustedKeys(i)
         options.publish.signingKey = try signingKey(i)
@@ -320,6 +325,8 @@ extension CatalogCLI {
                         return pushed
                     })
                 source.set("remote", remotes[s.source])
+                // Only where a repair ran (sync --repair): other runs print what they always did.
+                if let repaired = report.repairs[s.source] { source.set("repair", repairJSON(repaired)) }
                 source.set("source", s.source)
                 return source
             })

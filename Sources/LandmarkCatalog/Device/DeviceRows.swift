@@ -161,6 +161,13 @@ extension DeviceRows {
     /// written since: so no cursor tells how far the positions of others have moved the sequence.
     package func landmarksThrough() throws -> Int64 { try store.read { try store.landmarkTable.maxSeq() } }
 
+    /// Where an edge reader's two cursors stand now, read in one transaction: the newest landmark row's
+    /// change sequence number (the landmarks cursor) and the database's own point (the positions cursor
+    /// of an edge token, docs/protocol.md §3).
+    package func cursorPoints() throws -> (landmarks: Int64, positions: Int64) {
+        try store.read { (try store.landmarkTable.maxSeq(), try store.lastChangeSequence()) }
+    }
+
     /// What changed after `after`: each changed position's user and change sequence number (passed to
     /// `user`), whether a landmark changed, the high-water mark they were read through, and the newest
     /// erasure record's number among them (0: none) — for waking long-polls and knowing, without a read,

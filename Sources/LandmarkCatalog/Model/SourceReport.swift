@@ -27,6 +27,9 @@ public struct SourceReport: Sendable {
     ///
     /// A push commits before the pull, so a source whose pull failed may still have pushed.
     public var pushed: PushCounts?
+    /// The source answered as one that forgot this node (a serve restored from a backup or replaced)
+    /// and, under `sync --repair`, nothing was re-read: the repair that follows brings the copies together.
+    public var sourceForgot = false
 
     package init(source: String, outcome: Outcome) {
         self.source = source

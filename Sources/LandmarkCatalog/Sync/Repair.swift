@@ -8,6 +8,14 @@ package protocol RepairPeer {
     func exchange(_ message: [UInt8]) throws -> [UInt8]
     /// The peer's state digest at `horizonMilliseconds`, read after the repair.
     func digest(horizonMilliseconds: Int64) throws -> StateDigest
+    /// After a repair that ran because the source forgot this node (docs/repair.md §7): the cursor
+    /// to go on from incrementally, taken at the repair's start (`held`: the stored one;
+    /// `localThrough`: this database's change sequence before the repair). Nil keeps the stored one.
+    func cursorAfterRepair(held: SourceCursor?, localThrough: Int64) -> SourceCursor?
+}
+
+extension RepairPeer {
+    package func cursorAfterRepair(held: SourceCursor?, localThrough: Int64) -> SourceCursor? { nil }
 }
 
 /// What a repair did (docs/repair.md §5): `catalog repair --json` prints it.

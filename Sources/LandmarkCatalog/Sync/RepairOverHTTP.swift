@@ -11,6 +11,11 @@ package enum RepairOverHTTP {
     /// The answer header holding the answering side's state digest after the request, at the session's
     /// horizon: 32 hex digits, `:`, the row count.
     package static let digestHeader = "Catalog-Repair-Digest"
+    /// The answer header to an opening message: where the answering side's edge cursors stood.
+    ///
+    /// Read before anything for the answer: the landmarks cursor, a space, the positions cursor
+    /// (docs/protocol.md §3, §6b). A node whose serve forgot it goes on syncing from them after the repair.
+    package static let cursorsHeader = "Catalog-Repair-Cursors"
     /// The media type of a request's and an answer's body: one encoded repair message.
     package static let mediaType = "application/octet-stream"
 

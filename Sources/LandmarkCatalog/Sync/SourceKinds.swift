@@ -51,6 +51,11 @@ package protocol SourceKind: Sendable {
     /// - Throws: `CatalogError` when the source cannot be listened to now (unreachable): tried again later;
     ///   ``ListenUnsupported`` when it never can.
     func makeListener(_ claim: ClaimedSource, options: SyncOptions) throws -> (any ChangeListener)?
+    /// For `sync --repair` (docs/repair.md §7): the source as a repair's peer, or nil when it cannot
+    /// answer a repair (a snapshot log, a token that may not repair). The default is nil. Asked only
+    /// through ``SyncRepair/peer(for:context:)``.
+    /// - Throws: `CatalogError` when the source's credentials cannot be read.
+    func repairPeer(_ claim: ClaimedSource, context: SyncContext) throws -> (any RepairPeer)?
 }
 
 extension SourceKind {
@@ -63,6 +68,7 @@ extension SourceKind {
     package func checkRemote(_ claim: ClaimedSource) throws {}
     package func failure(_ error: any Error, source: String) -> CatalogError? { nil }
     package func makeListener(_ claim: ClaimedSource, options: SyncOptions) throws -> (any ChangeListener)? { nil }
+    package func repairPeer(_ claim: ClaimedSource, context: SyncContext) throws -> (any RepairPeer)? { nil }
 
     /// A claim of this kind: the text its sources read and the key they are stored under.
     package func claim(_ text: String, key: String) -> ClaimedSource { ClaimedSource(kind: self, text: text, key: key) }

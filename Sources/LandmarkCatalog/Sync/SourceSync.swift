@@ -53,6 +53,10 @@ package struct SourceSync {
     package func syncReporting(_ locator: SourceLocator, context: SyncContext, failed: (inout CatalogError) -> Void = { _ in }) -> SourceReport {
         let started = store.wallClock.nowMilliseconds()
         var made: [any SyncSource] = []
+        // Another catalog database has no feed to read: under `--repair` the repair that follows is its sync.
+        if context.options.repair, SyncRepair.isDatabaseFile(locator) {
+            return reporting(locator, started: started, context: context, made: { [] }, failed: failed, body: { (.notModified, MergeCounts()) })
+        }
         return reporting(
             locator, started: started, context: context, made: { made }, failed: failed,
             body: { try syncWithFreshLook(locator, context: context) { made.append($0) } })
@@ -114,6 +118,7 @@ package struct SourceSync {
         report.bytes = made.reduce(0) { $0 + $1.bytesFetched }
         report.pushed = made.lazy.compactMap(\.pushed).first
         report.note = made.last?.note
+        report.sourceForgot = made.contains { $0.forgotUs }
         report.durationMilliseconds = store.wallClock.nowMilliseconds() - started
         return report
     }

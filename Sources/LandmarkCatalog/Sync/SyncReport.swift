@@ -44,6 +44,10 @@ public struct SyncOptions: Sendable {
     ///
     /// Read at each sync; never logged.
     public var tokenFile: String?
+    /// `sync --repair` (docs/repair.md §7): after each source's sync, a repair against it when it can
+    /// answer one (its opening round is the check: one round trip when the copies agree), and, when the
+    /// source forgot this node (restored or replaced), a repair instead of pushing and pulling everything.
+    public var repair = false
     /// A follower's: ends its transfers and retry waits when it stops (nil: they run to their limits).
     package var cancellation: TransferCancellation?
     /// Test hook: sleep this many ms inside each source's merge transaction before committing.
@@ -71,6 +75,9 @@ public struct SyncReport: Sendable {
     /// What merging the quarantined rows that were within the allowance by the end of the run did (not
     /// part of ``counts``, which are the sources').
     public var released = QuarantineRelease()
+    /// `sync --repair`: what the repair did, by source key (each source's ``SourceReport/source``), for
+    /// the sources a repair ran against.
+    public var repairs: [String: RepairReport] = [:]
 
     /// The run's exit status: 0, or the first failure's (a source's, else publishing's), so cron still
     /// reports a failing source while the others merge (docs/cli.md §7).

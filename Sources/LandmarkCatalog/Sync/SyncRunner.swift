@@ -214,7 +214,7 @@ public struct SyncRunner {
                 report.sources.append(skipped)
                 continue
             }
-            let sourceReport = steps.syncReporting(locator, context: context) { error in
+            var sourceReport = steps.syncReporting(locator, context: context) { error in
                 // A bare word that is no remote and no file was most likely meant as a remote's name.
                 if error.kind == .noInput, case .file = locator, let word = typed, !word.contains("/"), SourceLocator.scheme(of: word) == nil,
                     !run.saved.contains(where: { $0.name == word })
@@ -227,6 +227,9 @@ public struct SyncRunner {
                     busy = error
                     store.setBusyTimeout(milliseconds: Self.busyBookkeepingMilliseconds)
                 }
+            }
+            if context.options.repair, let repaired = SyncRepair(store: store).afterSync(locator, report: &sourceReport, context: context) {
+                report.repairs[locator.description] = repaired
             }
             report.counts = report.counts + sourceReport.counts
             if let note = sourceReport.note {

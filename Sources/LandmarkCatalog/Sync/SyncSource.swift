@@ -107,10 +107,15 @@ package protocol SyncSource: AnyObject {
     /// Whether the source has more to do at once (a follower syncs it again in the next cycle): a serve
     /// whose rows to push were more than were read ahead, or whose server's database changed.
     var wantsAgain: Bool { get }
+    /// Whether the source answered as one that forgot this node and, because the run repairs
+    /// (``SyncOptions/repair``), left the re-read to a repair (docs/repair.md §7). Only a source whose kind
+    /// yields a repair peer for it (``SyncRepair/peer(for:context:)``) may: nothing else re-reads it.
+    var forgotUs: Bool { get }
 }
 
 extension SyncSource {
     package var wantsAgain: Bool { false }
+    package var forgotUs: Bool { false }
     package func prepareDetached(since cursor: SourceCursor?, context: SyncContext) throws -> Bool { true }
     package var pushed: PushCounts? { nil }
     package var note: String? { nil }

@@ -26,6 +26,7 @@ extension ServeServer {
         } catch let failure {
             return .reply(error(400, "malformed_message", "the body is not a repair message (docs/repair.md §4): \(failure)"))
         }
+        let opening = message.key != nil
         if let refusal = fillSession(&message, request) { return .reply(refusal) }
         var positions: [PositionRecord] = []
         var erasures: [ErasureRecord] = []
@@ -59,18 +60,21 @@ extension ServeServer {
             }
         }
         let answered: (answer: [UInt8], digest: StateDigest)
+        var headers = [("Content-Type", RepairOverHTTP.mediaType)]
         do {
-            answered = try readers.with { try RepairOverHTTP.answer(message, store: $0) }
+            answered = try readers.with { store in
+                // Read before the answer's reads: whatever commits later lies past these cursors.
+                if opening {
+                    let points = try DeviceRows(store).cursorPoints()
+                    headers.append((RepairOverHTTP.cursorsHeader, "\(databaseID):\(points.landmarks) \(databaseID):\(points.positions)"))
+                }
+                return try RepairOverHTTP.answer(message, store: store)
+            }
         } catch let failure {
             return .reply(unavailable(failure))
         }
-        return .reply(
-            HTTPReply(
-                status: 200,
-                headers: [
-                    ("Content-Type", RepairOverHTTP.mediaType), (RepairOverHTTP.digestHeader, RepairOverHTTP.digestText(answered.digest)),
-                ],
-                body: answered.answer))
+        headers.append((RepairOverHTTP.digestHeader, RepairOverHTTP.digestText(answered.digest)))
+        return .reply(HTTPReply(status: 200, headers: headers, body: answered.answer))
     }
 
     /// Gives `message` the session key and horizon of the request's headers when it carries none (every

@@ -29,6 +29,8 @@ struct Followed {
     var lastError: CatalogError?
     /// Whether it was ever tried.
     var tried = false
+    /// Under `--repair`: whether a repair check ran (or was found impossible) since following began.
+    var repairChecked = false
     var lastNote: String?
     var polls: Int64 = 0
     var failedPolls: Int64 = 0

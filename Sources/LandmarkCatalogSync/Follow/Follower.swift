@@ -370,7 +370,8 @@ final class Follower {
                 return
             }
         }
-        let r = fetched.map { SourceSync(store: store).syncReporting($0, context: context) } ?? syncSayingStatesOnce(n, context: &context)
+        var r = fetched.map { SourceSync(store: store).syncReporting($0, context: context) } ?? syncSayingStatesOnce(n, context: &context)
+        if options.sync.repair { repairIfDue(n, after: &r, context: context, in: &cycle) }
         if r.error == nil { followed[n].pushedThrough = max(followed[n].pushedThrough, covers) }
         if r.error == nil && !stamps.stamps.isEmpty {
             // Committed: each row's stamp to now is its write-to-visible lag.

@@ -48,6 +48,11 @@ package enum ServeRepair {
 
 /// A serve as a repair's peer: each message one `POST /v1/repair`, the session's key and horizon in
 /// headers (the serve keeps nothing between requests), the serve's digest read from the last answer.
+///
+/// A message whose body would exceed the serve's body limit is sent as several requests
+/// (``RepairMessage/split(maxBytes:)``: rows only first, then the ranges), each merged there as one
+/// push is; the bound starts at serve's default `--max-body` and is halved after a `413`, which writes
+/// nothing (docs/repair.md §4).
 final class ServeRepairPeer: RepairPeer {
     let client: ServeHTTP
     let url: String
@@ -56,21 +61,79 @@ final class ServeRepairPeer: RepairPeer {
     private var key: String?
     private var horizon: Int64?
     private var lastDigest: StateDigest?
+    /// The serve's edge cursors from its answer to the opening message: where it stood before the
+    /// repair read anything (docs/protocol.md §6b).
+    private(set) var cursors: (landmarks: String, positions: String)?
+    /// The largest request body sent, in bytes.
+    private(set) var maxBody: Int
+    /// Requests made: more than the repair's round trips when a message was split.
+    private(set) var requests = 0
 
-    init(client: ServeHTTP, base: String, dryRun: Bool) {
+    /// serve's default `--max-body` (docs/limits.md): 1 MiB.
+    static let defaultMaxBody = 1 << 20
+    /// Below this a 413 is not answered by halving again (one row is a few hundred bytes).
+    static let smallestBody = 4096
+
+    init(client: ServeHTTP, base: String, dryRun: Bool, maxBody: Int = ServeRepairPeer.defaultMaxBody) {
         self.client = client
+        self.maxBody = maxBody
         url = base + "/repair" + (dryRun ? "?dryRun=1" : "")
     }
 
     func exchange(_ message: [UInt8]) throws -> [UInt8] {
-        if key == nil, let opening = try? RepairMessage(decoding: message), let k = opening.key {
+        let decoded = try RepairMessage(decoding: message)
+        if key == nil, let k = decoded.key {
             key = RepairOverHTTP.hex(k)
-            horizon = opening.horizon
+            horizon = decoded.horizon
         }
+        if message.count <= maxBody {
+            do {
+                return try post(message)
+            } catch is ServeBodyTooLarge {
+                maxBody = try halved(message.count)
+            }
+        }
+        var pending = try decoded.split(maxBytes: maxBody)[...]
+        var answer: [UInt8] = []
+        while let part = pending.first {
+            let bytes = part.encoded()
+            if bytes.count > maxBody, case let parts = try part.split(maxBytes: maxBody), parts.count > 1 {
+                pending = parts[...] + pending.dropFirst()
+                continue
+            }
+            do {
+                // A part with rows only is answered with a message that asks nothing: only the last
+                // part's answer goes on with the exchange.
+                answer = try post(bytes)
+                pending.removeFirst()
+            } catch is ServeBodyTooLarge {
+                maxBody = try halved(bytes.count)
+            }
+        }
+        return answer
+    }
+
+    /// Half the body bound after a 413 to a body of `size` bytes.
+    /// - Throws: `CatalogError` 65 when the bound is already at ``smallestBody``.
+    private func halved(_ size: Int) throws -> Int {
+        guard maxBody > Self.smallestBody else {
+            throw CatalogError(
+                .dataInvalid, "the serve refused a repair request of \(size) bytes as too large (HTTP 413), \(client.name)",
+                hint: "its --max-body is below \(Self.smallestBody) bytes; raise it (docs/limits.md)")
+        }
+        return max(Self.smallestBody, min(maxBody, size) / 2)
+    }
+
+    /// One `POST /v1/repair` of `body`: the answer's bytes; the digest, cursors and horizon it carries kept.
+    private func post(_ body: [UInt8]) throws -> [UInt8] {
         var headers: [String] = []
         if let key { headers.append("\(RepairOverHTTP.keyHeader): \(key)") }
         if let horizon { headers.append("\(RepairOverHTTP.horizonHeader): \(horizon)") }
-        guard let answer = try client.request("POST", url, body: message, contentType: RepairOverHTTP.mediaType, extraHeaders: headers) else {
+        requests += 1
+        guard
+            let answer = try client.request(
+                "POST", url, body: body, contentType: RepairOverHTTP.mediaType, extraHeaders: headers, splitsTooLarge: true)
+        else {
             preconditionFailure("a POST without If-None-Match answered as not modified")
         }
         let bytes = [UInt8](try answer.data())
@@ -78,6 +141,10 @@ final class ServeRepairPeer: RepairPeer {
             throw CatalogError(.dataInvalid, "the answer to POST /v1/repair has no \(RepairOverHTTP.digestHeader) header, \(client.name)")
         }
         lastDigest = digest
+        if cursors == nil, let text = answer.headers[RepairOverHTTP.cursorsHeader.lowercased()] {
+            let both = text.split(separator: " ")
+            if both.count == 2 { cursors = (String(both[0]), String(both[1])) }
+        }
         if let raised = (try? RepairMessage(decoding: bytes))?.horizon, raised > horizon ?? .min { horizon = raised }
         return bytes
     }
@@ -85,5 +152,17 @@ final class ServeRepairPeer: RepairPeer {
     func digest(horizonMilliseconds: Int64) throws -> StateDigest {
         guard let lastDigest else { throw CatalogError(.dataInvalid, "no answer from the serve, \(client.name)") }
         return lastDigest
+    }
+
+    /// The serve's cursors from before the repair read anything, and `localThrough` pushed through: rows
+    /// committed there or here after them reach the other side by the syncs that follow.
+    func cursorAfterRepair(held: SourceCursor?, localThrough: Int64) -> SourceCursor? {
+        guard let cursors else { return nil }
+        var next = held ?? SourceCursor()
+        next["landmarks"] = cursors.landmarks
+        next["positions"] = cursors.positions
+        next["pushThrough"] = String(localThrough)
+        next["reader"] = ServeSource.reader(client.token)
+        return next
     }
 }

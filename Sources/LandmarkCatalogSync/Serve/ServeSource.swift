@@ -50,6 +50,17 @@ struct ServeSourceKind: SourceKind {
     func makeListener(_ claim: ClaimedSource, options: SyncOptions) throws -> (any ChangeListener)? {
         try ServeListener(locator: .claimed(claim), base: claim.text, options: options)
     }
+
+    /// A serve answers a repair (`POST /v1/repair`) to an edge token only: nil for a user token, or one
+    /// whose payload cannot be read.
+    func repairPeer(_ claim: ClaimedSource, context: SyncContext) throws -> (any RepairPeer)? {
+        let locator = SourceLocator.claimed(claim)
+        let token = try ServeSource.token(for: locator, context: context)
+        guard TokenPeek.peek(token)?.isEdge == true else { return nil }
+        return ServeRepairPeer(
+            client: ServeHTTP(token: token, name: locator.description, options: context.options), base: claim.text,
+            dryRun: context.options.dryRun)
+    }
 }
 
 /// One sync with a serve: `fetch` PUSHES this database's position rows and erasure records changed since
@@ -88,6 +99,9 @@ final class ServeSource: SyncSource {
 
     /// More to do at once: rows left to push beyond the pages read ahead, or the server's database changed.
     private(set) var wantsAgain = false
+
+    /// Under `sync --repair`: the server forgot this node, and the pull was left to the repair that follows.
+    private(set) var forgotUs = false
 
     func prepareDetached(since stored: SourceCursor?, context: SyncContext) throws -> Bool {
         let token = try Self.token(for: locator, context: context)
@@ -171,8 +185,21 @@ final class ServeSource: SyncSource {
         next["reader"] = Self.reader(token)
         var pages: [SnapshotFeed] = []
         let started = ContinuousClock.now
+        var probed: (page: SnapshotFeed, answered: AnswerPage)?
+        if context.options.repair, TokenPeek.peek(token)?.isEdge == true, let held = cursor?["positions"] {
+            probed = try probe(client, after: held)
+            if probed == nil { return forgotten(next, held: cursor, context: context) }
+        }
         for route in ["landmarks", "positions"] {
             var after = cursor?[route]
+            if route == "positions", let probed {
+                pages.append(probed.page)
+                after = probed.answered.cursor
+                if !probed.answered.more {
+                    next[route] = after
+                    continue
+                }
+            }
             while true {
                 // `--deadline` bounds the whole pull, however many pages the server says follow.
                 guard ContinuousClock.now - started < .milliseconds(Int64(context.options.deadlineSeconds * 1000)) else {
@@ -211,6 +238,40 @@ final class ServeSource: SyncSource {
             return nil
         }
         return [ServePullFeed(source: self, pages: pages, pushThrough: pushThrough)]
+    }
+
+    /// Under `--repair` with an edge token (the one a serve answers a repair to): one row of positions
+    /// after the cursor held, before anything else is read (docs/repair.md §7).
+    /// - Returns: the page, the first of the pull; nil when the answer shows the server forgot this node
+    ///   (then a repair takes the place of the re-read).
+    /// - Throws: `CatalogError` from the request, 65 for an answer without a cursor.
+    private func probe(_ client: ServeHTTP, after held: String) throws -> (page: SnapshotFeed, answered: AnswerPage)? {
+        let name = locator.description
+        guard let probe = try client.request("GET", "\(base)/positions?after=\(Self.percentEncoded(held))&limit=1") else {
+            preconditionFailure("a GET without If-None-Match answered as not modified")
+        }
+        bytesFetched += probe.bytes
+        let answered = try Self.page(probe, name: "\(name)/positions")
+        if ServerCursor.serverForgot(held: held, answered: answered.cursor) { return nil }
+        return (SnapshotFeed(fd: probe.fd, name: "\(name)/positions", owned: false, keeping: probe), answered)
+    }
+
+    /// The server forgot this node and the run repairs: nothing is pulled; the cursor keeps the server's
+    /// old cursors (so a repair that fails finds the same again next time) and what was pushed.
+    /// - Returns: no feeds when nothing was pushed (not modified), else none to merge.
+    private func forgotten(_ next: SourceCursor, held: SourceCursor?, context: SyncContext) -> [any ChangeFeed]? {
+        forgotUs = true
+        context.diagnostics(
+            Diagnostic(
+                severity: .warning,
+                message:
+                    "the server no longer holds what this database last saw (restored from a backup, or replaced): repairing instead of pushing and pulling everything (docs/repair.md §7)",
+                file: locator.description, kind: "forgot"))
+        var kept = next
+        kept["landmarks"] = held?["landmarks"]
+        kept["positions"] = held?["positions"]
+        nextCursor = kept
+        return pushCounts?.sent ?? 0 > 0 ? [] : nil
     }
 
     /// POSTs every position row and erasure record changed here after `since` (only `user`'s when given),
@@ -374,6 +435,10 @@ final class ServeSource: SyncSource {
     }
 }
 
+/// A `413` to a request whose caller splits its body (``ServeHTTP/request(_:_:body:contentType:extraHeaders:ifNoneMatch:longPoll:splitsTooLarge:)``):
+/// nothing of it was written.
+struct ServeBodyTooLarge: Error {}
+
 /// The token files this process has warned about being open to group or others: once per run (a
 /// `sync --follow` reads the file at every poll).
 enum OpenTokenFiles {
@@ -455,13 +520,15 @@ struct ServeHTTP {
     ///   - extraHeaders: more request headers, each `Name: value`.
     ///   - ifNoneMatch: an entity tag to send as `If-None-Match` (RFC 9110 §13.1.2).
     ///   - longPoll: a long-poll's wait (s), added to the time limit.
+    ///   - splitsTooLarge: the caller splits a body the server refuses as too large: a 413 throws
+    ///     ``ServeBodyTooLarge`` instead of a `CatalogError`.
     /// - Returns: the 2xx answer's body, or nil for a 304 to `ifNoneMatch`.
     /// - Throws: `CatalogError` — 77 for 401 (the token refused) and 403 (rows the token may not write);
     ///   65 for another 4xx (the answer names the field); 69 for no connection, a timeout, 429 or 5xx, and a
     ///   transfer ended by ``SyncOptions/cancellation``.
     func request(
         _ method: String, _ url: String, body: [UInt8]? = nil, contentType: String = "application/json", extraHeaders: [String] = [],
-        ifNoneMatch: String? = nil, longPoll: Double = 0
+        ifNoneMatch: String? = nil, longPoll: Double = 0, splitsTooLarge: Bool = false
     ) throws -> ServeBody? {
         let easy = try CurlEasy()
         try easy.set(CURLOPT_URL, url, "CURLOPT_URL")
@@ -511,6 +578,7 @@ struct ServeHTTP {
                 .unavailable, "source unavailable: \(easy.describe(code)), \(requestName)",
                 hint: "the server is down or unreachable; the next run retries")
         }
+        if status == 413, splitsTooLarge { throw ServeBodyTooLarge() }
         let detail = transfer.headers["www-authenticate"].map { " (\($0))" } ?? ""
         // The server's own words (docs/protocol.md §1: every error has a JSON body), e.g. "the token has expired".
         let said = Self.errorMessage(fd: fd).map { ": \($0)" } ?? ""
