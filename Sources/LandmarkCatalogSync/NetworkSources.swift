@@ -101,9 +101,12 @@ package struct HubSourceKind: SourceKind {
         }
     }
 
-    /// `sync --repair` against a hub (docs/repair.md §7): the hub's repair peer goes here; until the hub
-    /// answers a repair there is none, and `sync --repair` says so and syncs without one.
-    package func repairPeer(_ claim: ClaimedSource, context: SyncContext) throws -> (any RepairPeer)? { nil }
+    /// `sync --repair` against a hub (docs/repair.md §7): the hub's side of a repair, on a connection of
+    /// its own with the sync's settings (``HubRepairPeer``).
+    package func repairPeer(_ claim: ClaimedSource, context: SyncContext) throws -> (any RepairPeer)? {
+        try HubRepairPeer(
+            conninfo: claim.text, options: context.options, node: try context.store.nodeID(), dryRun: context.options.dryRun)
+    }
 
     package func failure(_ error: any Error, source: String) -> CatalogError? {
         guard let error = error as? PGError else { return nil }

@@ -226,4 +226,56 @@ struct HubRepairTests {
         check = try Self.check(uri)
         #expect(check.equal, "after an update by hand: \(check)")
     }
+
+    /// The first source of a `sync --json` answer.
+    static func firstSource(_ stdout: String) throws -> [String: Any] {
+        try #require((try Self.json(stdout)["sources"] as? [[String: Any]])?.first, "\(stdout)")
+    }
+
+    @Test(
+        "a hub restored from a backup, then pushed to by another edge: sync --repair warns forgot, re-reads nothing, repairs the difference both ways and goes on incrementally"
+    )
+    func syncRepairsARestoredHub() throws {
+        let server = try PostgresServer.running()
+        let box = try Sandbox()
+        let (uri, name, a) = try Self.pair(box, server, users: 400)
+        let b = box.path("b.sqlite")
+        #expect(try box.run(["sync", uri], db: b).status == 0)
+        // The backup: a copy of the hub's database (CREATE DATABASE … TEMPLATE copies the sequence too).
+        let copy = "b_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20).lowercased()
+        try HubSupport.admin(server).executeScript(sql: "CREATE DATABASE \(copy) TEMPLATE \(name)")
+        #expect(try box.run(["position", "set", "--user", "ann", "--page", "1"], db: a).status == 0)
+        #expect(try box.run(["sync", uri], db: a).status == 0)
+        try HubSupport.admin(server).executeScript(sql: "DROP DATABASE \(name) WITH (FORCE)")
+        try HubSupport.admin(server).executeScript(sql: "CREATE DATABASE \(name) TEMPLATE \(copy)")
+        for user in ["bob", "cy"] {
+            #expect(try box.run(["position", "set", "--user", user, "--page", "2"], db: b).status == 0)
+        }
+        #expect(try box.run(["sync", uri], db: b).status == 0)
+
+        let found = try box.run(["sync", "--json", "--repair", uri], db: a)
+        #expect(found.status == 0, "\(found)")
+        #expect(found.stderr.contains("repairing instead of pushing and pulling everything"), "\(found.stderr)")
+        #expect(!found.stderr.contains("hub-reset"), "\(found.stderr)")
+        let source = try Self.firstSource(found.stdout)
+        // Nothing re-read and nothing pushed again: A changed nothing since its last push.
+        #expect(source["pushed"] is NSNull && source["bytes"] as? Int == 0, "\(source)")
+        let repair = try #require(source["repair"] as? [String: Any], "\(found.stdout)")
+        #expect(repair["rowsSent"] as? Int == 1, "ann's row, which the restore lost: \(repair)")
+        #expect(repair["rowsApplied"] as? Int == 2, "bob's and cy's rows: \(repair)")
+        #expect((repair["roundTrips"] as? Int ?? 99) <= 4, "\(repair)")
+        #expect(try HubSupport.hubPositions(server, name) == HubSupport.edgePositions(a))
+
+        // A goes on from where the hub stood: the next sync pulls only what the repair pushed (its echo),
+        // and a repair of equal copies takes one round trip.
+        let next = try box.run(["sync", "--json", "--repair", uri], db: a)
+        #expect(next.status == 0 && next.stderr.isEmpty, "\(next)")
+        #expect((try Self.json(next.stdout)["positionsSeen"] as? Int ?? 999) <= 1, "\(next.stdout)")
+        #expect((try Self.firstSource(next.stdout)["repair"] as? [String: Any])?["roundTrips"] as? Int == 1, "\(next.stdout)")
+        #expect(try box.run(["sync", uri], db: b).status == 0)
+        #expect(try HubSupport.edgePositions(b) == HubSupport.edgePositions(a))
+        let status = try box.run(["status", "--verify-digest", "--json"], db: a)
+        #expect(status.status == 0, "\(status)")
+        try HubSupport.admin(server).executeScript(sql: "DROP DATABASE \(copy)")
+    }
 }

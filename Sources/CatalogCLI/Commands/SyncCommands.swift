@@ -61,7 +61,7 @@ extension CatalogCLI {
         )
         static let repair = Flag(
             "--repair",
-            "After each source's sync, repair against it (another catalog database, or a serve with an edge token): one round trip when the copies agree; a serve that forgot this node is repaired instead of re-read (docs/repair.md §7)."
+            "After each source's sync, repair against it (another catalog database, a hub, or a serve with an edge token): one round trip when the copies agree; a hub or serve that forgot this node is repaired instead of re-read (docs/repair.md §7)."
         )
         static let tokenFile = Option<String>(
             "--token-file", "FILE",

@@ -29,7 +29,7 @@ package struct SyncRepair {
     }
 
     /// The one place a SOURCE yields its repair peer: another catalog database by its path, else what
-    /// the source's kind answers (``SourceKind/repairPeer(_:context:)``: a serve with an edge token);
+    /// the source's kind answers (``SourceKind/repairPeer(_:context:)``: a serve with an edge token, a hub);
     /// nil for standard input, a snapshot file or log, and a kind that cannot answer a repair.
     ///
     /// - Parameters:
@@ -67,7 +67,7 @@ package struct SyncRepair {
                     Diagnostic(
                         severity: .warning,
                         message:
-                            "\(key) cannot answer a repair (a snapshot file or log, standard input, a user token, or a hub): synced without one",
+                            "\(key) cannot answer a repair (a snapshot file or log, standard input, or a user token): synced without one",
                         file: key, kind: "no-repair"))
                 return nil
             }

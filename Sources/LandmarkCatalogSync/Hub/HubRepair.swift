@@ -137,6 +137,11 @@ package final class HubRepairPeer: RepairPeer {
     let maxDriftMilliseconds: Int64
     let dryRun: Bool
     private var side: Reconciler?
+    /// Where the hub stood when this peer connected, before the repair read anything.
+    ///
+    /// Its identity, the last sequence number issued and the history mark at it (docs/hub.md §9). A sync
+    /// that repairs in place of a re-read goes on from here (``cursorAfterRepair(held:localThrough:)``).
+    private var startedAt: (hub: String, sequence: Int64, mark: String?)?
     /// Rows the hub refused as expired (stamped before its horizon for keys it no longer holds).
     package private(set) var expired = 0
     /// Rows the hub quarantined (stamped beyond the drift allowance of its clock).
@@ -155,6 +160,14 @@ package final class HubRepairPeer: RepairPeer {
         let hub = try HubConnection(
             conninfo: conninfo, name: name, limits: HubLimits(options: options), migrate: !dryRun, cancellation: options.cancellation)
         try HubConnection.mapping(name) { try hub.requireKeptDigest() }
+        let sequence = hub.lastSequence
+        let mark = try HubConnection.mapping(name) { () throws -> String? in
+            guard hub.hasHistory else { return nil }
+            let history = try hub.pg.execute(sql: HubSQL.historyMark, [.integer(sequence)])
+            guard history.rowCount == 1, let seq = try history.int64(0, 0), let token = history.text(0, 1) else { return nil }
+            return "\(seq):\(token)"
+        }
+        startedAt = (hub.hubID, sequence, mark)
         self.hub = hub
         self.node = node
         maxDriftMilliseconds = options.maxDriftMilliseconds
@@ -190,6 +203,21 @@ package final class HubRepairPeer: RepairPeer {
 
     package func digest(horizonMilliseconds: Int64) throws -> StateDigest {
         try HubConnection.mapping(hub.name) { try hub.keptDigest(horizonMilliseconds: horizonMilliseconds) }
+    }
+
+    /// The hub's cursor after a repair that took the place of a re-read (docs/repair.md §7).
+    ///
+    /// Pulled through the sequence number the hub had issued before the repair read anything, with that
+    /// point's history mark, and pushed through `localThrough`. A row committed on the hub during the repair lies past it
+    /// and comes with the next pull.
+    package func cursorAfterRepair(held: SourceCursor?, localThrough: Int64) -> SourceCursor? {
+        guard let startedAt else { return nil }
+        var next = held ?? SourceCursor()
+        next["hub"] = startedAt.hub
+        next["pullThrough"] = String(startedAt.sequence)
+        next["history"] = startedAt.mark
+        next["pushThrough"] = String(localThrough)
+        return next
     }
 }
 

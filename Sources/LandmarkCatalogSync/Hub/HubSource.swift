@@ -30,6 +30,9 @@ final class HubSource: SyncSource {
         return PushCounts(
             sent: push.sent, written: push.written, quarantined: push.quarantined, expired: push.expired, erasures: push.sentErasures)
     }
+    /// The hub no longer holds what this database last saw and the run repairs (`sync --repair`): nothing
+    /// is re-read, the repair after the sync brings the copies together.
+    private(set) var forgotUs = false
     /// The open connection (kept for the pull, closed when the source is released).
     private var connection: HubConnection?
 
@@ -53,13 +56,23 @@ final class HubSource: SyncSource {
                 hub, identity: previous, pullThrough: pullThrough,
                 mark: cursor?["history"])
         {
-            context.diagnostics(
-                Diagnostic(
-                    severity: .warning,
-                    message: "\(reason): pushing everything this database has and pulling everything (docs/hub.md, \"Restoring a hub\")",
-                    file: name, kind: "hub-reset"))
-            pushThrough = 0
-            pullThrough = 0
+            if options.repair {
+                // A repair follows this sync and takes the place of the re-read (docs/repair.md §7).
+                forgotUs = true
+                context.diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message: "\(reason): repairing instead of pushing and pulling everything (docs/repair.md §7)",
+                        file: name, kind: "forgot"))
+            } else {
+                context.diagnostics(
+                    Diagnostic(
+                        severity: .warning,
+                        message: "\(reason): pushing everything this database has and pulling everything (docs/hub.md, \"Restoring a hub\")",
+                        file: name, kind: "hub-reset"))
+                pushThrough = 0
+                pullThrough = 0
+            }
         } else if cursor?["hub"] == nil {
             pushThrough = 0
             pullThrough = 0
@@ -112,6 +125,15 @@ final class HubSource: SyncSource {
         }
         baseCursor = base
         nextCursor = base
+        if forgotUs {
+            // Nothing is pulled: the cursor keeps the hub's old identity, pull point and mark, so a repair
+            // that fails finds the same again next time; what was pushed is kept.
+            base["hub"] = cursor?["hub"]
+            base["history"] = cursor?["history"]
+            base["pulledAt"] = cursor?["pulledAt"]
+            nextCursor = base
+            return (push?.sent ?? 0) > 0 ? [] : nil
+        }
         return [HubPullFeed(source: self, hub: hub, since: pullThrough, push: push, pushThrough: pushThrough, dryRun: options.dryRun)]
     }
 
