@@ -278,4 +278,32 @@ struct HubRepairTests {
         #expect(status.status == 0, "\(status)")
         try HubSupport.admin(server).executeScript(sql: "DROP DATABASE \(copy)")
     }
+
+    @Test("a role that may only read the hub repairs one way: the hub's rows come here, the node's stay, one warning; sync --repair stays pull-only")
+    func readOnlyRoleRepairsOneWay() throws {
+        let server = try PostgresServer.running()
+        let box = try Sandbox()
+        let (uri, name, edge) = try Self.pair(box, server, users: 50)
+        let role = "ro_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try HubSupport.admin(server).executeScript(sql: "CREATE ROLE \(role) LOGIN PASSWORD 'Read-Only-7d2f'")
+        try HubSupport.connect(server, name).executeScript(
+            sql: """
+                GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role);
+                GRANT SELECT ON ALL SEQUENCES IN SCHEMA public TO \(role);
+                """)
+        let readOnly = server.uri(database: name, user: role, password: "Read-Only-7d2f")
+        try Self.diverge(edge, server, name)
+        let hubBefore = try HubSupport.hubPositions(server, name)
+        let run = try box.run(["repair", readOnly, "--json"], db: edge)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.contains("may only read the hub"), "\(run.stderr)")
+        let report = try Self.json(run.stdout)
+        #expect(report["equal"] as? Bool == false && (report["rowsApplied"] as? Int ?? 0) >= 2, "\(report)")
+        #expect(try HubSupport.hubPositions(server, name) == hubBefore, "the hub took nothing")
+        #expect(try HubSupport.edgePositions(edge).contains { $0.hasPrefix("hub-only|") })
+        let synced = try box.run(["sync", "--repair", readOnly], db: edge)
+        #expect(synced.status == 0, "\(synced)")
+        #expect(!(synced.stderr + synced.stdout + run.stderr + run.stdout).contains("Read-Only-7d2f"))
+        #expect(try HubSupport.hubPositions(server, name) == hubBefore)
+    }
 }

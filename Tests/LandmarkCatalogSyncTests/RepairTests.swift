@@ -269,6 +269,38 @@ struct RepairTests {
         #expect(throws: RepairMessageError.self) { try RepairMessage(decoding: Array(bytes.dropLast(3))) }
     }
 
+    @Test(
+        "a row the other side quarantines leaves the copies apart: the repair says so in one warning and equal:false; a saved remote's name is a SOURCE; sync --repair's line says what the repair moved"
+    )
+    func copiesLeftApartAreNamed() throws {
+        let box = try Sandbox()
+        let ahead = Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 2 * 3_600_000)
+        let future = try box.write(snapshot(positions: [positionRow("zed", page: 2, at: ahead)]), to: "future.json")
+        let x = box.path("x.sqlite")
+        let y = box.path("y.sqlite")
+        #expect(try box.run(["sync", future, "--max-drift", "1d"], db: x).status == 0)
+        let now = Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) - 1000)
+        #expect(try box.run(["sync", try box.write(snapshot(positions: [positionRow("ann", page: 1, at: now)]), to: "ann.json")], db: y).status == 0)
+        #expect(try box.run(["remote", "add", "other", x], db: y).status == 0)
+        let run = try box.run(["repair", "other", "--json"], db: y)
+        #expect(run.status == 0, "\(run)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
+        #expect(report["equal"] as? Bool == false && report["dryRun"] as? Bool == false, "\(report)")
+        #expect(report["rowsSent"] as? Int == 1 && report["rowsApplied"] as? Int == 0, "ann went over, zed was held here: \(report)")
+        #expect(run.stderr.components(separatedBy: "digests-apart").count == 2 || run.stderr.contains("still differ"), "\(run.stderr)")
+        #expect(try box.run(["quarantine", "list", "--json"], db: y).stdout.contains("zed"))
+        // The text line counts in words, and marks digests left apart (zed is held here too).
+        let z = box.path("z.sqlite")
+        #expect(try box.run(["sync", try box.write(snapshot(positions: [positionRow("bob", page: 3, at: now)]), to: "bob.json")], db: z).status == 0)
+        let text = try box.run(["repair", x], db: z)
+        #expect(text.status == 0 && text.stderr.contains("still differ"), "\(text)")
+        #expect(text.stdout.contains("sent 1 row to the source, received 2 (1 applied here)") && text.stdout.contains("(apart)"), "\(text.stdout)")
+        // A repairing sync's line adds what its repair moved.
+        let w = box.path("w.sqlite")
+        let synced = try box.run(["sync", "--repair", "--max-drift", "1d", x], db: w)
+        #expect(synced.status == 0 && synced.stdout.contains("; repaired: 0 rows sent, 3 applied here"), "\(synced)")
+    }
+
     @Test("status --verify-digest: equal after writes; a row hash changed behind the store's back exits 70")
     func verifyDigestCommand() throws {
         let db = Support.temporaryDatabase()

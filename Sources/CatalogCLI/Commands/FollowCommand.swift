@@ -128,6 +128,7 @@ private final class FollowLines {
         guard
             !merged.isEmpty || report.logPublish?.changed == true || report.published != nil && report.logPublish == nil
                 || report.sources.contains(where: { $0.pushed.map { $0.sent > 0 } ?? false })
+                || !CatalogCLI.repairedPhrase(report.repairs).isEmpty
         else { return nil }
         var line = "\(Timestamp.format(milliseconds: store.wallClock.nowMilliseconds())) "
         line +=
@@ -141,6 +142,7 @@ private final class FollowLines {
             let erasures = pushes.map(\.erasures).reduce(0, +)
             line += "; pushed \(CatalogCLI.pushedThings(rows: sent - erasures, erasures: erasures)) (\(written) written)"
         }
+        line += CatalogCLI.repairedPhrase(report.repairs)
         if let log = report.logPublish, log.changed {
             line += "; published \(log.directory) through change \(log.manifest.through)"
         } else if report.logPublish == nil, let published = report.published {

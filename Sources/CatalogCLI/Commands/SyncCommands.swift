@@ -209,6 +209,15 @@ extension CatalogCLI {
         return (report, remotes)
     }
 
+    /// What a run's repairs moved, for its line: empty when they moved nothing (docs/repair.md §7).
+    static func repairedPhrase(_ repairs: [String: RepairReport]) -> String {
+        let moved = repairs.values.filter { $0.rowsSent + $0.rowsApplied > 0 }
+        guard !moved.isEmpty else { return "" }
+        let sent = moved.map(\.rowsSent).reduce(0, +)
+        let applied = moved.map(\.rowsApplied).reduce(0, +)
+        return "; repaired: \(plural(sent, "row")) sent, \(applied) applied here"
+    }
+
     /// `sync`'s one line: sources by outcome, the counts, then what was pushed, released and published.
     static func syncSummary(_ report: SyncReport) -> String {
         let merged = report.sources.filter { $0.outcome == .merged }.count
@@ -233,6 +242,7 @@ extension CatalogCLI {
             line +=
                 "; pushed \(pushedThings(rows: sent - erasures, erasures: erasures)) to \(target) (\(written) written\(expired > 0 ? ", \(expired) refused as expired" : ""))"
         }
+        line += repairedPhrase(report.repairs)
         if report.released.released > 0 {
             line += "; \(plural(report.released.released, "held row")) released from quarantine (\(report.released.counts.applied) applied)"
         }
@@ -326,7 +336,7 @@ extension CatalogCLI {
                     })
                 source.set("remote", remotes[s.source])
                 // Only where a repair ran (sync --repair): other runs print what they always did.
-                if let repaired = report.repairs[s.source] { source.set("repair", repairJSON(repaired)) }
+                if let repaired = report.repairs[s.source] { source.set("repair", repairJSON(repaired, dryRun: report.dryRun)) }
                 source.set("source", s.source)
                 return source
             })

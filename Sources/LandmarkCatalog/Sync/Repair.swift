@@ -36,6 +36,22 @@ public struct RepairReport: Sendable {
     public var peerDigest = StateDigest()
     /// The session's horizon (ms since the epoch, UTC).
     public var horizonMilliseconds: Int64 = 0
+
+    /// Whether both digests after the repair are equal: the copies agree.
+    public var agrees: Bool { localDigest == peerDigest }
+
+    /// The warning for copies a repair left apart (kind `digests-apart`), or nil when they agree
+    /// (docs/repair.md §7): a row one side would not take stays where it is.
+    /// - Parameter source: the peer's name.
+    /// - Returns: the warning, or nil.
+    public func apartWarning(source: String) -> Diagnostic? {
+        guard !agrees else { return nil }
+        return Diagnostic(
+            severity: .warning,
+            message:
+                "the digests still differ after the repair: rows one side would not take stay apart — quarantined as stamped ahead of its clock ('catalog quarantine list'), refused as stamped before its collection horizon, outside the source's write grant, or landmarks a serve does not take from a node (docs/repair.md §7)",
+            file: source, kind: "digests-apart")
+    }
 }
 
 /// Range-fingerprint reconciliation between this catalog and another copy (docs/repair.md): only the

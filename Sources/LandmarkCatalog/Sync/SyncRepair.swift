@@ -77,6 +77,7 @@ package struct SyncRepair {
                 store: store, peer: peer, source: key, dryRun: context.options.dryRun,
                 maxDriftSeconds: Double(context.options.maxDriftMilliseconds) / 1000, grant: trust.allow)
             if repaired.rowsApplied > 0 || repaired.rowsSent > 0 { report.outcome = .merged }
+            if !context.options.dryRun, let warning = repaired.apartWarning(source: key) { context.diagnostics(warning) }
             let now = store.wallClock.nowMilliseconds()
             if report.sourceForgot, !context.options.dryRun,
                 let cursor = peer.cursorAfterRepair(held: try store.read { try store.sourceTable.cursor(key) }, localThrough: localThrough)

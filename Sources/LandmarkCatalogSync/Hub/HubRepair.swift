@@ -136,6 +136,9 @@ package final class HubRepairPeer: RepairPeer {
     let node: String
     let maxDriftMilliseconds: Int64
     let dryRun: Bool
+    /// The role may only read the hub (docs/hub.md §4): the repair goes one way, the hub's rows to the
+    /// node; rows the hub lacks stay where they are, as a pull-only sync leaves them.
+    package let pullOnly: Bool
     private var side: Reconciler?
     /// Where the hub stood when this peer connected, before the repair read anything.
     ///
@@ -168,6 +171,7 @@ package final class HubRepairPeer: RepairPeer {
             return "\(seq):\(token)"
         }
         startedAt = (hub.hubID, sequence, mark)
+        pullOnly = try HubConnection.mapping(name) { try hub.pg.execute(sql: HubSQL.canPush).bool(0, 0) != true }
         self.hub = hub
         self.node = node
         maxDriftMilliseconds = options.maxDriftMilliseconds
@@ -192,7 +196,7 @@ package final class HubRepairPeer: RepairPeer {
     private func take(_ rows: [UInt8]) throws -> Int {
         let scratch = try CatalogStore.open(path: ":memory:", access: .write)
         let merged = try RepairMerge.apply(rows, to: scratch, source: node, dryRun: false, maxDriftSeconds: 1e9, grant: .all)
-        guard !dryRun else { return merged.seen }
+        guard !dryRun, !pullOnly else { return merged.seen }
         let report = try HubConnection.mapping(hub.name) {
             try hub.push(from: scratch, since: 0, maxDriftMilliseconds: maxDriftMilliseconds, node: node)
         }

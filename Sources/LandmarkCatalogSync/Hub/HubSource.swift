@@ -51,29 +51,7 @@ final class HubSource: SyncSource {
         connection = hub
         var pushThrough = cursor?["pushThrough"].flatMap { Int64($0) } ?? 0
         var pullThrough = cursor?["pullThrough"].flatMap { Int64($0) } ?? 0
-        if let previous = cursor?["hub"],
-            let reason = try Self.lostHistory(
-                hub, identity: previous, pullThrough: pullThrough,
-                mark: cursor?["history"])
-        {
-            if options.repair {
-                // A repair follows this sync and takes the place of the re-read (docs/repair.md §7).
-                forgotUs = true
-                context.diagnostics(
-                    Diagnostic(
-                        severity: .warning,
-                        message: "\(reason): repairing instead of pushing and pulling everything (docs/repair.md §7)",
-                        file: name, kind: "forgot"))
-            } else {
-                context.diagnostics(
-                    Diagnostic(
-                        severity: .warning,
-                        message: "\(reason): pushing everything this database has and pulling everything (docs/hub.md, \"Restoring a hub\")",
-                        file: name, kind: "hub-reset"))
-                pushThrough = 0
-                pullThrough = 0
-            }
-        } else if cursor?["hub"] == nil {
+        if try !keepsCursor(cursor, hub: hub, pullThrough: pullThrough, context: context) {
             pushThrough = 0
             pullThrough = 0
         }
@@ -135,6 +113,33 @@ final class HubSource: SyncSource {
             return (push?.sent ?? 0) > 0 ? [] : nil
         }
         return [HubPullFeed(source: self, hub: hub, since: pullThrough, push: push, pushThrough: pushThrough, dryRun: options.dryRun)]
+    }
+
+    /// Whether this run goes on from `cursor`: not when there is none, nor when the hub lost what it names
+    /// (docs/hub.md §9) — then everything is pushed and pulled again, one warning (kind `hub-reset`); under
+    /// `sync --repair` the cursor stays and the repair after the sync takes the place of the re-read
+    /// (docs/repair.md §7, kind `forgot`).
+    /// - Throws: `CatalogError` 69 / 70 when the hub cannot be read.
+    private func keepsCursor(_ cursor: SourceCursor?, hub: HubConnection, pullThrough: Int64, context: SyncContext) throws -> Bool {
+        guard let previous = cursor?["hub"] else { return false }
+        guard let reason = try Self.lostHistory(hub, identity: previous, pullThrough: pullThrough, mark: cursor?["history"]) else {
+            return true
+        }
+        let name = locator.description
+        if context.options.repair {
+            forgotUs = true
+            context.diagnostics(
+                Diagnostic(
+                    severity: .warning, message: "\(reason): repairing instead of pushing and pulling everything (docs/repair.md §7)",
+                    file: name, kind: "forgot"))
+            return true
+        }
+        context.diagnostics(
+            Diagnostic(
+                severity: .warning,
+                message: "\(reason): pushing everything this database has and pulling everything (docs/hub.md, \"Restoring a hub\")",
+                file: name, kind: "hub-reset"))
+        return false
     }
 
     /// The hub's connection: for a follower (`kept`), the one kept from its last poll when it is still
