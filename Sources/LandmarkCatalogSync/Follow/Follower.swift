@@ -297,7 +297,8 @@ final class Follower {
         if first { awaitFirstFetches(in: &cycle) }
         // Hubs polled before rows merged from another source (or not due) push those rows now.
         for h in cycle.pushNeeded.sorted() where !control.isStopping || finalPass { poll(h, in: &cycle) }
-        let applied = cycle.report.counts.applied > 0
+        // Rows a repair applied (sync --repair) change this database as merged rows do.
+        let applied = cycle.report.counts.applied > 0 || cycle.report.repairs.values.contains { $0.rowsApplied > 0 }
         let monotonicNow = monotonicMilliseconds()
         let maintain = applied || monotonicNow - lastMaintenance >= 60_000
         if maintain { lastMaintenance = monotonicNow }
@@ -516,8 +517,9 @@ final class Follower {
         let report = cycle.report
         let applied = report.counts.applied > 0
         let pushedWritten = report.sources.compactMap(\.pushed).map(\.written).reduce(0, +)
+        let repaired = report.repairs.values.contains { $0.rowsApplied > 0 || $0.rowsSent > 0 }
         let changed =
-            applied || report.counts.quarantined > 0 || report.counts.notAllowed > 0 || pushedWritten > 0
+            applied || repaired || report.counts.quarantined > 0 || report.counts.notAllowed > 0 || pushedWritten > 0
             || report.released.released > 0 || report.logPublish?.changed == true || (report.published != nil && report.logPublish == nil)
         guard first || changed || cycle.stateChanged else { return nil }
         var all: [SourceReport] = []
