@@ -57,6 +57,8 @@ public struct RepairReport: Sendable {
 /// Range-fingerprint reconciliation between this catalog and another copy (docs/repair.md): only the
 /// rows that differ move, each merged by the merge rule like any row from that source.
 package enum Repair {
+    /// The most round trips a repair takes before it gives up on the peer (65).
+    package static let maxRoundTrips = 32
     /// Repairs `store` against `peer`, both ways.
     /// - Parameters:
     ///   - store: this catalog.
@@ -75,6 +77,12 @@ package enum Repair {
         let local = try Reconciler(store: store, key: Reconciler.makeKey())
         var message = try local.opening()
         while true {
+            // Each round splits the differing ranges 16 ways: a table of 2⁶⁴ rows is listed by the 17th. A
+            // peer whose answers never settle (lying, or broken) ends here.
+            guard report.roundTrips < Self.maxRoundTrips else {
+                throw CatalogError(
+                    .dataInvalid, "the repair with \(source) did not settle within \(Self.maxRoundTrips) round trips: its answers are not a copy's")
+            }
             let out = message.encoded()
             report.roundTrips += 1
             report.bytesSent += out.count - message.rows.count

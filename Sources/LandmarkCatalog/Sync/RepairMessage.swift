@@ -59,8 +59,18 @@ package struct RepairMessage: Equatable, Sendable {
             guard count <= 1 << 20 else { throw RepairMessageError("too many items") }
             var table: [RepairItem] = []
             var previousUpper: [UInt8]? = []
-            for _ in 0..<count {
+            for index in 0..<count {
                 let item = try RepairItem.decode(&r, previousUpper: previousUpper)
+                // Ranges in key order, none overlapping another (docs/repair.md §4): so one message costs
+                // its answerer at most one pass over each table, whatever the peer sends.
+                if index > 0 {
+                    guard let previousUpper, !item.lower.lexicographicallyPrecedes(previousUpper) else {
+                        throw RepairMessageError("ranges out of key order or overlapping")
+                    }
+                }
+                if let upper = item.upper, !item.lower.lexicographicallyPrecedes(upper) {
+                    throw RepairMessageError("a range whose upper bound is not above its lower bound")
+                }
                 previousUpper = item.upper
                 table.append(item)
             }
