@@ -291,7 +291,9 @@ struct RepairTests {
     final class RestlessPeer: RepairPeer {
         func exchange(_ message: [UInt8]) throws -> [UInt8] {
             var m = RepairMessage()
-            m.items[1] = [RepairItem(lower: Array("user-1".utf8), upper: Array("user-2".utf8), payload: .fingerprint((0..<4).map { _ in .random(in: 0...255) }))]
+            m.items[1] = [
+                RepairItem(lower: Array("user-1".utf8), upper: Array("user-2".utf8), payload: .fingerprint((0..<4).map { _ in .random(in: 0...255) }))
+            ]
             return m.encoded()
         }
         func digest(horizonMilliseconds: Int64) throws -> StateDigest { StateDigest() }
