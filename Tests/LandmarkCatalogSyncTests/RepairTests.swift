@@ -337,6 +337,9 @@ struct RepairTests {
         let text = try box.run(["repair", x], db: z)
         #expect(text.status == 0 && text.stderr.contains("still differ"), "\(text)")
         #expect(text.stdout.contains("sent 1 row to the source, received 2 (1 applied here)") && text.stdout.contains("(apart)"), "\(text.stdout)")
+        // Without --repair another database is not read as a snapshot: 64, and the hint says how.
+        let plain = try box.run(["sync", x], db: box.path("v.sqlite"))
+        #expect(plain.status == 64 && plain.stderr.contains("sync --repair"), "\(plain)")
         // A repairing sync's line adds what its repair moved.
         let w = box.path("w.sqlite")
         let synced = try box.run(["sync", "--repair", "--max-drift", "1d", x], db: w)

@@ -57,6 +57,18 @@ package struct SourceSync {
         if context.options.repair, SyncRepair.isDatabaseFile(locator) {
             return reporting(locator, started: started, context: context, made: { [] }, failed: failed, body: { (.notModified, MergeCounts()) })
         }
+        if SyncRepair.isDatabaseFile(locator) {
+            // Not a snapshot: read as one, it fails on its first byte with a message about JSON.
+            return reporting(
+                locator, started: started, context: context, made: { [] }, failed: failed,
+                body: {
+                    throw CatalogError(
+                        .usage, "a SQLite database, not a snapshot: \(locator.description)",
+                        hint:
+                            "another catalog database is synced by repair: 'catalog sync --repair \(locator.description)' or 'catalog repair \(locator.description)' (docs/repair.md)"
+                    )
+                })
+        }
         return reporting(
             locator, started: started, context: context, made: { made }, failed: failed,
             body: { try syncWithFreshLook(locator, context: context) { made.append($0) } })
