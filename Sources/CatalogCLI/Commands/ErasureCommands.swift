@@ -25,6 +25,9 @@ extension CatalogCLI {
             "--hub", "URL",
             "Collect this PostgreSQL hub (a postgresql:// URL or a saved remote) instead of the local database: run by one node, on a timer.",
             parse: Values.nonEmpty)
+        static let rebuildDigest = Flag(
+            "--rebuild-digest",
+            "With --hub: collect nothing; rebuild the hub's kept state digest from its rows instead (after a data-only restore of the hub).")
     }
 
     /// `user erase ID|--hash HEX` and `user status ID|--hash HEX` (docs/erasure.md §6).
@@ -131,8 +134,18 @@ extension CatalogCLI {
                 a device or peer was away (such a device re-reads its state). Every node should collect with the same
                 horizon, longer than any peer stays out of sync. --hub collects a hub the same way, in one PostgreSQL
                 transaction, and records the hub's horizon there; its upserts then refuse older rows for collected keys.
+                --hub with --rebuild-digest replaces the hub's kept digest totals by the sums of its rows, under the push
+                lock, when status --verify-digest finds them apart (a data-only pg_restore that restored them too).
                 """,
-            options: [GCOptionsTable.horizon.spec, GCOptionsTable.hub.spec, Options.json.with(help: "Print what was collected as JSON.").spec],
+            options: [
+                GCOptionsTable.horizon.spec, GCOptionsTable.hub.spec, GCOptionsTable.rebuildDigest.spec,
+                Options.json.with(help: "Print what was collected as JSON.").spec,
+            ],
+            validate: { p in
+                guard p[GCOptionsTable.rebuildDigest] else { return }
+                if !p.given(GCOptionsTable.hub) { throw UsageError(message: "--rebuild-digest goes with --hub", path: p.path) }
+                if p.given(GCOptionsTable.horizon) { throw UsageError(message: "--rebuild-digest and --horizon cannot be combined", path: p.path) }
+            },
             run: runGC)
     }
 
@@ -193,6 +206,7 @@ extension CatalogCLI {
                     "pass the hub's postgresql:// URL, or save it first: catalog --db \(i.databasePath) remote add \(hub) postgresql://USER@HOST/DATABASE"
             )
         }
+        if i[GCOptionsTable.rebuildDigest] { return try runHubDigestRebuild(i, hub: hub, remotes: remotes) }
         let collector = try HubCollector(hub: hub, remotes: remotes)
         let s = try collector.collect(olderThan: age, nowMilliseconds: SystemClock().nowMilliseconds())
         if i[Options.json] {
@@ -206,6 +220,25 @@ extension CatalogCLI {
         } else {
             i.stdout.line(
                 "collected the hub \(collector.name) up to \(Timestamp.format(milliseconds: s.horizonMilliseconds)) (measured back from the older of now and the hub's newest stamp): \(plural(s.landmarkTombstones, "landmark tombstone")), \(plural(s.positionTombstones, "position tombstone")), \(plural(s.erasures, "erasure record")); not vacuumed (PostgreSQL's autovacuum reclaims the space)"
+            )
+        }
+        return 0
+    }
+
+    /// `gc --hub URL --rebuild-digest`: the hub's kept digest rebuilt from its rows (docs/hub.md §9).
+    static func runHubDigestRebuild(_ i: Invocation, hub: String, remotes: [Remote]) throws -> Int32 {
+        let rebuild = try HubDigestRebuild(hub: hub, remotes: remotes)
+        let s = try rebuild.rebuild()
+        if i[Options.json] {
+            var o = JSONObject()
+            o.set("hub", rebuild.name)
+            o.set("landmarks", s.landmarks)
+            o.set("positions", s.positions)
+            o.set("relanedRows", s.relaned)
+            i.stdout.write(o.bytes + [0x0A])
+        } else {
+            i.stdout.line(
+                "rebuilt the kept digest of the hub \(rebuild.name) from its rows: \(plural(s.landmarks, "landmark row")), \(plural(s.positions, "position row"))\(s.relaned > 0 ? "; \(plural(s.relaned, "row")) with stale lanes rehashed" : "")"
             )
         }
         return 0

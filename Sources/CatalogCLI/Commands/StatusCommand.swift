@@ -97,7 +97,9 @@ extension CatalogCLI {
         if let (name, c) = hubs.lazy.compactMap({ h in (try? h.check.get()).map { (h.name, $0) } }).first(where: { !$0.1.equal }) {
             throw CatalogError(
                 .software, "the hub's kept state digest \(c.kept.hex) differs from its recomputation \(c.recomputed.hex), \(name)",
-                hint: "report it: a hub write path did not keep the digest")
+                hint:
+                    "after a data-only restore of the hub (docs/hub.md §9), rebuild it: catalog gc --hub \(name) --rebuild-digest; otherwise report it: a hub write path did not keep the digest"
+            )
         }
         guard equal else {
             throw CatalogError(
