@@ -192,7 +192,7 @@ struct SyncRepairTests {
         let error = #expect(throws: CatalogError.self) { try peer.exchange(message.encoded()) }
         #expect(error?.exitStatus == 65, "\(String(describing: error))")
         #expect(
-            error?.message.contains("one row of positions") == true && error?.message.contains("\(size) bytes") == true,
+            error?.message.contains("one row of positions (user big)") == true && error?.message.contains("\(size) bytes") == true,
             "\(String(describing: error))")
         #expect(error?.hint?.contains("below \(size) bytes") == true, "\(String(describing: error))")
         // One request at the first bound's split (the whole row), then the bound halved once at most.

@@ -118,12 +118,14 @@ extension RepairMessage {
     }
 
     /// What a message that ``split(maxBytes:)`` cannot divide holds, for an error: its one row (the
-    /// table, size and first bytes) or its one range.
+    /// table, the row's key and its size) or its one range.
     package var undividedContent: String {
         if isFinal, let arrays = try? SnapshotArrays(rows), arrays.elements.count == 1 {
             let (table, element) = arrays.elements[0]
-            let start = String(decoding: element.prefix(80), as: UTF8.self)
-            return "one row of \(SnapshotArrays.tables[table]) of \(element.count) bytes, \(start)…"
+            // Named by its key: a landmark's id, a position's user, an erasure's user hash.
+            let object = (try? JSONSerialization.jsonObject(with: Data(element))) as? [String: Any]
+            let name = ["id", "user", "userHash"].lazy.compactMap { key in object?[key].map { "\(key) \($0)" } }.first
+            return "one row of \(SnapshotArrays.tables[table]) (\(name ?? "unnamed")) of \(element.count) bytes"
         }
         return "one range of \(encoded().count) bytes"
     }
