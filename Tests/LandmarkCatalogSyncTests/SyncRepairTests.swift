@@ -71,6 +71,38 @@ struct SyncRepairTests {
         #expect(try message.split(maxBytes: 1 << 20) == [message])
     }
 
+    @Test("ranges alone split in key order under a bound and their answers joined back; one row or one range alone is not divided")
+    func splitRanges() throws {
+        var message = RepairMessage()
+        message.horizon = 7
+        let bound = { (n: Int) in [UInt8(n >> 8), UInt8(n & 255)] }
+        message.items[1] = (0..<600).map { n in
+            RepairItem(lower: bound(n), upper: bound(n + 1), payload: .ids([UInt32(n), UInt32(n) + 1, UInt32(n) + 2]))
+        }
+        message.items[2] = [RepairItem(lower: [], upper: nil, payload: .fingerprint([1, 2, 3, 4, 5, 6, 7, 8]))]
+        let parts = try message.split(maxBytes: 1024)
+        #expect(parts.count >= 10 && parts.allSatisfy { $0.encoded().count <= 1024 && $0.horizon == 7 && $0.rows.isEmpty })
+        #expect(parts.flatMap { $0.items[1] } == message.items[1] && parts.flatMap { $0.items[2] } == message.items[2])
+        // Answers, each with rows, joined: ranges in order, every row once in one document.
+        let answers = (0..<3).map { n -> RepairMessage in
+            var answer = RepairMessage()
+            answer.items[1] = [message.items[1][n]]
+            answer.rows = Array(snapshot(positions: [positionRow("u\(n)", page: 1, at: "2026-11-30T00:00:00.000Z")]).utf8)
+            if n == 1 { answer.horizon = 9 }
+            return answer
+        }
+        let joined = try RepairMessage.combined(answers)
+        #expect(joined.items[1] == Array(message.items[1].prefix(3)) && joined.horizon == 9)
+        #expect(try DevicePositionsBody.decode(joined.rows, maxRows: .max).positions.map(\.user) == ["u0", "u1", "u2"])
+        // One row over the bound, and one range over it: each travels whole.
+        var row = RepairMessage()
+        row.rows = Array(snapshot(positions: [positionRow(String(repeating: "u", count: 200), page: 1, at: "2026-11-30T00:00:00.000Z")]).utf8)
+        #expect(try row.split(maxBytes: 100) == [row])
+        var range = RepairMessage()
+        range.items[1] = [RepairItem(lower: [], upper: nil, payload: .ids(Array(0..<100)))]
+        #expect(try range.split(maxBytes: 100) == [range])
+    }
+
     @Test("a repair sending 9,000 rows to a serve splits them over POSTs under its 1 MiB body limit: no 413, both digests equal")
     func splitsUnderDefaultLimit() throws {
         let box = try Sandbox()
