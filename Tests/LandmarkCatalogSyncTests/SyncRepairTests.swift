@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import LandmarkCatalog
+@testable import LandmarkCatalogSync
 
 #if canImport(Glibc)
     import Glibc
@@ -70,6 +71,38 @@ struct SyncRepairTests {
         #expect(try message.split(maxBytes: 1 << 20) == [message])
     }
 
+    @Test("ranges alone split in key order under a bound and their answers joined back; one row or one range alone is not divided")
+    func splitRanges() throws {
+        var message = RepairMessage()
+        message.horizon = 7
+        let bound = { (n: Int) in [UInt8(n >> 8), UInt8(n & 255)] }
+        message.items[1] = (0..<600).map { n in
+            RepairItem(lower: bound(n), upper: bound(n + 1), payload: .ids([UInt32(n), UInt32(n) + 1, UInt32(n) + 2]))
+        }
+        message.items[2] = [RepairItem(lower: [], upper: nil, payload: .fingerprint([1, 2, 3, 4, 5, 6, 7, 8]))]
+        let parts = try message.split(maxBytes: 1024)
+        #expect(parts.count >= 10 && parts.allSatisfy { $0.encoded().count <= 1024 && $0.horizon == 7 && $0.rows.isEmpty })
+        #expect(parts.flatMap { $0.items[1] } == message.items[1] && parts.flatMap { $0.items[2] } == message.items[2])
+        // Answers, each with rows, joined: ranges in order, every row once in one document.
+        let answers = (0..<3).map { n -> RepairMessage in
+            var answer = RepairMessage()
+            answer.items[1] = [message.items[1][n]]
+            answer.rows = Array(snapshot(positions: [positionRow("u\(n)", page: 1, at: "2026-11-30T00:00:00.000Z")]).utf8)
+            if n == 1 { answer.horizon = 9 }
+            return answer
+        }
+        let joined = try RepairMessage.combined(answers)
+        #expect(joined.items[1] == Array(message.items[1].prefix(3)) && joined.horizon == 9)
+        #expect(try DevicePositionsBody.decode(joined.rows, maxRows: .max).positions.map(\.user) == ["u0", "u1", "u2"])
+        // One row over the bound, and one range over it: each travels whole.
+        var row = RepairMessage()
+        row.rows = Array(snapshot(positions: [positionRow(String(repeating: "u", count: 200), page: 1, at: "2026-11-30T00:00:00.000Z")]).utf8)
+        #expect(try row.split(maxBytes: 100) == [row])
+        var range = RepairMessage()
+        range.items[1] = [RepairItem(lower: [], upper: nil, payload: .ids(Array(0..<100)))]
+        #expect(try range.split(maxBytes: 100) == [range])
+    }
+
     @Test("a repair sending 9,000 rows to a serve splits them over POSTs under its 1 MiB body limit: no 413, both digests equal")
     func splitsUnderDefaultLimit() throws {
         let box = try Sandbox()
@@ -114,6 +147,88 @@ struct SyncRepairTests {
         let refused = statuses.filter { $0 == 413 }.count
         #expect(refused >= 1 && refused <= 5, "\(statuses)")
         #expect(statuses.filter { $0 == 200 }.count >= 1500 / 250 + 2, "\(statuses)")
+        #expect(serve.stop().status == 0)
+    }
+
+    @Test("a round whose ranges alone exceed --max-body: the ranges go over several POSTs, the answers joined, and it converges")
+    func splitsRanges() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let node = box.path("node.sqlite")
+        try FileManager.default.copyItem(atPath: server, toPath: node)
+        // The same users on both, stamped apart: every row differs, so a round lists and asks for about
+        // 2,000 ids (over 8 KB of ranges, no rows to move out of the message).
+        let users = (0..<2000).map { "same-\($0)" }
+        let older = users.map { positionRow($0, page: 1, at: Self.ago(120_000), node: "phone") }
+        let newer = users.map { positionRow($0, page: 2, at: Self.ago(60_000), node: "tablet") }
+        for (db, rows) in [(node, older), (server, newer)] {
+            let file = try box.write(snapshot(positions: rows), to: "\(UUID().uuidString).json")
+            try #require(try box.run(["sync", "--quiet", file], db: db).status == 0)
+        }
+        let key = try ServeKeys.make(box, "k")
+        let serve = try Self.door(box, db: server, key: key, extra: ["--max-body", "4096"])
+        let tokenFile = try Self.edgeToken(box, key: key.privateKey)
+        let run = try box.run(["repair", "--json", "catalog+http://127.0.0.1:\(serve.port)/v1", "--token-file", tokenFile], db: node)
+        #expect(run.status == 0, "\(run)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
+        #expect(report["rowsReceived"] as? Int == 2000 && report["rowsApplied"] as? Int == 2000, "\(run.stdout)")
+        #expect(report["equal"] as? Bool == true, "\(run.stdout)")
+        #expect(try Self.digest(node) == Self.digest(server))
+        // Every ranges round of over 4 KiB went as several requests: many more than its round trips.
+        let statuses = Self.repairStatuses(serve)
+        #expect(statuses.filter { $0 == 200 }.count > (report["roundTrips"] as? Int ?? 0) + (report["bytesSent"] as? Int ?? 0) / 4096, "\(statuses)")
+        #expect(serve.stop().status == 0)
+    }
+
+    @Test("a landmark row larger than --max-body is not sent to a serve (it takes none): the repair ends at once, the copies left apart")
+    func largeLandmarkStays() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let node = box.path("node.sqlite")
+        try FileManager.default.copyItem(atPath: server, toPath: node)
+        let long = String(repeating: "a long description ", count: 1600)
+        let row = landmarkRow(9001, name: "Long", at: Self.ago(60_000), node: "phone")
+            .replacingOccurrences(of: #""description": null"#, with: #""description": "\#(long)""#)
+        let file = try box.write(snapshot(landmarks: [row]), to: "long.json")
+        try #require(try box.run(["sync", "--quiet", file], db: node).status == 0)
+        let key = try ServeKeys.make(box, "k")
+        let serve = try Self.door(box, db: server, key: key, extra: ["--max-body", "16384"])
+        let tokenFile = try Self.edgeToken(box, key: key.privateKey)
+        let started = ContinuousClock.now
+        let run = try box.run(
+            ["repair", "--json", "catalog+http://127.0.0.1:\(serve.port)/v1", "--token-file", tokenFile], db: node, limit: 20)
+        #expect(ContinuousClock.now - started < .seconds(15), "\(run)")
+        #expect(run.status == 0 && run.stderr.contains("still differ"), "\(run)")
+        #expect(Self.repairStatuses(serve).allSatisfy { $0 == 200 }, "\(serve.log)")
+        #expect(serve.stop().status == 0)
+    }
+
+    @Test("a part that cannot be divided, refused with 413: 65 at once, naming its row and the size refused")
+    func undividedPartRefused() throws {
+        let box = try Sandbox()
+        let server = try box.seededDatabase("server.sqlite")
+        let key = try ServeKeys.make(box, "k")
+        let serve = try Self.door(box, db: server, key: key, extra: ["--max-body", "1024"])
+        let token = try ServeKeys.issue(box, key: key.privateKey, user: "node-1", extra: ["--scope", "edge"])
+        let peer = ServeRepairPeer(
+            client: ServeHTTP(token: token, name: "the-serve", options: SyncOptions()), base: "http://127.0.0.1:\(serve.port)/v1",
+            dryRun: false)
+        // One position row of about 5 KB (an unknown key the serve would skip): no part of it is smaller.
+        let padding = String(repeating: "x", count: 5000)
+        var message = RepairMessage(key: Reconciler.makeKey())
+        message.horizon = 0
+        message.rows = Array(
+            snapshot(positions: [positionRow("big", page: 1, at: Self.ago(1000)).replacingOccurrences(of: "}", with: #", "pad": "\#(padding)"}"#)])
+                .utf8)
+        let size = message.encoded().count
+        let error = #expect(throws: CatalogError.self) { try peer.exchange(message.encoded()) }
+        #expect(error?.exitStatus == 65, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("one row of positions (user big)") == true && error?.message.contains("\(size) bytes") == true,
+            "\(String(describing: error))")
+        #expect(error?.hint?.contains("below \(size) bytes") == true, "\(String(describing: error))")
+        // One request at the first bound's split (the whole row), then the bound halved once at most.
+        #expect(Self.repairStatuses(serve).count <= 2, "\(serve.log)")
         #expect(serve.stop().status == 0)
     }
 

@@ -7,19 +7,32 @@ extension RepairMessage {
     /// This message as parts that each encode to at most `maxBytes`.
     ///
     /// For a peer that bounds a request's body (a serve's `--max-body`, docs/repair.md §4): first parts
-    /// holding rows only (no ranges), then one holding the ranges and the rows left over. Every part
-    /// carries the key and horizon.
+    /// holding rows only, then parts holding the ranges, in key order, the last one with the rows left
+    /// over when they fit. Every part carries the key and horizon.
     ///
-    /// The receiver merges each part's rows as they come and answers a part with no ranges with a
-    /// message that asks nothing, so the sender reads only the last part's answer. A single row larger
-    /// than the bound travels alone, over it.
+    /// The receiver merges each part's rows as they come and answers each part's ranges on their own
+    /// (a part without ranges with a message that asks nothing), so the sender joins the parts' answers
+    /// into one (``combined(_:)``). A part is a proper share of this message, so splitting it again ends.
     /// - Parameter maxBytes: the largest encoded part wanted, in bytes.
-    /// - Returns: the parts, in order to send; `[self]` when it fits.
+    /// - Returns: the parts, in order to send; `[self]` when it fits, or when it cannot be divided (one
+    ///   row or one range alone): it then travels whole, over the bound.
     /// - Throws: `CatalogError` 65 when the rows are not a snapshot document.
     package func split(maxBytes: Int) throws -> [RepairMessage] {
-        guard encoded().count > maxBytes, !rows.isEmpty else { return [self] }
-        var ranges = self
-        ranges.rows = []
+        guard encoded().count > maxBytes else { return [self] }
+        var parts = try rowParts(maxBytes: maxBytes)
+        var ranges = rangeParts(maxBytes: maxBytes)
+        // The last rows ride with the last ranges when both fit.
+        if let last = parts.last, let tail = ranges.last, tail.encoded().count + last.rows.count + 8 <= maxBytes {
+            ranges[ranges.count - 1].rows = last.rows
+            parts.removeLast()
+        }
+        let all = parts + ranges
+        return all.count > 1 ? all : [self]
+    }
+
+    /// This message's rows as parts holding rows only, each under `maxBytes`: a row larger than that alone.
+    private func rowParts(maxBytes: Int) throws -> [RepairMessage] {
+        guard !rows.isEmpty else { return [] }
         let arrays = try SnapshotArrays(rows)
         // Beside the part's own bytes, the document's frame: its format, version and array names.
         let budget = max(1, maxBytes - Self.partOverhead - 128)
@@ -33,18 +46,88 @@ extension RepairMessage {
             current.add(element, to: table)
         }
         if !current.isEmpty { chunks.append(current.document()) }
-        var parts = chunks.map { chunk -> RepairMessage in
-            var part = RepairMessage(key: key)
-            part.horizon = horizon
+        return chunks.map { chunk in
+            var part = emptyPart()
             part.rows = chunk
             return part
         }
-        // The ranges ride with the last chunk when both fit, else alone.
-        if let last = parts.last, ranges.encoded().count + last.rows.count + Self.partOverhead <= maxBytes {
-            ranges.rows = last.rows
-            parts.removeLast()
+    }
+
+    /// This message's ranges as parts without rows, each under `maxBytes` (a range larger than that
+    /// alone), the ranges kept in table and key order: none when it asks nothing.
+    private func rangeParts(maxBytes: Int) -> [RepairMessage] {
+        var parts: [RepairMessage] = []
+        var current = emptyPart()
+        var size = Self.partOverhead
+        for table in RepairTable.allCases {
+            for item in items[table.rawValue] {
+                // Counted as written unchained: never less than it takes in the part.
+                var bytes: [UInt8] = []
+                item.encode(to: &bytes, previousUpper: nil)
+                if !current.isFinal, size + bytes.count > maxBytes {
+                    parts.append(current)
+                    current = emptyPart()
+                    size = Self.partOverhead
+                }
+                current.items[table.rawValue].append(item)
+                size += bytes.count
+            }
         }
-        return parts + [ranges]
+        if !current.isFinal { parts.append(current) }
+        return parts
+    }
+
+    /// A part with this message's key and horizon, asking nothing and holding no rows.
+    private func emptyPart() -> RepairMessage {
+        var part = RepairMessage(key: key)
+        part.horizon = horizon
+        return part
+    }
+
+    /// The answers to a split message's parts as one answer: each table's ranges in the parts' order, the
+    /// rows of all in one snapshot document, the greatest horizon any raised to.
+    /// - Parameter answers: the answers, in the order their parts were sent.
+    /// - Returns: the one answer (the only one unchanged).
+    /// - Throws: `CatalogError` 65 when an answer's rows are not a snapshot document.
+    package static func combined(_ answers: [RepairMessage]) throws -> RepairMessage {
+        guard answers.count > 1 else { return answers.first ?? RepairMessage() }
+        var out = RepairMessage()
+        out.horizon = answers.compactMap(\.horizon).max()
+        var rows = SnapshotArrays.Builder()
+        for answer in answers {
+            for table in RepairTable.allCases { out.items[table.rawValue] += answer.items[table.rawValue] }
+            guard !answer.rows.isEmpty else { continue }
+            for (table, element) in try SnapshotArrays(answer.rows).elements { rows.add(element, to: table) }
+        }
+        if !rows.isEmpty { out.rows = rows.document() }
+        return out
+    }
+
+    /// This message without landmark rows (for a peer that takes none, docs/repair.md §5).
+    /// - Throws: `CatalogError` 65 when the rows are not a snapshot document.
+    package func withoutLandmarkRows() throws -> RepairMessage {
+        guard !rows.isEmpty else { return self }
+        let arrays = try SnapshotArrays(rows)
+        let landmarks = SnapshotArrays.tables.firstIndex(of: SnapshotKey.landmarks)
+        guard arrays.elements.contains(where: { $0.table == landmarks }) else { return self }
+        var kept = SnapshotArrays.Builder()
+        for (table, element) in arrays.elements where table != landmarks { kept.add(element, to: table) }
+        var out = self
+        out.rows = kept.isEmpty ? [] : kept.document()
+        return out
+    }
+
+    /// What a message that ``split(maxBytes:)`` cannot divide holds, for an error: its one row (the
+    /// table, the row's key and its size) or its one range.
+    package var undividedContent: String {
+        if isFinal, let arrays = try? SnapshotArrays(rows), arrays.elements.count == 1 {
+            let (table, element) = arrays.elements[0]
+            // Named by its key: a landmark's id, a position's user, an erasure's user hash.
+            let object = (try? JSONSerialization.jsonObject(with: Data(element))) as? [String: Any]
+            let name = ["id", "user", "userHash"].lazy.compactMap { key in object?[key].map { "\(key) \($0)" } }.first
+            return "one row of \(SnapshotArrays.tables[table]) (\(name ?? "unnamed")) of \(element.count) bytes"
+        }
+        return "one range of \(encoded().count) bytes"
     }
 }
 

@@ -50,9 +50,10 @@ package enum ServeRepair {
 /// headers (the serve keeps nothing between requests), the serve's digest read from the last answer.
 ///
 /// A message whose body would exceed the serve's body limit is sent as several requests
-/// (``RepairMessage/split(maxBytes:)``: rows only first, then the ranges), each merged there as one
-/// push is; the bound starts at serve's default `--max-body` and is halved after a `413`, which writes
-/// nothing (docs/repair.md §4).
+/// (``RepairMessage/split(maxBytes:)``: rows only first, then the ranges in key order), each part's
+/// rows merged there as one push is and each part's ranges answered on their own; the answers are
+/// joined into one. The bound starts at serve's default `--max-body` and is halved after a `413`,
+/// which writes nothing (docs/repair.md §4). Landmark rows are not sent: the serve takes none.
 final class ServeRepairPeer: RepairPeer {
     let client: ServeHTTP
     let url: String
@@ -81,47 +82,50 @@ final class ServeRepairPeer: RepairPeer {
     }
 
     func exchange(_ message: [UInt8]) throws -> [UInt8] {
-        let decoded = try RepairMessage(decoding: message)
+        var decoded = try RepairMessage(decoding: message)
         if key == nil, let k = decoded.key {
             key = RepairOverHTTP.hex(k)
             horizon = decoded.horizon
         }
-        if message.count <= maxBody {
-            do {
-                return try post(message)
-            } catch is ServeBodyTooLarge {
-                maxBody = try halved(message.count)
-            }
-        }
-        var pending = try decoded.split(maxBytes: maxBody)[...]
-        var answer: [UInt8] = []
+        // The serve takes no landmark rows (docs/protocol.md §6b): they stay here.
+        decoded = try decoded.withoutLandmarkRows()
+        var pending = [decoded][...]
+        var answers: [[UInt8]] = []
         while let part = pending.first {
             let bytes = part.encoded()
+            // A part that cannot be divided further goes as it is: the serve may take it.
             if bytes.count > maxBody, case let parts = try part.split(maxBytes: maxBody), parts.count > 1 {
                 pending = parts[...] + pending.dropFirst()
                 continue
             }
             do {
-                // A part with rows only is answered with a message that asks nothing: only the last
-                // part's answer goes on with the exchange.
-                answer = try post(bytes)
+                answers.append(try post(bytes))
                 pending.removeFirst()
             } catch is ServeBodyTooLarge {
-                maxBody = try halved(bytes.count)
+                maxBody = try lowered(after: bytes.count, part: part)
             }
         }
-        return answer
+        // Each part's ranges were answered on their own: one answer for the exchange.
+        guard answers.count > 1 else { return answers.first ?? [] }
+        do {
+            return try RepairMessage.combined(answers.map(RepairMessage.init(decoding:))).encoded()
+        } catch let error as RepairMessageError {
+            throw CatalogError(.dataInvalid, "\(error.description), \(client.name)")
+        }
     }
 
-    /// Half the body bound after a 413 to a body of `size` bytes.
-    /// - Throws: `CatalogError` 65 when the bound is already at ``smallestBody``.
-    private func halved(_ size: Int) throws -> Int {
-        guard maxBody > Self.smallestBody else {
-            throw CatalogError(
-                .dataInvalid, "the serve refused a repair request of \(size) bytes as too large (HTTP 413), \(client.name)",
-                hint: "its --max-body is below \(Self.smallestBody) bytes; raise it (docs/limits.md)")
-        }
-        return max(Self.smallestBody, min(maxBody, size) / 2)
+    /// The body bound after a 413 to a `part` of `size` bytes: half of it, at least ``smallestBody``.
+    /// - Throws: `CatalogError` 65 when the part cannot be sent smaller: it is one row or one range, or
+    ///   the bound is already at ``smallestBody``.
+    private func lowered(after size: Int, part: RepairMessage) throws -> Int {
+        let next = max(Self.smallestBody, min(maxBody, size) / 2)
+        if next < size, try part.split(maxBytes: next).count > 1 { return next }
+        let what =
+            next < size
+            ? "it holds \(part.undividedContent), which cannot be sent in parts" : "a repair sends up to \(Self.smallestBody) bytes a request"
+        throw CatalogError(
+            .dataInvalid, "the serve refused a repair request of \(size) bytes as too large (HTTP 413), \(client.name): \(what)",
+            hint: "its --max-body is below \(size) bytes; raise it (docs/limits.md)")
     }
 
     /// One `POST /v1/repair` of `body`: the answer's bytes; the digest, cursors and horizon it carries kept.
