@@ -23,15 +23,7 @@ package struct HubCollector {
     ///   - bulkSeconds: the deadline of the collecting transaction's statements, in s.
     /// - Throws: `CatalogError` 64 when `hub` is not a PostgreSQL hub.
     package init(hub: String, remotes: [Remote], timeoutSeconds: Double = 30, bulkSeconds: Double = 600) throws {
-        guard let conninfo = HubSourceKind.conninfo(of: try SourceLocator.parse(hub, remotes: remotes)) else {
-            throw CatalogError(.usage, "--hub needs a PostgreSQL hub: a postgresql:// URL or a saved remote of one, got '\(hub)'")
-        }
-        self.conninfo = conninfo
-        name = HubSourceKind.locator(conninfo).description
-        let seconds = max(timeoutSeconds, 0.001)
-        limits = HubLimits(
-            connectSeconds: max(1, Int(seconds.rounded(.up))), statement: .milliseconds(Int64((seconds * 1000).rounded(.up))),
-            bulk: .milliseconds(Int64((max(bulkSeconds, seconds) * 1000).rounded(.up))))
+        (conninfo, name, limits) = try HubMaintenance.target(hub: hub, remotes: remotes, timeoutSeconds: timeoutSeconds, bulkSeconds: bulkSeconds)
     }
 
     /// Removes, in one PostgreSQL transaction, the hub's tombstones (`landmarks`, `positions`) and
@@ -91,5 +83,29 @@ extension HubConnection {
     func horizon() throws -> Int64 {
         guard try HubMigrator.tableExists("hub_meta", pg) else { return 0 }
         return try pg.execute(sql: "SELECT \(HubSQL.horizon)").int64(0, 0) ?? 0
+    }
+}
+
+/// What the operator's hub commands (`gc --hub`, `gc --hub --rebuild-digest`) share.
+enum HubMaintenance {
+    /// The hub a maintenance command names, and its deadlines.
+    /// - Parameters:
+    ///   - hub: the hub's URL (`postgresql://…`) or a saved remote's name.
+    ///   - remotes: the saved remotes `hub` may name.
+    ///   - timeoutSeconds: the deadline of connecting and of each short statement, in s.
+    ///   - bulkSeconds: the deadline of the long statements, in s (at least `timeoutSeconds`).
+    /// - Returns: the connection string, the display name (no password) and the limits.
+    /// - Throws: `CatalogError` 64 when `hub` is not a PostgreSQL hub.
+    static func target(
+        hub: String, remotes: [Remote], timeoutSeconds: Double, bulkSeconds: Double
+    ) throws -> (conninfo: String, name: String, limits: HubLimits) {
+        guard let conninfo = HubSourceKind.conninfo(of: try SourceLocator.parse(hub, remotes: remotes)) else {
+            throw CatalogError(.usage, "--hub needs a PostgreSQL hub: a postgresql:// URL or a saved remote of one, got '\(hub)'")
+        }
+        let seconds = max(timeoutSeconds, 0.001)
+        let limits = HubLimits(
+            connectSeconds: max(1, Int(seconds.rounded(.up))), statement: .milliseconds(Int64((seconds * 1000).rounded(.up))),
+            bulk: .milliseconds(Int64((max(bulkSeconds, seconds) * 1000).rounded(.up))))
+        return (conninfo, HubSourceKind.locator(conninfo).description, limits)
     }
 }

@@ -31,15 +31,7 @@ package struct HubDigestRebuild {
     ///   - bulkSeconds: the deadline of the rebuild (it hashes every row), in s.
     /// - Throws: `CatalogError` 64 when `hub` is not a PostgreSQL hub.
     package init(hub: String, remotes: [Remote], timeoutSeconds: Double = 30, bulkSeconds: Double = 600) throws {
-        guard let conninfo = HubSourceKind.conninfo(of: try SourceLocator.parse(hub, remotes: remotes)) else {
-            throw CatalogError(.usage, "--hub needs a PostgreSQL hub: a postgresql:// URL or a saved remote of one, got '\(hub)'")
-        }
-        self.conninfo = conninfo
-        name = HubSourceKind.locator(conninfo).description
-        let seconds = max(timeoutSeconds, 0.001)
-        limits = HubLimits(
-            connectSeconds: max(1, Int(seconds.rounded(.up))), statement: .milliseconds(Int64((seconds * 1000).rounded(.up))),
-            bulk: .milliseconds(Int64((max(bulkSeconds, seconds) * 1000).rounded(.up))))
+        (conninfo, name, limits) = try HubMaintenance.target(hub: hub, remotes: remotes, timeoutSeconds: timeoutSeconds, bulkSeconds: bulkSeconds)
     }
 
     /// Rebuilds the hub's kept digest totals from its rows.
